@@ -1,0 +1,71 @@
+"""Where every gRPC channel and server of pedl is made, so limits and options agree everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+# Model definitions (up to the context limit) and checkpoint chunks travel in messages.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+_SERVER_OPTIONS = _OPTIONS + [
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+    ("grpc.so_reuseport", 0),
+]
+
+
+def channel(address: str) -> grpc.Channel:
+    """A blocking channel; `address` is host:port or unix:///path."""
+    return grpc.insecure_channel(address, options=_OPTIONS)
+
+
+def aio_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address, options=_OPTIONS)
+
+
+def aio_server(
+    register: Iterable[Callable[[grpc.aio.Server], None]],
+    service_names: Iterable[str],
+    address: str,
+) -> tuple[grpc.aio.Server, int]:
+    """A grpc.aio server with health and reflection, bound to `address`; returns it and its port.
+
+    `register` callables add the servicers (e.g. `lambda s: add_FooServicer_to_server(x, s)`);
+    `service_names` are their full names, for reflection and health.
+    """
+    server = grpc.aio.server(options=_SERVER_OPTIONS)
+    for add in register:
+        add(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = list(service_names)
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    port = server.add_insecure_port(address)
+    if port == 0 and not address.startswith("unix:"):
+        raise OSError(f"cannot bind gRPC server to {address}")
+    server.health_servicer = health_servicer  # type: ignore[attr-defined]
+    server.service_names = names  # type: ignore[attr-defined]
+    return server, port
+
+
+async def mark_serving(server: grpc.aio.Server) -> None:
+    """Reports SERVING for the overall server and each of its services."""
+    hs = server.health_servicer  # type: ignore[attr-defined]
+    for name in ["", *server.service_names]:  # type: ignore[attr-defined]
+        await hs.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+
+def service_name(pb2_module: object, service: str) -> str:
+    return pb2_module.DESCRIPTOR.services_by_name[service].full_name  # type: ignore[attr-defined]

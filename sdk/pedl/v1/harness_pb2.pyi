@@ -1,0 +1,39 @@
+from pedl.v1 import agent_pb2 as _agent_pb2
+from pedl.v1 import common_pb2 as _common_pb2
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetTrialInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetTrialInfoResponse(_message.Message):
+    __slots__ = ("trial", "model_definition_dir")
+    TRIAL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_DIR_FIELD_NUMBER: _ClassVar[int]
+    trial: _agent_pb2.StartTrial
+    model_definition_dir: str
+    def __init__(self, trial: _Optional[_Union[_agent_pb2.StartTrial, _Mapping]] = ..., model_definition_dir: _Optional[str] = ...) -> None: ...
+
+class NextWorkloadRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NextWorkloadResponse(_message.Message):
+    __slots__ = ("workload",)
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    workload: _common_pb2.Workload
+    def __init__(self, workload: _Optional[_Union[_common_pb2.Workload, _Mapping]] = ...) -> None: ...
+
+class CompleteWorkloadRequest(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _common_pb2.WorkloadResult
+    def __init__(self, result: _Optional[_Union[_common_pb2.WorkloadResult, _Mapping]] = ...) -> None: ...
+
+class CompleteWorkloadResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

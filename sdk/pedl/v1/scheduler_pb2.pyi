@@ -1,0 +1,238 @@
+from google.protobuf import struct_pb2 as _struct_pb2
+from pedl.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Experiment(_message.Message):
+    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    NUM_TRIALS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_NAME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    SEARCHER_METRIC_FIELD_NUMBER: _ClassVar[int]
+    SMALLER_IS_BETTER_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    state: _common_pb2.ExperimentState
+    config_yaml: str
+    config: _struct_pb2.Struct
+    description: str
+    created_at: str
+    ended_at: str
+    num_trials: int
+    model_definition_name: str
+    error: str
+    searcher_metric: str
+    smaller_is_better: bool
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ...) -> None: ...
+
+class Trial(_message.Message):
+    __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    HPARAMS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    LATEST_CHECKPOINT_UUID_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    BEST_VALIDATION_METRIC_FIELD_NUMBER: _ClassVar[int]
+    NUM_STEPS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    experiment_id: int
+    state: _common_pb2.TrialState
+    hparams: _struct_pb2.Struct
+    total_batches: int
+    run_id: int
+    restarts: int
+    agent_id: str
+    latest_checkpoint_uuid: str
+    start_time: str
+    end_time: str
+    best_validation_metric: float
+    num_steps: int
+    error: str
+    seed: int
+    def __init__(self, id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.TrialState, str]] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., total_batches: _Optional[int] = ..., run_id: _Optional[int] = ..., restarts: _Optional[int] = ..., agent_id: _Optional[str] = ..., latest_checkpoint_uuid: _Optional[str] = ..., start_time: _Optional[str] = ..., end_time: _Optional[str] = ..., best_validation_metric: _Optional[float] = ..., num_steps: _Optional[int] = ..., error: _Optional[str] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class Step(_message.Message):
+    __slots__ = ("step_id", "total_batches", "num_batches", "metrics", "end_time")
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    NUM_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    step_id: int
+    total_batches: int
+    num_batches: int
+    metrics: _struct_pb2.Struct
+    end_time: str
+    def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., num_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
+
+class Validation(_message.Message):
+    __slots__ = ("step_id", "total_batches", "metrics", "end_time")
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    step_id: int
+    total_batches: int
+    metrics: _struct_pb2.Struct
+    end_time: str
+    def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
+
+class Agent(_message.Message):
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
+    connected_at: str
+    last_heartbeat: str
+    hostname: str
+    environments: _containers.RepeatedScalarFieldContainer[str]
+    resource_pool: str
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ...) -> None: ...
+
+class CreateExperimentRequest(_message.Message):
+    __slots__ = ("config_yaml", "model_definition", "model_definition_name")
+    CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_NAME_FIELD_NUMBER: _ClassVar[int]
+    config_yaml: str
+    model_definition: bytes
+    model_definition_name: str
+    def __init__(self, config_yaml: _Optional[str] = ..., model_definition: _Optional[bytes] = ..., model_definition_name: _Optional[str] = ...) -> None: ...
+
+class CreateExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
+class ListExperimentsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListExperimentsResponse(_message.Message):
+    __slots__ = ("experiments",)
+    EXPERIMENTS_FIELD_NUMBER: _ClassVar[int]
+    experiments: _containers.RepeatedCompositeFieldContainer[Experiment]
+    def __init__(self, experiments: _Optional[_Iterable[_Union[Experiment, _Mapping]]] = ...) -> None: ...
+
+class GetExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class GetExperimentResponse(_message.Message):
+    __slots__ = ("experiment", "trials")
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    trials: _containers.RepeatedCompositeFieldContainer[Trial]
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ..., trials: _Optional[_Iterable[_Union[Trial, _Mapping]]] = ...) -> None: ...
+
+class KillExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class KillExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
+class GetModelDefinitionRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class GetModelDefinitionResponse(_message.Message):
+    __slots__ = ("model_definition", "model_definition_name")
+    MODEL_DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_NAME_FIELD_NUMBER: _ClassVar[int]
+    model_definition: bytes
+    model_definition_name: str
+    def __init__(self, model_definition: _Optional[bytes] = ..., model_definition_name: _Optional[str] = ...) -> None: ...
+
+class GetTrialRequest(_message.Message):
+    __slots__ = ("trial_id",)
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    def __init__(self, trial_id: _Optional[int] = ...) -> None: ...
+
+class GetTrialResponse(_message.Message):
+    __slots__ = ("trial", "steps", "validations", "checkpoints")
+    TRIAL_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATIONS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    trial: Trial
+    steps: _containers.RepeatedCompositeFieldContainer[Step]
+    validations: _containers.RepeatedCompositeFieldContainer[Validation]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
+    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ...) -> None: ...
+
+class GetTrialLogsRequest(_message.Message):
+    __slots__ = ("trial_id", "follow", "after_id")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    AFTER_ID_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    follow: bool
+    after_id: int
+    def __init__(self, trial_id: _Optional[int] = ..., follow: bool = ..., after_id: _Optional[int] = ...) -> None: ...
+
+class GetTrialLogsResponse(_message.Message):
+    __slots__ = ("lines",)
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    lines: _containers.RepeatedCompositeFieldContainer[_common_pb2.LogLine]
+    def __init__(self, lines: _Optional[_Iterable[_Union[_common_pb2.LogLine, _Mapping]]] = ...) -> None: ...
+
+class ListAgentsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListAgentsResponse(_message.Message):
+    __slots__ = ("agents",)
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedCompositeFieldContainer[Agent]
+    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ...) -> None: ...
+
+class GetClusterInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetClusterInfoResponse(_message.Message):
+    __slots__ = ("version", "checkpoint_store_address", "cluster_id")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_STORE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    checkpoint_store_address: str
+    cluster_id: str
+    def __init__(self, version: _Optional[str] = ..., checkpoint_store_address: _Optional[str] = ..., cluster_id: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,16 @@
+"""Maps the repository's folders onto importable package names (see pyproject.toml)."""
+
+from setuptools import find_packages, setup
+
+ROOTS = {
+    "pedl": "sdk/pedl",
+    "pedl_scheduler": "services/scheduler",
+    "pedl_agent": "services/agent",
+    "pedl_checkpoint_store": "services/checkpoint_store",
+}
+
+packages: list[str] = []
+for name, path in ROOTS.items():
+    packages += [name] + [f"{name}.{sub}" for sub in find_packages(path)]
+
+setup(packages=packages, package_dir=ROOTS, package_data={"pedl.v1": ["*.pyi"]})
