@@ -33,8 +33,16 @@ def generator_python() -> Path:
     if not python.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(GEN_VENV)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             f"grpcio-tools=={TOOLS_VERSION}", f"protobuf=={PROTOBUF_VERSION}"],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                f"grpcio-tools=={TOOLS_VERSION}",
+                f"protobuf=={PROTOBUF_VERSION}",
+            ],
             check=True,
         )
     return python
@@ -44,8 +52,16 @@ def generate(out_root: Path) -> Path:
     """Writes pedl/v1/*.py under out_root and returns that package directory."""
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "pedl" / "v1").glob("*.proto"))
     subprocess.run(
-        [str(generator_python()), "-m", "grpc_tools.protoc", f"-I{PROTO_ROOT}",
-         f"--python_out={out_root}", f"--pyi_out={out_root}", f"--grpc_python_out={out_root}", *protos],
+        [
+            str(generator_python()),
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{PROTO_ROOT}",
+            f"--python_out={out_root}",
+            f"--pyi_out={out_root}",
+            f"--grpc_python_out={out_root}",
+            *protos,
+        ],
         check=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
@@ -58,8 +74,10 @@ def stale_files(generated: Path) -> list[str]:
     names = {p.name for p in generated.iterdir() if p.is_file()}
     names |= {p.name for p in OUT_DIR.glob("*") if p.is_file()} if OUT_DIR.exists() else set()
     return sorted(
-        n for n in names
-        if not (generated / n).exists() or not (OUT_DIR / n).exists()
+        n
+        for n in names
+        if not (generated / n).exists()
+        or not (OUT_DIR / n).exists()
         or not filecmp.cmp(generated / n, OUT_DIR / n, shallow=False)
     )
 
@@ -73,8 +91,11 @@ def main() -> int:
         stale = stale_files(generated)
         if args.check:
             if stale:
-                print(f"stale generated stubs in {OUT_DIR}: {', '.join(stale)}; "
-                      "run: python scripts/gen_protos.py", file=sys.stderr)
+                print(
+                    f"stale generated stubs in {OUT_DIR}: {', '.join(stale)}; "
+                    "run: python scripts/gen_protos.py",
+                    file=sys.stderr,
+                )
                 return 1
             return 0
         OUT_DIR.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,76 @@
+"""The interface every search method implements."""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pedl.searcher._ops import Operation
+
+
+class SearcherError(ValueError):
+    """A searcher config the method cannot run."""
+
+
+class SearchMethod(ABC):
+    """One search algorithm. Subclasses keep all their state in `state_dict()`-able fields."""
+
+    def __init__(self, config: Any, seed: int) -> None:
+        self.config = config
+        self.rng = random.Random(seed)
+        self._next_request = 0
+
+    def new_request_id(self) -> str:
+        self._next_request += 1
+        return f"r{self._next_request}"
+
+    def new_trial_seed(self) -> int:
+        return self.rng.randrange(2**31)
+
+    @abstractmethod
+    def initial_operations(self) -> list[Operation]: ...
+
+    def on_trial_created(self, request_id: str) -> list[Operation]:
+        return []
+
+    @abstractmethod
+    def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]: ...
+
+    @abstractmethod
+    def on_trial_closed(self, request_id: str) -> list[Operation]: ...
+
+    @abstractmethod
+    def on_trial_exited_early(self, request_id: str) -> list[Operation]: ...
+
+    @abstractmethod
+    def progress(self) -> float:
+        """Fraction of the search done, 0.0 to 1.0."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "rng": _encode_rng(self.rng.getstate()),
+            "next_request": self._next_request,
+            "method": self.method_state(),
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.rng.setstate(_decode_rng(snapshot["rng"]))
+        self._next_request = snapshot["next_request"]
+        self.load_method_state(snapshot["method"])
+
+    @abstractmethod
+    def method_state(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def load_method_state(self, state: dict[str, Any]) -> None: ...
+
+
+def _encode_rng(state: tuple) -> list:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]
+
+
+def _decode_rng(state: list) -> tuple:
+    version, internal, gauss = state
+    return (version, tuple(internal), gauss)

@@ -1,0 +1,29 @@
+"""Builds the search method an experiment config names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pedl.searcher._base import SearcherError, SearchMethod
+from pedl.searcher.single import SingleSearch
+
+_METHODS: dict[str, type[SearchMethod]] = {
+    "single": SingleSearch,
+}
+
+
+def make_search_method(config: Any, seed: int) -> SearchMethod:
+    """`config` is a `pedl.config.ExperimentConfig`; `seed` the experiment's seed."""
+    name = config.searcher_name
+    method = _METHODS.get(name)
+    if method is None:
+        raise SearcherError(
+            f"searcher.name: {name!r} is not available yet; available: {', '.join(sorted(_METHODS))}"
+        )
+    return method(config, seed)
+
+
+def restore_search_method(config: Any, seed: int, snapshot: dict[str, Any]) -> SearchMethod:
+    method = make_search_method(config, seed)
+    method.restore(snapshot)
+    return method

@@ -1,0 +1,40 @@
+"""The operations a searcher asks for. Lengths are absolute batch counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Create:
+    """Start a new trial with these hyperparameters."""
+
+    request_id: str
+    hparams: dict[str, Any]
+    seed: int
+
+
+@dataclass(frozen=True)
+class ValidateAfter:
+    """Train the trial until `length` batches in all, then report its searcher metric."""
+
+    request_id: str
+    length: int
+
+
+@dataclass(frozen=True)
+class Close:
+    """The trial has trained enough: checkpoint it and let it exit."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """The search is over."""
+
+    failure: bool = False
+
+
+Operation = Create | ValidateAfter | Close | Shutdown

@@ -1,0 +1,47 @@
+"""`single`: one trial, trained to the searcher's max length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pedl.config.hyperparameters import sample
+from pedl.searcher._base import SearchMethod
+from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
+
+
+class SingleSearch(SearchMethod):
+    def __init__(self, config: Any, seed: int) -> None:
+        super().__init__(config, seed)
+        self.request_id: str | None = None
+        self.done = False
+
+    def initial_operations(self) -> list[Operation]:
+        self.request_id = self.new_request_id()
+        hparams = sample(self.config.hyperparameters, self.rng)
+        return [
+            Create(self.request_id, hparams, self.new_trial_seed()),
+            ValidateAfter(self.request_id, self.config.max_length_batches),
+        ]
+
+    def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        if length >= self.config.max_length_batches:
+            return [Close(request_id)]
+        return []
+
+    def on_trial_closed(self, request_id: str) -> list[Operation]:
+        self.done = True
+        return [Shutdown()]
+
+    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+        self.done = True
+        return [Shutdown(failure=True)]
+
+    def progress(self) -> float:
+        return 1.0 if self.done else 0.0
+
+    def method_state(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "done": self.done}
+
+    def load_method_state(self, state: dict[str, Any]) -> None:
+        self.request_id = state["request_id"]
+        self.done = state["done"]

@@ -1,0 +1,114 @@
+"""Turns a trial's searcher targets into the next workload.
+
+Pure and restartable: its whole state is a few integers, stored with the trial, so a
+restarted scheduler or trial run picks up exactly where the last one stood. Workloads
+carry absolute batch counts, never deltas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Kind(str, Enum):
+    RUN_STEP = "RUN_STEP"
+    COMPUTE_VALIDATION_METRICS = "COMPUTE_VALIDATION_METRICS"
+    CHECKPOINT_MODEL = "CHECKPOINT_MODEL"
+    TERMINATE = "TERMINATE"
+
+
+@dataclass(frozen=True)
+class Next:
+    kind: Kind
+    step_id: int
+    total_batches: int
+
+
+@dataclass
+class TrialSequencer:
+    batches_per_step: int
+    min_validation_period: int = 0
+    min_checkpoint_period: int = 0
+    batches_trained: int = 0
+    step_id: int = 0
+    last_validation: int = -1
+    last_checkpoint: int = -1
+    # Lengths the searcher asked to be validated at, in order.
+    targets: list[int] = field(default_factory=list)
+    closing: bool = False
+    terminated: bool = False
+
+    def add_target(self, length: int) -> None:
+        self.targets.append(length)
+
+    def close(self) -> None:
+        self.closing = True
+
+    def next_workload(self) -> Next | None:
+        """The workload to run now, or None while the trial waits on the searcher."""
+        if self.terminated:
+            return None
+        b = self.batches_trained
+        if self.targets and b < self.targets[0]:
+            if self._due(self.min_validation_period, self.last_validation):
+                return self._make(Kind.COMPUTE_VALIDATION_METRICS)
+            if self._due(self.min_checkpoint_period, self.last_checkpoint):
+                return self._make(Kind.CHECKPOINT_MODEL)
+            step_end = min(b + self.batches_per_step, self.targets[0])
+            return Next(Kind.RUN_STEP, self.step_id + 1, step_end)
+        if self.targets:
+            if self.last_validation != b:
+                return self._make(Kind.COMPUTE_VALIDATION_METRICS)
+            return None  # validated at the target; the searcher has not answered yet
+        if self.closing:
+            if self.last_checkpoint != b and b > 0:
+                return self._make(Kind.CHECKPOINT_MODEL)
+            return self._make(Kind.TERMINATE)
+        return None
+
+    def checkpoint_due_before_stop(self) -> bool:
+        """Whether stopping now (pause, preemption) needs a checkpoint first."""
+        return self.batches_trained > 0 and self.last_checkpoint != self.batches_trained
+
+    def on_step_completed(self, step_id: int, total_batches: int) -> None:
+        self.step_id = max(self.step_id, step_id)
+        self.batches_trained = total_batches
+
+    def on_validation_completed(self, total_batches: int) -> bool:
+        """Records the validation; True when it answers the searcher's current target."""
+        self.last_validation = total_batches
+        if self.targets and total_batches >= self.targets[0]:
+            self.targets.pop(0)
+            return True
+        return False
+
+    def on_checkpoint_completed(self, total_batches: int) -> None:
+        self.last_checkpoint = total_batches
+
+    def on_terminate_sent(self) -> None:
+        self.terminated = True
+
+    def restart_from(self, checkpoint_batches: int, checkpoint_step_id: int) -> None:
+        """A new run resumes from a checkpoint: work after it will be redone."""
+        self.batches_trained = checkpoint_batches
+        self.step_id = checkpoint_step_id
+        self.last_checkpoint = checkpoint_batches if checkpoint_batches > 0 else -1
+        if self.last_validation > checkpoint_batches:
+            self.last_validation = -1
+        self.terminated = False
+
+    def _due(self, period: int, last: int) -> bool:
+        b = self.batches_trained
+        return period > 0 and b > 0 and last != b and b - max(last, 0) >= period
+
+    def _make(self, kind: Kind) -> Next:
+        return Next(kind, self.step_id, self.batches_trained)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialSequencer:
+        return cls(**data)

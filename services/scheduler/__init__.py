@@ -1,0 +1,1 @@
+"""The pedl scheduler (master): experiments, trials, searchers, slot scheduling and the database."""

@@ -1,0 +1,89 @@
+"""Connected agents, their slots, and the outgoing message queue of each agent's stream."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from pedl._timeutil import utc_now
+from pedl.v1 import agent_pb2, common_pb2, scheduler_pb2
+
+CLOSE_STREAM = object()  # put on an agent's queue to end its stream
+
+
+@dataclass
+class AgentHandle:
+    id: str
+    hostname: str
+    address: str
+    resource_pool: str
+    environments: list[str]
+    slots: list[common_pb2.Slot]
+    outbox: asyncio.Queue = field(default_factory=asyncio.Queue)
+    connected_at: str = field(default_factory=utc_now)
+    last_heartbeat: str = field(default_factory=utc_now)
+    last_seen: float = field(default_factory=time.monotonic)
+    # slot id -> trial id
+    used: dict[str, int] = field(default_factory=dict)
+
+    def send(self, message: agent_pb2.ConnectResponse) -> None:
+        self.outbox.put_nowait(message)
+
+    def free_slots(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.slots if s.id not in self.used)
+
+    def to_proto(self) -> scheduler_pb2.Agent:
+        slots = []
+        for s in self.slots:
+            slot = common_pb2.Slot()
+            slot.CopyFrom(s)
+            slot.trial_id = self.used.get(s.id, 0)
+            slots.append(slot)
+        return scheduler_pb2.Agent(
+            id=self.id,
+            slots=slots,
+            connected_at=self.connected_at,
+            last_heartbeat=self.last_heartbeat,
+            hostname=self.hostname,
+            environments=self.environments,
+            resource_pool=self.resource_pool,
+        )
+
+
+class Cluster:
+    """Who is connected and which slots they hold."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, AgentHandle] = {}
+
+    def connect(self, register: agent_pb2.RegisterAgent) -> AgentHandle:
+        old = self.agents.get(register.agent_id)
+        if old is not None:
+            old.send(CLOSE_STREAM)  # type: ignore[arg-type]
+        agent = AgentHandle(
+            id=register.agent_id,
+            hostname=register.hostname,
+            address=register.address,
+            resource_pool=register.resource_pool or "default",
+            environments=list(register.environments) or ["default"],
+            slots=list(register.slots),
+        )
+        self.agents[agent.id] = agent
+        return agent
+
+    def disconnect(self, agent: AgentHandle) -> bool:
+        """Forgets the agent unless a newer stream of the same id replaced it; True if forgotten."""
+        if self.agents.get(agent.id) is agent:
+            del self.agents[agent.id]
+            return True
+        return False
+
+    def heartbeat(self, agent: AgentHandle) -> None:
+        agent.last_heartbeat = utc_now()
+        agent.last_seen = time.monotonic()
+
+    def release(self, trial_id: int) -> None:
+        for agent in self.agents.values():
+            for slot_id in [s for s, t in agent.used.items() if t == trial_id]:
+                del agent.used[slot_id]

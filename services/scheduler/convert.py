@@ -1,0 +1,92 @@
+"""Database rows to API messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf import json_format
+from pedl._metrics import to_struct
+from pedl.v1 import common_pb2, scheduler_pb2
+
+EXPERIMENT_STATES = {
+    name.removeprefix("EXPERIMENT_STATE_"): value for name, value in common_pb2.ExperimentState.items()
+}
+TRIAL_STATES = {name.removeprefix("TRIAL_STATE_"): value for name, value in common_pb2.TrialState.items()}
+
+
+def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment:
+    config = json.loads(row["config_json"])
+    searcher = config.get("searcher", {})
+    return scheduler_pb2.Experiment(
+        id=row["id"],
+        state=EXPERIMENT_STATES[row["state"]],
+        config_yaml=row["config_yaml"],
+        config=to_struct(config),
+        description=config.get("description") or "",
+        created_at=row["created_at"],
+        ended_at=row["ended_at"],
+        num_trials=num_trials,
+        model_definition_name=row["model_definition_name"],
+        error=row["error"],
+        searcher_metric=searcher.get("metric", ""),
+        smaller_is_better=bool(searcher.get("smaller_is_better", True)),
+    )
+
+
+def trial(row: dict[str, Any], agent_id: str = "", num_steps: int = 0) -> scheduler_pb2.Trial:
+    message = scheduler_pb2.Trial(
+        id=row["id"],
+        experiment_id=row["experiment_id"],
+        state=TRIAL_STATES[row["state"]],
+        hparams=to_struct(json.loads(row["hparams_json"])),
+        total_batches=row["total_batches"],
+        run_id=row["run_id"],
+        restarts=row["restarts"],
+        agent_id=agent_id,
+        latest_checkpoint_uuid=row["latest_checkpoint_uuid"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        num_steps=num_steps,
+        error=row["error"],
+        seed=row["seed"],
+    )
+    if row["best_validation"] is not None:
+        message.best_validation_metric = row["best_validation"]
+    return message
+
+
+def step(row: dict[str, Any]) -> scheduler_pb2.Step:
+    return scheduler_pb2.Step(
+        step_id=row["step_id"],
+        total_batches=row["total_batches"],
+        num_batches=row["num_batches"],
+        metrics=to_struct(json.loads(row["metrics_json"])),
+        end_time=row["end_time"],
+    )
+
+
+def validation(row: dict[str, Any]) -> scheduler_pb2.Validation:
+    return scheduler_pb2.Validation(
+        step_id=row["step_id"],
+        total_batches=row["total_batches"],
+        metrics=to_struct(json.loads(row["metrics_json"])),
+        end_time=row["end_time"],
+    )
+
+
+def checkpoint(row: dict[str, Any]) -> common_pb2.Checkpoint:
+    message = common_pb2.Checkpoint()
+    json_format.Parse(row["checkpoint_json"], message)
+    return message
+
+
+def log_line(row: dict[str, Any]) -> common_pb2.LogLine:
+    return common_pb2.LogLine(
+        id=row["id"],
+        trial_id=row["trial_id"],
+        run_id=row["run_id"],
+        timestamp=row["timestamp"],
+        source=row["source"],
+        message=row["message"],
+    )

@@ -1,0 +1,82 @@
+"""Versioned schema migrations, applied in order; a database records the last one it ran.
+
+Written in the SQL that SQLite and PostgreSQL share, so one schema serves both.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[list[str]] = [
+    # 1: experiments, trials and their results.
+    [
+        """CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            state TEXT NOT NULL,
+            config_yaml TEXT NOT NULL,
+            config_json TEXT NOT NULL,
+            model_definition BLOB NOT NULL,
+            model_definition_name TEXT NOT NULL,
+            seed BIGINT NOT NULL,
+            searcher_snapshot TEXT,
+            error TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            ended_at TEXT NOT NULL DEFAULT ''
+        )""",
+        """CREATE TABLE trials (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            request_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            hparams_json TEXT NOT NULL,
+            seed BIGINT NOT NULL,
+            run_id INTEGER NOT NULL DEFAULT 0,
+            restarts INTEGER NOT NULL DEFAULT 0,
+            total_batches BIGINT NOT NULL DEFAULT 0,
+            latest_checkpoint_uuid TEXT NOT NULL DEFAULT '',
+            latest_checkpoint_batches BIGINT NOT NULL DEFAULT 0,
+            latest_checkpoint_step INTEGER NOT NULL DEFAULT 0,
+            sequencer_json TEXT NOT NULL,
+            best_validation DOUBLE PRECISION,
+            error TEXT NOT NULL DEFAULT '',
+            start_time TEXT NOT NULL DEFAULT '',
+            end_time TEXT NOT NULL DEFAULT '',
+            UNIQUE (experiment_id, request_id)
+        )""",
+        "CREATE INDEX trials_experiment ON trials (experiment_id)",
+        """CREATE TABLE steps (
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            step_id INTEGER NOT NULL,
+            total_batches BIGINT NOT NULL,
+            num_batches BIGINT NOT NULL,
+            metrics_json TEXT NOT NULL,
+            end_time TEXT NOT NULL,
+            PRIMARY KEY (trial_id, total_batches)
+        )""",
+        """CREATE TABLE validations (
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            step_id INTEGER NOT NULL,
+            total_batches BIGINT NOT NULL,
+            metrics_json TEXT NOT NULL,
+            end_time TEXT NOT NULL,
+            PRIMARY KEY (trial_id, total_batches)
+        )""",
+        """CREATE TABLE checkpoints (
+            uuid TEXT PRIMARY KEY,
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            step_id INTEGER NOT NULL,
+            total_batches BIGINT NOT NULL,
+            state TEXT NOT NULL,
+            checkpoint_json TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX checkpoints_trial ON checkpoints (trial_id)",
+        """CREATE TABLE trial_logs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            run_id INTEGER NOT NULL,
+            timestamp TEXT NOT NULL,
+            source TEXT NOT NULL,
+            message TEXT NOT NULL
+        )""",
+        "CREATE INDEX trial_logs_trial ON trial_logs (trial_id, id)",
+    ],
+]

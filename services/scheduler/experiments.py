@@ -1,0 +1,560 @@
+"""The experiment and trial lifecycle: searcher operations in, workloads and DB rows out.
+
+All state changes happen on the scheduler's event loop. Every event that moves a
+searcher writes its snapshot in the same transaction as the rows the event produced, so
+a restarted scheduler resumes the search exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+from typing import Any
+
+import structlog
+from google.protobuf import json_format
+from pedl._metrics import from_struct, to_struct
+from pedl._timeutil import utc_now
+from pedl.config import ConfigError, parse_experiment_config
+from pedl.searcher import (
+    Close,
+    Create,
+    Operation,
+    Shutdown,
+    ValidateAfter,
+    make_search_method,
+    restore_search_method,
+)
+from pedl.sequencer import Kind, TrialSequencer
+from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler import scheduling
+from pedl_scheduler.cluster import AgentHandle, Cluster
+from pedl_scheduler.db import Database
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+
+log = structlog.get_logger(component="experiments")
+
+WORKLOAD_KINDS = {kind: common_pb2.WorkloadKind.Value(f"WORKLOAD_KIND_{kind.value}") for kind in Kind}
+KIND_NAMES = {value: kind for kind, value in WORKLOAD_KINDS.items()}
+
+
+class UserError(ValueError):
+    """A request the user must fix; its message is shown as is."""
+
+
+class NotFound(LookupError):
+    pass
+
+
+class ExperimentManager:
+    def __init__(
+        self,
+        db: Database,
+        cluster: Cluster,
+        checkpoint_store_address: str,
+        model_definition_limit: int = 96 * 1024 * 1024,
+    ) -> None:
+        self.db = db
+        self.cluster = cluster
+        self.checkpoint_store_address = checkpoint_store_address
+        self.model_definition_limit = model_definition_limit
+        self.experiments: dict[int, ExperimentRuntime] = {}
+        self.trials: dict[int, TrialRuntime] = {}
+        self.wake = asyncio.Event()
+        self.changed = asyncio.Condition()
+
+    # ---- start-up -------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Rebuilds active experiments from the database; their live trials are queued again."""
+        for row in self.db.query("SELECT * FROM experiments WHERE state IN ('ACTIVE', 'PAUSED')"):
+            config = parse_experiment_config(row["config_yaml"])
+            searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
+            exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
+            self.experiments[exp.id] = exp
+            for t in self.db.query("SELECT * FROM trials WHERE experiment_id = ? ORDER BY id", (exp.id,)):
+                exp.trial_ids.append(t["id"])
+                if t["state"] not in ("ACTIVE", "PAUSED"):
+                    continue
+                trial = TrialRuntime(
+                    id=t["id"],
+                    experiment_id=exp.id,
+                    request_id=t["request_id"],
+                    hparams=json.loads(t["hparams_json"]),
+                    seed=t["seed"],
+                    sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
+                    run_id=t["run_id"],
+                    restarts=t["restarts"],
+                    latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
+                    latest_checkpoint_batches=t["latest_checkpoint_batches"],
+                    latest_checkpoint_step=t["latest_checkpoint_step"],
+                    state=t["state"],
+                    best_validation=t["best_validation"],
+                )
+                self.trials[trial.id] = trial
+            log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
+        self.wake.set()
+
+    # ---- user requests --------------------------------------------------------------------
+
+    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str) -> int:
+        try:
+            config = parse_experiment_config(config_yaml)
+        except ConfigError as e:
+            raise UserError(f"invalid experiment config: {e}") from e
+        if not model_definition:
+            raise UserError("the model definition is empty: submit a context directory holding the code")
+        if len(model_definition) > self.model_definition_limit:
+            raise UserError(
+                f"the model definition is {len(model_definition) / 2**20:.1f} MiB compressed, over the "
+                f"scheduler's limit of {self.model_definition_limit / 2**20:.0f} MiB; "
+                "leave large files out with .pedlignore"
+            )
+        if not name.isidentifier():
+            raise UserError(f"model_definition_name {name!r} is not a valid Python identifier")
+        slots = config.slots_per_trial
+        total = sum(len(a.slots) for a in self.cluster.agents.values())
+        if self.cluster.agents and slots > max(len(a.slots) for a in self.cluster.agents.values()):
+            raise UserError(
+                f"resources.slots_per_trial is {slots}, but no agent has that many slots "
+                f"(the cluster has {total} slots on {len(self.cluster.agents)} agents)"
+            )
+        seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
+        searcher = make_search_method(config, seed)
+        with self.db.transaction():
+            exp_id = self.db.execute(
+                "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
+                "model_definition_name, seed, created_at) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?)",
+                (config.masked_yaml(), json.dumps(config.raw), model_definition, name, seed, utc_now()),
+            )
+            exp = ExperimentRuntime(exp_id, config, searcher)
+            self.experiments[exp_id] = exp
+            self._apply(exp, searcher.initial_operations())
+        log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
+        self.wake.set()
+        return exp_id
+
+    def kill_experiment(self, exp_id: int) -> None:
+        row = self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
+        if row is None:
+            raise NotFound(f"experiment {exp_id} not found")
+        exp = self.experiments.get(exp_id)
+        if exp is None:
+            return  # already ended
+        exp.state = "CANCELED"
+        with self.db.transaction():
+            for trial_id in exp.trial_ids:
+                trial = self.trials.get(trial_id)
+                if trial is None or trial.terminal:
+                    continue
+                trial.killing = True
+                if trial.running:
+                    agent = self.cluster.agents.get(trial.agent_id or "")
+                    if agent is not None:
+                        agent.send(
+                            agent_pb2.ConnectResponse(
+                                kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
+                            )
+                        )
+                else:
+                    self._end_trial(trial, "CANCELED", "")
+            self._maybe_finish(exp)
+        self._notify()
+
+    # ---- scheduling -----------------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """One tick: start queued trials on free slots."""
+        queued = [
+            scheduling.QueuedTrial(
+                t.id, t.experiment_id, self.experiments[t.experiment_id].config.slots_per_trial
+            )
+            for t in sorted(self.trials.values(), key=lambda t: t.id)
+            if t.state == "ACTIVE"
+            and not t.running
+            and not t.killing
+            and self.experiments[t.experiment_id].state == "ACTIVE"
+        ]
+        if not queued:
+            return
+        agents = [
+            scheduling.AgentCapacity(a.id, a.free_slots(), a.resource_pool)
+            for a in self.cluster.agents.values()
+        ]
+        for assignment in scheduling.assign(queued, agents):
+            self._start(
+                self.trials[assignment.trial_id],
+                self.cluster.agents[assignment.agent_id],
+                assignment.slot_ids,
+            )
+
+    def _start(self, trial: TrialRuntime, agent: AgentHandle, slot_ids: tuple[str, ...]) -> None:
+        exp = self.experiments[trial.experiment_id]
+        trial.run_id += 1
+        trial.agent_id = agent.id
+        trial.slot_ids = slot_ids
+        trial.in_flight = False
+        trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+        for slot_id in slot_ids:
+            agent.used[slot_id] = trial.id
+        self.db.execute(
+            "UPDATE trials SET run_id = ?, sequencer_json = ?, "
+            "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
+            (trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), trial.id),
+        )
+        env = exp.config.environment_name or ""
+        agent.send(
+            agent_pb2.ConnectResponse(
+                start_trial=agent_pb2.StartTrial(
+                    trial_id=trial.id,
+                    run_id=trial.run_id,
+                    experiment_id=exp.id,
+                    config_yaml=json.dumps(exp.config.raw),
+                    hparams=to_struct(trial.hparams),
+                    latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
+                    latest_checkpoint_batches=trial.latest_checkpoint_batches,
+                    slot_ids=list(slot_ids),
+                    trial_seed=trial.seed,
+                    checkpoint_store_address=self.checkpoint_store_address,
+                    model_definition_name=self._model_definition_name(exp.id),
+                    rank=0,
+                    world_size=len(slot_ids),
+                    environment="" if env == "default" else env,
+                )
+            )
+        )
+        self._log_line(
+            trial,
+            f"trial {trial.id} run {trial.run_id} started on agent {agent.id} (slots {', '.join(slot_ids)})",
+        )
+        log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id)
+        self._dispatch(trial)
+
+    def _model_definition_name(self, exp_id: int) -> str:
+        row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))
+        return row["model_definition_name"] if row else ""
+
+    def _dispatch(self, trial: TrialRuntime) -> None:
+        """Sends the trial's next workload if it is running and idle."""
+        if not trial.running or trial.in_flight or trial.killing:
+            return
+        nxt = trial.sequencer.next_workload()
+        if nxt is None:
+            return
+        agent = self.cluster.agents.get(trial.agent_id or "")
+        if agent is None:
+            return
+        if nxt.kind is Kind.TERMINATE:
+            trial.sequencer.on_terminate_sent()
+        trial.in_flight = nxt.kind is not Kind.TERMINATE
+        agent.send(
+            agent_pb2.ConnectResponse(
+                run_workload=agent_pb2.RunWorkload(
+                    workload=common_pb2.Workload(
+                        kind=WORKLOAD_KINDS[nxt.kind],
+                        trial_id=trial.id,
+                        run_id=trial.run_id,
+                        step_id=nxt.step_id,
+                        total_batches=nxt.total_batches,
+                    )
+                )
+            )
+        )
+
+    # ---- agent events ---------------------------------------------------------------------
+
+    def on_agent_registered(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
+        """Stops runs the agent still has that are not the trial's current run here."""
+        for r in running:
+            trial = self.trials.get(r.trial_id)
+            if trial is None or trial.run_id != r.run_id or trial.agent_id != agent.id:
+                agent.send(
+                    agent_pb2.ConnectResponse(
+                        kill_trial=agent_pb2.KillTrial(trial_id=r.trial_id, run_id=r.run_id)
+                    )
+                )
+        self.wake.set()
+
+    def on_agent_lost(self, agent_id: str) -> None:
+        for trial in [t for t in self.trials.values() if t.agent_id == agent_id]:
+            self._on_exit(trial, exit_code=-1, error=f"agent {agent_id} was lost", killed=False)
+        self.wake.set()
+
+    def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
+        w = result.workload
+        trial = self._current(agent, w.trial_id, w.run_id)
+        if trial is None:
+            return
+        trial.in_flight = False
+        kind = KIND_NAMES.get(w.kind)
+        metrics = from_struct(result.metrics)
+        now = utc_now()
+        try:
+            with self.db.transaction():
+                if kind is Kind.RUN_STEP:
+                    self._record_step(trial, w, result, metrics, now)
+                elif kind is Kind.COMPUTE_VALIDATION_METRICS:
+                    self._record_validation(trial, w, metrics, now)
+                elif kind is Kind.CHECKPOINT_MODEL:
+                    self._record_checkpoint(trial, w, result.checkpoint, now)
+                self._save_trial(trial)
+        except UserError as e:
+            self._fail_running_trial(trial, str(e))
+            return
+        self._dispatch(trial)
+        self._notify()
+
+    def _record_step(
+        self,
+        trial: TrialRuntime,
+        w: common_pb2.Workload,
+        result: common_pb2.WorkloadResult,
+        metrics: dict[str, Any],
+        now: str,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (trial.id, w.step_id, w.total_batches, result.num_batches, json.dumps(metrics), now),
+        )
+        trial.sequencer.on_step_completed(w.step_id, w.total_batches)
+
+    def _record_validation(
+        self, trial: TrialRuntime, w: common_pb2.Workload, metrics: dict[str, Any], now: str
+    ) -> None:
+        exp = self.experiments[trial.experiment_id]
+        name = exp.config.searcher_metric
+        if name not in metrics:
+            reported = ", ".join(sorted(metrics)) or "none"
+            raise UserError(
+                f"searcher.metric {name!r} is not among the validation metrics the trial reported "
+                f"({reported})"
+            )
+        value = metrics[name]
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise UserError(f"validation metric {name!r} must be a finite scalar, got {value!r}")
+        self.db.execute(
+            "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
+        )
+        better = exp.config.smaller_is_better
+        if trial.best_validation is None or (
+            value < trial.best_validation if better else value > trial.best_validation
+        ):
+            trial.best_validation = float(value)
+        if trial.sequencer.on_validation_completed(w.total_batches):
+            self._apply(
+                exp, exp.searcher.on_validation_completed(trial.request_id, float(value), w.total_batches)
+            )
+
+    def _record_checkpoint(
+        self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
+            "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",
+            (ckpt.uuid, trial.id, w.step_id, w.total_batches, json_format.MessageToJson(ckpt), now),
+        )
+        trial.latest_checkpoint_uuid = ckpt.uuid
+        trial.latest_checkpoint_batches = w.total_batches
+        trial.latest_checkpoint_step = w.step_id
+        trial.sequencer.on_checkpoint_completed(w.total_batches)
+
+    def on_trial_logs(self, agent: AgentHandle, message: agent_pb2.TrialLogs) -> None:
+        if message.trial_id not in self.trials and not self.db.query_one(
+            "SELECT id FROM trials WHERE id = ?", (message.trial_id,)
+        ):
+            return
+        with self.db.transaction():
+            for line in message.lines:
+                self.db.execute(
+                    "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        message.trial_id,
+                        message.run_id,
+                        line.timestamp or utc_now(),
+                        line.source or "stdout",
+                        line.message,
+                    ),
+                )
+        self._notify()
+
+    def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
+        trial = self._current(agent, message.trial_id, message.run_id)
+        if trial is None:
+            return
+        self._on_exit(trial, message.exit_code, message.error, message.killed)
+
+    def _on_exit(self, trial: TrialRuntime, exit_code: int, error: str, killed: bool) -> None:
+        exp = self.experiments[trial.experiment_id]
+        self.cluster.release(trial.id)
+        trial.agent_id, trial.slot_ids, trial.in_flight = None, (), False
+        with self.db.transaction():
+            if trial.killing:
+                self._end_trial(trial, "CANCELED", "")
+            elif exit_code == 0 and trial.sequencer.terminated:
+                self._end_trial(trial, "COMPLETED", "")
+                self._apply(exp, exp.searcher.on_trial_closed(trial.request_id))
+            else:
+                reason = error.strip() or f"the trial process exited with code {exit_code}"
+                if exit_code == 0:
+                    reason = "the trial process exited before it was told to stop"
+                self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
+                self._end_trial(trial, "ERROR", reason)
+                self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
+            self._maybe_finish(exp)
+        self.wake.set()
+        self._notify()
+
+    def _fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
+        """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
+        exp = self.experiments[trial.experiment_id]
+        agent = self.cluster.agents.get(trial.agent_id or "")
+        if agent is not None:
+            agent.send(
+                agent_pb2.ConnectResponse(
+                    kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
+                )
+            )
+        self.cluster.release(trial.id)
+        trial.agent_id, trial.slot_ids = None, ()
+        with self.db.transaction():
+            self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
+            self._end_trial(trial, "ERROR", reason)
+            self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
+            self._maybe_finish(exp)
+        self.wake.set()
+        self._notify()
+
+    def _current(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
+        """The trial if the message is from its current run on this agent; stale messages are dropped."""
+        trial = self.trials.get(trial_id)
+        if trial is None or trial.run_id != run_id or trial.agent_id != agent.id:
+            log.info("dropped message from a stale run", trial_id=trial_id, run_id=run_id, agent_id=agent.id)
+            return None
+        return trial
+
+    # ---- searcher operations --------------------------------------------------------------
+
+    def _apply(self, exp: ExperimentRuntime, ops: list[Operation]) -> None:
+        """Acts on searcher operations; call inside a transaction."""
+        pending = list(ops)
+        while pending:
+            op = pending.pop(0)
+            if isinstance(op, Create):
+                self._create_trial(exp, op)
+                pending.extend(exp.searcher.on_trial_created(op.request_id))
+            elif isinstance(op, ValidateAfter):
+                trial = self._by_request(exp, op.request_id)
+                trial.sequencer.add_target(op.length)
+                self._save_trial(trial)
+                self._dispatch(trial)
+            elif isinstance(op, Close):
+                trial = self._by_request(exp, op.request_id)
+                trial.sequencer.close()
+                self._save_trial(trial)
+                self._dispatch(trial)
+            elif isinstance(op, Shutdown):
+                exp.searcher_done = True
+                exp.searcher_failed = exp.searcher_failed or op.failure
+        self.db.execute(
+            "UPDATE experiments SET searcher_snapshot = ? WHERE id = ?",
+            (json.dumps(exp.searcher.snapshot()), exp.id),
+        )
+        self._maybe_finish(exp)
+
+    def _create_trial(self, exp: ExperimentRuntime, op: Create) -> None:
+        cfg = exp.config
+        sequencer = TrialSequencer(
+            batches_per_step=cfg.batches_per_step,
+            min_validation_period=cfg.min_validation_period_batches,
+            min_checkpoint_period=cfg.min_checkpoint_period_batches,
+        )
+        trial_id = self.db.execute(
+            "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
+            "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
+            (exp.id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
+        )
+        self.trials[trial_id] = TrialRuntime(trial_id, exp.id, op.request_id, op.hparams, op.seed, sequencer)
+        exp.trial_ids.append(trial_id)
+        self.wake.set()
+
+    def _by_request(self, exp: ExperimentRuntime, request_id: str) -> TrialRuntime:
+        for trial_id in exp.trial_ids:
+            trial = self.trials.get(trial_id)
+            if trial is not None and trial.request_id == request_id:
+                return trial
+        raise KeyError(f"experiment {exp.id} has no live trial for searcher request {request_id}")
+
+    # ---- persistence helpers ---------------------------------------------------------------
+
+    def _save_trial(self, trial: TrialRuntime) -> None:
+        self.db.execute(
+            "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
+            "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ? WHERE id = ?",
+            (
+                trial.sequencer.batches_trained,
+                trial.latest_checkpoint_uuid,
+                trial.latest_checkpoint_batches,
+                trial.latest_checkpoint_step,
+                json.dumps(trial.sequencer.to_dict()),
+                trial.best_validation,
+                trial.id,
+            ),
+        )
+
+    def _end_trial(self, trial: TrialRuntime, state: str, error: str) -> None:
+        trial.state = state
+        self._save_trial(trial)
+        self.db.execute(
+            "UPDATE trials SET state = ?, error = ?, end_time = ? WHERE id = ?",
+            (state, error, utc_now(), trial.id),
+        )
+        self.trials.pop(trial.id, None)
+
+    def _maybe_finish(self, exp: ExperimentRuntime) -> None:
+        live = [t for t in exp.trial_ids if t in self.trials]
+        if live or exp.id not in self.experiments:
+            return
+        if exp.state != "CANCELED" and not exp.searcher_done:
+            return
+        states = [
+            r["state"] for r in self.db.query("SELECT state FROM trials WHERE experiment_id = ?", (exp.id,))
+        ]
+        error = ""
+        if exp.state == "CANCELED":
+            state = "CANCELED"
+        elif exp.searcher_failed or (states and all(s == "ERROR" for s in states)):
+            state = "ERROR"
+            error = (
+                "every trial failed" if states and all(s == "ERROR" for s in states) else "the search failed"
+            )
+        else:
+            state = "COMPLETED"
+        self.db.execute(
+            "UPDATE experiments SET state = ?, error = ?, ended_at = ? WHERE id = ?",
+            (state, error, utc_now(), exp.id),
+        )
+        del self.experiments[exp.id]
+        log.info("experiment ended", experiment_id=exp.id, state=state)
+
+    def _log_line(self, trial: TrialRuntime, message: str, source: str = "pedl") -> None:
+        self.db.execute(
+            "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)",
+            (trial.id, trial.run_id, utc_now(), source, message),
+        )
+
+    def _notify(self) -> None:
+        asyncio.get_event_loop().create_task(self._notify_all())
+
+    async def _notify_all(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    def trial_agent(self, trial_id: int) -> str:
+        trial = self.trials.get(trial_id)
+        return trial.agent_id or "" if trial else ""

@@ -1,0 +1,121 @@
+"""`pedl-scheduler`: the master process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import structlog
+from pedl import _grpc
+from pedl._log import configure_logging
+from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_scheduler.agent_link import AgentLink
+from pedl_scheduler.api import SchedulerApi
+from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
+from pedl_scheduler.db import open_database
+from pedl_scheduler.experiments import ExperimentManager
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"PEDL_SCHEDULER_{name}", default)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="pedl-scheduler", description="The pedl scheduler (master).")
+    p.add_argument("--host", default=_env("HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(_env("PORT", "8080")), help="0 picks a free port")
+    p.add_argument(
+        "--db",
+        default=_env("DB", str(Path("~/.pedl/pedl.db").expanduser())),
+        help="SQLite file path (or sqlite:///path)",
+    )
+    p.add_argument(
+        "--checkpoint-store",
+        default=_env("CHECKPOINT_STORE", "127.0.0.1:8090"),
+        help="address of the checkpoint store, handed to harnesses and clients",
+    )
+    p.add_argument(
+        "--port-file", default=_env("PORT_FILE", ""), help="write the bound port here once serving"
+    )
+    p.add_argument("--heartbeat-interval", type=float, default=float(_env("HEARTBEAT_INTERVAL", "5")))
+    p.add_argument("--heartbeat-timeout", type=float, default=float(_env("HEARTBEAT_TIMEOUT", "30")))
+    p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
+    p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
+    p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
+    return p.parse_args(argv)
+
+
+async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
+    """Acts on scheduling decisions in ticks: woken early by events, at least once per `tick`."""
+    log = structlog.get_logger(component="scheduler")
+    while True:
+        try:
+            await asyncio.wait_for(manager.wake.wait(), timeout=tick)
+        except asyncio.TimeoutError:
+            pass
+        manager.wake.clear()
+        now = time.monotonic()
+        for agent in list(cluster.agents.values()):
+            if now - agent.last_seen > timeout:
+                log.warning("agent missed heartbeats", agent_id=agent.id)
+                agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+        try:
+            manager.schedule()
+        except Exception:
+            log.exception("scheduling tick failed")
+
+
+async def serve(args: argparse.Namespace) -> None:
+    log = configure_logging("scheduler", args.log_level)
+    db = open_database(args.db)
+    cluster = Cluster()
+    manager = ExperimentManager(
+        db, cluster, args.checkpoint_store, int(args.model_definition_limit_mb * 1024 * 1024)
+    )
+    manager.recover()
+    cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
+    api = SchedulerApi(manager, cluster, cluster_id)
+    link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
+    server, port = _grpc.aio_server(
+        [
+            lambda s: scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(api, s),
+            lambda s: agent_pb2_grpc.add_AgentLinkServiceServicer_to_server(link, s),
+        ],
+        [
+            _grpc.service_name(scheduler_pb2, "SchedulerService"),
+            _grpc.service_name(agent_pb2, "AgentLinkService"),
+        ],
+        f"{args.host}:{args.port}",
+    )
+    await server.start()
+    await _grpc.mark_serving(server)
+    if args.port_file:
+        tmp = Path(args.port_file + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(args.port_file)
+    log.info("scheduler serving", address=f"{args.host}:{port}", db=args.db)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ticker = asyncio.create_task(_scheduling_loop(manager, cluster, args.tick, args.heartbeat_timeout))
+    await stop.wait()
+    log.info("scheduler stopping")
+    ticker.cancel()
+    for agent in list(cluster.agents.values()):
+        agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+    await server.stop(grace=2)
+    db.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(serve(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""In-memory companions of active experiments and trials; the database stays the truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pedl.searcher import SearchMethod
+from pedl.sequencer import TrialSequencer
+
+
+@dataclass
+class ExperimentRuntime:
+    id: int
+    config: Any  # pedl.config.ExperimentConfig
+    searcher: SearchMethod
+    state: str = "ACTIVE"
+    searcher_done: bool = False
+    searcher_failed: bool = False
+    trial_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TrialRuntime:
+    id: int
+    experiment_id: int
+    request_id: str
+    hparams: dict[str, Any]
+    seed: int
+    sequencer: TrialSequencer
+    run_id: int = 0
+    restarts: int = 0
+    latest_checkpoint_uuid: str = ""
+    latest_checkpoint_batches: int = 0
+    latest_checkpoint_step: int = 0
+    state: str = "ACTIVE"
+    agent_id: str | None = None
+    slot_ids: tuple[str, ...] = ()
+    in_flight: bool = False
+    killing: bool = False
+    best_validation: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.agent_id is not None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in ("COMPLETED", "ERROR", "CANCELED")
