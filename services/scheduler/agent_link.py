@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import structlog
+
 from pedl.v1 import agent_pb2, agent_pb2_grpc
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
 from pedl_scheduler.experiments import ExperimentManager

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
+
 from pedl import __version__
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from google.protobuf import json_format
+
 from pedl._metrics import to_struct
 from pedl.v1 import common_pb2, scheduler_pb2
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 from google.protobuf import json_format
+
 from pedl._metrics import from_struct, to_struct
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config

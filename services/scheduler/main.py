@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import structlog
+
 from pedl import _grpc
 from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc

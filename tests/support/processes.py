@@ -44,14 +44,22 @@ def stop(process: subprocess.Popen, grace: float = 5.0) -> None:
     process.wait(timeout=10)
 
 
-def start(name: str, args: list[str], workdir: Path, port_file: Path | None = None,
-          env: dict[str, str] | None = None, timeout: float = 60) -> Service:
+def start(
+    name: str,
+    args: list[str],
+    workdir: Path,
+    port_file: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Service:
     """Starts `BIN/args[0] args[1:]` in its own process group; waits for its port file if given."""
     log_path = workdir / f"{name}.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [str(BIN / args[0]), *args[1:]],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, **(env or {})},
         )
     address = ""
@@ -78,7 +86,9 @@ class LocalCluster:
         return self.scheduler.address
 
     def logs(self) -> str:
-        return "\n".join(f"==== {s.name}\n{s.log()[-4000:]}" for s in [self.store, self.scheduler, *self.agents])
+        return "\n".join(
+            f"==== {s.name}\n{s.log()[-4000:]}" for s in [self.store, self.scheduler, *self.agents]
+        )
 
 
 @contextmanager
@@ -87,18 +97,55 @@ def local_cluster(workdir: Path, agents: int = 1, slots: int = 1) -> Iterator[Lo
     workdir.mkdir(parents=True, exist_ok=True)
     started: list[Service] = []
     try:
-        store = start("checkpoint_store", ["pedl-checkpoint-store", "--port", "0", "--storage-path",
-                      str(workdir / "checkpoints"), "--port-file", str(workdir / "store.port")],
-                      workdir, workdir / "store.port")
+        store = start(
+            "checkpoint_store",
+            [
+                "pedl-checkpoint-store",
+                "--port",
+                "0",
+                "--storage-path",
+                str(workdir / "checkpoints"),
+                "--port-file",
+                str(workdir / "store.port"),
+            ],
+            workdir,
+            workdir / "store.port",
+        )
         started.append(store)
-        scheduler = start("scheduler", ["pedl-scheduler", "--port", "0", "--db", str(workdir / "pedl.db"),
-                          "--checkpoint-store", store.address, "--port-file", str(workdir / "scheduler.port")],
-                          workdir, workdir / "scheduler.port")
+        scheduler = start(
+            "scheduler",
+            [
+                "pedl-scheduler",
+                "--port",
+                "0",
+                "--db",
+                str(workdir / "pedl.db"),
+                "--checkpoint-store",
+                store.address,
+                "--port-file",
+                str(workdir / "scheduler.port"),
+            ],
+            workdir,
+            workdir / "scheduler.port",
+        )
         started.append(scheduler)
         agent_services = []
         for i in range(agents):
-            agent = start(f"agent{i}", ["pedl-agent", "--master", scheduler.address, "--agent-id", f"agent{i}",
-                          "--slots", str(slots), "--work-dir", str(workdir / f"agent{i}")], workdir)
+            agent = start(
+                f"agent{i}",
+                [
+                    "pedl-agent",
+                    "--master",
+                    scheduler.address,
+                    "--agent-id",
+                    f"agent{i}",
+                    "--slots",
+                    str(slots),
+                    "--work-dir",
+                    str(workdir / f"agent{i}"),
+                ],
+                workdir,
+            )
             started.append(agent)
             agent_services.append(agent)
         cluster = LocalCluster(store, scheduler, agent_services, workdir)

@@ -14,8 +14,9 @@ def test_buf_lint_passes() -> None:
 
 
 def test_committed_stubs_are_fresh() -> None:
-    result = subprocess.run([sys.executable, "scripts/gen_protos.py", "--check"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "scripts/gen_protos.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 

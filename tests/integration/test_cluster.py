@@ -1,0 +1,140 @@
+"""The three real processes (checkpoint store, scheduler, agent) training real experiments."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from pedl import _grpc
+from pedl._metrics import from_struct
+from pedl.checkpoints import CheckpointStoreClient
+from pedl.context import pack
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+from support.models import tiny_config, write_tiny_model
+from support.processes import local_cluster
+
+pytestmark = pytest.mark.integration
+
+TERMINAL = {
+    common_pb2.EXPERIMENT_STATE_COMPLETED,
+    common_pb2.EXPERIMENT_STATE_ERROR,
+    common_pb2.EXPERIMENT_STATE_CANCELED,
+}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with local_cluster(tmp_path / "cluster") as c:
+        try:
+            yield c
+        except BaseException:
+            print(c.logs())
+            raise
+
+
+def stub(cluster) -> scheduler_pb2_grpc.SchedulerServiceStub:
+    return scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
+
+
+def submit(cluster, model_dir: Path, config: str) -> int:
+    packed = pack(model_dir)
+    response = stub(cluster).CreateExperiment(
+        scheduler_pb2.CreateExperimentRequest(
+            config_yaml=config, model_definition=packed.data, model_definition_name=packed.name
+        ),
+        timeout=30,
+    )
+    return response.experiment.id
+
+
+def wait(cluster, exp_id: int, timeout: float = 120) -> scheduler_pb2.GetExperimentResponse:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+        if response.experiment.state in TERMINAL:
+            return response
+        time.sleep(0.2)
+    raise AssertionError(f"experiment {exp_id} did not end:\n{cluster.logs()}")
+
+
+def logs(cluster, trial_id: int) -> str:
+    chunks = stub(cluster).GetTrialLogs(scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id))
+    return "\n".join(line.message for chunk in chunks for line in chunk.lines)
+
+
+def test_an_experiment_trains_validates_checkpoints_and_completes(cluster, tmp_path) -> None:
+    exp_id = submit(cluster, write_tiny_model(tmp_path / "tiny"), tiny_config(max_batches=40))
+    result = wait(cluster, exp_id)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    (trial,) = result.trials
+    assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
+    assert trial.total_batches == 40
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+    assert [s.total_batches for s in detail.steps] == [10, 20, 30, 40]
+    assert all(
+        "loss" in from_struct(s.metrics) and "accuracy" in from_struct(s.metrics) for s in detail.steps
+    )
+    assert [v.total_batches for v in detail.validations] == [20, 40]
+    assert "error" in from_struct(detail.validations[-1].metrics)
+    assert detail.checkpoints and detail.checkpoints[-1].total_batches == 40
+    with CheckpointStoreClient(cluster.store.address) as store:
+        stored = store.get(detail.checkpoints[-1].uuid)
+        assert stored.trial_id == trial.id and stored.files
+
+
+def test_user_code_that_raises_errors_the_trial_with_its_traceback(cluster, tmp_path) -> None:
+    model = write_tiny_model(tmp_path / "broken", build_model_body="raise ValueError('bad layer size')")
+    exp_id = submit(cluster, model, tiny_config())
+    result = wait(cluster, exp_id)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
+    (trial,) = result.trials
+    assert trial.state == common_pb2.TRIAL_STATE_ERROR
+    text = logs(cluster, trial.id)
+    assert "Traceback" in text and "ValueError: bad layer size" in text and "__init__.py" in text
+    # The services keep serving: a good experiment still completes.
+    good = submit(cluster, write_tiny_model(tmp_path / "good"), tiny_config(max_batches=10))
+    assert wait(cluster, good).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
+
+
+def test_a_killed_experiment_is_canceled(cluster, tmp_path) -> None:
+    exp_id = submit(
+        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=1000)
+    )
+    deadline = time.monotonic() + 60
+    while (
+        not stub(cluster)
+        .GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+        .trials[0]
+        .num_steps
+    ):
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(0.2)
+    stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id))
+    result = wait(cluster, exp_id)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_CANCELED
+    assert result.trials[0].state == common_pb2.TRIAL_STATE_CANCELED
+
+
+def test_an_agent_dying_mid_trial_errors_its_trial_and_the_scheduler_keeps_serving(cluster, tmp_path) -> None:
+    exp_id = submit(
+        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=1000)
+    )
+    deadline = time.monotonic() + 60
+    while (
+        not stub(cluster)
+        .GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+        .trials[0]
+        .num_steps
+    ):
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(0.2)
+    agent = cluster.agents[0].process
+    os.killpg(agent.pid, signal.SIGKILL)  # the agent and its harness, as a machine loss would
+    result = wait(cluster, exp_id)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
+    assert "agent0 was lost" in result.trials[0].error
+    assert stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments
