@@ -1,0 +1,128 @@
+"""Checkpoint directories as streams of FileChunks, and back: chunked, hashed while streaming."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from pedl.checkpoints.errors import CheckpointError
+from pedl.checkpoints.paths import validate_relpath
+from pedl.v1 import checkpoint_store_pb2, common_pb2
+
+CHUNK_SIZE = 4 * 1024 * 1024
+
+
+def walk_files(directory: Path) -> list[tuple[str, Path]]:
+    """Every regular file under `directory` (recursively, sorted) as (relative '/'-path, path).
+
+    Symlinks to files are followed; symlinked directories are not entered. Empty directories
+    are not part of a checkpoint.
+    """
+    if not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory {directory} does not exist or is not a directory")
+    found: list[tuple[str, Path]] = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if path.is_file():
+                found.append((path.relative_to(directory).as_posix(), path))
+    found.sort()
+    return found
+
+
+def file_chunks(
+    rel: str, path: Path, chunk_size: int = CHUNK_SIZE
+) -> Iterator[checkpoint_store_pb2.FileChunk]:
+    """The chunks of one file; the last carries the sha256 of all of it. An empty file is one chunk."""
+    hasher = hashlib.sha256()
+    offset = 0
+    with open(path, "rb") as f:
+        current = f.read(chunk_size)
+        while True:
+            following = f.read(chunk_size) if current else b""
+            last = not following
+            hasher.update(current)
+            yield checkpoint_store_pb2.FileChunk(
+                path=rel, offset=offset, data=current, last=last, sha256=hasher.hexdigest() if last else ""
+            )
+            offset += len(current)
+            if last:
+                return
+            current = following
+
+
+class DirectoryWriter:
+    """Writes a downloaded checkpoint's chunks under `root`, checking each file against the record."""
+
+    def __init__(self, root: Path, checkpoint: common_pb2.Checkpoint) -> None:
+        self.root = root
+        self.checkpoint = checkpoint
+        self._expected = {f.path: f for f in checkpoint.files}
+        self._done: set[str] = set()
+        self._path: str | None = None
+        self._file: BinaryIO | None = None
+        self._hasher = hashlib.sha256()
+        self._size = 0
+
+    def _fail(self, message: str) -> CheckpointError:
+        return CheckpointError(f"download of checkpoint {self.checkpoint.uuid}: {message}")
+
+    def write(self, chunk: checkpoint_store_pb2.FileChunk) -> None:
+        if chunk.path != self._path:
+            if self._path is not None:
+                raise self._fail(f"file {self._path!r} ended without its last chunk")
+            self._open(chunk.path)
+        if chunk.offset != self._size:
+            raise self._fail(f"chunk of file {chunk.path!r} at offset {chunk.offset}, expected {self._size}")
+        assert self._file is not None
+        self._file.write(chunk.data)
+        self._hasher.update(chunk.data)
+        self._size += len(chunk.data)
+        if chunk.last:
+            self._close()
+
+    def _open(self, path: str) -> None:
+        try:
+            validate_relpath(path)
+        except ValueError as e:
+            raise self._fail(str(e)) from None
+        if path not in self._expected:
+            raise self._fail(f"the store sent file {path!r}, which the checkpoint does not list")
+        if path in self._done:
+            raise self._fail(f"the store sent file {path!r} twice")
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._file = open(target, "wb")  # noqa: SIM115 - closed in _close / close
+        self._hasher = hashlib.sha256()
+        self._size = 0
+
+    def _close(self) -> None:
+        assert self._file is not None and self._path is not None
+        self._file.close()
+        self._file = None
+        info = self._expected[self._path]
+        digest = self._hasher.hexdigest()
+        if self._size != info.size or digest != info.sha256:
+            raise self._fail(
+                f"file {self._path!r} is corrupt: expected {info.size} bytes with sha256 {info.sha256}, "
+                f"received {self._size} bytes with sha256 {digest}"
+            )
+        self._done.add(self._path)
+        self._path = None
+
+    def finish(self) -> None:
+        if self._path is not None:
+            raise self._fail(f"the stream ended before the last chunk of file {self._path!r}")
+        missing = sorted(set(self._expected) - self._done)
+        if missing:
+            raise self._fail(f"the stream ended without file(s) {', '.join(map(repr, missing))}")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

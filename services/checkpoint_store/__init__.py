@@ -1,0 +1,1 @@
+"""pedl's checkpoint store: checkpoint metadata and bytes on a pluggable storage backend."""

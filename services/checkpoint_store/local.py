@@ -1,0 +1,94 @@
+"""StorageBackend on a local (or shared, mounted) filesystem directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+
+
+class _FileWriter(ObjectWriter):
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - closed in commit/abort
+
+    def write(self, data: bytes) -> None:
+        assert self._file is not None, "write after commit/abort"
+        self._file.write(data)
+
+    def commit(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._path.unlink(missing_ok=True)
+
+
+class LocalFilesystemBackend(StorageBackend):
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key if key else self.root
+
+    def open_write(self, key: str) -> ObjectWriter:
+        return _FileWriter(self._path(key))
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get_bytes(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
+        # Opened eagerly so that a missing file raises here, not on the first next().
+        f = open(self._path(key), "rb")  # noqa: SIM115 - closed by the generator
+
+        def chunks() -> Iterator[bytes]:
+            with f:
+                while data := f.read(chunk_size):
+                    yield data
+
+        return chunks()
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> None:
+        if not prefix:
+            raise ValueError("refusing to delete the whole storage root")
+        shutil.rmtree(self._path(prefix), ignore_errors=True)
+
+    def list_children(self, prefix: str) -> list[str]:
+        try:
+            return sorted(entry.name for entry in os.scandir(self._path(prefix)))
+        except FileNotFoundError:
+            return []
+
+    def describe(self) -> str:
+        return str(self.root)

@@ -1,0 +1,82 @@
+"""`pedl-checkpoint-store`: serve CheckpointStoreService until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from pedl import _grpc, _log
+from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc
+from pedl_checkpoint_store.config import Config, ConfigError, parse_config
+from pedl_checkpoint_store.local import LocalFilesystemBackend
+from pedl_checkpoint_store.servicer import CheckpointStoreServicer
+from pedl_checkpoint_store.store import CheckpointStore
+
+SERVICE_NAME = _grpc.service_name(checkpoint_store_pb2, "CheckpointStoreService")
+STOP_GRACE_SECONDS = 5.0
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """Atomically, so a launcher polling for the file never reads it half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{port}\n")
+    os.replace(tmp, path)
+
+
+async def serve(config: Config) -> None:
+    log = _log.get_logger(service="checkpoint_store")
+    store = CheckpointStore(LocalFilesystemBackend(config.storage_path))
+    report = await asyncio.to_thread(store.recover)
+    log.info(
+        "storage recovered",
+        storage_path=str(store.catalog.describe()),
+        checkpoints=report.loaded,
+        removed_partial_uploads=len(report.removed_partial),
+        finished_deletes=len(report.finished_deletes),
+        unreadable=len(report.unreadable),
+    )
+    servicer = CheckpointStoreServicer(store)
+    server, port = _grpc.aio_server(
+        [lambda s: checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(servicer, s)],
+        [SERVICE_NAME],
+        config.address,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    await _grpc.mark_serving(server)
+    if config.port_file is not None:
+        write_port_file(config.port_file, port)
+    log.info("serving", host=config.host, port=port)
+    await stop.wait()
+    log.info("stopping")
+    await server.stop(STOP_GRACE_SECONDS)
+    log.info("stopped")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = parse_config(argv)
+    except ConfigError as e:
+        print(f"pedl-checkpoint-store: {e}", file=sys.stderr)
+        return 2
+    _log.configure_logging("checkpoint_store", config.log_level)
+    try:
+        asyncio.run(serve(config))
+    except OSError as e:
+        _log.get_logger(service="checkpoint_store").error("cannot serve", error=str(e))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The one interface every storage backend (local filesystem, S3, ...) implements.
+
+Keys are '/'-separated and relative to the backend's root. Backends know nothing about
+checkpoints: visibility and layout are decided by `pedl_checkpoint_store.store`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+
+class ObjectWriter(ABC):
+    """Streams one object in; nothing is promised about the object until `commit` returns."""
+
+    @abstractmethod
+    def write(self, data: bytes) -> None: ...
+
+    @abstractmethod
+    def commit(self) -> None: ...
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Discards what was written; safe to call more than once, and after a failed write."""
+
+
+class StorageBackend(ABC):
+    @abstractmethod
+    def open_write(self, key: str) -> ObjectWriter: ...
+
+    @abstractmethod
+    def put_bytes(self, key: str, data: bytes) -> None:
+        """Writes a small object atomically: readers see the old object, or the whole new one."""
+
+    @abstractmethod
+    def get_bytes(self, key: str) -> bytes:
+        """Raises FileNotFoundError for a missing key."""
+
+    @abstractmethod
+    def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
+        """The object's bytes in pieces of at most `chunk_size`; FileNotFoundError if missing."""
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Removes one object; a missing key is not an error."""
+
+    @abstractmethod
+    def delete_prefix(self, prefix: str) -> None:
+        """Removes every object under `prefix/`; a missing prefix is not an error."""
+
+    @abstractmethod
+    def list_children(self, prefix: str) -> list[str]:
+        """Names one level below `prefix` ('' for the root), objects and 'directories' alike."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the bytes live, for logs and error messages."""
