@@ -71,7 +71,7 @@ class ExperimentManager:
     def recover(self) -> None:
         """Rebuilds active experiments from the database; their live trials are queued again."""
         for row in self.db.query("SELECT * FROM experiments WHERE state IN ('ACTIVE', 'PAUSED')"):
-            config = parse_experiment_config(row["config_yaml"])
+            config = parse_experiment_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
             exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
             self.experiments[exp.id] = exp

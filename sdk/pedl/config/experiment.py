@@ -1,0 +1,306 @@
+"""The experiment config: parse once, validate every field, fill defaults, expose typed values.
+
+`ExperimentConfig.raw` is what user code receives as `experiment_config`; parsing it again gives
+the same config, so it can be stored and reloaded (`parse_experiment_config(config.raw)`).
+Bare integers for `min_validation_period` / `min_checkpoint_period` count steps of `batches_per_step`
+(PEDL's format; Determined writes `{batches: N}`); a bare `max_length` counts batches.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from typing import Any, Union
+
+import yaml
+
+from pedl.config import sections
+from pedl.config._checks import (
+    check_keys,
+    describe,
+    expect_bool,
+    expect_choice,
+    expect_int,
+    expect_mapping,
+    expect_str,
+    is_int,
+)
+from pedl.config._source import load_source
+from pedl.config.entrypoint import Entrypoint, parse_entrypoint
+from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
+from pedl.config.hyperparameters import check_grid, const_value, normalize_space
+from pedl.config.lengths import LengthContext, length_to_batches
+from pedl.config.masking import mask_secrets
+from pedl.config.searcher import budget_batches, validate_searcher
+
+ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
+
+DEFAULT_BATCHES_PER_STEP = 100
+DEFAULT_MAX_RESTARTS = 5
+TOP_LEVEL_FIELDS = (
+    "description",
+    "name",
+    "labels",
+    "data",
+    "hyperparameters",
+    "searcher",
+    "batches_per_step",
+    "scheduling_unit",
+    "min_validation_period",
+    "min_checkpoint_period",
+    "checkpoint_storage",
+    "resources",
+    "max_restarts",
+    "entrypoint",
+    "environment",
+    "reproducibility",
+    "records_per_epoch",
+    "optimizations",
+    "bind_mounts",
+    "perform_initial_validation",
+    "checkpoint_policy",
+    "tensorboard_storage",
+    "profiling",
+    "debug",
+    "workspace",
+    "project",
+    "data_layer",
+    # Accepted as written so Determined configs load; pedl does not act on them.
+    "internal",
+    "pbs",
+    "slurm",
+    "log_policies",
+    "retention_policy",
+    "integrations",
+    "preemption_timeout",
+)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    raw: dict[str, Any]
+    max_length_batches: int
+    min_validation_period_batches: int
+    min_checkpoint_period_batches: int
+    budget_batches: int | None
+    entrypoint_spec: Entrypoint | None
+
+    @property
+    def description(self) -> str:
+        return self.raw.get("description") or ""
+
+    @property
+    def name(self) -> str | None:
+        return self.raw.get("name")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.raw["data"]
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        return self.raw["hyperparameters"]
+
+    @property
+    def searcher(self) -> dict[str, Any]:
+        return self.raw["searcher"]
+
+    @property
+    def searcher_name(self) -> str:
+        return self.raw["searcher"]["name"]
+
+    @property
+    def searcher_metric(self) -> str:
+        return self.raw["searcher"]["metric"]
+
+    @property
+    def smaller_is_better(self) -> bool:
+        return self.raw["searcher"]["smaller_is_better"]
+
+    @property
+    def batches_per_step(self) -> int:
+        return self.raw["batches_per_step"]
+
+    @property
+    def checkpoint_storage(self) -> dict[str, Any]:
+        return self.raw["checkpoint_storage"]
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        return self.raw["resources"]
+
+    @property
+    def slots_per_trial(self) -> int:
+        return self.raw["resources"]["slots_per_trial"]
+
+    @property
+    def max_restarts(self) -> int:
+        return self.raw["max_restarts"]
+
+    @property
+    def entrypoint(self) -> str | dict[str, Any] | list[str] | None:
+        return self.raw.get("entrypoint")
+
+    @property
+    def environment_name(self) -> str | None:
+        return sections.environment_name(self.raw.get("environment"))
+
+    @property
+    def experiment_seed(self) -> int | None:
+        return (self.raw.get("reproducibility") or {}).get("experiment_seed")
+
+    @property
+    def records_per_epoch(self) -> int | None:
+        return self.raw.get("records_per_epoch") or None
+
+    def masked(self) -> dict[str, Any]:
+        """The config with secrets replaced by "********", for showing to users."""
+        return mask_secrets(self.raw)
+
+    def masked_yaml(self) -> str:
+        return yaml.safe_dump(self.masked(), sort_keys=False, default_flow_style=False)
+
+
+def parse_experiment_config(source: ConfigSource, *, filename: str | None = None) -> ExperimentConfig:
+    """Parse and validate a config from a file path, YAML text/bytes, or a mapping.
+
+    Raises ConfigError naming the field (and file/line for YAML) on any problem.
+    """
+    src = load_source(source, filename)
+    try:
+        return _build(src.data)
+    except FieldError as e:
+        raise ConfigError(
+            e.message, path=format_path(e.path), line=src.line_for(e.path), filename=src.filename
+        ) from None
+
+
+def _build(data: Any) -> ExperimentConfig:
+    if not isinstance(data, dict):
+        raise FieldError((), f"the top level of the config must be a mapping, got {describe(data)}")
+    raw = copy.deepcopy(data)
+    expect_mapping(raw, ())
+    check_keys(raw, (), TOP_LEVEL_FIELDS)
+    _check_json(raw, ())
+    if "searcher" not in raw:
+        raise FieldError(("searcher",), "is required")
+
+    for key in ("description", "name", "workspace", "project"):
+        if raw.get(key) is not None:
+            expect_str(raw[key], (key,))
+    if raw.get("labels") is not None:
+        sections.validate_labels(raw["labels"])
+    raw["data"] = expect_mapping({} if raw.get("data") is None else raw["data"], ("data",))
+    raw["hyperparameters"] = normalize_space(raw.get("hyperparameters"))
+    raw["batches_per_step"] = _batches_per_step(raw)
+    if "records_per_epoch" in raw:
+        expect_int(raw["records_per_epoch"], ("records_per_epoch",), minimum=0)
+    ctx = LengthContext(
+        batches_per_step=raw["batches_per_step"],
+        global_batch_size=_global_batch_size(raw["hyperparameters"]),
+        records_per_epoch=raw.get("records_per_epoch") or None,
+    )
+    raw["searcher"], max_length = validate_searcher(raw["searcher"], ctx)
+    if raw["searcher"]["name"] == "grid":
+        check_grid(raw["hyperparameters"])
+    periods = {
+        key: _period_batches(raw.get(key), key, ctx)
+        for key in ("min_validation_period", "min_checkpoint_period")
+    }
+    raw["checkpoint_storage"] = sections.validate_checkpoint_storage(raw.get("checkpoint_storage"))
+    raw["resources"] = sections.validate_resources(raw.get("resources"))
+    raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
+    expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
+    entrypoint = parse_entrypoint(raw.get("entrypoint"))
+    _validate_optional_sections(raw)
+    return ExperimentConfig(
+        raw=raw,
+        max_length_batches=max_length,
+        min_validation_period_batches=periods["min_validation_period"],
+        min_checkpoint_period_batches=periods["min_checkpoint_period"],
+        budget_batches=budget_batches(raw["searcher"], ctx),
+        entrypoint_spec=entrypoint,
+    )
+
+
+def _validate_optional_sections(raw: dict[str, Any]) -> None:
+    if raw.get("environment") is not None:
+        raw["environment"] = sections.validate_environment(raw["environment"])
+    if raw.get("reproducibility") is not None:
+        raw["reproducibility"] = sections.validate_reproducibility(raw["reproducibility"])
+    if raw.get("bind_mounts") is not None:
+        raw["bind_mounts"] = sections.validate_bind_mounts(raw["bind_mounts"])
+    if raw.get("profiling") is not None:
+        raw["profiling"] = sections.validate_profiling(raw["profiling"])
+    for key in ("perform_initial_validation", "debug"):
+        if key in raw:
+            expect_bool(raw[key], (key,))
+    if "checkpoint_policy" in raw:
+        expect_choice(raw["checkpoint_policy"], ("checkpoint_policy",), ("best", "all", "none"))
+    for key in (
+        "optimizations",
+        "internal",
+        "pbs",
+        "slurm",
+        "log_policies",
+        "retention_policy",
+        "integrations",
+    ):
+        if raw.get(key) is not None and key != "log_policies":
+            expect_mapping(raw[key], (key,))
+    for key in ("tensorboard_storage", "data_layer"):
+        if raw.get(key) is not None:
+            sections.validate_typed_mapping(raw[key], (key,))
+
+
+def _batches_per_step(raw: dict[str, Any]) -> int:
+    """`scheduling_unit` is Determined's name for `batches_per_step`; both may be given if equal."""
+    bps = raw.get("batches_per_step")
+    unit = raw.get("scheduling_unit")
+    if bps is not None:
+        expect_int(bps, ("batches_per_step",), minimum=1)
+    if unit is not None:
+        expect_int(unit, ("scheduling_unit",), minimum=1)
+    if bps is not None and unit is not None and bps != unit:
+        raise FieldError(
+            ("scheduling_unit",), f"is an alias of batches_per_step but differs ({unit} != {bps})"
+        )
+    return bps if bps is not None else unit if unit is not None else DEFAULT_BATCHES_PER_STEP
+
+
+def _global_batch_size(space: dict[str, Any]) -> int | None:
+    value = const_value(space, "global_batch_size")
+    if value is None:
+        return None
+    if not is_int(value) or value < 1:
+        raise FieldError(
+            ("hyperparameters", "global_batch_size"), f"expected a positive integer, got {describe(value)}"
+        )
+    return value
+
+
+def _check_json(value: Any, path: FieldPath) -> None:
+    """Reject values that cannot travel as JSON (only possible when a dict is passed in)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                raise FieldError(path, f"keys must be strings, got {describe(k)}")
+            _check_json(v, (*path, k if isinstance(k, str) else str(k)))
+        return
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_json(v, (*path, i))
+        return
+    raise FieldError(path, f"cannot be stored as JSON: {describe(value)}")
+
+
+def _period_batches(value: Any, key: str, ctx: LengthContext) -> int:
+    """A bare integer is PEDL's count of steps; a mapping is Determined's `{batches|records|epochs: N}`."""
+    if value is None:
+        return 0
+    if is_int(value):
+        return expect_int(value, (key,), minimum=0) * ctx.batches_per_step
+    return length_to_batches(value, (key,), ctx, allow_zero=True)

@@ -1,0 +1,179 @@
+"""The `searcher` section: which search runs, on what metric, for how long.
+
+Accepts Determined's fields (`max_length`, `budget`, `length_per_round`) and the older PEDL ones
+(`max_steps`, `target_trial_steps`, `step_budget`, `steps_per_round`, counted in steps of
+`batches_per_step`). Defaults follow Determined's documentation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pedl.config._checks import (
+    check_keys,
+    expect_bool,
+    expect_choice,
+    expect_int,
+    expect_list,
+    expect_mapping,
+    expect_number,
+    expect_str,
+)
+from pedl.config.errors import FieldError, FieldPath
+from pedl.config.lengths import LengthContext, length_to_batches, steps_to_batches
+
+SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "adaptive", "adaptive_simple", "pbt")
+MODES = ("aggressive", "standard", "conservative")
+
+_COMMON = ("name", "metric", "smaller_is_better", "source_trial_id", "source_checkpoint_uuid")
+_ADAPTIVE = ("mode", "divisor", "max_rungs", "bracket_rungs", "stop_once", "max_concurrent_trials")
+_KEYS: dict[str, tuple[str, ...]] = {
+    "single": (*_COMMON, "max_length", "max_steps"),
+    "random": (*_COMMON, "max_length", "max_steps", "max_trials", "max_concurrent_trials"),
+    "grid": (*_COMMON, "max_length", "max_steps", "max_concurrent_trials"),
+    "adaptive_asha": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
+    "adaptive_simple": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
+    "adaptive": (
+        *_COMMON,
+        "max_length",
+        "max_steps",
+        "target_trial_steps",
+        "budget",
+        "step_budget",
+        "train_stragglers",
+        *_ADAPTIVE,
+    ),
+    "pbt": (
+        *_COMMON,
+        "population_size",
+        "num_rounds",
+        "length_per_round",
+        "steps_per_round",
+        "replace_function",
+        "explore_function",
+    ),
+}
+# Length fields per searcher: (field, in steps?) — exactly one must be given.
+_LENGTH_FIELDS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "adaptive": (("max_length", False), ("max_steps", True), ("target_trial_steps", True)),
+    "pbt": (("length_per_round", False), ("steps_per_round", True)),
+}
+_DEFAULT_LENGTH_FIELDS = (("max_length", False), ("max_steps", True))
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "random": {"max_concurrent_trials": 16},
+    "grid": {"max_concurrent_trials": 16},
+    "adaptive_asha": {
+        "mode": "standard",
+        "divisor": 4,
+        "max_rungs": 5,
+        "stop_once": False,
+        "max_concurrent_trials": 16,
+    },
+    "adaptive_simple": {"mode": "standard", "divisor": 4, "max_rungs": 5},
+    "adaptive": {"mode": "standard", "divisor": 4, "max_rungs": 5, "train_stragglers": True},
+}
+
+
+def validate_searcher(
+    value: Any, ctx: LengthContext, path: FieldPath = ("searcher",)
+) -> tuple[dict[str, Any], int]:
+    """Return (searcher with defaults filled, trial length in batches).
+
+    For pbt the length is one round's training; for adaptive it is the target trial length.
+    """
+    searcher = dict(expect_mapping(value, path))
+    if "name" not in searcher:
+        raise FieldError((*path, "name"), f"is required (one of {', '.join(SEARCHER_NAMES)})")
+    name = expect_choice(searcher["name"], (*path, "name"), SEARCHER_NAMES)
+    check_keys(searcher, path, _KEYS[name], required=("metric",), what=f"field for the {name} searcher")
+    expect_str(searcher["metric"], (*path, "metric"), non_empty=True)
+    searcher.setdefault("smaller_is_better", True)
+    expect_bool(searcher["smaller_is_better"], (*path, "smaller_is_better"))
+    for key, default in _DEFAULTS.get(name, {}).items():
+        searcher.setdefault(key, default)
+    _check_common(searcher, path)
+    length = _length(searcher, name, path, ctx)
+    if name in ("random", "adaptive_asha", "adaptive_simple"):
+        if "max_trials" not in searcher:
+            raise FieldError((*path, "max_trials"), f"is required for the {name} searcher")
+    if name == "adaptive":
+        _adaptive_budget(searcher, path, ctx)
+    if name == "pbt":
+        _check_pbt(searcher, path)
+    return searcher, length
+
+
+def budget_batches(
+    searcher: dict[str, Any], ctx: LengthContext, path: FieldPath = ("searcher",)
+) -> int | None:
+    """The adaptive searcher's total budget in batches (`budget` or old `step_budget`), else None."""
+    if "budget" in searcher:
+        return length_to_batches(searcher["budget"], (*path, "budget"), ctx)
+    if "step_budget" in searcher:
+        return steps_to_batches(searcher["step_budget"], (*path, "step_budget"), ctx)
+    return None
+
+
+def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthContext) -> int:
+    fields = _LENGTH_FIELDS.get(name, _DEFAULT_LENGTH_FIELDS)
+    given = [(f, in_steps) for f, in_steps in fields if f in searcher]
+    if not given:
+        options = " or ".join(f for f, _ in fields)
+        raise FieldError((*path, fields[0][0]), f"is required for the {name} searcher (give {options})")
+    if len(given) > 1:
+        raise FieldError((*path, given[1][0]), f"give only one of {', '.join(f for f, _ in given)}")
+    field, in_steps = given[0]
+    if in_steps:
+        return steps_to_batches(searcher[field], (*path, field), ctx)
+    return length_to_batches(searcher[field], (*path, field), ctx)
+
+
+def _check_common(searcher: dict[str, Any], path: FieldPath) -> None:
+    ints = {
+        "max_trials": 1,
+        "max_concurrent_trials": 0,
+        "max_rungs": 1,
+        "source_trial_id": 0,
+        "population_size": 1,
+        "num_rounds": 1,
+    }
+    for key, minimum in ints.items():
+        if key in searcher:
+            expect_int(searcher[key], (*path, key), minimum=minimum)
+    if "source_checkpoint_uuid" in searcher:
+        expect_str(searcher["source_checkpoint_uuid"], (*path, "source_checkpoint_uuid"), non_empty=True)
+    if "mode" in searcher:
+        expect_choice(searcher["mode"], (*path, "mode"), MODES)
+    if "divisor" in searcher:
+        expect_number(searcher["divisor"], (*path, "divisor"), exclusive_minimum=1)
+    for key in ("stop_once", "train_stragglers"):
+        if key in searcher:
+            expect_bool(searcher[key], (*path, key))
+    if "bracket_rungs" in searcher:
+        for i, rungs in enumerate(expect_list(searcher["bracket_rungs"], (*path, "bracket_rungs"))):
+            expect_int(rungs, (*path, "bracket_rungs", i), minimum=1)
+
+
+def _adaptive_budget(searcher: dict[str, Any], path: FieldPath, ctx: LengthContext) -> None:
+    if "budget" in searcher and "step_budget" in searcher:
+        raise FieldError((*path, "step_budget"), "give only one of budget, step_budget")
+    if budget_batches(searcher, ctx, path) is None:
+        raise FieldError(
+            (*path, "budget"), "is required for the adaptive searcher (give budget or step_budget)"
+        )
+
+
+def _check_pbt(searcher: dict[str, Any], path: FieldPath) -> None:
+    for key in ("population_size", "num_rounds", "replace_function", "explore_function"):
+        if key not in searcher:
+            raise FieldError((*path, key), "is required for the pbt searcher")
+    replace_path = (*path, "replace_function")
+    replace = expect_mapping(searcher["replace_function"], replace_path)
+    check_keys(replace, replace_path, ("truncate_fraction",), required=("truncate_fraction",))
+    expect_number(replace["truncate_fraction"], (*replace_path, "truncate_fraction"), minimum=0, maximum=0.5)
+    explore_path = (*path, "explore_function")
+    explore = expect_mapping(searcher["explore_function"], explore_path)
+    keys = ("resample_probability", "perturb_factor")
+    check_keys(explore, explore_path, keys, required=keys)
+    for key in keys:
+        expect_number(explore[key], (*explore_path, key), minimum=0, maximum=1)
