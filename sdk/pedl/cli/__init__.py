@@ -1,0 +1,1 @@
+"""The `pedl` / `det` command line: experiments, trials, agents and a local cluster."""

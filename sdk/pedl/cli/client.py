@@ -1,0 +1,96 @@
+"""The CLI's only gRPC dependency: a thin wrapper over SchedulerServiceStub with sane deadlines."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from types import TracebackType
+
+from pedl import _grpc
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+
+DEFAULT_MASTER = "127.0.0.1:8080"
+_TIMEOUT = 30.0
+# Uploading a model definition near the 96 MiB context limit takes a while on slow links.
+_UPLOAD_TIMEOUT = 600.0
+
+
+def resolve_master(explicit: str | None) -> str:
+    """--master, else $PEDL_MASTER, else the default; must be HOST:PORT (or unix:PATH)."""
+    address = (explicit or os.environ.get("PEDL_MASTER") or DEFAULT_MASTER).strip()
+    if address.startswith("unix:"):
+        return address
+    for scheme in ("grpc://", "http://"):
+        address = address.removeprefix(scheme)
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        source = "--master" if explicit else "PEDL_MASTER" if os.environ.get("PEDL_MASTER") else "master"
+        raise CliError(f"{source} must be HOST:PORT, got {address!r}", EXIT_BAD_INPUT)
+    return address
+
+
+class SchedulerClient:
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._channel = _grpc.channel(address)
+        self._stub = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
+
+    def __enter__(self) -> SchedulerClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def create_experiment(
+        self, config_yaml: str, model_definition: bytes, model_definition_name: str
+    ) -> scheduler_pb2.Experiment:
+        request = scheduler_pb2.CreateExperimentRequest(
+            config_yaml=config_yaml,
+            model_definition=model_definition,
+            model_definition_name=model_definition_name,
+        )
+        return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
+
+    def list_experiments(self) -> list[scheduler_pb2.Experiment]:
+        return list(
+            self._stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(), timeout=_TIMEOUT).experiments
+        )
+
+    def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
+        request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
+        return self._stub.GetExperiment(request, timeout=_TIMEOUT)
+
+    def kill_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
+        request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)
+        return self._stub.KillExperiment(request, timeout=_TIMEOUT).experiment
+
+    def get_model_definition(self, experiment_id: int) -> scheduler_pb2.GetModelDefinitionResponse:
+        request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
+        return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
+
+    def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
+        return self._stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id), timeout=_TIMEOUT)
+
+    def trial_logs(
+        self, trial_id: int, follow: bool = False, after_id: int = 0
+    ) -> Iterator[common_pb2.LogLine]:
+        """Without follow the stream ends after the stored lines; with it, when the trial ends."""
+        request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=follow, after_id=after_id)
+        for response in self._stub.GetTrialLogs(request, timeout=None if follow else _TIMEOUT):
+            yield from response.lines
+
+    def list_agents(self) -> list[scheduler_pb2.Agent]:
+        return list(self._stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=_TIMEOUT).agents)
+
+
+def connect(args: argparse.Namespace) -> SchedulerClient:
+    """A client for the command's master; remembers the address so errors can name it."""
+    args.master_address = resolve_master(getattr(args, "master", None))
+    return SchedulerClient(args.master_address)

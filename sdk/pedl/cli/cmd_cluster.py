@@ -1,0 +1,69 @@
+"""`pedl cluster up|down`: a local cluster as background processes."""
+
+from __future__ import annotations
+
+import argparse
+
+from pedl.cli.arguments import non_negative_int, port, positive_int
+from pedl.cli.errors import CliError
+
+
+def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    cluster = groups.add_parser("cluster", help="start or stop a local cluster", parents=[common])
+    commands = cluster.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser(
+        "up", parents=[common], help="start a checkpoint store, a scheduler and agents on this machine"
+    )
+    up.add_argument("--agents", type=non_negative_int, default=1, help="number of agents (default 1)")
+    up.add_argument("--slots-per-agent", type=positive_int, default=1, help="slots per agent (default 1)")
+    up.add_argument("--port", type=port, default=8080, help="scheduler port (default 8080; 0 = any free)")
+    up.add_argument("--store-port", type=port, default=8090, help="checkpoint store port (default 8090)")
+    _home_argument(up)
+    up.set_defaults(func=cluster_up)
+
+    down = commands.add_parser(
+        "down", parents=[common], help="stop the local cluster started by `cluster up`"
+    )
+    _home_argument(down)
+    down.set_defaults(func=cluster_down)
+
+
+def _home_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", help="state directory (default: $PEDL_HOME, else ~/.pedl)")
+
+
+def cluster_up(args: argparse.Namespace) -> int:
+    from pedl.cluster import ClusterError, UpOptions, pedl_home, up
+    from pedl.cluster.launcher import down_command
+
+    home = pedl_home(args.home)
+    options = UpOptions(
+        home=home,
+        agents=args.agents,
+        slots_per_agent=args.slots_per_agent,
+        port=args.port,
+        store_port=args.store_port,
+    )
+    try:
+        state = up(options, out=lambda line: print(line, flush=True))
+    except ClusterError as e:
+        raise CliError(f"cluster up failed: {e}") from e
+    print(
+        f"pedl cluster is up: master at {state.master}, checkpoint store at {state.checkpoint_store}, "
+        f"{args.agents} agent(s) with {args.slots_per_agent} slot(s) each.\n"
+        f"Use it from this shell with:\n"
+        f"  export PEDL_MASTER={state.master}\n"
+        f"Logs and state are in {home / 'cluster'}; stop it with `{down_command(home)}`"
+    )
+    return 0
+
+
+def cluster_down(args: argparse.Namespace) -> int:
+    from pedl.cluster import ClusterError, down, pedl_home
+
+    try:
+        down(pedl_home(args.home), out=lambda line: print(line, flush=True))
+    except ClusterError as e:
+        raise CliError(f"cluster down failed: {e}") from e
+    return 0

@@ -1,0 +1,189 @@
+"""`pedl experiment ...`: create (validating config and context locally first), list, describe, kill,
+wait and download-model-def."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from pedl.cli import progress, render
+from pedl.cli.arguments import positive_int
+from pedl.cli.client import SchedulerClient, connect
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+
+# Seconds between polls for --follow and wait; tests set it to 0.
+POLL_SECONDS = 1.0
+
+
+def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    group = groups.add_parser("experiment", aliases=["e"], help="manage experiments", parents=[common])
+    commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    create = commands.add_parser("create", parents=[common], help="create an experiment")
+    create.add_argument("config_file", metavar="CONFIG", help="experiment configuration (YAML)")
+    create.add_argument(
+        "context_dir", metavar="CONTEXT_DIR", help="directory (or .py file) of the model definition"
+    )
+    create.add_argument(
+        "-f", "--follow", action="store_true", help="print progress until the experiment ends"
+    )
+    create.set_defaults(func=create_experiment)
+
+    commands.add_parser("list", parents=[common], help="list experiments").set_defaults(func=list_experiments)
+
+    describe = commands.add_parser("describe", parents=[common], help="show an experiment and its trials")
+    describe.add_argument("experiment_id", type=positive_int, metavar="ID")
+    describe.add_argument("--json", action="store_true", help="machine-readable output")
+    describe.set_defaults(func=describe_experiment)
+
+    kill = commands.add_parser("kill", parents=[common], help="stop an experiment and all its trials")
+    kill.add_argument("experiment_id", type=positive_int, metavar="ID")
+    kill.set_defaults(func=kill_experiment)
+
+    wait = commands.add_parser("wait", parents=[common], help="block until an experiment ends")
+    wait.add_argument("experiment_id", type=positive_int, metavar="ID")
+    wait.set_defaults(func=wait_experiment)
+
+    download = commands.add_parser(
+        "download-model-def", parents=[common], help="write an experiment's model definition files"
+    )
+    download.add_argument("experiment_id", type=positive_int, metavar="ID")
+    download.add_argument("-o", "--output-dir", required=True, metavar="DIR", help="directory to write into")
+    download.set_defaults(func=download_model_def)
+
+
+def config_error_message(filename: str, error: Any) -> str:
+    """`<file>, line N: <path>: <message>`, leaving out what the error does not know."""
+    where = filename + (f", line {error.line}" if getattr(error, "line", None) else "")
+    path = getattr(error, "path", None)
+    message = getattr(error, "message", None) or str(error)
+    return f"{where}: {path}: {message}" if path else f"{where}: {message}"
+
+
+def _read_config(filename: str) -> str:
+    try:
+        return Path(filename).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"config file {filename} does not exist", EXIT_BAD_INPUT) from None
+    except IsADirectoryError:
+        raise CliError(
+            f"config file {filename} is a directory, expected a YAML file", EXIT_BAD_INPUT
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read config file {filename}: {e}", EXIT_BAD_INPUT) from None
+
+
+def create_experiment(args: argparse.Namespace) -> int:
+    config_yaml = _read_config(args.config_file)
+    from pedl.config import ConfigError, parse_experiment_config
+
+    try:
+        parse_experiment_config(config_yaml, filename=args.config_file)
+    except ConfigError as e:
+        raise CliError(config_error_message(args.config_file, e), EXIT_BAD_INPUT) from None
+
+    context = Path(args.context_dir)
+    if not context.exists():
+        raise CliError(f"context directory {args.context_dir} does not exist", EXIT_BAD_INPUT)
+    from pedl.context import ContextError, pack
+
+    try:
+        packed = pack(context)
+    except ContextError as e:
+        raise CliError(f"context directory {args.context_dir}: {e}", EXIT_BAD_INPUT) from None
+
+    with connect(args) as client:
+        experiment = client.create_experiment(config_yaml, packed.data, packed.name)
+        print(f"Created experiment {experiment.id}", flush=True)
+        if args.follow:
+            return follow(client, experiment.id)
+    return 0
+
+
+def follow(client: SchedulerClient, experiment_id: int) -> int:
+    """Prints new steps, validations, checkpoints and state changes until the experiment ends."""
+    tracker = progress.ProgressTracker()
+    while True:
+        # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
+        response = client.get_experiment(experiment_id)
+        for trial in sorted(response.trials, key=lambda t: t.id):
+            if tracker.needs_fetch(trial):
+                for line in tracker.update(client.get_trial(trial.id)):
+                    print(line, flush=True)
+        if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
+            return _report_end(response)
+        time.sleep(POLL_SECONDS)
+
+
+def _report_end(response: Any) -> int:
+    print(progress.final_line(response.experiment), flush=True)
+    completed = response.experiment.state == render.common_pb2.EXPERIMENT_STATE_COMPLETED
+    if not completed:
+        for line in progress.error_lines(response):
+            print(line, flush=True)
+    return 0 if completed else 1
+
+
+def list_experiments(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        print(render.experiments_table(client.list_experiments()))
+    return 0
+
+
+def describe_experiment(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        response = client.get_experiment(args.experiment_id)
+        details = [client.get_trial(t.id) for t in sorted(response.trials, key=lambda t: t.id)]
+    print(
+        render.describe_json(response, details)
+        if args.json
+        else render.describe_experiment(response, details)
+    )
+    return 0
+
+
+def kill_experiment(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        experiment = client.kill_experiment(args.experiment_id)
+    state = render.experiment_state(experiment.state)
+    if experiment.state in render.TERMINAL_EXPERIMENT_STATES:
+        print(f"Killed experiment {experiment.id} (state: {state})")
+    else:
+        print(
+            f"Killing experiment {experiment.id}: its trials are being stopped "
+            f"(`pedl experiment wait {experiment.id}` waits for them)"
+        )
+    return 0
+
+
+def wait_experiment(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        while True:
+            response = client.get_experiment(args.experiment_id)
+            if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
+                return _report_end(response)
+            time.sleep(POLL_SECONDS)
+
+
+def download_model_def(args: argparse.Namespace) -> int:
+    output = Path(args.output_dir)
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise CliError(f"output directory {output} exists and is not an empty directory", EXIT_BAD_INPUT)
+    with connect(args) as client:
+        response = client.get_model_definition(args.experiment_id)
+    from pedl.context import ContextError, unpack
+
+    output.mkdir(parents=True, exist_ok=True)
+    try:
+        unpack(response.model_definition, output)
+    except ContextError as e:
+        raise CliError(
+            f"cannot unpack the model definition of experiment {args.experiment_id}: {e}"
+        ) from None
+    print(
+        f"Wrote the model definition of experiment {args.experiment_id} "
+        f"({response.model_definition_name}) to {output}"
+    )
+    return 0

@@ -1,0 +1,35 @@
+"""Expected failures become one clear line on stderr and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import grpc
+
+# argparse also exits 2 on usage errors; bad local input (config, context) shares that code.
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def rpc_error_message(error: grpc.RpcError, master: str) -> str:
+    code = error.code() if hasattr(error, "code") else None
+    details = (error.details() if hasattr(error, "details") else None) or ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"cannot reach the pedl scheduler at {master} (is the cluster up? `pedl cluster up`)"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return f"the pedl scheduler at {master} did not answer in time"
+    if code in (
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ):
+        return details or code.name.lower().replace("_", " ")
+    name = code.name if code is not None else "UNKNOWN"
+    return f"the pedl scheduler at {master} failed: {name}: {details or 'no details'}"

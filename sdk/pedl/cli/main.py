@@ -1,0 +1,65 @@
+"""Entry point of the `pedl` and `det` commands: parsing, dispatch, and turning expected failures
+into one-line errors with an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import grpc
+
+from pedl.cli import cmd_agent, cmd_cluster, cmd_experiment, cmd_trial
+from pedl.cli.client import DEFAULT_MASTER
+from pedl.cli.errors import EXIT_FAILURE, CliError, rpc_error_message
+
+
+def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
+    # --master is accepted before or after the subcommand; SUPPRESS keeps a later default from
+    # overwriting an earlier value.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-m",
+        "--master",
+        default=argparse.SUPPRESS,
+        metavar="HOST:PORT",
+        help=f"scheduler address (default: $PEDL_MASTER, else {DEFAULT_MASTER})",
+    )
+    parser = argparse.ArgumentParser(
+        prog=prog, parents=[common], description="Train deep-learning models on a pedl cluster."
+    )
+    groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
+    for module in (cmd_experiment, cmd_trial, cmd_agent, cmd_cluster):
+        module.register(groups, common)
+    return parser
+
+
+def _prog() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name in ("pedl", "det") else "pedl"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser(_prog()).parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except grpc.RpcError as e:
+        master = getattr(args, "master_address", None) or getattr(args, "master", None) or DEFAULT_MASTER
+        print(f"error: {rpc_error_message(e, master)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `pedl experiment list | head`: the reader left; say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Pure text formatting for the CLI (tables, metrics, states, descriptions); no I/O, easy to test."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from google.protobuf import json_format
+
+from pedl._metrics import from_struct
+from pedl.v1 import common_pb2, scheduler_pb2
+
+_MAX_LIST_ITEMS = 6
+TERMINAL_EXPERIMENT_STATES = frozenset(
+    {
+        common_pb2.EXPERIMENT_STATE_COMPLETED,
+        common_pb2.EXPERIMENT_STATE_ERROR,
+        common_pb2.EXPERIMENT_STATE_CANCELED,
+    }
+)
+TERMINAL_TRIAL_STATES = frozenset(
+    {common_pb2.TRIAL_STATE_COMPLETED, common_pb2.TRIAL_STATE_ERROR, common_pb2.TRIAL_STATE_CANCELED}
+)
+
+
+def experiment_state(value: int) -> str:
+    return _enum_name(common_pb2.ExperimentState, value, "EXPERIMENT_STATE_")
+
+
+def trial_state(value: int) -> str:
+    return _enum_name(common_pb2.TrialState, value, "TRIAL_STATE_")
+
+
+def _enum_name(enum: Any, value: int, prefix: str) -> str:
+    try:
+        return str(enum.Name(value)).removeprefix(prefix)
+    except ValueError:
+        return str(value)
+
+
+def short_time(timestamp: str) -> str:
+    """RFC 3339 → 'YYYY-MM-DD HH:MM:SS' (UTC); anything unparseable is shown as it came."""
+    if not timestamp:
+        return ""
+    try:
+        parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return timestamp
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc)
+    return parsed.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_value(value: Any) -> str:
+    """A metric or hyperparameter value, compactly; long (tensor) lists are elided."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        items = [format_value(v) for v in value[:_MAX_LIST_ITEMS]]
+        if len(value) > _MAX_LIST_ITEMS:
+            items.append(f"… ({len(value)} values)")
+        return "[" + ", ".join(items) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def metric_names(metric_dicts: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Union of names, `loss` first, then alphabetical."""
+    names: set[str] = set()
+    for metrics in metric_dicts:
+        names.update(metrics)
+    return sorted(names, key=lambda n: (n != "loss", n))
+
+
+def format_metrics(metrics: Mapping[str, Any]) -> str:
+    return " ".join(f"{name}={format_value(metrics[name])}" for name in metric_names([metrics]))
+
+
+def format_hparams(hparams: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={format_value(hparams[k])}" for k in sorted(hparams))
+
+
+def human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells)
+    return "\n".join(out)
+
+
+def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
+    rows = [
+        (
+            e.id,
+            experiment_state(e.state),
+            e.description,
+            e.num_trials,
+            short_time(e.created_at),
+            short_time(e.ended_at),
+        )
+        for e in sorted(experiments, key=lambda e: e.id)
+    ]
+    return table(["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED"], rows)
+
+
+def _best(trial: scheduler_pb2.Trial) -> str:
+    return format_value(trial.best_validation_metric) if trial.HasField("best_validation_metric") else ""
+
+
+def trials_table(trials: Iterable[scheduler_pb2.Trial]) -> str:
+    rows = [
+        (
+            t.id,
+            trial_state(t.state),
+            format_hparams(from_struct(t.hparams)),
+            t.total_batches,
+            t.num_steps,
+            t.restarts,
+            _best(t),
+        )
+        for t in sorted(trials, key=lambda t: t.id)
+    ]
+    return table(["ID", "STATE", "HPARAMS", "BATCHES", "STEPS", "RESTARTS", "BEST VALIDATION"], rows)
+
+
+def steps_table(steps: Iterable[scheduler_pb2.Step]) -> str:
+    steps = sorted(steps, key=lambda s: s.total_batches)
+    metrics = [from_struct(s.metrics) for s in steps]
+    names = metric_names(metrics)
+    rows = [
+        (
+            s.step_id,
+            s.total_batches,
+            s.num_batches,
+            *(format_value(m.get(n, "")) for n in names),
+            short_time(s.end_time),
+        )
+        for s, m in zip(steps, metrics, strict=True)
+    ]
+    return table(["STEP", "BATCHES", "STEP BATCHES", *names, "ENDED"], rows)
+
+
+def validations_table(validations: Iterable[scheduler_pb2.Validation]) -> str:
+    validations = sorted(validations, key=lambda v: v.total_batches)
+    metrics = [from_struct(v.metrics) for v in validations]
+    names = metric_names(metrics)
+    rows = [
+        (v.step_id, v.total_batches, *(format_value(m.get(n, "")) for n in names), short_time(v.end_time))
+        for v, m in zip(validations, metrics, strict=True)
+    ]
+    return table(["STEP", "BATCHES", *names, "ENDED"], rows)
+
+
+def checkpoint_state(value: int) -> str:
+    return _enum_name(common_pb2.CheckpointState, value, "CHECKPOINT_STATE_")
+
+
+def checkpoints_table(checkpoints: Iterable[common_pb2.Checkpoint]) -> str:
+    rows = [
+        (
+            c.uuid,
+            c.total_batches,
+            len(c.files),
+            human_bytes(c.total_size or sum(f.size for f in c.files)),
+            checkpoint_state(c.state),
+            short_time(c.created_at),
+        )
+        for c in sorted(checkpoints, key=lambda c: c.total_batches)
+    ]
+    return table(["UUID", "BATCHES", "FILES", "SIZE", "STATE", "CREATED"], rows)
+
+
+def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
+    rows = [
+        (
+            a.id,
+            a.hostname,
+            len(a.slots),
+            sum(1 for s in a.slots if s.trial_id),
+            a.resource_pool,
+            short_time(a.last_heartbeat),
+        )
+        for a in sorted(agents, key=lambda a: a.id)
+    ]
+    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "LAST HEARTBEAT"], rows)
+
+
+def slots_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
+    rows = [
+        (a.id, s.id, s.type, s.device, s.trial_id or "free")
+        for a in sorted(agents, key=lambda a: a.id)
+        for s in a.slots
+    ]
+    return table(["AGENT", "SLOT", "TYPE", "DEVICE", "TRIAL"], rows)
+
+
+def _fields(pairs: Iterable[tuple[str, Any]]) -> list[str]:
+    """'Label: value' lines, skipping empty values, labels aligned."""
+    kept = [(k, str(v)) for k, v in pairs if v not in ("", None)]
+    width = max((len(k) for k, _ in kept), default=0) + 1
+    lines: list[str] = []
+    for key, value in kept:
+        first, *rest = value.splitlines() or [""]
+        lines.append(f"{(key + ':').ljust(width)} {first}")
+        lines.extend(" " * (width + 1) + r for r in rest)
+    return lines
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda kv: (kv[0] != "name", kv[0]))  # maps have no order
+        return " ".join(f"{k}={format_value(v)}" for k, v in items if not isinstance(v, Mapping))
+    return format_value(value)
+
+
+def config_summary(config: Mapping[str, Any]) -> list[str]:
+    """The validated config's settings, one line per top-level key; hyperparameters one per name."""
+    skip = {"description", "hyperparameters"}
+    pairs = [(f"  {k}", _config_value(v)) for k, v in sorted(config.items()) if k not in skip]
+    hparams = config.get("hyperparameters") or {}
+    pairs += [(f"  hyperparameter {k}", _config_value(v)) for k, v in sorted(hparams.items())]
+    return _fields(pairs)
+
+
+def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
+    metric = experiment.searcher_metric
+    if metric:
+        metric += " (smaller is better)" if experiment.smaller_is_better else " (larger is better)"
+    lines = _fields(
+        [
+            ("Experiment", experiment.id),
+            ("State", experiment_state(experiment.state)),
+            ("Description", experiment.description),
+            ("Model definition", experiment.model_definition_name),
+            ("Searcher metric", metric),
+            ("Trials", experiment.num_trials),
+            ("Created", short_time(experiment.created_at)),
+            ("Ended", short_time(experiment.ended_at)),
+            ("Error", experiment.error),
+        ]
+    )
+    config = from_struct(experiment.config)
+    if config:
+        lines += ["Configuration:", *config_summary(config)]
+    return "\n".join(lines)
+
+
+def trial_summary(trial: scheduler_pb2.Trial) -> str:
+    return "\n".join(
+        _fields(
+            [
+                ("Trial", trial.id),
+                ("Experiment", trial.experiment_id),
+                ("State", trial_state(trial.state)),
+                ("Hyperparameters", format_hparams(from_struct(trial.hparams))),
+                ("Batches", trial.total_batches),
+                ("Steps", trial.num_steps),
+                ("Restarts", trial.restarts),
+                ("Run", trial.run_id),
+                ("Seed", trial.seed),
+                ("Agent", trial.agent_id),
+                ("Best validation", _best(trial)),
+                ("Latest checkpoint", trial.latest_checkpoint_uuid),
+                ("Started", short_time(trial.start_time)),
+                ("Ended", short_time(trial.end_time)),
+                ("Error", trial.error),
+            ]
+        )
+    )
+
+
+def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False) -> str:
+    """Training steps, validations and checkpoints of one trial."""
+    parts = [f"Trial {detail.trial.id}"] if heading else []
+    for title, items, render in (
+        ("Training steps", detail.steps, steps_table),
+        ("Validations", detail.validations, validations_table),
+        ("Checkpoints", detail.checkpoints, checkpoints_table),
+    ):
+        parts.append(f"{title}:\n{render(items)}" if items else f"{title}: none")
+    return "\n\n".join(parts)
+
+
+def describe_trial(detail: scheduler_pb2.GetTrialResponse) -> str:
+    return trial_summary(detail.trial) + "\n\n" + trial_details(detail)
+
+
+def describe_experiment(
+    response: scheduler_pb2.GetExperimentResponse, details: Sequence[scheduler_pb2.GetTrialResponse]
+) -> str:
+    parts = [experiment_summary(response.experiment)]
+    parts.append(f"Trials:\n{trials_table(response.trials)}" if response.trials else "Trials: none")
+    parts.extend(trial_details(d, heading=True) for d in details)
+    return "\n\n".join(parts)
+
+
+def describe_json(
+    response: scheduler_pb2.GetExperimentResponse, details: Sequence[scheduler_pb2.GetTrialResponse]
+) -> str:
+    data = {
+        "experiment": json_format.MessageToDict(response.experiment, preserving_proto_field_name=True),
+        "trials": [json_format.MessageToDict(d, preserving_proto_field_name=True) for d in details],
+    }
+    return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,241 @@
+"""`pedl cluster up` / `down`: a checkpoint store, a scheduler and N agents on 127.0.0.1."""
+
+from __future__ import annotations
+
+import errno
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pedl import _timeutil
+from pedl.cluster import health, processes
+from pedl.cluster.paths import ClusterPaths, pedl_home
+from pedl.cluster.state import ClusterState, ServiceRecord, StateError, load_state, save_state
+
+HOST = "127.0.0.1"
+STORE, SCHEDULER = "checkpoint-store", "scheduler"
+_COMMANDS = {
+    STORE: ("pedl-checkpoint-store", "pedl_checkpoint_store.main"),
+    SCHEDULER: ("pedl-scheduler", "pedl_scheduler.main"),
+    "agent": ("pedl-agent", "pedl_agent.main"),
+}
+
+Output = Callable[[str], None]
+
+
+class ClusterError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    home: Path
+    agents: int = 1
+    slots_per_agent: int = 1
+    port: int = 8080
+    store_port: int = 8090
+    timeout_seconds: float = 60.0
+    # Overridable so tests can start stand-in programs; maps "checkpoint-store"/"scheduler"/"agent".
+    command: Callable[[str], list[str]] | None = None
+
+
+def _command(opts: UpOptions, kind: str) -> list[str]:
+    if opts.command is not None:
+        return opts.command(kind)
+    return processes.service_command(*_COMMANDS[kind])
+
+
+def _check_port_free(port: int, flag: str) -> None:
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise ClusterError(
+                    f"port {port} on {HOST} is already in use; pick another with {flag}"
+                ) from e
+            raise
+
+
+def _load(paths: ClusterPaths) -> ClusterState | None:
+    try:
+        return load_state(paths.state_file)
+    except StateError as e:
+        raise ClusterError(str(e)) from e
+
+
+def running(state: ClusterState) -> list[ServiceRecord]:
+    return [s for s in state.services if processes.is_ours(s.pid, s.argv)]
+
+
+class _Starter:
+    """Starts services one by one, recording each in cluster.json; undoes everything on failure."""
+
+    def __init__(self, opts: UpOptions, paths: ClusterPaths) -> None:
+        self.opts = opts
+        self.paths = paths
+        self.state = ClusterState(home=str(paths.home), started_at=_timeutil.utc_now())
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, kind: str, args: list[str], address: str = "") -> subprocess.Popen[bytes]:
+        argv = [*_command(self.opts, kind), *args]
+        log = self.paths.log(name)
+        try:
+            proc = processes.spawn(argv, log, cwd=self.paths.root)
+        except OSError as e:
+            raise ClusterError(f"cannot start {name} ({argv[0]}): {e}") from e
+        self.children[name] = proc
+        self.state.services.append(
+            ServiceRecord(name=name, pid=proc.pid, argv=argv, log=str(log), address=address)
+        )
+        save_state(self.paths.state_file, self.state)
+        return proc
+
+    def failure(self, name: str, why: str) -> ClusterError:
+        log = self.paths.log(name)
+        text = processes.tail(log)
+        detail = f"\n--- last lines of {log} ---\n{text}" if text else f" ({log} is empty)"
+        return ClusterError(f"{name} {why}{detail}")
+
+    def check_alive(self, name: str) -> None:
+        code = self.children[name].poll()
+        if code is not None:
+            raise self.failure(name, f"exited with code {code} while starting")
+
+    def wait_serving(self, name: str, deadline: float) -> int:
+        """Waits for the port file, then for gRPC health SERVING; returns the bound port."""
+        port_file = self.paths.port_file(name)
+        while True:
+            self.check_alive(name)
+            port = _read_port(port_file)
+            if port is not None and health.is_serving(f"{HOST}:{port}"):
+                return port
+            if time.monotonic() > deadline:
+                raise self.failure(name, f"did not come up within {self.opts.timeout_seconds:.0f} s")
+            time.sleep(0.2)
+
+    def wait_agents(self, master: str, names: list[str], deadline: float) -> None:
+        while True:
+            for name in names:
+                self.check_alive(name)
+            missing = sorted(set(names) - health.registered_agents(master))
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise self.failure(
+                    missing[0],
+                    f"did not register with the scheduler within {self.opts.timeout_seconds:.0f} s",
+                )
+            time.sleep(0.2)
+
+    def undo(self) -> None:
+        for name in reversed(list(self.children)):
+            processes.stop_child(self.children[name])
+        self.paths.state_file.unlink(missing_ok=True)
+
+
+def _read_port(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def down_command(home: Path) -> str:
+    """How the user stops this cluster: `--home` only when it is not the default."""
+    return "pedl cluster down" + ("" if home == pedl_home(None) else f" --home {home}")
+
+
+def up(opts: UpOptions, out: Output = print) -> ClusterState:
+    if opts.agents < 0:
+        raise ClusterError("--agents must be 0 or more")
+    if opts.slots_per_agent < 1:
+        raise ClusterError("--slots-per-agent must be at least 1")
+    paths = ClusterPaths(opts.home)
+    previous = _load(paths)
+    if previous is not None:
+        alive = running(previous)
+        if alive:
+            names = ", ".join(f"{s.name} (pid {s.pid})" for s in alive)
+            raise ClusterError(
+                f"a pedl cluster from {paths.home} is still running "
+                f"(master at {previous.master or 'unknown'}; "
+                f"running: {names}); stop it first with `{down_command(paths.home)}`"
+            )
+        out(f"Removing the state of a previous cluster that is no longer running ({paths.state_file})")
+        paths.state_file.unlink(missing_ok=True)
+    _check_port_free(opts.port, "--port")
+    _check_port_free(opts.store_port, "--store-port")
+    for d in (paths.root, paths.checkpoints, paths.agents):
+        d.mkdir(parents=True, exist_ok=True)
+    for name in (STORE, SCHEDULER):
+        paths.port_file(name).unlink(missing_ok=True)
+
+    starter = _Starter(opts, paths)
+    try:
+        _start_all(starter, opts, paths, out)
+    except BaseException:
+        starter.undo()
+        raise
+    return starter.state
+
+
+def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Output) -> None:
+    state = starter.state
+    out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
+    starter.start(STORE, STORE, [
+        "--host", HOST, "--port", str(opts.store_port), "--storage-path", str(paths.checkpoints),
+        "--port-file", str(paths.port_file(STORE)),
+    ])  # fmt: skip
+    store_port = starter.wait_serving(STORE, time.monotonic() + opts.timeout_seconds)
+    state.checkpoint_store = f"{HOST}:{store_port}"
+    state.services[-1].address = state.checkpoint_store
+
+    out(f"Starting the scheduler (log: {paths.log(SCHEDULER)})")
+    starter.start(SCHEDULER, SCHEDULER, [
+        "--host", HOST, "--port", str(opts.port), "--db", str(paths.db),
+        "--checkpoint-store", state.checkpoint_store, "--port-file", str(paths.port_file(SCHEDULER)),
+        "--log-level", "info",
+    ])  # fmt: skip
+    port = starter.wait_serving(SCHEDULER, time.monotonic() + opts.timeout_seconds)
+    state.master = f"{HOST}:{port}"
+    state.services[-1].address = state.master
+    save_state(paths.state_file, state)
+
+    names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
+    if names:
+        out(f"Starting {len(names)} agent(s) with {opts.slots_per_agent} slot(s) each")
+    for name in names:
+        work_dir = paths.agents / name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        starter.start(name, "agent", [
+            "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
+            "--work-dir", str(work_dir),
+        ])  # fmt: skip
+    starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds)
+
+
+def down(home: Path, out: Output = print) -> int:
+    """Stops every recorded process (agents first); returns how many were running."""
+    paths = ClusterPaths(home)
+    state = _load(paths)
+    if state is None:
+        out(f"No pedl cluster is recorded in {paths.home}; nothing to stop")
+        return 0
+    order = {STORE: 2, SCHEDULER: 1}
+    stopped = 0
+    for svc in sorted(state.services, key=lambda s: order.get(s.name, 0)):
+        outcome = processes.stop(svc.pid, svc.argv)
+        stopped += outcome != "was not running"
+        out(f"{svc.name} (pid {svc.pid}) {outcome}")
+    paths.state_file.unlink(missing_ok=True)
+    for name in (STORE, SCHEDULER):
+        paths.port_file(name).unlink(missing_ok=True)
+    out(f"pedl cluster in {paths.home} is down" + ("" if stopped else " (nothing was running)"))
+    return stopped

@@ -1,0 +1,48 @@
+"""Where a local cluster keeps its state, logs, database, checkpoints and agent work dirs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def pedl_home(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """`--home`, else $PEDL_HOME, else ~/.pedl: one place so every command agrees."""
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    env = os.environ.get("PEDL_HOME")
+    if env:
+        return Path(env).expanduser().absolute()
+    return Path.home() / ".pedl"
+
+
+@dataclass(frozen=True)
+class ClusterPaths:
+    home: Path
+
+    @property
+    def root(self) -> Path:
+        return self.home / "cluster"
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "cluster.json"
+
+    @property
+    def db(self) -> Path:
+        return self.root / "pedl.db"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def agents(self) -> Path:
+        return self.root / "agents"
+
+    def log(self, name: str) -> Path:
+        return self.root / f"{name}.log"
+
+    def port_file(self, name: str) -> Path:
+        return self.root / f"{name}.port"

@@ -1,0 +1,104 @@
+"""An in-process SchedulerService with scripted answers, so CLI commands run against real gRPC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import grpc
+
+from pedl._metrics import to_struct
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+
+
+@dataclass
+class Script:
+    """Each Get* call returns the next snapshot; the last one repeats."""
+
+    experiments: list[scheduler_pb2.GetExperimentResponse] = field(default_factory=list)
+    trials: dict[int, list[scheduler_pb2.GetTrialResponse]] = field(default_factory=dict)
+    logs: list[common_pb2.LogLine] = field(default_factory=list)
+    agents: list[scheduler_pb2.Agent] = field(default_factory=list)
+    model_definition: bytes = b""
+    created: list[scheduler_pb2.CreateExperimentRequest] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+    log_requests: list[scheduler_pb2.GetTrialLogsRequest] = field(default_factory=list)
+
+
+def _next(snapshots: list, context: grpc.ServicerContext, what: str):  # type: ignore[no-untyped-def]
+    if not snapshots:
+        context.abort(grpc.StatusCode.NOT_FOUND, f"{what} not found")
+    return snapshots.pop(0) if len(snapshots) > 1 else snapshots[0]
+
+
+class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def CreateExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.script.created.append(request)
+        return scheduler_pb2.CreateExperimentResponse(experiment=scheduler_pb2.Experiment(id=7, state=1))
+
+    def ListExperiments(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return scheduler_pb2.ListExperimentsResponse(
+            experiments=[e.experiment for e in self.script.experiments]
+        )
+
+    def GetExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return _next(self.script.experiments, context, f"experiment {request.experiment_id}")
+
+    def KillExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.script.killed.append(request.experiment_id)
+        experiment = scheduler_pb2.Experiment(
+            id=request.experiment_id, state=common_pb2.EXPERIMENT_STATE_CANCELED
+        )
+        return scheduler_pb2.KillExperimentResponse(experiment=experiment)
+
+    def GetModelDefinition(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return scheduler_pb2.GetModelDefinitionResponse(
+            model_definition=self.script.model_definition, model_definition_name="model"
+        )
+
+    def GetTrial(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return _next(self.script.trials.get(request.trial_id, []), context, f"trial {request.trial_id}")
+
+    def GetTrialLogs(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.script.log_requests.append(request)
+        yield scheduler_pb2.GetTrialLogsResponse(lines=self.script.logs)
+
+    def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return scheduler_pb2.ListAgentsResponse(agents=self.script.agents)
+
+
+@contextmanager
+def serve(script: Script) -> Iterator[str]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(FakeScheduler(script), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(0)
+
+
+def trial(trial_id: int, state: int = common_pb2.TRIAL_STATE_ACTIVE, **fields) -> scheduler_pb2.Trial:  # type: ignore[no-untyped-def]
+    return scheduler_pb2.Trial(
+        id=trial_id, experiment_id=7, state=state, hparams=to_struct({"lr": 0.1, "layers": 2}), **fields
+    )
+
+
+def step(step_id: int, batches: int, loss: float, **metrics: float) -> scheduler_pb2.Step:
+    return scheduler_pb2.Step(
+        step_id=step_id,
+        total_batches=batches,
+        num_batches=100,
+        metrics=to_struct({"loss": loss, **metrics}),
+        end_time="2024-05-01T12:00:03.123Z",
+    )
+
+
+def validation(step_id: int, batches: int, **metrics: float) -> scheduler_pb2.Validation:
+    return scheduler_pb2.Validation(step_id=step_id, total_batches=batches, metrics=to_struct(metrics))

@@ -1,0 +1,53 @@
+"""Stand-in for pedl-checkpoint-store / pedl-scheduler / pedl-agent in `cluster up` tests.
+
+`python fake_service.py KIND ARGS...`: KIND containing "agent" just sleeps; "fail" exits 3 after
+printing; "hang" never serves; anything else serves gRPC health (and, for the scheduler, a ListAgents
+that names agent-1..agent-8) on --port and writes the bound port to --port-file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+
+
+class _Scheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
+    def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        agents = [scheduler_pb2.Agent(id=f"agent-{i}") for i in range(1, 9)]
+        return scheduler_pb2.ListAgentsResponse(agents=agents)
+
+
+def main() -> None:
+    kind = sys.argv[1]
+    if "fail" in kind:
+        print("fake service: configuration is broken", flush=True)
+        sys.exit(3)
+    if "agent" in kind or "hang" in kind:
+        while True:
+            time.sleep(1)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port-file", required=True)
+    args, _ = parser.parse_known_args(sys.argv[2:])
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    if "scheduler" in kind:
+        scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(_Scheduler(), server)
+    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    server.start()
+    Path(args.port_file).write_text(f"{port}\n")
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""`cluster up` / `down` with stand-in service processes; every process is killed by PID at the end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pedl.cli.main import main
+from pedl.cluster import ClusterError, UpOptions, launcher, processes
+from pedl.cluster.paths import ClusterPaths, pedl_home
+from pedl.cluster.state import ClusterState, ServiceRecord, load_state, save_state
+
+FAKE = str(Path(__file__).with_name("fake_service.py"))
+
+
+def fake_command(**overrides: str) -> Callable[[str], list[str]]:
+    return lambda kind: [sys.executable, FAKE, overrides.get(kind, kind)]
+
+
+@pytest.fixture
+def reap() -> Iterator[list[int]]:
+    """PIDs to SIGKILL at the end, whatever happened."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _recorded_pids(home: Path) -> list[int]:
+    state = load_state(ClusterPaths(home).state_file)
+    return [s.pid for s in state.services] if state else []
+
+
+def test_home_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert pedl_home(tmp_path) == tmp_path
+    monkeypatch.setenv("PEDL_HOME", str(tmp_path / "env"))
+    assert pedl_home(None) == tmp_path / "env"
+    monkeypatch.delenv("PEDL_HOME")
+    assert pedl_home(None) == Path.home() / ".pedl"
+
+
+def test_down_without_a_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cluster", "down", "--home", str(tmp_path)]) == 0
+    assert "No pedl cluster is recorded" in capsys.readouterr().out
+
+
+def test_service_command_prefers_the_venv_script() -> None:
+    argv = processes.service_command("pedl-scheduler", "pedl_scheduler.main")
+    script = Path(sys.executable).parent / "pedl-scheduler"
+    assert argv == ([str(script)] if script.exists() else [sys.executable, "-c", argv[2]])
+    assert (
+        processes.service_command("no-such-script", "x.main")[-1]
+        == "import sys; from x.main import main; sys.exit(main())"
+    )
+
+
+def test_is_ours_rejects_a_pid_running_something_else(reap: list[int], tmp_path: Path) -> None:
+    argv = [sys.executable, FAKE, "hang-agent", "--work-dir", str(tmp_path)]
+    proc = processes.spawn(argv, tmp_path / "x.log", cwd=tmp_path)
+    reap.append(proc.pid)
+    assert processes.is_ours(proc.pid, argv)
+    assert not processes.is_ours(proc.pid, [sys.executable, FAKE, "hang-agent", "--work-dir", "/elsewhere"])
+    assert not processes.is_ours(os.getpid(), argv)
+    processes.stop_child(proc)
+    assert not processes.is_ours(proc.pid, argv)
+
+
+def test_down_stops_recorded_processes_and_spares_strangers(
+    reap: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = ClusterPaths(tmp_path)
+    paths.root.mkdir(parents=True)
+    argv = [sys.executable, FAKE, "agent", "--work-dir", str(tmp_path)]
+    proc = processes.spawn(argv, paths.log("agent-1"), cwd=tmp_path)
+    reap.append(proc.pid)
+    stranger = ServiceRecord(name="scheduler", pid=os.getpid(), argv=["pedl-scheduler", "--db", "x"], log="")
+    save_state(
+        paths.state_file,
+        ClusterState(home=str(tmp_path), services=[stranger, ServiceRecord("agent-1", proc.pid, argv, "")]),
+    )
+    assert main(["cluster", "down", "--home", str(tmp_path)]) == 0
+    proc.wait(10)  # it exited on SIGTERM; reap the zombie
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"agent-1 (pid {proc.pid}) stopped"
+    assert out[1] == f"scheduler (pid {os.getpid()}) was not running"
+    assert not paths.state_file.exists()
+    assert main(["cluster", "down", "--home", str(tmp_path)]) == 0  # idempotent
+
+
+def test_up_and_down_with_stand_in_services(
+    reap: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(processes, "service_command", lambda script, module: [sys.executable, FAKE, script])
+    home = str(tmp_path)
+    try:
+        code = main(["cluster", "up", "--home", home, "--agents", "2", "--port", "0", "--store-port", "0"])
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    state = load_state(ClusterPaths(tmp_path).state_file)
+    assert state is not None
+    assert [s.name for s in state.services] == ["checkpoint-store", "scheduler", "agent-1", "agent-2"]
+    assert f"export PEDL_MASTER={state.master}" in out
+    assert all(processes.is_ours(s.pid, s.argv) for s in state.services)
+    assert (tmp_path / "cluster" / "agents" / "agent-2").is_dir()
+
+    # A second `up` in the same home refuses and names the running master.
+    assert main(["cluster", "up", "--home", home, "--port", "0", "--store-port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "still running" in err and state.master in err
+
+    assert main(["cluster", "down", "--home", home]) == 0
+    out = capsys.readouterr().out
+    assert out.index("agent-1") < out.index("scheduler") < out.index("checkpoint-store")
+    assert not any(processes.is_ours(s.pid, s.argv) for s in state.services)
+
+
+def test_up_reports_a_dying_service_with_its_log(reap: list[int], tmp_path: Path) -> None:
+    options = UpOptions(home=tmp_path, port=0, store_port=0, command=fake_command(scheduler="fail"))
+    with pytest.raises(ClusterError) as exc:
+        try:
+            launcher.up(options, out=lambda _: None)
+        finally:
+            reap.extend(_recorded_pids(tmp_path))
+    message = str(exc.value)
+    assert message.startswith("scheduler exited with code 3 while starting")
+    assert "fake service: configuration is broken" in message
+    assert not ClusterPaths(tmp_path).state_file.exists()
+
+
+def test_up_gives_up_on_a_service_that_never_serves(reap: list[int], tmp_path: Path) -> None:
+    pids: list[int] = []
+    real_spawn = processes.spawn
+
+    def spawn(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
+        proc = real_spawn(argv, log, cwd)
+        pids.append(proc.pid)
+        reap.append(proc.pid)
+        return proc
+
+    options = UpOptions(home=tmp_path, port=0, store_port=0, timeout_seconds=1, command=fake_command(**{
+        "checkpoint-store": "hang"
+    }))  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(processes, "spawn", spawn)
+        with pytest.raises(ClusterError, match="checkpoint-store did not come up within 1 s"):
+            launcher.up(options, out=lambda _: None)
+    assert len(pids) == 1
+    with pytest.raises(ProcessLookupError):  # stopped and reaped
+        os.kill(pids[0], 0)
+
+
+def test_up_refuses_a_busy_port(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(
+            ClusterError, match=f"port {port} on 127.0.0.1 is already in use; pick another with --port"
+        ):
+            launcher.up(UpOptions(home=tmp_path, port=port, store_port=0), out=lambda _: None)

@@ -1,0 +1,146 @@
+"""Read-side commands against an in-process fake scheduler, and gRPC error messages."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pedl.cli.main import main
+from pedl.v1 import common_pb2, scheduler_pb2
+
+from .fake_scheduler import Script, serve, step, trial, validation
+
+COMPLETED = common_pb2.EXPERIMENT_STATE_COMPLETED
+
+
+def _experiment(state: int = COMPLETED) -> scheduler_pb2.GetExperimentResponse:
+    return scheduler_pb2.GetExperimentResponse(
+        experiment=scheduler_pb2.Experiment(id=7, state=state, description="mnist", num_trials=1),
+        trials=[trial(3, state=common_pb2.TRIAL_STATE_COMPLETED, total_batches=200)],
+    )
+
+
+def _trial_detail() -> scheduler_pb2.GetTrialResponse:
+    return scheduler_pb2.GetTrialResponse(
+        trial=trial(3, state=common_pb2.TRIAL_STATE_COMPLETED, total_batches=200),
+        steps=[step(1, 100, 0.5), step(2, 200, 0.25)],
+        validations=[validation(2, 200, val_loss=0.3)],
+    )
+
+
+def run(script: Script, *argv: str) -> int:
+    with serve(script) as address:
+        return main(["--master", address, *argv])
+
+
+def test_experiment_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(Script(experiments=[_experiment()]), "experiment", "list") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED"]
+    assert lines[2].split() == ["7", "COMPLETED", "mnist", "1"]
+
+
+def test_experiment_describe(capsys: pytest.CaptureFixture[str]) -> None:
+    script = Script(experiments=[_experiment()], trials={3: [_trial_detail()]})
+    assert run(script, "experiment", "describe", "7") == 0
+    out = capsys.readouterr().out
+    assert "State:       COMPLETED" in out and "Trial 3" in out and "val_loss" in out
+    assert run(script, "experiment", "describe", "7", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["total_batches"] for s in data["trials"][0]["steps"]] == ["100", "200"]
+
+
+def test_not_found_shows_the_servers_details(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(Script(), "experiment", "describe", "99") == 1
+    assert capsys.readouterr().err.strip() == "error: experiment 99 not found"
+
+
+def test_kill(capsys: pytest.CaptureFixture[str]) -> None:
+    script = Script()
+    assert run(script, "experiment", "kill", "7") == 0
+    assert script.killed == [7]
+    assert capsys.readouterr().out.strip() == "Killed experiment 7 (state: CANCELED)"
+
+
+@pytest.mark.parametrize(
+    ("final", "code"),
+    [(COMPLETED, 0), (common_pb2.EXPERIMENT_STATE_ERROR, 1), (common_pb2.EXPERIMENT_STATE_CANCELED, 1)],
+)
+def test_wait(final: int, code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    script = Script(experiments=[_experiment(common_pb2.EXPERIMENT_STATE_ACTIVE)] * 3 + [_experiment(final)])
+    assert run(script, "experiment", "wait", "7") == code
+    assert (
+        capsys.readouterr().out.splitlines()[0]
+        == f"Experiment 7 {common_pb2.ExperimentState.Name(final)[17:]}"
+    )
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_download_model_def(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("pkg/__init__.py")
+        info.size = 6
+        tar.addfile(info, io.BytesIO(b"x = 1\n"))
+    out = tmp_path / "out"
+    assert (
+        run(
+            Script(model_definition=buffer.getvalue()),
+            "experiment",
+            "download-model-def",
+            "7",
+            "-o",
+            str(out),
+        )
+        == 0
+    )
+    assert (out / "pkg" / "__init__.py").read_text() == "x = 1\n"
+    assert "Wrote the model definition of experiment 7 (model)" in capsys.readouterr().out
+    assert run(Script(), "experiment", "download-model-def", "7", "-o", str(out)) == 2
+    assert "not an empty directory" in capsys.readouterr().err
+
+
+def test_trial_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [common_pb2.LogLine(id=i, trial_id=3, message=f"line {i}\n") for i in (1, 2)]
+    script = Script(logs=lines)
+    assert run(script, "trial", "logs", "3", "--follow") == 0
+    assert capsys.readouterr().out == "line 1\nline 2\n"
+    assert script.log_requests[0].follow and script.log_requests[0].trial_id == 3
+
+
+def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(Script(trials={3: [_trial_detail()]}), "trial", "describe", "3") == 0
+    out = capsys.readouterr().out
+    assert "Batches:         200" in out and "Training steps:" in out and "Validations:" in out
+
+
+def test_agent_and_slot_list(capsys: pytest.CaptureFixture[str]) -> None:
+    agent = scheduler_pb2.Agent(id="agent-1", hostname="h", slots=[common_pb2.Slot(id="0", type="cpu")])
+    assert run(Script(agents=[agent]), "agent", "list") == 0
+    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "h", "1", "0"]
+    assert run(Script(agents=[agent]), "slot", "list") == 0
+    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "0", "cpu", "free"]
+
+
+def test_unreachable_master(unused_address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "list", "--master", unused_address]) == 1
+    err = capsys.readouterr().err
+    hint = "(is the cluster up? `pedl cluster up`)"
+    assert err == f"error: cannot reach the pedl scheduler at {unused_address} {hint}\n"
+
+
+def test_master_from_environment(
+    unused_address: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PEDL_MASTER", unused_address)
+    assert main(["agent", "list"]) == 1
+    assert unused_address in capsys.readouterr().err
+
+
+def test_malformed_master(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--master", "nohost", "experiment", "list"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --master must be HOST:PORT, got 'nohost'"

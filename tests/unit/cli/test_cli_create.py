@@ -1,0 +1,156 @@
+"""`experiment create` validates locally before it connects, and submits what it validated."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pedl.cli.main import main
+from pedl.v1 import common_pb2, scheduler_pb2
+
+from .fake_scheduler import Script, serve, step, trial
+
+GOOD = "description: test\nsearcher:\n  name: single\n  max_steps: 2\n"
+BAD = "description: test\nsearcher:\n  name: single\n  max_steps: bad_field\n"
+
+
+@pytest.fixture
+def context_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "__init__.py").write_text("x = 1\n")
+    return d
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "const.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_config_error_exits_2_before_connecting(
+    tmp_path: Path, context_dir: Path, unused_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, BAD)
+    code = main(["--master", unused_address, "experiment", "create", str(config), str(context_dir)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == f"error: {config}, line 4: searcher.max_steps: must be a positive integer"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pedl.config") is None, reason="pedl.config not integrated yet")
+def test_real_config_error_names_the_field(
+    tmp_path: Path, context_dir: Path, unused_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, "searcher:\n  name: single\n  metric: loss\n  max_steps: -3\n")
+    code = main(["--master", unused_address, "experiment", "create", str(config), str(context_dir)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"error: {config}") and "max_steps" in err
+    assert "cannot reach" not in err
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_missing_config_file(tmp_path: Path, context_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "create", str(tmp_path / "nope.yaml"), str(context_dir)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: config file {tmp_path / 'nope.yaml'} does not exist"
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_missing_context_dir(tmp_path: Path, unused_address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path, GOOD)
+    missing = tmp_path / "missing"
+    assert main(["-m", unused_address, "experiment", "create", str(config), str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: context directory {missing} does not exist"
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_context_error_is_reported(
+    tmp_path: Path, context_dir: Path, unused_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (context_dir / "TOO_BIG").write_text("")
+    config = _config(tmp_path, GOOD)
+    assert main(["-m", unused_address, "experiment", "create", str(config), str(context_dir)]) == 2
+    assert "is larger than 96 MiB" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_unreachable_master(
+    tmp_path: Path, context_dir: Path, unused_address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, GOOD)
+    assert main(["-m", unused_address, "experiment", "create", str(config), str(context_dir)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: cannot reach the pedl scheduler at {unused_address} (is the cluster up? `pedl cluster up`)"
+    )
+
+
+@pytest.mark.usefixtures("fake_sdk")
+def test_create_sends_config_text_and_packed_context(
+    tmp_path: Path, context_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = Script()
+    with serve(script) as address:
+        code = main(["-m", address, "experiment", "create", str(_config(tmp_path, GOOD)), str(context_dir)])
+    assert code == 0
+    assert capsys.readouterr().out == "Created experiment 7\n"
+    (request,) = script.created
+    assert request.config_yaml == GOOD
+    assert request.model_definition_name == "model"
+    assert request.model_definition[:2] == b"\x1f\x8b"
+
+
+@pytest.mark.usefixtures("fake_sdk")
+@pytest.mark.parametrize(
+    ("final", "code"), [(common_pb2.EXPERIMENT_STATE_COMPLETED, 0), (common_pb2.EXPERIMENT_STATE_ERROR, 1)]
+)
+def test_create_follow_prints_progress_until_the_end(
+    tmp_path: Path, context_dir: Path, capsys: pytest.CaptureFixture[str], final: int, code: int
+) -> None:
+    done = common_pb2.TRIAL_STATE_COMPLETED if code == 0 else common_pb2.TRIAL_STATE_ERROR
+    error = "" if code == 0 else "ValueError: boom"
+    script = Script(
+        experiments=[
+            scheduler_pb2.GetExperimentResponse(
+                experiment=scheduler_pb2.Experiment(id=7, state=1), trials=[trial(3)]
+            ),
+            scheduler_pb2.GetExperimentResponse(
+                experiment=scheduler_pb2.Experiment(id=7, state=final),
+                trials=[trial(3, state=done, error=error)],
+            ),
+        ],
+        trials={
+            3: [
+                scheduler_pb2.GetTrialResponse(trial=trial(3), steps=[step(1, 100, 0.5)]),
+                scheduler_pb2.GetTrialResponse(
+                    trial=trial(3, state=done, total_batches=200, error=error),
+                    steps=[step(1, 100, 0.5), step(2, 200, 0.25)],
+                ),
+            ]
+        },
+    )
+    with serve(script) as address:
+        argv = [
+            "-m",
+            address,
+            "experiment",
+            "create",
+            str(_config(tmp_path, GOOD)),
+            str(context_dir),
+            "--follow",
+        ]
+        assert main(argv) == code
+    lines = capsys.readouterr().out.splitlines()
+    state = "COMPLETED" if code == 0 else "ERROR"
+    assert lines[:5] == [
+        "Created experiment 7",
+        "Trial 3 ACTIVE: layers=2, lr=0.1",
+        "Trial 3 step 1: batches 100 (+100) loss=0.5",
+        "Trial 3 step 2: batches 200 (+100) loss=0.25",
+        f"Trial 3 ACTIVE -> {state} after 200 batches",
+    ]
+    assert lines[5] == f"Experiment 7 {state}"
+    assert lines[6:] == ([] if code == 0 else ["Trial 3 error: ValueError: boom"])

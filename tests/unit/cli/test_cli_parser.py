@@ -1,0 +1,86 @@
+"""Every command's arguments parse as documented."""
+
+from __future__ import annotations
+
+import pytest
+
+from pedl.cli import cmd_agent, cmd_cluster, cmd_experiment, cmd_trial
+from pedl.cli.main import build_parser
+
+
+def parse(*argv: str):  # type: ignore[no-untyped-def]
+    return build_parser().parse_args(list(argv))
+
+
+def test_experiment_create_verbatim_det_form() -> None:
+    args = parse("experiment", "create", "const.yaml", "model_dir")
+    assert (args.config_file, args.context_dir, args.follow) == ("const.yaml", "model_dir", False)
+    assert args.func is cmd_experiment.create_experiment
+    assert parse("e", "create", "c.yaml", ".", "--follow").follow
+
+
+def test_master_before_or_after_the_subcommand() -> None:
+    assert parse("--master", "h:1", "experiment", "list").master == "h:1"
+    assert parse("experiment", "list", "--master", "h:2").master == "h:2"
+    assert not hasattr(parse("experiment", "list"), "master")
+
+
+@pytest.mark.parametrize(
+    ("argv", "func", "fields"),
+    [
+        (["experiment", "list"], cmd_experiment.list_experiments, {}),
+        (["experiment", "describe", "3", "--json"], cmd_experiment.describe_experiment,
+         {"experiment_id": 3, "json": True}),
+        (["experiment", "describe", "3"], cmd_experiment.describe_experiment, {"json": False}),
+        (["experiment", "kill", "4"], cmd_experiment.kill_experiment, {"experiment_id": 4}),
+        (["experiment", "wait", "5"], cmd_experiment.wait_experiment, {"experiment_id": 5}),
+        (
+            ["experiment", "download-model-def", "6", "-o", "out"],
+            cmd_experiment.download_model_def,
+            {"experiment_id": 6, "output_dir": "out"},
+        ),
+        (["trial", "logs", "9"], cmd_trial.trial_logs, {"trial_id": 9, "follow": False}),
+        (["trial", "logs", "9", "--follow"], cmd_trial.trial_logs, {"follow": True}),
+        (["trial", "describe", "9"], cmd_trial.describe_trial, {"trial_id": 9}),
+        (["agent", "list"], cmd_agent.list_agents, {}),
+        (["slot", "list"], cmd_agent.list_slots, {}),
+        (
+            ["cluster", "up"],
+            cmd_cluster.cluster_up,
+            {"agents": 1, "slots_per_agent": 1, "port": 8080, "store_port": 8090, "home": None},
+        ),
+        (
+            ["cluster", "up", "--agents", "2", "--slots-per-agent", "3", "--port", "0", "--store-port", "0",
+             "--home", "/tmp/h"],
+            cmd_cluster.cluster_up,
+            {"agents": 2, "slots_per_agent": 3, "port": 0, "store_port": 0, "home": "/tmp/h"},
+        ),
+        (["cluster", "down", "--home", "/tmp/h"], cmd_cluster.cluster_down, {"home": "/tmp/h"}),
+    ],
+)  # fmt: skip
+def test_commands(argv: list[str], func: object, fields: dict[str, object]) -> None:
+    args = parse(*argv)
+    assert args.func is func
+    for name, value in fields.items():
+        assert getattr(args, name) == value
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["experiment", "create", "only-config.yaml"],
+        ["experiment", "describe", "abc"],
+        ["experiment", "kill", "0"],
+        ["experiment", "download-model-def", "1"],
+        ["trial", "logs"],
+        ["cluster", "up", "--slots-per-agent", "0"],
+        ["cluster", "up", "--port", "70000"],
+        ["experiment"],
+        [],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse(*argv)
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
