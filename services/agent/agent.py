@@ -1,0 +1,133 @@
+"""What the agent does with each scheduler message; no networking here beyond the runs it starts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol
+
+import structlog
+
+from pedl.v1 import agent_pb2, common_pb2
+
+from .version import AGENT_VERSION
+
+
+class RunLike(Protocol):
+    """What the agent needs of a trial run (`TrialRun`; fakes in tests)."""
+
+    def add_workload(self, workload: common_pb2.Workload) -> bool: ...
+
+    def kill(self, by_scheduler: bool = True, reason: str = "") -> None: ...
+
+    async def run(self) -> None: ...
+
+
+class Agent:
+    """Keeps the live trial runs, keyed by (trial_id, run_id), and routes scheduler messages to them.
+
+    `run_factory(start)` builds a run (normally `TrialRun(start, settings)`); its `run()` coroutine
+    lives until the harness is gone and reports the exit itself.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        slots: list[common_pb2.Slot],
+        hostname: str,
+        address: str,
+        resource_pool: str,
+        run_factory: Callable[[agent_pb2.StartTrial], RunLike],
+    ) -> None:
+        self.agent_id = agent_id
+        self.slots = slots
+        self.hostname = hostname
+        self.address = address
+        self.resource_pool = resource_pool
+        self._run_factory = run_factory
+        self.runs: dict[tuple[int, int], RunLike] = {}
+        self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}
+        self._log = structlog.get_logger(agent_id=agent_id)
+        self.shutting_down = False
+
+    def register_message(self) -> agent_pb2.ConnectRequest:
+        return agent_pb2.ConnectRequest(
+            register=agent_pb2.RegisterAgent(
+                agent_id=self.agent_id,
+                slots=self.slots,
+                hostname=self.hostname,
+                address=self.address,
+                environments=["default"],
+                resource_pool=self.resource_pool,
+                running_trials=[agent_pb2.RunningTrial(trial_id=t, run_id=r) for t, r in sorted(self.runs)],
+                version=AGENT_VERSION,
+            )
+        )
+
+    def handle(self, message: agent_pb2.ConnectResponse) -> None:
+        kind = message.WhichOneof("message")
+        if kind == "start_trial":
+            self.start_trial(message.start_trial)
+        elif kind == "run_workload":
+            self.run_workload(message.run_workload.workload)
+        elif kind == "kill_trial":
+            self.kill_trial(message.kill_trial.trial_id, message.kill_trial.run_id)
+        elif kind == "registered":
+            pass  # the link handles it
+        else:
+            self._log.warning("ignoring an unknown message from the scheduler", kind=kind)
+
+    def start_trial(self, start: agent_pb2.StartTrial) -> None:
+        key = (start.trial_id, start.run_id)
+        if self.shutting_down:
+            self._log.warning("refusing start_trial while shutting down", trial_id=key[0], run_id=key[1])
+            return
+        if key in self.runs:
+            self._log.info("start_trial for a run already here; ignored", trial_id=key[0], run_id=key[1])
+            return
+        for (t, r), old in list(self.runs.items()):
+            if t == start.trial_id:
+                self._log.info("a newer run replaces this trial's run", trial_id=t, old_run=r, run_id=key[1])
+                old.kill(by_scheduler=True, reason=f"replaced by run {start.run_id}")
+        run = self._run_factory(start)
+        self.runs[key] = run
+        self._log.info("starting trial", trial_id=key[0], run_id=key[1], experiment_id=start.experiment_id)
+        task = asyncio.get_running_loop().create_task(self._run(key, run))
+        self._tasks[key] = task
+
+    async def _run(self, key: tuple[int, int], run: RunLike) -> None:
+        try:
+            await run.run()
+        except Exception:
+            self._log.exception("trial run crashed", trial_id=key[0], run_id=key[1])
+        finally:
+            if self.runs.get(key) is run:
+                del self.runs[key]
+                self._tasks.pop(key, None)
+
+    def run_workload(self, workload: common_pb2.Workload) -> None:
+        run = self.runs.get((workload.trial_id, workload.run_id))
+        if run is None or not run.add_workload(workload):
+            self._log.warning(
+                "dropping a workload for a run not running here",
+                trial_id=workload.trial_id,
+                run_id=workload.run_id,
+                kind=common_pb2.WorkloadKind.Name(workload.kind),
+            )
+
+    def kill_trial(self, trial_id: int, run_id: int) -> None:
+        """Kills that run; run_id 0 kills every run of the trial."""
+        targets = [r for (t, rid), r in self.runs.items() if t == trial_id and run_id in (0, rid)]
+        if not targets:
+            self._log.info("kill_trial for a run not running here", trial_id=trial_id, run_id=run_id)
+        for run in targets:
+            run.kill(by_scheduler=True)
+
+    async def shutdown(self, reason: str) -> None:
+        """Kills every run and waits until each has exited (and reported it)."""
+        self.shutting_down = True
+        for run in list(self.runs.values()):
+            run.kill(by_scheduler=False, reason=reason)
+        tasks = list(self._tasks.values())
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,110 @@
+"""The agent's settings from its command line and environment."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_MASTER = "127.0.0.1:8080"
+
+
+@dataclass
+class AgentConfig:
+    master: str
+    agent_id: str
+    work_dir: Path
+    cpu_slots: int | None = None
+    resource_pool: str = "default"
+    python: str = sys.executable
+    # The harness's argv; empty means `<python> -m pedl.harness`.
+    harness_command: list[str] = field(default_factory=list)
+    address: str = ""
+    log_level: str = "info"
+    kill_grace_seconds: float = 10.0
+    reconnect_backoff_cap_seconds: float = 5.0
+
+    def harness_argv(self) -> list[str]:
+        return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pedl-agent", description="Run pedl trials on this machine.")
+    p.add_argument("--master", help=f"scheduler HOST:PORT (env PEDL_MASTER; default {DEFAULT_MASTER})")
+    p.add_argument("--agent-id", help="this agent's id (default: the hostname)")
+    p.add_argument("--slots", type=int, help="CPU slots to offer (default: 1 without GPUs, else 0)")
+    p.add_argument("--work-dir", help="where trials run (default: ~/.pedl/agent/<agent-id>)")
+    p.add_argument("--resource-pool", default="default", help="resource pool to join (default: default)")
+    p.add_argument("--python", default=sys.executable, help="interpreter for harness processes")
+    p.add_argument(
+        "--harness-command",
+        help="command line that starts a harness "
+        "(env PEDL_HARNESS_COMMAND; default: <python> -m pedl.harness)",
+    )
+    p.add_argument("--address", help="address other machines reach this host on (default: auto)")
+    p.add_argument("--kill-grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def _check_master(master: str) -> str:
+    host, sep, port = master.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--master must be HOST:PORT, got {master!r}")
+    return master
+
+
+def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> AgentConfig:
+    """Parses flags; bad values exit with a usage error naming the flag."""
+    env = os.environ if environ is None else environ
+    parser = _build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        master = _check_master(ns.master or env.get("PEDL_MASTER") or DEFAULT_MASTER)
+    except ValueError as e:
+        parser.error(str(e))
+    if ns.slots is not None and ns.slots < 0:
+        parser.error(f"--slots must be >= 0, got {ns.slots}")
+    if ns.kill_grace < 0:
+        parser.error(f"--kill-grace must be >= 0, got {ns.kill_grace}")
+    agent_id = ns.agent_id or socket.gethostname()
+    if not agent_id or "/" in agent_id:
+        parser.error(f"--agent-id must be a non-empty name without '/', got {agent_id!r}")
+    harness = ns.harness_command or env.get("PEDL_HARNESS_COMMAND") or ""
+    try:
+        harness_argv = shlex.split(harness)
+    except ValueError as e:
+        parser.error(f"--harness-command cannot be parsed: {e}")
+    work_dir = Path(ns.work_dir).expanduser() if ns.work_dir else Path.home() / ".pedl" / "agent" / agent_id
+    return AgentConfig(
+        master=master,
+        agent_id=agent_id,
+        work_dir=work_dir.resolve(),
+        cpu_slots=ns.slots,
+        resource_pool=ns.resource_pool,
+        python=ns.python,
+        harness_command=harness_argv,
+        address=ns.address or "",
+        log_level=ns.log_level,
+        kill_grace_seconds=ns.kill_grace,
+    )
+
+
+def local_address(master: str) -> str:
+    """The address of the interface that routes to the master, as other machines would reach us."""
+    host, _, port = master.rpartition(":")
+    host = host.strip("[]")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, int(port)))  # UDP: no packet is sent
+            return str(s.getsockname()[0])
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"

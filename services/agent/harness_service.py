@@ -1,0 +1,60 @@
+"""HarnessService for one trial run: what the harness asks the agent over its Unix socket."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import grpc
+
+from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
+
+
+class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
+    """Hands the harness its trial and workloads, and passes its results on through `on_result`."""
+
+    def __init__(
+        self,
+        start: agent_pb2.StartTrial,
+        on_result: Callable[[common_pb2.WorkloadResult], None],
+    ) -> None:
+        self.start = start
+        self.model_definition_dir = ""
+        self._on_result = on_result
+        self._workloads: asyncio.Queue[common_pb2.Workload] = asyncio.Queue()
+
+    def add_workload(self, workload: common_pb2.Workload) -> bool:
+        """Queues a workload of this run; one of another run or trial is refused (False)."""
+        if workload.trial_id != self.start.trial_id or workload.run_id != self.start.run_id:
+            return False
+        self._workloads.put_nowait(workload)
+        return True
+
+    @property
+    def queued(self) -> int:
+        return self._workloads.qsize()
+
+    async def GetTrialInfo(
+        self, request: harness_pb2.GetTrialInfoRequest, context: grpc.aio.ServicerContext
+    ) -> harness_pb2.GetTrialInfoResponse:
+        return harness_pb2.GetTrialInfoResponse(
+            trial=self.start, model_definition_dir=self.model_definition_dir
+        )
+
+    async def NextWorkload(
+        self, request: harness_pb2.NextWorkloadRequest, context: grpc.aio.ServicerContext
+    ) -> harness_pb2.NextWorkloadResponse:
+        return harness_pb2.NextWorkloadResponse(workload=await self._workloads.get())
+
+    async def CompleteWorkload(
+        self, request: harness_pb2.CompleteWorkloadRequest, context: grpc.aio.ServicerContext
+    ) -> harness_pb2.CompleteWorkloadResponse:
+        w = request.result.workload
+        if w.trial_id != self.start.trial_id or w.run_id != self.start.run_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"result.workload is for trial {w.trial_id} run {w.run_id}, but this harness runs "
+                f"trial {self.start.trial_id} run {self.start.run_id}",
+            )
+        self._on_result(request.result)
+        return harness_pb2.CompleteWorkloadResponse()

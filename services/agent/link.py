@@ -1,0 +1,127 @@
+"""The agent's one bidirectional stream to the scheduler, reconnected with backoff when it breaks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import grpc
+import grpc.aio
+import structlog
+
+import pedl._grpc
+from pedl.v1 import agent_pb2, agent_pb2_grpc
+
+from .agent import Agent
+from .outbox import Outbox
+
+DEFAULT_HEARTBEAT_SECONDS = 5.0
+FIRST_BACKOFF_SECONDS = 0.1
+
+
+def backoff_seconds(failures: int, cap: float) -> float:
+    """0.1 s, 0.2 s, 0.4 s, ... up to `cap` after `failures` consecutive failed attempts."""
+    return min(cap, FIRST_BACKOFF_SECONDS * (2 ** min(failures, 30)))
+
+
+class SchedulerLink:
+    """Registers, heartbeats, relays the outbox upstream and hands scheduler messages to the agent."""
+
+    def __init__(self, master: str, agent: Agent, outbox: Outbox, backoff_cap_seconds: float = 5.0) -> None:
+        self._master = master
+        self._agent = agent
+        self._outbox = outbox
+        self._cap = backoff_cap_seconds
+        self._log = structlog.get_logger(master=master)
+        self.connected = asyncio.Event()
+        self.sessions = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Keeps a session up until `stop` is set."""
+        failures = 0
+        while not stop.is_set():
+            sessions_before = self.sessions
+            try:
+                await self._session(stop)
+            except grpc.aio.AioRpcError as e:
+                self._log.warning("scheduler stream broke", code=e.code().name, details=e.details())
+            except Exception as e:  # any broken stream is retried, whatever broke it
+                self._log.warning("scheduler stream broke", error=f"{type(e).__name__}: {e}")
+            finally:
+                self.connected.clear()
+            if stop.is_set():
+                break
+            # A session the scheduler accepted resets the backoff even though it ended in an error.
+            failures = 0 if self.sessions > sessions_before else failures
+            delay = backoff_seconds(failures, self._cap)
+            failures += 1
+            self._log.info("reconnecting to the scheduler", in_seconds=delay)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+
+    async def _session(self, stop: asyncio.Event) -> None:
+        """One stream from register until it breaks (raises) or `stop` is set (returns)."""
+        channel = pedl._grpc.aio_channel(self._master)
+        call = agent_pb2_grpc.AgentLinkServiceStub(channel).Connect()
+        registered = asyncio.Event()
+        interval: list[float] = [DEFAULT_HEARTBEAT_SECONDS]
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            register = self._agent.register_message()
+            await call.write(register)
+            running = len(register.register.running_trials)
+            self._log.info("registering", running_trials=running, buffered=len(self._outbox))
+            tasks = [
+                asyncio.ensure_future(self._read(call, registered, interval)),
+                asyncio.ensure_future(self._write(call, registered, interval)),
+                asyncio.ensure_future(stop.wait()),
+            ]
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            if not stop.is_set():
+                raise ConnectionError("the scheduler closed the stream")
+            with contextlib.suppress(Exception):  # a polite half-close; the stream goes away regardless
+                await asyncio.wait_for(call.done_writing(), 1.0)
+        finally:
+            for t in tasks:
+                t.cancel()
+            call.cancel()
+            await channel.close()
+
+    async def _read(
+        self, call: grpc.aio.StreamStreamCall, registered: asyncio.Event, interval: list[float]
+    ) -> None:
+        while True:
+            message = await call.read()
+            if message is grpc.aio.EOF:
+                return
+            if message.WhichOneof("message") == "registered":
+                if message.registered.heartbeat_interval_seconds > 0:
+                    interval[0] = message.registered.heartbeat_interval_seconds
+                self.sessions += 1
+                self._log.info(
+                    "registered",
+                    cluster_id=message.registered.cluster_id,
+                    heartbeat_seconds=interval[0],
+                )
+                registered.set()
+                self.connected.set()
+                continue
+            self._agent.handle(message)
+
+    async def _write(
+        self, call: grpc.aio.StreamStreamCall, registered: asyncio.Event, interval: list[float]
+    ) -> None:
+        await registered.wait()
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time() + interval[0]
+        while True:
+            message = await self._outbox.peek(timeout=max(0.0, next_beat - loop.time()))
+            if message is not None:
+                await call.write(message)
+                self._outbox.pop()
+            if loop.time() >= next_beat:
+                await call.write(agent_pb2.ConnectRequest(heartbeat=agent_pb2.Heartbeat()))
+                next_beat = loop.time() + interval[0]

@@ -1,0 +1,105 @@
+"""A trial's output lines: batched to the scheduler as trial_logs and appended to trial.log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TextIO
+
+from pedl._timeutil import utc_now
+from pedl.v1 import agent_pb2, common_pb2
+
+FLUSH_SECONDS = 0.2
+FLUSH_LINES = 200
+# Longer lines are split so one runaway line cannot exhaust memory.
+MAX_LINE_BYTES = 64 * 1024
+STDERR_TAIL_LINES = 40
+
+
+async def iter_lines(stream: asyncio.StreamReader) -> AsyncIterator[str]:
+    """Decoded lines without their line ending, including a last unterminated one."""
+    buf = b""
+    while True:
+        chunk = await stream.read(MAX_LINE_BYTES)
+        if not chunk:
+            break
+        buf += chunk
+        while True:
+            nl = buf.find(b"\n", 0, MAX_LINE_BYTES + 1)
+            if nl >= 0:
+                yield buf[:nl].rstrip(b"\r").decode("utf-8", errors="replace")
+                buf = buf[nl + 1 :]
+            elif len(buf) >= MAX_LINE_BYTES:
+                yield buf[:MAX_LINE_BYTES].decode("utf-8", errors="replace")
+                buf = buf[MAX_LINE_BYTES:]
+            else:
+                break
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", errors="replace")
+
+
+class LogRelay:
+    """Collects lines of one trial run and sends them in batches through `send`."""
+
+    def __init__(
+        self,
+        trial_id: int,
+        run_id: int,
+        send: Callable[[agent_pb2.ConnectRequest], None],
+        log_file: Path,
+        flush_seconds: float = FLUSH_SECONDS,
+        flush_lines: int = FLUSH_LINES,
+    ) -> None:
+        self.trial_id = trial_id
+        self.run_id = run_id
+        self._send = send
+        self._flush_seconds = flush_seconds
+        self._flush_lines = flush_lines
+        self._pending: list[common_pb2.LogLine] = []
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = open(log_file, "a", encoding="utf-8")  # noqa: SIM115
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, source: str, message: str) -> None:
+        ts = utc_now()
+        if source == "stderr":
+            self.stderr_tail.append(message)
+        if self._file is not None:
+            self._file.write(f"{ts} [{source}] {message}\n")
+        self._pending.append(
+            common_pb2.LogLine(
+                trial_id=self.trial_id, run_id=self.run_id, timestamp=ts, source=source, message=message
+            )
+        )
+        if len(self._pending) >= self._flush_lines:
+            self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._flush_seconds, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._file is not None:
+            self._file.flush()
+        if not self._pending:
+            return
+        lines, self._pending = self._pending, []
+        self._send(
+            agent_pb2.ConnectRequest(
+                trial_logs=agent_pb2.TrialLogs(trial_id=self.trial_id, run_id=self.run_id, lines=lines)
+            )
+        )
+
+    async def pump(self, stream: asyncio.StreamReader, source: str) -> None:
+        async for line in iter_lines(stream):
+            self.add(source, line)
+
+    def close(self) -> None:
+        self.flush()
+        if self._file is not None:
+            self._file.close()
+            self._file = None

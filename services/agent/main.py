@@ -1,0 +1,109 @@
+"""`pedl-agent`: run trials on this machine for a pedl scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import faulthandler
+import shutil
+import signal
+import socket
+import tempfile
+from pathlib import Path
+
+from pedl._log import configure_logging
+
+from .agent import Agent
+from .config import AgentConfig, local_address, parse_args
+from .devices import detect_gpus, make_slots
+from .link import SchedulerLink
+from .model_definitions import ModelDefinitionCache
+from .outbox import Outbox
+from .trial_run import RunSettings, TrialRun
+from .version import AGENT_VERSION
+
+# Unix socket paths must stay under ~104 bytes; "<trial>-<run>.sock" needs up to 24 more.
+MAX_SOCKET_DIR_CHARS = 100 - 24
+# After the runs are killed on shutdown, how long to try to send their exits before closing.
+SHUTDOWN_FLUSH_SECONDS = 3.0
+
+
+def _socket_dir(work_dir: Path) -> tuple[Path, bool]:
+    """Where the HarnessService sockets go, and whether it is a private temp dir to remove at exit."""
+    preferred = work_dir / "sock"
+    if len(str(preferred)) <= MAX_SOCKET_DIR_CHARS:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return preferred, False
+    base = "/tmp" if Path("/tmp").is_dir() else None
+    return Path(tempfile.mkdtemp(prefix="pedl-", dir=base)), True
+
+
+async def run_agent(cfg: AgentConfig) -> None:
+    log = configure_logging("agent", cfg.log_level).bind(agent_id=cfg.agent_id)
+    cfg.work_dir.mkdir(parents=True, exist_ok=True)
+    gpus = detect_gpus()
+    slots = make_slots(gpus, cfg.cpu_slots)
+    sock_dir, remove_sock_dir = _socket_dir(cfg.work_dir)
+    outbox = Outbox()
+    settings = RunSettings(
+        harness_argv=cfg.harness_argv(),
+        work_dir=cfg.work_dir,
+        socket_dir=sock_dir,
+        model_definitions=ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
+        send=outbox.put,
+        kill_grace_seconds=cfg.kill_grace_seconds,
+        gpus=gpus,
+    )
+    agent = Agent(
+        agent_id=cfg.agent_id,
+        slots=slots,
+        hostname=socket.gethostname(),
+        address=cfg.address or local_address(cfg.master),
+        resource_pool=cfg.resource_pool,
+        run_factory=lambda start: TrialRun(start, settings),
+    )
+    link = SchedulerLink(cfg.master, agent, outbox, cfg.reconnect_backoff_cap_seconds)
+    log.info(
+        "agent starting",
+        master=cfg.master,
+        slots=[s.id for s in slots],
+        work_dir=str(cfg.work_dir),
+        harness=cfg.harness_argv(),
+        version=AGENT_VERSION,
+    )
+
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_requested.set)
+    link_stop = asyncio.Event()
+    link_task = asyncio.ensure_future(link.run(link_stop))
+    try:
+        await stop_requested.wait()
+        log.info("agent stopping", running_trials=len(agent.runs))
+        await agent.shutdown(f"the agent {cfg.agent_id} shut down while the trial ran")
+        if link.connected.is_set():
+            await outbox.drained(SHUTDOWN_FLUSH_SECONDS)
+    finally:
+        link_stop.set()
+        try:
+            await asyncio.wait_for(link_task, 5.0)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            link_task.cancel()
+        if remove_sock_dir:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        log.info("agent stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` shows where a stuck agent is
+    try:
+        asyncio.run(run_agent(cfg))
+    except ValueError as e:  # bad settings found at start-up (e.g. no slots)
+        print(f"pedl-agent: error: {e}", flush=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

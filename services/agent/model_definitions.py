@@ -1,0 +1,77 @@
+"""Model definitions: fetched once per experiment from the scheduler, cached, unpacked per trial run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pedl._grpc
+from pedl.context import unpack
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+
+FETCH_TIMEOUT_SECONDS = 120.0
+
+
+def check_name(name: str) -> str:
+    """A model definition name must be one plain path component: it becomes a directory."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(f"StartTrial.model_definition_name {name!r} is not a valid directory name")
+    return name
+
+
+class ModelDefinitionCache:
+    """Bytes of each experiment's model definition under `<work_dir>/model_definitions/`."""
+
+    def __init__(self, master: str, cache_dir: Path) -> None:
+        self._master = master
+        self._dir = cache_dir
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def _path(self, experiment_id: int) -> Path:
+        return self._dir / f"{experiment_id}.tar.gz"
+
+    async def get(self, experiment_id: int) -> bytes:
+        lock = self._locks.setdefault(experiment_id, asyncio.Lock())
+        async with lock:
+            path = self._path(experiment_id)
+            if path.exists():
+                return await asyncio.to_thread(path.read_bytes)
+            data = await self._fetch(experiment_id)
+            await asyncio.to_thread(self._store, path, data)
+            return data
+
+    async def _fetch(self, experiment_id: int) -> bytes:
+        channel = pedl._grpc.aio_channel(self._master)
+        try:
+            stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
+            resp = await stub.GetModelDefinition(
+                scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id),
+                timeout=FETCH_TIMEOUT_SECONDS,
+            )
+        except Exception as e:
+            detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[attr-defined]
+            raise RuntimeError(
+                f"cannot fetch the model definition of experiment {experiment_id} "
+                f"from {self._master}: {detail}"
+            ) from e
+        finally:
+            await channel.close()
+        if not resp.model_definition:
+            raise RuntimeError(f"the scheduler sent an empty model definition for experiment {experiment_id}")
+        return resp.model_definition
+
+    @staticmethod
+    def _store(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+
+def unpack_fresh(data: bytes, dest: Path) -> None:
+    """Unpacks into an emptied `dest`, so files from an earlier attempt never linger."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    unpack(data, dest)

@@ -1,0 +1,67 @@
+"""Messages for the scheduler, kept while the stream is down so nothing a trial reports is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from pedl.v1 import agent_pb2
+
+# Beyond this many buffered messages the oldest log batches are dropped (results and exits never are).
+DEFAULT_MAX_MESSAGES = 20_000
+
+
+class Outbox:
+    """FIFO of ConnectRequests with peek-then-pop, so a message whose write failed is sent again."""
+
+    def __init__(self, max_messages: int = DEFAULT_MAX_MESSAGES) -> None:
+        self._items: deque[agent_pb2.ConnectRequest] = deque()
+        self._max = max_messages
+        self._changed = asyncio.Event()
+        self.dropped_log_batches = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, message: agent_pb2.ConnectRequest) -> None:
+        self._items.append(message)
+        if len(self._items) > self._max:
+            self._drop_oldest_logs()
+        self._changed.set()
+
+    def _drop_oldest_logs(self) -> None:
+        for i, m in enumerate(self._items):
+            if m.WhichOneof("message") == "trial_logs":
+                del self._items[i]
+                self.dropped_log_batches += 1
+                return
+
+    async def peek(self, timeout: float | None = None) -> agent_pb2.ConnectRequest | None:
+        """The oldest message, waiting up to `timeout` seconds for one; None when none came."""
+        if not self._items:
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self._items[0] if self._items else None
+
+    def pop(self) -> agent_pb2.ConnectRequest:
+        message = self._items.popleft()
+        self._changed.set()
+        return message
+
+    async def drained(self, timeout: float) -> bool:
+        """Waits until everything was sent (True) or `timeout` passed (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._items:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except asyncio.TimeoutError:
+                return not self._items
+        return True
