@@ -1,0 +1,136 @@
+"""The CLI exactly as the README tells a user to drive it, against real services."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class User:
+    """Runs `pedl`/`det` commands in a shell-like environment of their own."""
+
+    def __init__(self, home: Path, master: str) -> None:
+        self.env = {
+            **os.environ,
+            "PEDL_HOME": str(home),
+            "PEDL_MASTER": master,
+            "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        }
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            list(args), env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        )
+
+    def ok(self, *args: str, timeout: float = 300) -> str:
+        result = self.run(*args, timeout=timeout)
+        assert result.returncode == 0, f"{args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+
+@pytest.fixture
+def user(tmp_path) -> Iterator[User]:
+    port = free_port()
+    u = User(tmp_path / "home", f"127.0.0.1:{port}")
+    u.ok(
+        "pedl",
+        "cluster",
+        "up",
+        "--agents",
+        "1",
+        "--slots-per-agent",
+        "1",
+        "--port",
+        str(port),
+        "--store-port",
+        str(free_port()),
+    )
+    try:
+        yield u
+    finally:
+        down = u.run("pedl", "cluster", "down")
+        assert down.returncode == 0, down.stderr
+
+
+def test_readme_quick_start(user: User, tmp_path) -> None:
+    out = user.ok(
+        "pedl",
+        "experiment",
+        "create",
+        "examples/digits_pytorch/const.yaml",
+        "examples/digits_pytorch",
+        "--follow",
+    )
+    exp_id = re.search(r"Created experiment (\d+)", out).group(1)
+    assert "validation_error" in out and "loss" in out and "COMPLETED" in out
+
+    assert re.search(rf"^\s*{exp_id}\s+COMPLETED", user.ok("pedl", "experiment", "list"), re.M)
+    described = user.ok("det", "experiment", "describe", exp_id)
+    for expected in ("COMPLETED", "validation_error", "learning_rate", "hidden_size"):
+        assert expected in described
+    assert user.run("pedl", "experiment", "wait", exp_id).returncode == 0
+    assert "agent-1" in user.ok("pedl", "agent", "list")
+    logs = user.ok("pedl", "trial", "logs", "1")
+    assert "started on agent" in logs
+
+    model_dir = tmp_path / "downloaded"
+    user.ok("pedl", "experiment", "download-model-def", exp_id, "-o", str(model_dir))
+    for name in ("__init__.py", "model_def.py", "data.py"):
+        assert (model_dir / name).read_bytes() == (ROOT / "examples/digits_pytorch" / name).read_bytes()
+
+
+def test_bad_config_is_refused_naming_the_field_and_nothing_is_created(user: User, tmp_path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("searcher:\n  name: single\n  metric: validation_error\n  max_steps: ten\n")
+    result = user.run("pedl", "experiment", "create", str(config), "examples/digits_pytorch")
+    assert result.returncode != 0
+    assert "line 4" in result.stderr and "searcher.max_steps" in result.stderr
+    assert user.run("pedl", "experiment", "describe", "1").returncode != 0
+
+    result = user.run(
+        "pedl", "experiment", "create", "examples/digits_pytorch/const.yaml", str(tmp_path / "nope")
+    )
+    assert result.returncode != 0 and "nope" in result.stderr
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = user.run("pedl", "experiment", "create", "examples/digits_pytorch/const.yaml", str(empty))
+    assert result.returncode != 0 and "empty" in result.stderr.lower()
+
+
+def test_a_failing_trial_shows_the_users_traceback(user: User, tmp_path) -> None:
+    model = tmp_path / "broken_model"
+    shutil.copytree(ROOT / "examples/digits_pytorch", model)
+    source = (model / "model_def.py").read_text()
+    source = re.sub(
+        r"(def build_model\(self[^\n]*:\n)",
+        r"\1        raise RuntimeError('shape mismatch in layer 2')\n",
+        source,
+        count=1,
+    )
+    assert "shape mismatch" in source
+    (model / "model_def.py").write_text(source)
+    result = user.run(
+        "pedl", "experiment", "create", "examples/digits_pytorch/const.yaml", str(model), "--follow"
+    )
+    assert result.returncode == 1
+    logs = user.ok("pedl", "trial", "logs", "1")
+    assert "RuntimeError: shape mismatch in layer 2" in logs and "model_def.py" in logs
