@@ -1,0 +1,85 @@
+"""The harness's side of HarnessService (served by the agent on a Unix socket) and the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pedl import _grpc
+from pedl.v1 import common_pb2, harness_pb2, harness_pb2_grpc
+
+# How long to wait for the agent's socket to accept the first call.
+CONNECT_TIMEOUT_S = 60.0
+
+
+class AgentWorkloadSource:
+    """A `WorkloadSource` backed by the agent's HarnessService."""
+
+    def __init__(self, socket_path: str) -> None:
+        self._channel = _grpc.channel(f"unix://{socket_path}")
+        self._stub = harness_pb2_grpc.HarnessServiceStub(self._channel)
+
+    def trial_info(self) -> harness_pb2.GetTrialInfoResponse:
+        return self._stub.GetTrialInfo(
+            harness_pb2.GetTrialInfoRequest(), timeout=CONNECT_TIMEOUT_S, wait_for_ready=True
+        )
+
+    def next_workload(self) -> common_pb2.Workload:
+        return self._stub.NextWorkload(harness_pb2.NextWorkloadRequest(), wait_for_ready=True).workload
+
+    def complete(self, result: common_pb2.WorkloadResult) -> None:
+        self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result), wait_for_ready=True)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+class StoreCheckpoints:
+    """A `CheckpointStorage` backed by the checkpoint store service."""
+
+    def __init__(
+        self, address: str, experiment_id: int, trial_id: int, storage: dict[str, Any] | None = None
+    ) -> None:
+        self._address = address
+        # The experiment's checkpoint_storage config; None for the store's default.
+        self._storage = storage
+        self._experiment_id = experiment_id
+        self._trial_id = trial_id
+        self._client: Any = None
+
+    def _store_client(self) -> Any:
+        if not self._address:
+            raise RuntimeError("the trial has no checkpoint_store_address, so checkpoints cannot be stored")
+        if self._client is None:
+            from pedl.checkpoints import CheckpointStoreClient
+
+            self._client = CheckpointStoreClient(self._address)
+        return self._client
+
+    def store(self, directory: Path, total_batches: int) -> common_pb2.Checkpoint:
+        return self._store_client().upload(
+            directory,
+            experiment_id=self._experiment_id,
+            trial_id=self._trial_id,
+            total_batches=total_batches,
+            metadata=checkpoint_metadata(directory),
+            storage=self._storage,
+        )
+
+    def fetch(self, uuid: str, directory: Path) -> None:
+        self._store_client().download(uuid, directory)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+def checkpoint_metadata(directory: Path) -> dict[str, str]:
+    """The scalar fields of the checkpoint's metadata.json, as the store's string map."""
+    file = directory / "metadata.json"
+    if not file.is_file():
+        return {}
+    data = json.loads(file.read_text())
+    return {k: str(v) for k, v in data.items() if isinstance(v, (str, int, float, bool))}
+

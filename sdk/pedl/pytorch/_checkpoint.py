@@ -1,0 +1,117 @@
+"""The on-disk checkpoint of a PyTorch trial.
+
+Layout of a checkpoint directory:
+  metadata.json        framework, format version, batches trained, hparams, trial class
+  model_state_dict.pt  the model's state_dict (all inference needs)
+  training_state.pt    optimizer, LR scheduler, RNG states, batches trained, data position
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pedl._metrics import to_plain
+from pedl.pytorch._trial import PyTorchTrial
+
+if TYPE_CHECKING:
+    from pedl.pytorch._controller import PyTorchTrialController
+
+FRAMEWORK = "pytorch"
+FORMAT_VERSION = 1
+METADATA = "metadata.json"
+MODEL_FILE = "model_state_dict.pt"
+TRAINING_FILE = "training_state.pt"
+
+
+def _class_reference(cls: type) -> dict[str, str]:
+    package = cls.__module__.split(".", 1)
+    entrypoint = f"{package[1] if len(package) == 2 else ''}:{cls.__qualname__}"
+    return {"trial_class": f"{cls.__module__}:{cls.__qualname__}", "entrypoint": entrypoint}
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    file = Path(path) / METADATA
+    if not file.is_file():
+        raise FileNotFoundError(f"{path} is not a PEDL checkpoint: it has no {METADATA}")
+    metadata = json.loads(file.read_text())
+    if metadata.get("framework") != FRAMEWORK:
+        raise ValueError(f"{file}: checkpoint of framework {metadata.get('framework')!r}, not {FRAMEWORK!r}")
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{file}: checkpoint format version {metadata.get('format_version')!r}; "
+            f"this pedl reads version {FORMAT_VERSION}"
+        )
+    return metadata
+
+
+def save(controller: PyTorchTrialController, path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save(controller.model.state_dict(), path / MODEL_FILE)
+    torch.save(controller._training_state(), path / TRAINING_FILE)
+    metadata = {
+        "framework": FRAMEWORK,
+        "format_version": FORMAT_VERSION,
+        "batches_trained": controller.batches_trained,
+        "hparams": to_plain(controller.trial.hparams),
+        **_class_reference(type(controller.trial)),
+        "pedl_version": importlib.metadata.version("pedl"),
+        "torch_version": torch.__version__,
+    }
+    (path / METADATA).write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+
+
+def load(controller: PyTorchTrialController, path: Path) -> None:
+    read_metadata(path)
+    state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
+    controller.model.load_state_dict(state)
+    # Our own file, written by save() above; it holds RNG tuples and scheduler state, not just tensors.
+    training = torch.load(path / TRAINING_FILE, map_location=controller.device, weights_only=False)
+    controller._restore_training_state(training)
+
+
+def load_trial_from_checkpoint_path(
+    path: str | Path,
+    *,
+    trial_class: type[PyTorchTrial] | None = None,
+    model_definition_dir: str | Path | None = None,
+    map_location: str | torch.device | None = "cpu",
+) -> PyTorchTrial:
+    """The trial saved in a checkpoint directory, with its trained model as `trial.model`.
+
+    The trial class is `trial_class` if given; else it is loaded from `model_definition_dir`
+    (the model definition's directory, as for an experiment); else its module, recorded in the
+    checkpoint's metadata.json as "trial_class", must be importable (e.g. put the model
+    definition's parent directory on sys.path).
+    """
+    path = Path(path)
+    metadata = read_metadata(path)
+    if trial_class is None and model_definition_dir is not None:
+        from pedl.model_def import load_model_definition
+
+        trial_class = load_model_definition(model_definition_dir, metadata["entrypoint"]).trial_class  # type: ignore[assignment]
+    if trial_class is None:
+        module_name, _, qualname = metadata["trial_class"].partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ImportError(
+                f"cannot import {module_name!r}, the module of the checkpoint's trial class; pass "
+                "model_definition_dir= or trial_class=, or put the model definition's parent on sys.path"
+            ) from exc
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        trial_class = obj
+    assert trial_class is not None
+    trial = trial_class(metadata["hparams"])
+    model = trial.build_model(trial.hparams)
+    model.load_state_dict(torch.load(path / MODEL_FILE, map_location=map_location, weights_only=True))
+    if map_location is not None:
+        model.to(map_location)
+    trial.model = model
+    return trial

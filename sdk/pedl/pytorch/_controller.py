@@ -1,0 +1,207 @@
+"""PyTorchTrialController: runs a PyTorchTrial's training, validation and checkpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils.data
+
+from pedl._metrics import to_plain
+from pedl.harness.controller import StepResult
+from pedl.model_def.errors import describe
+from pedl.pytorch import _checkpoint, _rng
+from pedl.pytorch._averaging import MetricAverager, first_non_finite
+from pedl.pytorch._data import BatchError, batch_length, split_batch, to_device
+from pedl.pytorch._stream import EpochStream
+from pedl.pytorch._trial import PyTorchTrial
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _check_loaders(data_loaders: Any, origin: str) -> tuple[torch.utils.data.DataLoader, ...]:
+    expected = "a pair (training DataLoader, validation DataLoader)"
+    if not isinstance(data_loaders, (tuple, list)) or len(data_loaders) != 2:
+        got = type(data_loaders).__name__
+        if isinstance(data_loaders, (tuple, list)):
+            got += f" of {len(data_loaders)} items"
+        raise TypeError(f"{origin} must return {expected}; it returned a {got}")
+    for role, loader in zip(("training", "validation"), data_loaders, strict=True):
+        if not isinstance(loader, torch.utils.data.DataLoader):
+            raise TypeError(
+                f"{origin} must return {expected}; its {role} loader is a "
+                f"{type(loader).__module__}.{type(loader).__qualname__}, not a pedl.pytorch.DataLoader "
+                "or torch.utils.data.DataLoader"
+            )
+    return tuple(data_loaders)
+
+
+def _scalar_loss(losses: Any, where: str) -> torch.Tensor:
+    loss = losses["loss"] if isinstance(losses, dict) and "loss" in losses else losses
+    if isinstance(loss, torch.Tensor) and loss.ndim == 0:
+        return loss
+    if isinstance(losses, dict):
+        raise ValueError(
+            f"{where}: losses() returned a dict without a scalar tensor under the key 'loss' "
+            f"(keys: {', '.join(map(repr, losses)) or 'none'}); the 'loss' entry is what gets backpropagated"
+        )
+    shape = f" of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else ""
+    raise ValueError(
+        f"{where}: losses() must return a scalar tensor or a dict with a scalar 'loss' tensor, "
+        f"got a {type(loss).__name__}{shape}"
+    )
+
+
+def _prepare(batch: Any, device: torch.device, kind: str, number: int) -> tuple[Any, Any]:
+    """(input, target) on `device`; errors name the batch ("training batch 12: ...")."""
+    try:
+        inputs, labels = split_batch(batch)
+        return to_device(inputs, device, "batch[0]"), to_device(labels, device, "batch[1]")
+    except BatchError as exc:
+        raise BatchError(f"{kind} batch {number}: {exc}") from None
+
+
+class PyTorchTrialController:
+    """Implements `pedl.harness.controller.TrialController` for PyTorchTrial."""
+
+    def __init__(
+        self,
+        trial: PyTorchTrial,
+        training_loader: torch.utils.data.DataLoader,
+        validation_loader: torch.utils.data.DataLoader,
+        device: torch.device | None = None,
+    ) -> None:
+        self.trial = trial
+        self.device = device or default_device()
+        self.training_loader = training_loader
+        self.validation_loader = validation_loader
+        self._batches_trained = 0
+        self._stream = EpochStream(training_loader)
+        model = trial.build_model(trial.hparams)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{describe(trial.build_model)} must return a torch.nn.Module, got {type(model)}")
+        self.model = model.to(self.device)
+        trial.model = self.model
+        optimizer = trial.optimizer(self.model)
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                f"{describe(trial.optimizer)} must return a torch.optim.Optimizer, got {type(optimizer)}"
+            )
+        self.optimizer = optimizer
+        self.lr_scheduler = trial.create_lr_scheduler(optimizer)
+        if self.lr_scheduler is not None and not callable(getattr(self.lr_scheduler, "step", None)):
+            raise TypeError(
+                f"{describe(trial.create_lr_scheduler)} must return an LR scheduler with step(), "
+                f"got {type(self.lr_scheduler)}"
+            )
+        self._has_training_metrics = type(trial).training_metrics is not PyTorchTrial.training_metrics
+
+    @classmethod
+    def from_trial_class(
+        cls,
+        trial_class: type[PyTorchTrial],
+        hparams: dict[str, Any],
+        data_loaders: Sequence[Any] | Any,
+        origin: str = "make_data_loaders()",
+        device: torch.device | None = None,
+    ) -> PyTorchTrialController:
+        training, validation = _check_loaders(data_loaders, origin)
+        return cls(trial_class(hparams), training, validation, device)
+
+    @property
+    def batches_trained(self) -> int:
+        return self._batches_trained
+
+    def train_until(self, total_batches: int) -> StepResult:
+        count = total_batches - self._batches_trained
+        if count <= 0:
+            return StepResult()
+        model, optimizer, scheduler, trial = self.model, self.optimizer, self.lr_scheduler, self.trial
+        device, stream = self.device, self._stream
+        extra = MetricAverager("training_metrics()") if self._has_training_metrics else None
+        losses_seen: list[torch.Tensor] = []
+        num_inputs = 0
+        model.train()
+        first = self._batches_trained + 1
+        for i in range(count):
+            inputs, labels = _prepare(stream.next(), device, "training", first + i)
+            num_inputs += batch_length(inputs)
+            predictions = model(inputs)
+            losses = trial.losses(predictions, labels)
+            if type(losses) is torch.Tensor and losses.ndim == 0:  # the common case, kept cheap
+                loss = losses
+            else:
+                loss = _scalar_loss(losses, f"training batch {first + i}")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            losses_seen.append(loss.detach())
+            if extra is not None:
+                with torch.no_grad():
+                    extra.add(trial.training_metrics(predictions, labels, losses))
+        self._batches_trained += count
+        bad = first_non_finite(losses_seen)
+        if bad is not None:
+            raise FloatingPointError(
+                f"training batch {total_batches - count + bad + 1}: the loss is {losses_seen[bad].item()}"
+            )
+        metrics = extra.result() if extra is not None else {}
+        metrics["loss"] = to_plain(torch.stack(losses_seen).to(torch.float64).mean())
+        return StepResult(metrics=metrics, num_batches=count, num_inputs=num_inputs)
+
+    def validate(self) -> dict[str, Any]:
+        # Validation must not change training's randomness: a trial validated at different
+        # points (or resumed) trains identically.
+        saved = _rng.capture()
+        model, trial, device = self.model, self.trial, self.device
+        averager = MetricAverager("validation_metrics()")
+        model.eval()
+        try:
+            with torch.no_grad():
+                for index, batch in enumerate(self.validation_loader):
+                    inputs, labels = _prepare(batch, device, "validation", index + 1)
+                    predictions = model(inputs)
+                    losses = trial.losses(predictions, labels)
+                    metrics = trial.validation_metrics(predictions, labels, losses)
+                    if not isinstance(metrics, dict):
+                        raise TypeError(
+                            f"{describe(trial.validation_metrics)} must return a dict, got {type(metrics)}"
+                        )
+                    loss_values = losses if isinstance(losses, dict) else {"loss": losses}
+                    averager.add({**loss_values, **metrics})
+        finally:
+            model.train()
+            _rng.restore(saved)
+        if averager.batches == 0:
+            raise RuntimeError("the validation data loader produced no batches")
+        return averager.result()
+
+    def save(self, path: Path) -> None:
+        _checkpoint.save(self, Path(path))
+
+    def load(self, path: Path) -> None:
+        _checkpoint.load(self, Path(path))
+
+    # Used by _checkpoint.
+    def _training_state(self) -> dict[str, Any]:
+        return {
+            "batches_trained": self._batches_trained,
+            "optimizer": self.optimizer.state_dict(),
+            "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.state_dict(),
+            "data_position": self._stream.state(),
+            "rng": _rng.capture(),
+        }
+
+    def _restore_training_state(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.lr_scheduler is not None and state["lr_scheduler"] is not None:
+            self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+        self._batches_trained = int(state["batches_trained"])
+        self._stream.restore(state["data_position"])
+        _rng.restore(state["rng"])
