@@ -16,7 +16,12 @@ from .version import AGENT_VERSION
 class RunLike(Protocol):
     """What the agent needs of a trial run (`TrialRun`; fakes in tests)."""
 
+    start: agent_pb2.StartTrial
+
     def add_workload(self, workload: common_pb2.Workload) -> bool: ...
+
+    @property
+    def busy(self) -> bool: ...
 
     def kill(self, by_scheduler: bool = True, reason: str = "") -> None: ...
 
@@ -38,6 +43,7 @@ class Agent:
         address: str,
         resource_pool: str,
         run_factory: Callable[[agent_pb2.StartTrial], RunLike],
+        result_pending: Callable[[int, int], bool] = lambda trial_id, run_id: False,
     ) -> None:
         self.agent_id = agent_id
         self.slots = slots
@@ -45,6 +51,7 @@ class Agent:
         self.address = address
         self.resource_pool = resource_pool
         self._run_factory = run_factory
+        self._result_pending = result_pending
         self.runs: dict[tuple[int, int], RunLike] = {}
         self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}
         self._log = structlog.get_logger(agent_id=agent_id)
@@ -59,7 +66,15 @@ class Agent:
                 address=self.address,
                 environments=["default"],
                 resource_pool=self.resource_pool,
-                running_trials=[agent_pb2.RunningTrial(trial_id=t, run_id=r) for t, r in sorted(self.runs)],
+                running_trials=[
+                    agent_pb2.RunningTrial(
+                        trial_id=t,
+                        run_id=r,
+                        slot_ids=list(run.start.slot_ids),
+                        busy=run.busy or self._result_pending(t, r),
+                    )
+                    for (t, r), run in sorted(self.runs.items())
+                ],
                 version=AGENT_VERSION,
             )
         )

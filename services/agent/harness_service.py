@@ -22,6 +22,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self.model_definition_dir = ""
         self._on_result = on_result
         self._workloads: asyncio.Queue[common_pb2.Workload] = asyncio.Queue()
+        self._in_progress: common_pb2.Workload | None = None
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False)."""
@@ -34,6 +35,11 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
     def queued(self) -> int:
         return self._workloads.qsize()
 
+    @property
+    def busy(self) -> bool:
+        """Whether the harness holds a workload it has not completed yet."""
+        return self._in_progress is not None or not self._workloads.empty()
+
     async def GetTrialInfo(
         self, request: harness_pb2.GetTrialInfoRequest, context: grpc.aio.ServicerContext
     ) -> harness_pb2.GetTrialInfoResponse:
@@ -44,7 +50,9 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
     async def NextWorkload(
         self, request: harness_pb2.NextWorkloadRequest, context: grpc.aio.ServicerContext
     ) -> harness_pb2.NextWorkloadResponse:
-        return harness_pb2.NextWorkloadResponse(workload=await self._workloads.get())
+        workload = await self._workloads.get()
+        self._in_progress = workload
+        return harness_pb2.NextWorkloadResponse(workload=workload)
 
     async def CompleteWorkload(
         self, request: harness_pb2.CompleteWorkloadRequest, context: grpc.aio.ServicerContext
@@ -56,5 +64,6 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
                 f"result.workload is for trial {w.trial_id} run {w.run_id}, but this harness runs "
                 f"trial {self.start.trial_id} run {self.start.run_id}",
             )
+        self._in_progress = None
         self._on_result(request.result)
         return harness_pb2.CompleteWorkloadResponse()

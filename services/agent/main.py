@@ -60,6 +60,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         address=cfg.address or local_address(cfg.master),
         resource_pool=cfg.resource_pool,
         run_factory=lambda start: TrialRun(start, settings),
+        result_pending=outbox.has_result,
     )
     link = SchedulerLink(cfg.master, agent, outbox, cfg.reconnect_backoff_cap_seconds)
     log.info(

@@ -29,6 +29,15 @@ class Outbox:
             self._drop_oldest_logs()
         self._changed.set()
 
+    def has_result(self, trial_id: int, run_id: int) -> bool:
+        """Whether a workload result of that run is still waiting to be sent."""
+        for m in self._items:
+            if m.WhichOneof("message") == "workload_completed":
+                w = m.workload_completed.result.workload
+                if w.trial_id == trial_id and w.run_id == run_id:
+                    return True
+        return False
+
     def _drop_oldest_logs(self) -> None:
         for i, m in enumerate(self._items):
             if m.WhichOneof("message") == "trial_logs":

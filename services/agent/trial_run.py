@@ -80,6 +80,10 @@ class TrialRun:
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         return self.servicer.add_workload(workload)
 
+    @property
+    def busy(self) -> bool:
+        return self.servicer.busy
+
     def _on_result(self, result: common_pb2.WorkloadResult) -> None:
         self._s.send(agent_pb2.ConnectRequest(workload_completed=agent_pb2.WorkloadCompleted(result=result)))
 

@@ -50,7 +50,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
             reader.cancel()
             if self.cluster.disconnect(agent):
                 log.warning("agent disconnected", agent_id=agent.id)
-                self.manager.on_agent_lost(agent.id)
+                self.manager.on_agent_disconnected(agent.id)
 
     async def _read(self, agent: AgentHandle, request_iterator) -> None:
         try:

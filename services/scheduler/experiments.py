@@ -11,6 +11,7 @@ import asyncio
 import json
 import math
 import random
+import time
 from typing import Any
 
 import structlog
@@ -56,11 +57,13 @@ class ExperimentManager:
         cluster: Cluster,
         checkpoint_store_address: str,
         model_definition_limit: int = 96 * 1024 * 1024,
+        reconnect_grace: float = 30.0,
     ) -> None:
         self.db = db
         self.cluster = cluster
         self.checkpoint_store_address = checkpoint_store_address
         self.model_definition_limit = model_definition_limit
+        self.reconnect_grace = reconnect_grace
         self.experiments: dict[int, ExperimentRuntime] = {}
         self.trials: dict[int, TrialRuntime] = {}
         self.wake = asyncio.Event()
@@ -249,6 +252,7 @@ class ExperimentManager:
             return
         if nxt.kind is Kind.TERMINATE:
             trial.sequencer.on_terminate_sent()
+            self._save_trial(trial)
         trial.in_flight = nxt.kind is not Kind.TERMINATE
         agent.send(
             agent_pb2.ConnectResponse(
@@ -267,21 +271,59 @@ class ExperimentManager:
     # ---- agent events ---------------------------------------------------------------------
 
     def on_agent_registered(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
-        """Stops runs the agent still has that are not the trial's current run here."""
+        """Adopts the runs the agent still has that are current here, and stops the rest.
+
+        Trials this scheduler placed on the agent that it no longer reports get a short
+        deadline: their exit may still be in the agent's backlog, which follows the register.
+        """
+        reported = set()
         for r in running:
             trial = self.trials.get(r.trial_id)
-            if trial is None or trial.run_id != r.run_id or trial.agent_id != agent.id:
+            adoptable = (
+                trial is not None
+                and trial.run_id == r.run_id
+                and not trial.killing
+                and trial.agent_id in (None, agent.id)
+                and (trial.running or trial.unconfirmed_until is not None)
+            )
+            if not adoptable:
                 agent.send(
                     agent_pb2.ConnectResponse(
                         kill_trial=agent_pb2.KillTrial(trial_id=r.trial_id, run_id=r.run_id)
                     )
                 )
+                continue
+            assert trial is not None
+            reported.add(trial.id)
+            trial.agent_id, trial.slot_ids = agent.id, tuple(r.slot_ids)
+            trial.unconfirmed_until = None
+            trial.in_flight = r.busy
+            for slot_id in r.slot_ids:
+                agent.used[slot_id] = trial.id
+            self._log_line(trial, f"trial {trial.id} run {trial.run_id} continues on agent {agent.id}")
+            log.info("trial run adopted", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id)
+            self._dispatch(trial)
+        deadline = time.monotonic() + min(self.reconnect_grace, 5.0)
+        for trial in self.trials.values():
+            if trial.agent_id == agent.id and trial.id not in reported:
+                trial.unconfirmed_until = deadline
         self.wake.set()
 
-    def on_agent_lost(self, agent_id: str) -> None:
-        for trial in [t for t in self.trials.values() if t.agent_id == agent_id]:
-            self._on_exit(trial, exit_code=-1, error=f"agent {agent_id} was lost", killed=False)
+    def on_agent_disconnected(self, agent_id: str) -> None:
+        """The agent's trials may still be running: wait for it to reconnect, up to the grace period."""
+        deadline = time.monotonic() + self.reconnect_grace
+        for trial in self.trials.values():
+            if trial.agent_id == agent_id:
+                trial.unconfirmed_until = deadline
         self.wake.set()
+
+    def expire_unconfirmed(self, now: float) -> None:
+        """Trials whose agent did not report them in time are treated as lost (and restarted)."""
+        for trial in [t for t in self.trials.values() if t.unconfirmed_until is not None]:
+            if trial.unconfirmed_until is not None and now >= trial.unconfirmed_until:
+                trial.unconfirmed_until = None
+                if trial.agent_id is not None:
+                    self._on_exit(trial, exit_code=-1, error=f"agent {trial.agent_id} was lost", killed=False)
 
     def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
         w = result.workload
@@ -394,6 +436,7 @@ class ExperimentManager:
         exp = self.experiments[trial.experiment_id]
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.in_flight = None, (), False
+        trial.unconfirmed_until = None
         with self.db.transaction():
             if trial.killing:
                 self._end_trial(trial, "CANCELED", "")
@@ -405,11 +448,35 @@ class ExperimentManager:
                 if exit_code == 0:
                     reason = "the trial process exited before it was told to stop"
                 self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
-                self._end_trial(trial, "ERROR", reason)
-                self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
+                if trial.restarts < exp.config.max_restarts:
+                    self._restart(trial, exp)
+                else:
+                    if exp.config.max_restarts:
+                        reason = (
+                            f"{reason} (after {trial.restarts} restarts, max_restarts is "
+                            f"{exp.config.max_restarts})"
+                        )
+                    self._end_trial(trial, "ERROR", reason)
+                    self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
             self._maybe_finish(exp)
         self.wake.set()
         self._notify()
+
+    def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
+        """Queues the trial again; its next run resumes from its latest complete checkpoint."""
+        trial.restarts += 1
+        self.db.execute("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
+        origin = (
+            f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
+            if trial.latest_checkpoint_uuid
+            else "the beginning"
+        )
+        self._log_line(
+            trial,
+            f"restarting trial {trial.id} from {origin} "
+            f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
+        )
+        log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts)
 
     def _fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""

@@ -45,6 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--heartbeat-interval", type=float, default=float(_env("HEARTBEAT_INTERVAL", "5")))
     p.add_argument("--heartbeat-timeout", type=float, default=float(_env("HEARTBEAT_TIMEOUT", "30")))
+    p.add_argument(
+        "--agent-reconnect-grace",
+        type=float,
+        default=float(_env("AGENT_RECONNECT_GRACE", "30")),
+        help="seconds a disconnected agent's trials wait for it to reconnect before they restart elsewhere",
+    )
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
@@ -66,6 +72,7 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
                 log.warning("agent missed heartbeats", agent_id=agent.id)
                 agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
         try:
+            manager.expire_unconfirmed(now)
             manager.schedule()
         except Exception:
             log.exception("scheduling tick failed")
@@ -76,7 +83,11 @@ async def serve(args: argparse.Namespace) -> None:
     db = open_database(args.db)
     cluster = Cluster()
     manager = ExperimentManager(
-        db, cluster, args.checkpoint_store, int(args.model_definition_limit_mb * 1024 * 1024)
+        db,
+        cluster,
+        args.checkpoint_store,
+        int(args.model_definition_limit_mb * 1024 * 1024),
+        reconnect_grace=args.agent_reconnect_grace,
     )
     manager.recover()
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))

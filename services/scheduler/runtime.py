@@ -39,6 +39,10 @@ class TrialRuntime:
     in_flight: bool = False
     killing: bool = False
     best_validation: float | None = None
+    # While set (a monotonic time), the trial may still be running on an agent that has not
+    # reported in yet (after an agent's stream broke, or a scheduler restart): it is neither
+    # rescheduled nor failed before then.
+    unconfirmed_until: float | None = None
 
     @property
     def running(self) -> bool:

@@ -67,7 +67,10 @@ def write_tiny_model(directory: Path, build_model_body: str = "pass") -> Path:
     return directory
 
 
-def tiny_config(max_batches: int = 40, batches_per_step: int = 10, validation_period: int = 20) -> str:
+def tiny_config(
+    max_batches: int = 40, batches_per_step: int = 10, validation_period: int = 20, extra: str = ""
+) -> str:
+    """A single-trial config; `extra` is appended YAML (e.g. "max_restarts: 0")."""
     return textwrap.dedent(TINY_CONFIG).format(
         max_batches=max_batches, batches_per_step=batches_per_step, validation_period=validation_period
-    )
+    ) + textwrap.dedent(extra)

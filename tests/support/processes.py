@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -74,12 +75,19 @@ def start(
     return Service(name, process, address, log_path)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @dataclass
 class LocalCluster:
     store: Service
     scheduler: Service
     agents: list[Service]
     workdir: Path
+    scheduler_args: list[str]
 
     @property
     def master(self) -> str:
@@ -90,70 +98,87 @@ class LocalCluster:
             f"==== {s.name}\n{s.log()[-4000:]}" for s in [self.store, self.scheduler, *self.agents]
         )
 
+    def kill_scheduler(self) -> None:
+        """SIGKILL, as a crash would: no clean-up runs."""
+        os.kill(self.scheduler.process.pid, signal.SIGKILL)
+        self.scheduler.process.wait(timeout=10)
+
+    def start_scheduler(self) -> None:
+        """Starts the scheduler on the same port and database (agents reconnect to it)."""
+        port_file = self.workdir / "scheduler.port"
+        port_file.unlink(missing_ok=True)
+        self.scheduler = start("scheduler", self.scheduler_args, self.workdir, port_file)
+
+    def start_agent(self, index: int, slots: int = 1) -> Service:
+        agent = start(
+            f"agent{index}",
+            [
+                "pedl-agent",
+                "--master",
+                self.master,
+                "--agent-id",
+                f"agent{index}",
+                "--slots",
+                str(slots),
+                "--work-dir",
+                str(self.workdir / f"agent{index}"),
+            ],
+            self.workdir,
+        )
+        self.agents.append(agent)
+        return agent
+
+    def stop_all(self) -> None:
+        for service in [*reversed(self.agents), self.scheduler, self.store]:
+            stop(service.process)
+
 
 @contextmanager
-def local_cluster(workdir: Path, agents: int = 1, slots: int = 1) -> Iterator[LocalCluster]:
+def local_cluster(
+    workdir: Path, agents: int = 1, slots: int = 1, reconnect_grace: float = 3.0
+) -> Iterator[LocalCluster]:
     """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports."""
     workdir.mkdir(parents=True, exist_ok=True)
-    started: list[Service] = []
+    store = start(
+        "checkpoint_store",
+        [
+            "pedl-checkpoint-store",
+            "--port",
+            "0",
+            "--storage-path",
+            str(workdir / "checkpoints"),
+            "--port-file",
+            str(workdir / "store.port"),
+        ],
+        workdir,
+        workdir / "store.port",
+    )
+    cluster = LocalCluster(store, store, [], workdir, [])
     try:
-        store = start(
-            "checkpoint_store",
-            [
-                "pedl-checkpoint-store",
-                "--port",
-                "0",
-                "--storage-path",
-                str(workdir / "checkpoints"),
-                "--port-file",
-                str(workdir / "store.port"),
-            ],
-            workdir,
-            workdir / "store.port",
-        )
-        started.append(store)
-        scheduler = start(
-            "scheduler",
-            [
-                "pedl-scheduler",
-                "--port",
-                "0",
-                "--db",
-                str(workdir / "pedl.db"),
-                "--checkpoint-store",
-                store.address,
-                "--port-file",
-                str(workdir / "scheduler.port"),
-            ],
-            workdir,
-            workdir / "scheduler.port",
-        )
-        started.append(scheduler)
-        agent_services = []
+        cluster.scheduler_args = [
+            "pedl-scheduler",
+            "--port",
+            str(free_port()),
+            "--db",
+            str(workdir / "pedl.db"),
+            "--checkpoint-store",
+            store.address,
+            "--port-file",
+            str(workdir / "scheduler.port"),
+            "--agent-reconnect-grace",
+            str(reconnect_grace),
+            "--heartbeat-interval",
+            "1",
+            "--heartbeat-timeout",
+            "10",
+        ]
+        cluster.start_scheduler()
         for i in range(agents):
-            agent = start(
-                f"agent{i}",
-                [
-                    "pedl-agent",
-                    "--master",
-                    scheduler.address,
-                    "--agent-id",
-                    f"agent{i}",
-                    "--slots",
-                    str(slots),
-                    "--work-dir",
-                    str(workdir / f"agent{i}"),
-                ],
-                workdir,
-            )
-            started.append(agent)
-            agent_services.append(agent)
-        cluster = LocalCluster(store, scheduler, agent_services, workdir)
+            cluster.start_agent(i, slots)
         wait_for_agents(cluster, agents)
         yield cluster
     finally:
-        for service in reversed(started):
-            stop(service.process)
+        cluster.stop_all()
 
 
 def wait_for_agents(cluster: LocalCluster, count: int, timeout: float = 60) -> None:

@@ -25,11 +25,13 @@ class AgentWorkloadSource:
             harness_pb2.GetTrialInfoRequest(), timeout=CONNECT_TIMEOUT_S, wait_for_ready=True
         )
 
+    # After the first call, the agent is known to be up: failing fast (instead of waiting for the
+    # socket to come back) makes a harness whose agent died exit instead of lingering.
     def next_workload(self) -> common_pb2.Workload:
-        return self._stub.NextWorkload(harness_pb2.NextWorkloadRequest(), wait_for_ready=True).workload
+        return self._stub.NextWorkload(harness_pb2.NextWorkloadRequest()).workload
 
     def complete(self, result: common_pb2.WorkloadResult) -> None:
-        self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result), wait_for_ready=True)
+        self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result))
 
     def close(self) -> None:
         self._channel.close()

@@ -34,12 +34,16 @@ class ConnectResponse(_message.Message):
     def __init__(self, registered: _Optional[_Union[AgentRegistered, _Mapping]] = ..., start_trial: _Optional[_Union[StartTrial, _Mapping]] = ..., run_workload: _Optional[_Union[RunWorkload, _Mapping]] = ..., kill_trial: _Optional[_Union[KillTrial, _Mapping]] = ...) -> None: ...
 
 class RunningTrial(_message.Message):
-    __slots__ = ("trial_id", "run_id")
+    __slots__ = ("trial_id", "run_id", "slot_ids", "busy")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_IDS_FIELD_NUMBER: _ClassVar[int]
+    BUSY_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
+    slot_ids: _containers.RepeatedScalarFieldContainer[str]
+    busy: bool
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., busy: bool = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
     __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version")

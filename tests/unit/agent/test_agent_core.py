@@ -37,6 +37,7 @@ class FakeRun:
         self.workloads: list[common_pb2.Workload] = []
         self.kills: list[tuple[bool, str]] = []
         self.finish = asyncio.Event()
+        self.busy = False
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         if workload.run_id != self.start.run_id:
