@@ -1,23 +1,35 @@
 """Turns an experiment's `checkpoint_storage` config into a StorageBackend.
 
-A config without `type` means the store's own default backend. Other backends (e.g. S3) register
-a factory in BACKEND_FACTORIES under their `type`. Keys a backend does not use (such as
+A config without `type` means the store's own default backend. Other backends (shared_fs, s3)
+register a factory in BACKEND_FACTORIES under their `type`. Keys a backend does not use (such as
 garbage-collection policies) are ignored, so one config block can serve several readers.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pedl_checkpoint_store import s3
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.local import LocalFilesystemBackend
 from pedl_checkpoint_store.storage import StorageBackend
 
 
-def _shared_fs(config: Mapping[str, Any]) -> tuple[StorageBackend, dict[str, Any]]:
+@dataclass(frozen=True)
+class BackendFactory:
+    """`normalize` validates a config (InvalidArgument) and returns what is recorded with each
+    checkpoint; `create` builds the backend from that normalized config."""
+
+    normalize: Callable[[Mapping[str, Any]], dict[str, Any]]
+    create: Callable[[Mapping[str, Any]], StorageBackend]
+
+
+def _shared_fs_normalize(config: Mapping[str, Any]) -> dict[str, Any]:
     host_path = config.get("host_path")
     if not isinstance(host_path, str) or not host_path:
         raise InvalidArgument("checkpoint_storage.host_path is required for type 'shared_fs'")
@@ -26,29 +38,35 @@ def _shared_fs(config: Mapping[str, Any]) -> tuple[StorageBackend, dict[str, Any
     storage_path = config.get("storage_path", "")
     if not isinstance(storage_path, str):
         raise InvalidArgument("checkpoint_storage.storage_path must be a string")
-    root = Path(host_path) / storage_path
     if ".." in Path(storage_path).parts:
         raise InvalidArgument(f"checkpoint_storage.storage_path {storage_path!r} must not contain '..'")
-    normalized = {"type": "shared_fs", "host_path": host_path, "storage_path": storage_path}
-    return LocalFilesystemBackend(root), normalized
+    return {"type": "shared_fs", "host_path": host_path, "storage_path": storage_path}
 
 
-# type -> factory(config) returning the backend and the config to record with each checkpoint.
-BACKEND_FACTORIES: dict[str, Callable[[Mapping[str, Any]], tuple[StorageBackend, dict[str, Any]]]] = {
-    "shared_fs": _shared_fs,
+def _shared_fs_create(config: Mapping[str, Any]) -> StorageBackend:
+    return LocalFilesystemBackend(Path(config["host_path"]) / config["storage_path"])
+
+
+# type -> how to validate its configs and build its backends.
+BACKEND_FACTORIES: dict[str, BackendFactory] = {
+    "shared_fs": BackendFactory(_shared_fs_normalize, _shared_fs_create),
+    "s3": BackendFactory(s3.normalize, s3.create),
 }
 
 
 class BackendResolver:
-    """Resolves storage configs to backends, reusing one backend per distinct config."""
+    """Resolves storage configs to backends, reusing one backend per distinct normalized config."""
 
     def __init__(self, default: StorageBackend) -> None:
         self.default = default
-        self._cache: dict[str, tuple[StorageBackend, dict[str, Any]]] = {}
+        self._cache: dict[str, StorageBackend] = {}
         self._lock = threading.Lock()
 
     def resolve(self, config: Mapping[str, Any] | None) -> tuple[StorageBackend, dict[str, Any]]:
-        """The backend for `config` and the normalized config to store with the checkpoint."""
+        """The backend for `config` and the normalized config to store with the checkpoint.
+
+        A backend that fails to build (e.g. its bucket is missing) is not cached: the next call retries.
+        """
         kind = (config or {}).get("type")
         if kind is None or kind == "":
             return self.default, {}
@@ -61,8 +79,11 @@ class BackendResolver:
                 f"checkpoint_storage.type {kind!r} is not supported by this checkpoint store "
                 f"(supported: {supported})"
             )
-        key = repr(sorted((k, repr(v)) for k, v in config.items()))
+        assert config is not None
+        normalized = factory.normalize(config)
+        key = json.dumps(normalized, sort_keys=True)
         with self._lock:
-            if key not in self._cache:
-                self._cache[key] = factory(config)
-            return self._cache[key]
+            backend = self._cache.get(key)
+            if backend is None:
+                backend = self._cache[key] = factory.create(normalized)
+            return backend, normalized

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from pedl_checkpoint_store.errors import InvalidArgument
+from pedl_checkpoint_store.s3_settings import S3Settings
 
 ENV_PREFIX = "PEDL_CHECKPOINT_STORE_"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+STORAGE_KINDS = ("local", "s3")
+_S3_FIELDS = ("s3_bucket", "s3_endpoint_url", "s3_prefix", "s3_access_key", "s3_secret_key")
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,10 @@ class Config:
     storage_path: Path = Path("~/.pedl/checkpoints")
     port_file: Path | None = None
     log_level: str = "info"
+    storage: str = "local"
+    # Default backend when storage == "s3"; the storage_path is then unused. Without keys, boto3's
+    # credential chain applies (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profile, instance role).
+    s3: dict[str, str] | None = field(default=None, repr=False)  # holds the secret key
 
     @property
     def address(self) -> str:
@@ -40,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--storage-path", help="directory holding the checkpoints (default ~/.pedl/checkpoints)")
     p.add_argument("--port-file", help="once serving, write the bound port to this file")
     p.add_argument("--log-level", help=f"one of {', '.join(LOG_LEVELS)} (default info)")
+    p.add_argument("--storage", help="default backend: 'local' (--storage-path, the default) or 's3'")
+    p.add_argument("--s3-bucket", help="bucket for --storage s3")
+    p.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://minio:9000 (default AWS)")
+    p.add_argument("--s3-prefix", help="key prefix inside the bucket (default none)")
+    p.add_argument("--s3-access-key", help="default: boto3's chain (AWS_ACCESS_KEY_ID, profile, role)")
+    p.add_argument("--s3-secret-key", help="prefer the env var AWS_SECRET_ACCESS_KEY: flags show in ps")
     return p
 
 
@@ -48,7 +63,7 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
     args = vars(_parser().parse_args(argv))
     env = os.environ if env is None else env
     values: dict[str, tuple[str, str]] = {}  # field -> (value, where it came from)
-    for name in ("host", "port", "storage_path", "port_file", "log_level"):
+    for name in ("host", "port", "storage_path", "port_file", "log_level", "storage", *_S3_FIELDS):
         flag = "--" + name.replace("_", "-")
         var = ENV_PREFIX + name.upper()
         if args[name] is not None:
@@ -74,4 +89,38 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         log_level = raw.lower()
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"{source}: {raw!r} is not one of {', '.join(LOG_LEVELS)}")
-    return Config(host=host, port=port, storage_path=storage_path, port_file=port_file, log_level=log_level)
+    storage, s3 = _storage(values)
+    return Config(
+        host=host,
+        port=port,
+        storage_path=storage_path,
+        port_file=port_file,
+        log_level=log_level,
+        storage=storage,
+        s3=s3,
+    )
+
+
+def _storage(values: dict[str, tuple[str, str]]) -> tuple[str, dict[str, str] | None]:
+    storage, source = values.get("storage", ("local", ""))
+    if storage not in STORAGE_KINDS:
+        raise ConfigError(f"{source}: {storage!r} is not one of {', '.join(STORAGE_KINDS)}")
+    given = {name: values[name] for name in _S3_FIELDS if name in values}
+    if storage != "s3":
+        if given:
+            raise ConfigError(f"{next(iter(given.values()))[1]} needs --storage s3")
+        return storage, None
+    if "s3_bucket" not in given:
+        raise ConfigError("--storage s3 needs --s3-bucket")
+    s3 = {"type": "s3", **{name.removeprefix("s3_"): value for name, (value, _) in given.items()}}
+    try:
+        S3Settings.from_config(s3)
+    except InvalidArgument as e:
+        message = str(e)
+        for name in _S3_FIELDS:
+            message = message.replace(
+                f"checkpoint_storage.{name.removeprefix('s3_')}",
+                values.get(name, ("", "--" + name.replace("_", "-")))[1],
+            )
+        raise ConfigError(message) from None
+    return storage, s3

@@ -13,8 +13,12 @@ from pathlib import Path
 from pedl import _grpc, _log
 from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc
 from pedl_checkpoint_store.config import Config, ConfigError, parse_config
+from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.local import LocalFilesystemBackend
+from pedl_checkpoint_store.s3 import S3Backend
+from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.servicer import CheckpointStoreServicer
+from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.store import CheckpointStore
 
 SERVICE_NAME = _grpc.service_name(checkpoint_store_pb2, "CheckpointStoreService")
@@ -30,9 +34,20 @@ def write_port_file(path: Path, port: int) -> None:
     os.replace(tmp, path)
 
 
+def default_backend(config: Config) -> StorageBackend:
+    """The store's own backend, holding every checkpoint's record; raises OSError or StoreError
+    (e.g. S3AccessError naming the missing bucket) when it cannot be used."""
+    if config.storage == "s3":
+        assert config.s3 is not None
+        backend = S3Backend(S3Settings.from_config(config.s3))
+        backend.check_access()
+        return backend
+    return LocalFilesystemBackend(config.storage_path)
+
+
 async def serve(config: Config) -> None:
     log = _log.get_logger(service="checkpoint_store")
-    store = CheckpointStore(LocalFilesystemBackend(config.storage_path))
+    store = CheckpointStore(await asyncio.to_thread(default_backend, config))
     report = await asyncio.to_thread(store.recover)
     log.info(
         "storage recovered",
@@ -72,8 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log.configure_logging("checkpoint_store", config.log_level)
     try:
         asyncio.run(serve(config))
-    except OSError as e:
+    except (OSError, StoreError) as e:
         _log.get_logger(service="checkpoint_store").error("cannot serve", error=str(e))
+        print(f"pedl-checkpoint-store: {e}", file=sys.stderr)
         return 1
     return 0
 

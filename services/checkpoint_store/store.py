@@ -7,6 +7,7 @@ storage root at a time.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 import uuid as uuidlib
@@ -19,7 +20,7 @@ from pedl.checkpoints.files import CHUNK_SIZE
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
-from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound
+from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.upload import Upload
 
@@ -176,19 +177,7 @@ class CheckpointStore:
                 raise DataLoss(
                     f"file {info.path!r} of checkpoint {cp.uuid} is missing from {backend.describe()}"
                 ) from None
-            offset = 0
-            current = next(pieces, None)
-            while True:
-                following = next(pieces, None) if current is not None else None
-                data = current or b""
-                last = following is None
-                yield checkpoint_store_pb2.FileChunk(
-                    path=info.path, offset=offset, data=data, last=last, sha256=info.sha256 if last else ""
-                )
-                offset += len(data)
-                if last:
-                    break
-                current = following
+            yield from _verified(cp.uuid, info, pieces, backend)
 
     # -- deletes --------------------------------------------------------------------------
 
@@ -202,12 +191,46 @@ class CheckpointStore:
         self._remove(uuid, entry.storage)
 
     def _remove(self, uuid: str, storage: dict[str, Any]) -> None:
+        """Removes the bytes, then the catalog entry. If the bytes' storage fails (unreachable, or its
+        config no longer works), the entry and its marker stay, so the next start-up tries again."""
         try:
             backend, _ = self.resolver.resolve(storage)
             backend.delete_prefix(uuid)
-        except InvalidArgument as e:
-            log.error("cannot remove checkpoint bytes: storage config unusable", uuid=uuid, error=str(e))
+        except (StoreError, OSError) as e:
+            log.error("cannot remove checkpoint bytes yet; retried at next start-up", uuid=uuid, error=str(e))
+            return
         self.catalog.delete_prefix(uuid)
+
+
+def _verified(
+    uuid: str, info: common_pb2.FileInfo, pieces: Iterator[bytes], backend: StorageBackend
+) -> Iterator[checkpoint_store_pb2.FileChunk]:
+    """One file's chunks; its bytes are hashed as they pass, and a file that no longer matches its
+    record fails with DataLoss before its last chunk is sent."""
+    hasher = hashlib.sha256()
+    offset = 0
+    current = next(pieces, None)
+    while True:
+        following = next(pieces, None) if current is not None else None
+        data = current or b""
+        hasher.update(data)
+        last = following is None
+        if last:
+            size = offset + len(data)
+            digest = hasher.hexdigest()
+            if size != info.size or digest != info.sha256:
+                raise DataLoss(
+                    f"file {info.path!r} of checkpoint {uuid} in {backend.describe()} is corrupt: "
+                    f"the record says {info.size} bytes with sha256 {info.sha256}, storage holds "
+                    f"{size} bytes with sha256 {digest}"
+                )
+        yield checkpoint_store_pb2.FileChunk(
+            path=info.path, offset=offset, data=data, last=last, sha256=info.sha256 if last else ""
+        )
+        offset += len(data)
+        if last:
+            return
+        current = following
 
 
 def _copy(cp: common_pb2.Checkpoint) -> common_pb2.Checkpoint:

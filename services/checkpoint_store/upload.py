@@ -7,12 +7,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pedl import _timeutil
+from pedl import _log, _timeutil
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.errors import InvalidArgument, StoreError
 from pedl_checkpoint_store.paths import parent_dirs, validate_relpath
 from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+
+log = _log.get_logger(component="checkpoint_store")
 
 
 class _OpenFile:
@@ -143,9 +145,14 @@ class Upload:
         self._open = None
 
     def _abort_locked(self) -> None:
+        """Never raises for storage failures, so the error that caused the abort is the one reported;
+        what cannot be removed now keeps its incomplete marker and is removed at the next start-up."""
         self._state = "aborted"
-        if self._open is not None:
-            self._open.writer.abort()
-            self._open = None
-        self._data.delete_prefix(self.uuid)
-        self._catalog.delete_prefix(self.uuid)
+        try:
+            if self._open is not None:
+                self._open.writer.abort()
+                self._open = None
+            self._data.delete_prefix(self.uuid)
+            self._catalog.delete_prefix(self.uuid)
+        except OSError as e:
+            log.warning("could not remove an aborted upload yet", uuid=self.uuid, error=str(e))

@@ -238,7 +238,7 @@ def test_partial_upload_on_other_storage_is_removed_at_recovery(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("storage", "message"),
     [
-        ({"type": "s3", "bucket": "b"}, "type 's3' is not supported by this checkpoint store"),
+        ({"type": "gcs", "bucket": "b"}, "type 'gcs' is not supported by this checkpoint store"),
         ({"type": "shared_fs"}, "host_path is required"),
         ({"type": "shared_fs", "host_path": "relative"}, "must be an absolute path"),
         ({"type": "shared_fs", "host_path": "/tmp", "storage_path": "../x"}, "must not contain '..'"),

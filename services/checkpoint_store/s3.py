@@ -1,0 +1,191 @@
+"""StorageBackend on an S3 bucket (AWS or any S3-compatible store via `endpoint_url`), under `prefix`.
+
+S3 has no directories: `list_children` lists with a '/' delimiter. Objects only appear whole (a
+PutObject or a completed multipart upload), so a killed upload leaves at most parts of an
+incomplete multipart upload, which `delete_prefix` aborts along with the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from pedl_checkpoint_store.errors import InvalidArgument
+from pedl_checkpoint_store.s3_errors import BAD_CREDENTIALS, error_code, explain, translated
+from pedl_checkpoint_store.s3_settings import S3Settings
+from pedl_checkpoint_store.s3_transfer import MultipartWriter, read_ranges
+from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+
+_DELETE_BATCH = 1000  # DeleteObjects' limit
+
+
+class S3AccessError(InvalidArgument):
+    """The bucket cannot be used with this config: missing, or the credentials are refused."""
+
+
+class S3Backend(StorageBackend):
+    def __init__(self, settings: S3Settings) -> None:
+        self.settings = settings
+        self.bucket = settings.bucket
+        self._client = settings.make_client()
+        # Shared by all objects of this backend; each object keeps at most max_concurrency in flight.
+        self._pool = ThreadPoolExecutor(
+            max_workers=2 * settings.max_concurrency, thread_name_prefix=f"s3-{settings.bucket}"
+        )
+
+    def _key(self, key: str) -> str:
+        """The full object key; '' is the backend's root (the prefix itself)."""
+        if not self.settings.prefix or not key:
+            return self.settings.prefix or key
+        return f"{self.settings.prefix}/{key}"
+
+    def open_write(self, key: str) -> ObjectWriter:
+        return MultipartWriter(
+            self._client,
+            self._pool,
+            bucket=self.bucket,
+            key=self._key(key),
+            where=self.describe(),
+            part_size=self.settings.part_size,
+            max_concurrency=self.settings.max_concurrency,
+        )
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        with translated(f"writing {key}", self.describe()):
+            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def get_bytes(self, key: str) -> bytes:
+        with translated(f"reading {key}", self.describe()):
+            body: bytes = self._client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        return body
+
+    def size(self, key: str) -> int:
+        """Raises FileNotFoundError for a missing key."""
+        with translated(f"reading {key}", self.describe()):
+            size: int = self._client.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"]
+        return size
+
+    def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
+        size = self.size(key)  # eagerly, so a missing object raises here
+        return read_ranges(
+            self._client,
+            self._pool,
+            bucket=self.bucket,
+            key=self._key(key),
+            where=self.describe(),
+            size=size,
+            part_size=self.settings.part_size,
+            max_concurrency=self.settings.max_concurrency,
+            chunk_size=chunk_size,
+        )
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.size(key)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def delete(self, key: str) -> None:
+        with translated(f"deleting {key}", self.describe()):
+            self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def delete_prefix(self, prefix: str) -> None:
+        if not prefix:
+            raise ValueError("refusing to delete the whole storage root")
+        full = self._key(prefix.strip("/")) + "/"
+        where = self.describe()
+        with translated(f"deleting {prefix}/", where):
+            self._abort_uploads(full)
+            batch: list[dict[str, str]] = []
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                for obj in page.get("Contents", []):
+                    batch.append({"Key": obj["Key"]})
+                    if len(batch) == _DELETE_BATCH:
+                        self._delete_batch(batch)
+                        batch = []
+            if batch:
+                self._delete_batch(batch)
+
+    def _delete_batch(self, batch: list[dict[str, str]]) -> None:
+        response = self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+        errors = response.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise OSError(
+                f"deleting {len(errors)} object(s) in {self.describe()} failed, "
+                f"e.g. {first.get('Key')}: {first.get('Code')} {first.get('Message', '')}"
+            )
+
+    def _abort_uploads(self, full_prefix: str) -> None:
+        """Incomplete multipart uploads keep their parts (and cost) until aborted."""
+        for page in self._client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=full_prefix
+        ):
+            for upload in page.get("Uploads", []):
+                try:
+                    self._client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                except ClientError as e:
+                    if error_code(e) != "NoSuchUpload":
+                        raise
+
+    def list_children(self, prefix: str) -> list[str]:
+        base = self._key(prefix.strip("/"))
+        full = f"{base}/" if base else ""
+        names: set[str] = set()
+        with translated(f"listing {prefix or '/'}", self.describe()):
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=full, Delimiter="/"
+            )
+            for page in pages:
+                names.update(p["Prefix"][len(full) :].rstrip("/") for p in page.get("CommonPrefixes", []))
+                names.update(o["Key"][len(full) :] for o in page.get("Contents", []))
+        names.discard("")
+        return sorted(names)
+
+    def describe(self) -> str:
+        return self.settings.describe()
+
+    def check_access(self) -> None:
+        """Raises S3AccessError if the bucket is missing or refuses these credentials, S3StorageError
+        (an OSError) if the endpoint cannot be reached."""
+        where = self.describe()
+        try:
+            self._client.list_objects_v2(Bucket=self.bucket, Prefix=self._key(""), MaxKeys=1)
+        except (ClientError, BotoCoreError) as e:
+            error = explain(e, "checking checkpoint storage", where)
+            code = error_code(e) if isinstance(e, ClientError) else ""
+            if code == "NoSuchBucket":
+                raise S3AccessError(
+                    f"checkpoint_storage: bucket {self.bucket!r} does not exist ({where})"
+                ) from e
+            if code in BAD_CREDENTIALS or isinstance(e, NoCredentialsError):
+                raise S3AccessError(f"checkpoint_storage: {error}") from e
+            raise error from e
+
+
+def check_access(config: Mapping[str, Any]) -> None:
+    """Validates an experiment's `checkpoint_storage` (type s3) against the bucket itself.
+
+    Raises InvalidArgument (S3AccessError for a missing bucket or refused credentials) with a
+    message for the user, or S3StorageError (an OSError) when the endpoint is unreachable.
+    """
+    S3Backend(S3Settings.from_config(config)).check_access()
+
+
+def normalize(config: Mapping[str, Any]) -> dict[str, Any]:
+    return S3Settings.from_config(config).record()
+
+
+def create(config: Mapping[str, Any]) -> S3Backend:
+    """For the store: a backend whose bucket has been checked, so a bad config fails the upload early."""
+    backend = S3Backend(S3Settings.from_config(config))
+    backend.check_access()
+    return backend

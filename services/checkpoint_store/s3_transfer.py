@@ -1,0 +1,209 @@
+"""Moving one object's bytes to and from S3 with several parts in flight at once.
+
+Writes: bytes are buffered into parts; an object smaller than one part is a single PutObject, a
+larger one a multipart upload whose parts are sent by a thread pool while the caller keeps writing
+(at most `max_concurrency` parts in flight, so memory stays bounded). Reads: ranged GETs of one part
+each, fetched ahead by the same pool and handed out in order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from botocore.client import BaseClient
+from botocore.exceptions import BotoCoreError, ClientError
+
+from pedl import _log
+from pedl_checkpoint_store.s3_errors import explain, translated
+from pedl_checkpoint_store.storage import ObjectWriter
+
+log = _log.get_logger(component="checkpoint_store.s3")
+
+MAX_PARTS = 10_000  # S3's limit per multipart upload
+_PART_GROWTH_EVERY = 1_000  # part size grows by one base size every this many parts: ~440 GB at 8 MiB
+
+
+class MultipartWriter(ObjectWriter):
+    def __init__(
+        self,
+        client: BaseClient,
+        pool: ThreadPoolExecutor,
+        *,
+        bucket: str,
+        key: str,
+        where: str,
+        part_size: int,
+        max_concurrency: int,
+    ) -> None:
+        self._client = client
+        self._pool = pool
+        self._bucket = bucket
+        self._key = key
+        self._where = where
+        self._part_size = part_size
+        self._slots = threading.Semaphore(max_concurrency)
+        self._pieces: list[bytes] = []
+        self._buffered = 0
+        self._upload_id: str | None = None
+        self._parts: list[Future[dict[str, Any]]] = []
+        self._state = "open"  # -> "committed" | "aborted"
+
+    def write(self, data: bytes) -> None:
+        if self._state != "open":
+            raise ValueError(f"write to an S3 object that is already {self._state}")
+        self._raise_failed_part()
+        self._pieces.append(data)
+        self._buffered += len(data)
+        if self._buffered >= self._threshold():
+            self._send_part()
+
+    def commit(self) -> None:
+        if self._state != "open":
+            return
+        body = self._take_buffer()
+        if self._upload_id is None:
+            with translated(f"writing {self._key}", self._where):
+                self._client.put_object(Bucket=self._bucket, Key=self._key, Body=body)
+        else:
+            if body:
+                self._submit(body)
+            parts = [f.result() for f in self._wait_parts()]
+            with translated(f"completing the upload of {self._key}", self._where):
+                self._client.complete_multipart_upload(
+                    Bucket=self._bucket,
+                    Key=self._key,
+                    UploadId=self._upload_id,
+                    MultipartUpload={"Parts": parts},
+                )
+        self._state = "committed"
+
+    def abort(self) -> None:
+        """Best effort: what it cannot remove, the store's start-up pass removes by prefix later."""
+        if self._state == "aborted":
+            return
+        committed = self._state == "committed"
+        self._state = "aborted"
+        self._pieces.clear()
+        for f in self._parts:
+            f.cancel()
+        self._wait_parts(raise_errors=False)
+        try:
+            if self._upload_id is not None and not committed:
+                self._client.abort_multipart_upload(
+                    Bucket=self._bucket, Key=self._key, UploadId=self._upload_id
+                )
+            if committed:
+                self._client.delete_object(Bucket=self._bucket, Key=self._key)
+        except (ClientError, BotoCoreError) as e:
+            log.warning(
+                "could not abort S3 upload", key=self._key, error=str(explain(e, "abort", self._where))
+            )
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def _threshold(self) -> int:
+        return self._part_size * (1 + len(self._parts) // _PART_GROWTH_EVERY)
+
+    def _take_buffer(self) -> bytes:
+        body = self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces)
+        self._pieces = []
+        self._buffered = 0
+        return body
+
+    def _send_part(self) -> None:
+        if self._upload_id is None:
+            with translated(f"starting the upload of {self._key}", self._where):
+                response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self._key)
+            self._upload_id = response["UploadId"]
+        self._submit(self._take_buffer())
+
+    def _submit(self, body: bytes) -> None:
+        number = len(self._parts) + 1
+        if number > MAX_PARTS:
+            raise ValueError(f"{self._key} needs more than {MAX_PARTS} parts")
+        self._slots.acquire()  # backpressure: the caller waits while max_concurrency parts are in flight
+        try:
+            future = self._pool.submit(self._upload_part, number, body)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _: self._slots.release())
+        self._parts.append(future)
+
+    def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
+        with translated(f"uploading part {number} of {self._key}", self._where):
+            response = self._client.upload_part(
+                Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=body
+            )
+        part: dict[str, Any] = {"PartNumber": number, "ETag": response["ETag"]}
+        for name in (
+            "ChecksumCRC32",
+            "ChecksumCRC32C",
+            "ChecksumCRC64NVME",
+            "ChecksumSHA1",
+            "ChecksumSHA256",
+        ):
+            if response.get(name):
+                part[name] = response[name]
+        return part
+
+    def _raise_failed_part(self) -> None:
+        for f in self._parts:
+            if f.done() and not f.cancelled() and f.exception() is not None:
+                raise f.exception()  # type: ignore[misc]
+
+    def _wait_parts(self, raise_errors: bool = True) -> list[Future[dict[str, Any]]]:
+        for f in self._parts:
+            if f.cancelled():
+                continue
+            error = f.exception()
+            if error is not None and raise_errors:
+                raise error
+        return self._parts
+
+
+def read_ranges(
+    client: BaseClient,
+    pool: ThreadPoolExecutor,
+    *,
+    bucket: str,
+    key: str,
+    where: str,
+    size: int,
+    part_size: int,
+    max_concurrency: int,
+    chunk_size: int,
+) -> Iterator[bytes]:
+    """The object's `size` bytes in order, in pieces of at most `chunk_size`; parts fetched ahead."""
+
+    def fetch(start: int) -> bytes:
+        end = min(start + part_size, size) - 1
+        with translated(f"reading {key}", where):
+            response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")
+            data: bytes = response["Body"].read()
+        if len(data) != end - start + 1:
+            raise OSError(f"reading {key} in {where}: got {len(data)} bytes for range {start}-{end}")
+        return data
+
+    starts = iter(range(0, size, part_size))
+    ahead: deque[Future[bytes]] = deque()
+    try:
+        for start in starts:
+            ahead.append(pool.submit(fetch, start))
+            if len(ahead) >= max_concurrency:
+                break
+        while ahead:
+            data = ahead.popleft().result()
+            next_start = next(starts, None)
+            if next_start is not None:
+                ahead.append(pool.submit(fetch, next_start))
+            view = memoryview(data)
+            for offset in range(0, len(data), chunk_size):
+                yield bytes(view[offset : offset + chunk_size]) if len(data) > chunk_size else data
+    finally:
+        for f in ahead:
+            f.cancel()
