@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 import time
 from typing import Any
@@ -23,11 +22,14 @@ from pedl.config import ConfigError, parse_experiment_config
 from pedl.searcher import (
     Close,
     Create,
+    MetricError,
     Operation,
     Shutdown,
     ValidateAfter,
+    is_better,
     make_search_method,
     restore_search_method,
+    searcher_metric,
 )
 from pedl.sequencer import Kind, TrialSequencer
 from pedl.v1 import agent_pb2, common_pb2
@@ -368,26 +370,17 @@ class ExperimentManager:
         self, trial: TrialRuntime, w: common_pb2.Workload, metrics: dict[str, Any], now: str
     ) -> None:
         exp = self.experiments[trial.experiment_id]
-        name = exp.config.searcher_metric
-        if name not in metrics:
-            reported = ", ".join(sorted(metrics)) or "none"
-            raise UserError(
-                f"searcher.metric {name!r} is not among the validation metrics the trial reported "
-                f"({reported})"
-            )
-        value = metrics[name]
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise UserError(f"validation metric {name!r} must be a finite scalar, got {value!r}")
+        try:
+            value = searcher_metric(metrics, exp.config.searcher_metric)
+        except MetricError as e:
+            raise UserError(str(e)) from None
         self.db.execute(
             "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
         )
-        better = exp.config.smaller_is_better
-        if trial.best_validation is None or (
-            value < trial.best_validation if better else value > trial.best_validation
-        ):
-            trial.best_validation = float(value)
+        if is_better(value, trial.best_validation, exp.config.smaller_is_better):
+            trial.best_validation = value
         if trial.sequencer.on_validation_completed(w.total_batches):
             self._apply(
                 exp, exp.searcher.on_validation_completed(trial.request_id, float(value), w.total_batches)

@@ -134,3 +134,51 @@ def test_a_failing_trial_shows_the_users_traceback(user: User, tmp_path) -> None
     assert result.returncode == 1
     logs = user.ok("pedl", "trial", "logs", "1")
     assert "RuntimeError: shape mismatch in layer 2" in logs and "model_def.py" in logs
+
+
+def test_test_mode_and_local_mode_from_the_cli(user: User, tmp_path) -> None:
+    out = user.ok(
+        "pedl",
+        "experiment",
+        "create",
+        "examples/digits_pytorch/const.yaml",
+        "examples/digits_pytorch",
+        "--test",
+        "--follow",
+    )
+    assert "COMPLETED" in out
+    exp_id = re.search(r"Created experiment (\d+)", out).group(1)
+    assert "batches 2" in out or "2 batches" in out
+
+    out = user.ok(
+        "pedl",
+        "experiment",
+        "create",
+        "examples/digits_pytorch/const.yaml",
+        "examples/digits_pytorch",
+        "--test",
+        "--local",
+    )
+    assert "restored: validation metrics match" in out and "Experiment COMPLETED (local)" in out
+    # Local runs never reach the cluster.
+    assert re.findall(r"^\s*(\d+)\s", user.ok("pedl", "experiment", "list"), re.M) == [exp_id]
+
+
+def test_large_files_left_out_by_detignore_are_not_uploaded(user: User, tmp_path) -> None:
+    model = tmp_path / "digits"
+    shutil.copytree(ROOT / "examples/digits_pytorch", model)
+    (model / "data").mkdir()
+    (model / "data" / "huge.bin").write_bytes(os.urandom(1024) * 100 * 1024)  # 100 MiB: over the limit
+    (model / ".detignore").write_text("data/\n")
+    out = user.ok(
+        "pedl", "experiment", "create", "examples/digits_pytorch/const.yaml", str(model), "--test", "--follow"
+    )
+    exp_id = re.search(r"Created experiment (\d+)", out).group(1)
+    downloaded = tmp_path / "back"
+    user.ok("pedl", "experiment", "download-model-def", exp_id, "-o", str(downloaded))
+    assert not (downloaded / "data").exists() and (downloaded / ".detignore").exists()
+
+    (model / ".detignore").unlink()
+    result = user.run("pedl", "experiment", "create", "examples/digits_pytorch/const.yaml", str(model))
+    assert result.returncode == 2
+    assert "data/huge.bin" in result.stderr and ".pedlignore" in result.stderr

@@ -4,9 +4,12 @@ wait and download-model-def."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pedl.cli import progress, render
 from pedl.cli.arguments import positive_int
@@ -28,6 +31,14 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     create.add_argument(
         "-f", "--follow", action="store_true", help="print progress until the experiment ends"
+    )
+    create.add_argument(
+        "--test",
+        action="store_true",
+        help="run the minimal loop (a few batches, a validation, a checkpoint) instead of the search",
+    )
+    create.add_argument(
+        "--local", action="store_true", help="run the experiment in this process instead of on the cluster"
     )
     create.set_defaults(func=create_experiment)
 
@@ -78,22 +89,36 @@ def _read_config(filename: str) -> str:
 def create_experiment(args: argparse.Namespace) -> int:
     config_yaml = _read_config(args.config_file)
     from pedl.config import ConfigError, parse_experiment_config
+    from pedl.config.test_mode import test_mode_config
 
     try:
-        parse_experiment_config(config_yaml, filename=args.config_file)
+        config = parse_experiment_config(config_yaml, filename=args.config_file)
     except ConfigError as e:
         raise CliError(config_error_message(args.config_file, e), EXIT_BAD_INPUT) from None
+    if args.test:
+        config = test_mode_config(config)
+        config_yaml = yaml.safe_dump(config.raw, sort_keys=False)
 
     context = Path(args.context_dir)
     if not context.exists():
         raise CliError(f"context directory {args.context_dir} does not exist", EXIT_BAD_INPUT)
     from pedl.context import ContextError, pack
+    from pedl.model_def import ModelDefinitionError
+    from pedl.model_def.static_check import check_model_definition
 
     try:
         packed = pack(context)
-    except ContextError as e:
+        entrypoint = config.entrypoint if isinstance(config.entrypoint, str) else None
+        check_model_definition(context, entrypoint, [name for name, _ in packed.files])
+    except (ContextError, ModelDefinitionError) as e:
         raise CliError(f"context directory {args.context_dir}: {e}", EXIT_BAD_INPUT) from None
+    for skipped in packed.skipped:
+        print(f"warning: left out {skipped}", file=sys.stderr)
 
+    if args.local:
+        from pedl.cli.local import run_local_experiment
+
+        return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:
         experiment = client.create_experiment(config_yaml, packed.data, packed.name)
         print(f"Created experiment {experiment.id}", flush=True)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from pedl.cli import cmd_agent, cmd_cluster, cmd_experiment, cmd_trial
+from pedl.cli import cmd_agent, cmd_checkpoint, cmd_cluster, cmd_experiment, cmd_trial
 from pedl.cli.client import DEFAULT_MASTER
 from pedl.cli.errors import EXIT_FAILURE, CliError, rpc_error_message
 
@@ -30,7 +30,7 @@ def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
         prog=prog, parents=[common], description="Train deep-learning models on a pedl cluster."
     )
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
-    for module in (cmd_experiment, cmd_trial, cmd_agent, cmd_cluster):
+    for module in (cmd_experiment, cmd_trial, cmd_checkpoint, cmd_agent, cmd_cluster):
         module.register(groups, common)
     return parser
 

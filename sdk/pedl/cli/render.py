@@ -328,3 +328,24 @@ def describe_json(
         "trials": [json_format.MessageToDict(d, preserving_proto_field_name=True) for d in details],
     }
     return json.dumps(data, indent=2, sort_keys=True)
+
+
+def experiment_checkpoints_table(details: Iterable[scheduler_pb2.GetTrialResponse], metric: str) -> str:
+    """Every trial's checkpoints, with the searcher metric of the validation at the same batch count."""
+    rows = []
+    for detail in sorted(details, key=lambda d: d.trial.id):
+        validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
+        for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid)):
+            value = validations.get(c.total_batches, {}).get(metric)
+            rows.append(
+                (
+                    c.uuid,
+                    detail.trial.id,
+                    c.total_batches,
+                    checkpoint_state(c.state),
+                    human_bytes(c.total_size or sum(f.size for f in c.files)),
+                    "" if value is None else format_value(value),
+                    short_time(c.created_at),
+                )
+            )
+    return table(["UUID", "TRIAL", "BATCHES", "STATE", "SIZE", metric or "VALIDATION", "CREATED"], rows)

@@ -7,6 +7,7 @@ local mode and tests all drive the same objects, and a snapshot restores one exa
 
 from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher._factory import make_search_method, restore_search_method
+from pedl.searcher._metric import MetricError, is_better, searcher_metric
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 __all__ = [
@@ -19,4 +20,7 @@ __all__ = [
     "Shutdown",
     "make_search_method",
     "restore_search_method",
+    "MetricError",
+    "searcher_metric",
+    "is_better",
 ]

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -64,10 +65,18 @@ def test_service_command_prefers_the_venv_script() -> None:
     )
 
 
+def wait_for_exec(pid: int, argv: list[str]) -> None:
+    """A freshly forked child shows its parent's command line until it has exec'd."""
+    deadline = time.monotonic() + 10
+    while not processes.is_ours(pid, argv) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_is_ours_rejects_a_pid_running_something_else(reap: list[int], tmp_path: Path) -> None:
     argv = [sys.executable, FAKE, "hang-agent", "--work-dir", str(tmp_path)]
     proc = processes.spawn(argv, tmp_path / "x.log", cwd=tmp_path)
     reap.append(proc.pid)
+    wait_for_exec(proc.pid, argv)
     assert processes.is_ours(proc.pid, argv)
     assert not processes.is_ours(proc.pid, [sys.executable, FAKE, "hang-agent", "--work-dir", "/elsewhere"])
     assert not processes.is_ours(os.getpid(), argv)
@@ -83,6 +92,7 @@ def test_down_stops_recorded_processes_and_spares_strangers(
     argv = [sys.executable, FAKE, "agent", "--work-dir", str(tmp_path)]
     proc = processes.spawn(argv, paths.log("agent-1"), cwd=tmp_path)
     reap.append(proc.pid)
+    wait_for_exec(proc.pid, argv)
     stranger = ServiceRecord(name="scheduler", pid=os.getpid(), argv=["pedl-scheduler", "--db", "x"], log="")
     save_state(
         paths.state_file,

@@ -79,7 +79,6 @@ def test_wait(final: int, code: int, capsys: pytest.CaptureFixture[str]) -> None
     )
 
 
-@pytest.mark.usefixtures("fake_sdk")
 def test_download_model_def(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:

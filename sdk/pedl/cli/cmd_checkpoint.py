@@ -1,0 +1,116 @@
+"""`pedl checkpoint list|download|delete`: listing comes from the scheduler, bytes from the store."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from pedl import _grpc
+from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
+from pedl.cli import render
+from pedl.cli.arguments import positive_int
+from pedl.cli.client import connect, resolve_master
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+
+_UUID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]*$")
+_INFO_TIMEOUT = 30.0
+
+
+def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    group = groups.add_parser("checkpoint", help="list, download or delete checkpoints", parents=[common])
+    commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    list_ = commands.add_parser("list", parents=[common], help="list an experiment's checkpoints")
+    list_.add_argument("experiment_id", type=positive_int, metavar="EXPERIMENT_ID")
+    list_.set_defaults(func=list_checkpoints)
+
+    download = commands.add_parser("download", parents=[common], help="write a checkpoint's files")
+    download.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
+    download.add_argument(
+        "-o", "--output-dir", metavar="DIR", help="empty or absent directory (default: ./checkpoints/UUID)"
+    )
+    _store_argument(download)
+    download.set_defaults(func=download_checkpoint)
+
+    delete = commands.add_parser("delete", parents=[common], help="delete a checkpoint from the store")
+    delete.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
+    _store_argument(delete)
+    delete.set_defaults(func=delete_checkpoint)
+
+
+def checkpoint_uuid(text: str) -> str:
+    """Refuses what cannot be a uuid early, so a typo never reaches the store as a path."""
+    value = text.strip()
+    if not _UUID.match(value):
+        raise argparse.ArgumentTypeError(f"expected a checkpoint UUID, got {text!r}")
+    return value
+
+
+def _store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint-store",
+        metavar="HOST:PORT",
+        help="checkpoint store address (default: the one the scheduler names)",
+    )
+
+
+def store_address(args: argparse.Namespace) -> str:
+    """--checkpoint-store, else the address the scheduler's GetClusterInfo reports."""
+    if args.checkpoint_store:
+        return str(args.checkpoint_store)
+    args.master_address = resolve_master(getattr(args, "master", None))
+    channel = _grpc.channel(args.master_address)
+    try:
+        stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
+        info = stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_INFO_TIMEOUT)
+    finally:
+        channel.close()
+    if not info.checkpoint_store_address:
+        raise CliError(f"the scheduler at {args.master_address} names no checkpoint store")
+    return str(info.checkpoint_store_address)
+
+
+def list_checkpoints(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        response = client.get_experiment(args.experiment_id)
+        details = [client.get_trial(t.id) for t in response.trials]
+    if not any(d.checkpoints for d in details):
+        print(f"Experiment {args.experiment_id} has no checkpoints.")
+        return 0
+    print(render.experiment_checkpoints_table(details, response.experiment.searcher_metric))
+    return 0
+
+
+def download_checkpoint(args: argparse.Namespace) -> int:
+    output = Path(args.output_dir) if args.output_dir else Path("checkpoints") / args.uuid
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise CliError(f"output directory {output} exists and is not an empty directory", EXIT_BAD_INPUT)
+    address = store_address(args)
+    try:
+        with CheckpointStoreClient(address) as store:
+            checkpoint = store.download(args.uuid, output)
+    except CheckpointNotFound:
+        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
+    except CheckpointError as e:
+        raise CliError(str(e)) from None
+    size = render.human_bytes(checkpoint.total_size or sum(f.size for f in checkpoint.files))
+    print(
+        f"Downloaded checkpoint {args.uuid} (trial {checkpoint.trial_id}, "
+        f"batches {checkpoint.total_batches}, {len(checkpoint.files)} files, {size}) to {output}"
+    )
+    return 0
+
+
+def delete_checkpoint(args: argparse.Namespace) -> int:
+    address = store_address(args)
+    try:
+        with CheckpointStoreClient(address) as store:
+            store.delete(args.uuid)
+    except CheckpointNotFound:
+        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
+    except CheckpointError as e:
+        raise CliError(str(e)) from None
+    print(f"Deleted checkpoint {args.uuid} from the checkpoint store at {address}")
+    return 0

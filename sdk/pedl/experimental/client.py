@@ -1,0 +1,258 @@
+"""Reading a cluster's experiments from Python: trials, the best checkpoint, downloading it.
+
+    exp = get_experiment(7)
+    exp.wait()
+    path = exp.top_checkpoint().download()
+    trial = pedl.pytorch.load_trial_from_checkpoint_path(path)
+
+Every failure the cluster reports (unknown id, unreachable scheduler) is a ClientError; a failed
+download raises the checkpoint store client's CheckpointError.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from pedl import _grpc
+from pedl._metrics import from_struct
+from pedl.checkpoints import CheckpointStoreClient
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+
+DEFAULT_MASTER = "127.0.0.1:8080"
+POLL_SECONDS = 0.5
+_TIMEOUT = 30.0
+_TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
+
+
+class ClientError(Exception):
+    pass
+
+
+def _state_name(enum: Any, value: int, prefix: str) -> str:
+    try:
+        return str(enum.Name(value)).removeprefix(prefix)
+    except ValueError:
+        return str(value)
+
+
+class _Session:
+    """One scheduler channel plus the store address, looked up once on first download."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self._channel = _grpc.channel(master)
+        self.stub = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
+        self._store_address: str | None = None
+
+    def call(self, method: str, request: Any, what: str) -> Any:
+        try:
+            return getattr(self.stub, method)(request, timeout=_TIMEOUT)
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            details = e.details() or ""  # type: ignore[attr-defined]
+            if code == grpc.StatusCode.UNAVAILABLE:
+                raise ClientError(f"cannot reach the pedl scheduler at {self.master}: {details}") from None
+            if code == grpc.StatusCode.NOT_FOUND:
+                raise ClientError(details or f"{what} not found") from None
+            raise ClientError(f"{what} at {self.master} failed ({code.name}): {details}") from None
+
+    def store_address(self) -> str:
+        if self._store_address is None:
+            info = self.call("GetClusterInfo", scheduler_pb2.GetClusterInfoRequest(), "cluster info")
+            if not info.checkpoint_store_address:
+                raise ClientError(f"the scheduler at {self.master} names no checkpoint store")
+            self._store_address = info.checkpoint_store_address
+        return self._store_address
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+@dataclass
+class Checkpoint:
+    uuid: str
+    experiment_id: int
+    trial_id: int
+    total_batches: int
+    state: str
+    size: int
+    # The validation taken at this checkpoint's batch count; None when there was none.
+    validation_metrics: dict[str, Any] | None
+    _session: _Session = field(repr=False, compare=False)
+
+    def download(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Downloads into `path` (absent or empty), returning it as an absolute path.
+
+        Without a path the target is ./checkpoints/<uuid>; a complete earlier download there is
+        reused (downloads are all-or-nothing, so a non-empty directory is a whole checkpoint).
+        """
+        target = Path(path) if path is not None else Path("checkpoints") / self.uuid
+        target = target.absolute()
+        if path is None and target.is_dir() and any(target.iterdir()):
+            return str(target)
+        with CheckpointStoreClient(self._session.store_address()) as store:
+            store.download(self.uuid, target)
+        return str(target)
+
+
+@dataclass
+class Trial:
+    id: int
+    experiment_id: int
+    state: str
+    hparams: dict[str, Any]
+    total_batches: int
+    best_validation_metric: float | None
+    _session: _Session = field(repr=False, compare=False)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The trial's stored checkpoints, oldest first, each with the validation at its batch count."""
+        detail = self._session.call(
+            "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=self.id), f"trial {self.id}"
+        )
+        return checkpoints_of(detail, self._session)
+
+
+def checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) -> list[Checkpoint]:
+    validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
+    return [
+        Checkpoint(
+            uuid=c.uuid,
+            experiment_id=c.experiment_id or detail.trial.experiment_id,
+            trial_id=c.trial_id or detail.trial.id,
+            total_batches=c.total_batches,
+            state=_state_name(common_pb2.CheckpointState, c.state, "CHECKPOINT_STATE_"),
+            size=c.total_size or sum(f.size for f in c.files),
+            validation_metrics=validations.get(c.total_batches),
+            _session=session,
+        )
+        for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid))
+    ]
+
+
+def best_checkpoint(
+    checkpoints: Sequence[Checkpoint], metric: str, smaller_is_better: bool
+) -> Checkpoint | None:
+    """Best completed checkpoint by `metric`; ties go to the more-trained one, then the lower trial id."""
+    sign = 1.0 if smaller_is_better else -1.0
+    scored = [
+        (sign * float(c.validation_metrics[metric]), -c.total_batches, c.trial_id, c.uuid, c)
+        for c in checkpoints
+        if c.state == "COMPLETED"
+        and c.validation_metrics is not None
+        and isinstance(c.validation_metrics.get(metric), (int, float))
+        and not isinstance(c.validation_metrics.get(metric), bool)
+    ]
+    return min(scored, key=lambda s: s[:4])[4] if scored else None
+
+
+class ExperimentClient:
+    """An experiment on the cluster; every property and method asks the scheduler afresh."""
+
+    def __init__(self, experiment_id: int, session: _Session) -> None:
+        self.id = experiment_id
+        self._session = session
+
+    def __repr__(self) -> str:
+        return f"ExperimentClient(id={self.id}, master={self._session.master!r})"
+
+    def __enter__(self) -> ExperimentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def _get(self) -> scheduler_pb2.GetExperimentResponse:
+        request = scheduler_pb2.GetExperimentRequest(experiment_id=self.id)
+        return self._session.call("GetExperiment", request, f"experiment {self.id}")
+
+    @property
+    def state(self) -> str:
+        """ACTIVE, PAUSED, COMPLETED, ERROR or CANCELED."""
+        return _state_name(common_pb2.ExperimentState, self._get().experiment.state, "EXPERIMENT_STATE_")
+
+    def trials(self) -> list[Trial]:
+        return [
+            Trial(
+                id=t.id,
+                experiment_id=t.experiment_id,
+                state=_state_name(common_pb2.TrialState, t.state, "TRIAL_STATE_"),
+                hparams=from_struct(t.hparams),
+                total_batches=t.total_batches,
+                best_validation_metric=(
+                    t.best_validation_metric if t.HasField("best_validation_metric") else None
+                ),
+                _session=self._session,
+            )
+            for t in sorted(self._get().trials, key=lambda t: t.id)
+        ]
+
+    def top_checkpoint(self) -> Checkpoint:
+        """The checkpoint with the best searcher metric across the experiment."""
+        response = self._get()
+        metric = response.experiment.searcher_metric
+        if not metric:
+            raise ClientError(f"experiment {self.id} has no searcher metric to rank checkpoints by")
+        candidates: list[Checkpoint] = []
+        for trial in response.trials:
+            detail = self._session.call(
+                "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial.id), f"trial {trial.id}"
+            )
+            candidates.extend(checkpoints_of(detail, self._session))
+        best = best_checkpoint(candidates, metric, response.experiment.smaller_is_better)
+        if best is None:
+            raise ClientError(
+                f"experiment {self.id} has no checkpoint taken at a validation of {metric!r} "
+                f"({len(candidates)} checkpoint(s) in all)"
+            )
+        return best
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Blocks until the experiment ends; returns COMPLETED, ERROR or CANCELED."""
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout must be >= 0 seconds, got {timeout}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            state = self.state
+            if state in _TERMINAL:
+                return state
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"experiment {self.id} is still {state} after {timeout} s")
+            left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            time.sleep(max(0.0, min(POLL_SECONDS, left)))
+
+
+def resolve_master(master: str | None = None) -> str:
+    """The argument, else $PEDL_MASTER, else 127.0.0.1:8080."""
+    address = (master or os.environ.get("PEDL_MASTER") or DEFAULT_MASTER).strip()
+    for scheme in ("grpc://", "http://"):
+        address = address.removeprefix(scheme)
+    if not address.startswith("unix:"):
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ClientError(f"master must be HOST:PORT, got {address!r}")
+    return address
+
+
+def get_experiment(experiment_id: int, master: str | None = None) -> ExperimentClient:
+    """A handle on experiment `experiment_id`; fails at once if the scheduler does not know it."""
+    if isinstance(experiment_id, bool) or not isinstance(experiment_id, int) or experiment_id < 1:
+        raise ValueError(f"experiment_id must be a positive integer, got {experiment_id!r}")
+    session = _Session(resolve_master(master))
+    client = ExperimentClient(experiment_id, session)
+    try:
+        client._get()
+    except BaseException:
+        session.close()
+        raise
+    return client

@@ -1,0 +1,75 @@
+"""Checks a model definition before it is submitted, without importing it.
+
+The submitting machine may not have the model's frameworks installed, so this reads the
+source with `ast`: it catches syntax errors, a missing entrypoint module and a context with no
+Trial subclass at all, which would otherwise surface only once a trial starts on the cluster.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pedl.model_def.errors import ModelDefinitionError
+
+TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial"}
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _parse(path: Path, root: Path) -> ast.Module:
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as e:
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
+        raise ModelDefinitionError(f"{rel}, line {e.lineno}: syntax error: {e.msg}") from None
+
+
+def check_model_definition(path: Path, entrypoint: str | None, files: list[str] | None = None) -> None:
+    """Raises ModelDefinitionError naming the file (and line) when the definition cannot work.
+
+    `files` are the context's files as packed (relative paths); by default every .py under `path`.
+    """
+    root = path if path.is_dir() else path.parent
+    sources = (
+        [root / f for f in files if f.endswith(".py")]
+        if files is not None
+        else ([path] if path.is_file() else sorted(root.rglob("*.py")))
+    )
+    trees = {p: _parse(p, root) for p in sources}
+    if entrypoint and ":" in entrypoint and path.is_dir():
+        module = entrypoint.split(":", 1)[0]
+        if module:
+            parts = module.split(".")
+            candidates = [root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")]
+            if not any(c.exists() for c in candidates):
+                raise ModelDefinitionError(
+                    f"entrypoint {entrypoint!r}: module {module!r} not found in {path} "
+                    f"(looked for {candidates[0].relative_to(root)} and {candidates[1].relative_to(root)})"
+                )
+    if path.is_dir() and not (root / "__init__.py").exists() and not entrypoint:
+        top = sorted(p.name for p in root.glob("*.py"))
+        if len(top) != 1:
+            raise ModelDefinitionError(
+                f"{path} has no __init__.py and {len(top)} Python files at its top level "
+                f"({', '.join(top) or 'none'}); add an __init__.py exposing the Trial class and "
+                "make_data_loaders, or set entrypoint: '<module>:<TrialClass>' in the config"
+            )
+    found = [
+        node.name
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and any(_base_name(b) in TRIAL_BASES or _base_name(b).endswith("Trial") for b in node.bases)
+    ]
+    if not found:
+        raise ModelDefinitionError(
+            f"no Trial subclass found in {path} ({len(trees)} Python files): a model definition needs a "
+            "class deriving from pedl.pytorch.PyTorchTrial (or another pedl Trial)"
+        )

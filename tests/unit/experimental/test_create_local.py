@@ -1,0 +1,73 @@
+"""`pedl.experimental.create` in local and test modes: the same searcher and harness, in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pedl.experimental
+from pedl.model_def import ModelDefinitionError, load_model_definition
+from support.models import tiny_config, write_tiny_model
+
+
+def tiny_trial(tmp_path: Path, name: str = "tiny", build_model_body: str = "pass") -> tuple[type, Path]:
+    directory = write_tiny_model(tmp_path / name, build_model_body=build_model_body)
+    return load_model_definition(directory).trial_class, directory
+
+
+def test_local_mode_runs_the_whole_experiment_here(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path)
+    result = pedl.experimental.create(trial_def, context, config=tiny_config(max_batches=40), local=True)
+    assert result.state == "COMPLETED"
+    (trial,) = result.trials
+    assert [b for b, _ in trial.steps] == [10, 20, 30, 40]
+    assert [b for b, _ in trial.validations] == [20, 40]
+    assert trial.checkpoints and (result.checkpoint_dir / f"trial-1/{trial.checkpoints[-1]}").is_dir()
+    assert trial.best_validation is not None
+
+
+def test_test_mode_trains_a_few_batches_validates_and_restores_a_checkpoint(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path)
+    events = []
+    from pedl.config import parse_experiment_config
+    from pedl.config.test_mode import test_mode_config
+    from pedl.experimental import run_local
+
+    config = test_mode_config(parse_experiment_config(tiny_config(max_batches=10**6)))
+    result = run_local(config, load_model_definition(context), verify_restore=True, on_event=events.append)
+    assert result.state == "COMPLETED"
+    assert [b for b, _ in result.trials[0].steps] == [2]
+    assert [e[0] for e in events] == ["step", "validation", "checkpoint", "restored", "trial_completed"]
+
+
+def test_test_mode_raises_the_users_own_error(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path, "broken", build_model_body="raise KeyError('no such layer')")
+    with pytest.raises(KeyError, match="no such layer"):
+        pedl.experimental.create(trial_def, context, config=tiny_config(), local=True, test=True)
+
+
+def test_config_may_be_a_dict_or_a_path(tmp_path) -> None:
+    import yaml
+
+    trial_def, context = tiny_trial(tmp_path)
+    config = yaml.safe_load(tiny_config(max_batches=10))
+    assert pedl.experimental.create(trial_def, context, config=config, local=True).state == "COMPLETED"
+    path = tmp_path / "const.yaml"
+    path.write_text(tiny_config(max_batches=10))
+    assert pedl.experimental.create(trial_def, context, config=str(path), local=True).state == "COMPLETED"
+
+
+def test_a_trial_defined_outside_the_context_dir_is_refused(tmp_path) -> None:
+    trial_def, _ = tiny_trial(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(ModelDefinitionError, match="outside context_dir"):
+        pedl.experimental.create(trial_def, elsewhere, config=tiny_config(), local=True)
+
+
+def test_a_searcher_metric_the_trial_does_not_report_is_named(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path)
+    config = tiny_config().replace("metric: error", "metric: accuracy_top5")
+    with pytest.raises(ValueError, match=r"'accuracy_top5' is not among .*\(error, loss, validation_loss\)"):
+        pedl.experimental.create(trial_def, context, config=config, local=True)
