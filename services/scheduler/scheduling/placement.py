@@ -1,0 +1,75 @@
+"""Where a gang of slots fits in one resource pool, with the free slots indexed for fast best-fit.
+
+A trial that fits on one agent (by agent size) waits for one agent: splitting it over
+half-busy hosts would slow its training for good. A larger trial takes whole idle agents
+of one size, `slots / size` of them, largest size first (Determined's multi-agent fit), so
+every process of the gang gets the same number of slots.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+from pedl_scheduler.scheduling.state import Agent, Allocation
+
+
+class PoolSlots:
+    """The free slots of one pool's agents during one tick; slots only ever get taken."""
+
+    def __init__(self, agents: list[Agent]) -> None:
+        self.size = {a.agent_id: len(a.slot_ids) for a in agents}
+        self.free = {a.agent_id: list(a.free_slot_ids) for a in agents}
+        self.agent_ids = sorted(self.size)
+        self.largest = max(self.size.values(), default=0)
+        self.total = sum(self.size.values())
+        # free count -> agent ids, sorted; idle agents by size -> agent ids, sorted
+        self._by_free: dict[int, list[str]] = {}
+        self._idle: dict[int, list[str]] = {}
+        for agent_id in self.agent_ids:
+            self._add(agent_id)
+
+    def _add(self, agent_id: str) -> None:
+        free, size = len(self.free[agent_id]), self.size[agent_id]
+        insort(self._by_free.setdefault(free, []), agent_id)
+        if free == size and size:
+            insort(self._idle.setdefault(size, []), agent_id)
+
+    def _remove(self, agent_id: str) -> None:
+        free, size = len(self.free[agent_id]), self.size[agent_id]
+        bucket = self._by_free[free]
+        del bucket[bisect_left(bucket, agent_id)]
+        if free == size and size:
+            idle = self._idle[size]
+            del idle[bisect_left(idle, agent_id)]
+
+    def fit(self, slots: int) -> tuple[Allocation, ...] | None:
+        """The allocation for a gang of `slots`, or None if it cannot start now."""
+        if slots <= self.largest:
+            for free in range(slots, self.largest + 1):
+                bucket = self._by_free.get(free)
+                if bucket:
+                    agent_id = bucket[0]
+                    return (Allocation(agent_id, tuple(self.free[agent_id][:slots])),)
+            return None
+        for size in sorted(self._idle, reverse=True):
+            idle = self._idle[size]
+            if slots % size == 0 and len(idle) >= slots // size:
+                return tuple(Allocation(a, tuple(self.free[a])) for a in idle[: slots // size])
+        return None
+
+    def could_ever_fit(self, slots: int) -> bool:
+        """Whether the pool's shape admits the gang at all, every slot free."""
+        if slots <= self.largest:
+            return True
+        sizes: dict[int, int] = {}
+        for size in self.size.values():
+            sizes[size] = sizes.get(size, 0) + 1
+        return any(size and slots % size == 0 and count >= slots // size for size, count in sizes.items())
+
+    def take(self, agent_id: str, slot_ids: tuple[str, ...] | list[str]) -> None:
+        if not slot_ids:
+            return
+        self._remove(agent_id)
+        gone = set(slot_ids)
+        self.free[agent_id] = [s for s in self.free[agent_id] if s not in gone]
+        self._add(agent_id)

@@ -1,0 +1,191 @@
+"""One scheduling tick as a pure function: `decide(state) -> Decision`.
+
+Order of service: higher priority first (a smaller number, as in Determined); among
+experiments of one priority, the one using the fewest slots per unit of `weight` next, so
+slots divide in proportion to weight and none idle while any trial could use them; within
+an experiment, the oldest trial first. A trial that does not fit is passed over this tick
+(no reservation outlives the tick, so two gangs can never deadlock each other) unless it
+may preempt: then lower-priority trials are stopped for it and it starts once they have
+checkpointed and let go of their slots.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from pedl_scheduler.scheduling.placement import PoolSlots
+from pedl_scheduler.scheduling.preemption import MayStop, Preemptor
+from pedl_scheduler.scheduling.share import weighted_shares
+from pedl_scheduler.scheduling.state import (
+    Agent,
+    Allocation,
+    ClusterState,
+    Decision,
+    ExperimentResources,
+    QueuedTrial,
+    RunningTrial,
+    SchedulingPolicy,
+)
+from pedl_scheduler.scheduling.zero_slot import place_zero_slot_trials
+
+_EPSILON = 1e-9
+
+
+def decide(state: ClusterState, policy: SchedulingPolicy | None = None) -> Decision:
+    """What to start and what to preempt this tick; the same state always gives the same decision."""
+    return _Tick(state, policy or SchedulingPolicy()).run()
+
+
+class _Tick:
+    def __init__(self, state: ClusterState, policy: SchedulingPolicy) -> None:
+        self.state, self.policy = state, policy
+        by_pool: dict[str, list[Agent]] = {}
+        for agent in sorted(state.agents, key=lambda a: a.agent_id):
+            by_pool.setdefault(agent.resource_pool, []).append(agent)
+        self.pools = {name: PoolSlots(agents) for name, agents in by_pool.items()}
+        exp_ids = {t.experiment_id for t in state.running} | {t.experiment_id for t in state.queued}
+        self.res: dict[int, ExperimentResources] = {e: state.resources(e) for e in sorted(exp_ids)}
+        self.used = {e: 0 for e in self.res}  # slots held, started or planned this tick
+        for t in state.running:
+            self.used[t.experiment_id] += t.slots
+        self.released = {e: 0 for e in self.res}  # slots of this tick's victims
+        self.preemptor = Preemptor(list(state.running), {e: r.priority for e, r in self.res.items()})
+        self.assignments: dict[int, tuple[Allocation, ...]] = {}
+        self.preemptions: list[int] = []
+        self.shares = self._fair_shares() if policy.fair_share_preemption else {}
+        # sizes known not to fit (free slots only shrink within a tick), per pool
+        self.no_fit: dict[str, tuple[float, set[int]]] = {}
+        self.no_plan: dict[object, tuple[float, set[int]]] = {}
+
+    def run(self) -> Decision:
+        zero = [t for t in self.state.queued if t.slots <= 0]
+        cap = self.policy.zero_slot_trials_per_agent
+        self.assignments.update(
+            place_zero_slot_trials(zero, self.state.agents, self.state.running, self._priority_of, cap)
+        )
+        queues: dict[int, list[QueuedTrial]] = {}
+        for t in sorted((t for t in self.state.queued if t.slots > 0), key=lambda t: (t.order, t.trial_id)):
+            queues.setdefault(t.experiment_id, []).append(t)
+        heap = [(self.res[e].priority, self._ratio(e), e) for e in sorted(queues)]
+        heapq.heapify(heap)
+        cursor = dict.fromkeys(queues, 0)
+        while heap:
+            priority, _, e = heapq.heappop(heap)
+            self._try(queues[e][cursor[e]])
+            cursor[e] += 1
+            if cursor[e] < len(queues[e]):
+                heapq.heappush(heap, (priority, self._ratio(e), e))
+        return Decision(self.assignments, tuple(self.preemptions))
+
+    def _priority_of(self, experiment_id: int) -> int:
+        return self.res[experiment_id].priority
+
+    def _ratio(self, e: int) -> float:
+        return self.used[e] / self.res[e].weight
+
+    def _try(self, trial: QueuedTrial) -> None:
+        pool = self.pools.get(trial.resource_pool)
+        e, n = trial.experiment_id, trial.slots
+        cap = self.res[e].max_slots
+        if pool is None or (cap is not None and self.used[e] + n > cap):
+            return
+        if not _known_to_fail(self.no_fit, trial.resource_pool, n, pool):
+            allocation = pool.fit(n)
+            if allocation is not None:
+                for a in allocation:
+                    pool.take(a.agent_id, a.slot_ids)
+                self.assignments[trial.trial_id] = allocation
+                self.used[e] += n
+                return
+            _remember_failure(self.no_fit, trial.resource_pool, n, pool)
+        self._try_preempting(trial, pool)
+
+    def _try_preempting(self, trial: QueuedTrial, pool: PoolSlots) -> None:
+        e, n = trial.experiment_id, trial.slots
+        priority = self.res[e].priority
+        budget = self._fair_share_budget(trial)
+        if not self.policy.priority_preemption and budget is None:
+            return
+        key: object = trial.resource_pool if budget is None else (trial.resource_pool, e)
+        if _known_to_fail(self.no_plan, key, n, pool):
+            return
+        may_stop = self._may_stop(priority, e, budget)
+        plan = self.preemptor.plan(pool, n, may_stop, budget or {}, priority if budget is None else None)
+        if plan is None:
+            _remember_failure(self.no_plan, key, n, pool)
+            return
+        self.preemptor.commit(pool, plan)
+        for trial_id in plan.victims:
+            victim = self.preemptor.trials[trial_id]
+            self.released[victim.experiment_id] += victim.slots
+        self.preemptions.extend(plan.victims)
+        self.used[e] += n
+
+    def _may_stop(self, priority: int, e: int, budget: dict[int, float] | None) -> MayStop:
+        by_priority = self.policy.priority_preemption
+
+        def may_stop(t: RunningTrial) -> bool:
+            theirs = self.res[t.experiment_id].priority
+            if theirs > priority:
+                return by_priority
+            return budget is not None and theirs == priority and t.experiment_id in budget
+
+        return may_stop
+
+    def _fair_share_budget(self, trial: QueuedTrial) -> dict[int, float] | None:
+        """Slots each same-priority experiment may lose to this trial, if its experiment is owed them."""
+        if not self.policy.fair_share_preemption:
+            return None
+        e, pool = trial.experiment_id, trial.resource_pool
+        shares = self.shares.get(pool, {})
+        if e not in shares or self.used[e] + trial.slots > shares[e] + _EPSILON:
+            return None
+        priority = self.res[e].priority
+        return {
+            f: self.used[f] - self.released[f] - share
+            for f, share in shares.items()
+            if f != e and self.res[f].priority == priority
+        }
+
+    def _fair_shares(self) -> dict[str, dict[int, float]]:
+        """Each experiment's weighted share of its pool, after higher priorities take what they want."""
+        agent_pool = {a.agent_id: a.resource_pool for a in self.state.agents}
+        demand: dict[str, dict[int, int]] = {}
+        for t in self.state.running:
+            if t.allocations and t.slots:
+                pool = agent_pool.get(t.allocations[0].agent_id)
+                if pool is not None:
+                    per_pool = demand.setdefault(pool, {})
+                    per_pool[t.experiment_id] = per_pool.get(t.experiment_id, 0) + t.slots
+        for q in self.state.queued:
+            if q.slots > 0 and q.resource_pool in self.pools:
+                per_pool = demand.setdefault(q.resource_pool, {})
+                per_pool[q.experiment_id] = per_pool.get(q.experiment_id, 0) + q.slots
+        shares: dict[str, dict[int, float]] = {}
+        for pool, wants in sorted(demand.items()):
+            left: float = self.pools[pool].total
+            shares[pool] = {}
+            for priority in sorted({self.res[e].priority for e in wants}):
+                claims = {
+                    e: (self.res[e].weight, float(min(n, self.res[e].max_slots or n)))
+                    for e, n in wants.items()
+                    if self.res[e].priority == priority
+                }
+                shares[pool].update(weighted_shares(left, claims))
+                left = max(left - sum(c[1] for c in claims.values()), 0.0)
+        return shares
+
+
+def _known_to_fail(cache: dict, key: object, slots: int, pool: PoolSlots) -> bool:
+    """A gang no smaller than one that failed on one agent fails too; multi-agent sizes are exact."""
+    smallest, sizes = cache.get(key, (math.inf, set()))
+    return slots >= smallest if slots <= pool.largest else slots in sizes
+
+
+def _remember_failure(cache: dict, key: object, slots: int, pool: PoolSlots) -> None:
+    smallest, sizes = cache.get(key, (math.inf, set()))
+    if slots <= pool.largest:
+        cache[key] = (min(smallest, slots), sizes)
+    else:
+        cache[key] = (smallest, sizes | {slots})
