@@ -39,6 +39,8 @@ class TrialSequencer:
     targets: list[int] = field(default_factory=list)
     closing: bool = False
     terminated: bool = False
+    # Pause or preemption: checkpoint (if anything is unsaved), then exit, to resume later.
+    stop_requested: bool = False
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
@@ -46,11 +48,18 @@ class TrialSequencer:
     def close(self) -> None:
         self.closing = True
 
+    def request_stop(self) -> None:
+        self.stop_requested = True
+
     def next_workload(self) -> Next | None:
         """The workload to run now, or None while the trial waits on the searcher."""
         if self.terminated:
             return None
         b = self.batches_trained
+        if self.stop_requested:
+            if self.checkpoint_due_before_stop():
+                return self._make(Kind.CHECKPOINT_MODEL)
+            return self._make(Kind.TERMINATE)
         if self.targets and b < self.targets[0]:
             if self._due(self.min_validation_period, self.last_validation):
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
@@ -98,6 +107,7 @@ class TrialSequencer:
         if self.last_validation > checkpoint_batches:
             self.last_validation = -1
         self.terminated = False
+        self.stop_requested = False
 
     def _due(self, period: int, last: int) -> bool:
         b = self.batches_trained

@@ -52,11 +52,24 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
 
     async def KillExperiment(self, request, context):  # noqa: N802
+        await self._lifecycle(self.manager.kill_experiment, request.experiment_id, context)
+        return scheduler_pb2.KillExperimentResponse(experiment=self._experiment(request.experiment_id))
+
+    async def PauseExperiment(self, request, context):  # noqa: N802
+        await self._lifecycle(self.manager.pause_experiment, request.experiment_id, context)
+        return scheduler_pb2.PauseExperimentResponse(experiment=self._experiment(request.experiment_id))
+
+    async def ActivateExperiment(self, request, context):  # noqa: N802
+        await self._lifecycle(self.manager.activate_experiment, request.experiment_id, context)
+        return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
+
+    async def _lifecycle(self, action, exp_id: int, context) -> None:
         try:
-            self.manager.kill_experiment(request.experiment_id)
+            action(exp_id)
         except NotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
-        return scheduler_pb2.KillExperimentResponse(experiment=self._experiment(request.experiment_id))
+        except UserError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
 
     async def GetModelDefinition(self, request, context):  # noqa: N802
         row = self.db.query_one(

@@ -79,6 +79,7 @@ def validation(row: dict[str, Any]) -> scheduler_pb2.Validation:
 def checkpoint(row: dict[str, Any]) -> common_pb2.Checkpoint:
     message = common_pb2.Checkpoint()
     json_format.Parse(row["checkpoint_json"], message)
+    message.state = common_pb2.CheckpointState.Value(f"CHECKPOINT_STATE_{row['state']}")
     return message
 
 

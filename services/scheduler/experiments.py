@@ -68,6 +68,8 @@ class ExperimentManager:
         self.reconnect_grace = reconnect_grace
         self.experiments: dict[int, ExperimentRuntime] = {}
         self.trials: dict[int, TrialRuntime] = {}
+        self.policy = scheduling.SchedulingPolicy()
+        self._starts = 0
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
 
@@ -172,33 +174,120 @@ class ExperimentManager:
     # ---- scheduling -----------------------------------------------------------------------
 
     def schedule(self) -> None:
-        """One tick: start queued trials on free slots."""
-        queued = [
-            scheduling.QueuedTrial(
-                t.id, t.experiment_id, self.experiments[t.experiment_id].config.slots_per_trial
+        """One tick: start queued trials on free slots, and ask preempted ones to stop."""
+        decision = scheduling.decide(self._cluster_state(), self.policy)
+        for trial_id in decision.preemptions:
+            trial = self.trials[trial_id]
+            if not trial.sequencer.stop_requested:
+                self._log_line(
+                    trial,
+                    f"trial {trial.id} is preempted by higher-priority work: it checkpoints "
+                    "and will resume when slots free up",
+                )
+                self._request_stop(trial)
+        for trial_id, allocations in decision.assignments.items():
+            if len(allocations) != 1:
+                log.warning("multi-agent placement is not supported yet", trial_id=trial_id)
+                continue
+            (allocation,) = allocations
+            self._start(self.trials[trial_id], self.cluster.agents[allocation.agent_id], allocation.slot_ids)
+
+    def _cluster_state(self) -> scheduling.ClusterState:
+        running, queued = [], []
+        for t in self.trials.values():
+            exp = self.experiments[t.experiment_id]
+            if t.running:
+                running.append(
+                    scheduling.RunningTrial(
+                        t.id,
+                        t.experiment_id,
+                        (scheduling.Allocation(t.agent_id or "", t.slot_ids),),
+                        preempting=t.sequencer.stop_requested,
+                        order=t.started_order,
+                    )
+                )
+            elif (
+                t.state == "ACTIVE"
+                and not t.killing
+                and t.unconfirmed_until is None
+                and exp.state == "ACTIVE"
+            ):
+                queued.append(
+                    scheduling.QueuedTrial(
+                        t.id,
+                        t.experiment_id,
+                        exp.config.slots_per_trial,
+                        exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
+                        order=t.id,
+                    )
+                )
+        experiments = {
+            e.id: scheduling.ExperimentResources(
+                e.id,
+                weight=float(e.config.resources.get("weight", 1)),
+                max_slots=e.config.resources.get("max_slots"),
+                priority=e.config.resources.get("priority") or scheduling.DEFAULT_PRIORITY,
             )
-            for t in sorted(self.trials.values(), key=lambda t: t.id)
-            if t.state == "ACTIVE"
-            and not t.running
-            and not t.killing
-            and self.experiments[t.experiment_id].state == "ACTIVE"
-        ]
-        if not queued:
-            return
+            for e in self.experiments.values()
+        }
         agents = [
-            scheduling.AgentCapacity(a.id, a.free_slots(), a.resource_pool)
+            scheduling.Agent(a.id, tuple(s.id for s in a.slots), a.free_slots(), a.resource_pool)
             for a in self.cluster.agents.values()
         ]
-        for assignment in scheduling.assign(queued, agents):
-            self._start(
-                self.trials[assignment.trial_id],
-                self.cluster.agents[assignment.agent_id],
-                assignment.slot_ids,
-            )
+        return scheduling.ClusterState(agents, running, queued, experiments)
+
+    def _request_stop(self, trial: TrialRuntime) -> None:
+        """Checkpoint at the next step boundary, then exit; the trial resumes later (pause, preemption)."""
+        trial.sequencer.request_stop()
+        self._save_trial(trial)
+        self._dispatch(trial)
+
+    def pause_experiment(self, exp_id: int) -> None:
+        exp = self._live_experiment(exp_id)
+        if exp.state != "ACTIVE":
+            return
+        exp.state = "PAUSED"
+        with self.db.transaction():
+            self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
+            for trial in self._live_trials(exp):
+                if trial.running:
+                    self._request_stop(trial)
+                self._set_trial_state(trial, "PAUSED")
+        self._notify()
+
+    def activate_experiment(self, exp_id: int) -> None:
+        exp = self._live_experiment(exp_id)
+        if exp.state != "PAUSED":
+            return
+        exp.state = "ACTIVE"
+        with self.db.transaction():
+            self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
+            for trial in self._live_trials(exp):
+                self._set_trial_state(trial, "ACTIVE")
+        self.wake.set()
+        self._notify()
+
+    def _live_experiment(self, exp_id: int) -> ExperimentRuntime:
+        row = self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
+        if row is None:
+            raise NotFound(f"experiment {exp_id} not found")
+        exp = self.experiments.get(exp_id)
+        if exp is None:
+            raise UserError(f"experiment {exp_id} has already ended ({row['state']})")
+        return exp
+
+    def _live_trials(self, exp: ExperimentRuntime) -> list[TrialRuntime]:
+        return [self.trials[t] for t in exp.trial_ids if t in self.trials]
+
+    def _set_trial_state(self, trial: TrialRuntime, state: str) -> None:
+        trial.state = state
+        self.db.execute("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
 
     def _start(self, trial: TrialRuntime, agent: AgentHandle, slot_ids: tuple[str, ...]) -> None:
         exp = self.experiments[trial.experiment_id]
         trial.run_id += 1
+        self._starts += 1
+        trial.started_order = self._starts
         trial.agent_id = agent.id
         trial.slot_ids = slot_ids
         trial.in_flight = False
@@ -433,6 +522,13 @@ class ExperimentManager:
         with self.db.transaction():
             if trial.killing:
                 self._end_trial(trial, "CANCELED", "")
+            elif exit_code == 0 and trial.sequencer.terminated and trial.sequencer.stop_requested:
+                self._log_line(
+                    trial,
+                    f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "
+                    "it resumes from its checkpoint when scheduled again",
+                )
+                self._save_trial(trial)
             elif exit_code == 0 and trial.sequencer.terminated:
                 self._end_trial(trial, "COMPLETED", "")
                 self._apply(exp, exp.searcher.on_trial_closed(trial.request_id))

@@ -43,6 +43,8 @@ class TrialRuntime:
     # reported in yet (after an agent's stream broke, or a scheduler restart): it is neither
     # rescheduled nor failed before then.
     unconfirmed_until: float | None = None
+    # When this run started, relative to other runs (younger trials are preempted first).
+    started_order: int = 0
 
     @property
     def running(self) -> bool:

@@ -119,3 +119,15 @@ def test_a_killed_experiment_is_canceled(cluster, tmp_path) -> None:
     result = wait(cluster, exp_id)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_CANCELED
     assert result.trials[0].state == common_pb2.TRIAL_STATE_CANCELED
+
+
+def test_python_create_submits_to_the_cluster_named_by_pedl_master(cluster, tmp_path, monkeypatch) -> None:
+    import pedl.experimental
+    from pedl.model_def import load_model_definition
+
+    model = write_tiny_model(tmp_path / "submitted")
+    trial_def = load_model_definition(model).trial_class
+    monkeypatch.setenv("PEDL_MASTER", cluster.master)
+    experiment = pedl.experimental.create(trial_def, model, config=tiny_config(max_batches=20))
+    assert experiment.wait(timeout=120) == "COMPLETED"
+    assert experiment.top_checkpoint().total_batches == 20

@@ -71,6 +71,14 @@ class SchedulerClient:
         request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)
         return self._stub.KillExperiment(request, timeout=_TIMEOUT).experiment
 
+    def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
+        request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
+        return self._stub.PauseExperiment(request, timeout=_TIMEOUT).experiment
+
+    def activate_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
+        request = scheduler_pb2.ActivateExperimentRequest(experiment_id=experiment_id)
+        return self._stub.ActivateExperiment(request, timeout=_TIMEOUT).experiment
+
     def get_model_definition(self, experiment_id: int) -> scheduler_pb2.GetModelDefinitionResponse:
         request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)

@@ -6,13 +6,15 @@ import argparse
 import re
 from pathlib import Path
 
+import grpc
+
 from pedl import _grpc
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
 from pedl.cli import render
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect, resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
-from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
 _UUID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]*$")
 _INFO_TIMEOUT = 30.0
@@ -36,6 +38,9 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
     delete = commands.add_parser("delete", parents=[common], help="delete a checkpoint from the store")
     delete.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
+    delete.add_argument(
+        "--force", action="store_true", help="delete even the checkpoint a live trial would restart from"
+    )
     _store_argument(delete)
     delete.set_defaults(func=delete_checkpoint)
 
@@ -107,6 +112,8 @@ def delete_checkpoint(args: argparse.Namespace) -> int:
     address = store_address(args)
     try:
         with CheckpointStoreClient(address) as store:
+            if not args.force:
+                _refuse_restart_point(args, store.get(args.uuid))
             store.delete(args.uuid)
     except CheckpointNotFound:
         raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
@@ -114,3 +121,19 @@ def delete_checkpoint(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     print(f"Deleted checkpoint {args.uuid} from the checkpoint store at {address}")
     return 0
+
+
+def _refuse_restart_point(args: argparse.Namespace, checkpoint: common_pb2.Checkpoint) -> None:
+    """A live trial's latest checkpoint is what it restarts from after a failure; keep it."""
+    with connect(args) as client:
+        try:
+            trial = client.get_trial(checkpoint.trial_id).trial
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:  # type: ignore[attr-defined]
+                return  # a trial this scheduler does not know cannot restart from it
+            raise
+    if trial.state not in render.TERMINAL_TRIAL_STATES and trial.latest_checkpoint_uuid == checkpoint.uuid:
+        raise CliError(
+            f"checkpoint {checkpoint.uuid} is the latest of trial {trial.id}, which is "
+            f"{render.trial_state(trial.state)} and would restart from it; pass --force to delete it anyway"
+        )

@@ -53,6 +53,16 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     kill.add_argument("experiment_id", type=positive_int, metavar="ID")
     kill.set_defaults(func=kill_experiment)
 
+    pause = commands.add_parser(
+        "pause", parents=[common], help="checkpoint the running trials and release their slots"
+    )
+    pause.add_argument("experiment_id", type=positive_int, metavar="ID")
+    pause.set_defaults(func=pause_experiment)
+
+    activate = commands.add_parser("activate", parents=[common], help="resume a paused experiment")
+    activate.add_argument("experiment_id", type=positive_int, metavar="ID")
+    activate.set_defaults(func=activate_experiment)
+
     wait = commands.add_parser("wait", parents=[common], help="block until an experiment ends")
     wait.add_argument("experiment_id", type=positive_int, metavar="ID")
     wait.set_defaults(func=wait_experiment)
@@ -180,6 +190,20 @@ def kill_experiment(args: argparse.Namespace) -> int:
             f"Killing experiment {experiment.id}: its trials are being stopped "
             f"(`pedl experiment wait {experiment.id}` waits for them)"
         )
+    return 0
+
+
+def pause_experiment(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        experiment = client.pause_experiment(args.experiment_id)
+    print(f"Paused experiment {experiment.id}: running trials checkpoint, then release their slots")
+    return 0
+
+
+def activate_experiment(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        experiment = client.activate_experiment(args.experiment_id)
+    print(f"Activated experiment {experiment.id} (state: {render.experiment_state(experiment.state)})")
     return 0
 
 

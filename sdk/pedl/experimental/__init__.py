@@ -8,6 +8,16 @@ sequencer and harness code as the cluster.
 
 from pedl.experimental._create import create
 from pedl.experimental._local import LocalExperimentResult, LocalTrialResult, run_local
-from pedl.experimental._submit import ExperimentReference
+from pedl.experimental.client import Checkpoint, ClientError, ExperimentClient, Trial, get_experiment
 
-__all__ = ["create", "run_local", "LocalExperimentResult", "LocalTrialResult", "ExperimentReference"]
+__all__ = [
+    "create",
+    "run_local",
+    "get_experiment",
+    "Checkpoint",
+    "ClientError",
+    "ExperimentClient",
+    "LocalExperimentResult",
+    "LocalTrialResult",
+    "Trial",
+]

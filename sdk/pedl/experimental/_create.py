@@ -10,7 +10,8 @@ from pedl.config import ExperimentConfig, parse_experiment_config
 from pedl.config.test_mode import test_mode_config
 from pedl.experimental._local import LocalExperimentResult, run_local
 from pedl.experimental._locate import data_functions, entrypoint_for
-from pedl.experimental._submit import ExperimentReference, submit
+from pedl.experimental._submit import submit
+from pedl.experimental.client import ExperimentClient
 from pedl.model_def import ModelDefinition
 
 
@@ -30,7 +31,7 @@ def create(
     local: bool = False,
     test: bool = False,
     master: str | None = None,
-) -> ExperimentReference | LocalExperimentResult:
+) -> ExperimentClient | LocalExperimentResult:
     """Submits (`local=False`) or runs here (`local=True`) the experiment of `trial_def`.
 
     `test=True` runs the minimal loop instead of the full search, raising the user's own

@@ -25,6 +25,8 @@ from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointStoreClient
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
+__all__ = ["Checkpoint", "ClientError", "ExperimentClient", "Trial", "get_experiment", "resolve_master"]
+
 DEFAULT_MASTER = "127.0.0.1:8080"
 POLL_SECONDS = 0.5
 _TIMEOUT = 30.0
@@ -117,10 +119,10 @@ class Trial:
         detail = self._session.call(
             "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=self.id), f"trial {self.id}"
         )
-        return checkpoints_of(detail, self._session)
+        return _checkpoints_of(detail, self._session)
 
 
-def checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) -> list[Checkpoint]:
+def _checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) -> list[Checkpoint]:
     validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
     return [
         Checkpoint(
@@ -137,20 +139,18 @@ def checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) ->
     ]
 
 
-def best_checkpoint(
+def _best_checkpoint(
     checkpoints: Sequence[Checkpoint], metric: str, smaller_is_better: bool
 ) -> Checkpoint | None:
     """Best completed checkpoint by `metric`; ties go to the more-trained one, then the lower trial id."""
     sign = 1.0 if smaller_is_better else -1.0
-    scored = [
-        (sign * float(c.validation_metrics[metric]), -c.total_batches, c.trial_id, c.uuid, c)
-        for c in checkpoints
-        if c.state == "COMPLETED"
-        and c.validation_metrics is not None
-        and isinstance(c.validation_metrics.get(metric), (int, float))
-        and not isinstance(c.validation_metrics.get(metric), bool)
-    ]
-    return min(scored, key=lambda s: s[:4])[4] if scored else None
+    scores: dict[str, float] = {}
+    for c in checkpoints:
+        value = (c.validation_metrics or {}).get(metric)
+        if c.state == "COMPLETED" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            scores[c.uuid] = sign * float(value)
+    ranked = [c for c in checkpoints if c.uuid in scores]
+    return min(ranked, key=lambda c: (scores[c.uuid], -c.total_batches, c.trial_id, c.uuid), default=None)
 
 
 class ExperimentClient:
@@ -208,8 +208,8 @@ class ExperimentClient:
             detail = self._session.call(
                 "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial.id), f"trial {trial.id}"
             )
-            candidates.extend(checkpoints_of(detail, self._session))
-        best = best_checkpoint(candidates, metric, response.experiment.smaller_is_better)
+            candidates.extend(_checkpoints_of(detail, self._session))
+        best = _best_checkpoint(candidates, metric, response.experiment.smaller_is_better)
         if best is None:
             raise ClientError(
                 f"experiment {self.id} has no checkpoint taken at a validation of {metric!r} "

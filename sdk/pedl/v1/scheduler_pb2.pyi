@@ -165,6 +165,30 @@ class KillExperimentResponse(_message.Message):
     experiment: Experiment
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
 
+class PauseExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class PauseExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
+class ActivateExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class ActivateExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
 class GetModelDefinitionRequest(_message.Message):
     __slots__ = ("experiment_id",)
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -35,6 +35,16 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentResponse.FromString,
                 )
+        self.PauseExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/PauseExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.PauseExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.PauseExperimentResponse.FromString,
+                )
+        self.ActivateExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/ActivateExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentResponse.FromString,
+                )
         self.GetModelDefinition = channel.unary_unary(
                 '/pedl.v1.SchedulerService/GetModelDefinition',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetModelDefinitionRequest.SerializeToString,
@@ -85,6 +95,19 @@ class SchedulerServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def KillExperiment(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseExperiment(self, request, context):
+        """Checkpoints each running trial at its next step boundary and releases its slots.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ActivateExperiment(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -143,6 +166,16 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.KillExperiment,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentResponse.SerializeToString,
+            ),
+            'PauseExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.PauseExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.PauseExperimentResponse.SerializeToString,
+            ),
+            'ActivateExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.ActivateExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentResponse.SerializeToString,
             ),
             'GetModelDefinition': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModelDefinition,
@@ -245,6 +278,40 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/KillExperiment',
             pedl_dot_v1_dot_scheduler__pb2.KillExperimentRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.KillExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PauseExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/PauseExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.PauseExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.PauseExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ActivateExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ActivateExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.ActivateExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -65,6 +65,9 @@ class FakeStore(checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
             )
             yield checkpoint_store_pb2.DownloadCheckpointResponse(chunk=chunk)
 
+    def GetCheckpoint(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return checkpoint_store_pb2.GetCheckpointResponse(checkpoint=self._find(request.uuid, context))
+
     def DeleteCheckpoint(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         self._find(request.uuid, context)
         del self.checkpoints[request.uuid]
@@ -241,6 +244,37 @@ def test_delete(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith(
         "Deleted checkpoint c4-150 from the checkpoint store at 127.0.0.1:"
     )
+
+
+def test_delete_refuses_a_live_trials_restart_point(capsys: pytest.CaptureFixture[str]) -> None:
+    script, store = experiment_script()
+    script.trials[4][0].trial.latest_checkpoint_uuid = "c4-150"
+    with serve(script, store) as address:
+        assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 1
+        assert capsys.readouterr().err.strip() == (
+            "error: checkpoint c4-150 is the latest of trial 4, which is ACTIVE and would restart from it; "
+            "pass --force to delete it anyway"
+        )
+        assert main(["--master", address, "checkpoint", "delete", "c4-100"]) == 0
+        script.trials[4][0].trial.state = common_pb2.TRIAL_STATE_COMPLETED
+        assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 0
+    assert store.deleted == ["c4-100", "c4-150"]
+
+
+def test_delete_with_force(capsys: pytest.CaptureFixture[str]) -> None:
+    script, store = experiment_script()
+    script.trials[4][0].trial.latest_checkpoint_uuid = "c4-150"
+    with serve(script, store) as address:
+        assert main(["--master", address, "checkpoint", "delete", "c4-150", "--force"]) == 0
+    assert store.deleted == ["c4-150"]
+
+
+def test_delete_of_a_checkpoint_of_a_trial_the_scheduler_does_not_know() -> None:
+    script, store = experiment_script()
+    del script.trials[4]
+    with serve(script, store) as address:
+        assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 0
+    assert store.deleted == ["c4-150"]
 
 
 def test_delete_of_an_unknown_uuid(capsys: pytest.CaptureFixture[str]) -> None:

@@ -83,3 +83,33 @@ def test_state_round_trips_through_a_dict() -> None:
     seq.add_target(40)
     seq.on_step_completed(1, 10)
     assert TrialSequencer.from_dict(seq.to_dict()) == seq
+
+
+def test_a_stop_request_checkpoints_unsaved_work_then_terminates_and_resumes_later() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(500)
+    nxt = seq.next_workload()
+    seq.on_step_completed(nxt.step_id, nxt.total_batches)
+    seq.request_stop()  # e.g. the experiment was paused
+    assert [(k, b) for k, b in run(seq)] == [("CHECKPOINT_MODEL", 100), ("TERMINATE", 100)]
+    seq.restart_from(checkpoint_batches=100, checkpoint_step_id=1)
+    nxt = seq.next_workload()
+    assert (nxt.kind, nxt.total_batches) == (Kind.RUN_STEP, 200)
+
+
+def test_a_stop_right_after_a_checkpoint_needs_no_second_one() -> None:
+    seq = TrialSequencer(batches_per_step=100, min_checkpoint_period=100)
+    seq.add_target(500)
+    assert run_until_checkpoint(seq) == 100
+    seq.request_stop()
+    assert seq.next_workload().kind is Kind.TERMINATE
+
+
+def run_until_checkpoint(seq: TrialSequencer) -> int:
+    while True:
+        nxt = seq.next_workload()
+        if nxt.kind is Kind.RUN_STEP:
+            seq.on_step_completed(nxt.step_id, nxt.total_batches)
+        elif nxt.kind is Kind.CHECKPOINT_MODEL:
+            seq.on_checkpoint_completed(nxt.total_batches)
+            return nxt.total_batches
