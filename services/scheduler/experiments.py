@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 from typing import Any
@@ -34,6 +35,8 @@ from pedl.searcher import (
 from pedl.sequencer import Kind, TrialSequencer
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
+from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
+from pedl_scheduler.checkpoint_gc import CheckpointRef, GCPolicy, checkpoints_to_delete
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
@@ -69,6 +72,7 @@ class ExperimentManager:
         self.experiments: dict[int, ExperimentRuntime] = {}
         self.trials: dict[int, TrialRuntime] = {}
         self.policy = scheduling.SchedulingPolicy()
+        self.deleter = CheckpointDeleter(checkpoint_store_address, self._mark_deleted)
         self._starts = 0
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
@@ -672,6 +676,40 @@ class ExperimentManager:
             (state, error, utc_now(), trial.id),
         )
         self.trials.pop(trial.id, None)
+        exp = self.experiments.get(trial.experiment_id)
+        if exp is not None:
+            self._collect_garbage(exp)
+
+    def _collect_garbage(self, exp: ExperimentRuntime) -> None:
+        """Applies the experiment's save_* policy to its stored checkpoints."""
+        rows = self.db.query(
+            "SELECT c.uuid, c.trial_id, c.total_batches FROM checkpoints c "
+            "JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.state = 'COMPLETED'",
+            (exp.id,),
+        )
+        if not rows:
+            return
+        metric = exp.config.searcher_metric
+        metrics = {}
+        for v in self.db.query(
+            "SELECT v.trial_id, v.total_batches, v.metrics_json FROM validations v JOIN trials t "
+            "ON t.id = v.trial_id WHERE t.experiment_id = ?",
+            (exp.id,),
+        ):
+            value = json.loads(v["metrics_json"]).get(metric)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                metrics[(v["trial_id"], v["total_batches"])] = float(value)
+        doomed = checkpoints_to_delete(
+            [CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]) for r in rows],
+            metrics,
+            GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better),
+            live_trial_ids={t for t in exp.trial_ids if t in self.trials},
+        )
+        if doomed:
+            self.deleter.delete(doomed)
+
+    def _mark_deleted(self, uuid: str) -> None:
+        self.db.execute("UPDATE checkpoints SET state = 'DELETED' WHERE uuid = ?", (uuid,))
 
     def _maybe_finish(self, exp: ExperimentRuntime) -> None:
         live = [t for t in exp.trial_ids if t in self.trials]
@@ -692,6 +730,7 @@ class ExperimentManager:
             )
         else:
             state = "COMPLETED"
+        self._collect_garbage(exp)
         self.db.execute(
             "UPDATE experiments SET state = ?, error = ?, ended_at = ? WHERE id = ?",
             (state, error, utc_now(), exp.id),

@@ -131,3 +131,24 @@ def test_python_create_submits_to_the_cluster_named_by_pedl_master(cluster, tmp_
     experiment = pedl.experimental.create(trial_def, model, config=tiny_config(max_batches=20))
     assert experiment.wait(timeout=120) == "COMPLETED"
     assert experiment.top_checkpoint().total_batches == 20
+
+
+def test_checkpoints_beyond_the_save_policy_are_deleted_from_storage(cluster, tmp_path) -> None:
+    config = tiny_config(max_batches=60, validation_period=20) + "min_checkpoint_period:\n  batches: 20\n"
+    exp_id = submit(cluster, write_tiny_model(tmp_path / "gc_model"), config)
+    result = wait(cluster, exp_id)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=result.trials[0].id))
+    assert [c.total_batches for c in detail.checkpoints] == [20, 40, 60]
+    # Defaults keep the trial's latest and its best (validated at 20, 40, 60): at most two survive.
+    deadline = time.monotonic() + 30
+    while True:
+        with CheckpointStoreClient(cluster.store.address) as store:
+            stored = {c.uuid for c in store.list(experiment_id=exp_id)}
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=result.trials[0].id))
+        live = {c.uuid for c in detail.checkpoints if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED}
+        if len(stored) <= 2 and stored == live:
+            break
+        assert time.monotonic() < deadline, (stored, live)
+        time.sleep(0.2)
+    assert detail.checkpoints[-1].uuid in stored  # the latest is always kept

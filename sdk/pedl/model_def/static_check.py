@@ -8,8 +8,10 @@ Trial subclass at all, which would otherwise surface only once a trial starts on
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
+from pedl.model_def._importing import package_name
 from pedl.model_def.errors import ModelDefinitionError
 
 TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial"}
@@ -43,6 +45,12 @@ def check_model_definition(path: Path, entrypoint: str | None, files: list[str] 
         else ([path] if path.is_file() else sorted(root.rglob("*.py")))
     )
     trees = {p: _parse(p, root) for p in sources}
+    name = package_name(root)
+    if path.is_dir() and name in sys.stdlib_module_names:
+        raise ModelDefinitionError(
+            f"the model definition directory is named {root.name!r}, which would import as the standard "
+            f"library module {name!r}; rename the directory"
+        )
     if entrypoint and ":" in entrypoint and path.is_dir():
         module = entrypoint.split(":", 1)[0]
         if module:

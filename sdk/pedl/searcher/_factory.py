@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from pedl.searcher._base import SearcherError, SearchMethod
+from pedl.searcher.adaptive import AdaptiveSearch, AdaptiveSimpleSearch
+from pedl.searcher.asha import ASHASearch
+from pedl.searcher.grid import GridSearch
+from pedl.searcher.pbt import PBTSearch
+from pedl.searcher.random import RandomSearch
 from pedl.searcher.single import SingleSearch
 
 _METHODS: dict[str, type[SearchMethod]] = {
     "single": SingleSearch,
+    "random": RandomSearch,
+    "grid": GridSearch,
+    "adaptive_asha": ASHASearch,
+    "adaptive": AdaptiveSearch,
+    "adaptive_simple": AdaptiveSimpleSearch,
+    "pbt": PBTSearch,
 }
 
 

@@ -8,11 +8,17 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Create:
-    """Start a new trial with these hyperparameters."""
+    """Start a new trial with these hyperparameters.
+
+    `checkpoint_from` names an earlier trial (its request id) whose latest checkpoint the new trial
+    starts from, weights and batch count both: PBT copies a parent, ASHA resumes a trial it had
+    stopped. The new trial's lengths stay absolute, continuing from that checkpoint's batch count.
+    """
 
     request_id: str
     hparams: dict[str, Any]
     seed: int
+    checkpoint_from: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""`random`: `max_trials` independent samples of the space, each trained to the max length.
+
+With `max_concurrent_trials` (0 = no limit) only that many trials are open at once; the next one is
+created when an open one closes or exits, so the scheduler never holds more than the limit.
+A trial that exits early counts toward `max_trials` and is not replaced, so a trial that always
+fails cannot keep the search alive forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pedl.config.hyperparameters import sample
+from pedl.searcher._base import SearchMethod
+from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
+
+
+class RandomSearch(SearchMethod):
+    def __init__(self, config: Any, seed: int) -> None:
+        super().__init__(config, seed)
+        searcher = config.searcher
+        self.max_trials: int = self._total_trials()
+        self.max_concurrent: int = searcher.get("max_concurrent_trials") or 0
+        self.created = 0
+        self.open: list[str] = []
+        self.finished = 0
+        self.shutdown = False
+
+    def _total_trials(self) -> int:
+        return int(self.config.searcher["max_trials"])
+
+    def _next_hparams(self) -> dict[str, Any]:
+        """The hyperparameters of trial number `self.created` (0-based)."""
+        return sample(self.config.hyperparameters, self.rng)
+
+    def initial_operations(self) -> list[Operation]:
+        return self._fill()
+
+    def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        if length >= self.config.max_length_batches:
+            return [Close(request_id)]
+        return []
+
+    def on_trial_closed(self, request_id: str) -> list[Operation]:
+        return self._finish(request_id)
+
+    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+        return self._finish(request_id)
+
+    def _finish(self, request_id: str) -> list[Operation]:
+        if request_id not in self.open:
+            return []
+        self.open.remove(request_id)
+        self.finished += 1
+        return self._fill()
+
+    def _fill(self) -> list[Operation]:
+        ops: list[Operation] = []
+        while self.created < self.max_trials and (
+            self.max_concurrent <= 0 or len(self.open) < self.max_concurrent
+        ):
+            hparams = self._next_hparams()
+            request_id = self.new_request_id()
+            self.created += 1
+            self.open.append(request_id)
+            ops.append(Create(request_id, hparams, self.new_trial_seed()))
+            ops.append(ValidateAfter(request_id, self.config.max_length_batches))
+        if not self.open and self.created >= self.max_trials and not self.shutdown:
+            self.shutdown = True
+            ops.append(Shutdown())
+        return ops
+
+    def progress(self) -> float:
+        if self.shutdown:
+            return 1.0
+        return self.finished / self.max_trials if self.max_trials else 0.0
+
+    def method_state(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "open": list(self.open),
+            "finished": self.finished,
+            "shutdown": self.shutdown,
+        }
+
+    def load_method_state(self, state: dict[str, Any]) -> None:
+        self.created = state["created"]
+        self.open = list(state["open"])
+        self.finished = state["finished"]
+        self.shutdown = state["shutdown"]
