@@ -7,7 +7,7 @@ carry absolute batch counts, never deltas.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -41,6 +41,8 @@ class TrialSequencer:
     terminated: bool = False
     # Pause or preemption: checkpoint (if anything is unsaved), then exit, to resume later.
     stop_requested: bool = False
+    # Another trial will start from this one's state (PBT exploit, ASHA resume): save it first.
+    checkpoint_requested: bool = False
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
@@ -51,11 +53,16 @@ class TrialSequencer:
     def request_stop(self) -> None:
         self.stop_requested = True
 
+    def request_checkpoint(self) -> None:
+        self.checkpoint_requested = True
+
     def next_workload(self) -> Next | None:
         """The workload to run now, or None while the trial waits on the searcher."""
         if self.terminated:
             return None
         b = self.batches_trained
+        if self.checkpoint_requested and self.checkpoint_due_before_stop():
+            return self._make(Kind.CHECKPOINT_MODEL)
         if self.stop_requested:
             if self.checkpoint_due_before_stop():
                 return self._make(Kind.CHECKPOINT_MODEL)
@@ -95,6 +102,7 @@ class TrialSequencer:
 
     def on_checkpoint_completed(self, total_batches: int) -> None:
         self.last_checkpoint = total_batches
+        self.checkpoint_requested = False
 
     def on_terminate_sent(self) -> None:
         self.terminated = True
@@ -117,8 +125,12 @@ class TrialSequencer:
         return Next(kind, self.step_id, self.batches_trained)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: this runs for every step result, and asdict deep-copies generically.
+        return {name: getattr(self, name) for name in _FIELDS} | {"targets": list(self.targets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialSequencer:
         return cls(**data)
+
+
+_FIELDS = tuple(f.name for f in fields(TrialSequencer))

@@ -214,6 +214,7 @@ class ExperimentManager:
                 t.state == "ACTIVE"
                 and not t.killing
                 and t.unconfirmed_until is None
+                and t.waiting_on is None
                 and exp.state == "ACTIVE"
             ):
                 queued.append(
@@ -491,6 +492,8 @@ class ExperimentManager:
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
         trial.sequencer.on_checkpoint_completed(w.total_batches)
+        for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
+            self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
     def on_trial_logs(self, agent: AgentHandle, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self.db.query_one(
@@ -640,8 +643,62 @@ class ExperimentManager:
             "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
             (exp.id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
         )
-        self.trials[trial_id] = TrialRuntime(trial_id, exp.id, op.request_id, op.hparams, op.seed, sequencer)
+        trial = TrialRuntime(trial_id, exp.id, op.request_id, op.hparams, op.seed, sequencer)
+        self.trials[trial_id] = trial
         exp.trial_ids.append(trial_id)
+        if op.checkpoint_from:
+            self._start_from_parent(exp, trial, op.checkpoint_from)
+        self.wake.set()
+
+    def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
+        """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
+        parent = next(
+            (
+                self.trials[t]
+                for t in exp.trial_ids
+                if t in self.trials and self.trials[t].request_id == parent_request
+            ),
+            None,
+        )
+        if parent is not None and parent.sequencer.checkpoint_due_before_stop():
+            parent.sequencer.request_checkpoint()
+            child.waiting_on = parent.id
+            self._save_trial(parent)
+            self._dispatch(parent)
+            return
+        row = self.db.query_one(
+            "SELECT t.id, t.latest_checkpoint_uuid, t.latest_checkpoint_batches, t.latest_checkpoint_step, "
+            "c.state "
+            "FROM trials t LEFT JOIN checkpoints c ON c.uuid = t.latest_checkpoint_uuid "
+            "WHERE t.experiment_id = ? AND t.request_id = ?",
+            (exp.id, parent_request),
+        )
+        if row is None or not row["latest_checkpoint_uuid"] or row["state"] != "COMPLETED":
+            self._log_line(
+                child,
+                f"trial {child.id} starts from scratch: the trial it continues has no stored checkpoint",
+            )
+            return
+        self._copy_checkpoint(
+            child,
+            row["id"],
+            row["latest_checkpoint_uuid"],
+            row["latest_checkpoint_batches"],
+            row["latest_checkpoint_step"],
+        )
+
+    def _copy_checkpoint(
+        self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int
+    ) -> None:
+        child.latest_checkpoint_uuid = uuid
+        child.latest_checkpoint_batches = batches
+        child.latest_checkpoint_step = step
+        child.sequencer.restart_from(batches, step)
+        child.waiting_on = None
+        self._save_trial(child)
+        self._log_line(
+            child, f"trial {child.id} continues from trial {parent_id}'s checkpoint {uuid} (batch {batches})"
+        )
         self.wake.set()
 
     def _by_request(self, exp: ExperimentRuntime, request_id: str) -> TrialRuntime:
@@ -704,6 +761,7 @@ class ExperimentManager:
             metrics,
             GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better),
             live_trial_ids={t for t in exp.trial_ids if t in self.trials},
+            protected={self.trials[t].latest_checkpoint_uuid for t in exp.trial_ids if t in self.trials},
         )
         if doomed:
             self.deleter.delete(doomed)

@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--db",
         default=_env("DB", str(Path("~/.pedl/pedl.db").expanduser())),
-        help="SQLite file path (or sqlite:///path)",
+        help="SQLite file path (or sqlite:///path), or postgresql://user:password@host:port/db",
     )
     p.add_argument(
         "--checkpoint-store",
@@ -110,7 +110,7 @@ async def serve(args: argparse.Namespace) -> None:
         tmp = Path(args.port_file + ".tmp")
         tmp.write_text(str(port))
         tmp.replace(args.port_file)
-    log.info("scheduler serving", address=f"{args.host}:{port}", db=args.db)
+    log.info("scheduler serving", address=f"{args.host}:{port}", db=db.url)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

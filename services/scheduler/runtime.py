@@ -45,6 +45,8 @@ class TrialRuntime:
     unconfirmed_until: float | None = None
     # When this run started, relative to other runs (younger trials are preempted first).
     started_order: int = 0
+    # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
+    waiting_on: int | None = None
 
     @property
     def running(self) -> bool:

@@ -1,5 +1,6 @@
-"""The scheduler's durable state: a SQL database behind a versioned schema."""
+"""The scheduler's durable state: a SQL database (SQLite or PostgreSQL) behind a versioned schema."""
 
 from pedl_scheduler.db.database import Database, open_database
+from pedl_scheduler.db.errors import DatabaseUnavailable
 
-__all__ = ["Database", "open_database"]
+__all__ = ["Database", "DatabaseUnavailable", "open_database"]

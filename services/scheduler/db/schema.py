@@ -1,19 +1,23 @@
 """Versioned schema migrations, applied in order; a database records the last one it ran.
 
-Written in the SQL that SQLite and PostgreSQL share, so one schema serves both.
+Written in the SQL that SQLite and PostgreSQL share, so one schema serves both; the few types
+they spell differently are written as the tokens {AUTO_ID} and {BLOB} and rendered per backend.
+Never edit a released migration: append a new one.
 """
 
 from __future__ import annotations
+
+from pedl_scheduler.db.dialect import Dialect
 
 MIGRATIONS: list[list[str]] = [
     # 1: experiments, trials and their results.
     [
         """CREATE TABLE experiments (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {AUTO_ID},
             state TEXT NOT NULL,
             config_yaml TEXT NOT NULL,
             config_json TEXT NOT NULL,
-            model_definition BLOB NOT NULL,
+            model_definition {BLOB} NOT NULL,
             model_definition_name TEXT NOT NULL,
             seed BIGINT NOT NULL,
             searcher_snapshot TEXT,
@@ -22,7 +26,7 @@ MIGRATIONS: list[list[str]] = [
             ended_at TEXT NOT NULL DEFAULT ''
         )""",
         """CREATE TABLE trials (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {AUTO_ID},
             experiment_id INTEGER NOT NULL REFERENCES experiments(id),
             request_id TEXT NOT NULL,
             state TEXT NOT NULL,
@@ -70,7 +74,7 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX checkpoints_trial ON checkpoints (trial_id)",
         """CREATE TABLE trial_logs (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {AUTO_ID},
             trial_id INTEGER NOT NULL REFERENCES trials(id),
             run_id INTEGER NOT NULL,
             timestamp TEXT NOT NULL,
@@ -80,3 +84,8 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX trial_logs_trial ON trial_logs (trial_id, id)",
     ],
 ]
+
+
+def render(version: int, dialect: Dialect) -> list[str]:
+    """Migration `version` (1-based) as statements for `dialect`."""
+    return [dialect.render(statement) for statement in MIGRATIONS[version - 1]]

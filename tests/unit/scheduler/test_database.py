@@ -1,39 +1,120 @@
-"""The versioned schema: fresh databases migrate, newer ones are refused, steps are stored once."""
+"""The versioned schema and SQL layer behave the same on SQLite and PostgreSQL.
 
-import sqlite3
+Fresh databases migrate, newer ones are refused, transactions roll back together, inserts
+return their ids, bytes round-trip, and `?` placeholders work on both backends.
+"""
 
 import pytest
 
 from pedl_scheduler.db import open_database
 from pedl_scheduler.db.schema import MIGRATIONS
+from pedl_scheduler.db.sqltext import insert_table, qmark_to_format
+
+EXPERIMENT = (
+    "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
+    "model_definition_name, seed, created_at) VALUES ('ACTIVE', '', '{}', ?, 'm', 1, 'now')"
+)
+TRIAL = (
+    "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
+    "VALUES (?, ?, 'ACTIVE', '{}', 1, '{}')"
+)
+STEP = (
+    "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
+    "VALUES (?, ?, ?, 100, '{}', 'now') ON CONFLICT DO NOTHING"
+)
 
 
-def test_a_fresh_database_gets_the_latest_schema_and_reopens(tmp_path) -> None:
-    path = tmp_path / "pedl.db"
-    db = open_database(str(path))
-    db.close()
-    db = open_database(f"sqlite:///{path}")
+def test_a_fresh_database_gets_the_latest_schema_and_reopens(database_url: str) -> None:
+    open_database(database_url).close()
+    db = open_database(database_url)
     assert db.query_one("SELECT MAX(version) AS v FROM schema_version")["v"] == len(MIGRATIONS)
+    assert db.query("SELECT version FROM schema_version") == [{"version": v} for v in range(1, 2)]
 
 
-def test_a_database_from_a_newer_pedl_is_refused(tmp_path) -> None:
-    path = tmp_path / "pedl.db"
-    open_database(str(path)).close()
-    conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO schema_version (version) VALUES (999)")
-    conn.commit()
-    conn.close()
+def test_a_sqlite_url_and_a_path_open_the_same_file(tmp_path) -> None:
+    path = tmp_path / "nested" / "pedl.db"
+    db = open_database(str(path))
+    db.execute(EXPERIMENT, (b"x",))
+    db.close()
+    assert len(open_database(f"sqlite:///{path}").query("SELECT id FROM experiments")) == 1
+
+
+def test_a_database_from_a_newer_pedl_is_refused(database_url: str) -> None:
+    db = open_database(database_url)
+    db.execute("INSERT INTO schema_version (version) VALUES (999)")
+    db.close()
     with pytest.raises(RuntimeError, match="newer than this scheduler"):
-        open_database(str(path))
+        open_database(database_url)
 
 
-def test_transactions_roll_back_together(tmp_path) -> None:
-    db = open_database(str(tmp_path / "pedl.db"))
+def test_transactions_roll_back_together(database_url: str) -> None:
+    db = open_database(database_url)
     with pytest.raises(ZeroDivisionError), db.transaction():
-        db.execute(
-            "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
-            "model_definition_name, seed, created_at) VALUES ('ACTIVE', '', '{}', ?, 'm', 1, 'now')",
-            (b"x",),
-        )
+        db.execute(EXPERIMENT, (b"x",))
+        with db.transaction():  # nested: joins the outer one
+            db.execute(EXPERIMENT, (b"y",))
         raise ZeroDivisionError
     assert db.query("SELECT * FROM experiments") == []
+    with db.transaction():
+        db.execute(EXPERIMENT, (b"z",))
+    assert len(db.query("SELECT * FROM experiments")) == 1
+
+
+def test_inserts_return_the_new_id(database_url: str) -> None:
+    db = open_database(database_url)
+    first = db.execute(EXPERIMENT, (b"a",))
+    second = db.execute(EXPERIMENT, (b"b",))
+    assert first > 0 and second > first
+    trial = db.execute(TRIAL, (second, "r1"))
+    row = db.query_one("SELECT experiment_id FROM trials WHERE id = ?", (trial,))
+    assert row == {"experiment_id": second}
+
+
+def test_on_conflict_do_nothing_keeps_the_first_row(database_url: str) -> None:
+    db = open_database(database_url)
+    trial = db.execute(TRIAL, (db.execute(EXPERIMENT, (b"a",)), "r1"))
+    with db.transaction():
+        db.execute(STEP, (trial, 1, 100))
+        db.execute(STEP, (trial, 1, 100))
+    assert db.query("SELECT step_id FROM steps WHERE trial_id = ?", (trial,)) == [{"step_id": 1}]
+
+
+def test_bytes_round_trip(database_url: str) -> None:
+    payload = bytes(range(256)) * 1000
+    db = open_database(database_url)
+    exp_id = db.execute(EXPERIMENT, (payload,))
+    row = db.query_one("SELECT model_definition FROM experiments WHERE id = ?", (exp_id,))
+    assert bytes(row["model_definition"]) == payload
+
+
+def test_values_keep_their_types(database_url: str) -> None:
+    db = open_database(database_url)
+    trial = db.execute(TRIAL, (db.execute(EXPERIMENT, (b"a",)), "r1"))
+    db.execute("UPDATE trials SET best_validation = ?, total_batches = ? WHERE id = ?", (0.25, 2**40, trial))
+    row = db.query_one(
+        "SELECT best_validation, total_batches, (SELECT COUNT(*) FROM steps) AS n, "
+        "CASE WHEN start_time = '' THEN ? ELSE start_time END AS started FROM trials WHERE id = ?",
+        ("now", trial),
+    )
+    assert row == {"best_validation": 0.25, "total_batches": 2**40, "n": 0, "started": "now"}
+    db.execute("UPDATE trials SET best_validation = ? WHERE id = ?", (None, trial))
+    assert db.query_one("SELECT best_validation FROM trials")["best_validation"] is None
+
+
+def test_question_marks_and_percents_in_literals_are_left_alone(database_url: str) -> None:
+    db = open_database(database_url)
+    row = db.query_one("SELECT '?' AS q, 'a%b' AS p, ? AS v", ("x",))
+    assert row == {"q": "?", "p": "a%b", "v": "x"}
+
+
+def test_placeholders_are_rewritten_outside_literals_only() -> None:
+    assert qmark_to_format("SELECT ? WHERE a = '?%' AND \"b?\" LIKE 'x%' -- ?%\n AND c % ?") == (
+        "SELECT %s WHERE a = '?%%' AND \"b?\" LIKE 'x%%' -- ?%%\n AND c %% %s"
+    )
+    assert qmark_to_format("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
+
+
+def test_the_insert_target_is_found_unless_returning_is_given() -> None:
+    assert insert_table("  insert into Trials (a) VALUES (?)") == "trials"
+    assert insert_table("INSERT INTO steps (a) VALUES (?) RETURNING a") is None
+    assert insert_table("UPDATE trials SET a = ?") is None

@@ -1,0 +1,97 @@
+"""PostgreSQL connection behaviour: concurrent migration, lost connections, unreachable servers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import psycopg
+import pytest
+
+from pedl_scheduler.db import Database, DatabaseUnavailable, open_database
+from pedl_scheduler.db.schema import MIGRATIONS
+from support.postgres import PASSWORD, postgres_server, stop_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+EXPERIMENT = (
+    "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
+    "model_definition_name, seed, created_at) VALUES ('ACTIVE', '', '{}', ?, 'm', 1, 'now')"
+)
+
+
+def drop_connections(url: str) -> None:
+    """Ends the scheduler's server-side session, as a server restart or a network cut would."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "  # waits for the exit
+            "WHERE datname = current_database() AND application_name = 'pedl-scheduler'"
+        ).fetchall()
+    assert ended, "no pedl-scheduler session to end"
+
+
+def test_schedulers_migrating_one_empty_database_at_once_do_not_collide(postgres_url: str) -> None:
+    count = 4
+    barrier = threading.Barrier(count)
+    opened: list[Database] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        barrier.wait()
+        try:
+            opened.append(open_database(postgres_url))
+        except BaseException as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_one) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    versions = opened[0].query("SELECT version FROM schema_version ORDER BY version")
+    assert versions == [{"version": v} for v in range(1, len(MIGRATIONS) + 1)]
+    for db in opened:
+        db.close()
+
+
+def test_a_dropped_connection_raises_then_reconnects(postgres_url: str) -> None:
+    db = open_database(postgres_url)
+    db.execute(EXPERIMENT, (b"a",))
+    drop_connections(postgres_url)
+    with pytest.raises(DatabaseUnavailable, match="lost the connection"):
+        db.query("SELECT id FROM experiments")
+    assert len(db.query("SELECT id FROM experiments")) == 1  # the next call reconnected
+    assert db.execute(EXPERIMENT, (b"b",)) > 0
+    db.close()
+
+
+def test_a_connection_lost_mid_transaction_rolls_it_back(postgres_url: str) -> None:
+    db = open_database(postgres_url)
+    with pytest.raises(DatabaseUnavailable), db.transaction():
+        db.execute(EXPERIMENT, (b"a",))
+        drop_connections(postgres_url)
+        db.execute(EXPERIMENT, (b"b",))
+    assert db.query("SELECT id FROM experiments") == []
+    db.close()
+
+
+def test_a_stopped_server_is_reported_not_waited_on() -> None:
+    with postgres_server() as server:
+        db = open_database(server.url())
+        stop_server(server.process)  # fast shutdown: ends the scheduler's session
+        with pytest.raises(DatabaseUnavailable) as lost:
+            db.query("SELECT id FROM experiments")
+        with pytest.raises(DatabaseUnavailable, match="cannot connect") as again:
+            db.query("SELECT id FROM experiments")
+        assert PASSWORD not in str(lost.value) + str(again.value)
+        db.close()
+
+
+def test_an_unreachable_server_fails_at_open_without_showing_the_password() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connections are refused
+        with pytest.raises(DatabaseUnavailable, match="cannot connect") as e:
+            open_database(f"postgresql://pedl:{PASSWORD}@127.0.0.1:{port}/pedl")
+    assert PASSWORD not in str(e.value) and ":***@" in str(e.value)
