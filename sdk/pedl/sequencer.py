@@ -37,6 +37,9 @@ class TrialSequencer:
     last_checkpoint: int = -1
     # Lengths the searcher asked to be validated at, in order.
     targets: list[int] = field(default_factory=list)
+    # The furthest length ever asked for: a run restarted from an older checkpoint trains back to it
+    # even when the searcher has already heard the validation there.
+    goal: int = 0
     closing: bool = False
     terminated: bool = False
     # Pause or preemption: checkpoint (if anything is unsaved), then exit, to resume later.
@@ -46,6 +49,7 @@ class TrialSequencer:
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
+        self.goal = max(self.goal, length)
 
     def close(self) -> None:
         self.closing = True
@@ -78,6 +82,8 @@ class TrialSequencer:
             if self.last_validation != b:
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
             return None  # validated at the target; the searcher has not answered yet
+        if b < self.goal:
+            return Next(Kind.RUN_STEP, self.step_id + 1, min(b + self.batches_per_step, self.goal))
         if self.closing:
             if self.last_checkpoint != b and b > 0:
                 return self._make(Kind.CHECKPOINT_MODEL)

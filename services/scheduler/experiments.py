@@ -179,7 +179,8 @@ class ExperimentManager:
 
     def schedule(self) -> None:
         """One tick: start queued trials on free slots, and ask preempted ones to stop."""
-        decision = scheduling.decide(self._cluster_state(), self.policy)
+        state = self._cluster_state()
+        decision = scheduling.decide(state, self.policy)
         for trial_id in decision.preemptions:
             trial = self.trials[trial_id]
             if not trial.sequencer.stop_requested:
@@ -189,6 +190,9 @@ class ExperimentManager:
                     "and will resume when slots free up",
                 )
                 self._request_stop(trial)
+        waiting = {t.trial_id for t in state.queued} - set(decision.assignments)
+        if waiting:
+            self._yield_idle_slots()
         for trial_id, allocations in decision.assignments.items():
             if len(allocations) != 1:
                 log.warning("multi-agent placement is not supported yet", trial_id=trial_id)
@@ -216,6 +220,7 @@ class ExperimentManager:
                 and t.unconfirmed_until is None
                 and t.waiting_on is None
                 and exp.state == "ACTIVE"
+                and self._has_work(t)
             ):
                 queued.append(
                     scheduling.QueuedTrial(
@@ -240,6 +245,29 @@ class ExperimentManager:
             for a in self.cluster.agents.values()
         ]
         return scheduling.ClusterState(agents, running, queued, experiments)
+
+    def _yield_idle_slots(self) -> None:
+        """Trials idle until the searcher hears from others (a PBT round) give their slots to queued ones.
+
+        Without this, a population larger than the cluster would wait forever on itself.
+        """
+        for trial in list(self.trials.values()):
+            if (
+                trial.running
+                and not trial.in_flight
+                and not trial.sequencer.stop_requested
+                and trial.sequencer.next_workload() is None
+            ):
+                self._log_line(
+                    trial, f"trial {trial.id} waits for the searcher; it releases its slots meanwhile"
+                )
+                self._request_stop(trial)
+
+    def _has_work(self, trial: TrialRuntime) -> bool:
+        """Whether a (re)started run of the trial would have a workload to do now."""
+        probe = TrialSequencer.from_dict(trial.sequencer.to_dict())
+        probe.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+        return probe.next_workload() is not None
 
     def _request_stop(self, trial: TrialRuntime) -> None:
         """Checkpoint at the next step boundary, then exit; the trial resumes later (pause, preemption)."""
@@ -529,7 +557,7 @@ class ExperimentManager:
         with self.db.transaction():
             if trial.killing:
                 self._end_trial(trial, "CANCELED", "")
-            elif exit_code == 0 and trial.sequencer.terminated and trial.sequencer.stop_requested:
+            elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.closing:
                 self._log_line(
                     trial,
                     f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "

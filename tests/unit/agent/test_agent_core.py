@@ -83,7 +83,10 @@ def test_agent_routes_workloads_and_kills_to_the_right_run() -> None:
         reg = agent.register_message().register
         assert [(t.trial_id, t.run_id) for t in reg.running_trials] == [(1, 1), (2, 1)]
         assert (reg.agent_id, reg.address, reg.resource_pool, list(reg.environments)) == (
-            "a1", "10.0.0.1", "pool", ["default"]
+            "a1",
+            "10.0.0.1",
+            "pool",
+            ["default"],
         )
 
         agent.handle(agent_pb2.ConnectResponse(kill_trial=agent_pb2.KillTrial(trial_id=2, run_id=1)))

@@ -113,3 +113,12 @@ def run_until_checkpoint(seq: TrialSequencer) -> int:
         elif nxt.kind is Kind.CHECKPOINT_MODEL:
             seq.on_checkpoint_completed(nxt.total_batches)
             return nxt.total_batches
+
+
+def test_a_run_restarted_behind_an_answered_target_trains_back_to_it_before_closing() -> None:
+    seq = TrialSequencer(batches_per_step=10, min_checkpoint_period=30)
+    seq.add_target(40)
+    assert run(seq)[-1] == ("COMPUTE_VALIDATION_METRICS", 40)  # answered; checkpoint only at 30
+    seq.close()
+    seq.restart_from(checkpoint_batches=30, checkpoint_step_id=3)  # e.g. the agent was lost
+    assert run(seq) == [("RUN_STEP", 40), ("CHECKPOINT_MODEL", 40), ("TERMINATE", 40)]
