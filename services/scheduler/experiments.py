@@ -34,6 +34,7 @@ from pedl.searcher import (
 )
 from pedl.sequencer import Kind, TrialSequencer
 from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler import metrics as prometheus
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointRef, GCPolicy, checkpoints_to_delete
@@ -487,6 +488,7 @@ class ExperimentManager:
             (trial.id, w.step_id, w.total_batches, result.num_batches, json.dumps(metrics), now),
         )
         trial.sequencer.on_step_completed(w.step_id, w.total_batches)
+        prometheus.step_ingested()
 
     def _record_validation(
         self, trial: TrialRuntime, w: common_pb2.Workload, metrics: dict[str, Any], now: str
@@ -501,6 +503,7 @@ class ExperimentManager:
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
         )
+        prometheus.validation_ingested()
         if is_better(value, trial.best_validation, exp.config.smaller_is_better):
             trial.best_validation = value
         if trial.sequencer.on_validation_completed(w.total_batches):
@@ -520,6 +523,7 @@ class ExperimentManager:
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
         trial.sequencer.on_checkpoint_completed(w.total_batches)
+        prometheus.checkpoint_recorded()
         for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
             self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
@@ -680,6 +684,13 @@ class ExperimentManager:
 
     def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
         """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
+        parent_row = self.db.query_one(
+            "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp.id, parent_request)
+        )
+        if parent_row is not None:
+            self.db.execute(
+                "UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_row["id"], child.id)
+            )
         parent = next(
             (
                 self.trials[t]
@@ -714,6 +725,26 @@ class ExperimentManager:
             row["latest_checkpoint_batches"],
             row["latest_checkpoint_step"],
         )
+
+    def _resume_wait_for_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_id: int) -> None:
+        """After a restart: a child created before its parent saved the state it copies keeps waiting."""
+        parent = self.trials.get(parent_id)
+        if parent is not None and parent.sequencer.checkpoint_requested:
+            child.waiting_on = parent_id
+            return
+        row = self.db.query_one(
+            "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
+            "WHERE id = ?",
+            (parent_id,),
+        )
+        if row and row["latest_checkpoint_uuid"]:
+            self._copy_checkpoint(
+                child,
+                parent_id,
+                row["latest_checkpoint_uuid"],
+                row["latest_checkpoint_batches"],
+                row["latest_checkpoint_step"],
+            )
 
     def _copy_checkpoint(
         self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int

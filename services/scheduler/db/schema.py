@@ -83,6 +83,10 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX trial_logs_trial ON trial_logs (trial_id, id)",
     ],
+    # 2: a trial that continues another's checkpoint (PBT exploit, ASHA resume) remembers which.
+    [
+        "ALTER TABLE trials ADD COLUMN parent_trial_id INTEGER",
+    ],
 ]
 
 

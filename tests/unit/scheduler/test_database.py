@@ -28,7 +28,9 @@ def test_a_fresh_database_gets_the_latest_schema_and_reopens(database_url: str) 
     open_database(database_url).close()
     db = open_database(database_url)
     assert db.query_one("SELECT MAX(version) AS v FROM schema_version")["v"] == len(MIGRATIONS)
-    assert db.query("SELECT version FROM schema_version") == [{"version": v} for v in range(1, 2)]
+    assert db.query("SELECT version FROM schema_version") == [
+        {"version": v} for v in range(1, len(MIGRATIONS) + 1)
+    ]
 
 
 def test_a_sqlite_url_and_a_path_open_the_same_file(tmp_path) -> None:
@@ -118,3 +120,22 @@ def test_the_insert_target_is_found_unless_returning_is_given() -> None:
     assert insert_table("  insert into Trials (a) VALUES (?)") == "trials"
     assert insert_table("INSERT INTO steps (a) VALUES (?) RETURNING a") is None
     assert insert_table("UPDATE trials SET a = ?") is None
+
+
+def test_a_database_at_an_older_version_is_migrated_forward(tmp_path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    from pedl_scheduler.db.dialect import SQLITE
+    from pedl_scheduler.db.schema import render
+
+    for statement in render(1, SQLITE):
+        conn.execute(statement)
+    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    conn.commit()
+    conn.close()
+    db = open_database(str(path))
+    assert db.query_one("SELECT MAX(version) AS v FROM schema_version")["v"] == len(MIGRATIONS)
+    db.query("SELECT parent_trial_id FROM trials")
