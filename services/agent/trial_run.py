@@ -1,4 +1,10 @@
-"""One trial run on this machine: model definition, HarnessService socket, harness process, exit report."""
+"""One trial run on this machine: model definition, HarnessService socket, harness process(es), exit report.
+
+A trial on N slots runs N harness processes here, launched as torchrun does (RANK, LOCAL_RANK,
+WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; one GPU each), all in one process group:
+they are killed together, their output is relayed with a "[rank r] " prefix, and the run ends
+when all have exited; the first rank to fail kills the others and its stderr is the error.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +23,12 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
+from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
-from .log_relay import LogRelay
+from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
 
 T = TypeVar("T")
@@ -29,6 +38,53 @@ Send = Callable[[agent_pb2.ConnectRequest], None]
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
+DISTRIBUTED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """The ranks this agent runs of a trial: first_rank .. first_rank + local - 1 of world_size."""
+
+    first_rank: int
+    local: int
+    world_size: int
+    master_addr: str = ""
+    master_port: int = 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def plan_ranks(start: agent_pb2.StartTrial, free_port: Callable[[], int] = _free_port) -> Ranks:
+    """One process per slot (one for a slot-less trial); the rendezvous the scheduler gave, or a free
+    local port when this agent runs the whole trial from rank 0."""
+    local = max(len(start.slot_ids), 1)
+    world_size = start.world_size or local
+    if world_size <= 1:
+        return Ranks(0, 1, 1)
+    if start.rank < 0 or start.rank + local > world_size:
+        raise ValueError(
+            f"StartTrial gives this agent ranks {start.rank}..{start.rank + local - 1} "
+            f"(one per slot of {list(start.slot_ids)}), which do not fit world_size {world_size}"
+        )
+    if start.rendezvous_address:
+        host, _, port = start.rendezvous_address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"StartTrial.rendezvous_address {start.rendezvous_address!r} is not host:port")
+        return Ranks(start.rank, local, world_size, host.strip("[]"), int(port))
+    if start.rank != 0 or local != world_size:
+        raise ValueError(
+            f"StartTrial for ranks {start.rank}..{start.rank + local - 1} of {world_size} spans several "
+            "agents, so it needs the chief's rendezvous_address (host:port)"
+        )
+    return Ranks(0, local, world_size, "127.0.0.1", free_port())
 
 
 @dataclass
@@ -69,7 +125,9 @@ class TrialRun:
         self._kill_requested = asyncio.Event()
         self._killed_by_scheduler = False
         self._kill_reason = ""
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: asyncio.subprocess.Process | None = None  # the group leader (the first rank)
+        self._procs: list[asyncio.subprocess.Process] = []
+        self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self.exited = False
 
@@ -163,7 +221,7 @@ class TrialRun:
                 server = await self._serve()
                 if self._kill_requested.is_set():
                     raise _Killed()
-                self._proc = await self._spawn(model_dir)
+                await self._spawn_all(model_dir)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
             except Exception as e:
@@ -210,66 +268,155 @@ class TrialRun:
         await pedl._grpc.mark_serving(server)
         return server
 
-    def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+    def _environment(self, index: int = 0) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_ENV}
         env.update(
             PEDL_HARNESS_SOCKET=str(self.socket_path),
             PEDL_TRIAL_ID=str(self.trial_id),
             PEDL_RUN_ID=str(self.run_id),
             PYTHONUNBUFFERED="1",
         )
-        visible = cuda_visible_devices(list(self.start.slot_ids), self._s.gpus)
+        slots = list(self.start.slot_ids)
+        r = self._ranks
+        if r.distributed:
+            slots = slots[index : index + 1]
+            env.update(
+                RANK=str(r.first_rank + index),
+                LOCAL_RANK=str(index),
+                WORLD_SIZE=str(r.world_size),
+                LOCAL_WORLD_SIZE=str(r.local),
+                MASTER_ADDR=r.master_addr,
+                MASTER_PORT=str(r.master_port),
+            )
+            # As torchrun: ranks sharing the machine's cores should not each take all of them.
+            env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // r.local)))
+        visible = cuda_visible_devices(slots, self._s.gpus)
         if visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = visible
         return env
 
-    async def _spawn(self, model_dir: Path) -> asyncio.subprocess.Process:
+    async def _spawn_all(self, model_dir: Path) -> None:
+        """Starts one harness per local rank; the first leads the process group the others join."""
+        self._ranks = plan_ranks(self.start)
+        try:
+            for index in range(self._ranks.local):
+                proc = await self._spawn(model_dir, index)
+                if index == 0:
+                    self._proc = proc
+                self._procs.append(proc)
+        except Exception:
+            self._signal_group(signal.SIGKILL)
+            raise
+
+    async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
         argv = self._s.harness_argv
+        # A process group cannot span sessions: one harness gets a session of its own, several share
+        # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
+        group: dict[str, object] = {"start_new_session": True}
+        if self._ranks.local > 1:
+            group = {"process_group": self._proc.pid if self._proc is not None else 0}
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=model_dir,
-                env=self._environment(),
+                env=self._environment(index),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
+                **group,  # type: ignore[arg-type]
             )
         except OSError as e:
             raise RuntimeError(f"cannot start the harness {' '.join(argv)!r}: {e}") from e
-        self._log.info("harness started", pid=proc.pid, cwd=str(model_dir))
+        rank = self._ranks.first_rank + index
+        self._log.info("harness started", pid=proc.pid, cwd=str(model_dir), rank=rank)
         return proc
 
     async def _supervise(self, relay: LogRelay) -> _Outcome:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None and proc.stderr is not None
-        if self._kill_requested.is_set():  # the kill came while the process was being started
+        procs = self._procs
+        if self._kill_requested.is_set():  # the kill came while the processes were being started
             self._terminate()
-        pumps = [
-            asyncio.ensure_future(relay.pump(proc.stdout, "stdout")),
-            asyncio.ensure_future(relay.pump(proc.stderr, "stderr")),
-        ]
-        code = await _leader_exit(proc)
-        self._signal_group(signal.SIGKILL)  # whatever the harness left behind dies with it
+        many = len(procs) > 1
+        tails: list[deque[str]] = [deque(maxlen=STDERR_TAIL_LINES) for _ in procs]
+        pumps = []
+        for index, proc in enumerate(procs):
+            assert proc.stdout is not None and proc.stderr is not None
+            prefix = f"[rank {self._ranks.first_rank + index}] " if many else ""
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix)))
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, tails[index])))
+        exits = await self._all_exited(procs)
+        self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
         for p in late:
             p.cancel()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), PIPE_DRAIN_SECONDS)
+            await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), PIPE_DRAIN_SECONDS)
         if self._kill_requested.is_set():
-            return _Outcome(code, self._kill_reason)
-        if code == 0:
+            return _Outcome(exits[0][1], self._kill_reason)
+        culprit = _culprit(exits)
+        if culprit is None:
             return _Outcome(0)
-        tail = "\n".join(relay.stderr_tail)
-        return _Outcome(code, tail or f"the harness exited with code {code} and wrote nothing to stderr")
+        index, code = culprit
+        tail = "\n".join(tails[index])
+        if not many:
+            return _Outcome(code, tail or f"the harness exited with code {code} and wrote nothing to stderr")
+        rank = self._ranks.first_rank + index
+        return _Outcome(
+            code,
+            f"rank {rank} failed with exit code {code}:\n{tail}"
+            if tail
+            else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
+        )
+
+    async def _all_exited(self, procs: list[asyncio.subprocess.Process]) -> list[tuple[int, int]]:
+        """(index, exit code) of every process in the order they exited.
+
+        A rank failing kills the others at once. A rank that only lost a peer (PEER_FAILED_EXIT_CODE)
+        waits up to the kill grace period for the peer at fault to exit on its own and be reported.
+        Exit codes are polled: `Process.wait()` also waits for the pipes to close, which a surviving
+        child of a harness can delay forever.
+        """
+        exits: list[tuple[int, int]] = []
+        loop = asyncio.get_running_loop()
+        peer_failed_at: float | None = None
+        killed = False
+        while True:
+            for index, proc in enumerate(procs):
+                if proc.returncode is not None and all(i != index for i, _ in exits):
+                    exits.append((index, proc.returncode))
+            if len(exits) == len(procs):
+                return exits
+            codes = [code for _, code in exits if code != 0]
+            if codes and not killed:
+                if any(code != PEER_FAILED_EXIT_CODE for code in codes):
+                    killed = True
+                elif peer_failed_at is None:
+                    peer_failed_at = loop.time()
+                elif loop.time() - peer_failed_at > self._s.kill_grace_seconds:
+                    killed = True
+                if killed:
+                    self._log.info("a rank failed; killing the others", exits=exits)
+                    self._signal_group(signal.SIGKILL)
+            await asyncio.sleep(0.1)
 
 
-async def _leader_exit(proc: asyncio.subprocess.Process) -> int:
-    """The harness's exit code as soon as it is reaped.
+async def _pump(
+    relay: LogRelay, stream: asyncio.StreamReader, source: str, prefix: str, tail: deque[str] | None = None
+) -> None:
+    async for line in iter_lines(stream):
+        relay.add(source, prefix + line)
+        if tail is not None:
+            tail.append(line)
 
-    `Process.wait()` also waits for its pipes to close, which a surviving child of the harness
-    can delay forever; the group is only killed after the leader's exit is known.
-    """
-    while proc.returncode is None:
-        await asyncio.sleep(0.1)
-    return proc.returncode
+
+def _culprit(exits: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The failed process whose error to report: a real failure before a lost peer before a signal."""
+    failed = [(i, code) for i, code in exits if code != 0]
+    for wanted in (
+        lambda c: c > 0 and c != PEER_FAILED_EXIT_CODE,
+        lambda c: c == PEER_FAILED_EXIT_CODE,
+        lambda c: True,
+    ):
+        for index, code in failed:
+            if wanted(code):
+                return index, code
+    return None

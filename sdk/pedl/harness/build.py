@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pedl import _trial_context
 from pedl.harness.controller import TrialController
 from pedl.model_def import ModelDefinition, ModelDefinitionError, describe, load_model_definition
 
+T = TypeVar("T")
+# Runs a function once on this machine and gives every process of the trial there its result.
+OncePerMachine = Callable[[Callable[[], T]], T]
+
+
+def _call(fn: Callable[[], T]) -> T:
+    return fn()
+
 
 def seed_all(seed: int) -> None:
-    """Seeds Python and NumPy, and torch if it is imported (never importing it just for this)."""
+    """Seeds Python and NumPy, and torch and TensorFlow if imported (never importing them just for this)."""
     import numpy as np
 
     random.seed(seed)
@@ -21,23 +30,34 @@ def seed_all(seed: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(seed)
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None:
+        # Also fixes the shuffle order of tf.data datasets made without an explicit seed.
+        tensorflow.random.set_seed(seed % 2**31)
 
 
 def build_controller(
-    model_def: ModelDefinition, experiment_config: dict[str, Any], hparams: dict[str, Any]
+    model_def: ModelDefinition,
+    experiment_config: dict[str, Any],
+    hparams: dict[str, Any],
+    once_per_machine: OncePerMachine = _call,
 ) -> TrialController:
-    """Runs download_data and make_data_loaders, then builds the framework's controller."""
+    """Runs download_data (once per machine) and make_data_loaders, then builds the controller."""
     root = model_def.directory
-    if model_def.download_data is not None:
-        what = describe(model_def.download_data, root)
-        data_dir = model_def.download_data(experiment_config, hparams)
+    download = model_def.download_data
+    if download is not None:
+        what = describe(download, root)
+        data_dir = once_per_machine(lambda: download(experiment_config, hparams))
         if not isinstance(data_dir, (str, Path)):
             raise ModelDefinitionError(
                 f"{what} must return the data directory as a str, got {type(data_dir).__name__}"
             )
         _trial_context.set_download_data_dir(str(data_dir))
-    loaders = model_def.make_data_loaders(experiment_config, hparams)
-    origin = describe(model_def.make_data_loaders, root)
+    if model_def.make_data_loaders is None:  # a trial class whose data needs none (EstimatorTrial)
+        loaders, origin = None, model_def.trial_class.__qualname__
+    else:
+        loaders = model_def.make_data_loaders(experiment_config, hparams)
+        origin = describe(model_def.make_data_loaders, root)
     return model_def.trial_class.create_controller(hparams, loaders, origin)
 
 
@@ -47,6 +67,7 @@ def start_trial(
     hparams: dict[str, Any],
     seed: int,
     checkpoint_dir: Path | None = None,
+    once_per_machine: OncePerMachine = _call,
 ) -> TrialController:
     """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given."""
     seed_all(seed)
@@ -60,7 +81,7 @@ def start_trial(
     # Again, now that the model definition has imported its framework (torch is not imported
     # before it is needed, so that starting the harness stays fast).
     seed_all(seed)
-    controller = build_controller(model_def, experiment_config, hparams)
+    controller = build_controller(model_def, experiment_config, hparams, once_per_machine)
     if checkpoint_dir is not None:
         controller.load(checkpoint_dir)
     return controller

@@ -15,6 +15,14 @@ from pedl import _log
 from pedl._metrics import from_struct
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
+from pedl.harness.controller import TrialController
+from pedl.harness.distributed import (
+    PEER_FAILED_EXIT_CODE,
+    Launch,
+    ProcessGroup,
+    is_peer_failure,
+    launch_from_env,
+)
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.workloads import run_workloads
 
@@ -33,7 +41,29 @@ def parse_config(config_yaml: str) -> dict[str, Any]:
     return config
 
 
-def run(socket_path: str) -> None:
+def _start_distributed(
+    group: ProcessGroup,
+    model_dir: Path,
+    config: dict[str, Any],
+    hparams: dict[str, Any],
+    seed: int,
+    checkpoint_uuid: str,
+    checkpoints: StoreCheckpoints,
+) -> TrialController:
+    """Every rank builds the trial; one rank per machine downloads the checkpoint for all of them."""
+    group.start()
+    restore_dir = None
+    if checkpoint_uuid:
+        # The trial's directory (the model definition's parent) is this machine's own.
+        restore_dir = group.fetch_shared(checkpoints, checkpoint_uuid, model_dir.parent)
+    controller = start_trial(model_dir, config, hparams, seed, restore_dir, group.once_per_machine)
+    if restore_dir is not None:
+        group.release_shared(restore_dir)
+    return controller
+
+
+def run(socket_path: str, launch: Launch | None = None) -> None:
+    """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group."""
     source = AgentWorkloadSource(socket_path)
     try:
         info = source.trial_info()
@@ -48,6 +78,17 @@ def run(socket_path: str) -> None:
             storage if isinstance(storage, dict) else None,
         )
         model_dir = Path(info.model_definition_dir or os.getcwd())
+        if launch is not None:
+            group = ProcessGroup(launch)
+            controller = _start_distributed(
+                group, model_dir, config, hparams, trial.trial_seed, trial.latest_checkpoint_uuid, checkpoints
+            )
+            try:
+                run_workloads(controller, group.workloads(source), group.checkpoints(checkpoints))
+            finally:
+                checkpoints.close()
+            group.finish()
+            return
         with tempfile.TemporaryDirectory(prefix="pedl-restore-") as tmp:
             restore_dir = None
             if trial.latest_checkpoint_uuid:
@@ -68,10 +109,17 @@ def main() -> int:
         print(f"pedl.harness: environment variable {SOCKET_ENV} is not set", file=sys.stderr)
         return 2
     _log.configure_logging("harness")
+    launch = None
     try:
-        run(socket_path)
-    except Exception:
+        launch = launch_from_env()
+        run(socket_path, launch)
+    except Exception as exc:
         traceback.print_exc()
         sys.stderr.flush()
+        if launch is not None:
+            # A rank that only lost a peer says so, so that the agent reports the peer's error; and
+            # it skips interpreter teardown, which can hang or abort on a broken process group.
+            sys.stdout.flush()
+            os._exit(PEER_FAILED_EXIT_CODE if is_peer_failure(exc) else 1)
         return 1
     return 0

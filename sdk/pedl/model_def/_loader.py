@@ -26,7 +26,8 @@ class ModelDefinition:
     # Import name of the model definition's package.
     package: str
     trial_class: type[Trial]
-    make_data_loaders: Callable[[dict[str, Any], dict[str, Any]], Any]
+    # None only for trial classes that declare `uses_make_data_loaders = False` (EstimatorTrial).
+    make_data_loaders: Callable[[dict[str, Any], dict[str, Any]], Any] | None
     download_data: Callable[[dict[str, Any], dict[str, Any]], str] | None
 
 
@@ -156,7 +157,7 @@ def load_model_definition(directory: Path | str, entrypoint: str | None = None) 
 
     search = [module] if module is package else [module, package]
     make_data_loaders = _find_function(search, "make_data_loaders", directory)
-    if make_data_loaders is None:
+    if make_data_loaders is None and getattr(trial_class, "uses_make_data_loaders", True):
         where = " or ".join(_module_file(m, directory) for m in search)
         raise ModelDefinitionError(
             f"model definition {directory.name} defines no make_data_loaders(experiment_config, hparams) "

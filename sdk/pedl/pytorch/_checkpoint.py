@@ -50,10 +50,14 @@ def read_metadata(path: Path) -> dict[str, Any]:
     return metadata
 
 
-def save(controller: PyTorchTrialController, path: Path) -> None:
+def save(
+    controller: PyTorchTrialController, path: Path, training_state: dict[str, Any] | None = None
+) -> None:
+    """Writes the checkpoint; `training_state` defaults to the controller's own."""
     path.mkdir(parents=True, exist_ok=True)
     torch.save(controller.model.state_dict(), path / MODEL_FILE)
-    torch.save(controller._training_state(), path / TRAINING_FILE)
+    state = controller._training_state() if training_state is None else training_state
+    torch.save(state, path / TRAINING_FILE)
     metadata = {
         "framework": FRAMEWORK,
         "format_version": FORMAT_VERSION,

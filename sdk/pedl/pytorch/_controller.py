@@ -12,7 +12,7 @@ import torch.utils.data
 from pedl._metrics import to_plain
 from pedl.harness.controller import StepResult
 from pedl.model_def.errors import describe
-from pedl.pytorch import _checkpoint, _rng
+from pedl.pytorch import _checkpoint, _distributed, _rng
 from pedl.pytorch._averaging import MetricAverager, first_non_finite
 from pedl.pytorch._data import BatchError, batch_length, split_batch, to_device
 from pedl.pytorch._stream import EpochStream
@@ -77,6 +77,11 @@ class PyTorchTrialController:
     ) -> None:
         self.trial = trial
         self.device = device or default_device()
+        # Set when the harness runs this trial on several slots (a torch.distributed group).
+        self._ranks = _distributed.current()
+        if self._ranks is not None:
+            training_loader = _distributed.shard_loader(training_loader, self._ranks, pad=True)
+            validation_loader = _distributed.shard_loader(validation_loader, self._ranks, pad=False)
         self.training_loader = training_loader
         self.validation_loader = validation_loader
         self._batches_trained = 0
@@ -86,6 +91,10 @@ class PyTorchTrialController:
             raise TypeError(f"{describe(trial.build_model)} must return a torch.nn.Module, got {type(model)}")
         self.model = model.to(self.device)
         trial.model = self.model
+        # Training runs through DDP; validation and checkpoints use the plain module.
+        self._train_model = self.model
+        if self._ranks is not None:
+            self._train_model = _distributed.wrap_model(self.model, self.device)
         optimizer = trial.optimizer(self.model)
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(
@@ -120,9 +129,10 @@ class PyTorchTrialController:
         count = total_batches - self._batches_trained
         if count <= 0:
             return StepResult()
-        model, optimizer, scheduler, trial = self.model, self.optimizer, self.lr_scheduler, self.trial
+        model, optimizer, scheduler, trial = self._train_model, self.optimizer, self.lr_scheduler, self.trial
         device, stream = self.device, self._stream
-        extra = MetricAverager("training_metrics()") if self._has_training_metrics else None
+        averager = MetricAverager if self._ranks is None else _distributed.ShardAverager
+        extra = averager("training_metrics()") if self._has_training_metrics else None
         losses_seen: list[torch.Tensor] = []
         num_inputs = 0
         model.train()
@@ -151,16 +161,29 @@ class PyTorchTrialController:
             raise FloatingPointError(
                 f"training batch {total_batches - count + bad + 1}: the loss is {losses_seen[bad].item()}"
             )
+        if self._ranks is not None:
+            return self._reduced_step(extra, losses_seen, count, num_inputs)
         metrics = extra.result() if extra is not None else {}
         metrics["loss"] = to_plain(torch.stack(losses_seen).to(torch.float64).mean())
         return StepResult(metrics=metrics, num_batches=count, num_inputs=num_inputs)
+
+    def _reduced_step(
+        self, extra: MetricAverager | None, losses: list[torch.Tensor], count: int, num_inputs: int
+    ) -> StepResult:
+        """The step's metrics over every rank's batches; `num_inputs` counts every rank's samples."""
+        assert self._ranks is not None
+        sums = extra.sums() if isinstance(extra, _distributed.ShardAverager) else {}
+        sums["loss"] = (torch.stack(losses).to(torch.float64).sum().cpu().numpy(), len(losses))
+        metrics, _, inputs = _distributed.reduce_means(self._ranks, sums, num_inputs)
+        return StepResult(metrics=metrics, num_batches=count, num_inputs=sum(inputs))
 
     def validate(self) -> dict[str, Any]:
         # Validation must not change training's randomness: a trial validated at different
         # points (or resumed) trains identically.
         saved = _rng.capture()
         model, trial, device = self.model, self.trial, self.device
-        averager = MetricAverager("validation_metrics()")
+        kind = MetricAverager if self._ranks is None else _distributed.ShardAverager
+        averager = kind("validation_metrics()")
         model.eval()
         try:
             with torch.no_grad():
@@ -178,12 +201,26 @@ class PyTorchTrialController:
         finally:
             model.train()
             _rng.restore(saved)
+        if isinstance(averager, _distributed.ShardAverager):
+            assert self._ranks is not None
+            metrics, batches, _ = _distributed.reduce_means(self._ranks, averager.sums())
+            if batches == 0:
+                raise RuntimeError("the validation data loader produced no batches")
+            return metrics
         if averager.batches == 0:
             raise RuntimeError("the validation data loader produced no batches")
         return averager.result()
 
     def save(self, path: Path) -> None:
-        _checkpoint.save(self, Path(path))
+        """Writes the checkpoint; with several ranks every rank must call it, and only the chief writes."""
+        state = self._training_state()
+        if self._ranks is not None:
+            # Every rank's RNG states and data position, so that each resumes exactly.
+            own = {"rng": state["rng"], "data_position": state["data_position"]}
+            state["ranks"] = _distributed.gather(self._ranks, own)
+            if not self._ranks.is_chief:
+                return
+        _checkpoint.save(self, Path(path), state)
 
     def load(self, path: Path) -> None:
         _checkpoint.load(self, Path(path))
@@ -203,5 +240,10 @@ class PyTorchTrialController:
         if self.lr_scheduler is not None and state["lr_scheduler"] is not None:
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._batches_trained = int(state["batches_trained"])
-        self._stream.restore(state["data_position"])
-        _rng.restore(state["rng"])
+        own = state
+        per_rank = state.get("ranks")
+        # A checkpoint of as many ranks gives each rank its own states; otherwise all take the chief's.
+        if self._ranks is not None and per_rank is not None and len(per_rank) == self._ranks.world_size:
+            own = per_rank[self._ranks.rank]
+        self._stream.restore(own["data_position"])
+        _rng.restore(own["rng"])

@@ -1,0 +1,209 @@
+"""Data-parallel trials: the harness's side of a torchrun-style launch, one process per slot.
+
+The agent starts one harness per slot with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+MASTER_ADDR and MASTER_PORT set. The chief (rank 0) alone asks the agent for workloads and
+broadcasts each to the other ranks, so that all run the same workload in lockstep; only the chief
+reports results and stores checkpoints. Without WORLD_SIZE > 1 none of this is used (and torch is
+not imported here).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pedl.harness.workloads import CheckpointStorage, WorkloadSource
+from pedl.v1 import common_pb2
+
+T = TypeVar("T")
+
+# Exit code of a rank that failed only because another rank died (the agent reports the other).
+PEER_FAILED_EXIT_CODE = 3
+# Ranks other than the chief wait on the chief's next workload, which can take as long as the
+# scheduler keeps the trial idle; a dead chief still fails them at once (its connections close).
+WORKLOAD_WAIT = datetime.timedelta(days=30)
+_PEER_FAILURE_TEXT = ("Connection closed by peer", "Connection reset by peer", "remote worker crashing")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Where this process sits in the trial's processes, as the agent's environment says."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    master_addr: str
+    master_port: int
+
+    @property
+    def is_chief(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def is_local_chief(self) -> bool:
+        return self.local_rank == 0
+
+
+def _int(environ: Mapping[str, str], name: str, default: str | None = None) -> int:
+    text = environ.get(name, default)
+    if text is None:
+        raise ValueError(
+            f"environment variable {name} is not set (WORLD_SIZE is, so the harness runs distributed)"
+        )
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an integer, got {text!r}") from None
+
+
+def launch_from_env(environ: Mapping[str, str] = os.environ) -> Launch | None:
+    """The launch described by the environment; None for a single process (no WORLD_SIZE, or 1)."""
+    if _int(environ, "WORLD_SIZE", "1") <= 1:
+        return None
+    launch = Launch(
+        rank=_int(environ, "RANK"),
+        local_rank=_int(environ, "LOCAL_RANK"),
+        world_size=_int(environ, "WORLD_SIZE"),
+        local_world_size=_int(environ, "LOCAL_WORLD_SIZE", environ.get("WORLD_SIZE")),
+        master_addr=environ.get("MASTER_ADDR", ""),
+        master_port=_int(environ, "MASTER_PORT"),
+    )
+    if not 0 <= launch.rank < launch.world_size:
+        raise ValueError(f"RANK {launch.rank} is not in [0, WORLD_SIZE {launch.world_size})")
+    if not 0 <= launch.local_rank < launch.local_world_size or launch.local_rank > launch.rank:
+        raise ValueError(
+            f"LOCAL_RANK {launch.local_rank} does not fit LOCAL_WORLD_SIZE {launch.local_world_size} "
+            f"and RANK {launch.rank}"
+        )
+    if not launch.master_addr:
+        raise ValueError(
+            "environment variable MASTER_ADDR is not set (WORLD_SIZE is, so the harness runs distributed)"
+        )
+    return launch
+
+
+def is_peer_failure(exc: BaseException) -> bool:
+    """Whether `exc` only reflects another rank's death (a collective lost its peer)."""
+    import torch.distributed as dist
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, dist.DistNetworkError) or any(t in str(seen) for t in _PEER_FAILURE_TEXT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class ProcessGroup:
+    """The trial's torch.distributed group: NCCL on GPUs, gloo on CPUs, plus a gloo group for control."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch = launch
+        self._control: Any = None
+
+    def start(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        backend = "gloo"
+        if torch.cuda.is_available():
+            backend = "nccl"
+            torch.cuda.set_device(self.launch.local_rank % torch.cuda.device_count())
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
+            rank=self.launch.rank,
+            world_size=self.launch.world_size,
+        )
+        self._control = dist.new_group(backend="gloo", timeout=WORKLOAD_WAIT)
+
+    def finish(self) -> None:
+        """Leaves the group together: a rank destroying it while another still uses it can abort."""
+        import torch.distributed as dist
+
+        dist.barrier(group=self._control)
+        dist.destroy_process_group()
+
+    def broadcast(self, obj: Any) -> Any:
+        """The chief's `obj` on every rank."""
+        import torch.distributed as dist
+
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self._control)
+        return box[0]
+
+    def barrier(self) -> None:
+        import torch.distributed as dist
+
+        dist.barrier(group=self._control)
+
+    def once_per_machine(self, fn: Callable[[], T]) -> T:
+        """Runs `fn` on this machine's first rank only; every rank of the machine gets its result."""
+        import torch.distributed as dist
+
+        mine = fn() if self.launch.is_local_chief else None
+        results: list[Any] = [None] * self.launch.world_size
+        dist.all_gather_object(results, mine, group=self._control)
+        # The agent numbers a machine's ranks consecutively from its first.
+        return results[self.launch.rank - self.launch.local_rank]
+
+    def fetch_shared(self, checkpoints: CheckpointStorage, uuid: str, base: Path) -> Path:
+        """The checkpoint `uuid`, downloaded once per machine into `base` and read by all its ranks."""
+        directory = base / f"restore-{uuid}"
+        if self.launch.is_local_chief:
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            checkpoints.fetch(uuid, directory)
+        self.barrier()
+        return directory
+
+    def release_shared(self, directory: Path) -> None:
+        """Removes a `fetch_shared` directory once every rank has loaded it."""
+        self.barrier()
+        if self.launch.is_local_chief:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def workloads(self, source: WorkloadSource) -> WorkloadSource:
+        return BroadcastWorkloads(self, source)
+
+    def checkpoints(self, storage: CheckpointStorage) -> CheckpointStorage:
+        return ChiefCheckpoints(self.launch.is_chief, storage)
+
+
+class BroadcastWorkloads:
+    """A WorkloadSource that the chief reads from the agent and shares with every rank."""
+
+    def __init__(self, group: ProcessGroup, source: WorkloadSource) -> None:
+        self._group = group
+        self._source = source
+        self._chief = group.launch.is_chief
+
+    def next_workload(self) -> common_pb2.Workload:
+        data = self._source.next_workload().SerializeToString() if self._chief else None
+        return common_pb2.Workload.FromString(self._group.broadcast(data))
+
+    def complete(self, result: common_pb2.WorkloadResult) -> None:
+        if self._chief:
+            self._source.complete(result)
+
+
+class ChiefCheckpoints:
+    """Stores checkpoints from the chief only (the others' results are never reported)."""
+
+    def __init__(self, is_chief: bool, storage: CheckpointStorage) -> None:
+        self._chief = is_chief
+        self._storage = storage
+
+    def store(self, directory: Path, total_batches: int) -> common_pb2.Checkpoint:
+        if not self._chief:
+            return common_pb2.Checkpoint()
+        return self._storage.store(directory, total_batches)
+
+    def fetch(self, uuid: str, directory: Path) -> None:
+        self._storage.fetch(uuid, directory)

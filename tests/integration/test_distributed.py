@@ -1,0 +1,52 @@
+"""A trial on 2 slots of one agent: 2 harness processes training with DDP over gloo."""
+
+from __future__ import annotations
+
+import pytest
+from test_cluster import logs, stub, submit, wait
+
+from pedl._metrics import from_struct
+from pedl.v1 import common_pb2, scheduler_pb2
+from support.models import tiny_config, write_tiny_model
+from support.processes import local_cluster
+
+pytestmark = pytest.mark.integration
+
+TWO_SLOTS = "resources:\n  slots_per_trial: 2\n"
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as c:
+        try:
+            yield c
+        except BaseException:
+            print(c.logs())
+            raise
+
+
+def test_a_two_slot_trial_trains_on_both_ranks_and_completes(cluster, tmp_path) -> None:
+    config = tiny_config(max_batches=40, extra=TWO_SLOTS)
+    exp_id = submit(cluster, write_tiny_model(tmp_path / "tiny"), config)
+    result = wait(cluster, exp_id, timeout=240)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    (trial,) = result.trials
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+    assert [s.total_batches for s in detail.steps] == [10, 20, 30, 40]
+    assert all({"loss", "accuracy"} <= set(from_struct(s.metrics)) for s in detail.steps)
+    assert [v.total_batches for v in detail.validations] == [20, 40]
+    assert detail.checkpoints and detail.checkpoints[-1].total_batches == 40
+    text = logs(cluster, trial.id)
+    assert "[rank 0] " in text and "[rank 1] " in text
+
+
+def test_a_failing_rank_fails_the_trial_with_its_traceback(cluster, tmp_path) -> None:
+    body = "if torch.distributed.get_rank() == 1: raise ValueError('rank one is broken')"
+    model = write_tiny_model(tmp_path / "broken", build_model_body=body)
+    exp_id = submit(cluster, model, tiny_config(extra=TWO_SLOTS + "max_restarts: 0\n"))
+    result = wait(cluster, exp_id, timeout=240)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
+    (trial,) = result.trials
+    assert "rank 1 failed" in trial.error and "ValueError: rank one is broken" in trial.error, trial.error
+    text = logs(cluster, trial.id)
+    assert "[rank 1] Traceback" in text and "[rank 1] ValueError: rank one is broken" in text
