@@ -1,0 +1,40 @@
+"""PEDL's Keras interface (Keras 3 on the TensorFlow backend).
+
+Model definition (its `__init__.py` exposes both)::
+
+    class MyTrial(pedl.keras.KerasTrial):
+        def build_model(self, hparams):           # required
+            model = keras.Sequential([...])
+            model.compile(optimizer=keras.optimizers.Adam(hparams["lr"]),
+                          loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+            return model                          # compiled: PEDL trains what compile() says
+
+        def batch_size(self):                     # only when make_data_loaders returns arrays
+            return 32
+
+    def make_data_loaders(experiment_config, hparams):
+        return training_data, validation_data
+
+Each of the two data values may be a batched `tf.data.Dataset`, a `keras.utils.PyDataset`
+(or Sequence), a generator function (PEDL calls it once per epoch; pass the function, not a
+started generator), or NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched by
+`batch_size()` (the training arrays are reshuffled every epoch). Batches are `(x, y)` or
+`(x, y, sample_weight)`.
+
+What PEDL does with them:
+- RUN_STEP trains batch by batch with `model.train_on_batch` until the step's absolute batch
+  count, cycling over epochs; the step's metrics are the per-batch results (`loss` and the
+  compiled metrics, e.g. `accuracy`) averaged over its batches.
+- Validation is `model.evaluate` over the whole validation data; metrics are reported under
+  their compiled names (`loss`, `accuracy`, ...), which is what `searcher.metric` names.
+- Checkpoints hold the weights (`model.weights.h5`, loadable with `model.load_weights`), every
+  model and optimizer variable, the batch count and the training data position; a restored
+  trial continues exactly where the checkpoint was taken.
+- The trial seed seeds Python, NumPy, TensorFlow and Keras before `make_data_loaders` and
+  `build_model`; a `tf.data` shuffle without an explicit seed is reproducible too.
+"""
+
+from pedl.keras._controller import KerasTrialController
+from pedl.keras._trial import KerasTrial
+
+__all__ = ["KerasTrial", "KerasTrialController"]

@@ -1,0 +1,69 @@
+"""The on-disk checkpoint of a Keras model trained by PEDL.
+
+Layout of a checkpoint directory:
+  metadata.json        framework, format version, batches trained, hparams, trial class
+  model.weights.h5     the model's weights (`model.load_weights` of the same architecture)
+  training_state.npz   every model variable (dropout seed states too) and the optimizer's
+  training_state.json  batches trained, data position, variable paths
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import keras
+import numpy as np
+
+from pedl.tensorflow._checkpoint import read_metadata, write_metadata
+
+if TYPE_CHECKING:
+    from pedl.keras._controller import KerasTrialController
+
+FRAMEWORK = "keras"
+WEIGHTS = "model.weights.h5"
+STATE_ARRAYS = "training_state.npz"
+STATE = "training_state.json"
+
+
+def _variables(model: keras.Model) -> dict[str, list[Any]]:
+    optimizer = model.optimizer
+    if not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    return {"model": list(model.variables), "optimizer": list(optimizer.variables)}
+
+
+def save(controller: KerasTrialController, path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    model = controller.model
+    model.save_weights(path / WEIGHTS)
+    groups = _variables(model)
+    arrays = {f"{group}_{i}": np.asarray(v.numpy()) for group, vs in groups.items() for i, v in enumerate(vs)}
+    np.savez(path / STATE_ARRAYS, **arrays)
+    state = {
+        "batches_trained": controller.batches_trained,
+        "data_position": controller.stream.state(),
+        "paths": {group: [v.path for v in vs] for group, vs in groups.items()},
+    }
+    (path / STATE).write_text(json.dumps(state, indent=2) + "\n")
+    write_metadata(
+        path, FRAMEWORK, controller.batches_trained, controller.trial, keras_version=keras.__version__
+    )
+
+
+def load(controller: KerasTrialController, path: Path) -> None:
+    read_metadata(path, FRAMEWORK)
+    state = json.loads((path / STATE).read_text())
+    groups = _variables(controller.model)
+    with np.load(path / STATE_ARRAYS) as arrays:
+        for group, variables in groups.items():
+            saved = state["paths"][group]
+            if len(saved) != len(variables):
+                raise ValueError(
+                    f"{path}: the checkpoint has {len(saved)} {group} variables, the model built now has "
+                    f"{len(variables)}; was it saved from a different architecture or optimizer?"
+                )
+            for i, variable in enumerate(variables):
+                variable.assign(arrays[f"{group}_{i}"])
+    controller._restore_position(int(state["batches_trained"]), state["data_position"])

@@ -1,0 +1,110 @@
+"""KerasTrialController: trains a compiled Keras model batch by batch (`train_on_batch`)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from pedl.harness.controller import StepResult
+from pedl.keras import _checkpoint
+from pedl.keras._data import TrainingStream, batch_length, check_source, unpack, validation_input
+from pedl.keras._trial import KerasTrial
+from pedl.model_def.errors import describe
+from pedl.tensorflow._averaging import first_non_finite, mean_metrics
+
+
+def check_model(model: Any, where: str) -> keras.Model:
+    if not isinstance(model, keras.Model):
+        raise TypeError(
+            f"{where} must return a keras.Model, got {type(model).__module__}.{type(model).__qualname__}"
+        )
+    if not model.compiled:
+        raise ValueError(
+            f"{where} must return a compiled model: call model.compile(optimizer, loss, metrics) first"
+        )
+    return model
+
+
+class KerasTrialController:
+    """Implements `pedl.harness.controller.TrialController` for a compiled Keras model.
+
+    Training metrics are the per-batch results of `train_on_batch` averaged over the step;
+    validation reports `model.evaluate` over the whole validation data, under the compiled names.
+    """
+
+    def __init__(self, trial: Any, model: keras.Model, training: Any, validation: Any) -> None:
+        self.trial = trial
+        self.model = model
+        self.validation = validation
+        self._batches_trained = 0
+        # Drawn from NumPy, which the harness seeds with the trial seed.
+        self.stream = TrainingStream(training, int(np.random.randint(2**31 - 1)))
+
+    @classmethod
+    def from_trial_class(
+        cls,
+        trial_class: type[KerasTrial],
+        hparams: dict[str, Any],
+        data_loaders: Sequence[Any] | Any,
+        origin: str = "make_data_loaders()",
+    ) -> KerasTrialController:
+        expected = "a pair (training data, validation data)"
+        if not isinstance(data_loaders, (tuple, list)) or len(data_loaders) != 2:
+            raise TypeError(f"{origin} must return {expected}; it returned a {type(data_loaders).__name__}")
+        trial = trial_class(hparams)
+        size_origin = describe(trial_class.batch_size)
+        training, validation = (
+            check_source(source, role, origin, trial.batch_size(), size_origin)
+            for role, source in zip(("training", "validation"), data_loaders, strict=True)
+        )
+        # Keras draws initial weights and dropout seeds from its own global generator.
+        keras.utils.set_random_seed(int(np.random.randint(2**31 - 1)))
+        model = check_model(trial.build_model(trial.hparams), describe(trial_class.build_model))
+        trial.model = model
+        return cls(trial, model, training, validation)
+
+    @property
+    def batches_trained(self) -> int:
+        return self._batches_trained
+
+    def train_until(self, total_batches: int) -> StepResult:
+        count = total_batches - self._batches_trained
+        if count <= 0:
+            return StepResult()
+        results = []
+        num_inputs = 0
+        for _ in range(count):
+            x, y, weights = unpack(self.stream.next())
+            num_inputs += batch_length(x)
+            results.append(self.model.train_on_batch(x, y, sample_weight=weights, return_dict=True))
+        self._batches_trained += count
+        bad = first_non_finite([r["loss"] for r in results])
+        if bad is not None:
+            raise FloatingPointError(
+                f"training batch {total_batches - count + bad + 1}: the loss is {results[bad]['loss']}"
+            )
+        return StepResult(metrics=mean_metrics(results, "training"), num_batches=count, num_inputs=num_inputs)
+
+    def validate(self) -> dict[str, Any]:
+        data, keywords = validation_input(self.validation)
+        with warnings.catch_warnings():
+            # Keras warns when a generator ends; for the validation pass that end is expected.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            metrics = self.model.evaluate(data, verbose=0, return_dict=True, **keywords)
+        return mean_metrics([metrics], "validation")
+
+    def save(self, path: Path) -> None:
+        _checkpoint.save(self, Path(path))
+
+    def load(self, path: Path) -> None:
+        _checkpoint.load(self, Path(path))
+
+    # Used by _checkpoint.
+    def _restore_position(self, batches_trained: int, data_position: dict[str, int]) -> None:
+        self._batches_trained = batches_trained
+        self.stream.restore(data_position)

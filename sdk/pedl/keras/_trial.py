@@ -1,0 +1,37 @@
+"""KerasTrial: the Keras 3 (TensorFlow backend) interface; see the package docstring."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import keras
+
+from pedl.trial import Trial
+
+if TYPE_CHECKING:
+    from pedl.keras._controller import KerasTrialController
+
+
+class KerasTrial(Trial):
+    """Subclass it and return a compiled model from `build_model`; PEDL runs training and validation."""
+
+    framework_interface = "KerasTrial"
+    model: keras.Model
+
+    @abc.abstractmethod
+    def build_model(self, hparams: dict[str, Any]) -> keras.Model:
+        """The model for this trial's hyperparameters, compiled (optimizer, loss, metrics)."""
+
+    def batch_size(self) -> int | None:
+        """The batch size for data given as NumPy arrays; datasets and PyDatasets batch themselves."""
+        return None
+
+    @classmethod
+    def create_controller(
+        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
+    ) -> KerasTrialController:
+        from pedl.keras._controller import KerasTrialController
+
+        return KerasTrialController.from_trial_class(cls, hparams, data_loaders, origin)

@@ -1,0 +1,52 @@
+"""The TensorFlowTrial example through the same harness code: local mode and `start_trial`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from pedl.config import parse_experiment_config, test_mode
+from pedl.experimental import run_local
+from pedl.harness.build import start_trial
+from pedl.model_def import load_model_definition
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "digits_tensorflow"
+
+
+def config(max_steps: int = 4) -> dict:
+    raw = yaml.safe_load((EXAMPLE / "const.yaml").read_text())
+    raw["searcher"]["max_steps"] = max_steps
+    raw["batches_per_step"] = 20
+    return raw
+
+
+def test_local_mode_trains_validates_and_checkpoints_the_example() -> None:
+    result = run_local(parse_experiment_config(config()), load_model_definition(EXAMPLE))
+    assert result.state == "COMPLETED"
+    (trial,) = result.trials
+    assert [b for b, _ in trial.steps] == [20, 40, 60, 80]
+    assert set(trial.steps[0][1]) == {"loss", "error"}
+    assert [b for b, _ in trial.validations] == [40, 80]
+    assert trial.best_validation is not None and trial.best_validation < 0.3
+    assert trial.checkpoints
+
+
+def test_test_mode_restores_a_checkpoint_with_equal_validation() -> None:
+    events: list = []
+    test_config = test_mode.test_mode_config(parse_experiment_config(config()))
+    result = run_local(
+        test_config, load_model_definition(EXAMPLE), verify_restore=True, on_event=events.append
+    )
+    assert result.state == "COMPLETED"
+    assert "restored" in [e[0] for e in events]
+
+
+def test_start_trial_restores_what_a_controller_saved(tmp_path: Path) -> None:
+    hparams = {"learning_rate": 0.003, "hidden_size": 64, "dropout": 0.1, "batch_size": 32}
+    first = start_trial(EXAMPLE, config(), hparams, seed=5)
+    first.train_until(30)
+    first.save(tmp_path)
+    restored = start_trial(EXAMPLE, config(), hparams, seed=5, checkpoint_dir=tmp_path)
+    assert restored.batches_trained == 30
+    assert restored.validate() == first.validate()
