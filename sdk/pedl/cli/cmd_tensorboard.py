@@ -1,0 +1,139 @@
+"""`pedl tensorboard EXPERIMENT_ID...`: TensorBoard over the metrics the scheduler stores.
+
+The event files are written here from GetExperiment/GetTrial (trials run on other machines,
+their metrics live in the scheduler), then `tensorboard --logdir` serves them and the files
+are refreshed every few seconds while any experiment is still live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import grpc
+
+from pedl.cli.arguments import port, positive_int
+from pedl.cli.client import connect
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+
+if TYPE_CHECKING:
+    from pedl.tensorboard import MetricsSync
+
+DEFAULT_PORT = 6006
+
+
+def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    command = groups.add_parser(
+        "tensorboard",
+        parents=[common],
+        help="show experiments' training and validation metrics in TensorBoard",
+    )
+    command.add_argument("experiment_ids", type=positive_int, nargs="+", metavar="EXPERIMENT_ID")
+    command.add_argument(
+        "--port",
+        type=port,
+        default=DEFAULT_PORT,
+        help=f"TensorBoard's port (default {DEFAULT_PORT}; 0 picks one)",
+    )
+    command.add_argument(
+        "--host", default="127.0.0.1", help="address TensorBoard listens on (default 127.0.0.1)"
+    )
+    command.add_argument(
+        "--logdir",
+        type=Path,
+        help="where to write the event files (default: a temporary directory, removed after)",
+    )
+    command.add_argument(
+        "--refresh", type=float, default=5.0, help="seconds between metric refreshes of live experiments"
+    )
+    command.set_defaults(func=tensorboard)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def tensorboard(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("tensorboard") is None:
+        raise CliError("TensorBoard is not installed: pip install tensorboard", EXIT_BAD_INPUT)
+    if args.refresh <= 0:
+        raise CliError(f"--refresh must be a positive number of seconds, got {args.refresh}", EXIT_BAD_INPUT)
+    from pedl.tensorboard import MetricsSync
+
+    owned = args.logdir is None
+    logdir = Path(tempfile.mkdtemp(prefix="pedl-tensorboard-")) if owned else args.logdir.expanduser()
+    if logdir.exists() and not logdir.is_dir():
+        raise CliError(f"--logdir {logdir} is not a directory", EXIT_BAD_INPUT)
+    logdir.mkdir(parents=True, exist_ok=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops TensorBoard too
+    process: subprocess.Popen | None = None
+    try:
+        with connect(args) as client:
+            sync = MetricsSync(client, logdir, args.experiment_ids)
+            try:
+                done = sync.refresh()
+                bound = args.port or _free_port(args.host)
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir)]
+                    + ["--host", args.host, "--port", str(bound), "--reload_interval", str(args.refresh)]
+                )
+                print(
+                    f"TensorBoard at http://{args.host}:{bound}/ (event files in {logdir}); Ctrl-C stops it"
+                )
+                sys.stdout.flush()
+                return _watch(process, sync, args.refresh, done)
+            finally:
+                sync.close()
+    finally:
+        if process is not None:
+            _stop(process)
+        signal.signal(signal.SIGTERM, previous)
+        if owned:
+            shutil.rmtree(logdir, ignore_errors=True)
+
+
+def _watch(process: subprocess.Popen, sync: MetricsSync, refresh: float, done: bool) -> int:
+    """Refreshes the event files until every experiment has ended; returns when TensorBoard exits."""
+    warned = False
+    while True:
+        try:
+            code = process.wait(timeout=refresh)
+        except subprocess.TimeoutExpired:
+            if done:
+                continue
+            try:
+                done = sync.refresh()
+                warned = False
+            except grpc.RpcError as e:
+                if not warned:  # the scheduler may be restarting: keep serving what is written
+                    print(f"warning: cannot refresh metrics: {e}", file=sys.stderr)
+                    warned = True
+            continue
+        if code != 0:
+            raise CliError(f"TensorBoard exited with status {code}")
+        return 0
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

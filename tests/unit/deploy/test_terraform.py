@@ -1,0 +1,210 @@
+"""deploy/terraform/aws: formatting, validation, variable checks and an apply/destroy against moto.
+
+Needs a `terraform` binary; `validate` and `apply` also need the hashicorp/aws provider in a
+local filesystem mirror (PEDL_TF_PLUGIN_MIRROR, default /opt/tf-plugins), and `apply` needs
+moto's `moto_server`. Each test skips with the reason when something is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from support.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+MODULE = ROOT / "deploy" / "terraform" / "aws"
+PASSWORD = "correct-horse-battery-staple"
+PLAIN_PROVIDER = 'provider "aws" {\n  region = "us-east-1"\n}'
+
+
+def terraform_binary() -> str:
+    binary = shutil.which("terraform")
+    if binary is None:
+        pytest.skip("terraform is not on PATH")
+    return binary
+
+
+def plugin_mirror() -> Path:
+    mirror = Path(os.environ.get("PEDL_TF_PLUGIN_MIRROR", "/opt/tf-plugins"))
+    if not (mirror / "registry.terraform.io" / "hashicorp" / "aws").is_dir():
+        pytest.skip(f"no hashicorp/aws provider in a local mirror at {mirror} (set PEDL_TF_PLUGIN_MIRROR)")
+    return mirror
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [terraform_binary(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"terraform {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """An initialised root module directory, shared (init copies the large provider binary once).
+
+    Terraform installs providers from the local mirror only, never from the network; each test
+    rewrites main.tf (same module call, other inputs or provider settings: no re-init needed).
+    """
+    tmp = tmp_path_factory.mktemp("terraform")
+    config = tmp / "terraformrc"
+    config.write_text(
+        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{plugin_mirror()}"\n  }}\n}}\n'
+    )
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(config),
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",
+        "TF_DATA_DIR": str(tmp / ".terraform"),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    root = root_module(tmp / "root", PLAIN_PROVIDER)
+    run(["init", "-input=false", "-no-color"], root, env)
+    return root, env
+
+
+def root_module(directory: Path, provider: str, **inputs: object) -> Path:
+    """A root module calling deploy/terraform/aws with `inputs` (HCL-encoded as JSON)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    values = {
+        "allowed_cidrs": ["203.0.113.0/24"],
+        "scheduler_ami_id": "ami-0123456789abcdef0",
+        "agent_ami_id": "ami-0123456789abcdef0",
+        "db_password": PASSWORD,
+        **inputs,
+    }
+    body = "\n".join(f"  {k} = {json.dumps(v)}" for k, v in values.items())
+    outputs = "\n".join(
+        f'output "{name}" {{\n  value = module.pedl.{name}\n}}'
+        for name in ("scheduler_address", "checkpoint_bucket", "metrics_url", "agent_autoscaling_group")
+    )
+    (directory / "main.tf").write_text(
+        f'{provider}\nmodule "pedl" {{\n  source = "{MODULE}"\n{body}\n}}\n{outputs}\n'
+    )
+    return directory
+
+
+def test_the_module_is_formatted() -> None:
+    result = run(["fmt", "-check", "-recursive", "-diff", str(MODULE)], ROOT, dict(os.environ), check=False)
+    assert result.returncode == 0, f"run `terraform fmt -recursive deploy/terraform`:\n{result.stdout}"
+
+
+def test_the_module_validates(workspace) -> None:
+    root, tf_env = workspace
+    root_module(root, PLAIN_PROVIDER)
+    result = json.loads(run(["validate", "-json", "-no-color"], root, tf_env, check=False).stdout)
+    assert result["valid"], result["diagnostics"]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"agent_max_count": 0}, "agent_max_count must be a whole number from 1 to 100"),
+        ({"agent_min_count": 101}, "agent_min_count must be a whole number from 0 to 100"),
+        ({"agent_instance_types": []}, "agent_instance_types must hold at least one EC2 instance type"),
+        ({"agent_instance_types": ["not a type"]}, "agent_instance_types must hold at least one EC2"),
+        ({"allowed_cidrs": []}, "allowed_cidrs must hold at least one IPv4 CIDR block"),
+        ({"db_password": "short"}, "db_password must be at least 16 characters"),
+        ({"scheduler_ami_id": "ubuntu"}, "scheduler_ami_id must be an AMI id"),
+        ({"vpc_cidr": "10.0.0.0/28"}, "vpc_cidr must be an IPv4 CIDR block of /22 or larger"),
+    ],
+)
+def test_bad_variables_are_rejected_with_their_message(workspace, inputs, message) -> None:
+    root, tf_env = workspace
+    root_module(root, PLAIN_PROVIDER, **inputs)
+    result = run(["validate", "-no-color"], root, tf_env, check=False)
+    assert result.returncode != 0
+    assert message in " ".join((result.stdout + result.stderr).split())
+
+
+# ---- apply and destroy against a moto server ----------------------------------------------
+
+
+@pytest.fixture
+def moto(tmp_path):
+    binary = shutil.which("moto_server")
+    if binary is None:
+        pytest.skip("moto_server is not on PATH (pip install 'moto[server]')")
+    port = free_port()
+    log = open(tmp_path / "moto.log", "wb")
+    process = subprocess.Popen(
+        [binary, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/moto-api/", timeout=5)
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, (
+                    tmp_path / "moto.log"
+                ).read_text()
+                time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(process.pid, 9)
+        process.wait(timeout=10)
+        log.close()
+
+
+def moto_ami(url: str) -> str:
+    import boto3
+
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    return ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+
+def test_apply_and_destroy_against_moto(workspace, moto) -> None:
+    services = ("ec2", "s3", "rds", "iam", "autoscaling", "ssm", "sts")
+    endpoints = "\n".join(f'    {s} = "{moto}"' for s in services)
+    provider = (
+        'provider "aws" {\n  region = "us-east-1"\n  access_key = "testing"\n  secret_key = "testing"\n'
+        "  skip_credentials_validation = true\n  skip_requesting_account_id = true\n"
+        "  skip_metadata_api_check = true\n  s3_use_path_style = true\n"
+        f"  endpoints {{\n{endpoints}\n  }}\n}}"
+    )
+    ami = moto_ami(moto)
+    root, env = workspace
+    root_module(
+        root,
+        provider,
+        scheduler_ami_id=ami,
+        agent_ami_id=ami,
+        agent_instance_types=["g5.xlarge", "g4dn.xlarge"],
+        agent_desired_count=2,
+        db_deletion_protection=False,
+        checkpoint_bucket_force_destroy=True,
+    )
+    try:
+        run(["apply", "-auto-approve", "-input=false", "-no-color"], root, env)
+        outputs = json.loads(run(["output", "-json"], root, env).stdout)
+        host, _, port = outputs["scheduler_address"]["value"].rpartition(":")
+        assert host and port == "8080"
+        assert outputs["metrics_url"]["value"] == f"http://{host}:9464/metrics"
+        assert outputs["checkpoint_bucket"]["value"].startswith("pedl-checkpoints-")
+        assert outputs["agent_autoscaling_group"]["value"] == "pedl-agents"
+    finally:
+        run(["destroy", "-auto-approve", "-input=false", "-no-color"], root, env)
+    assert json.loads(run(["show", "-json"], root, env).stdout).get("values") is None
