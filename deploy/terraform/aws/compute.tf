@@ -79,6 +79,9 @@ resource "aws_autoscaling_group" "agents" {
   # Agents that are scaled in lose their trials, which the scheduler restarts from their last
   # checkpoint on other agents; give running steps a moment to finish.
   default_instance_warmup = 300
+  # Agents register with the scheduler themselves; Terraform need not wait for GPU capacity
+  # (which can take many minutes to be granted).
+  wait_for_capacity_timeout = "0"
 
   mixed_instances_policy {
     launch_template {
