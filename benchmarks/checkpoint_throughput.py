@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -69,6 +70,8 @@ def main() -> None:
     parser.add_argument("--state-dict-mb", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=1, help="best of N for each figure")
     args = parser.parse_args()
+    # The services refuse to start without a cluster secret; they and our clients share this one.
+    os.environ.setdefault("PEDL_CLUSTER_SECRET", secrets.token_urlsafe(32))
     size = args.size_mib * MiB
     work = Path(tempfile.mkdtemp(prefix="pedl-bench-"))
     try:

@@ -15,6 +15,7 @@ import asyncio
 import io
 import os
 import random
+import secrets
 import signal
 import socket
 import subprocess
@@ -146,6 +147,8 @@ def main() -> None:
     parser.add_argument("--slots-per-agent", type=int, default=4)
     parser.add_argument("--db", default="", help="database URL (default: a fresh SQLite file)")
     args = parser.parse_args()
+    # The services refuse to start without a cluster secret; they and our clients share this one.
+    os.environ.setdefault("PEDL_CLUSTER_SECRET", secrets.token_urlsafe(32))
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         db = args.db or str(Path(tmp) / "pedl.db")

@@ -9,6 +9,9 @@ import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from pedl import auth
+from pedl._bearer import BearerInterceptor, aio_interceptors
+
 # Model definitions (up to the context limit) and checkpoint chunks travel in messages.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
@@ -26,33 +29,63 @@ _SERVER_OPTIONS = _OPTIONS + [
 ]
 
 
-def channel(address: str) -> grpc.Channel:
-    """A blocking channel; `address` is host:port or unix:///path."""
-    return grpc.insecure_channel(address, options=_OPTIONS)
+def _client_setup(address: str, token: str | None, tls_ca: str | None) -> tuple[str | None, bytes | None]:
+    """The credential and CA bundle for `address`: explicit, else pedl.auth's defaults.
+
+    Unix sockets (an agent's harness socket) stay plaintext and carry no credential.
+    """
+    if address.startswith("unix:"):
+        return None, None
+    token = token or auth.credential_for(address)
+    ca_path = tls_ca or auth.tls_ca()
+    return token, auth.read_pem(ca_path, "TLS CA bundle") if ca_path else None
 
 
-def aio_channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address, options=_OPTIONS)
+def channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.Channel:
+    """A blocking channel; `address` is host:port or unix:///path. Every call carries `token`
+    (default: pedl.auth.credential_for); TLS verified against `tls_ca` (default $PEDL_TLS_CA)."""
+    token, ca = _client_setup(address, token, tls_ca)
+    if ca is not None:
+        ch = grpc.secure_channel(address, grpc.ssl_channel_credentials(ca), options=_OPTIONS)
+    else:
+        ch = grpc.insecure_channel(address, options=_OPTIONS)
+    return grpc.intercept_channel(ch, BearerInterceptor(token)) if token else ch
+
+
+def aio_channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.aio.Channel:
+    token, ca = _client_setup(address, token, tls_ca)
+    interceptors = aio_interceptors(token) if token else None
+    if ca is not None:
+        creds = grpc.ssl_channel_credentials(ca)
+        return grpc.aio.secure_channel(address, creds, options=_OPTIONS, interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=_OPTIONS, interceptors=interceptors)
 
 
 def aio_server(
     register: Iterable[Callable[[grpc.aio.Server], None]],
     service_names: Iterable[str],
     address: str,
+    interceptors: Iterable[grpc.aio.ServerInterceptor] = (),
+    tls: tuple[bytes, bytes] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server with health and reflection, bound to `address`; returns it and its port.
 
     `register` callables add the servicers (e.g. `lambda s: add_FooServicer_to_server(x, s)`);
-    `service_names` are their full names, for reflection and health.
+    `service_names` are their full names, for reflection and health; `interceptors` wrap every
+    call (e.g. the scheduler's RPC latency metrics); `tls` = (certificate chain PEM, private key PEM)
+    serves TLS instead of plaintext.
     """
-    server = grpc.aio.server(options=_SERVER_OPTIONS)
+    server = grpc.aio.server(options=_SERVER_OPTIONS, interceptors=list(interceptors) or None)
     for add in register:
         add(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service_names)
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    port = server.add_insecure_port(address)
+    if tls is not None:
+        port = server.add_secure_port(address, grpc.ssl_server_credentials([(tls[1], tls[0])]))
+    else:
+        port = server.add_insecure_port(address)
     if port == 0 and not address.startswith("unix:"):
         raise OSError(f"cannot bind gRPC server to {address}")
     server.health_servicer = health_servicer  # type: ignore[attr-defined]

@@ -44,6 +44,7 @@ class Agent:
         resource_pool: str,
         run_factory: Callable[[agent_pb2.StartTrial], RunLike],
         result_pending: Callable[[int, int], bool] = lambda trial_id, run_id: False,
+        environments: list[str] | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.slots = slots
@@ -52,6 +53,8 @@ class Agent:
         self.resource_pool = resource_pool
         self._run_factory = run_factory
         self._result_pending = result_pending
+        # The Python environments (by name) trials may ask for; "default" always.
+        self.environments = environments or ["default"]
         self.runs: dict[tuple[int, int], RunLike] = {}
         self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}
         self._log = structlog.get_logger(agent_id=agent_id)
@@ -64,7 +67,7 @@ class Agent:
                 slots=self.slots,
                 hostname=self.hostname,
                 address=self.address,
-                environments=["default"],
+                environments=self.environments,
                 resource_pool=self.resource_pool,
                 running_trials=[
                     agent_pb2.RunningTrial(

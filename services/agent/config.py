@@ -10,7 +10,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pedl import auth
+
 DEFAULT_MASTER = "127.0.0.1:8080"
+DEFAULT_ENVIRONMENT = "default"
 
 
 @dataclass
@@ -27,9 +30,19 @@ class AgentConfig:
     log_level: str = "info"
     kill_grace_seconds: float = 10.0
     reconnect_backoff_cap_seconds: float = 5.0
+    # Presented to the scheduler; never handed to harnesses.
+    cluster_secret: str | None = field(default=None, repr=False)
+    tls_ca: str = ""
+    # Further Python environments by name (--environment NAME=PYTHON); "default" is `python`.
+    environments: dict[str, str] = field(default_factory=dict)
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
+
+    def environment_argvs(self) -> dict[str, list[str]]:
+        """The harness command line for each environment this agent offers, "default" first."""
+        extra = {name: [python, "-m", "pedl.harness"] for name, python in sorted(self.environments.items())}
+        return {DEFAULT_ENVIRONMENT: self.harness_argv(), **extra}
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -41,6 +54,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resource-pool", default="default", help="resource pool to join (default: default)")
     p.add_argument("--python", default=sys.executable, help="interpreter for harness processes")
     p.add_argument(
+        "--environment",
+        action="append",
+        default=[],
+        metavar="NAME=PYTHON",
+        help="offer another Python environment (e.g. tf215=.cache/envs/tf215/bin/python) that "
+        "experiments choose with `environment: NAME`; repeatable ('default' is --python)",
+    )
+    p.add_argument(
         "--harness-command",
         help="command line that starts a harness "
         "(env PEDL_HARNESS_COMMAND; default: <python> -m pedl.harness)",
@@ -48,6 +69,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="address other machines reach this host on (default: auto)")
     p.add_argument("--kill-grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--cluster-secret-file", help="the cluster's shared secret (or env PEDL_CLUSTER_SECRET)")
+    p.add_argument("--tls-ca", help="CA bundle to verify the scheduler and store with (or env PEDL_TLS_CA)")
     return p
 
 
@@ -80,6 +103,17 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
     except ValueError as e:
         parser.error(f"--harness-command cannot be parsed: {e}")
     work_dir = Path(ns.work_dir).expanduser() if ns.work_dir else Path.home() / ".pedl" / "agent" / agent_id
+    try:
+        secret = auth.cluster_secret(ns.cluster_secret_file, dict(env))
+    except auth.AuthConfigError as e:
+        parser.error(str(e))
+    try:
+        environments = parse_environments(ns.environment)
+    except ValueError as e:
+        parser.error(str(e))
+    tls_ca = ns.tls_ca or env.get(auth.ENV_TLS_CA) or ""
+    if tls_ca and not Path(tls_ca).is_file():
+        parser.error(f"--tls-ca {tls_ca} is not a file")
     return AgentConfig(
         master=master,
         agent_id=agent_id,
@@ -91,7 +125,32 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         address=ns.address or "",
         log_level=ns.log_level,
         kill_grace_seconds=ns.kill_grace,
+        cluster_secret=secret,
+        tls_ca=str(Path(tls_ca).resolve()) if tls_ca else "",
+        environments=environments,
     )
+
+
+def parse_environments(values: list[str]) -> dict[str, str]:
+    """`NAME=PYTHON` flags as {name: absolute interpreter path}; a ValueError names a bad one."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, python = value.partition("=")
+        name = name.strip()
+        if not sep or not name or not python:
+            raise ValueError(f"--environment must be NAME=PYTHON, got {value!r}")
+        if not all(c.isalnum() or c in "._-" for c in name):
+            raise ValueError(f"--environment name {name!r} may hold only letters, digits, '.', '_' and '-'")
+        if name == DEFAULT_ENVIRONMENT:
+            raise ValueError("--environment default=...: the default environment is --python")
+        if name in out:
+            raise ValueError(f"--environment {name!r} is given twice")
+        path = Path(python).expanduser()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise ValueError(f"--environment {name}={python}: {python} is not an executable file")
+        # Not resolved: a venv's bin/python is a symlink whose target would lose the venv.
+        out[name] = str(path.absolute())
+    return out
 
 
 def local_address(master: str) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import faulthandler
+import os
 import shutil
 import signal
 import socket
 import tempfile
 from pathlib import Path
 
+from pedl import auth
 from pedl._log import configure_logging
 
 from .agent import Agent
@@ -39,6 +41,11 @@ def _socket_dir(work_dir: Path) -> tuple[Path, bool]:
 
 async def run_agent(cfg: AgentConfig) -> None:
     log = configure_logging("agent", cfg.log_level).bind(agent_id=cfg.agent_id)
+    auth.configure_process(credential=cfg.cluster_secret, tls_ca=cfg.tls_ca or None)
+    if cfg.tls_ca:
+        os.environ[auth.ENV_TLS_CA] = cfg.tls_ca  # harnesses inherit it for the checkpoint store
+    if cfg.cluster_secret is None:
+        log.warning("no cluster secret configured: only a scheduler with --no-auth accepts this agent")
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
     gpus = detect_gpus()
     slots = make_slots(gpus, cfg.cpu_slots)
@@ -52,6 +59,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         send=outbox.put,
         kill_grace_seconds=cfg.kill_grace_seconds,
         gpus=gpus,
+        environments=cfg.environment_argvs(),
     )
     agent = Agent(
         agent_id=cfg.agent_id,
@@ -61,6 +69,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         resource_pool=cfg.resource_pool,
         run_factory=lambda start: TrialRun(start, settings),
         result_pending=outbox.has_result,
+        environments=settings.environment_names(),
     )
     link = SchedulerLink(cfg.master, agent, outbox, cfg.reconnect_backoff_cap_seconds)
     log.info(
@@ -69,6 +78,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         slots=[s.id for s in slots],
         work_dir=str(cfg.work_dir),
         harness=cfg.harness_argv(),
+        environments=cfg.environments,
         version=AGENT_VERSION,
     )
 

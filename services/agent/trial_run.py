@@ -26,6 +26,7 @@ import pedl._grpc
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
+from .credentials import harness_credentials
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
@@ -98,6 +99,23 @@ class RunSettings:
     send: Send
     kill_grace_seconds: float = 10.0
     gpus: list[Gpu] = field(default_factory=list)
+    # Harness command lines of the other Python environments offered, by name (`harness_argv` is
+    # "default").
+    environments: dict[str, list[str]] = field(default_factory=dict)
+
+    def environment_names(self) -> list[str]:
+        return ["default", *sorted(n for n in self.environments if n != "default")]
+
+    def harness_for(self, environment: str) -> list[str]:
+        """The harness command line for StartTrial.environment ("" is "default")."""
+        name = environment or "default"
+        argv = self.harness_argv if name == "default" else self.environments.get(name)
+        if argv is None:
+            raise ValueError(
+                f"the experiment's environment {name!r} is not offered by this agent; it offers: "
+                f"{', '.join(self.environment_names())} (pedl-agent --environment NAME=PYTHON)"
+            )
+        return argv
 
 
 class _Killed(Exception):
@@ -129,6 +147,7 @@ class TrialRun:
         self._procs: list[asyncio.subprocess.Process] = []
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
+        self._harness_argv = settings.harness_argv
         self.exited = False
 
     @property
@@ -241,10 +260,7 @@ class TrialRun:
         return outcome
 
     async def _prepare(self) -> Path:
-        if self.start.environment not in ("", "default"):
-            raise ValueError(
-                f"StartTrial.environment {self.start.environment!r} is not one this agent offers ('default')"
-            )
+        self._harness_argv = self._s.harness_for(self.start.environment)
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         data = await self._s.model_definitions.get(self.start.experiment_id)
         dest = self.trial_dir / name
@@ -276,6 +292,7 @@ class TrialRun:
             PEDL_RUN_ID=str(self.run_id),
             PYTHONUNBUFFERED="1",
         )
+        harness_credentials(env, self.start.checkpoint_token)
         slots = list(self.start.slot_ids)
         r = self._ranks
         if r.distributed:
@@ -309,7 +326,7 @@ class TrialRun:
             raise
 
     async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
-        argv = self._s.harness_argv
+        argv = self._harness_argv
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, object] = {"start_new_session": True}

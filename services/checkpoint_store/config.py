@@ -15,6 +15,7 @@ ENV_PREFIX = "PEDL_CHECKPOINT_STORE_"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 STORAGE_KINDS = ("local", "s3")
 _S3_FIELDS = ("s3_bucket", "s3_endpoint_url", "s3_prefix", "s3_access_key", "s3_secret_key")
+_AUTH_FIELDS = ("master", "cluster_secret_file", "tls_cert", "tls_key", "tls_ca")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,13 @@ class Config:
     # Default backend when storage == "s3"; the storage_path is then unused. Without keys, boto3's
     # credential chain applies (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profile, instance role).
     s3: dict[str, str] | None = field(default=None, repr=False)  # holds the secret key
+    # Authentication (pedl_checkpoint_store.security) and TLS.
+    master: str = ""
+    cluster_secret_file: str = ""
+    no_auth: bool = False
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
 
     @property
     def address(self) -> str:
@@ -55,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--s3-prefix", help="key prefix inside the bucket (default none)")
     p.add_argument("--s3-access-key", help="default: boto3's chain (AWS_ACCESS_KEY_ID, profile, role)")
     p.add_argument("--s3-secret-key", help="prefer the env var AWS_SECRET_ACCESS_KEY: flags show in ps")
+    p.add_argument("--master", help="scheduler HOST:PORT that validates users' tokens (or env PEDL_MASTER)")
+    p.add_argument("--cluster-secret-file", help="the cluster's shared secret (or env PEDL_CLUSTER_SECRET)")
+    p.add_argument("--no-auth", action="store_true", help="development only: accept every call")
+    p.add_argument("--tls-cert", help="serve TLS with this certificate PEM (with --tls-key)")
+    p.add_argument("--tls-key", help="private key PEM of --tls-cert")
+    p.add_argument("--tls-ca", help="CA bundle to verify the scheduler with (or env PEDL_TLS_CA)")
     return p
 
 
@@ -63,7 +77,16 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
     args = vars(_parser().parse_args(argv))
     env = os.environ if env is None else env
     values: dict[str, tuple[str, str]] = {}  # field -> (value, where it came from)
-    for name in ("host", "port", "storage_path", "port_file", "log_level", "storage", *_S3_FIELDS):
+    for name in (
+        "host",
+        "port",
+        "storage_path",
+        "port_file",
+        "log_level",
+        "storage",
+        *_S3_FIELDS,
+        *_AUTH_FIELDS,
+    ):
         flag = "--" + name.replace("_", "-")
         var = ENV_PREFIX + name.upper()
         if args[name] is not None:
@@ -98,6 +121,8 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         log_level=log_level,
         storage=storage,
         s3=s3,
+        no_auth=bool(args["no_auth"]),
+        **{name: values[name][0] for name in _AUTH_FIELDS if name in values},
     )
 
 

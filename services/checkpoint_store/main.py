@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pedl import _grpc, _log
+from pedl.auth import AuthConfigError
 from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc
+from pedl_checkpoint_store import security
 from pedl_checkpoint_store.config import Config, ConfigError, parse_config
 from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.local import LocalFilesystemBackend
@@ -58,10 +60,13 @@ async def serve(config: Config) -> None:
         unreadable=len(report.unreadable),
     )
     servicer = CheckpointStoreServicer(store)
+    interceptors, tls = security.setup(config)
     server, port = _grpc.aio_server(
         [lambda s: checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(servicer, s)],
         [SERVICE_NAME],
         config.address,
+        interceptors=interceptors,
+        tls=tls,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -71,7 +76,7 @@ async def serve(config: Config) -> None:
     await _grpc.mark_serving(server)
     if config.port_file is not None:
         write_port_file(config.port_file, port)
-    log.info("serving", host=config.host, port=port)
+    log.info("serving", host=config.host, port=port, auth=not config.no_auth, tls=tls is not None)
     await stop.wait()
     log.info("stopping")
     await server.stop(STOP_GRACE_SECONDS)
@@ -87,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log.configure_logging("checkpoint_store", config.log_level)
     try:
         asyncio.run(serve(config))
-    except (OSError, StoreError) as e:
+    except (OSError, StoreError, AuthConfigError) as e:
         _log.get_logger(service="checkpoint_store").error("cannot serve", error=str(e))
         print(f"pedl-checkpoint-store: {e}", file=sys.stderr)
         return 1

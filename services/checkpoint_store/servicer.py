@@ -11,6 +11,7 @@ import grpc.aio
 from google.protobuf import json_format
 
 from pedl import _log
+from pedl._server_auth import current_principal
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
@@ -49,6 +50,12 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
                 if kind == "header":
                     if upload is not None:
                         raise InvalidArgument("upload stream carries a second header")
+                    caller = current_principal()
+                    if caller.kind == "trial" and request.header.experiment_id != caller.experiment_id:
+                        await context.abort(
+                            grpc.StatusCode.PERMISSION_DENIED,
+                            f"trials of experiment {caller.experiment_id} may store only its checkpoints",
+                        )
                     upload = await asyncio.to_thread(self._begin, request.header)
                 elif kind == "chunk":
                     if upload is None:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from pedl import __version__
+from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert
 from pedl_scheduler.cluster import Cluster
@@ -25,8 +26,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
 
     async def CreateExperiment(self, request, context):  # noqa: N802
         try:
+            principal = current_principal()
             exp_id = self.manager.create_experiment(
-                request.config_yaml, request.model_definition, request.model_definition_name
+                request.config_yaml,
+                request.model_definition,
+                request.model_definition_name,
+                owner=principal.username if principal.kind == "user" else "",
             )
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
@@ -64,6 +69,13 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def _lifecycle(self, action, exp_id: int, context) -> None:
+        row = self.db.query_one("SELECT owner FROM experiments WHERE id = ?", (exp_id,))
+        if row is not None and not current_principal().may_manage(row["owner"]):
+            owner = f"user {row['owner']!r}" if row["owner"] else "no user"
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"experiment {exp_id} belongs to {owner}: only its owner or an admin may change it",
+            )
         try:
             action(exp_id)
         except NotFound as e:

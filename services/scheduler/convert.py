@@ -8,6 +8,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from pedl._metrics import to_struct
+from pedl.config import mask_secrets
 from pedl.v1 import common_pb2, scheduler_pb2
 
 EXPERIMENT_STATES = {
@@ -23,7 +24,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         id=row["id"],
         state=EXPERIMENT_STATES[row["state"]],
         config_yaml=row["config_yaml"],
-        config=to_struct(config),
+        config=to_struct(mask_secrets(config)),  # the raw config holds e.g. S3 keys
         description=config.get("description") or "",
         created_at=row["created_at"],
         ended_at=row["ended_at"],
@@ -32,6 +33,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         error=row["error"],
         searcher_metric=searcher.get("metric", ""),
         smaller_is_better=bool(searcher.get("smaller_is_better", True)),
+        owner=row.get("owner") or "",
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 from google.protobuf import json_format
 
+from pedl import _trial_token
 from pedl._metrics import from_struct, to_struct
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
@@ -74,6 +75,8 @@ class ExperimentManager:
         self.trials: dict[int, TrialRuntime] = {}
         self.policy = scheduling.SchedulingPolicy()
         self.deleter = CheckpointDeleter(checkpoint_store_address, self._mark_deleted)
+        # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
+        self.cluster_secret: str | None = None
         self._starts = 0
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
@@ -112,7 +115,7 @@ class ExperimentManager:
 
     # ---- user requests --------------------------------------------------------------------
 
-    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str) -> int:
+    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
         try:
             config = parse_experiment_config(config_yaml)
         except ConfigError as e:
@@ -134,13 +137,22 @@ class ExperimentManager:
                 f"resources.slots_per_trial is {slots}, but no agent has that many slots "
                 f"(the cluster has {total} slots on {len(self.cluster.agents)} agents)"
             )
+        self._check_environment(config.environment_name)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
         with self.db.transaction():
             exp_id = self.db.execute(
                 "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
-                "model_definition_name, seed, created_at) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?)",
-                (config.masked_yaml(), json.dumps(config.raw), model_definition, name, seed, utc_now()),
+                "model_definition_name, seed, created_at, owner) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    config.masked_yaml(),
+                    json.dumps(config.raw),
+                    model_definition,
+                    name,
+                    seed,
+                    utc_now(),
+                    owner,
+                ),
             )
             exp = ExperimentRuntime(exp_id, config, searcher)
             self.experiments[exp_id] = exp
@@ -148,6 +160,18 @@ class ExperimentManager:
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
         self.wake.set()
         return exp_id
+
+    def _check_environment(self, name: str | None) -> None:
+        """A Python environment no connected agent offers could never run (checked, like slots, only
+        while agents are connected, so that experiments may be queued before agents join)."""
+        if not name or name == "default" or not self.cluster.agents:
+            return
+        offered = sorted({e for a in self.cluster.agents.values() for e in a.environments})
+        if name not in offered:
+            raise UserError(
+                f"environment {name!r} is not offered by any connected agent; they offer: "
+                f"{', '.join(offered)} (agents offer more with --environment {name}=/path/to/python)"
+            )
 
     def kill_experiment(self, exp_id: int) -> None:
         row = self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
@@ -351,6 +375,7 @@ class ExperimentManager:
                     rank=0,
                     world_size=len(slot_ids),
                     environment="" if env == "default" else env,
+                    checkpoint_token=self._checkpoint_token(exp.id, trial.id),
                 )
             )
         )
@@ -360,6 +385,9 @@ class ExperimentManager:
         )
         log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id)
         self._dispatch(trial)
+
+    def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
+        return _trial_token.mint(self.cluster_secret, exp_id, trial_id) if self.cluster_secret else ""
 
     def _model_definition_name(self, exp_id: int) -> str:
         row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))

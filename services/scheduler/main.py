@@ -8,18 +8,23 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 
 from pedl import _grpc
 from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_scheduler import metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import ExperimentManager
+
+METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
 
 
 def _env(name: str, default: str) -> str:
@@ -54,7 +59,43 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
+    p.add_argument(
+        "--metrics-host", default=_env("METRICS_HOST", "127.0.0.1"), help="Prometheus endpoint host"
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(_env("METRICS_PORT", "-2")),
+        help=f"Prometheus /metrics port; 0 picks a free port, -1 turns it off (default {METRICS_PORT}, "
+        "skipped with a warning when taken)",
+    )
+    p.add_argument(
+        "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
+    )
+    security.add_arguments(p)
     return p.parse_args(argv)
+
+
+def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: Any) -> Callable[[], None]:
+    """Serves /metrics; a taken DEFAULT port only warns, so several local schedulers can coexist."""
+    if args.metrics_port == -1:
+        return lambda: None
+    port = METRICS_PORT if args.metrics_port == -2 else args.metrics_port
+    if not 0 <= port < 65536:
+        raise SystemExit(f"--metrics-port must be 0..65535 or -1, got {args.metrics_port}")
+    try:
+        bound, stop = metrics.serve_metrics(manager, args.metrics_host, port)
+    except OSError as e:
+        if args.metrics_port != -2:
+            raise SystemExit(f"cannot serve metrics on {args.metrics_host}:{port}: {e}") from None
+        log.warning("metrics endpoint not started", port=port, error=str(e))
+        return lambda: None
+    if args.metrics_port_file:
+        tmp = Path(args.metrics_port_file + ".tmp")
+        tmp.write_text(str(bound))
+        tmp.replace(args.metrics_port_file)
+    log.info("metrics serving", address=f"http://{args.metrics_host}:{bound}/metrics")
+    return stop
 
 
 async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
@@ -81,6 +122,11 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
 async def serve(args: argparse.Namespace) -> None:
     log = configure_logging("scheduler", args.log_level)
     db = open_database(args.db)
+    try:
+        sec = security.setup(args, db)
+    except security.auth.AuthConfigError as e:
+        db.close()
+        raise SystemExit(f"pedl-scheduler: error: {e}") from None
     cluster = Cluster()
     manager = ExperimentManager(
         db,
@@ -89,6 +135,7 @@ async def serve(args: argparse.Namespace) -> None:
         int(args.model_definition_limit_mb * 1024 * 1024),
         reconnect_grace=args.agent_reconnect_grace,
     )
+    manager.cluster_secret = sec.secret
     manager.recover()
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
     api = SchedulerApi(manager, cluster, cluster_id)
@@ -97,20 +144,31 @@ async def serve(args: argparse.Namespace) -> None:
         [
             lambda s: scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(api, s),
             lambda s: agent_pb2_grpc.add_AgentLinkServiceServicer_to_server(link, s),
+            *sec.register,
         ],
         [
             _grpc.service_name(scheduler_pb2, "SchedulerService"),
             _grpc.service_name(agent_pb2, "AgentLinkService"),
+            *sec.service_names,
         ],
         f"{args.host}:{args.port}",
+        interceptors=[metrics.RpcMetricsInterceptor(), *sec.interceptors],
+        tls=sec.tls,
     )
+    stop_metrics = _start_metrics(args, manager, log)
     await server.start()
     await _grpc.mark_serving(server)
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
         tmp.write_text(str(port))
         tmp.replace(args.port_file)
-    log.info("scheduler serving", address=f"{args.host}:{port}", db=db.url)
+    log.info(
+        "scheduler serving",
+        address=f"{args.host}:{port}",
+        db=db.url,
+        auth=not args.no_auth,
+        tls=bool(sec.tls),
+    )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -122,6 +180,7 @@ async def serve(args: argparse.Namespace) -> None:
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
     await server.stop(grace=2)
+    stop_metrics()
     db.close()
 
 

@@ -26,7 +26,8 @@ def test_grpcurl_lists_and_calls_every_service(tmp_path) -> None:
         listed = grpcurl(cluster.master, "list")
         for service in ("pedl.v1.SchedulerService", "pedl.v1.AgentLinkService", "grpc.health.v1.Health"):
             assert service in listed
-        agents = json.loads(grpcurl(cluster.master, "pedl.v1.SchedulerService/ListAgents"))
+        auth = ["-H", f"authorization: Bearer {cluster.token}"]  # as the README shows
+        agents = json.loads(grpcurl(*auth, cluster.master, "pedl.v1.SchedulerService/ListAgents"))
         assert agents["agents"][0]["id"] == "agent0"
         health = json.loads(grpcurl("-d", '{"service": ""}', cluster.master, "grpc.health.v1.Health/Check"))
         assert health["status"] == "SERVING"
@@ -34,7 +35,10 @@ def test_grpcurl_lists_and_calls_every_service(tmp_path) -> None:
         listed = grpcurl(cluster.store.address, "list")
         assert "pedl.v1.CheckpointStoreService" in listed
         assert (
-            json.loads(grpcurl(cluster.store.address, "pedl.v1.CheckpointStoreService/ListCheckpoints")) == {}
+            json.loads(
+                grpcurl(*auth, cluster.store.address, "pedl.v1.CheckpointStoreService/ListCheckpoints")
+            )
+            == {}
         )
         health = json.loads(
             grpcurl(

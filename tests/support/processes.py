@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -88,6 +89,19 @@ class LocalCluster:
     agents: list[Service]
     workdir: Path
     scheduler_args: list[str]
+    # The admin's session token, which the test process presents (PEDL_TOKEN) while the cluster runs.
+    token: str = ""
+    tls: TlsFiles | None = None
+    # Extra pedl-agent flags for every agent (e.g. ["--environment", "tf215=/path/to/python"]).
+    agent_args: list[str] = field(default_factory=list)
+
+    @property
+    def secret_file(self) -> Path:
+        return self.workdir / "cluster-secret"
+
+    @property
+    def admin_password(self) -> str:
+        return (self.workdir / "admin-password").read_text().strip()
 
     @property
     def master(self) -> str:
@@ -122,6 +136,10 @@ class LocalCluster:
                 str(slots),
                 "--work-dir",
                 str(self.workdir / f"agent{index}"),
+                "--cluster-secret-file",
+                str(self.secret_file),
+                *(["--tls-ca", str(self.tls.ca)] if self.tls else []),
+                *self.agent_args,
             ],
             self.workdir,
         )
@@ -133,12 +151,65 @@ class LocalCluster:
             stop(service.process)
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """A CA and a server certificate for 127.0.0.1/localhost signed by it (support.tls makes them)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+    def server_args(self) -> list[str]:
+        return ["--tls-cert", str(self.cert), "--tls-key", str(self.key), "--tls-ca", str(self.ca)]
+
+
+def _write_secret(path: Path) -> None:
+    path.write_text(secrets.token_urlsafe(32) + "\n")
+    path.chmod(0o600)
+
+
+def login(master: str, username: str, password: str) -> str:
+    from pedl import _grpc
+    from pedl.v1 import auth_pb2, auth_pb2_grpc
+
+    with _grpc.channel(master) as ch:
+        request = auth_pb2.LoginRequest(username=username, password=password)
+        return auth_pb2_grpc.AuthServiceStub(ch).Login(request, timeout=30).token
+
+
+@contextmanager
+def _env(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @contextmanager
 def local_cluster(
-    workdir: Path, agents: int = 1, slots: int = 1, reconnect_grace: float = 3.0
+    workdir: Path,
+    agents: int = 1,
+    slots: int = 1,
+    reconnect_grace: float = 3.0,
+    tls: TlsFiles | None = None,
+    agent_args: list[str] | None = None,
 ) -> Iterator[LocalCluster]:
-    """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports."""
+    """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports.
+
+    Authentication is on as in production: a fresh cluster secret, an `admin` user whose token the
+    test process presents while the cluster runs (PEDL_TOKEN), and with `tls` every channel on TLS.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
+    _write_secret(workdir / "cluster-secret")
+    _write_secret(workdir / "admin-password")
+    scheduler_port = free_port()
+    tls_args = tls.server_args() if tls else []
     store = start(
         "checkpoint_store",
         [
@@ -149,16 +220,27 @@ def local_cluster(
             str(workdir / "checkpoints"),
             "--port-file",
             str(workdir / "store.port"),
+            "--cluster-secret-file",
+            str(workdir / "cluster-secret"),
+            "--master",
+            f"127.0.0.1:{scheduler_port}",
+            *tls_args,
         ],
         workdir,
         workdir / "store.port",
     )
-    cluster = LocalCluster(store, store, [], workdir, [])
+    cluster = LocalCluster(store, store, [], workdir, [], tls=tls, agent_args=list(agent_args or []))
+    tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
     try:
         cluster.scheduler_args = [
             "pedl-scheduler",
+            "--cluster-secret-file",
+            str(workdir / "cluster-secret"),
+            "--admin-password-file",
+            str(workdir / "admin-password"),
+            *tls_args,
             "--port",
-            str(free_port()),
+            str(scheduler_port),
             "--db",
             str(workdir / "pedl.db"),
             "--checkpoint-store",
@@ -173,10 +255,13 @@ def local_cluster(
             "10",
         ]
         cluster.start_scheduler()
-        for i in range(agents):
-            cluster.start_agent(i, slots)
-        wait_for_agents(cluster, agents)
-        yield cluster
+        with _env(**tls_env):
+            cluster.token = login(cluster.master, "admin", cluster.admin_password)
+            with _env(PEDL_TOKEN=cluster.token):
+                for i in range(agents):
+                    cluster.start_agent(i, slots)
+                wait_for_agents(cluster, agents)
+                yield cluster
     finally:
         cluster.stop_all()
 

@@ -49,11 +49,13 @@ def cluster_up(args: argparse.Namespace) -> int:
         state = up(options, out=lambda line: print(line, flush=True))
     except ClusterError as e:
         raise CliError(f"cluster up failed: {e}") from e
+    home_line = "" if home == pedl_home(None) else f"  export PEDL_HOME={home}  # has the login (auth.json)\n"
     print(
         f"pedl cluster is up: master at {state.master}, checkpoint store at {state.checkpoint_store}, "
         f"{args.agents} agent(s) with {args.slots_per_agent} slot(s) each.\n"
         f"Use it from this shell with:\n"
         f"  export PEDL_MASTER={state.master}\n"
+        f"{home_line}"
         f"Logs and state are in {home / 'cluster'}; stop it with `{down_command(home)}`"
     )
     return 0

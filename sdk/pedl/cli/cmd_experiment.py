@@ -118,8 +118,7 @@ def create_experiment(args: argparse.Namespace) -> int:
 
     try:
         packed = pack(context)
-        entrypoint = config.entrypoint if isinstance(config.entrypoint, str) else None
-        check_model_definition(context, entrypoint, [name for name, _ in packed.files])
+        check_model_definition(context, config.entrypoint, [name for name, _ in packed.files])
     except (ContextError, ModelDefinitionError) as e:
         raise CliError(f"context directory {args.context_dir}: {e}", EXIT_BAD_INPUT) from None
     for skipped in packed.skipped:

@@ -21,6 +21,10 @@ def rpc_error_message(error: grpc.RpcError, master: str) -> str:
     details = (error.details() if hasattr(error, "details") else None) or ""
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"cannot reach the pedl scheduler at {master} (is the cluster up? `pedl cluster up`)"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return f"not authenticated at {master}: {details or 'no credential'} (log in with `pedl user login`)"
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return f"permission denied: {details}"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"the pedl scheduler at {master} did not answer in time"
     if code in (

@@ -31,7 +31,7 @@ def _print_event(event: tuple[Any, ...]) -> None:
 
 def run_local_experiment(config: Any, context: Path, verify_restore: bool) -> int:
     from pedl.experimental import run_local
-    from pedl.model_def import load_model_definition
+    from pedl.harness.build import load_for_config
 
     with tempfile.TemporaryDirectory(prefix="pedl-local-") as tmp:
         model_dir = context
@@ -39,8 +39,7 @@ def run_local_experiment(config: Any, context: Path, verify_restore: bool) -> in
             model_dir = Path(tmp) / context.stem
             model_dir.mkdir()
             shutil.copy2(context, model_dir / context.name)
-        entrypoint = config.entrypoint if isinstance(config.entrypoint, str) else None
-        model_def = load_model_definition(model_dir.resolve(), entrypoint)
+        model_def = load_for_config(model_dir.resolve(), config.raw)
         result = run_local(config, model_def, verify_restore=verify_restore, on_event=_print_event)
     best = result.best_trial(config.smaller_is_better)
     if best is not None:

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 
 import grpc
 
-from pedl.cli import cmd_agent, cmd_checkpoint, cmd_cluster, cmd_experiment, cmd_trial
+from pedl.cli import (
+    cmd_agent,
+    cmd_checkpoint,
+    cmd_cluster,
+    cmd_experiment,
+    cmd_tensorboard,
+    cmd_trial,
+    cmd_user,
+)
 from pedl.cli.client import DEFAULT_MASTER
 from pedl.cli.errors import EXIT_FAILURE, CliError, rpc_error_message
 
@@ -26,11 +34,18 @@ def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help=f"scheduler address (default: $PEDL_MASTER, else {DEFAULT_MASTER})",
     )
+    common.add_argument(
+        "--tls-ca",
+        default=argparse.SUPPRESS,
+        metavar="PEM",
+        help="CA bundle that verifies the cluster's TLS certificates (default: $PEDL_TLS_CA, else plaintext)",
+    )
     parser = argparse.ArgumentParser(
         prog=prog, parents=[common], description="Train deep-learning models on a pedl cluster."
     )
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
-    for module in (cmd_experiment, cmd_trial, cmd_checkpoint, cmd_agent, cmd_cluster):
+    modules = (cmd_experiment, cmd_trial, cmd_checkpoint, cmd_agent, cmd_cluster, cmd_tensorboard, cmd_user)
+    for module in modules:
         module.register(groups, common)
     return parser
 
@@ -42,6 +57,8 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(_prog()).parse_args(argv)
+    if getattr(args, "tls_ca", None):
+        os.environ["PEDL_TLS_CA"] = args.tls_ca  # pedl._grpc reads it for every channel of this command
     try:
         return int(args.func(args))
     except CliError as e:

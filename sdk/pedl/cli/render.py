@@ -123,10 +123,11 @@ def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
             e.num_trials,
             short_time(e.created_at),
             short_time(e.ended_at),
+            e.owner,
         )
         for e in sorted(experiments, key=lambda e: e.id)
     ]
-    return table(["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED"], rows)
+    return table(["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"], rows)
 
 
 def _best(trial: scheduler_pb2.Trial) -> str:
@@ -257,6 +258,7 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
             ("Experiment", experiment.id),
             ("State", experiment_state(experiment.state)),
             ("Description", experiment.description),
+            ("Owner", experiment.owner),
             ("Model definition", experiment.model_definition_name),
             ("Searcher metric", metric),
             ("Trials", experiment.num_trials),

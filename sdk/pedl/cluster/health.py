@@ -20,8 +20,8 @@ def is_serving(address: str, timeout: float = 2.0) -> bool:
     return reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def registered_agents(master: str, timeout: float = 2.0) -> set[str]:
-    with _grpc.channel(master) as ch:
+def registered_agents(master: str, timeout: float = 2.0, token: str | None = None) -> set[str]:
+    with _grpc.channel(master, token=token) as ch:
         try:
             reply = scheduler_pb2_grpc.SchedulerServiceStub(ch).ListAgents(
                 scheduler_pb2.ListAgentsRequest(), timeout=timeout

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
+
 from pedl import _timeutil
-from pedl.cluster import health, processes
+from pedl.cluster import credentials, health, processes
 from pedl.cluster.paths import ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterState, ServiceRecord, StateError, load_state, save_state
 
@@ -119,11 +121,11 @@ class _Starter:
                 raise self.failure(name, f"did not come up within {self.opts.timeout_seconds:.0f} s")
             time.sleep(0.2)
 
-    def wait_agents(self, master: str, names: list[str], deadline: float) -> None:
+    def wait_agents(self, master: str, names: list[str], deadline: float, token: str | None = None) -> None:
         while True:
             for name in names:
                 self.check_alive(name)
-            missing = sorted(set(names) - health.registered_agents(master))
+            missing = sorted(set(names) - health.registered_agents(master, token=token))
             if not missing:
                 return
             if time.monotonic() > deadline:
@@ -174,6 +176,7 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
     _check_port_free(opts.store_port, "--store-port")
     for d in (paths.root, paths.checkpoints, paths.agents):
         d.mkdir(parents=True, exist_ok=True)
+    credentials.ensure(paths)
     for name in (STORE, SCHEDULER):
         paths.port_file(name).unlink(missing_ok=True)
 
@@ -188,10 +191,12 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
 
 def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Output) -> None:
     state = starter.state
+    secret = ["--cluster-secret-file", str(credentials.secret_file(paths))]
+    scheduler_port = opts.port or _free_port()  # the store asks the scheduler about users' tokens
     out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
     starter.start(STORE, STORE, [
         "--host", HOST, "--port", str(opts.store_port), "--storage-path", str(paths.checkpoints),
-        "--port-file", str(paths.port_file(STORE)),
+        "--port-file", str(paths.port_file(STORE)), "--master", f"{HOST}:{scheduler_port}", *secret,
     ])  # fmt: skip
     store_port = starter.wait_serving(STORE, time.monotonic() + opts.timeout_seconds)
     state.checkpoint_store = f"{HOST}:{store_port}"
@@ -199,14 +204,15 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
 
     out(f"Starting the scheduler (log: {paths.log(SCHEDULER)})")
     starter.start(SCHEDULER, SCHEDULER, [
-        "--host", HOST, "--port", str(opts.port), "--db", str(paths.db),
+        "--host", HOST, "--port", str(scheduler_port), "--db", str(paths.db),
         "--checkpoint-store", state.checkpoint_store, "--port-file", str(paths.port_file(SCHEDULER)),
-        "--log-level", "info",
+        "--log-level", "info", *secret, "--admin-password-file", str(credentials.admin_password_file(paths)),
     ])  # fmt: skip
     port = starter.wait_serving(SCHEDULER, time.monotonic() + opts.timeout_seconds)
     state.master = f"{HOST}:{port}"
     state.services[-1].address = state.master
     save_state(paths.state_file, state)
+    token = _login_admin(state.master, paths, out)
 
     names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
     if names:
@@ -216,9 +222,30 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
         work_dir.mkdir(parents=True, exist_ok=True)
         starter.start(name, "agent", [
             "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
-            "--work-dir", str(work_dir),
+            "--work-dir", str(work_dir), *secret,
         ])  # fmt: skip
-    starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds)
+    starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds, token)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _login_admin(master: str, paths: ClusterPaths, out: Output) -> str:
+    """Logs this machine's CLI in as the cluster's admin (auth.json beside the cluster's state)."""
+    from pedl.login import login
+
+    try:
+        reply = login(master, credentials.ADMIN, credentials.admin_password(paths), paths.home / "auth.json")
+    except grpc.RpcError as e:
+        raise ClusterError(f"cannot log in to the new scheduler as {credentials.ADMIN}: {e.details()}") from e
+    out(
+        f"Logged in as {credentials.ADMIN} (its password is in {credentials.admin_password_file(paths)}; "
+        f"the cluster secret in {credentials.secret_file(paths)})"
+    )
+    return reply.token
 
 
 def down(home: Path, out: Output = print) -> int:

@@ -19,7 +19,7 @@ def submit(config: ExperimentConfig, context_dir: Path, master: str | None = Non
     packed = pack(context_dir)
     check_model_definition(
         context_dir,
-        config.entrypoint if isinstance(config.entrypoint, str) else None,
+        config.entrypoint,
         [name for name, _ in packed.files],
     )
     address = resolve_master(master)

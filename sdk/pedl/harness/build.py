@@ -61,6 +61,29 @@ def build_controller(
     return model_def.trial_class.create_controller(hparams, loaders, origin)
 
 
+def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any]) -> ModelDefinition:
+    """The model definition the config's `entrypoint` names: a Trial class, or a script (the Simple
+    Model Definition, `entrypoint: {script: train.py, args: [...]}` or `entrypoint: train.py`)."""
+    from pedl.config.entrypoint import parse_entrypoint
+    from pedl.config.errors import FieldError
+
+    raw = experiment_config.get("entrypoint")
+    try:
+        spec = parse_entrypoint(raw)
+    except FieldError as e:
+        raise ModelDefinitionError(f"invalid experiment config: {e}") from None
+    if spec is not None and spec.kind == "script":
+        from pedl.simple import script_model_definition
+
+        return script_model_definition(model_definition_dir, spec.script, spec.args)
+    if spec is not None and spec.kind == "command":
+        raise ModelDefinitionError(
+            f"entrypoint {raw!r} is a command, which the PEDL harness does not run; name a Trial class "
+            "('<module>:<TrialClass>') or a script ({script: train.py, args: [...]})"
+        )
+    return load_model_definition(model_definition_dir, raw.strip() if isinstance(raw, str) else None)
+
+
 def start_trial(
     model_definition_dir: Path,
     experiment_config: dict[str, Any],
@@ -72,12 +95,7 @@ def start_trial(
     """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given."""
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
-    entrypoint = experiment_config.get("entrypoint")
-    if entrypoint is not None and not isinstance(entrypoint, str):
-        raise ModelDefinitionError(
-            f"config field 'entrypoint' must be a string, got {type(entrypoint).__name__}"
-        )
-    model_def = load_model_definition(model_definition_dir, entrypoint or None)
+    model_def = load_for_config(model_definition_dir, experiment_config)
     # Again, now that the model definition has imported its framework (torch is not imported
     # before it is needed, so that starting the harness stays fast).
     seed_all(seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
+from typing import Any
 
 from pedl.model_def._importing import package_name
 from pedl.model_def.errors import ModelDefinitionError
@@ -33,10 +34,45 @@ def _parse(path: Path, root: Path) -> ast.Module:
         raise ModelDefinitionError(f"{rel}, line {e.lineno}: syntax error: {e.msg}") from None
 
 
-def check_model_definition(path: Path, entrypoint: str | None, files: list[str] | None = None) -> None:
+def _script_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
+    """The script of a Simple Model Definition entrypoint (`train.py`, `{script: train.py}`), else None."""
+    if entrypoint is None:
+        return None
+    from pedl.config.entrypoint import parse_entrypoint
+    from pedl.config.errors import FieldError
+
+    try:
+        spec = parse_entrypoint(entrypoint)
+    except FieldError as e:
+        raise ModelDefinitionError(str(e)) from None
+    return spec.script if spec is not None and spec.kind == "script" else None
+
+
+def _check_script(path: Path, root: Path, script: str, files: list[str] | None) -> None:
+    """A script context needs no Trial subclass, only the script itself."""
+    wanted = Path(script)
+    if path.is_file():
+        present = wanted == Path(path.name)
+    elif files is not None:
+        present = wanted in {Path(f) for f in files}
+    else:
+        present = (root / wanted).is_file()
+    if not present:
+        top = ", ".join(sorted(p.name for p in root.glob("*.py"))) or "none"
+        packed = " as packed (is it left out by .pedlignore?)" if files is not None else ""
+        raise ModelDefinitionError(
+            f"entrypoint script {script!r} is not in the model definition {path}{packed}; "
+            f"its top-level Python files: {top}"
+        )
+
+
+def check_model_definition(
+    path: Path, entrypoint: str | dict[str, Any] | list[str] | None, files: list[str] | None = None
+) -> None:
     """Raises ModelDefinitionError naming the file (and line) when the definition cannot work.
 
-    `files` are the context's files as packed (relative paths); by default every .py under `path`.
+    `entrypoint` is the config's raw field; `files` are the context's files as packed (relative
+    paths); by default every .py under `path`.
     """
     root = path if path.is_dir() else path.parent
     sources = (
@@ -45,6 +81,12 @@ def check_model_definition(path: Path, entrypoint: str | None, files: list[str] 
         else ([path] if path.is_file() else sorted(root.rglob("*.py")))
     )
     trees = {p: _parse(p, root) for p in sources}
+    script = _script_entrypoint(entrypoint)
+    if script is not None:
+        _check_script(path, root, script, files)
+        return
+    if not isinstance(entrypoint, str):
+        entrypoint = None
     name = package_name(root)
     if path.is_dir() and name in sys.stdlib_module_names:
         raise ModelDefinitionError(

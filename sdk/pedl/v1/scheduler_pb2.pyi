@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Experiment(_message.Message):
-    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better")
+    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class Experiment(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     SEARCHER_METRIC_FIELD_NUMBER: _ClassVar[int]
     SMALLER_IS_BETTER_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: _common_pb2.ExperimentState
     config_yaml: str
@@ -33,7 +34,8 @@ class Experiment(_message.Message):
     error: str
     searcher_metric: str
     smaller_is_better: bool
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ...) -> None: ...
+    owner: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ...) -> None: ...
 
 class Trial(_message.Message):
     __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed")

@@ -87,6 +87,24 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE trials ADD COLUMN parent_trial_id INTEGER",
     ],
+    # 3: users, their sessions (only a hash of each token is kept), and who owns an experiment.
+    [
+        """CREATE TABLE users (
+            id {AUTO_ID},
+            username TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL,
+            admin INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE sessions (
+            token_hash TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id),
+            created_at TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX sessions_user ON sessions (user_id)",
+        "ALTER TABLE experiments ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+    ],
 ]
 
 

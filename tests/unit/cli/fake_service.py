@@ -2,7 +2,7 @@
 
 `python fake_service.py KIND ARGS...`: KIND containing "agent" just sleeps; "fail" exits 3 after
 printing; "hang" never serves; anything else serves gRPC health (and, for the scheduler, a ListAgents
-that names agent-1..agent-8) on --port and writes the bound port to --port-file.
+that names agent-1..agent-8, and a Login) on --port and writes the bound port to --port-file.
 """
 
 from __future__ import annotations
@@ -16,13 +16,21 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 
 class _Scheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
     def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         agents = [scheduler_pb2.Agent(id=f"agent-{i}") for i in range(1, 9)]
         return scheduler_pb2.ListAgentsResponse(agents=agents)
+
+    def GetClusterInfo(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return scheduler_pb2.GetClusterInfoResponse(checkpoint_store_address="127.0.0.1:1")
+
+
+class _Auth(auth_pb2_grpc.AuthServiceServicer):
+    def Login(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return auth_pb2.LoginResponse(token="fake-token", user=auth_pb2.User(username=request.username))
 
 
 def main() -> None:
@@ -43,6 +51,7 @@ def main() -> None:
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     if "scheduler" in kind:
         scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(_Scheduler(), server)
+        auth_pb2_grpc.add_AuthServiceServicer_to_server(_Auth(), server)
     port = server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
     Path(args.port_file).write_text(f"{port}\n")

@@ -56,7 +56,7 @@ def test_experiments_table() -> None:
         ),
     ]  # fmt: skip
     lines = render.experiments_table(experiments).splitlines()
-    assert lines[0].split() == ["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED"]
+    assert lines[0].split() == ["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"]
     assert lines[2].startswith("1   COMPLETED")
     assert lines[2].endswith("2024-05-02 00:00:00")
     assert lines[3].split()[:4] == ["2", "ACTIVE", "mnist", "4"]

@@ -1,0 +1,119 @@
+"""`pedl user login|logout|whoami|create|list`: accounts on the scheduler, the login in auth.json."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from pedl import _grpc, auth
+from pedl.cli import render
+from pedl.cli.client import resolve_master
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.v1 import auth_pb2, auth_pb2_grpc
+
+_TIMEOUT = 30.0
+
+
+def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    group = groups.add_parser("user", aliases=["u"], help="log in and manage users", parents=[common])
+    commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    login = commands.add_parser("login", parents=[common], help="log in; the token is kept in auth.json")
+    login.add_argument("username", nargs="?", metavar="USERNAME", help="default: your login name")
+    login.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    login.set_defaults(func=user_login)
+
+    commands.add_parser("logout", parents=[common], help="end this session").set_defaults(func=user_logout)
+    commands.add_parser("whoami", parents=[common], help="who this login is").set_defaults(func=user_whoami)
+    commands.add_parser(
+        "token", parents=[common], help="print this login's token (for grpcurl's -H 'authorization: Bearer')"
+    ).set_defaults(func=user_token)
+
+    create = commands.add_parser("create", parents=[common], help="create a user (admins only)")
+    create.add_argument("username", metavar="USERNAME")
+    create.add_argument("--admin", action="store_true", help="the new user is an admin")
+    create.add_argument("--password-stdin", action="store_true", help="read the new password from stdin")
+    create.set_defaults(func=user_create)
+
+    commands.add_parser("list", parents=[common], help="list users").set_defaults(func=user_list)
+
+
+def _password(from_stdin: bool, prompt: str, confirm: bool = False) -> str:
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(prompt)
+        if confirm and getpass.getpass("Repeat it: ") != password:
+            raise CliError("the passwords differ", EXIT_BAD_INPUT)
+    if not password:
+        raise CliError("the password is empty", EXIT_BAD_INPUT)
+    return password
+
+
+def _stub(args: argparse.Namespace) -> tuple[auth_pb2_grpc.AuthServiceStub, object]:
+    args.master_address = resolve_master(getattr(args, "master", None))
+    channel = _grpc.channel(args.master_address)
+    return auth_pb2_grpc.AuthServiceStub(channel), channel
+
+
+def user_login(args: argparse.Namespace) -> int:
+    from pedl.login import login
+
+    args.master_address = resolve_master(getattr(args, "master", None))
+    username = args.username or getpass.getuser()
+    password = _password(args.password_stdin, f"Password for {username} at {args.master_address}: ")
+    reply = login(args.master_address, username, password)
+    role = " (admin)" if reply.user.admin else ""
+    print(f"Logged in to {args.master_address} as {reply.user.username}{role} until {reply.expires_at}")
+    return 0
+
+
+def user_logout(args: argparse.Namespace) -> int:
+    stub, channel = _stub(args)
+    try:
+        if auth.load_logins().get(args.master_address) is None:
+            print(f"Not logged in to {args.master_address}")
+            return 0
+        stub.Logout(auth_pb2.LogoutRequest(), timeout=_TIMEOUT)
+    finally:
+        auth.forget_login(args.master_address)
+        channel.close()  # type: ignore[attr-defined]
+    print(f"Logged out of {args.master_address}")
+    return 0
+
+
+def user_token(args: argparse.Namespace) -> int:
+    master = resolve_master(getattr(args, "master", None))
+    entry = auth.load_logins().get(master)
+    if not entry or not entry.get("token"):
+        raise CliError(f"not logged in to {master}: run `pedl user login`")
+    print(entry["token"])
+    return 0
+
+
+def user_whoami(args: argparse.Namespace) -> int:
+    stub, channel = _stub(args)
+    with channel:  # type: ignore[attr-defined]
+        user = stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user
+    print(f"{user.username}{' (admin)' if user.admin else ''} at {args.master_address}")
+    return 0
+
+
+def user_create(args: argparse.Namespace) -> int:
+    password = _password(args.password_stdin, f"Password for the new user {args.username}: ", confirm=True)
+    stub, channel = _stub(args)
+    with channel:  # type: ignore[attr-defined]
+        request = auth_pb2.CreateUserRequest(username=args.username, password=password, admin=args.admin)
+        user = stub.CreateUser(request, timeout=_TIMEOUT).user
+    print(f"Created user {user.username}{' (admin)' if user.admin else ''}")
+    return 0
+
+
+def user_list(args: argparse.Namespace) -> int:
+    stub, channel = _stub(args)
+    with channel:  # type: ignore[attr-defined]
+        users = stub.ListUsers(auth_pb2.ListUsersRequest(), timeout=_TIMEOUT).users
+    rows = [(u.username, "yes" if u.admin else "", render.short_time(u.created_at)) for u in users]
+    print(render.table(["USERNAME", "ADMIN", "CREATED"], rows))
+    return 0

@@ -1,0 +1,94 @@
+"""The scheduler's authentication and TLS settings, kept out of main.py: flags and wiring."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+import grpc.aio
+
+from pedl import auth
+from pedl._server_auth import AuthInterceptor
+from pedl.v1 import auth_pb2, auth_pb2_grpc
+from pedl_scheduler.auth_service import LOGIN, AuthServicer, SchedulerAuthenticator
+from pedl_scheduler.db import Database
+from pedl_scheduler.users import UserError, Users
+
+BOOTSTRAP_ADMIN = "admin"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    p.add_argument(
+        "--cluster-secret-file",
+        default=env("PEDL_SCHEDULER_CLUSTER_SECRET_FILE", ""),
+        help="file holding the secret agents and the checkpoint store present (or env PEDL_CLUSTER_SECRET)",
+    )
+    p.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="development only: accept every call without a credential",
+    )
+    p.add_argument(
+        "--admin-password-file",
+        default=env("PEDL_SCHEDULER_ADMIN_PASSWORD_FILE", ""),
+        help=f"creates the user {BOOTSTRAP_ADMIN!r} (admin) with this password unless it exists",
+    )
+    p.add_argument(
+        "--session-ttl-hours",
+        type=float,
+        default=float(env("PEDL_SCHEDULER_SESSION_TTL_HOURS", "168")),
+        help="how long a login stays valid (default 168 = a week)",
+    )
+    p.add_argument("--tls-cert", default=env("PEDL_SCHEDULER_TLS_CERT", ""), help="serve TLS: cert PEM")
+    p.add_argument("--tls-key", default=env("PEDL_SCHEDULER_TLS_KEY", ""), help="serve TLS: key PEM")
+    p.add_argument("--tls-ca", default="", help="CA to verify the checkpoint store with (or env PEDL_TLS_CA)")
+
+
+@dataclass
+class Security:
+    secret: str | None
+    users: Users
+    tls: tuple[bytes, bytes] | None
+    interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
+    register: list[Callable[[grpc.aio.Server], None]] = field(default_factory=list)
+    service_names: list[str] = field(default_factory=list)
+
+
+def server_tls(cert: str, key: str) -> tuple[bytes, bytes] | None:
+    if bool(cert) != bool(key):
+        raise auth.AuthConfigError("--tls-cert and --tls-key go together")
+    if not cert:
+        return None
+    return auth.read_pem(cert, "TLS certificate"), auth.read_pem(key, "TLS private key")
+
+
+def setup(args: argparse.Namespace, db: Database) -> Security:
+    """Reads secrets and certificates (raising AuthConfigError on bad ones) and builds the pieces."""
+    secret = auth.cluster_secret(args.cluster_secret_file)
+    if not args.no_auth and secret is None:
+        raise auth.AuthConfigError(
+            "authentication is on, but no cluster secret is configured: pass --cluster-secret-file FILE "
+            "or set PEDL_CLUSTER_SECRET (or run with --no-auth for development)"
+        )
+    if not 0 < args.session_ttl_hours:
+        raise auth.AuthConfigError(f"--session-ttl-hours must be > 0, got {args.session_ttl_hours}")
+    auth.configure_process(credential=secret, tls_ca=args.tls_ca or None)
+    users = Users(db, args.session_ttl_hours * 3600)
+    if args.admin_password_file:
+        password = auth.read_secret_file(args.admin_password_file, "admin password")
+        try:
+            users.ensure_admin(BOOTSTRAP_ADMIN, password)
+        except UserError as e:
+            raise auth.AuthConfigError(f"--admin-password-file: {e}") from e
+    sec = Security(secret, users, server_tls(args.tls_cert, args.tls_key))
+    servicer = AuthServicer(users, enabled=not args.no_auth)
+    sec.register.append(lambda s: auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, s))
+    sec.service_names.append(auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name)
+    if not args.no_auth:
+        assert secret is not None
+        sec.interceptors.append(AuthInterceptor(SchedulerAuthenticator(users, secret), open_methods=[LOGIN]))
+    return sec

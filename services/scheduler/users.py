@@ -1,0 +1,158 @@
+"""Users and their sessions in the scheduler's database.
+
+Passwords are kept as salted scrypt hashes; session tokens are random and only their SHA-256 is
+stored, so a copy of the database lets nobody log in.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from pedl._timeutil import utc_now
+from pedl_scheduler.db import Database
+
+USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MIN_PASSWORD_CHARS = 8
+TOKEN_PREFIX = "pedl_"
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+class UserError(ValueError):
+    """Bad input for a user operation (invalid name, short password)."""
+
+
+class UserExists(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    username: str
+    admin: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Session:
+    user: User
+    expires_at: float
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def hash_password(password: str) -> str:
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
+
+
+def check_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        expected = base64.b64decode(digest)
+        actual = hashlib.scrypt(
+            password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(expected)
+        )
+    except ValueError:
+        return False
+    return scheme == "scrypt" and hmac.compare_digest(actual, expected)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# Spent on logins for unknown users too, so timing does not tell which usernames exist.
+_DUMMY_HASH = hash_password(secrets.token_hex(8))
+
+
+class Users:
+    def __init__(self, db: Database, session_ttl_seconds: float, clock=time.time) -> None:  # type: ignore[no-untyped-def]
+        self.db = db
+        self.session_ttl = session_ttl_seconds
+        self.clock = clock
+
+    def _user(self, row: dict) -> User:  # type: ignore[type-arg]
+        return User(row["id"], row["username"], bool(row["admin"]), row["created_at"])
+
+    def get(self, username: str) -> User | None:
+        row = self.db.query_one("SELECT * FROM users WHERE username = ?", (username,))
+        return self._user(row) if row else None
+
+    def list(self) -> list[User]:
+        return [self._user(r) for r in self.db.query("SELECT * FROM users ORDER BY username")]
+
+    def create(self, username: str, password: str, admin: bool = False) -> User:
+        if not USERNAME.match(username):
+            raise UserError(
+                f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
+                "starting with a letter or digit"
+            )
+        if len(password) < MIN_PASSWORD_CHARS:
+            raise UserError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
+        with self.db.transaction():
+            if self.get(username) is not None:
+                raise UserExists(f"user {username!r} already exists")
+            self.db.execute(
+                "INSERT INTO users (username, password_hash, admin, created_at) VALUES (?, ?, ?, ?)",
+                (username, hash_password(password), int(admin), utc_now()),
+            )
+        user = self.get(username)
+        assert user is not None
+        return user
+
+    def ensure_admin(self, username: str, password: str) -> bool:
+        """Creates the bootstrap admin unless a user of that name exists; True if created."""
+        if self.get(username) is not None:
+            return False
+        self.create(username, password, admin=True)
+        return True
+
+    def login(self, username: str, password: str) -> tuple[str, Session] | None:
+        """A new session token for good credentials; None otherwise."""
+        row = self.db.query_one("SELECT * FROM users WHERE username = ?", (username,))
+        if row is None:
+            check_password(password, _DUMMY_HASH)
+            return None
+        if not check_password(password, row["password_hash"]):
+            return None
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = self.clock()
+        expires = now + self.session_ttl
+        with self.db.transaction():
+            self.db.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
+            self.db.execute(
+                "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                (hash_token(token), row["id"], utc_now(), expires),
+            )
+        return token, Session(self._user(row), expires)
+
+    def session(self, token: str) -> Session | str:
+        """The live session of `token`, or why there is none."""
+        row = self.db.query_one(
+            "SELECT u.*, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id "
+            "WHERE s.token_hash = ?",
+            (hash_token(token),),
+        )
+        if row is None:
+            return "the token is not valid (logged out, or from another cluster)"
+        if row["expires_at"] <= self.clock():
+            return "the session has expired"
+        return Session(self._user(row), float(row["expires_at"]))
+
+    def logout(self, token: str) -> None:
+        self.db.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))

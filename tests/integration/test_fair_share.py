@@ -1,0 +1,51 @@
+"""Two experiments of different weight on one 4-slot agent share its slots in proportion."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from test_cluster import stub, submit
+
+from pedl.v1 import scheduler_pb2
+from support.models import write_tiny_model
+from support.processes import local_cluster
+
+pytestmark = pytest.mark.integration
+
+CONFIG = """
+hyperparameters:
+  learning_rate: {{type: double, minval: 0.01, maxval: 0.1}}
+searcher:
+  {{name: random, metric: error, max_trials: 40, max_concurrent_trials: 8, max_length: {{batches: 20}}}}
+batches_per_step: 10
+resources: {{weight: {weight}}}
+"""
+
+
+def test_slots_are_shared_in_proportion_to_weight(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster", agents=1, slots=4) as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        light = submit(cluster, model, CONFIG.format(weight=1))
+        heavy = submit(cluster, model, CONFIG.format(weight=3))
+        samples = []
+        deadline = time.monotonic() + 240
+        while len(samples) < 40 and time.monotonic() < deadline:
+            agents = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
+            owners = [s.trial_id for s in agents[0].slots if s.trial_id]
+            trials = {}
+            for exp_id in (light, heavy):
+                response = stub(cluster).GetExperiment(
+                    scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)
+                )
+                trials.update({t.id: exp_id for t in response.trials})
+            if len(owners) == 4:  # a full cluster: who holds what
+                samples.append(sum(trials.get(t) == heavy for t in owners))
+            time.sleep(0.25)
+        stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=light))
+        stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=heavy))
+        assert len(samples) >= 10, cluster.logs()
+        # Steady state is 3 of 4 slots for the weight-3 experiment; the first trials of the
+        # experiment submitted first skew early samples, so look at the later half.
+        later = samples[len(samples) // 2 :]
+        assert sum(later) / len(later) >= 2.5, samples

@@ -1,0 +1,81 @@
+"""Users and sessions: salted hashes, tokens stored only hashed, expiry, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from pedl_scheduler.db import open_database
+from pedl_scheduler.users import (
+    Session,
+    UserError,
+    UserExists,
+    Users,
+    check_password,
+    hash_password,
+    hash_token,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_passwords_are_salted_scrypt_hashes() -> None:
+    a, b = hash_password("correct horse"), hash_password("correct horse")
+    assert a != b and a.startswith("scrypt$") and "correct horse" not in a
+    assert check_password("correct horse", a) and not check_password("wrong horse", a)
+    assert not check_password("x", "not-a-hash")
+
+
+def test_login_session_expiry_and_logout(database_url: str) -> None:
+    db = open_database(database_url)
+    clock = Clock()
+    users = Users(db, session_ttl_seconds=60, clock=clock)
+    users.create("alice", "alicepassword")
+    assert users.login("alice", "wrong-password") is None
+    assert users.login("nobody", "alicepassword") is None
+    token, session = users.login("alice", "alicepassword")  # type: ignore[misc]
+    assert session.user.username == "alice" and not session.user.admin
+    stored = db.query("SELECT token_hash FROM sessions")
+    assert stored == [{"token_hash": hash_token(token)}]  # never the token itself
+    assert isinstance(users.session(token), Session)
+    assert users.session(token + "x") == "the token is not valid (logged out, or from another cluster)"
+    clock.now += 61
+    assert users.session(token) == "the session has expired"
+    clock.now -= 61
+    users.logout(token)
+    assert not isinstance(users.session(token), Session)
+    db.close()
+
+
+def test_bad_users_are_refused(database_url: str) -> None:
+    db = open_database(database_url)
+    users = Users(db, session_ttl_seconds=60)
+    with pytest.raises(UserError, match="invalid username"):
+        users.create("bad name", "longenough")
+    with pytest.raises(UserError, match="at least 8"):
+        users.create("bob", "short")
+    assert users.ensure_admin("admin", "adminpassword")
+    assert not users.ensure_admin("admin", "another-password")  # never silently reset
+    with pytest.raises(UserExists):
+        users.create("admin", "adminpassword")
+    assert [(u.username, u.admin) for u in users.list()] == [("admin", True)]
+    db.close()
+
+
+def test_the_scheduler_will_not_start_without_a_cluster_secret(monkeypatch, tmp_path) -> None:
+    from pedl.auth import AuthConfigError
+    from pedl_scheduler import security
+    from pedl_scheduler.main import parse_args
+
+    monkeypatch.delenv("PEDL_CLUSTER_SECRET", raising=False)
+    db = open_database(str(tmp_path / "pedl.db"))
+    with pytest.raises(AuthConfigError, match="no cluster secret is configured"):
+        security.setup(parse_args(["--db", str(tmp_path / "pedl.db")]), db)
+    with pytest.raises(AuthConfigError, match="--tls-cert and --tls-key go together"):
+        security.server_tls("cert.pem", "")
+    db.close()
