@@ -118,8 +118,6 @@ class TrialSequencer:
         self.batches_trained = checkpoint_batches
         self.step_id = checkpoint_step_id
         self.last_checkpoint = checkpoint_batches if checkpoint_batches > 0 else -1
-        if self.last_validation > checkpoint_batches:
-            self.last_validation = -1
         self.terminated = False
         self.stop_requested = False
 

@@ -84,6 +84,9 @@ class SchedulerLink:
                 raise ConnectionError("the scheduler closed the stream")
             with contextlib.suppress(Exception):  # a polite half-close; the stream goes away regardless
                 await asyncio.wait_for(call.done_writing(), 1.0)
+                # Until the scheduler ends its side, the last messages (the runs' exits) may still be
+                # in flight: cancelling now could drop them.
+                await asyncio.wait([tasks[0]], timeout=2.0)
         finally:
             for t in tasks:
                 t.cancel()
