@@ -42,11 +42,16 @@ from pedl_scheduler.checkpoint_gc import CheckpointRef, GCPolicy, checkpoints_to
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.scheduling.placement import PoolSlots
 
 log = structlog.get_logger(component="experiments")
 
 WORKLOAD_KINDS = {kind: common_pb2.WorkloadKind.Value(f"WORKLOAD_KIND_{kind.value}") for kind in Kind}
 KIND_NAMES = {value: kind for kind, value in WORKLOAD_KINDS.items()}
+
+
+# Rendezvous ports of gangs over several agents: this base plus the trial id modulo 1000.
+RENDEZVOUS_BASE_PORT = 29500
 
 
 class UserError(ValueError):
@@ -130,13 +135,7 @@ class ExperimentManager:
             )
         if not name.isidentifier():
             raise UserError(f"model_definition_name {name!r} is not a valid Python identifier")
-        slots = config.slots_per_trial
-        total = sum(len(a.slots) for a in self.cluster.agents.values())
-        if self.cluster.agents and slots > max(len(a.slots) for a in self.cluster.agents.values()):
-            raise UserError(
-                f"resources.slots_per_trial is {slots}, but no agent has that many slots "
-                f"(the cluster has {total} slots on {len(self.cluster.agents)} agents)"
-            )
+        self._check_fits(config)
         self._check_environment(config.environment_name)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
@@ -173,6 +172,24 @@ class ExperimentManager:
                 f"{', '.join(offered)} (agents offer more with --environment {name}=/path/to/python)"
             )
 
+    def _check_fits(self, config: Any) -> None:
+        """A trial no arrangement of the connected agents could ever hold is refused up front."""
+        pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+        agents = [a for a in self.cluster.agents.values() if a.resource_pool == pool]
+        if not agents:
+            return  # agents may still join
+        slots = config.slots_per_trial
+        shape = PoolSlots(
+            [scheduling.Agent(a.id, tuple(s.id for s in a.slots), (), a.resource_pool) for a in agents]
+        )
+        if not shape.could_ever_fit(slots):
+            sizes = ", ".join(str(len(a.slots)) for a in agents)
+            raise UserError(
+                f"resources.slots_per_trial is {slots}, but the {len(agents)} agents of pool {pool!r} "
+                f"(with {sizes} slots, {shape.total} in all) cannot hold it: a trial takes slots on one "
+                "agent, or whole agents of one size"
+            )
+
     def kill_experiment(self, exp_id: int) -> None:
         row = self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
         if row is None:
@@ -188,13 +205,7 @@ class ExperimentManager:
                     continue
                 trial.killing = True
                 if trial.running:
-                    agent = self.cluster.agents.get(trial.agent_id or "")
-                    if agent is not None:
-                        agent.send(
-                            agent_pb2.ConnectResponse(
-                                kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
-                            )
-                        )
+                    self._kill_run(trial)
                 else:
                     self._end_trial(trial, "CANCELED", "")
             self._maybe_finish(exp)
@@ -219,11 +230,8 @@ class ExperimentManager:
         if waiting:
             self._yield_idle_slots()
         for trial_id, allocations in decision.assignments.items():
-            if len(allocations) != 1:
-                log.warning("multi-agent placement is not supported yet", trial_id=trial_id)
-                continue
-            (allocation,) = allocations
-            self._start(self.trials[trial_id], self.cluster.agents[allocation.agent_id], allocation.slot_ids)
+            gang = [(self.cluster.agents[a.agent_id], a.slot_ids) for a in allocations]
+            self._start(self.trials[trial_id], gang)
 
     def _cluster_state(self) -> scheduling.ClusterState:
         running, queued = [], []
@@ -234,7 +242,10 @@ class ExperimentManager:
                     scheduling.RunningTrial(
                         t.id,
                         t.experiment_id,
-                        (scheduling.Allocation(t.agent_id or "", t.slot_ids),),
+                        (
+                            scheduling.Allocation(t.agent_id or "", t.slot_ids),
+                            *(scheduling.Allocation(a, slots) for a, slots in t.peers),
+                        ),
                         preempting=t.sequencer.stop_requested,
                         order=t.started_order,
                     )
@@ -341,49 +352,60 @@ class ExperimentManager:
         trial.state = state
         self.db.execute("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
 
-    def _start(self, trial: TrialRuntime, agent: AgentHandle, slot_ids: tuple[str, ...]) -> None:
+    def _start(self, trial: TrialRuntime, gang: list[tuple[AgentHandle, tuple[str, ...]]]) -> None:
+        """Starts a run on one agent, or as a gang over several (the first holds the chief, rank 0)."""
         exp = self.experiments[trial.experiment_id]
+        (agent, slot_ids), others = gang[0], gang[1:]
         trial.run_id += 1
         self._starts += 1
         trial.started_order = self._starts
         trial.agent_id = agent.id
         trial.slot_ids = slot_ids
+        trial.peers = tuple((a.id, slots) for a, slots in others)
         trial.in_flight = False
         trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
-        for slot_id in slot_ids:
-            agent.used[slot_id] = trial.id
+        for member, slots in gang:
+            for slot_id in slots:
+                member.used[slot_id] = trial.id
         self.db.execute(
             "UPDATE trials SET run_id = ?, sequencer_json = ?, "
             "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
             (trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), trial.id),
         )
         env = exp.config.environment_name or ""
-        agent.send(
-            agent_pb2.ConnectResponse(
-                start_trial=agent_pb2.StartTrial(
-                    trial_id=trial.id,
-                    run_id=trial.run_id,
-                    experiment_id=exp.id,
-                    config_yaml=json.dumps(exp.config.raw),
-                    hparams=to_struct(trial.hparams),
-                    latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
-                    latest_checkpoint_batches=trial.latest_checkpoint_batches,
-                    slot_ids=list(slot_ids),
-                    trial_seed=trial.seed,
-                    checkpoint_store_address=self.checkpoint_store_address,
-                    model_definition_name=self._model_definition_name(exp.id),
-                    rank=0,
-                    world_size=len(slot_ids),
-                    environment="" if env == "default" else env,
-                    checkpoint_token=self._checkpoint_token(exp.id, trial.id),
+        world_size = sum(len(slots) for _, slots in gang)
+        # The chief's rank 0 listens here for the other ranks (only needed across agents).
+        rendezvous = (
+            f"{agent.address or '127.0.0.1'}:{RENDEZVOUS_BASE_PORT + trial.id % 1000}" if others else ""
+        )
+        rank = 0
+        for member, slots in gang:
+            member.send(
+                agent_pb2.ConnectResponse(
+                    start_trial=agent_pb2.StartTrial(
+                        trial_id=trial.id,
+                        run_id=trial.run_id,
+                        experiment_id=exp.id,
+                        config_yaml=json.dumps(exp.config.raw),
+                        hparams=to_struct(trial.hparams),
+                        latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
+                        latest_checkpoint_batches=trial.latest_checkpoint_batches,
+                        slot_ids=list(slots),
+                        trial_seed=trial.seed,
+                        checkpoint_store_address=self.checkpoint_store_address,
+                        model_definition_name=self._model_definition_name(exp.id),
+                        rank=rank,
+                        world_size=world_size,
+                        rendezvous_address=rendezvous,
+                        environment="" if env == "default" else env,
+                        checkpoint_token=self._checkpoint_token(exp.id, trial.id),
+                    )
                 )
             )
-        )
-        self._log_line(
-            trial,
-            f"trial {trial.id} run {trial.run_id} started on agent {agent.id} (slots {', '.join(slot_ids)})",
-        )
-        log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id)
+            rank += len(slots)
+        placement = "; ".join(f"agent {m.id} (slots {', '.join(slots)})" for m, slots in gang)
+        self._log_line(trial, f"trial {trial.id} run {trial.run_id} started on {placement}")
+        log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id, gang=len(gang))
         self._dispatch(trial)
 
     def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
@@ -466,7 +488,7 @@ class ExperimentManager:
         """The agent's trials may still be running: wait for it to reconnect, up to the grace period."""
         deadline = time.monotonic() + self.reconnect_grace
         for trial in self.trials.values():
-            if trial.agent_id == agent_id:
+            if agent_id in trial.gang_agents():
                 trial.unconfirmed_until = deadline
         self.wake.set()
 
@@ -583,8 +605,10 @@ class ExperimentManager:
 
     def _on_exit(self, trial: TrialRuntime, exit_code: int, error: str, killed: bool) -> None:
         exp = self.experiments[trial.experiment_id]
+        if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
+            self._kill_run(trial)  # one member of a gang failed: the others cannot go on
         self.cluster.release(trial.id)
-        trial.agent_id, trial.slot_ids, trial.in_flight = None, (), False
+        trial.agent_id, trial.slot_ids, trial.in_flight, trial.peers = None, (), False, ()
         trial.unconfirmed_until = None
         with self.db.transaction():
             if trial.killing:
@@ -637,15 +661,9 @@ class ExperimentManager:
     def _fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
         exp = self.experiments[trial.experiment_id]
-        agent = self.cluster.agents.get(trial.agent_id or "")
-        if agent is not None:
-            agent.send(
-                agent_pb2.ConnectResponse(
-                    kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
-                )
-            )
+        self._kill_run(trial)
         self.cluster.release(trial.id)
-        trial.agent_id, trial.slot_ids = None, ()
+        trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
         with self.db.transaction():
             self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
             self._end_trial(trial, "ERROR", reason)
@@ -654,10 +672,21 @@ class ExperimentManager:
         self.wake.set()
         self._notify()
 
+    def _kill_run(self, trial: TrialRuntime, skip: str | None = None) -> None:
+        """Asks every agent of the trial's current run (but `skip`) to kill it."""
+        for agent_id in trial.gang_agents():
+            agent = self.cluster.agents.get(agent_id)
+            if agent is not None and agent_id != skip:
+                agent.send(
+                    agent_pb2.ConnectResponse(
+                        kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
+                    )
+                )
+
     def _current(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
         """The trial if the message is from its current run on this agent; stale messages are dropped."""
         trial = self.trials.get(trial_id)
-        if trial is None or trial.run_id != run_id or trial.agent_id != agent.id:
+        if trial is None or trial.run_id != run_id or agent.id not in trial.gang_agents():
             log.info("dropped message from a stale run", trial_id=trial_id, run_id=run_id, agent_id=agent.id)
             return None
         return trial

@@ -34,8 +34,11 @@ class TrialRuntime:
     latest_checkpoint_batches: int = 0
     latest_checkpoint_step: int = 0
     state: str = "ACTIVE"
+    # The chief's agent (rank 0: it gets the workloads) and its slots.
     agent_id: str | None = None
     slot_ids: tuple[str, ...] = ()
+    # A gang over several agents: the other agents and their slots.
+    peers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     in_flight: bool = False
     killing: bool = False
     best_validation: float | None = None
@@ -47,6 +50,9 @@ class TrialRuntime:
     started_order: int = 0
     # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
     waiting_on: int | None = None
+
+    def gang_agents(self) -> list[str]:
+        return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]
 
     @property
     def running(self) -> bool:

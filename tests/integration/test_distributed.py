@@ -50,3 +50,30 @@ def test_a_failing_rank_fails_the_trial_with_its_traceback(cluster, tmp_path) ->
     assert "rank 1 failed" in trial.error and "ValueError: rank one is broken" in trial.error, trial.error
     text = logs(cluster, trial.id)
     assert "[rank 1] Traceback" in text and "[rank 1] ValueError: rank one is broken" in text
+
+
+def test_a_four_slot_trial_runs_as_one_gang_over_two_two_slot_agents(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster", agents=2, slots=2) as cluster:
+        config = tiny_config(max_batches=20, extra="resources:\n  slots_per_trial: 4\n")
+        exp_id = submit(cluster, write_tiny_model(tmp_path / "tiny"), config)
+        result = wait(cluster, exp_id, timeout=240)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (trial,) = result.trials
+        text = logs(cluster, trial.id)
+        assert "agent agent0 (slots cpu0, cpu1); agent agent1 (slots cpu0, cpu1)" in text or (
+            "agent agent1 (slots cpu0, cpu1); agent agent0 (slots cpu0, cpu1)" in text
+        ), text
+        for rank in range(4):
+            assert f"[rank {rank}] " in text
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+        assert [s.total_batches for s in detail.steps] == [10, 20]
+
+
+def test_a_trial_no_agent_arrangement_can_hold_is_refused_at_create(cluster, tmp_path) -> None:
+    import grpc
+
+    config = tiny_config(extra="resources:\n  slots_per_trial: 3\n")
+    with pytest.raises(grpc.RpcError) as error:
+        submit(cluster, write_tiny_model(tmp_path / "tiny"), config)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "slots_per_trial is 3" in error.value.details() and "2 in all" in error.value.details()
