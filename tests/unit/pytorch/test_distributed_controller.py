@@ -60,6 +60,8 @@ def _entry(rank: int, fn: Callable[..., Any], port: int, out: Path, args: tuple[
         dist.barrier()
     finally:
         dist.destroy_process_group()
+    # As the harness does: skip interpreter teardown, which can abort with gloo's threads around.
+    os._exit(0)
 
 
 # --- sharding -------------------------------------------------------------------------------------
