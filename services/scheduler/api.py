@@ -13,6 +13,7 @@ from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
@@ -25,6 +26,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.cluster_id = cluster_id
 
     async def CreateExperiment(self, request, context):  # noqa: N802
+        try:
+            await asyncio.to_thread(check_checkpoint_storage, request.config_yaml)
+        except StorageCheckError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         try:
             principal = current_principal()
             exp_id = self.manager.create_experiment(

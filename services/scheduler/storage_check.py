@@ -1,0 +1,31 @@
+"""Checks an experiment's own checkpoint storage before anything is created.
+
+A missing bucket or refused credentials should fail `experiment create`, not the first
+checkpoint of the first trial. The check talks to S3, so callers run it off the event loop.
+"""
+
+from __future__ import annotations
+
+from pedl.config import ConfigError, parse_experiment_config
+
+
+class StorageCheckError(ValueError):
+    pass
+
+
+def check_checkpoint_storage(config_yaml: str) -> None:
+    try:
+        storage = parse_experiment_config(config_yaml).checkpoint_storage
+    except ConfigError:
+        return  # create_experiment reports the config error itself
+    if storage.get("type") != "s3":
+        return
+    from pedl_checkpoint_store.s3 import check_access
+
+    try:
+        check_access(storage)
+    except Exception as e:  # the store's errors carry a message meant for the user
+        message = str(e)
+        raise StorageCheckError(
+            message if message.startswith("checkpoint_storage") else f"checkpoint_storage: {message}"
+        ) from None
