@@ -29,6 +29,13 @@ class Entrypoint:
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
 
+    def __str__(self) -> str:
+        if self.kind == "trial":
+            return f"{self.module}:{self.object_ref}"
+        if self.kind == "script":
+            return " ".join((self.script, *self.args))
+        return " ".join(self.command)
+
 
 def _dotted(text: str) -> bool:
     return all(part.isidentifier() for part in text.split("."))

@@ -1,43 +1,27 @@
-"""The `entrypoint` config field: `<module>:<object reference>` (seeds 001/004)."""
+"""The loader's view of the `entrypoint` field: the config's own parser, with loader errors.
+
+`pedl.config.entrypoint` is the one parser of the field (seeds 001/004); the loader accepts
+only its `<module>:<object reference>` form.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from pedl.config.entrypoint import Entrypoint
+from pedl.config.entrypoint import parse_entrypoint as parse_config_entrypoint
+from pedl.config.errors import FieldError
 from pedl.model_def.errors import ModelDefinitionError
 
-
-@dataclass(frozen=True)
-class Entrypoint:
-    # Dotted module relative to the model definition root; "" for the top-level __init__.py.
-    module: str
-    # Dotted attribute path inside that module, e.g. "trial_classes.NestedTrial".
-    object_ref: str
-
-    def __str__(self) -> str:
-        return f"{self.module}:{self.object_ref}"
-
-
-def _check_dotted(value: str, what: str, entrypoint: str) -> None:
-    for part in value.split("."):
-        if not part.isidentifier():
-            raise ModelDefinitionError(
-                f"entrypoint {entrypoint!r}: {what} {value!r} is not a dotted Python name "
-                "(expected '<module>:<object reference>', e.g. 'model_def:MyTrial' or ':MyTrial')"
-            )
+__all__ = ["Entrypoint", "parse_entrypoint"]
 
 
 def parse_entrypoint(entrypoint: str) -> Entrypoint:
-    text = entrypoint.strip()
-    if text.count(":") != 1:
+    try:
+        parsed = parse_config_entrypoint(entrypoint)
+    except FieldError as e:
+        raise ModelDefinitionError(f"entrypoint {entrypoint!r}: {e.message}") from None
+    if parsed is None or parsed.kind != "trial":
         raise ModelDefinitionError(
-            f"entrypoint {entrypoint!r} must have the form '<module>:<object reference>' with exactly "
-            "one ':' (e.g. 'model_def:MyTrial', or ':MyTrial' for a class in __init__.py)"
+            f"entrypoint {entrypoint!r} must have the form '<module>:<object reference>' "
+            "(e.g. 'model_def:MyTrial', or ':MyTrial' for a class in __init__.py)"
         )
-    module, object_ref = (part.strip() for part in text.split(":"))
-    if module:
-        _check_dotted(module, "module", entrypoint)
-    if not object_ref:
-        raise ModelDefinitionError(f"entrypoint {entrypoint!r} names no object after ':'")
-    _check_dotted(object_ref, "object reference", entrypoint)
-    return Entrypoint(module, object_ref)
+    return parsed

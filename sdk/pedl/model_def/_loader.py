@@ -144,11 +144,11 @@ def load_model_definition(directory: Path | str, entrypoint: str | None = None) 
         ep = parse_entrypoint(entrypoint)
         if not ep.module and not has_init:
             raise ModelDefinitionError(
-                f"entrypoint '{ep}' names the top-level __init__.py, but {directory} has none"
+                f"entrypoint ':{ep.object_ref}' names the top-level __init__.py, but {directory} has none"
             )
         module = import_submodule(package, ep.module, directory) if ep.module else package
         found = _resolve_object(module, ep, directory)
-        trial_class = _check_trial_class(found, f"entrypoint '{ep}'", directory)
+        trial_class = _check_trial_class(found, f"entrypoint '{ep.module}:{ep.object_ref}'", directory)
     else:
         module = package if has_init else _single_file_module(package, directory)
         trial_class = _check_trial_class(
@@ -171,4 +171,3 @@ def load_model_definition(directory: Path | str, entrypoint: str | None = None) 
         make_data_loaders=make_data_loaders,
         download_data=download_data,
     )
-
