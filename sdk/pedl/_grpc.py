@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import grpc
 import grpc.aio
@@ -39,6 +40,26 @@ def _client_setup(address: str, token: str | None, tls_ca: str | None) -> tuple[
     token = token or auth.credential_for(address)
     ca_path = tls_ca or auth.tls_ca()
     return token, auth.read_pem(ca_path, "TLS CA bundle") if ca_path else None
+
+
+_ClientT = TypeVar("_ClientT", bound="Client")
+
+
+class Client:
+    """A blocking client of one service: opens its channel, closes it, works as a context manager."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._channel = channel(address)
+
+    def __enter__(self: _ClientT) -> _ClientT:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
 
 
 def channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.Channel:

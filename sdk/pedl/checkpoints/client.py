@@ -7,7 +7,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -23,25 +22,13 @@ UNARY_TIMEOUT_SECONDS = 60.0
 _MESSAGE_ONLY = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.DATA_LOSS}
 
 
-class CheckpointStoreClient:
+class CheckpointStoreClient(_grpc.Client):
     """Talks to the checkpoint store at `address` (host:port). Every failure is a CheckpointError."""
 
     def __init__(self, address: str, chunk_size: int = CHUNK_SIZE) -> None:
-        self.address = address
         self.chunk_size = chunk_size
-        self._channel = _grpc.channel(address)
+        super().__init__(address)
         self._stub = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(self._channel)
-
-    def __enter__(self) -> CheckpointStoreClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._channel.close()
 
     def _error(self, e: grpc.RpcError, action: str) -> CheckpointError:
         code: grpc.StatusCode = e.code()  # type: ignore[attr-defined]

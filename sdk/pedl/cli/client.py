@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-from types import TracebackType
 
 from pedl import _grpc
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -31,22 +30,10 @@ def resolve_master(explicit: str | None) -> str:
     return address
 
 
-class SchedulerClient:
+class SchedulerClient(_grpc.Client):
     def __init__(self, address: str) -> None:
-        self.address = address
-        self._channel = _grpc.channel(address)
+        super().__init__(address)
         self._stub = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
-
-    def __enter__(self) -> SchedulerClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._channel.close()
 
     def create_experiment(
         self, config_yaml: str, model_definition: bytes, model_definition_name: str
