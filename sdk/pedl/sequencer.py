@@ -44,8 +44,10 @@ class TrialSequencer:
     terminated: bool = False
     # Pause or preemption: checkpoint (if anything is unsaved), then exit, to resume later.
     stop_requested: bool = False
-    # Another trial will start from this one's state (PBT exploit, ASHA resume): save it first.
+    # Another trial will start from this one's state at `checkpoint_requested_at` batches (PBT
+    # exploit, ASHA resume): save it there first, training back to it after a restart.
     checkpoint_requested: bool = False
+    checkpoint_requested_at: int = 0
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
@@ -58,14 +60,23 @@ class TrialSequencer:
         self.stop_requested = True
 
     def request_checkpoint(self) -> None:
+        """Asks for a checkpoint of the state as it stands now."""
         self.checkpoint_requested = True
+        self.checkpoint_requested_at = self.batches_trained
+
+    def requested_checkpoint_reached(self, total_batches: int) -> bool:
+        return total_batches >= self.checkpoint_requested_at
 
     def next_workload(self) -> Next | None:
         """The workload to run now, or None while the trial waits on the searcher."""
         if self.terminated:
             return None
         b = self.batches_trained
-        if self.checkpoint_requested and self.checkpoint_due_before_stop():
+        if (
+            self.checkpoint_requested
+            and self.requested_checkpoint_reached(b)
+            and self.checkpoint_due_before_stop()
+        ):
             return self._make(Kind.CHECKPOINT_MODEL)
         if self.stop_requested:
             if self.checkpoint_due_before_stop():
@@ -76,14 +87,13 @@ class TrialSequencer:
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
             if self._due(self.min_checkpoint_period, self.last_checkpoint):
                 return self._make(Kind.CHECKPOINT_MODEL)
-            step_end = min(b + self.batches_per_step, self.targets[0])
-            return Next(Kind.RUN_STEP, self.step_id + 1, step_end)
+            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(self.targets[0]))
         if self.targets:
             if self.last_validation != b:
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
             return None  # validated at the target; the searcher has not answered yet
         if b < self.goal:
-            return Next(Kind.RUN_STEP, self.step_id + 1, min(b + self.batches_per_step, self.goal))
+            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(self.goal))
         if self.closing:
             if self.last_checkpoint != b and b > 0:
                 return self._make(Kind.CHECKPOINT_MODEL)
@@ -108,7 +118,8 @@ class TrialSequencer:
 
     def on_checkpoint_completed(self, total_batches: int) -> None:
         self.last_checkpoint = total_batches
-        self.checkpoint_requested = False
+        if self.requested_checkpoint_reached(total_batches):
+            self.checkpoint_requested = False
 
     def on_terminate_sent(self) -> None:
         self.terminated = True
@@ -120,6 +131,13 @@ class TrialSequencer:
         self.last_checkpoint = checkpoint_batches if checkpoint_batches > 0 else -1
         self.terminated = False
         self.stop_requested = False
+
+    def _step_end(self, limit: int) -> int:
+        """Steps end at `limit`, and at a requested checkpoint a restarted run has to train back to."""
+        end = min(self.batches_trained + self.batches_per_step, limit)
+        if self.checkpoint_requested and self.batches_trained < self.checkpoint_requested_at:
+            end = min(end, self.checkpoint_requested_at)
+        return end
 
     def _due(self, period: int, last: int) -> bool:
         b = self.batches_trained

@@ -113,8 +113,13 @@ class ExperimentManager:
                     latest_checkpoint_step=t["latest_checkpoint_step"],
                     state=t["state"],
                     best_validation=t["best_validation"],
+                    waiting_on=t["waiting_on_trial_id"],
                 )
                 self.trials[trial.id] = trial
+            for trial_id in exp.trial_ids:
+                child = self.trials.get(trial_id)
+                if child is not None and child.waiting_on is not None:
+                    self._resume_wait_for_parent(child, child.waiting_on)
             log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
         self.wake.set()
 
@@ -572,10 +577,12 @@ class ExperimentManager:
         trial.latest_checkpoint_uuid = ckpt.uuid
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
+        copyable = trial.sequencer.requested_checkpoint_reached(w.total_batches)
         trial.sequencer.on_checkpoint_completed(w.total_batches)
         prometheus.checkpoint_recorded()
-        for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
-            self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
+        if copyable:
+            for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
+                self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
     def on_trial_logs(self, agent: AgentHandle, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self.db.query_one(
@@ -759,6 +766,7 @@ class ExperimentManager:
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
             child.waiting_on = parent.id
+            self._save_trial(child)
             self._save_trial(parent)
             self._dispatch(parent)
             return
@@ -783,8 +791,9 @@ class ExperimentManager:
             row["latest_checkpoint_step"],
         )
 
-    def _resume_wait_for_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_id: int) -> None:
-        """After a restart: a child created before its parent saved the state it copies keeps waiting."""
+    def _resume_wait_for_parent(self, child: TrialRuntime, parent_id: int) -> None:
+        """A child whose parent can no longer save the state it waits for (the parent ended, or its
+        request was lost) copies the parent's newest stored checkpoint, or starts from scratch."""
         parent = self.trials.get(parent_id)
         if parent is not None and parent.sequencer.checkpoint_requested:
             child.waiting_on = parent_id
@@ -802,6 +811,13 @@ class ExperimentManager:
                 row["latest_checkpoint_batches"],
                 row["latest_checkpoint_step"],
             )
+            return
+        child.waiting_on = None
+        self._save_trial(child)
+        self._log_line(
+            child, f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint"
+        )
+        self.wake.set()
 
     def _copy_checkpoint(
         self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int
@@ -829,7 +845,8 @@ class ExperimentManager:
     def _save_trial(self, trial: TrialRuntime) -> None:
         self.db.execute(
             "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
-            "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ? WHERE id = ?",
+            "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
+            "WHERE id = ?",
             (
                 trial.sequencer.batches_trained,
                 trial.latest_checkpoint_uuid,
@@ -837,6 +854,7 @@ class ExperimentManager:
                 trial.latest_checkpoint_step,
                 json.dumps(trial.sequencer.to_dict()),
                 trial.best_validation,
+                trial.waiting_on,
                 trial.id,
             ),
         )
@@ -849,6 +867,8 @@ class ExperimentManager:
             (state, error, utc_now(), trial.id),
         )
         self.trials.pop(trial.id, None)
+        for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
+            self._resume_wait_for_parent(child, trial.id)
         exp = self.experiments.get(trial.experiment_id)
         if exp is not None:
             self._collect_garbage(exp)

@@ -105,6 +105,10 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX sessions_user ON sessions (user_id)",
         "ALTER TABLE experiments ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
     ],
+    # 4: a child trial waiting for its parent to save the state it copies survives a restart.
+    [
+        "ALTER TABLE trials ADD COLUMN waiting_on_trial_id INTEGER",
+    ],
 ]
 
 

@@ -122,3 +122,21 @@ def test_a_run_restarted_behind_an_answered_target_trains_back_to_it_before_clos
     seq.close()
     seq.restart_from(checkpoint_batches=30, checkpoint_step_id=3)  # e.g. the agent was lost
     assert run(seq) == [("RUN_STEP", 40), ("CHECKPOINT_MODEL", 40), ("TERMINATE", 40)]
+
+
+def test_a_requested_checkpoint_lost_to_a_restart_is_taken_at_the_requested_batch() -> None:
+    """A PBT child waits for its parent's state at the round end (batch 20); the parent's run dies
+    before saving it, restarts from scratch with a longer target, and must still save batch 20."""
+    seq = TrialSequencer(batches_per_step=15)
+    seq.add_target(20)
+    assert run(seq) == [("RUN_STEP", 15), ("RUN_STEP", 20), ("COMPUTE_VALIDATION_METRICS", 20)]
+    seq.request_checkpoint()
+    seq.add_target(40)
+    seq.restart_from(checkpoint_batches=0, checkpoint_step_id=0)
+    assert run(seq)[:4] == [
+        ("RUN_STEP", 15),
+        ("RUN_STEP", 20),
+        ("CHECKPOINT_MODEL", 20),
+        ("RUN_STEP", 35),
+    ]
+    assert not seq.checkpoint_requested
