@@ -815,7 +815,8 @@ class ExperimentManager:
         child.waiting_on = None
         self._save_trial(child)
         self._log_line(
-            child, f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint"
+            child,
+            f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint",
         )
         self.wake.set()
 
