@@ -140,8 +140,8 @@ class ExperimentManager:
             )
         if not name.isidentifier():
             raise UserError(f"model_definition_name {name!r} is not a valid Python identifier")
-        self._check_fits(config)
         self._check_environment(config.environment_name)
+        self._check_fits(config)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
         with self.db.transaction():
@@ -180,19 +180,20 @@ class ExperimentManager:
     def _check_fits(self, config: Any) -> None:
         """A trial no arrangement of the connected agents could ever hold is refused up front."""
         pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+        environment = config.environment_name or scheduling.DEFAULT_ENVIRONMENT
         agents = [a for a in self.cluster.agents.values() if a.resource_pool == pool]
         if not agents:
             return  # agents may still join
         slots = config.slots_per_trial
-        shape = PoolSlots(
-            [scheduling.Agent(a.id, tuple(s.id for s in a.slots), (), a.resource_pool) for a in agents]
-        )
-        if not shape.could_ever_fit(slots):
-            sizes = ", ".join(str(len(a.slots)) for a in agents)
+        shape = PoolSlots([_scheduling_agent(a, free_slots=()) for a in agents])
+        if not shape.could_ever_fit(slots, environment):
+            eligible = [a for a in agents if environment in a.environments]
+            sizes = ", ".join(str(len(a.slots)) for a in eligible) or "no"
+            total = sum(len(a.slots) for a in eligible)
             raise UserError(
-                f"resources.slots_per_trial is {slots}, but the {len(agents)} agents of pool {pool!r} "
-                f"(with {sizes} slots, {shape.total} in all) cannot hold it: a trial takes slots on one "
-                "agent, or whole agents of one size"
+                f"resources.slots_per_trial is {slots}, but the {len(eligible)} agents of pool {pool!r} "
+                f"offering environment {environment!r} (with {sizes} slots, {total} in all) cannot hold "
+                "it: a trial takes slots on one agent, or whole agents of one size"
             )
 
     def kill_experiment(self, exp_id: int) -> None:
@@ -270,6 +271,7 @@ class ExperimentManager:
                         exp.config.slots_per_trial,
                         exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
                         order=t.id,
+                        environment=exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
                     )
                 )
         experiments = {
@@ -281,10 +283,7 @@ class ExperimentManager:
             )
             for e in self.experiments.values()
         }
-        agents = [
-            scheduling.Agent(a.id, tuple(s.id for s in a.slots), a.free_slots(), a.resource_pool)
-            for a in self.cluster.agents.values()
-        ]
+        agents = [_scheduling_agent(a, a.free_slots()) for a in self.cluster.agents.values()]
         return scheduling.ClusterState(agents, running, queued, experiments)
 
     def _yield_idle_slots(self) -> None:
@@ -949,3 +948,14 @@ class ExperimentManager:
     def trial_agent(self, trial_id: int) -> str:
         trial = self.trials.get(trial_id)
         return trial.agent_id or "" if trial else ""
+
+
+def _scheduling_agent(agent: AgentHandle, free_slots: tuple[str, ...]) -> scheduling.Agent:
+    """What the pure scheduling policy sees of a connected agent."""
+    return scheduling.Agent(
+        agent.id,
+        tuple(s.id for s in agent.slots),
+        free_slots,
+        agent.resource_pool,
+        frozenset(agent.environments),
+    )

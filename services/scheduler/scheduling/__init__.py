@@ -8,6 +8,7 @@ from pedl_scheduler.scheduling.legacy import AgentCapacity, Assignment, assign
 from pedl_scheduler.scheduling.policy import decide
 from pedl_scheduler.scheduling.share import weighted_shares
 from pedl_scheduler.scheduling.state import (
+    DEFAULT_ENVIRONMENT,
     DEFAULT_POOL,
     DEFAULT_PRIORITY,
     Agent,
@@ -21,6 +22,7 @@ from pedl_scheduler.scheduling.state import (
 )
 
 __all__ = [
+    "DEFAULT_ENVIRONMENT",
     "DEFAULT_POOL",
     "DEFAULT_PRIORITY",
     "Agent",

@@ -90,15 +90,17 @@ class _Tick:
         cap = self.res[e].max_slots
         if pool is None or (cap is not None and self.used[e] + n > cap):
             return
-        if not _known_to_fail(self.no_fit, trial.resource_pool, n, pool):
-            allocation = pool.fit(n)
+        largest = pool.largest_offering(trial.environment)
+        where = (trial.resource_pool, trial.environment)
+        if not _known_to_fail(self.no_fit, where, n, largest):
+            allocation = pool.fit(n, trial.environment)
             if allocation is not None:
                 for a in allocation:
                     pool.take(a.agent_id, a.slot_ids)
                 self.assignments[trial.trial_id] = allocation
                 self.used[e] += n
                 return
-            _remember_failure(self.no_fit, trial.resource_pool, n, pool)
+            _remember_failure(self.no_fit, where, n, largest)
         self._try_preempting(trial, pool)
 
     def _try_preempting(self, trial: QueuedTrial, pool: PoolSlots) -> None:
@@ -107,13 +109,16 @@ class _Tick:
         budget = self._fair_share_budget(trial)
         if not self.policy.priority_preemption and budget is None:
             return
-        key: object = trial.resource_pool if budget is None else (trial.resource_pool, e)
-        if _known_to_fail(self.no_plan, key, n, pool):
+        where = (trial.resource_pool, trial.environment)
+        key: object = where if budget is None else (*where, e)
+        largest = pool.largest_offering(trial.environment)
+        if _known_to_fail(self.no_plan, key, n, largest):
             return
         may_stop = self._may_stop(priority, e, budget)
-        plan = self.preemptor.plan(pool, n, may_stop, budget or {}, priority if budget is None else None)
+        cache_as = priority if budget is None else None  # per-agent plans depend on may_stop alone
+        plan = self.preemptor.plan(pool, n, may_stop, budget or {}, cache_as, trial.environment)
         if plan is None:
-            _remember_failure(self.no_plan, key, n, pool)
+            _remember_failure(self.no_plan, key, n, largest)
             return
         self.preemptor.commit(pool, plan)
         for trial_id in plan.victims:
@@ -177,15 +182,17 @@ class _Tick:
         return shares
 
 
-def _known_to_fail(cache: dict, key: object, slots: int, pool: PoolSlots) -> bool:
-    """A gang no smaller than one that failed on one agent fails too; multi-agent sizes are exact."""
+def _known_to_fail(cache: dict, key: object, slots: int, largest: int) -> bool:
+    """A gang no smaller than one that failed on one agent fails too; multi-agent sizes are exact.
+
+    `largest`: the most slots one eligible agent has (larger gangs span agents)."""
     smallest, sizes = cache.get(key, (math.inf, set()))
-    return slots >= smallest if slots <= pool.largest else slots in sizes
+    return slots >= smallest if slots <= largest else slots in sizes
 
 
-def _remember_failure(cache: dict, key: object, slots: int, pool: PoolSlots) -> None:
+def _remember_failure(cache: dict, key: object, slots: int, largest: int) -> None:
     smallest, sizes = cache.get(key, (math.inf, set()))
-    if slots <= pool.largest:
+    if slots <= largest:
         cache[key] = (min(smallest, slots), sizes)
     else:
         cache[key] = (smallest, sizes | {slots})

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pedl_scheduler.scheduling.placement import PoolSlots
-from pedl_scheduler.scheduling.state import RunningTrial
+from pedl_scheduler.scheduling.state import DEFAULT_ENVIRONMENT, RunningTrial
 
 MayStop = Callable[[RunningTrial], bool]
 # (cost, victims, trials already stopping counted on, free slots to hold)
@@ -58,16 +58,18 @@ class Preemptor:
         may_stop: MayStop,
         budget: Mapping[int, float],
         cache_as: object = None,
+        environment: str = DEFAULT_ENVIRONMENT,
     ) -> Plan | None:
-        """The cheapest plan to free `slots` in `pool`, or None if stopping what may be stopped won't do.
+        """The cheapest plan to free `slots` on agents of `pool` offering `environment`, or None if
+        stopping what may be stopped won't do.
 
         `budget` caps, per experiment listed, how many slots may be taken from it (fair share).
-        Calls passing the same `cache_as` (not None) promise the same `may_stop` and no budget,
-        so per-agent work is reused between them.
+        Calls passing the same `cache_as` (not None) promise the same `may_stop`, environment and
+        no budget, so per-agent work is reused between them.
         """
-        if slots <= pool.largest:
-            return self._single(pool, slots, may_stop, budget, cache_as)
-        return self._multi(pool, slots, may_stop, budget)
+        if slots <= pool.largest_offering(environment):
+            return self._single(pool, slots, may_stop, budget, cache_as, environment)
+        return self._multi(pool, slots, may_stop, budget, environment)
 
     def _candidates(self, agent_id: str, may_stop: MayStop) -> tuple[list[int], list[int], int]:
         """(trials already stopping, trials that may be stopped by cost order, slots held by neither)."""
@@ -85,13 +87,19 @@ class Preemptor:
         return stopping, stoppable, other
 
     def _single(
-        self, pool: PoolSlots, slots: int, may_stop: MayStop, budget: Mapping[int, float], cache_as: object
+        self,
+        pool: PoolSlots,
+        slots: int,
+        may_stop: MayStop,
+        budget: Mapping[int, float],
+        cache_as: object,
+        environment: str,
     ) -> Plan | None:
         best: _AgentPlan | None = None
         best_agent = ""
         for agent_id in pool.agent_ids:
             free = len(pool.free[agent_id])
-            if pool.size[agent_id] < slots or free >= slots:
+            if pool.size[agent_id] < slots or free >= slots or not pool.offers(agent_id, environment):
                 continue
             if cache_as is None:
                 found = self._agent_plan(agent_id, free, slots, may_stop, budget)
@@ -147,14 +155,15 @@ class Preemptor:
         return cost, tuple(victims), tuple(reclaimed), need_free
 
     def _multi(
-        self, pool: PoolSlots, slots: int, may_stop: MayStop, budget: Mapping[int, float]
+        self, pool: PoolSlots, slots: int, may_stop: MayStop, budget: Mapping[int, float], environment: str
     ) -> Plan | None:
         """Whole agents of one size, largest size first, each cleared at the least cost."""
-        for size in sorted({s for s in pool.size.values() if s}, reverse=True):
+        eligible = {a: n for a, n in pool.size.items() if n and pool.offers(a, environment)}
+        for size in sorted(set(eligible.values()), reverse=True):
             if slots % size:
                 continue
             options: list[tuple[tuple[int, int], str, list[int], list[int]]] = []
-            for agent_id in sorted(a for a, s in pool.size.items() if s == size):
+            for agent_id in sorted(a for a, n in eligible.items() if n == size):
                 stopping, stoppable, other = self._candidates(agent_id, may_stop)
                 on_agent = self.on_agent.get(agent_id, {})
                 accounted = len(pool.free[agent_id]) + sum(on_agent[t] for t in (*stopping, *stoppable))

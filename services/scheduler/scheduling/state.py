@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 DEFAULT_PRIORITY = 42
 DEFAULT_POOL = "default"
+DEFAULT_ENVIRONMENT = "default"
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,13 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Agent:
+    """`environments`: the Python environments (by name) this agent can start a harness in."""
+
     agent_id: str
     slot_ids: tuple[str, ...]
     free_slot_ids: tuple[str, ...]
     resource_pool: str = DEFAULT_POOL
+    environments: frozenset[str] = frozenset({DEFAULT_ENVIRONMENT})
 
 
 @dataclass(frozen=True)
@@ -52,13 +56,17 @@ class RunningTrial:
 
 @dataclass(frozen=True)
 class QueuedTrial:
-    """A trial waiting for slots; within an experiment, smaller (order, trial id) goes first."""
+    """A trial waiting for slots; within an experiment, smaller (order, trial id) goes first.
+
+    It runs only on agents offering its `environment` (the experiment config's `environment`).
+    """
 
     trial_id: int
     experiment_id: int
     slots: int
     resource_pool: str = DEFAULT_POOL
     order: int = 0
+    environment: str = DEFAULT_ENVIRONMENT
 
 
 @dataclass(frozen=True)

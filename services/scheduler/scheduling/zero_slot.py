@@ -19,26 +19,44 @@ def place_zero_slot_trials(
     priority_of: Callable[[int], int],
     cap: int | None,
 ) -> dict[int, tuple[Allocation, ...]]:
-    """Highest priority and oldest first, each on the agent of its pool running the fewest such trials."""
+    """Highest priority and oldest first, each on the agent of its pool offering its environment
+    that runs the fewest such trials."""
     count: dict[str, int] = {}
     for t in running:
         if t.allocations and not t.slots:
             for a in t.allocations:
                 count[a.agent_id] = count.get(a.agent_id, 0) + 1
-    heaps: dict[str, list[tuple[int, str, int]]] = {}
-    for a in agents:
-        limit = cap if cap is not None else max(len(a.slot_ids), 1)
-        heaps.setdefault(a.resource_pool, []).append((count.get(a.agent_id, 0), a.agent_id, limit))
-    for heap in heaps.values():
-        heapq.heapify(heap)
+    limit = {a.agent_id: cap if cap is not None else max(len(a.slot_ids), 1) for a in agents}
+    # One heap per (pool, environment), made when first needed; an agent offering several
+    # environments sits in several heaps, so entries whose count is stale are refreshed on pop.
+    heaps: dict[tuple[str, str], list[tuple[int, str]]] = {}
+
+    def heap_for(pool: str, environment: str) -> list[tuple[int, str]]:
+        key = (pool, environment)
+        if key not in heaps:
+            heaps[key] = [
+                (count.get(a.agent_id, 0), a.agent_id)
+                for a in agents
+                if a.resource_pool == pool and environment in a.environments
+            ]
+            heapq.heapify(heaps[key])
+        return heaps[key]
+
     out: dict[int, tuple[Allocation, ...]] = {}
     for t in sorted(queued, key=lambda t: (priority_of(t.experiment_id), t.order, t.trial_id)):
-        heap = heaps.get(t.resource_pool)
-        while heap and heap[0][0] >= heap[0][2]:
-            heapq.heappop(heap)  # full: its count only grows this tick
+        heap = heap_for(t.resource_pool, t.environment)
+        while heap:
+            n, agent_id = heap[0]
+            if n != count.get(agent_id, 0):
+                heapq.heapreplace(heap, (count.get(agent_id, 0), agent_id))
+            elif n >= limit[agent_id]:
+                heapq.heappop(heap)  # full: its count only grows this tick
+            else:
+                break
         if not heap:
             continue
-        n, agent_id, limit = heapq.heappop(heap)
+        n, agent_id = heap[0]
         out[t.trial_id] = (Allocation(agent_id, ()),)
-        heapq.heappush(heap, (n + 1, agent_id, limit))
+        count[agent_id] = n + 1
+        heapq.heapreplace(heap, (n + 1, agent_id))
     return out
