@@ -123,7 +123,7 @@ class LocalCluster:
         port_file.unlink(missing_ok=True)
         self.scheduler = start("scheduler", self.scheduler_args, self.workdir, port_file)
 
-    def start_agent(self, index: int, slots: int = 1) -> Service:
+    def start_agent(self, index: int, slots: int = 1, extra_args: list[str] | None = None) -> Service:
         agent = start(
             f"agent{index}",
             [
@@ -140,6 +140,7 @@ class LocalCluster:
                 str(self.secret_file),
                 *(["--tls-ca", str(self.tls.ca)] if self.tls else []),
                 *self.agent_args,
+                *(extra_args or []),
             ],
             self.workdir,
         )
