@@ -31,5 +31,6 @@ def test_trials_of_an_environment_run_only_on_the_agent_offering_it(tmp_path) ->
         assert len(result.trials) == 2
         for trial in result.trials:
             chunks = stub(cluster).GetTrialLogs(scheduler_pb2.GetTrialLogsRequest(trial_id=trial.id))
-            started = [line.message for c in chunks for line in c.lines if " started on agent " in line.message]
+            lines = [line.message for c in chunks for line in c.lines]
+            started = [m for m in lines if " started on agent " in m]
             assert started and all("on agent agent1 " in s for s in started), started
