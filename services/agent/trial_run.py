@@ -39,7 +39,17 @@ Send = Callable[[agent_pb2.ConnectRequest], None]
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
-DISTRIBUTED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# Never inherited from the agent's environment: the agent sets the first six per rank; a Keras
+# trial's harness sets TF_CONFIG itself, from ports its ranks pick and share at the rendezvous.
+DISTRIBUTED_ENV = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TF_CONFIG",
+)
 
 
 @dataclass(frozen=True)

@@ -91,11 +91,18 @@ def start_trial(
     seed: int,
     checkpoint_dir: Path | None = None,
     once_per_machine: OncePerMachine = _call,
+    before_build: Callable[[ModelDefinition], None] | None = None,
 ) -> TrialController:
-    """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given."""
+    """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given.
+
+    `before_build` runs once the model definition is imported and before its data or model are
+    built (a distributed harness starts TensorFlow's multi-worker runtime there, which must come
+    before any TensorFlow op)."""
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
     model_def = load_for_config(model_definition_dir, experiment_config)
+    if before_build is not None:
+        before_build(model_def)
     # Again, now that the model definition has imported its framework (torch is not imported
     # before it is needed, so that starting the harness stays fast).
     seed_all(seed)

@@ -5,6 +5,12 @@ MASTER_ADDR and MASTER_PORT set. The chief (rank 0) alone asks the agent for wor
 broadcasts each to the other ranks, so that all run the same workload in lockstep; only the chief
 reports results and stores checkpoints. Without WORLD_SIZE > 1 none of this is used (and torch is
 not imported here).
+
+torch.distributed's rendezvous at MASTER_ADDR:MASTER_PORT is the one rendezvous of every trial:
+a framework with a multi-worker runtime of its own (TensorFlow's MultiWorkerMirroredStrategy for
+Keras) learns its peers through it. Its trial class defines `start_workers(group)`, which the
+harness calls after importing the model definition and before any data or model is built; it
+gets every rank's worker address from `ProcessGroup.worker_addresses()`.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
+import socket
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +35,15 @@ PEER_FAILED_EXIT_CODE = 3
 # Ranks other than the chief wait on the chief's next workload, which can take as long as the
 # scheduler keeps the trial idle; a dead chief still fails them at once (its connections close).
 WORKLOAD_WAIT = datetime.timedelta(days=30)
-_PEER_FAILURE_TEXT = ("Connection closed by peer", "Connection reset by peer", "remote worker crashing")
+# Tries at a worker address list without two ranks on one port.
+ADDRESS_ATTEMPTS = 3
+_PEER_FAILURE_TEXT = (
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "remote worker crashing",
+    # TensorFlow's collectives when another worker died (its health check aborts them).
+    "Collective ops is aborted by",
+)
 
 
 @dataclass(frozen=True)
@@ -90,14 +106,58 @@ def launch_from_env(environ: Mapping[str, str] = os.environ) -> Launch | None:
 
 def is_peer_failure(exc: BaseException) -> bool:
     """Whether `exc` only reflects another rank's death (a collective lost its peer)."""
-    import torch.distributed as dist
-
+    lost: tuple[type[BaseException], ...] = ()
+    torch_distributed = sys.modules.get("torch.distributed")  # not there: no group was started
+    if torch_distributed is not None:
+        lost += (torch_distributed.DistNetworkError,)
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None:
+        # A TensorFlow collective whose peer is gone fails UNAVAILABLE (no rank's own error does).
+        lost += (tensorflow.errors.UnavailableError,)
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, dist.DistNetworkError) or any(t in str(seen) for t in _PEER_FAILURE_TEXT):
+        if isinstance(seen, lost) or any(t in str(seen) for t in _PEER_FAILURE_TEXT):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def reachable_host(launch: Launch) -> str:
+    """The address the other ranks reach this rank's machine on.
+
+    The chief's machine is reached at MASTER_ADDR (the scheduler gives the chief agent's address,
+    or 127.0.0.1 when one agent runs every rank). Another machine answers with the interface that
+    routes to the chief, as an agent finds its own address (a UDP connect sends no packet).
+    """
+    if launch.rank == launch.local_rank:  # this machine runs ranks 0..: the chief's
+        return launch.master_addr
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            launch.master_addr, launch.master_port, type=socket.SOCK_DGRAM
+        )[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(address)
+            return str(s.getsockname()[0])
+    except OSError:
+        return socket.gethostbyname(socket.gethostname())
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on now, on every interface of this machine (as servers bind)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def start_framework(trial_class: type, group: ProcessGroup) -> None:
+    """Lets the trial's framework join its own multi-worker runtime (see the module docstring)."""
+    start_workers: Callable[[ProcessGroup], None] | None = getattr(trial_class, "start_workers", None)
+    if start_workers is not None:
+        start_workers(group)
 
 
 class ProcessGroup:
@@ -108,8 +168,15 @@ class ProcessGroup:
         self._control: Any = None
 
     def start(self) -> None:
-        import torch
-        import torch.distributed as dist
+        try:
+            import torch
+            import torch.distributed as dist
+        except ImportError as exc:
+            raise RuntimeError(
+                f"a trial on {self.launch.world_size} slots needs torch in the harness's Python "
+                "environment: its ranks meet and share workloads through torch.distributed "
+                f"(Keras trials too); {exc}"
+            ) from exc
 
         backend = "gloo"
         if torch.cuda.is_available():
@@ -143,15 +210,32 @@ class ProcessGroup:
 
         dist.barrier(group=self._control)
 
-    def once_per_machine(self, fn: Callable[[], T]) -> T:
-        """Runs `fn` on this machine's first rank only; every rank of the machine gets its result."""
+    def all_gather(self, obj: Any) -> list[Any]:
+        """Every rank's `obj`, indexed by rank, on every rank."""
         import torch.distributed as dist
 
-        mine = fn() if self.launch.is_local_chief else None
         results: list[Any] = [None] * self.launch.world_size
-        dist.all_gather_object(results, mine, group=self._control)
+        dist.all_gather_object(results, obj, group=self._control)
+        return results
+
+    def once_per_machine(self, fn: Callable[[], T]) -> T:
+        """Runs `fn` on this machine's first rank only; every rank of the machine gets its result."""
+        results = self.all_gather(fn() if self.launch.is_local_chief else None)
         # The agent numbers a machine's ranks consecutively from its first.
         return results[self.launch.rank - self.launch.local_rank]
+
+    def worker_addresses(self) -> list[str]:
+        """A free host:port per rank, each on its rank's machine, indexed by rank: the same list on
+        every rank. Each rank picks its own port, so ranks on other agents need no port plan; the
+        framework must bind it soon (a port is only known free when picked)."""
+        host = reachable_host(self.launch)
+        for _ in range(ADDRESS_ATTEMPTS):
+            addresses = self.all_gather(host_port(host, free_port(host)))
+            # Two ranks of a machine can pick one port (each released it before the other's pick);
+            # every rank sees the same list, so all pick again together.
+            if len(set(addresses)) == len(addresses):
+                break
+        return addresses
 
     def fetch_shared(self, checkpoints: CheckpointStorage, uuid: str, base: Path) -> Path:
         """The checkpoint `uuid`, downloaded once per machine into `base` and read by all its ranks."""

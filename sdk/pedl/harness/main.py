@@ -22,6 +22,7 @@ from pedl.harness.distributed import (
     ProcessGroup,
     is_peer_failure,
     launch_from_env,
+    start_framework,
 )
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.workloads import run_workloads
@@ -50,13 +51,24 @@ def _start_distributed(
     checkpoint_uuid: str,
     checkpoints: StoreCheckpoints,
 ) -> TrialController:
-    """Every rank builds the trial; one rank per machine downloads the checkpoint for all of them."""
+    """Every rank builds the trial; one rank per machine downloads the checkpoint for all of them.
+
+    A framework with a multi-worker runtime of its own (Keras) starts it from the trial class once
+    the model definition is imported (`start_framework`)."""
     group.start()
     restore_dir = None
     if checkpoint_uuid:
         # The trial's directory (the model definition's parent) is this machine's own.
         restore_dir = group.fetch_shared(checkpoints, checkpoint_uuid, model_dir.parent)
-    controller = start_trial(model_dir, config, hparams, seed, restore_dir, group.once_per_machine)
+    controller = start_trial(
+        model_dir,
+        config,
+        hparams,
+        seed,
+        restore_dir,
+        group.once_per_machine,
+        before_build=lambda model_def: start_framework(model_def.trial_class, group),
+    )
     if restore_dir is not None:
         group.release_shared(restore_dir)
     return controller

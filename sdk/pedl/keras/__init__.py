@@ -32,6 +32,10 @@ What PEDL does with them:
   trial continues exactly where the checkpoint was taken.
 - The trial seed seeds Python, NumPy, TensorFlow and Keras before `make_data_loaders` and
   `build_model`; a `tf.data` shuffle without an explicit seed is reproducible too.
+- With `resources.slots_per_trial > 1` each slot runs a worker of a
+  `tf.distribute.MultiWorkerMirroredStrategy`, started before `make_data_loaders`;
+  `build_model` runs under its scope, every worker trains on a disjoint shard of the batches
+  and metrics are reduced over all workers (see `pedl.keras._distributed`).
 """
 
 from pedl.keras._controller import KerasTrialController

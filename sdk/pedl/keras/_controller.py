@@ -11,8 +11,15 @@ import keras
 import numpy as np
 
 from pedl.harness.controller import StepResult
-from pedl.keras import _checkpoint
-from pedl.keras._data import TrainingStream, batch_length, check_source, unpack, validation_input
+from pedl.keras import _checkpoint, _distributed
+from pedl.keras._data import (
+    TrainingStream,
+    batch_length,
+    check_source,
+    unpack,
+    validation_batches,
+    validation_input,
+)
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 from pedl.tensorflow._averaging import first_non_finite, mean_metrics
@@ -35,15 +42,26 @@ class KerasTrialController:
 
     Training metrics are the per-batch results of `train_on_batch` averaged over the step;
     validation reports `model.evaluate` over the whole validation data, under the compiled names.
+    On several slots the model runs under MultiWorkerMirroredStrategy (`pedl.keras._distributed`).
     """
 
-    def __init__(self, trial: Any, model: keras.Model, training: Any, validation: Any) -> None:
+    def __init__(
+        self, trial: Any, model: keras.Model, training: Any, validation: Any, where: str = "build_model()"
+    ) -> None:
         self.trial = trial
         self.model = model
         self.validation = validation
         self._batches_trained = 0
-        # Drawn from NumPy, which the harness seeds with the trial seed.
-        self.stream = TrainingStream(training, int(np.random.randint(2**31 - 1)))
+        # Set when the harness started this process as one of several workers.
+        self.workers = _distributed.current()
+        self._steps: _distributed.Steps | None = None
+        # Drawn from NumPy, which the harness seeds with the trial seed (alike on every worker).
+        seed = int(np.random.randint(2**31 - 1))
+        self.stream = TrainingStream(training, seed, self.workers.shard if self.workers else None)
+        if self.workers is not None:
+            _distributed.check_model(model, self.workers, where)
+            self._steps = _distributed.Steps(model, self.workers)
+            self._steps.build(self.stream.sample())
 
     @classmethod
     def from_trial_class(
@@ -64,9 +82,11 @@ class KerasTrialController:
         )
         # Keras draws initial weights and dropout seeds from its own global generator.
         keras.utils.set_random_seed(int(np.random.randint(2**31 - 1)))
-        model = check_model(trial.build_model(trial.hparams), describe(trial_class.build_model))
+        where = describe(trial_class.build_model)
+        with _distributed.scope():
+            model = check_model(trial.build_model(trial.hparams), where)
         trial.model = model
-        return cls(trial, model, training, validation)
+        return cls(trial, model, training, validation, where)
 
     @property
     def batches_trained(self) -> int:
@@ -83,14 +103,22 @@ class KerasTrialController:
             num_inputs += batch_length(x)
             results.append(self.model.train_on_batch(x, y, sample_weight=weights, return_dict=True))
         self._batches_trained += count
+        metrics = mean_metrics(results, "training")
+        if self._steps is not None:
+            # Before raising below: the others must not wait for this worker's part.
+            metrics, num_inputs = self._steps.mean_step(metrics, num_inputs)
         bad = first_non_finite([r["loss"] for r in results])
         if bad is not None:
             raise FloatingPointError(
                 f"training batch {total_batches - count + bad + 1}: the loss is {results[bad]['loss']}"
             )
-        return StepResult(metrics=mean_metrics(results, "training"), num_batches=count, num_inputs=num_inputs)
+        return StepResult(metrics=metrics, num_batches=count, num_inputs=num_inputs)
 
     def validate(self) -> dict[str, Any]:
+        if self._steps is not None:
+            assert self.workers is not None
+            batches = validation_batches(self.validation, self.workers.shard)
+            return mean_metrics([self._steps.validate(batches)], "validation")
         data, keywords = validation_input(self.validation)
         with warnings.catch_warnings():
             # Keras warns when a generator ends; for the validation pass that end is expected.
@@ -99,6 +127,12 @@ class KerasTrialController:
         return mean_metrics([metrics], "validation")
 
     def save(self, path: Path) -> None:
+        """Writes the checkpoint; on several workers only the chief does (all hold the same state).
+
+        Not under the strategy's scope: Keras's saving creates a throwaway variable, which there
+        would be a collective that the other workers never join."""
+        if self.workers is not None and not self.workers.is_chief:
+            return
         _checkpoint.save(self, Path(path))
 
     def load(self, path: Path) -> None:

@@ -4,11 +4,19 @@ Sources: a batched `tf.data.Dataset`, a `keras.utils.PyDataset` (or Sequence), a
 function (called once per epoch), or NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched
 here. A resumed trial re-creates the source and moves to the saved (epoch, offset): datasets
 replay their own seeded order, arrays are shuffled per epoch from a seed kept in the state.
+
+On several workers each reads a `Shard`: every worker draws the same batch order (the same seed)
+and takes every N-th batch of it from its index, so the shards are disjoint and the position
+(epoch, offset) is the same on every worker. The training epochs of arrays, PyDatasets and
+generators end with a last round padded with the epoch's first batches, so all workers have as
+many; a tf.data.Dataset is repeated first and then sharded, so its stream never ends. Validation
+shards are not padded.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +31,45 @@ ACCEPTED = (
     "a batched tf.data.Dataset, a keras.utils.PyDataset, a generator function (called once per epoch), "
     "or a tuple of NumPy arrays (x, y) or (x, y, sample_weight)"
 )
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Worker `index` of `count`: batches index, index + count, index + 2 * count, ... of an epoch."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"worker index {self.index} is not in [0, {self.count})")
+
+    def batches(self, n: int, pad: bool) -> list[int]:
+        """This worker's batch numbers of an epoch of `n`; with `pad`, ceil(n / count) of them."""
+        own = list(range(self.index, n, self.count))
+        last = n % self.count
+        if pad and last and self.index >= last:
+            own.append((self.index - last) % min(n, self.count))
+        return own
+
+
+def shard_items(items: Iterator[Any], shard: Shard, pad: bool) -> Iterator[Any]:
+    """`Shard.batches` of an iterator whose length is known only at its end."""
+    first: list[Any] = []
+    round_: list[Any] = []
+    for item in items:
+        if len(first) < shard.count:
+            first.append(item)
+        round_.append(item)
+        if len(round_) == shard.count:
+            yield round_[shard.index]
+            round_ = []
+    if not round_:
+        return
+    if shard.index < len(round_):
+        yield round_[shard.index]
+    elif pad:
+        yield first[(shard.index - len(round_)) % len(first)]
 
 
 @dataclass
@@ -87,22 +134,28 @@ def batch_length(x: Any) -> int:
 
 
 class TrainingStream:
-    def __init__(self, source: Any, seed: int) -> None:
+    def __init__(self, source: Any, seed: int, shard: Shard | None = None) -> None:
         self.source = source
         self.seed = seed  # for shuffling arrays
+        self.shard = shard
         self.epoch = 0
-        self.offset = 0  # batches taken from the current epoch
+        self.offset = 0  # batches taken from the current epoch (of this worker's shard)
         self._iterator: Iterator[Any] | None = None
         self._serialized: bytes | None = None
         if isinstance(source, tf.data.Dataset):
             self._serialized = _datasets.serialize(source, "the training dataset")
 
+    def _own(self, n: int) -> list[int]:
+        return list(range(n)) if self.shard is None else self.shard.batches(n, pad=True)
+
     def _epoch_iterator(self) -> Iterator[Any]:
-        source = self.source
+        source, shard = self.source, self.shard
         if self._serialized is not None:
             # A fresh copy replays the dataset's seeded order; its epochs are reshuffled by repeat().
-            dataset = _datasets.from_serialized(self._serialized, source.element_spec)
-            return iter(dataset.repeat().skip(self.offset))
+            dataset = _datasets.from_serialized(self._serialized, source.element_spec).repeat()
+            if shard is not None:
+                dataset = dataset.shard(shard.count, shard.index)
+            return iter(dataset.skip(self.offset))
         if isinstance(source, Arrays):
             n = len(tf.nest.flatten(source.arrays[0])[0])
             order = (
@@ -110,13 +163,23 @@ class TrainingStream:
                 if source.shuffle
                 else np.arange(n)
             )
-            return (source.batch(order, i) for i in range(self.offset, len(source)))
+            return (source.batch(order, i) for i in self._own(len(source))[self.offset :])
         if isinstance(source, keras.utils.PyDataset):
-            return (source[i] for i in range(self.offset, _py_dataset_length(source)))
+            return (source[i] for i in self._own(_py_dataset_length(source))[self.offset :])
         iterator = iter(source())
-        for _ in range(self.offset):
-            next(iterator)
-        return iterator
+        if shard is not None:
+            iterator = shard_items(iterator, shard, pad=True)
+        return itertools.islice(iterator, self.offset, None)
+
+    def sample(self) -> Any:
+        """What the next batch looks like, leaving the stream as it is: a batch, or for a
+        tf.data.Dataset its element spec (iterating another copy would advance its shuffle seeds)."""
+        if self._serialized is not None:
+            return self.source.element_spec
+        try:
+            return next(self._epoch_iterator())
+        except StopIteration:
+            raise RuntimeError("the training data produced no batches in an epoch") from None
 
     def next(self) -> Any:
         if self._iterator is None:
@@ -168,3 +231,16 @@ def validation_input(source: Any) -> tuple[Any, dict[str, Any]]:
         return source, {}
     generator_function: Callable[[], Any] = source
     return generator_function(), {}
+
+
+def validation_batches(source: Any, shard: Shard) -> Iterator[Any]:
+    """This worker's batches of one pass over the validation data (not padded: an exact partition)."""
+    if isinstance(source, Arrays):
+        order = np.arange(len(tf.nest.flatten(source.arrays[0])[0]))
+        return (source.batch(order, i) for i in shard.batches(len(source), pad=False))
+    if isinstance(source, tf.data.Dataset):
+        return iter(source.shard(shard.count, shard.index))
+    if isinstance(source, keras.utils.PyDataset):
+        return (source[i] for i in shard.batches(_py_dataset_length(source), pad=False))
+    generator_function: Callable[[], Any] = source
+    return shard_items(iter(generator_function()), shard, pad=False)

@@ -11,6 +11,7 @@ import keras
 from pedl.trial import Trial
 
 if TYPE_CHECKING:
+    from pedl.harness.distributed import ProcessGroup
     from pedl.keras._controller import KerasTrialController
 
 
@@ -27,6 +28,14 @@ class KerasTrial(Trial):
     def batch_size(self) -> int | None:
         """The batch size for data given as NumPy arrays; datasets and PyDatasets batch themselves."""
         return None
+
+    @classmethod
+    def start_workers(cls, group: ProcessGroup) -> None:
+        """On several slots: starts this process's MultiWorkerMirroredStrategy (called by the harness
+        before make_data_loaders and build_model, which then run under it)."""
+        from pedl.keras._distributed import start_workers
+
+        start_workers(group)
 
     @classmethod
     def create_controller(

@@ -15,6 +15,10 @@ controller. From then on PEDL trains it in steps of batches_per_step, validates 
 when the searcher asks, and resumes a restarted trial from its checkpoint exactly; `fit` never
 returns to the script, so code after it does not run. epochs, steps_per_epoch, callbacks and
 verbose are superseded by the experiment config; class_weight and Python generators are refused.
+
+With `resources.slots_per_trial > 1` every slot runs the script, under the scope of a
+`tf.distribute.MultiWorkerMirroredStrategy` started before it, and the captured fit trains
+data-parallel exactly as a KerasTrial on several slots does (see `pedl.keras._distributed`).
 """
 
 from pathlib import Path

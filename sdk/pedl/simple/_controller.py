@@ -10,6 +10,7 @@ import keras
 import numpy as np
 
 from pedl import _log
+from pedl.keras import _distributed
 from pedl.keras._controller import KerasTrialController
 from pedl.simple._capture import FitCall, run_until_fit
 from pedl.simple._data import fit_data
@@ -27,7 +28,9 @@ class ScriptTrialController(KerasTrialController):
         # Keras draws initial weights and dropout seeds from its own global generator; this seed is
         # drawn from NumPy, which the harness seeds with the trial seed.
         keras.utils.set_random_seed(int(np.random.randint(2**31 - 1)))
-        call = run_until_fit(trial.directory, trial.script, trial.args)
+        # On several slots the whole script runs under the strategy, so its model is distributed.
+        with _distributed.scope():
+            call = run_until_fit(trial.directory, trial.script, trial.args)
         return cls.from_fit_call(trial, call)
 
     @classmethod
@@ -47,10 +50,12 @@ class ScriptTrialController(KerasTrialController):
                 where=call.where,
             )
         trial.model = model
-        return cls(trial, model, training, validation)
+        return cls(trial, model, training, validation, call.where)
 
     def save(self, path: Path) -> None:
         super().save(path)
+        if self.workers is not None and not self.workers.is_chief:
+            return  # only the chief writes checkpoints
         file = Path(path) / METADATA
         metadata: dict[str, Any] = json.loads(file.read_text())
         trial = self.trial

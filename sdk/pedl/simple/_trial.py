@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pedl.trial import Trial
 
 if TYPE_CHECKING:
+    from pedl.harness.distributed import ProcessGroup
     from pedl.simple._controller import ScriptTrialController
 
 
@@ -33,6 +34,14 @@ class ScriptTrial(Trial):
             (cls,),
             {"directory": Path(directory).resolve(), "script": script, "args": tuple(str(a) for a in args)},
         )
+
+    @classmethod
+    def start_workers(cls, group: ProcessGroup) -> None:
+        """On several slots: starts this process's MultiWorkerMirroredStrategy before the script
+        runs; the script then runs under its scope (see `pedl.simple`)."""
+        from pedl.keras._distributed import start_workers
+
+        start_workers(group)
 
     @classmethod
     def create_controller(

@@ -50,3 +50,10 @@ def test_start_trial_restores_what_a_controller_saved(tmp_path: Path) -> None:
     restored = start_trial(EXAMPLE, config(), hparams, seed=5, checkpoint_dir=tmp_path)
     assert restored.batches_trained == 30
     assert restored.validate() == first.validate()
+
+
+def test_the_two_slot_example_config_asks_for_two_slots_and_parses() -> None:
+    raw = yaml.safe_load((EXAMPLE / "distributed.yaml").read_text())
+    parsed = parse_experiment_config(raw)
+    assert parsed.slots_per_trial == 2
+    assert raw["hyperparameters"] == yaml.safe_load((EXAMPLE / "const.yaml").read_text())["hyperparameters"]

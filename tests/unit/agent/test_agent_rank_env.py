@@ -1,0 +1,46 @@
+"""The environment the agent gives each harness rank: its own rank variables, never the agent's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pedl.v1 import agent_pb2
+from pedl_agent.model_definitions import ModelDefinitionCache
+from pedl_agent.trial_run import RunSettings, TrialRun, plan_ranks
+
+
+def trial_run(tmp_path: Path, slots: int) -> TrialRun:
+    settings = RunSettings(
+        harness_argv=["python", "-m", "pedl.harness"],
+        work_dir=tmp_path,
+        socket_dir=tmp_path,
+        model_definitions=ModelDefinitionCache("127.0.0.1:1", tmp_path),
+        send=lambda message: None,
+    )
+    start = agent_pb2.StartTrial(trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)])
+    run = TrialRun(start, settings)
+    run._ranks = plan_ranks(start, free_port=lambda: 4321)
+    return run
+
+
+def test_an_inherited_tf_config_never_reaches_a_harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Keras rank's harness writes its own TF_CONFIG from the addresses its ranks exchange; one left
+    # in the agent's environment would name another cluster.
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["elsewhere:1"]}}')
+    monkeypatch.setenv("RANK", "7")
+    single = trial_run(tmp_path, 1)._environment(0)
+    assert "TF_CONFIG" not in single and "RANK" not in single
+    ranks = trial_run(tmp_path, 2)
+    for index in (0, 1):
+        env = ranks._environment(index)
+        assert "TF_CONFIG" not in env
+        assert (env["RANK"], env["WORLD_SIZE"], env["MASTER_ADDR"], env["MASTER_PORT"]) == (
+            str(index),
+            "2",
+            "127.0.0.1",
+            "4321",
+        )
