@@ -24,6 +24,8 @@ class Trial(abc.ABC):  # noqa: B024
 
     # Name of the framework interface, shown in errors ("does not implement PyTorchTrial ...").
     framework_interface: str = "Trial"
+    # Whether the interface trains data-parallel with resources.slots_per_trial > 1.
+    several_slots: bool = True
 
     def __init__(self, hparams: dict[str, Any]) -> None:
         self.hparams = dict(hparams)

@@ -155,6 +155,13 @@ def host_port(host: str, port: int) -> str:
 
 def start_framework(trial_class: type, group: ProcessGroup) -> None:
     """Lets the trial's framework join its own multi-worker runtime (see the module docstring)."""
+    if not getattr(trial_class, "several_slots", True):
+        interface = getattr(trial_class, "framework_interface", trial_class.__name__)
+        raise ValueError(
+            f"{trial_class.__name__} is a {interface}, which trains in one process: set "
+            f"resources.slots_per_trial to 1 (it is {group.launch.world_size}), or use "
+            "pedl.keras.KerasTrial to train TensorFlow data-parallel on several slots"
+        )
     start_workers: Callable[[ProcessGroup], None] | None = getattr(trial_class, "start_workers", None)
     if start_workers is not None:
         start_workers(group)

@@ -50,6 +50,7 @@ class EstimatorTrial(Trial):
     """Subclass it and return an Estimator and its train/validation specs; PEDL drives them."""
 
     framework_interface = "EstimatorTrial"
+    several_slots = False  # one process trains; data-parallel TensorFlow is the Keras trial's
     # The specs' input functions provide the data; the model definition needs no make_data_loaders.
     uses_make_data_loaders = False
 

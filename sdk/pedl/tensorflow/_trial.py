@@ -27,6 +27,7 @@ class TensorFlowTrial(Trial):
     """
 
     framework_interface = "TensorFlowTrial"
+    several_slots = False  # one process trains; data-parallel TensorFlow is the Keras trial's
 
     @abc.abstractmethod
     def build_graph(self, record: Any, is_training: tf.Tensor) -> dict[str, tf.Tensor]:
