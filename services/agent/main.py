@@ -60,6 +60,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         kill_grace_seconds=cfg.kill_grace_seconds,
         gpus=gpus,
         environments=cfg.environment_argvs(),
+        address=cfg.address,
     )
     agent = Agent(
         agent_id=cfg.agent_id,

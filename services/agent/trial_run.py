@@ -49,6 +49,7 @@ DISTRIBUTED_ENV = (
     "MASTER_ADDR",
     "MASTER_PORT",
     "TF_CONFIG",
+    "PEDL_AGENT_ADDRESS",
 )
 
 
@@ -112,6 +113,8 @@ class RunSettings:
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
     environments: dict[str, list[str]] = field(default_factory=dict)
+    # The address other machines reach this agent on (pedl-agent --address), handed to ranks.
+    address: str = ""
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -315,6 +318,8 @@ class TrialRun:
                 MASTER_ADDR=r.master_addr,
                 MASTER_PORT=str(r.master_port),
             )
+            if self._s.address:
+                env["PEDL_AGENT_ADDRESS"] = self._s.address
             # As torchrun: ranks sharing the machine's cores should not each take all of them.
             env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // r.local)))
         visible = cuda_visible_devices(slots, self._s.gpus)

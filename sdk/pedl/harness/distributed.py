@@ -126,11 +126,14 @@ def reachable_host(launch: Launch) -> str:
     """The address the other ranks reach this rank's machine on.
 
     The chief's machine is reached at MASTER_ADDR (the scheduler gives the chief agent's address,
-    or 127.0.0.1 when one agent runs every rank). Another machine answers with the interface that
-    routes to the chief, as an agent finds its own address (a UDP connect sends no packet).
+    or 127.0.0.1 when one agent runs every rank). Another machine answers with its agent's
+    `--address` when one was given, else the interface that routes to the chief, as an agent finds
+    its own address (a UDP connect sends no packet).
     """
     if launch.rank == launch.local_rank:  # this machine runs ranks 0..: the chief's
         return launch.master_addr
+    if os.environ.get("PEDL_AGENT_ADDRESS"):
+        return os.environ["PEDL_AGENT_ADDRESS"]
     try:
         family, _, _, _, address = socket.getaddrinfo(
             launch.master_addr, launch.master_port, type=socket.SOCK_DGRAM

@@ -11,13 +11,14 @@ from pedl_agent.model_definitions import ModelDefinitionCache
 from pedl_agent.trial_run import RunSettings, TrialRun, plan_ranks
 
 
-def trial_run(tmp_path: Path, slots: int) -> TrialRun:
+def trial_run(tmp_path: Path, slots: int, address: str = "") -> TrialRun:
     settings = RunSettings(
         harness_argv=["python", "-m", "pedl.harness"],
         work_dir=tmp_path,
         socket_dir=tmp_path,
         model_definitions=ModelDefinitionCache("127.0.0.1:1", tmp_path),
         send=lambda message: None,
+        address=address,
     )
     start = agent_pb2.StartTrial(trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)])
     run = TrialRun(start, settings)
@@ -44,3 +45,16 @@ def test_an_inherited_tf_config_never_reaches_a_harness(
             "127.0.0.1",
             "4321",
         )
+
+
+def test_ranks_advertise_the_agents_configured_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `pedl-agent --address`, ranks on this machine tell their peers that address, not a guess."""
+    from pedl.harness.distributed import Launch, reachable_host
+
+    env = trial_run(tmp_path, 2, address="10.1.2.3")._environment(1)
+    assert env["PEDL_AGENT_ADDRESS"] == "10.1.2.3"
+    monkeypatch.setenv("PEDL_AGENT_ADDRESS", env["PEDL_AGENT_ADDRESS"])
+    assert reachable_host(Launch(3, 1, 4, 2, "10.9.9.9", 29500)) == "10.1.2.3"
+    assert reachable_host(Launch(1, 1, 4, 2, "10.9.9.9", 29500)) == "10.9.9.9"  # the chief's machine
