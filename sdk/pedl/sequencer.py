@@ -3,6 +3,12 @@
 Pure and restartable: its whole state is a few integers, stored with the trial, so a
 restarted scheduler or trial run picks up exactly where the last one stood. Workloads
 carry absolute batch counts, never deltas.
+
+`pipeline` lets the scheduler send the workloads that are already decided behind the one a
+trial runs (the validation at a searcher target after the step that reaches it; checkpoint and
+terminate of a closing or stopping trial), so the harness runs them back to back instead of
+waiting a scheduler round trip for each. It is derived from `next_workload` alone, so local,
+test and cluster mode sequence identically.
 """
 
 from __future__ import annotations
@@ -100,6 +106,43 @@ class TrialSequencer:
             return self._make(Kind.TERMINATE)
         return None
 
+    def pipeline(self, outstanding: list[Next]) -> list[Next]:
+        """The workloads to send now, given those sent whose results have not come back.
+
+        Assumes each outstanding workload completes as sent (workloads are absolute, so a result
+        can only confirm it), and queues decided ones behind them. It stops at a validation that
+        answers the searcher (its reply decides what follows), at TERMINATE, and never queues a
+        RUN_STEP behind anything: a queued step would delay a pause, preemption or checkpoint
+        request by a whole step, and sparing one round trip per step is not worth that.
+        """
+        probe = self.clone()
+        for w in outstanding:
+            if not probe._assume_completed(w):
+                return []
+        out: list[Next] = []
+        while (nxt := probe.next_workload()) is not None:
+            if nxt.kind is Kind.RUN_STEP and (outstanding or out):
+                break
+            out.append(nxt)
+            if not probe._assume_completed(nxt):
+                break
+        return out
+
+    def _assume_completed(self, w: Next) -> bool:
+        """Applies `w`'s expected completion; False when what follows it is not decided yet."""
+        if w.kind is Kind.RUN_STEP:
+            self.on_step_completed(w.step_id, w.total_batches)
+        elif w.kind is Kind.COMPUTE_VALIDATION_METRICS:
+            if self.targets and w.total_batches >= self.targets[0]:
+                return False  # the searcher hears this one first
+            self.on_validation_completed(w.total_batches)
+        elif w.kind is Kind.CHECKPOINT_MODEL:
+            self.on_checkpoint_completed(w.total_batches)
+        else:
+            self.on_terminate_sent()
+            return False
+        return True
+
     def checkpoint_due_before_stop(self) -> bool:
         """Whether stopping now (pause, preemption) needs a checkpoint first."""
         return self.batches_trained > 0 and self.last_checkpoint != self.batches_trained
@@ -145,6 +188,12 @@ class TrialSequencer:
 
     def _make(self, kind: Kind) -> Next:
         return Next(kind, self.step_id, self.batches_trained)
+
+    def clone(self) -> TrialSequencer:
+        twin = object.__new__(TrialSequencer)  # a plain field copy: pipeline() clones per dispatch
+        twin.__dict__.update(self.__dict__)
+        twin.targets = list(self.targets)
+        return twin
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: this runs for every step result, and asdict deep-copies generically.

@@ -23,11 +23,22 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self._on_result = on_result
         self._workloads: asyncio.Queue[common_pb2.Workload] = asyncio.Queue()
         self._in_progress: common_pb2.Workload | None = None
+        # Workloads queued or running, by (kind, step, batches): their results are still to come.
+        self._held: list[tuple[int, int, int]] = []
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
-        """Queues a workload of this run; one of another run or trial is refused (False)."""
+        """Queues a workload of this run; one of another run or trial is refused (False).
+
+        A workload this run already holds is not queued twice: a scheduler that adopted the run
+        after a restart does not know which of its queued workloads the run holds, and re-sends
+        them; the result of the one held answers both.
+        """
         if workload.trial_id != self.start.trial_id or workload.run_id != self.start.run_id:
             return False
+        key = _key(workload)
+        if key in self._held:
+            return True
+        self._held.append(key)
         self._workloads.put_nowait(workload)
         return True
 
@@ -65,5 +76,11 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
                 f"trial {self.start.trial_id} run {self.start.run_id}",
             )
         self._in_progress = None
+        if _key(w) in self._held:
+            self._held.remove(_key(w))
         self._on_result(request.result)
         return harness_pb2.CompleteWorkloadResponse()
+
+
+def _key(workload: common_pb2.Workload) -> tuple[int, int, int]:
+    return (workload.kind, workload.step_id, workload.total_batches)

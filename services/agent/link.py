@@ -17,6 +17,9 @@ from .outbox import Outbox
 
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 FIRST_BACKOFF_SECONDS = 0.1
+# Bounds on one batch message to a scheduler that accepts batches.
+BATCH_MAX_MESSAGES = 256
+BATCH_MAX_BYTES = 4 * 1024 * 1024
 
 
 def backoff_seconds(failures: int, cap: float) -> float:
@@ -35,6 +38,8 @@ class SchedulerLink:
         self._log = structlog.get_logger(master=master)
         self.connected = asyncio.Event()
         self.sessions = 0
+        # Whether the scheduler of the current session accepts ConnectRequest.batch.
+        self._batches = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Keeps a session up until `stop` is set."""
@@ -66,8 +71,10 @@ class SchedulerLink:
         registered = asyncio.Event()
         interval: list[float] = [DEFAULT_HEARTBEAT_SECONDS]
         tasks: list[asyncio.Task[None]] = []
+        self._batches = False
         try:
             register = self._agent.register_message()
+            register.register.accepts_batches = True
             await call.write(register)
             running = len(register.register.running_trials)
             self._log.info("registering", running_trials=running, buffered=len(self._outbox))
@@ -103,6 +110,7 @@ class SchedulerLink:
             if message.WhichOneof("message") == "registered":
                 if message.registered.heartbeat_interval_seconds > 0:
                     interval[0] = message.registered.heartbeat_interval_seconds
+                self._batches = message.registered.accepts_batches
                 self.sessions += 1
                 self._log.info(
                     "registered",
@@ -112,7 +120,11 @@ class SchedulerLink:
                 registered.set()
                 self.connected.set()
                 continue
-            self._agent.handle(message)
+            if message.WhichOneof("message") == "batch":
+                for item in message.batch.messages:
+                    self._agent.handle(item)
+            else:
+                self._agent.handle(message)
 
     async def _write(
         self, call: grpc.aio.StreamStreamCall, registered: asyncio.Event, interval: list[float]
@@ -122,7 +134,15 @@ class SchedulerLink:
         next_beat = loop.time() + interval[0]
         while True:
             message = await self._outbox.peek(timeout=max(0.0, next_beat - loop.time()))
-            if message is not None:
+            if message is not None and self._batches and len(self._outbox) > 1:
+                # Everything queued goes as one message; popped only once written, so a broken
+                # stream re-sends it all on the next one.
+                messages = self._outbox.peek_many(BATCH_MAX_MESSAGES, BATCH_MAX_BYTES)
+                await call.write(
+                    agent_pb2.ConnectRequest(batch=agent_pb2.ConnectRequestBatch(messages=messages))
+                )
+                self._outbox.pop_many(messages)
+            elif message is not None:
                 await call.write(message)
                 self._outbox.pop()
             if loop.time() >= next_beat:

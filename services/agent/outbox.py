@@ -60,6 +60,30 @@ class Outbox:
         self._changed.set()
         return message
 
+    def peek_many(self, max_messages: int, max_bytes: int) -> list[agent_pb2.ConnectRequest]:
+        """The oldest messages (at least one), up to the bounds; `pop_many` removes them once sent."""
+        taken: list[agent_pb2.ConnectRequest] = []
+        size = 0
+        for message in self._items:
+            if taken and (len(taken) >= max_messages or size >= max_bytes):
+                break
+            taken.append(message)
+            size += message.ByteSize()
+        return taken
+
+    def pop_many(self, sent: list[agent_pb2.ConnectRequest]) -> None:
+        """Removes the messages `peek_many` returned (by identity: a full outbox may have dropped a
+        log batch among them meanwhile)."""
+        for message in sent:
+            if self._items and self._items[0] is message:
+                self._items.popleft()
+            else:
+                for i, item in enumerate(self._items):
+                    if item is message:
+                        del self._items[i]
+                        break
+        self._changed.set()
+
     async def drained(self, timeout: float) -> bool:
         """Waits until everything was sent (True) or `timeout` passed (False)."""
         loop = asyncio.get_running_loop()

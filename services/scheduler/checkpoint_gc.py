@@ -10,6 +10,7 @@ parent about to be copied) are never deleted. Pure logic: the caller reads rows 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -115,3 +116,89 @@ def _best(
     sign = 1.0 if smaller_is_better else -1.0
     ranked = [c for c in ckpts if scored[c.uuid] is not None]
     return sorted(ranked, key=lambda c: (sign * scored[c.uuid], -c.total_batches, c.trial_id, c.uuid))  # type: ignore[operator]
+
+
+class CheckpointLedger:
+    """One experiment's COMPLETED checkpoints and searcher metrics, kept between collections.
+
+    `checkpoints_to_delete` over every checkpoint at every trial end would cost time in the number
+    of trials the experiment ever ran (quadratic over a large search). A collection here re-decides
+    only the trials whose verdict can have changed since the last one: those with a new checkpoint
+    or metric, those whose liveness or protection changed, and those holding the experiment's best
+    then or now. Every other trial's checkpoints, metrics and status are unchanged, so its verdict
+    stands, and the result equals a full collection.
+    """
+
+    def __init__(self, policy: GCPolicy) -> None:
+        self.policy = policy
+        self._by_trial: dict[int, dict[str, CheckpointRef]] = {}
+        self._owner: dict[str, int] = {}
+        self._metrics: dict[tuple[int, int], float] = {}
+        # The experiment's scored checkpoints, best first (only kept when save_experiment_best > 0).
+        self._ranked: list[tuple[tuple[float, int, int, str], CheckpointRef]] = []
+        self._keys: dict[str, tuple[float, int, int, str]] = {}  # uuid -> its place in _ranked
+        self._changed: set[int] = set()
+        self._best: set[int] = set()  # trials holding the experiment's best at the last collection
+        self._live: frozenset[int] = frozenset()
+        self._protected: frozenset[str] = frozenset()
+        # Handed to the deleter but not confirmed: offered again at every collection.
+        self._doomed: dict[str, CheckpointRef] = {}
+
+    def add_checkpoint(self, ref: CheckpointRef) -> None:
+        if ref.uuid in self._owner or ref.uuid in self._doomed:
+            return
+        self._by_trial.setdefault(ref.trial_id, {})[ref.uuid] = ref
+        self._owner[ref.uuid] = ref.trial_id
+        self._changed.add(ref.trial_id)
+        self._rank(ref)
+
+    def add_metric(self, trial_id: int, total_batches: int, value: Any) -> None:
+        """The searcher metric of the validation at that point; the first one stored counts."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return
+        if self._metrics.setdefault((trial_id, total_batches), float(value)) != float(value):
+            return
+        self._changed.add(trial_id)
+        for ref in self._by_trial.get(trial_id, {}).values():
+            if ref.total_batches == total_batches:
+                self._rank(ref)
+
+    def deleted(self, uuid: str) -> bool:
+        """The store confirmed the deletion; True when the checkpoint was this experiment's."""
+        return self._doomed.pop(uuid, None) is not None
+
+    def collect(self, live_trial_ids: Collection[int], protected: Collection[str]) -> list[str]:
+        """Uuids to delete now: newly doomed ones and earlier ones not yet confirmed deleted."""
+        live, kept = frozenset(live_trial_ids), frozenset(protected)
+        trials = self._changed | self._best | (self._live - live)
+        trials.update(self._owner[u] for u in self._protected - kept if u in self._owner)
+        self._changed, self._live, self._protected = set(), live, kept
+        count = self.policy.save_experiment_best
+        self._best = {ref.trial_id for _, ref in self._ranked[:count]} if count else set()
+        trials |= self._best
+        subset = [ref for t in trials for ref in self._by_trial.get(t, {}).values()]
+        for uuid in checkpoints_to_delete(subset, self._metrics, self.policy, live, kept):
+            self._forget(uuid)
+        return [
+            ref.uuid
+            for ref in sorted(self._doomed.values(), key=lambda c: (c.trial_id, c.total_batches, c.uuid))
+        ]
+
+    def _rank(self, ref: CheckpointRef) -> None:
+        value = self._metrics.get((ref.trial_id, ref.total_batches))
+        if not self.policy.save_experiment_best or value is None or ref.uuid in self._keys:
+            return
+        sign = 1.0 if self.policy.smaller_is_better else -1.0
+        key = (sign * value, -ref.total_batches, ref.trial_id, ref.uuid)  # as _best orders them
+        bisect.insort(self._ranked, (key, ref))  # keys are unique (uuid): refs are never compared
+        self._keys[ref.uuid] = key
+
+    def _forget(self, uuid: str) -> None:
+        trial_id = self._owner.pop(uuid)
+        ref = self._by_trial[trial_id].pop(uuid)
+        if not self._by_trial[trial_id]:
+            del self._by_trial[trial_id]
+        key = self._keys.pop(uuid, None)
+        if key is not None:
+            del self._ranked[bisect.bisect_left(self._ranked, (key,))]
+        self._doomed[uuid] = ref

@@ -26,6 +26,8 @@ class AgentHandle:
     last_seen: float = field(default_factory=time.monotonic)
     # slot id -> trial id
     used: dict[str, int] = field(default_factory=dict)
+    # The agent takes ConnectResponse.batch: what is queued for it goes out as one message.
+    accepts_batches: bool = False
 
     def send(self, message: agent_pb2.ConnectResponse) -> None:
         self.outbox.put_nowait(message)
@@ -68,6 +70,7 @@ class Cluster:
             resource_pool=register.resource_pool or "default",
             environments=list(register.environments) or ["default"],
             slots=list(register.slots),
+            accepts_batches=register.accepts_batches,
         )
         self.agents[agent.id] = agent
         return agent

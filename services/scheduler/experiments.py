@@ -3,22 +3,29 @@
 All state changes happen on the scheduler's event loop. Every event that moves a
 searcher writes its snapshot in the same transaction as the rows the event produced, so
 a restarted scheduler resumes the search exactly.
+
+Agent messages that arrive together are handled in ONE transaction (`on_agent_messages`:
+group commit), and every message to agents is sent only after the transaction that decided
+it committed (`_txn`). A result the scheduler has not committed was therefore never acted
+on: after a crash its workload is sent again (workloads carry absolute batch counts) or the
+trial resumes from its last committed checkpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
 from pedl import _trial_token
-from pedl._metrics import from_struct, to_struct
+from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.searcher import (
@@ -38,7 +45,7 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import metrics as prometheus
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
-from pedl_scheduler.checkpoint_gc import CheckpointRef, GCPolicy, checkpoints_to_delete
+from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
@@ -52,6 +59,14 @@ KIND_NAMES = {value: kind for kind, value in WORKLOAD_KINDS.items()}
 
 # Rendezvous ports of gangs over several agents: this base plus the trial id modulo 1000.
 RENDEZVOUS_BASE_PORT = 29500
+
+SAVE_TRIAL = (
+    "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
+    "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
+    "WHERE id = ?"
+)
+SAVE_SNAPSHOT = "UPDATE experiments SET searcher_snapshot = ? WHERE id = ?"
+INSERT_LOG = "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)"
 
 
 class UserError(ValueError):
@@ -85,6 +100,16 @@ class ExperimentManager:
         self._starts = 0
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
+        self._notifying = False
+        self._batch_time: str | None = None
+        # Transaction bookkeeping (`_txn`): trials whose next workloads are chosen at its end,
+        # messages held until it commits, and rows written from memory when it flushes.
+        self._txn_depth = 0
+        self._to_dispatch: dict[int, TrialRuntime] = {}
+        self._outgoing: list[tuple[AgentHandle, agent_pb2.ConnectResponse]] = []
+        self._dirty_trials: dict[int, TrialRuntime] = {}
+        self._dirty_searchers: dict[int, ExperimentRuntime] = {}
+        db.add_flush_hook(self._write_dirty)
 
     # ---- start-up -------------------------------------------------------------------------
 
@@ -116,6 +141,7 @@ class ExperimentManager:
                     waiting_on=t["waiting_on_trial_id"],
                 )
                 self.trials[trial.id] = trial
+                exp.live[trial.request_id] = trial
             for trial_id in exp.trial_ids:
                 child = self.trials.get(trial_id)
                 if child is not None and child.waiting_on is not None:
@@ -144,7 +170,7 @@ class ExperimentManager:
         self._check_fits(config)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
-        with self.db.transaction():
+        with self._txn():
             exp_id = self.db.execute(
                 "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
                 "model_definition_name, seed, created_at, owner) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?, ?)",
@@ -204,7 +230,7 @@ class ExperimentManager:
         if exp is None:
             return  # already ended
         exp.state = "CANCELED"
-        with self.db.transaction():
+        with self._txn():
             for trial_id in exp.trial_ids:
                 trial = self.trials.get(trial_id)
                 if trial is None or trial.terminal:
@@ -218,6 +244,13 @@ class ExperimentManager:
         self._notify()
 
     # ---- scheduling -----------------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        """The scheduling loop's periodic work: lost runs, then one scheduling pass in one transaction."""
+        self.wake.clear()
+        self.expire_unconfirmed(now)
+        with self._txn():
+            self.schedule()
 
     def schedule(self) -> None:
         """One tick: start queued trials on free slots, and ask preempted ones to stop."""
@@ -304,23 +337,30 @@ class ExperimentManager:
                 self._request_stop(trial)
 
     def _has_work(self, trial: TrialRuntime) -> bool:
-        """Whether a (re)started run of the trial would have a workload to do now."""
-        probe = TrialSequencer.from_dict(trial.sequencer.to_dict())
-        probe.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
-        return probe.next_workload() is not None
+        """Whether a (re)started run of the trial would have a workload to do now.
+
+        Cached until the trial's state changes (`_save_trial`, an exit): every scheduling pass asks
+        it of every queued trial, and a search may queue thousands.
+        """
+        if trial.has_work is None:
+            probe = trial.sequencer.clone()
+            probe.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+            trial.has_work = probe.next_workload() is not None
+        return trial.has_work
 
     def _request_stop(self, trial: TrialRuntime) -> None:
         """Checkpoint at the next step boundary, then exit; the trial resumes later (pause, preemption)."""
-        trial.sequencer.request_stop()
-        self._save_trial(trial)
-        self._dispatch(trial)
+        with self._txn():
+            trial.sequencer.request_stop()
+            self._save_trial(trial)
+            self._dispatch(trial)
 
     def pause_experiment(self, exp_id: int) -> None:
         exp = self._live_experiment(exp_id)
         if exp.state != "ACTIVE":
             return
         exp.state = "PAUSED"
-        with self.db.transaction():
+        with self._txn():
             self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
             for trial in self._live_trials(exp):
                 if trial.running:
@@ -333,7 +373,7 @@ class ExperimentManager:
         if exp.state != "PAUSED":
             return
         exp.state = "ACTIVE"
-        with self.db.transaction():
+        with self._txn():
             self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
             for trial in self._live_trials(exp):
                 self._set_trial_state(trial, "ACTIVE")
@@ -354,10 +394,14 @@ class ExperimentManager:
 
     def _set_trial_state(self, trial: TrialRuntime, state: str) -> None:
         trial.state = state
-        self.db.execute("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
+        self.db.defer("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
 
     def _start(self, trial: TrialRuntime, gang: list[tuple[AgentHandle, tuple[str, ...]]]) -> None:
         """Starts a run on one agent, or as a gang over several (the first holds the chief, rank 0)."""
+        with self._txn():
+            self._start_run(trial, gang)
+
+    def _start_run(self, trial: TrialRuntime, gang: list[tuple[AgentHandle, tuple[str, ...]]]) -> None:
         exp = self.experiments[trial.experiment_id]
         (agent, slot_ids), others = gang[0], gang[1:]
         trial.run_id += 1
@@ -366,12 +410,12 @@ class ExperimentManager:
         trial.agent_id = agent.id
         trial.slot_ids = slot_ids
         trial.peers = tuple((a.id, slots) for a, slots in others)
-        trial.in_flight = False
+        trial.outstanding, trial.busy_unknown = [], False
         trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
         for member, slots in gang:
             for slot_id in slots:
                 member.used[slot_id] = trial.id
-        self.db.execute(
+        self.db.defer(
             "UPDATE trials SET run_id = ?, sequencer_json = ?, "
             "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
             (trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), trial.id),
@@ -382,29 +426,32 @@ class ExperimentManager:
         rendezvous = (
             f"{agent.address or '127.0.0.1'}:{RENDEZVOUS_BASE_PORT + trial.id % 1000}" if others else ""
         )
+        if exp.start_config is None:
+            exp.start_config = json.dumps(exp.config.raw)
         rank = 0
         for member, slots in gang:
-            member.send(
+            self._send(
+                member,
                 agent_pb2.ConnectResponse(
                     start_trial=agent_pb2.StartTrial(
                         trial_id=trial.id,
                         run_id=trial.run_id,
                         experiment_id=exp.id,
-                        config_yaml=json.dumps(exp.config.raw),
+                        config_yaml=exp.start_config,
                         hparams=to_struct(trial.hparams),
                         latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
                         latest_checkpoint_batches=trial.latest_checkpoint_batches,
                         slot_ids=list(slots),
                         trial_seed=trial.seed,
                         checkpoint_store_address=self.checkpoint_store_address,
-                        model_definition_name=self._model_definition_name(exp.id),
+                        model_definition_name=self._model_definition_name(exp),
                         rank=rank,
                         world_size=world_size,
                         rendezvous_address=rendezvous,
                         environment="" if env == "default" else env,
                         checkpoint_token=self._checkpoint_token(exp.id, trial.id),
                     )
-                )
+                ),
             )
             rank += len(slots)
         placement = "; ".join(f"agent {m.id} (slots {', '.join(slots)})" for m, slots in gang)
@@ -415,37 +462,90 @@ class ExperimentManager:
     def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
         return _trial_token.mint(self.cluster_secret, exp_id, trial_id) if self.cluster_secret else ""
 
-    def _model_definition_name(self, exp_id: int) -> str:
-        row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))
-        return row["model_definition_name"] if row else ""
+    def _model_definition_name(self, exp: ExperimentRuntime) -> str:
+        if exp.model_definition_name is None:
+            row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp.id,))
+            exp.model_definition_name = row["model_definition_name"] if row else ""
+        return exp.model_definition_name
+
+    # ---- transactions and workloads --------------------------------------------------------
+
+    @contextmanager
+    def _txn(self) -> Iterator[None]:
+        """One transaction for an event or a batch of them (nested calls join the outer one).
+
+        Trials' next workloads are chosen once, at its end, from the state it leaves; every message
+        to agents is held until it commits and dropped if it rolls back, so no agent ever acts on
+        something the database does not hold.
+        """
+        if self._txn_depth:
+            yield
+            return
+        self._txn_depth = 1
+        try:
+            with self.db.transaction():
+                yield
+                while self._to_dispatch:
+                    self._dispatch_now(self._to_dispatch.pop(next(iter(self._to_dispatch))))
+        except BaseException:
+            self._outgoing.clear()
+            self._to_dispatch.clear()
+            raise
+        finally:
+            self._txn_depth = 0
+        outgoing, self._outgoing = self._outgoing, []
+        for agent, message in outgoing:
+            agent.send(message)
+
+    def _send(self, agent: AgentHandle, message: agent_pb2.ConnectResponse) -> None:
+        if self._txn_depth:
+            self._outgoing.append((agent, message))
+        else:
+            agent.send(message)
 
     def _dispatch(self, trial: TrialRuntime) -> None:
-        """Sends the trial's next workload if it is running and idle."""
-        if not trial.running or trial.in_flight or trial.killing:
-            return
-        nxt = trial.sequencer.next_workload()
-        if nxt is None:
+        """Sends the trial's next workloads (at the end of the transaction, when inside one)."""
+        if self._txn_depth:
+            self._to_dispatch[trial.id] = trial
+        else:
+            self._dispatch_now(trial)
+
+    def _dispatch_now(self, trial: TrialRuntime) -> None:
+        """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
+        if not trial.running or trial.busy_unknown or trial.killing:
             return
         agent = self.cluster.agents.get(trial.agent_id or "")
         if agent is None:
             return
-        if nxt.kind is Kind.TERMINATE:
-            trial.sequencer.on_terminate_sent()
-            self._save_trial(trial)
-        trial.in_flight = nxt.kind is not Kind.TERMINATE
-        agent.send(
-            agent_pb2.ConnectResponse(
-                run_workload=agent_pb2.RunWorkload(
-                    workload=common_pb2.Workload(
-                        kind=WORKLOAD_KINDS[nxt.kind],
-                        trial_id=trial.id,
-                        run_id=trial.run_id,
-                        step_id=nxt.step_id,
-                        total_batches=nxt.total_batches,
+        for nxt in trial.sequencer.pipeline(trial.outstanding):
+            if nxt.kind is Kind.TERMINATE:
+                trial.sequencer.on_terminate_sent()
+                self._save_trial(trial)
+            else:
+                trial.outstanding.append(nxt)
+            self._send(
+                agent,
+                agent_pb2.ConnectResponse(
+                    run_workload=agent_pb2.RunWorkload(
+                        workload=common_pb2.Workload(
+                            kind=WORKLOAD_KINDS[nxt.kind],
+                            trial_id=trial.id,
+                            run_id=trial.run_id,
+                            step_id=nxt.step_id,
+                            total_batches=nxt.total_batches,
+                        )
                     )
-                )
+                ),
             )
-        )
+
+    @staticmethod
+    def _retire(trial: TrialRuntime, w: common_pb2.Workload) -> None:
+        """Forgets the outstanding workload `w` answers (a stale duplicate answers none)."""
+        kind = KIND_NAMES.get(w.kind)
+        for i, sent in enumerate(trial.outstanding):
+            if sent.kind is kind and sent.total_batches == w.total_batches and sent.step_id == w.step_id:
+                del trial.outstanding[i]
+                return
 
     # ---- agent events ---------------------------------------------------------------------
 
@@ -454,7 +554,14 @@ class ExperimentManager:
 
         Trials this scheduler placed on the agent that it no longer reports get a short
         deadline: their exit may still be in the agent's backlog, which follows the register.
+        A run that says it is busy holds workloads (or results) this scheduler may not know of:
+        nothing more is sent to it until its next result.
         """
+        with self._txn():
+            self._adopt_runs(agent, running)
+        self.wake.set()
+
+    def _adopt_runs(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
         reported = set()
         for r in running:
             trial = self.trials.get(r.trial_id)
@@ -466,17 +573,18 @@ class ExperimentManager:
                 and (trial.running or trial.unconfirmed_until is not None)
             )
             if not adoptable:
-                agent.send(
+                self._send(
+                    agent,
                     agent_pb2.ConnectResponse(
                         kill_trial=agent_pb2.KillTrial(trial_id=r.trial_id, run_id=r.run_id)
-                    )
+                    ),
                 )
                 continue
             assert trial is not None
             reported.add(trial.id)
             trial.agent_id, trial.slot_ids = agent.id, tuple(r.slot_ids)
             trial.unconfirmed_until = None
-            trial.in_flight = r.busy
+            trial.outstanding, trial.busy_unknown = [], r.busy
             for slot_id in r.slot_ids:
                 agent.used[slot_id] = trial.id
             self._log_line(trial, f"trial {trial.id} run {trial.run_id} continues on agent {agent.id}")
@@ -486,7 +594,6 @@ class ExperimentManager:
         for trial in self.trials.values():
             if trial.agent_id == agent.id and trial.id not in reported:
                 trial.unconfirmed_until = deadline
-        self.wake.set()
 
     def on_agent_disconnected(self, agent_id: str) -> None:
         """The agent's trials may still be running: wait for it to reconnect, up to the grace period."""
@@ -504,42 +611,76 @@ class ExperimentManager:
                 if trial.agent_id is not None:
                     self._on_exit(trial, exit_code=-1, error=f"agent {trial.agent_id} was lost", killed=False)
 
+    def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
+        """Handles agent messages that arrived together, in order, in ONE transaction (group commit).
+
+        Durability is that of one transaction per message: nothing the batch decided (workloads,
+        starts, kills) leaves before the commit, and an agent that saw nothing cannot have acted on
+        a result the scheduler then lost. A trial that ended in the batch frees its slots for the
+        queued trials at once, not at the next scheduling tick.
+        """
+        self._batch_time = utc_now()  # one commit, one timestamp for the rows it writes
+        try:
+            with self._txn():
+                for agent, message in batch:
+                    kind = message.WhichOneof("message")
+                    if kind == "workload_completed":
+                        self._workload_completed(agent, message.workload_completed.result)
+                    elif kind == "trial_logs":
+                        self._trial_logs(message.trial_logs)
+                    elif kind == "trial_exited":
+                        self.on_trial_exited(agent, message.trial_exited)
+        finally:
+            self._batch_time = None
+        self._notify()
+        if self.wake.is_set():
+            self.wake.clear()
+            try:
+                with self._txn():
+                    self.schedule()
+            except Exception:
+                self.wake.set()  # the scheduling loop tries again
+                log.exception("scheduling after agent messages failed")
+
     def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
+        """One result alone (`on_agent_messages` handles what arrives together)."""
+        with self._txn():
+            self._workload_completed(agent, result)
+        self._notify()
+
+    def _workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
         w = result.workload
         trial = self._current(agent, w.trial_id, w.run_id)
         if trial is None:
             return
-        trial.in_flight = False
+        trial.busy_unknown = False
+        self._retire(trial, w)
         kind = KIND_NAMES.get(w.kind)
-        metrics = from_struct(result.metrics)
-        now = utc_now()
+        now = self._batch_time or utc_now()
         try:
-            with self.db.transaction():
-                if kind is Kind.RUN_STEP:
-                    self._record_step(trial, w, result, metrics, now)
-                elif kind is Kind.COMPUTE_VALIDATION_METRICS:
-                    self._record_validation(trial, w, metrics, now)
-                elif kind is Kind.CHECKPOINT_MODEL:
-                    self._record_checkpoint(trial, w, result.checkpoint, now)
-                self._save_trial(trial)
-        except UserError as e:
+            if kind is Kind.RUN_STEP:
+                self._record_step(trial, w, result, now)
+            elif kind is Kind.COMPUTE_VALIDATION_METRICS:
+                self._record_validation(trial, w, metrics_plain(result.metrics), now)
+            elif kind is Kind.CHECKPOINT_MODEL:
+                self._record_checkpoint(trial, w, result.checkpoint, now)
+        except UserError as e:  # raised before the result wrote anything
             self._fail_running_trial(trial, str(e))
             return
+        self._save_trial(trial)
         self._dispatch(trial)
-        self._notify()
 
     def _record_step(
         self,
         trial: TrialRuntime,
         w: common_pb2.Workload,
         result: common_pb2.WorkloadResult,
-        metrics: dict[str, Any],
         now: str,
     ) -> None:
-        self.db.execute(
+        self.db.defer(
             "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (trial.id, w.step_id, w.total_batches, result.num_batches, json.dumps(metrics), now),
+            (trial.id, w.step_id, w.total_batches, result.num_batches, metrics_json(result.metrics), now),
         )
         trial.sequencer.on_step_completed(w.step_id, w.total_batches)
         prometheus.step_ingested()
@@ -552,12 +693,14 @@ class ExperimentManager:
             value = searcher_metric(metrics, exp.config.searcher_metric)
         except MetricError as e:
             raise UserError(str(e)) from None
-        self.db.execute(
+        self.db.defer(
             "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
         )
         prometheus.validation_ingested()
+        if exp.gc is not None:
+            exp.gc.add_metric(trial.id, w.total_batches, value)
         if is_better(value, trial.best_validation, exp.config.smaller_is_better):
             trial.best_validation = value
         if trial.sequencer.on_validation_completed(w.total_batches):
@@ -568,7 +711,7 @@ class ExperimentManager:
     def _record_checkpoint(
         self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
     ) -> None:
-        self.db.execute(
+        self.db.defer(
             "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
             "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",
             (ckpt.uuid, trial.id, w.step_id, w.total_batches, json_format.MessageToJson(ckpt), now),
@@ -576,6 +719,9 @@ class ExperimentManager:
         trial.latest_checkpoint_uuid = ckpt.uuid
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
+        exp = self.experiments[trial.experiment_id]
+        if exp.gc is not None:
+            exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, w.total_batches))
         copyable = trial.sequencer.requested_checkpoint_reached(w.total_batches)
         trial.sequencer.on_checkpoint_completed(w.total_batches)
         prometheus.checkpoint_recorded()
@@ -584,24 +730,26 @@ class ExperimentManager:
                 self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
     def on_trial_logs(self, agent: AgentHandle, message: agent_pb2.TrialLogs) -> None:
+        with self._txn():
+            self._trial_logs(message)
+        self._notify()
+
+    def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self.db.query_one(
             "SELECT id FROM trials WHERE id = ?", (message.trial_id,)
         ):
             return
-        with self.db.transaction():
-            for line in message.lines:
-                self.db.execute(
-                    "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (
-                        message.trial_id,
-                        message.run_id,
-                        line.timestamp or utc_now(),
-                        line.source or "stdout",
-                        line.message,
-                    ),
-                )
-        self._notify()
+        for line in message.lines:
+            self.db.defer(
+                INSERT_LOG,
+                (
+                    message.trial_id,
+                    message.run_id,
+                    line.timestamp or utc_now(),
+                    line.source or "stdout",
+                    line.message,
+                ),
+            )
 
     def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
         trial = self._current(agent, message.trial_id, message.run_id)
@@ -614,9 +762,11 @@ class ExperimentManager:
         if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
             self._kill_run(trial)  # one member of a gang failed: the others cannot go on
         self.cluster.release(trial.id)
-        trial.agent_id, trial.slot_ids, trial.in_flight, trial.peers = None, (), False, ()
+        trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        trial.outstanding, trial.busy_unknown = [], False
         trial.unconfirmed_until = None
-        with self.db.transaction():
+        trial.has_work = None
+        with self._txn():
             if trial.killing:
                 self._end_trial(trial, "CANCELED", "")
             elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.closing:
@@ -651,7 +801,7 @@ class ExperimentManager:
     def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
         """Queues the trial again; its next run resumes from its latest complete checkpoint."""
         trial.restarts += 1
-        self.db.execute("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
+        self.db.defer("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
         origin = (
             f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
             if trial.latest_checkpoint_uuid
@@ -670,7 +820,8 @@ class ExperimentManager:
         self._kill_run(trial)
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
-        with self.db.transaction():
+        trial.outstanding, trial.busy_unknown = [], False
+        with self._txn():
             self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
             self._end_trial(trial, "ERROR", reason)
             self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
@@ -683,10 +834,11 @@ class ExperimentManager:
         for agent_id in trial.gang_agents():
             agent = self.cluster.agents.get(agent_id)
             if agent is not None and agent_id != skip:
-                agent.send(
+                self._send(
+                    agent,
                     agent_pb2.ConnectResponse(
                         kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
-                    )
+                    ),
                 )
 
     def _current(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
@@ -720,10 +872,9 @@ class ExperimentManager:
             elif isinstance(op, Shutdown):
                 exp.searcher_done = True
                 exp.searcher_failed = exp.searcher_failed or op.failure
-        self.db.execute(
-            "UPDATE experiments SET searcher_snapshot = ? WHERE id = ?",
-            (json.dumps(exp.searcher.snapshot()), exp.id),
-        )
+        self._dirty_searchers[exp.id] = exp  # its snapshot is written when the transaction flushes
+        if not self.db.in_transaction:
+            self.db.flush()
         self._maybe_finish(exp)
 
     def _create_trial(self, exp: ExperimentRuntime, op: Create) -> None:
@@ -741,6 +892,7 @@ class ExperimentManager:
         trial = TrialRuntime(trial_id, exp.id, op.request_id, op.hparams, op.seed, sequencer)
         self.trials[trial_id] = trial
         exp.trial_ids.append(trial_id)
+        exp.live[op.request_id] = trial
         if op.checkpoint_from:
             self._start_from_parent(exp, trial, op.checkpoint_from)
         self.wake.set()
@@ -751,17 +903,8 @@ class ExperimentManager:
             "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp.id, parent_request)
         )
         if parent_row is not None:
-            self.db.execute(
-                "UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_row["id"], child.id)
-            )
-        parent = next(
-            (
-                self.trials[t]
-                for t in exp.trial_ids
-                if t in self.trials and self.trials[t].request_id == parent_request
-            ),
-            None,
-        )
+            self.db.defer("UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_row["id"], child.id))
+        parent = exp.live.get(parent_request)
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
             child.waiting_on = parent.id
@@ -834,80 +977,99 @@ class ExperimentManager:
         self.wake.set()
 
     def _by_request(self, exp: ExperimentRuntime, request_id: str) -> TrialRuntime:
-        for trial_id in exp.trial_ids:
-            trial = self.trials.get(trial_id)
-            if trial is not None and trial.request_id == request_id:
-                return trial
-        raise KeyError(f"experiment {exp.id} has no live trial for searcher request {request_id}")
+        trial = exp.live.get(request_id)
+        if trial is None:
+            raise KeyError(f"experiment {exp.id} has no live trial for searcher request {request_id}")
+        return trial
 
     # ---- persistence helpers ---------------------------------------------------------------
 
     def _save_trial(self, trial: TrialRuntime) -> None:
-        self.db.execute(
-            "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
-            "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
-            "WHERE id = ?",
-            (
-                trial.sequencer.batches_trained,
-                trial.latest_checkpoint_uuid,
-                trial.latest_checkpoint_batches,
-                trial.latest_checkpoint_step,
-                json.dumps(trial.sequencer.to_dict()),
-                trial.best_validation,
-                trial.waiting_on,
-                trial.id,
-            ),
-        )
+        """Marks the trial's row for writing from memory when the transaction flushes (once, however
+        many events of a batch changed it); outside a transaction it is written now."""
+        trial.has_work = None
+        self._dirty_trials[trial.id] = trial
+        if not self.db.in_transaction:
+            self.db.flush()
+
+    def _write_dirty(self) -> None:
+        """The flush hook: writes the trial rows and searcher snapshots changed in memory."""
+        if self._dirty_trials:
+            trials, self._dirty_trials = self._dirty_trials, {}
+            for trial in trials.values():
+                self.db.defer(
+                    SAVE_TRIAL,
+                    (
+                        trial.sequencer.batches_trained,
+                        trial.latest_checkpoint_uuid,
+                        trial.latest_checkpoint_batches,
+                        trial.latest_checkpoint_step,
+                        json.dumps(trial.sequencer.to_dict()),
+                        trial.best_validation,
+                        trial.waiting_on,
+                        trial.id,
+                    ),
+                )
+        if self._dirty_searchers:
+            searchers, self._dirty_searchers = self._dirty_searchers, {}
+            for exp in searchers.values():
+                self.db.defer(SAVE_SNAPSHOT, (json.dumps(exp.searcher.snapshot()), exp.id))
 
     def _end_trial(self, trial: TrialRuntime, state: str, error: str) -> None:
         trial.state = state
         self._save_trial(trial)
-        self.db.execute(
+        self.db.defer(
             "UPDATE trials SET state = ?, error = ?, end_time = ? WHERE id = ?",
             (state, error, utc_now(), trial.id),
         )
         self.trials.pop(trial.id, None)
+        exp = self.experiments.get(trial.experiment_id)
+        if exp is not None and exp.live.get(trial.request_id) is trial:
+            del exp.live[trial.request_id]
         for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
             self._resume_wait_for_parent(child, trial.id)
-        exp = self.experiments.get(trial.experiment_id)
         if exp is not None:
             self._collect_garbage(exp)
 
     def _collect_garbage(self, exp: ExperimentRuntime) -> None:
         """Applies the experiment's save_* policy to its stored checkpoints."""
-        rows = self.db.query(
-            "SELECT c.uuid, c.trial_id, c.total_batches FROM checkpoints c "
-            "JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.state = 'COMPLETED'",
-            (exp.id,),
+        if exp.gc is None:
+            exp.gc = self._load_ledger(exp)
+        doomed = exp.gc.collect(
+            live_trial_ids={t.id for t in exp.live.values()},
+            protected={t.latest_checkpoint_uuid for t in exp.live.values()},
         )
-        if not rows:
-            return
+        if doomed:
+            self.deleter.delete(doomed)
+
+    def _load_ledger(self, exp: ExperimentRuntime) -> CheckpointLedger:
+        """The experiment's checkpoints and metrics as stored (once per experiment and scheduler)."""
+        ledger = CheckpointLedger(
+            GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better)
+        )
         metric = exp.config.searcher_metric
-        metrics = {}
         for v in self.db.query(
             "SELECT v.trial_id, v.total_batches, v.metrics_json FROM validations v JOIN trials t "
             "ON t.id = v.trial_id WHERE t.experiment_id = ?",
             (exp.id,),
         ):
-            value = json.loads(v["metrics_json"]).get(metric)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                metrics[(v["trial_id"], v["total_batches"])] = float(value)
-        doomed = checkpoints_to_delete(
-            [CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]) for r in rows],
-            metrics,
-            GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better),
-            live_trial_ids={t for t in exp.trial_ids if t in self.trials},
-            protected={self.trials[t].latest_checkpoint_uuid for t in exp.trial_ids if t in self.trials},
-        )
-        if doomed:
-            self.deleter.delete(doomed)
+            ledger.add_metric(v["trial_id"], v["total_batches"], json.loads(v["metrics_json"]).get(metric))
+        for r in self.db.query(
+            "SELECT c.uuid, c.trial_id, c.total_batches FROM checkpoints c "
+            "JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.state = 'COMPLETED'",
+            (exp.id,),
+        ):
+            ledger.add_checkpoint(CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]))
+        return ledger
 
     def _mark_deleted(self, uuid: str) -> None:
+        for exp in self.experiments.values():
+            if exp.gc is not None and exp.gc.deleted(uuid):
+                break
         self.db.execute("UPDATE checkpoints SET state = 'DELETED' WHERE uuid = ?", (uuid,))
 
     def _maybe_finish(self, exp: ExperimentRuntime) -> None:
-        live = [t for t in exp.trial_ids if t in self.trials]
-        if live or exp.id not in self.experiments:
+        if exp.live or exp.id not in self.experiments:
             return
         if exp.state != "CANCELED" and not exp.searcher_done:
             return
@@ -933,21 +1095,50 @@ class ExperimentManager:
         log.info("experiment ended", experiment_id=exp.id, state=state)
 
     def _log_line(self, trial: TrialRuntime, message: str, source: str = "pedl") -> None:
-        self.db.execute(
-            "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)",
-            (trial.id, trial.run_id, utc_now(), source, message),
-        )
+        self.db.defer(INSERT_LOG, (trial.id, trial.run_id, utc_now(), source, message))
 
     def _notify(self) -> None:
-        asyncio.get_event_loop().create_task(self._notify_all())
+        """Wakes the API's followers (log streams) once per loop turn, however many events it held."""
+        if not self._notifying:
+            self._notifying = True
+            asyncio.get_event_loop().create_task(self._notify_all())
 
     async def _notify_all(self) -> None:
+        self._notifying = False
         async with self.changed:
             self.changed.notify_all()
 
     def trial_agent(self, trial_id: int) -> str:
         trial = self.trials.get(trial_id)
         return trial.agent_id or "" if trial else ""
+
+
+def metrics_plain(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """A metrics Struct as plain Python, like `pedl._metrics.from_struct` but faster and keeping NaN
+    and infinities (a NaN loss is stored as reported; a searcher metric is then refused by name)."""
+    out = {}
+    for key, value in struct.fields.items():
+        out[key] = value.number_value if value.WhichOneof("kind") == "number_value" else _plain(value)
+    return out
+
+
+def metrics_json(struct: struct_pb2.Struct) -> str:
+    return json.dumps(metrics_plain(struct))
+
+
+def _plain(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        return value.number_value
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return {key: _plain(v) for key, v in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_plain(v) for v in value.list_value.values]
+    return None
 
 
 def _scheduling_agent(agent: AgentHandle, free_slots: tuple[str, ...]) -> scheduling.Agent:

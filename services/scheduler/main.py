@@ -99,22 +99,30 @@ def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: An
 
 
 async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
-    """Acts on scheduling decisions in ticks: woken early by events, at least once per `tick`."""
+    """Acts on scheduling decisions in ticks: woken early by events, at least once per `tick`.
+
+    Agent messages schedule right away themselves (ExperimentManager.on_agent_messages) and clear
+    `wake`; a wake-up they already handled is skipped until the tick is due.
+    """
     log = structlog.get_logger(component="scheduler")
+    loop = asyncio.get_running_loop()
+    due = loop.time() + tick
     while True:
         try:
-            await asyncio.wait_for(manager.wake.wait(), timeout=tick)
+            await asyncio.wait_for(manager.wake.wait(), timeout=max(0.0, due - loop.time()))
         except asyncio.TimeoutError:
             pass
+        if not manager.wake.is_set() and loop.time() < due:
+            continue
         manager.wake.clear()
+        due = loop.time() + tick
         now = time.monotonic()
         for agent in list(cluster.agents.values()):
             if now - agent.last_seen > timeout:
                 log.warning("agent missed heartbeats", agent_id=agent.id)
                 agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
         try:
-            manager.expire_unconfirmed(now)
-            manager.schedule()
+            manager.tick(now)
         except Exception:
             log.exception("scheduling tick failed")
 
@@ -180,6 +188,8 @@ async def serve(args: argparse.Namespace) -> None:
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
     await server.stop(grace=2)
+    link.inbox.drain()
+    link.inbox.close()
     stop_metrics()
     db.close()
 

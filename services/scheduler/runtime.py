@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pedl.searcher import SearchMethod
-from pedl.sequencer import TrialSequencer
+from pedl.sequencer import Next, TrialSequencer
 
 
 @dataclass
@@ -18,6 +18,14 @@ class ExperimentRuntime:
     searcher_done: bool = False
     searcher_failed: bool = False
     trial_ids: list[int] = field(default_factory=list)
+    # The live (not ended) trials by searcher request id: the hot paths look trials up here
+    # instead of scanning every trial the experiment ever had.
+    live: dict[str, TrialRuntime] = field(default_factory=dict)
+    # What every StartTrial of the experiment repeats, computed once (None until first needed).
+    start_config: str | None = None
+    model_definition_name: str | None = None
+    # The checkpoint ledger for the save_* policy, built on first use (pedl_scheduler.checkpoint_gc).
+    gc: Any = None
 
 
 @dataclass
@@ -39,7 +47,10 @@ class TrialRuntime:
     slot_ids: tuple[str, ...] = ()
     # A gang over several agents: the other agents and their slots.
     peers: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    in_flight: bool = False
+    # Workloads sent to the current run whose results have not come back, oldest first.
+    outstanding: list[Next] = field(default_factory=list)
+    # An adopted run that said it was busy: what it holds is unknown until its next result.
+    busy_unknown: bool = False
     killing: bool = False
     best_validation: float | None = None
     # While set (a monotonic time), the trial may still be running on an agent that has not
@@ -50,9 +61,16 @@ class TrialRuntime:
     started_order: int = 0
     # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
     waiting_on: int | None = None
+    # Cached ExperimentManager._has_work (None: unknown); reset whenever the trial's state changes.
+    has_work: bool | None = None
 
     def gang_agents(self) -> list[str]:
         return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether the run holds work whose result has not come back yet."""
+        return bool(self.outstanding) or self.busy_unknown
 
     @property
     def running(self) -> bool:

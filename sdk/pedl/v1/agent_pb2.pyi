@@ -8,30 +8,46 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ConnectRequest(_message.Message):
-    __slots__ = ("register", "heartbeat", "workload_completed", "trial_logs", "trial_exited")
+    __slots__ = ("register", "heartbeat", "workload_completed", "trial_logs", "trial_exited", "batch")
     REGISTER_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     TRIAL_LOGS_FIELD_NUMBER: _ClassVar[int]
     TRIAL_EXITED_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     register: RegisterAgent
     heartbeat: Heartbeat
     workload_completed: WorkloadCompleted
     trial_logs: TrialLogs
     trial_exited: TrialExited
-    def __init__(self, register: _Optional[_Union[RegisterAgent, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., workload_completed: _Optional[_Union[WorkloadCompleted, _Mapping]] = ..., trial_logs: _Optional[_Union[TrialLogs, _Mapping]] = ..., trial_exited: _Optional[_Union[TrialExited, _Mapping]] = ...) -> None: ...
+    batch: ConnectRequestBatch
+    def __init__(self, register: _Optional[_Union[RegisterAgent, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., workload_completed: _Optional[_Union[WorkloadCompleted, _Mapping]] = ..., trial_logs: _Optional[_Union[TrialLogs, _Mapping]] = ..., trial_exited: _Optional[_Union[TrialExited, _Mapping]] = ..., batch: _Optional[_Union[ConnectRequestBatch, _Mapping]] = ...) -> None: ...
+
+class ConnectRequestBatch(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[ConnectRequest]
+    def __init__(self, messages: _Optional[_Iterable[_Union[ConnectRequest, _Mapping]]] = ...) -> None: ...
 
 class ConnectResponse(_message.Message):
-    __slots__ = ("registered", "start_trial", "run_workload", "kill_trial")
+    __slots__ = ("registered", "start_trial", "run_workload", "kill_trial", "batch")
     REGISTERED_FIELD_NUMBER: _ClassVar[int]
     START_TRIAL_FIELD_NUMBER: _ClassVar[int]
     RUN_WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     KILL_TRIAL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     registered: AgentRegistered
     start_trial: StartTrial
     run_workload: RunWorkload
     kill_trial: KillTrial
-    def __init__(self, registered: _Optional[_Union[AgentRegistered, _Mapping]] = ..., start_trial: _Optional[_Union[StartTrial, _Mapping]] = ..., run_workload: _Optional[_Union[RunWorkload, _Mapping]] = ..., kill_trial: _Optional[_Union[KillTrial, _Mapping]] = ...) -> None: ...
+    batch: ConnectResponseBatch
+    def __init__(self, registered: _Optional[_Union[AgentRegistered, _Mapping]] = ..., start_trial: _Optional[_Union[StartTrial, _Mapping]] = ..., run_workload: _Optional[_Union[RunWorkload, _Mapping]] = ..., kill_trial: _Optional[_Union[KillTrial, _Mapping]] = ..., batch: _Optional[_Union[ConnectResponseBatch, _Mapping]] = ...) -> None: ...
+
+class ConnectResponseBatch(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[ConnectResponse]
+    def __init__(self, messages: _Optional[_Iterable[_Union[ConnectResponse, _Mapping]]] = ...) -> None: ...
 
 class RunningTrial(_message.Message):
     __slots__ = ("trial_id", "run_id", "slot_ids", "busy")
@@ -46,7 +62,7 @@ class RunningTrial(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., busy: bool = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +71,7 @@ class RegisterAgent(_message.Message):
     RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
     RUNNING_TRIALS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -63,7 +80,8 @@ class RegisterAgent(_message.Message):
     resource_pool: str
     running_trials: _containers.RepeatedCompositeFieldContainer[RunningTrial]
     version: str
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ...) -> None: ...
+    accepts_batches: bool
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()
@@ -100,12 +118,14 @@ class TrialExited(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ...) -> None: ...
 
 class AgentRegistered(_message.Message):
-    __slots__ = ("cluster_id", "heartbeat_interval_seconds")
+    __slots__ = ("cluster_id", "heartbeat_interval_seconds", "accepts_batches")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     heartbeat_interval_seconds: float
-    def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ...) -> None: ...
+    accepts_batches: bool
+    def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ..., accepts_batches: bool = ...) -> None: ...
 
 class StartTrial(_message.Message):
     __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token")

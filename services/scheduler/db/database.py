@@ -1,16 +1,23 @@
 """A small synchronous SQL layer: connection, migrations, transactions.
 
 Statements use `?` placeholders and the SQL that SQLite and PostgreSQL share. Calls are
-short and made from the scheduler's event loop; a step result is one small transaction.
+short and made from the scheduler's event loop; a batch of agent messages is one transaction.
+
+Writes whose result nobody needs can be deferred (`defer`, and flush hooks that write state
+last changed in memory): they run, consecutive identical statements as one `executemany`,
+before the next read or write and at commit, so the transaction's outcome is the same as
+running them in place while the database sees one batch instead of a round trip each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
-from pedl_scheduler.db.driver import Driver, Row
+from pedl_scheduler.db.driver import Driver, Row, Writes
 from pedl_scheduler.db.schema import MIGRATIONS, render
 
 __all__ = ["Database", "Row", "open_database"]
@@ -22,6 +29,51 @@ class Database:
         self._depth = 0
         self.url = driver.url
         self.dialect = driver.dialect
+        self._pending: list[tuple[str, tuple[Any, ...]]] = []
+        self._flush_hooks: list[Callable[[], None]] = []
+        self._flushing = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    def add_flush_hook(self, hook: Callable[[], None]) -> None:
+        """`hook` runs at every flush, first: it `defer`s the writes of state it keeps in memory."""
+        self._flush_hooks.append(hook)
+
+    def defer(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Runs a write later in this transaction (at once outside one); see the module docstring."""
+        self._pending.append((sql, tuple(params)))
+        if self._depth == 0 and not self._flushing:
+            self.flush()
+
+    def flush(self) -> None:
+        """Runs the deferred writes now (in a transaction of their own when none is open)."""
+        writes = self._take_writes()
+        if not writes:
+            return
+        if self._depth:
+            self._driver.write(writes)
+            return
+        self._driver.begin()
+        try:
+            self._driver.commit(writes)
+        except BaseException:
+            self._driver.rollback()
+            raise
+
+    def _take_writes(self) -> Writes:
+        """Runs the flush hooks, then takes the deferred writes, consecutive identical ones grouped."""
+        if self._flushing:
+            return []
+        self._flushing = True
+        try:
+            for hook in self._flush_hooks:
+                hook()
+        finally:
+            self._flushing = False
+        pending, self._pending = self._pending, []
+        return [(sql, [params for _, params in group]) for sql, group in groupby(pending, key=itemgetter(0))]
 
     def migrate(self) -> int:
         """Applies every migration not yet applied; returns the schema version."""
@@ -49,21 +101,25 @@ class Database:
             if self._depth == 1:
                 self._driver.begin()
             yield
+            if self._depth == 1:
+                # The last deferred writes and the commit go together: one round trip where the
+                # backend allows it.
+                self._driver.commit(self._take_writes())
         except BaseException:
             if self._depth == 1:
+                self._pending.clear()
                 self._driver.rollback()
             raise
-        else:
-            if self._depth == 1:
-                self._driver.commit()
         finally:
             self._depth -= 1
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Runs a statement; returns the new row id for inserts into tables with an `id` key, else 0."""
+        self.flush()
         return self._driver.execute(sql, params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        self.flush()
         return self._driver.query(sql, params)
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:

@@ -5,9 +5,12 @@ timeout bound how long a dead server or network can block a call, the failed cal
 `DatabaseUnavailable` (the statement may or may not have run; a transaction in progress is
 rolled back by the server), and the next call made outside a transaction reconnects.
 
-Each commit waits for PostgreSQL to flush its WAL, which bounds step results to the disk's
-fsync rate. `?options=-c%20synchronous_commit%3Doff` in the URL trades the last few hundred
-milliseconds of commits on a PostgreSQL crash (never consistency) for no flush wait.
+Each commit waits for PostgreSQL to flush its WAL, which bounds transactions to the disk's
+fsync rate; the scheduler therefore commits each batch of agent messages as one transaction.
+`BEGIN` goes out with a transaction's first statement, and its deferred writes (executemany per
+statement) and `COMMIT` go in one pipeline: a batch costs one round trip and one flush.
+`?options=-c%20synchronous_commit%3Doff` in the URL trades the last few hundred milliseconds of
+commits on a PostgreSQL crash (never consistency) for no flush wait.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from pedl_scheduler.db.dialect import POSTGRES
-from pedl_scheduler.db.driver import Row
+from pedl_scheduler.db.driver import Row, Writes
 from pedl_scheduler.db.errors import DatabaseUnavailable
 from pedl_scheduler.db.sqltext import insert_table, qmark_to_format
 
@@ -63,8 +66,10 @@ class PostgresDriver:
         self.url = redact(url)
         self._params: dict[str, Any] = {**CONNECTION_DEFAULTS, **conninfo_to_dict(url)}
         self._in_transaction = False
+        self._begun = False  # BEGIN was sent for the current transaction
         self._closed = False
         self._statements: dict[str, tuple[str, bool]] = {}  # `?` SQL -> (psycopg SQL, returns an id)
+        self._plain_statements: dict[str, str] = {}  # `?` SQL -> psycopg SQL, never RETURNING
         self._id_tables: set[str] | None = None
         self._conn = self._connect()
 
@@ -78,7 +83,7 @@ class PostgresDriver:
     def _guard(self) -> Iterator[None]:
         """Reconnects a lost connection between transactions; turns a loss into DatabaseUnavailable."""
         if self._conn.broken and not self._closed:
-            if self._in_transaction:
+            if self._begun:
                 raise DatabaseUnavailable(f"lost the connection to PostgreSQL at {self.url} mid-transaction")
             self._conn.close()
             self._conn = self._connect()
@@ -111,6 +116,7 @@ class PostgresDriver:
 
     def execute(self, sql: str, params: Sequence[Any]) -> int:
         text, returning = self._statement(sql)
+        self._ensure_begun()
         with self._guard():
             cursor = self._conn.execute(text, tuple(params))
             if returning:
@@ -120,31 +126,60 @@ class PostgresDriver:
 
     def query(self, sql: str, params: Sequence[Any]) -> list[Row]:
         text, _ = self._statement(sql)
+        self._ensure_begun()
         with self._guard():
             cursor = self._conn.cursor(row_factory=dict_row)
             cursor.execute(text, tuple(params))
             return cursor.fetchall()
 
-    def begin(self) -> None:
-        with self._guard():
-            self._conn.execute("BEGIN")
-        self._in_transaction = True
+    def write(self, writes: Writes) -> None:
+        self._pipeline(writes, commit=False)
 
-    def commit(self) -> None:
+    def begin(self) -> None:
+        """Opens the transaction; BEGIN itself goes out with its first statement."""
+        self._in_transaction = True
+        self._begun = False
+
+    def commit(self, writes: Writes = ()) -> None:
         try:
-            with self._guard():
-                self._conn.execute("COMMIT")
+            if writes or self._begun:
+                self._pipeline(writes, commit=True)
         finally:
-            self._in_transaction = False
+            self._in_transaction = self._begun = False
 
     def rollback(self) -> None:
         try:
-            if not self._conn.broken:
+            if self._begun and not self._conn.broken:
                 self._conn.execute("ROLLBACK")
         except psycopg.Error:
             pass  # the connection died under us; the server rolls back on its side
         finally:
-            self._in_transaction = False
+            self._in_transaction = self._begun = False
+
+    def _ensure_begun(self) -> None:
+        if self._in_transaction and not self._begun:
+            with self._guard():
+                self._conn.execute("BEGIN")
+            self._begun = True
+
+    def _pipeline(self, writes: Writes, commit: bool) -> None:
+        """BEGIN (if not sent yet), the writes and COMMIT (if asked) in one round trip."""
+        with self._guard(), self._conn.pipeline():
+            if self._in_transaction and not self._begun:
+                self._conn.execute("BEGIN")
+                self._begun = True
+            cursor = self._conn.cursor()
+            for sql, rows in writes:
+                cursor.executemany(self._plain(sql), rows)
+            if commit:
+                self._conn.execute("COMMIT")
+
+    def _plain(self, sql: str) -> str:
+        """The psycopg form of `sql`, never with RETURNING (deferred writes need no ids)."""
+        text = self._plain_statements.get(sql)
+        if text is None:
+            text = self._plain_statements[sql] = qmark_to_format(sql)
+        return text
 
     @contextmanager
     def migration_lock(self) -> Iterator[None]:
@@ -158,6 +193,7 @@ class PostgresDriver:
 
     def schema_changed(self) -> None:
         self._statements.clear()
+        self._plain_statements.clear()
         self._id_tables = None
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl_scheduler.db.dialect import SQLITE
-from pedl_scheduler.db.driver import Row
+from pedl_scheduler.db.driver import Row, Writes
 
 
 class SqliteDriver:
@@ -32,6 +32,13 @@ class SqliteDriver:
     def execute(self, sql: str, params: Sequence[Any]) -> int:
         return self._conn.execute(sql, tuple(params)).lastrowid or 0
 
+    def write(self, writes: Writes) -> None:
+        for sql, rows in writes:
+            if len(rows) == 1:
+                self._conn.execute(sql, tuple(rows[0]))
+            else:
+                self._conn.executemany(sql, rows)
+
     def query(self, sql: str, params: Sequence[Any]) -> list[Row]:
         cursor = self._conn.execute(sql, tuple(params))
         names = [d[0] for d in cursor.description]
@@ -40,7 +47,8 @@ class SqliteDriver:
     def begin(self) -> None:
         self._conn.execute("BEGIN")
 
-    def commit(self) -> None:
+    def commit(self, writes: Writes = ()) -> None:
+        self.write(writes)
         self._conn.commit()
 
     def rollback(self) -> None:

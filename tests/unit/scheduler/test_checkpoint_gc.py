@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pedl_scheduler.checkpoint_gc import CheckpointRef, GCPolicy, checkpoints_to_delete
+from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy, checkpoints_to_delete
 
 
 def ck(trial: int, batches: int) -> CheckpointRef:
@@ -179,3 +179,62 @@ def test_duplicate_or_empty_uuids_are_refused() -> None:
 def test_non_finite_metrics_are_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="trial 1 at batch 10 must be a finite number"):
         deleted([ck(1, 10)], {(1, 10): bad})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_ledger_deletes_exactly_what_a_full_collection_would(seed: int) -> None:
+    """The scheduler's incremental ledger re-decides only the trials that changed; at every
+    collection of a random search its verdict equals `checkpoints_to_delete` over everything."""
+    rng = random.Random(seed)
+    policy = GCPolicy(
+        save_experiment_best=rng.choice([0, 1, 3]),
+        save_trial_best=rng.choice([0, 1, 2]),
+        save_trial_latest=rng.choice([0, 1, 2]),
+        smaller_is_better=rng.random() < 0.5,
+    )
+    ledger = CheckpointLedger(policy)
+    stored: list[CheckpointRef] = []
+    metrics: dict[tuple[int, int], float] = {}
+    doomed: set[str] = set()
+    live: dict[int, int] = {}  # trial -> batches trained
+    latest: dict[int, str] = {}
+    next_trial = 1
+    for _ in range(200):
+        event = rng.random()
+        if event < 0.15 or not live:
+            live[next_trial] = 0
+            next_trial += 1
+            continue
+        trial = rng.choice(sorted(live))
+        if event < 0.5:
+            live[trial] += 10
+            metrics[(trial, live[trial])] = rng.choice([0.1, 0.2, 0.3, 0.5, 0.8])  # ties happen
+            ledger.add_metric(trial, live[trial], metrics[(trial, live[trial])])
+        elif event < 0.8:
+            ref = ck(trial, live[trial])
+            if ref not in stored:
+                stored.append(ref)
+                ledger.add_checkpoint(ref)
+                latest[trial] = ref.uuid
+        else:
+            del live[trial]  # the trial ended
+        protected = {latest[t] for t in live if t in latest}
+        expected = set(checkpoints_to_delete(stored, metrics, policy, set(live), protected))
+        doomed.update(ledger.collect(set(live), protected))
+        assert doomed == expected
+        # The store confirms some deletions; confirmed ones are gone from the rows (state DELETED).
+        for uuid in sorted(doomed):
+            if rng.random() < 0.5 and ledger.deleted(uuid):
+                doomed.discard(uuid)
+                stored = [c for c in stored if c.uuid != uuid]
+
+
+def test_the_ledger_offers_unconfirmed_deletions_again() -> None:
+    ledger = CheckpointLedger(GCPolicy())
+    for batches, error in ((10, 0.5), (20, 0.4), (30, 0.6)):
+        ledger.add_metric(1, batches, error)
+        ledger.add_checkpoint(ck(1, batches))
+    assert ledger.collect(live_trial_ids=(), protected=()) == ["t1-b0010"]
+    assert ledger.collect(live_trial_ids=(), protected=()) == ["t1-b0010"]  # the store was away
+    assert ledger.deleted("t1-b0010")
+    assert ledger.collect(live_trial_ids=(), protected=()) == []

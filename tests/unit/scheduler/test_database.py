@@ -81,6 +81,46 @@ def test_on_conflict_do_nothing_keeps_the_first_row(database_url: str) -> None:
     assert db.query("SELECT step_id FROM steps WHERE trial_id = ?", (trial,)) == [{"step_id": 1}]
 
 
+def test_deferred_writes_land_with_their_transaction_in_order_and_are_seen_by_its_reads(
+    database_url: str,
+) -> None:
+    db = open_database(database_url)
+    trial = db.execute(TRIAL, (db.execute(EXPERIMENT, (b"a",)), "r1"))
+    with db.transaction():
+        for step in range(1, 6):  # one executemany
+            db.defer(STEP, (trial, step, 100 * step))
+        db.defer("UPDATE trials SET total_batches = ? WHERE id = ?", (500, trial))
+        assert db.query_one("SELECT COUNT(*) AS n FROM steps")["n"] == 5  # flushed before the read
+        db.defer(STEP, (trial, 6, 600))
+    assert [r["total_batches"] for r in db.query("SELECT total_batches FROM steps ORDER BY step_id")] == [
+        100 * s for s in range(1, 7)
+    ]
+    assert db.query_one("SELECT total_batches FROM trials")["total_batches"] == 500
+    with pytest.raises(ZeroDivisionError), db.transaction():
+        db.defer(STEP, (trial, 7, 700))
+        raise ZeroDivisionError
+    assert db.query_one("SELECT COUNT(*) AS n FROM steps")["n"] == 6
+    db.defer(STEP, (trial, 8, 800))  # outside a transaction: written at once
+    assert db.query_one("SELECT COUNT(*) AS n FROM steps")["n"] == 7
+
+
+def test_flush_hooks_write_state_kept_in_memory_last_and_once(database_url: str) -> None:
+    db = open_database(database_url)
+    trial = db.execute(TRIAL, (db.execute(EXPERIMENT, (b"a",)), "r1"))
+    state = {"batches": 0, "dirty": False}
+
+    def hook() -> None:
+        if state["dirty"]:
+            state["dirty"] = False
+            db.defer("UPDATE trials SET total_batches = ? WHERE id = ?", (state["batches"], trial))
+
+    db.add_flush_hook(hook)
+    with db.transaction():
+        for batches in (10, 20, 30):
+            state["batches"], state["dirty"] = batches, True
+    assert db.query_one("SELECT total_batches FROM trials")["total_batches"] == 30
+
+
 def test_bytes_round_trip(database_url: str) -> None:
     payload = bytes(range(256)) * 1000
     db = open_database(database_url)

@@ -1,5 +1,9 @@
 """Workload sequencing: what a trial is told to do, in what order, with absolute targets."""
 
+import random
+
+import pytest
+
 from pedl.sequencer import Kind, TrialSequencer
 
 
@@ -140,3 +144,118 @@ def test_a_requested_checkpoint_lost_to_a_restart_is_taken_at_the_requested_batc
         ("RUN_STEP", 35),
     ]
     assert not seq.checkpoint_requested
+
+
+# ---- pipelining: workloads sent behind the one running ------------------------------------------
+
+
+def complete(seq: TrialSequencer, nxt) -> bool:
+    """Applies a workload's result as the scheduler does; True when it answered the searcher."""
+    if nxt.kind is Kind.RUN_STEP:
+        seq.on_step_completed(nxt.step_id, nxt.total_batches)
+    elif nxt.kind is Kind.COMPUTE_VALIDATION_METRICS:
+        return seq.on_validation_completed(nxt.total_batches)
+    elif nxt.kind is Kind.CHECKPOINT_MODEL:
+        seq.on_checkpoint_completed(nxt.total_batches)
+    return False
+
+
+def run_pipelined(seq: TrialSequencer, on_validation=None) -> list[list[tuple[str, int]]]:
+    """Plays the scheduler with pipelining: each send is the list `pipeline` returned; results come
+    back one at a time, and after each the scheduler sends what is decided behind the rest."""
+    sends: list[list[tuple[str, int]]] = []
+    outstanding: list = []
+    while True:
+        batch = seq.pipeline(outstanding)
+        for nxt in batch:
+            if nxt.kind is Kind.TERMINATE:
+                seq.on_terminate_sent()
+            else:
+                outstanding.append(nxt)
+        if batch:
+            sends.append([(n.kind.value, n.total_batches) for n in batch])
+        if not outstanding:
+            return sends
+        done = outstanding.pop(0)
+        if complete(seq, done) and on_validation:
+            on_validation(seq, done.total_batches)
+
+
+def test_the_validation_at_a_target_is_sent_with_the_step_that_reaches_it() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(200)
+    assert run_pipelined(seq, close_at_end) == [
+        [("RUN_STEP", 100)],  # the target is not reached: a step is never queued behind a step
+        [("RUN_STEP", 200), ("COMPUTE_VALIDATION_METRICS", 200)],
+        [("CHECKPOINT_MODEL", 200), ("TERMINATE", 200)],  # after the searcher closed the trial
+    ]
+
+
+def test_nothing_is_queued_behind_a_validation_the_searcher_must_hear() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(100)
+    step, validation = seq.pipeline([])
+    assert seq.pipeline([step, validation]) == []
+    complete(seq, step)
+    assert seq.pipeline([validation]) == []
+    assert complete(seq, validation)
+    seq.add_target(300)  # e.g. an ASHA promotion, decided on that validation
+    assert [(n.kind, n.total_batches) for n in seq.pipeline([])] == [(Kind.RUN_STEP, 200)]
+
+
+def test_periodic_validations_and_checkpoints_queue_behind_their_step() -> None:
+    seq = TrialSequencer(batches_per_step=50, min_validation_period=100, min_checkpoint_period=100)
+    seq.add_target(200)
+    assert run_pipelined(seq, close_at_end) == [
+        [("RUN_STEP", 50)],
+        [("RUN_STEP", 100), ("COMPUTE_VALIDATION_METRICS", 100), ("CHECKPOINT_MODEL", 100)],
+        [("RUN_STEP", 150)],
+        [("RUN_STEP", 200), ("COMPUTE_VALIDATION_METRICS", 200)],
+        [("CHECKPOINT_MODEL", 200), ("TERMINATE", 200)],
+    ]
+
+
+def test_a_stop_requested_while_a_step_runs_queues_checkpoint_and_terminate_behind_it() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(500)
+    (step,) = seq.pipeline([])
+    seq.request_stop()  # e.g. a pause: the step's end is where the trial stops
+    assert [(n.kind, n.total_batches) for n in seq.pipeline([step])] == [
+        (Kind.CHECKPOINT_MODEL, 100),
+        (Kind.TERMINATE, 100),
+    ]
+
+
+def test_a_stop_waits_for_the_searcher_to_hear_a_pending_validation() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(100)
+    step, validation = seq.pipeline([])
+    seq.request_stop()
+    assert seq.pipeline([step, validation]) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pipelining_sends_exactly_the_workloads_of_one_at_a_time_in_the_same_order(seed: int) -> None:
+    """Whatever the periods and the searcher's reactions, the harness runs the same workloads."""
+    rng = random.Random(seed)
+    config = dict(
+        batches_per_step=rng.choice([10, 25, 40]),
+        min_validation_period=rng.choice([0, 20, 50]),
+        min_checkpoint_period=rng.choice([0, 30, 60]),
+    )
+    lengths = sorted(rng.sample(range(10, 200, 10), rng.randint(1, 4)))
+
+    def searcher(seq: TrialSequencer, length: int) -> None:
+        later = [n for n in lengths if n > length]
+        if later:
+            seq.add_target(later[0])
+        else:
+            seq.close()
+
+    one_by_one = TrialSequencer(**config)
+    one_by_one.add_target(lengths[0])
+    pipelined = TrialSequencer(**config)
+    pipelined.add_target(lengths[0])
+    sends = run_pipelined(pipelined, searcher)
+    assert [w for batch in sends for w in batch] == run(one_by_one, searcher)
+    assert pipelined == one_by_one
