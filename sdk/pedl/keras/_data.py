@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from pedl._shards import round_robin
 from pedl.tensorflow import _datasets
 
 ACCEPTED = (
@@ -55,21 +56,7 @@ class Shard:
 
 def shard_items(items: Iterator[Any], shard: Shard, pad: bool) -> Iterator[Any]:
     """`Shard.batches` of an iterator whose length is known only at its end."""
-    first: list[Any] = []
-    round_: list[Any] = []
-    for item in items:
-        if len(first) < shard.count:
-            first.append(item)
-        round_.append(item)
-        if len(round_) == shard.count:
-            yield round_[shard.index]
-            round_ = []
-    if not round_:
-        return
-    if shard.index < len(round_):
-        yield round_[shard.index]
-    elif pad:
-        yield first[(shard.index - len(round_)) % len(first)]
+    return round_robin(items, shard.count, shard.index, pad)
 
 
 @dataclass

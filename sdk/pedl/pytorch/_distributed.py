@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.utils.data
 
 from pedl._metrics import to_plain
+from pedl._shards import round_robin
 from pedl.pytorch._averaging import MetricAverager
 
 
@@ -112,21 +113,7 @@ class ShardSampler(torch.utils.data.Sampler):
         )
 
     def __iter__(self) -> Iterator[Any]:
-        first: list[Any] = []
-        round_: list[Any] = []
-        for item in self.inner:
-            if len(first) < self.world_size:
-                first.append(item)
-            round_.append(item)
-            if len(round_) == self.world_size:
-                yield round_[self.rank]
-                round_ = []
-        if not round_:
-            return
-        if self.rank < len(round_):
-            yield round_[self.rank]
-        elif self.pad:
-            yield first[(self.rank - len(round_)) % len(first)]
+        return round_robin(self.inner, self.world_size, self.rank, self.pad)
 
     def __len__(self) -> int:
         n = len(self.inner)  # type: ignore[arg-type]
