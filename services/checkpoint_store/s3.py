@@ -7,17 +7,20 @@ incomplete multipart upload, which `delete_prefix` aborts along with the objects
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from pedl_checkpoint_store import s3_presign, s3_retry
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.s3_errors import BAD_CREDENTIALS, error_code, explain, translated
 from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.s3_transfer import MultipartWriter, read_ranges
-from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+from pedl_checkpoint_store.storage import ObjectWriter, PresignedPut, StorageBackend
+
+T = TypeVar("T")
 
 _DELETE_BATCH = 1000  # DeleteObjects' limit
 
@@ -27,6 +30,8 @@ class S3AccessError(InvalidArgument):
 
 
 class S3Backend(StorageBackend):
+    presigns = True
+
     def __init__(self, settings: S3Settings) -> None:
         self.settings = settings
         self.bucket = settings.bucket
@@ -51,11 +56,14 @@ class S3Backend(StorageBackend):
             where=self.describe(),
             part_size=self.settings.part_size,
             max_concurrency=self.settings.max_concurrency,
+            outage_seconds=self.settings.outage_seconds,
         )
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        with translated(f"writing {key}", self.describe()):
-            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        self._call(
+            f"writing {key}",
+            lambda: self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data),
+        )
 
     def get_bytes(self, key: str) -> bytes:
         with translated(f"reading {key}", self.describe()):
@@ -80,7 +88,22 @@ class S3Backend(StorageBackend):
             part_size=self.settings.part_size,
             max_concurrency=self.settings.max_concurrency,
             chunk_size=chunk_size,
+            outage_seconds=self.settings.outage_seconds,
         )
+
+    def _object(self, key: str) -> s3_presign.S3Object:
+        return s3_presign.S3Object(
+            self._client, self.bucket, self._key(key), self.describe(), self.settings.outage_seconds
+        )
+
+    def presign_get(self, key: str, expires_in_seconds: int) -> str:
+        return s3_presign.presign_get(self._object(key), expires_in_seconds)
+
+    def presign_put(self, key: str, size: int, expires_in_seconds: int) -> PresignedPut:
+        return s3_presign.presign_put(self._object(key), size, self.settings.part_size, expires_in_seconds)
+
+    def complete_put(self, key: str, put: PresignedPut, etags: list[str], size: int) -> None:
+        s3_presign.complete_put(self._object(key), put, etags, size)
 
     def exists(self, key: str) -> bool:
         try:
@@ -90,8 +113,13 @@ class S3Backend(StorageBackend):
         return True
 
     def delete(self, key: str) -> None:
-        with translated(f"deleting {key}", self.describe()):
-            self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        self._call(
+            f"deleting {key}", lambda: self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        )
+
+    def _call(self, action: str, fn: Callable[[], T]) -> T:
+        """Tried again while S3 is briefly unreachable (s3_retry)."""
+        return s3_retry.call(action, self.describe(), fn, self.settings.outage_seconds)
 
     def delete_prefix(self, prefix: str) -> None:
         if not prefix:

@@ -2,7 +2,8 @@
 
 Keys absent from the block fall back to boto3's own chain (env AWS_ACCESS_KEY_ID, profile, instance
 role). Retries use botocore's `standard` mode with backoff; AWS_RETRY_MODE / AWS_MAX_ATTEMPTS in the
-environment override the defaults below, as they do for the AWS CLI.
+environment override the defaults below, as they do for the AWS CLI. Beyond those, a call that
+failed because S3 was unreachable or throttling is made again for OUTAGE_SECONDS (s3_retry).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ DEFAULT_MAX_ATTEMPTS = 8
 DEFAULT_RETRY_MODE = "standard"
 PART_SIZE = 8 * 1024 * 1024  # boto3's own multipart_chunksize; 8 MiB measured no slower than 16 or 32
 MAX_CONCURRENCY = 8  # parts in flight per object, up and down
+# How long a call that failed because S3 was unreachable or throttling is tried again (s3_retry).
+OUTAGE_SECONDS = 60.0
+OUTAGE_SECONDS_ENV = "PEDL_CHECKPOINT_STORE_S3_OUTAGE_SECONDS"
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]")
 _KEYS = ("bucket", "prefix", "endpoint_url", "access_key", "secret_key")
 
@@ -36,6 +40,7 @@ class S3Settings:
     secret_key: str | None = None
     part_size: int = PART_SIZE
     max_concurrency: int = MAX_CONCURRENCY
+    outage_seconds: float = OUTAGE_SECONDS
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> S3Settings:
@@ -65,6 +70,7 @@ class S3Settings:
             endpoint_url=values["endpoint_url"],
             access_key=values["access_key"],
             secret_key=values["secret_key"],
+            outage_seconds=float(os.environ.get(OUTAGE_SECONDS_ENV) or OUTAGE_SECONDS),
         )
 
     def record(self) -> dict[str, Any]:
@@ -89,6 +95,9 @@ class S3Settings:
             "max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS),
         }
         config = BotoConfig(
+            # Also for presigned URLs, which botocore would otherwise sign with SigV2 (refused by newer
+            # AWS regions).
+            signature_version="s3v4",
             retries=retries,  # type: ignore[arg-type]
             max_pool_connections=4 * self.max_concurrency,
             connect_timeout=10,

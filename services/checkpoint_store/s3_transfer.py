@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pedl import _log
-from pedl_checkpoint_store.s3_errors import explain, translated
+from pedl_checkpoint_store import s3_retry
+from pedl_checkpoint_store.s3_errors import explain
 from pedl_checkpoint_store.storage import ObjectWriter
 
 log = _log.get_logger(component="checkpoint_store.s3")
+
+T = TypeVar("T")
 
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 _PART_GROWTH_EVERY = 1_000  # part size grows by one base size every this many parts: ~440 GB at 8 MiB
@@ -38,8 +41,11 @@ class MultipartWriter(ObjectWriter):
         where: str,
         part_size: int,
         max_concurrency: int,
+        outage_seconds: float,
     ) -> None:
         self._client = client
+        self._outage_seconds = outage_seconds
+        self._stop = threading.Event()  # set by abort: parts waiting out an outage give up
         self._pool = pool
         self._bucket = bucket
         self._key = key
@@ -66,19 +72,23 @@ class MultipartWriter(ObjectWriter):
             return
         body = self._take_buffer()
         if self._upload_id is None:
-            with translated(f"writing {self._key}", self._where):
-                self._client.put_object(Bucket=self._bucket, Key=self._key, Body=body)
+            self._call(
+                f"writing {self._key}",
+                lambda: self._client.put_object(Bucket=self._bucket, Key=self._key, Body=body),
+            )
         else:
             if body:
                 self._submit(body)
             parts = [f.result() for f in self._wait_parts()]
-            with translated(f"completing the upload of {self._key}", self._where):
-                self._client.complete_multipart_upload(
+            self._call(
+                f"completing the upload of {self._key}",
+                lambda: self._client.complete_multipart_upload(
                     Bucket=self._bucket,
                     Key=self._key,
                     UploadId=self._upload_id,
                     MultipartUpload={"Parts": parts},
-                )
+                ),
+            )
         self._state = "committed"
 
     def abort(self) -> None:
@@ -87,6 +97,7 @@ class MultipartWriter(ObjectWriter):
             return
         committed = self._state == "committed"
         self._state = "aborted"
+        self._stop.set()
         self._pieces.clear()
         for f in self._parts:
             f.cancel()
@@ -116,8 +127,10 @@ class MultipartWriter(ObjectWriter):
 
     def _send_part(self) -> None:
         if self._upload_id is None:
-            with translated(f"starting the upload of {self._key}", self._where):
-                response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self._key)
+            response = self._call(
+                f"starting the upload of {self._key}",
+                lambda: self._client.create_multipart_upload(Bucket=self._bucket, Key=self._key),
+            )
             self._upload_id = response["UploadId"]
         self._submit(self._take_buffer())
 
@@ -135,10 +148,12 @@ class MultipartWriter(ObjectWriter):
         self._parts.append(future)
 
     def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
-        with translated(f"uploading part {number} of {self._key}", self._where):
-            response = self._client.upload_part(
+        response = self._call(
+            f"uploading part {number} of {self._key}",
+            lambda: self._client.upload_part(
                 Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=body
-            )
+            ),
+        )
         part: dict[str, Any] = {"PartNumber": number, "ETag": response["ETag"]}
         for name in (
             "ChecksumCRC32",
@@ -150,6 +165,9 @@ class MultipartWriter(ObjectWriter):
             if response.get(name):
                 part[name] = response[name]
         return part
+
+    def _call(self, action: str, fn: Callable[[], T]) -> T:
+        return s3_retry.call(action, self._where, fn, self._outage_seconds, self._stop)
 
     def _raise_failed_part(self) -> None:
         for f in self._parts:
@@ -177,14 +195,20 @@ def read_ranges(
     part_size: int,
     max_concurrency: int,
     chunk_size: int,
+    outage_seconds: float,
 ) -> Iterator[bytes]:
     """The object's `size` bytes in order, in pieces of at most `chunk_size`; parts fetched ahead."""
+    stop = threading.Event()  # set when the reader goes away: parts waiting out an outage give up
 
     def fetch(start: int) -> bytes:
         end = min(start + part_size, size) - 1
-        with translated(f"reading {key}", where):
+
+        def get() -> bytes:
             response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")
-            data: bytes = response["Body"].read()
+            body: bytes = response["Body"].read()
+            return body
+
+        data = s3_retry.call(f"reading {key}", where, get, outage_seconds, stop)
         if len(data) != end - start + 1:
             raise OSError(f"reading {key} in {where}: got {len(data)} bytes for range {start}-{end}")
         return data
@@ -205,5 +229,6 @@ def read_ranges(
             for offset in range(0, len(data), chunk_size):
                 yield bytes(view[offset : offset + chunk_size]) if len(data) > chunk_size else data
     finally:
+        stop.set()
         for f in ahead:
             f.cancel()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -13,9 +15,10 @@ from google.protobuf import json_format
 from pedl import _log
 from pedl._server_auth import current_principal
 from pedl.v1 import checkpoint_store_pb2 as pb
-from pedl.v1 import checkpoint_store_pb2_grpc
+from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
+from pedl_checkpoint_store.direct_upload import UploadedFile
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
-from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore
+from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
 from pedl_checkpoint_store.upload import Upload
 
 _CODES: list[tuple[type[StoreError], grpc.StatusCode]] = [
@@ -50,12 +53,7 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
                 if kind == "header":
                     if upload is not None:
                         raise InvalidArgument("upload stream carries a second header")
-                    caller = current_principal()
-                    if caller.kind == "trial" and request.header.experiment_id != caller.experiment_id:
-                        await context.abort(
-                            grpc.StatusCode.PERMISSION_DENIED,
-                            f"trials of experiment {caller.experiment_id} may store only its checkpoints",
-                        )
+                    await _check_may_store(context, request.header.experiment_id)
                     upload = await asyncio.to_thread(self._begin, request.header)
                 elif kind == "chunk":
                     if upload is None:
@@ -82,37 +80,69 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
                 upload.abort()
                 log.warning("upload aborted", uuid=upload.uuid)
             raise
-        seconds = time.monotonic() - started
-        log.info(
-            "checkpoint stored",
-            uuid=checkpoint.uuid,
-            experiment_id=checkpoint.experiment_id,
-            trial_id=checkpoint.trial_id,
-            files=len(checkpoint.files),
-            bytes=checkpoint.total_size,
-            seconds=round(seconds, 3),
-        )
+        _log_stored(checkpoint, started, direct=False)
         return pb.UploadCheckpointResponse(checkpoint=checkpoint)
 
     def _begin(self, header: pb.UploadHeader) -> Upload:
-        storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}
-        return self.store.begin_upload(
-            experiment_id=header.experiment_id,
-            trial_id=header.trial_id,
-            total_batches=header.total_batches,
-            metadata=dict(header.metadata),
-            storage=storage,
+        return self.store.begin_upload(**_header_fields(header))
+
+    async def BeginUpload(
+        self, request: pb.BeginUploadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.BeginUploadResponse:
+        await _check_may_store(context, request.header.experiment_id)
+        files = [(f.path, f.size) for f in request.files]
+        async with _storage_errors(context, "direct upload rejected"):
+            upload = await asyncio.to_thread(
+                self.store.begin_direct_upload, files=files, **_header_fields(request.header)
+            )
+        if upload is None:
+            return pb.BeginUploadResponse()
+        return pb.BeginUploadResponse(
+            uuid=upload.uuid,
+            files=[
+                pb.FileUploadPlan(path=f.path, part_size=f.put.part_size, part_urls=f.put.urls)
+                for f in upload.files
+            ],
+            expires_in_seconds=upload.expires_in_seconds,
         )
+
+    async def FinishUpload(
+        self, request: pb.FinishUploadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FinishUploadResponse:
+        files = [UploadedFile(f.path, f.sha256, list(f.etags)) for f in request.files]
+        async with _storage_errors(context, "direct upload rejected", uuid=request.uuid):
+            upload = self.store.direct_uploads.get(request.uuid)
+            await _check_may_store(context, upload.checkpoint.experiment_id)
+            checkpoint = await asyncio.to_thread(self.store.direct_uploads.finish, request.uuid, files)
+        _log_stored(checkpoint, upload.started, direct=True)
+        return pb.FinishUploadResponse(checkpoint=checkpoint)
+
+    async def AbortUpload(
+        self, request: pb.AbortUploadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AbortUploadResponse:
+        try:
+            upload = self.store.direct_uploads.get(request.uuid)
+        except NotFound:
+            return pb.AbortUploadResponse()
+        await _check_may_store(context, upload.checkpoint.experiment_id)
+        await asyncio.to_thread(self.store.direct_uploads.abort, request.uuid)
+        log.warning("direct upload aborted by the client", uuid=request.uuid)
+        return pb.AbortUploadResponse()
 
     async def DownloadCheckpoint(
         self, request: pb.DownloadCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.DownloadCheckpointResponse]:
-        chunks: Iterator[pb.FileChunk] | None = None
+        chunks: Iterator[DownloadItem] | None = None
         try:
-            checkpoint, chunks = self.store.open_download(request.uuid, self.chunk_size)
+            checkpoint, chunks = await asyncio.to_thread(
+                self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
+            )
             yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
-            while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
-                yield pb.DownloadCheckpointResponse(chunk=chunk)
+            while (item := await asyncio.to_thread(next, chunks, None)) is not None:
+                if isinstance(item, pb.FileUrl):
+                    yield pb.DownloadCheckpointResponse(url=item)
+                else:
+                    yield pb.DownloadCheckpointResponse(chunk=item)
         except StoreError as e:
             await context.abort(_code(e), str(e))
         except OSError as e:
@@ -149,3 +179,52 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
             await context.abort(_code(e), str(e))
         log.info("checkpoint deleted", uuid=request.uuid)
         return pb.DeleteCheckpointResponse()
+
+
+async def _check_may_store(context: grpc.aio.ServicerContext, experiment_id: int) -> None:
+    """A trial may store (and abort) only its own experiment's checkpoints."""
+    caller = current_principal()
+    if caller.kind == "trial" and experiment_id != caller.experiment_id:
+        await context.abort(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"trials of experiment {caller.experiment_id} may store only its checkpoints",
+        )
+
+
+def _header_fields(header: pb.UploadHeader) -> dict[str, Any]:
+    storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}
+    return {
+        "experiment_id": header.experiment_id,
+        "trial_id": header.trial_id,
+        "total_batches": header.total_batches,
+        "metadata": dict(header.metadata),
+        "storage": storage,
+    }
+
+
+@asynccontextmanager
+async def _storage_errors(
+    context: grpc.aio.ServicerContext, what: str, uuid: str | None = None
+) -> AsyncIterator[None]:
+    """StoreErrors become their status, OSErrors (storage failed) INTERNAL."""
+    try:
+        yield
+    except StoreError as e:
+        log.warning(what, uuid=uuid, error=str(e))
+        await context.abort(_code(e), str(e))
+    except OSError as e:
+        log.error("direct upload failed in storage", uuid=uuid, error=str(e))
+        await context.abort(grpc.StatusCode.INTERNAL, f"checkpoint storage failed: {e}")
+
+
+def _log_stored(checkpoint: common_pb2.Checkpoint, started: float, *, direct: bool) -> None:
+    log.info(
+        "checkpoint stored",
+        uuid=checkpoint.uuid,
+        experiment_id=checkpoint.experiment_id,
+        trial_id=checkpoint.trial_id,
+        files=len(checkpoint.files),
+        bytes=checkpoint.total_size,
+        seconds=round(time.monotonic() - started, 3),
+        direct=direct,
+    )

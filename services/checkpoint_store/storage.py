@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 
 class ObjectWriter(ABC):
@@ -22,6 +23,16 @@ class ObjectWriter(ABC):
     @abstractmethod
     def abort(self) -> None:
         """Discards what was written; safe to call more than once, and after a failed write."""
+
+
+@dataclass(frozen=True)
+class PresignedPut:
+    """Where a client PUTs one object itself: part i (from 0) is bytes [i * part_size, ...) to
+    urls[i]. `upload_id` names the multipart upload; None when the object is a single PUT."""
+
+    part_size: int
+    urls: list[str]
+    upload_id: str | None = None
 
 
 class StorageBackend(ABC):
@@ -39,6 +50,24 @@ class StorageBackend(ABC):
     @abstractmethod
     def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
         """The object's bytes in pieces of at most `chunk_size`; FileNotFoundError if missing."""
+
+    # Whether clients may move bytes straight to and from this storage on presigned URLs (the
+    # three methods below); where not, the store streams the bytes itself.
+    presigns = False
+
+    def presign_get(self, key: str, expires_in_seconds: int) -> str:
+        """A URL anyone holding it may GET the object from (ranges too) for `expires_in_seconds`."""
+        raise NotImplementedError
+
+    def presign_put(self, key: str, size: int, expires_in_seconds: int) -> PresignedPut:
+        """URLs to PUT a `size`-byte object in parts; may start a multipart upload, which
+        `complete_put` or `delete_prefix` ends."""
+        raise NotImplementedError
+
+    def complete_put(self, key: str, put: PresignedPut, etags: list[str], size: int) -> None:
+        """Makes a presigned PUT's object whole; raises ValueError if storage then holds other than
+        `size` bytes."""
+        raise NotImplementedError
 
     @abstractmethod
     def exists(self, key: str) -> bool: ...

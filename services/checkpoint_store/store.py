@@ -7,24 +7,31 @@ storage root at a time.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import threading
 import uuid as uuidlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from pedl import _log
-from pedl.checkpoints.files import CHUNK_SIZE
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
+from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.upload import Upload
 
 log = _log.get_logger(component="checkpoint_store")
+
+# Bytes per download message: one S3 part (s3_settings.PART_SIZE), so parts pass through unsplit.
+CHUNK_SIZE = 8 * 1024 * 1024
+# How long a presigned URL works: the client starts on it at once; an hour covers hundreds of GB
+# at a modest rate. A direct upload not finished by then is aborted (DirectUploads.sweep).
+URL_SECONDS = 3600
+
+DownloadItem: TypeAlias = "checkpoint_store_pb2.FileChunk | checkpoint_store_pb2.FileUrl"
 
 
 @dataclass(order=True)
@@ -47,6 +54,7 @@ class CheckpointStore:
         self.catalog = default_backend
         self.resolver = resolver or BackendResolver(default_backend)
         self._index: dict[str, _Entry] = {}
+        self.direct_uploads = DirectUploads()
         self._lock = threading.Lock()
         self._seq = itertools.count()
 
@@ -99,6 +107,59 @@ class CheckpointStore:
         metadata: Mapping[str, str] | None = None,
         storage: Mapping[str, Any] | None = None,
     ) -> Upload:
+        """A streamed upload: the caller sends the bytes through the store."""
+        checkpoint, data_backend, storage_config = self._new_checkpoint(
+            experiment_id, trial_id, total_batches, metadata, storage
+        )
+        self._mark_incomplete(checkpoint.uuid, storage_config)
+        return Upload(
+            uuid=checkpoint.uuid,
+            checkpoint=checkpoint,
+            storage=storage_config,
+            data_backend=data_backend,
+            catalog=self.catalog,
+            publish=self._add,
+        )
+
+    def begin_direct_upload(
+        self,
+        *,
+        experiment_id: int,
+        trial_id: int,
+        total_batches: int,
+        files: Sequence[tuple[str, int]],
+        metadata: Mapping[str, str] | None = None,
+        storage: Mapping[str, Any] | None = None,
+    ) -> DirectUpload | None:
+        """A direct upload of `files` (path, size), planned and presigned; None where the storage
+        cannot presign, and the caller must stream the bytes instead."""
+        self.direct_uploads.sweep()
+        checkpoint, data_backend, storage_config = self._new_checkpoint(
+            experiment_id, trial_id, total_batches, metadata, storage
+        )
+        if not data_backend.presigns:
+            return None
+        self._mark_incomplete(checkpoint.uuid, storage_config)
+        upload = DirectUpload(
+            checkpoint=checkpoint,
+            storage=storage_config,
+            data_backend=data_backend,
+            catalog=self.catalog,
+            publish=self._add,
+            expires_in_seconds=URL_SECONDS,
+        )
+        upload.plan(files)
+        self.direct_uploads.add(upload)
+        return upload
+
+    def _new_checkpoint(
+        self,
+        experiment_id: int,
+        trial_id: int,
+        total_batches: int,
+        metadata: Mapping[str, str] | None,
+        storage: Mapping[str, Any] | None,
+    ) -> tuple[common_pb2.Checkpoint, StorageBackend, dict[str, Any]]:
         for name, value in (
             ("experiment_id", experiment_id),
             ("trial_id", trial_id),
@@ -107,25 +168,19 @@ class CheckpointStore:
             if value < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {value}")
         data_backend, storage_config = self.resolver.resolve(storage)
-        uuid = str(uuidlib.uuid4())
         checkpoint = common_pb2.Checkpoint(
-            uuid=uuid,
+            uuid=str(uuidlib.uuid4()),
             experiment_id=experiment_id,
             trial_id=trial_id,
             total_batches=total_batches,
             metadata=dict(metadata or {}),
         )
-        self.catalog.put_bytes(
-            layout.marker_key(uuid, layout.INCOMPLETE), layout.encode_marker(storage_config)
-        )
-        return Upload(
-            uuid=uuid,
-            checkpoint=checkpoint,
-            storage=storage_config,
-            data_backend=data_backend,
-            catalog=self.catalog,
-            publish=self._add,
-        )
+        return checkpoint, data_backend, storage_config
+
+    def _mark_incomplete(self, uuid: str, storage_config: dict[str, Any]) -> None:
+        """Before any byte: what a crash leaves behind is found and removed at the next start-up."""
+        marker = layout.encode_marker(storage_config)
+        self.catalog.put_bytes(layout.marker_key(uuid, layout.INCOMPLETE), marker)
 
     def _add(self, checkpoint: common_pb2.Checkpoint, storage: dict[str, Any]) -> None:
         with self._lock:
@@ -153,15 +208,28 @@ class CheckpointStore:
         ]
 
     def open_download(
-        self, uuid: str, chunk_size: int = CHUNK_SIZE
-    ) -> tuple[common_pb2.Checkpoint, Iterator[checkpoint_store_pb2.FileChunk]]:
-        """The checkpoint's record and a lazy iterator over its files' chunks, file by file."""
+        self, uuid: str, chunk_size: int = CHUNK_SIZE, *, urls: bool = False
+    ) -> tuple[common_pb2.Checkpoint, Iterator[DownloadItem]]:
+        """The checkpoint's record and a lazy iterator over its files' chunks, file by file.
+
+        With `urls`, files on storage that presigns (S3) come as one FileUrl each instead: the caller
+        GETs them itself, sparing the store's hop (see docs/ARCHITECTURE.md, checkpoints)."""
         with self._lock:
             entry = self._index.get(uuid)
         if entry is None:
             raise NotFound(f"checkpoint {uuid} not found")
         backend, _ = self.resolver.resolve(entry.storage)
-        return _copy(entry.checkpoint), self._chunks(entry.checkpoint, backend, chunk_size)
+        cp = entry.checkpoint
+        if urls and backend.presigns:
+            return _copy(cp), iter(
+                checkpoint_store_pb2.FileUrl(
+                    path=info.path,
+                    url=backend.presign_get(layout.data_key(cp.uuid, info.path), URL_SECONDS),
+                    expires_in_seconds=URL_SECONDS,
+                )
+                for info in cp.files
+            )
+        return _copy(cp), self._chunks(cp, backend, chunk_size)
 
     def _chunks(
         self, cp: common_pb2.Checkpoint, backend: StorageBackend, chunk_size: int
@@ -177,7 +245,7 @@ class CheckpointStore:
                 raise DataLoss(
                     f"file {info.path!r} of checkpoint {cp.uuid} is missing from {backend.describe()}"
                 ) from None
-            yield from _verified(cp.uuid, info, pieces, backend)
+            yield from _passed_through(cp.uuid, info, pieces, backend)
 
     # -- deletes --------------------------------------------------------------------------
 
@@ -202,28 +270,22 @@ class CheckpointStore:
         self.catalog.delete_prefix(uuid)
 
 
-def _verified(
+def _passed_through(
     uuid: str, info: common_pb2.FileInfo, pieces: Iterator[bytes], backend: StorageBackend
 ) -> Iterator[checkpoint_store_pb2.FileChunk]:
-    """One file's chunks; its bytes are hashed as they pass, and a file that no longer matches its
-    record fails with DataLoss before its last chunk is sent."""
-    hasher = hashlib.sha256()
+    """One file's chunks, as storage holds them. The sha256 is the client's to check, end to end (a
+    second pass here cost CPU that a small machine shares with S3); the size is checked here, free."""
     offset = 0
     current = next(pieces, None)
     while True:
         following = next(pieces, None) if current is not None else None
         data = current or b""
-        hasher.update(data)
         last = following is None
-        if last:
-            size = offset + len(data)
-            digest = hasher.hexdigest()
-            if size != info.size or digest != info.sha256:
-                raise DataLoss(
-                    f"file {info.path!r} of checkpoint {uuid} in {backend.describe()} is corrupt: "
-                    f"the record says {info.size} bytes with sha256 {info.sha256}, storage holds "
-                    f"{size} bytes with sha256 {digest}"
-                )
+        if last and offset + len(data) != info.size:
+            raise DataLoss(
+                f"file {info.path!r} of checkpoint {uuid} in {backend.describe()} is corrupt: "
+                f"the record says {info.size} bytes, storage holds {offset + len(data)}"
+            )
         yield checkpoint_store_pb2.FileChunk(
             path=info.path, offset=offset, data=data, last=last, sha256=info.sha256 if last else ""
         )

@@ -7,12 +7,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pedl import _log, _timeutil
+from pedl import _log
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.errors import InvalidArgument, StoreError
-from pedl_checkpoint_store.paths import parent_dirs, validate_relpath
+from pedl_checkpoint_store.paths import FileTree
 from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+from pedl_checkpoint_store.visibility import publish_record, remove_partial
 
 log = _log.get_logger(component="checkpoint_store")
 
@@ -49,8 +50,7 @@ class Upload:
         self._publish = publish
         self._lock = threading.Lock()
         self._open: _OpenFile | None = None
-        self._files: set[str] = set()
-        self._dirs: set[str] = set()
+        self._tree = FileTree()
         self._state = "open"  # -> "finished" | "aborted"
 
     def add_chunk(self, chunk: checkpoint_store_pb2.FileChunk) -> None:
@@ -70,13 +70,7 @@ class Upload:
                 if self._open is not None:
                     raise InvalidArgument(f"upload ended before the last chunk of file {self._open.path!r}")
                 cp = self._checkpoint
-                cp.total_size = sum(f.size for f in cp.files)
-                cp.state = common_pb2.CHECKPOINT_STATE_COMPLETED
-                cp.created_at = _timeutil.utc_now()
-                self._catalog.put_bytes(
-                    layout.marker_key(self.uuid, layout.RECORD), layout.encode_record(cp, self._storage)
-                )
-                self._catalog.delete(layout.marker_key(self.uuid, layout.INCOMPLETE))
+                publish_record(self._catalog, cp, self._storage)
                 self._state = "finished"
             except BaseException:
                 self._abort_locked()
@@ -118,16 +112,7 @@ class Upload:
             raise InvalidArgument(f"chunk of file {f.path!r} carries a sha256 but is not marked last")
 
     def _start_file(self, path: str) -> _OpenFile:
-        validate_relpath(path)
-        if path in self._files:
-            raise InvalidArgument(f"file {path!r} was sent twice")
-        if path in self._dirs:
-            raise InvalidArgument(f"file {path!r} clashes with a directory of the same name")
-        for d in parent_dirs(path):
-            if d in self._files:
-                raise InvalidArgument(f"file {path!r} is inside {d!r}, which is a file")
-        self._files.add(path)
-        self._dirs.update(parent_dirs(path))
+        self._tree.add(path)
         self._open = _OpenFile(path, self._data.open_write(layout.data_key(self.uuid, path)))
         return self._open
 
@@ -145,14 +130,11 @@ class Upload:
         self._open = None
 
     def _abort_locked(self) -> None:
-        """Never raises for storage failures, so the error that caused the abort is the one reported;
-        what cannot be removed now keeps its incomplete marker and is removed at the next start-up."""
         self._state = "aborted"
-        try:
-            if self._open is not None:
+        if self._open is not None:
+            try:
                 self._open.writer.abort()
-                self._open = None
-            self._data.delete_prefix(self.uuid)
-            self._catalog.delete_prefix(self.uuid)
-        except OSError as e:
-            log.warning("could not remove an aborted upload yet", uuid=self.uuid, error=str(e))
+            except OSError as e:  # remove_partial below tries again by prefix
+                log.warning("could not abort a file of an aborted upload", uuid=self.uuid, error=str(e))
+            self._open = None
+        remove_partial(self.uuid, self._data, self._catalog)

@@ -2,6 +2,8 @@
 
 One `weed server` process runs master, volume, filer and S3 on free ports, with one identity
 (access/secret key) from an S3 config file. It ignores SIGTERM, so it is always SIGKILLed by PID.
+`kill()` then `start()` brings it back on the same ports and data within a few seconds, as S3
+coming back after an outage.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class SeaweedFS:
             "-s3", f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3.grpc']}",
             "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={config}",
             "-master.telemetry=false", "-master.volumeSizeLimitMB=1024", "-volume.max=0",
+            # A lone master still waits out a Raft election on restart: 10 s by default.
+            "-master.electionTimeout=1s",
         ]  # fmt: skip
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -6,18 +6,24 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, _log
 from pedl.checkpoints.errors import CheckpointError, CheckpointNotFound
 from pedl.checkpoints.files import CHUNK_SIZE, DirectoryWriter, file_chunks, walk_files
+from pedl.checkpoints.presigned_http import TransferError
+from pedl.checkpoints.url_fetch import ShortObject, Target, UrlFetcher
+from pedl.checkpoints.url_put import PutTarget, UrlUploader
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
 
 UNARY_TIMEOUT_SECONDS = 60.0
+
+log = _log.get_logger(component="checkpoints")
 
 _MESSAGE_ONLY = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.DATA_LOSS}
 
@@ -25,10 +31,21 @@ _MESSAGE_ONLY = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, gr
 class CheckpointStoreClient(_grpc.Client):
     """Talks to the checkpoint store at `address` (host:port). Every failure is a CheckpointError."""
 
-    def __init__(self, address: str, chunk_size: int = CHUNK_SIZE) -> None:
+    def __init__(self, address: str, chunk_size: int = CHUNK_SIZE, *, direct: bool = True) -> None:
+        """`direct=False`: never move bytes to or from storage itself, always through the store."""
         self.chunk_size = chunk_size
         super().__init__(address)
         self._stub = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(self._channel)
+        # Threads start on first use.
+        self._fetcher = UrlFetcher() if direct else None
+        self._uploader = UrlUploader() if direct else None
+
+    def close(self) -> None:
+        for transfer in (self._fetcher, self._uploader):
+            if transfer is not None:
+                transfer.close()
+        self._fetcher = self._uploader = None
+        super().close()
 
     def _error(self, e: grpc.RpcError, action: str) -> CheckpointError:
         code: grpc.StatusCode = e.code()  # type: ignore[attr-defined]
@@ -54,7 +71,9 @@ class CheckpointStoreClient(_grpc.Client):
     ) -> common_pb2.Checkpoint:
         """Stores every file under `directory`; returns the record once the checkpoint is visible.
 
-        `storage` is the experiment's checkpoint_storage config; None for the store's default.
+        `storage` is the experiment's checkpoint_storage config; None for the store's default. Files
+        for S3 go straight to it on URLs the store presigns (measured faster than through the store);
+        if storage cannot be reached from here, or it is not S3, the store takes the bytes itself.
         """
         directory = Path(directory)
         files = walk_files(directory)
@@ -66,6 +85,61 @@ class CheckpointStoreClient(_grpc.Client):
         )
         if storage:
             header.storage.update(dict(storage))
+        if self._uploader is not None:
+            try:
+                checkpoint = self._upload_direct(directory, header, files)
+                if checkpoint is not None:
+                    return checkpoint
+            except TransferError as e:
+                log.warning(
+                    "checkpoint storage refused or unreachable; the store takes the bytes", error=str(e)
+                )
+        return self._upload_streamed(directory, header, files)
+
+    def _upload_direct(
+        self, directory: Path, header: pb.UploadHeader, files: list[tuple[str, Path]]
+    ) -> common_pb2.Checkpoint | None:
+        """None where the checkpoint's storage (or the store) does not take direct uploads."""
+        assert self._uploader is not None
+        try:
+            sizes = {rel: path.stat().st_size for rel, path in files}
+        except OSError as e:
+            raise CheckpointError(f"upload of {directory} failed: {e}") from e
+        planned = [pb.PlannedFile(path=rel, size=size) for rel, size in sizes.items()]
+        try:
+            plan = self._stub.BeginUpload(pb.BeginUploadRequest(header=header, files=planned))
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
+                return None  # a store older than direct uploads
+            raise self._error(e, f"upload of {directory}") from None
+        if not plan.uuid:
+            return None
+        paths = dict(files)
+        targets = [
+            PutTarget(f.path, paths[f.path], sizes[f.path], f.part_size, list(f.part_urls))
+            for f in plan.files
+        ]
+        try:
+            sent = self._uploader.send(targets)
+            uploaded = [pb.UploadedFile(path=s.path, sha256=s.sha256, etags=s.etags) for s in sent]
+            response = self._stub.FinishUpload(pb.FinishUploadRequest(uuid=plan.uuid, files=uploaded))
+        except grpc.RpcError as e:
+            raise self._error(e, f"upload of {directory}") from None
+        except BaseException:
+            self._abort_upload(plan.uuid)
+            raise
+        return response.checkpoint
+
+    def _abort_upload(self, uuid: str) -> None:
+        """Best effort: the store also aborts uploads nobody finishes before their URLs expire."""
+        try:
+            self._stub.AbortUpload(pb.AbortUploadRequest(uuid=uuid), timeout=UNARY_TIMEOUT_SECONDS)
+        except grpc.RpcError as e:
+            log.warning("could not abort a direct upload", uuid=uuid, error=str(e))
+
+    def _upload_streamed(
+        self, directory: Path, header: pb.UploadHeader, files: list[tuple[str, Path]]
+    ) -> common_pb2.Checkpoint:
         read_errors: list[tuple[Path, OSError]] = []
 
         def requests() -> Iterator[pb.UploadCheckpointRequest]:
@@ -88,28 +162,48 @@ class CheckpointStoreClient(_grpc.Client):
         return response.checkpoint
 
     def download(self, uuid: str, directory: Path) -> common_pb2.Checkpoint:
-        """Writes checkpoint `uuid` into `directory` (absent or empty), all files or none."""
+        """Writes checkpoint `uuid` into `directory` (absent or empty), all files or none.
+
+        Files on S3 are fetched straight from it on URLs the store presigns (measured faster than
+        streaming them through the store); if storage cannot be reached from here, the store streams
+        them instead. Every file is checked against the record's size and sha256 either way.
+        """
         directory = Path(directory)
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise CheckpointError(f"download target {directory} exists and is not an empty directory")
         directory.parent.mkdir(parents=True, exist_ok=True)
+        if self._fetcher is not None:
+            try:
+                return self._download(uuid, directory, urls=True)
+            except TransferError as e:
+                log.warning("checkpoint storage refused or unreachable; the store streams it", error=str(e))
+        return self._download(uuid, directory, urls=False)
+
+    def _download(self, uuid: str, directory: Path, *, urls: bool) -> common_pb2.Checkpoint:
         staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.download-"))
         writer: DirectoryWriter | None = None
         try:
+            targets: list[Target] = []
+            request = pb.DownloadCheckpointRequest(uuid=uuid, accept_urls=urls)
             try:
-                for response in self._stub.DownloadCheckpoint(pb.DownloadCheckpointRequest(uuid=uuid)):
-                    if response.WhichOneof("message") == "checkpoint":
+                for response in self._stub.DownloadCheckpoint(request):
+                    kind = response.WhichOneof("message")
+                    if kind == "checkpoint":
                         writer = DirectoryWriter(staging, response.checkpoint)
                     elif writer is None:
                         raise CheckpointError(
-                            f"download of checkpoint {uuid}: chunk before the checkpoint record"
+                            f"download of checkpoint {uuid}: {kind} before the checkpoint record"
                         )
+                    elif kind == "url":
+                        path = response.url.path
+                        targets.append(Target(path, response.url.url, writer.claim(path), writer.size(path)))
                     else:
                         writer.write(response.chunk)
             except grpc.RpcError as e:
                 raise self._error(e, f"download of checkpoint {uuid}") from None
             if writer is None:
                 raise CheckpointError(f"download of checkpoint {uuid}: the store sent no checkpoint record")
+            self._fetch(writer, targets)
             writer.finish()
             if directory.exists():
                 directory.rmdir()
@@ -120,6 +214,18 @@ class CheckpointStoreClient(_grpc.Client):
                 writer.close()
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+    def _fetch(self, writer: DirectoryWriter, targets: list[Target]) -> None:
+        if not targets:
+            return
+        assert self._fetcher is not None, "the store sent URLs the client did not ask for"
+        try:
+            # closing(): on an error, in-flight parts finish writing before the staging dir goes.
+            with closing(self._fetcher.fetch(targets)) as fetched_files:
+                for fetched in fetched_files:
+                    writer.verify(fetched.path, fetched.size, fetched.sha256)
+        except ShortObject as e:
+            raise writer.corrupt(e.path, str(e)) from None
 
     def get(self, uuid: str) -> common_pb2.Checkpoint:
         try:

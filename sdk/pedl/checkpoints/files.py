@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import grpc
+
 from pedl.checkpoints.errors import CheckpointError
 from pedl.checkpoints.paths import validate_relpath
 from pedl.v1 import checkpoint_store_pb2, common_pb2
@@ -56,12 +58,14 @@ def file_chunks(
 
 
 class DirectoryWriter:
-    """Writes a downloaded checkpoint's chunks under `root`, checking each file against the record."""
+    """Writes a downloaded checkpoint under `root`, checking each file against the record: the one
+    check of a download's bytes, end to end (the store passes them through unhashed)."""
 
     def __init__(self, root: Path, checkpoint: common_pb2.Checkpoint) -> None:
         self.root = root
         self.checkpoint = checkpoint
         self._expected = {f.path: f for f in checkpoint.files}
+        self._claimed: set[str] = set()
         self._done: set[str] = set()
         self._path: str | None = None
         self._file: BinaryIO | None = None
@@ -70,6 +74,39 @@ class DirectoryWriter:
 
     def _fail(self, message: str) -> CheckpointError:
         return CheckpointError(f"download of checkpoint {self.checkpoint.uuid}: {message}")
+
+    def claim(self, path: str) -> Path:
+        """Where file `path` of the record goes, once; for files fetched elsewhere, then `verify`."""
+        try:
+            validate_relpath(path)
+        except ValueError as e:
+            raise self._fail(str(e)) from None
+        if path not in self._expected:
+            raise self._fail(f"the store sent file {path!r}, which the checkpoint does not list")
+        if path in self._claimed:
+            raise self._fail(f"the store sent file {path!r} twice")
+        self._claimed.add(path)
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def size(self, path: str) -> int:
+        return self._expected[path].size
+
+    def verify(self, path: str, size: int, sha256: str) -> None:
+        """Raises CheckpointError (DATA_LOSS) when what was written differs from the record."""
+        info = self._expected[path]
+        if size != info.size or sha256 != info.sha256:
+            raise self.corrupt(path, f"received {size} bytes with sha256 {sha256}")
+        self._done.add(path)
+
+    def corrupt(self, path: str, detail: str) -> CheckpointError:
+        info = self._expected[path]
+        return CheckpointError(
+            f"file {path!r} of checkpoint {self.checkpoint.uuid} is corrupt: the record says "
+            f"{info.size} bytes with sha256 {info.sha256}, {detail}",
+            code=grpc.StatusCode.DATA_LOSS,
+        )
 
     def write(self, chunk: checkpoint_store_pb2.FileChunk) -> None:
         if chunk.path != self._path:
@@ -86,16 +123,7 @@ class DirectoryWriter:
             self._close()
 
     def _open(self, path: str) -> None:
-        try:
-            validate_relpath(path)
-        except ValueError as e:
-            raise self._fail(str(e)) from None
-        if path not in self._expected:
-            raise self._fail(f"the store sent file {path!r}, which the checkpoint does not list")
-        if path in self._done:
-            raise self._fail(f"the store sent file {path!r} twice")
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self.claim(path)
         self._path = path
         self._file = open(target, "wb")  # noqa: SIM115 - closed in _close / close
         self._hasher = hashlib.sha256()
@@ -105,15 +133,8 @@ class DirectoryWriter:
         assert self._file is not None and self._path is not None
         self._file.close()
         self._file = None
-        info = self._expected[self._path]
-        digest = self._hasher.hexdigest()
-        if self._size != info.size or digest != info.sha256:
-            raise self._fail(
-                f"file {self._path!r} is corrupt: expected {info.size} bytes with sha256 {info.sha256}, "
-                f"received {self._size} bytes with sha256 {digest}"
-            )
-        self._done.add(self._path)
-        self._path = None
+        path, self._path = self._path, None
+        self.verify(path, self._size, self._hasher.hexdigest())
 
     def finish(self) -> None:
         if self._path is not None:

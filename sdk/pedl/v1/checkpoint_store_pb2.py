@@ -16,7 +16,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from pedl.v1 import common_pb2 as pedl_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1epedl/v1/checkpoint_store.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14pedl/v1/common.proto\"\xe0\x01\n\x0cUploadHeader\x12\x15\n\rexperiment_id\x18\x01 \x01(\x05\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x15\n\rtotal_batches\x18\x03 \x01(\x03\x12\x35\n\x08metadata\x18\x04 \x03(\x0b\x32#.pedl.v1.UploadHeader.MetadataEntry\x12(\n\x07storage\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\tFileChunk\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0c\n\x04last\x18\x04 \x01(\x08\x12\x0e\n\x06sha256\x18\x05 \x01(\t\"r\n\x17UploadCheckpointRequest\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x15.pedl.v1.UploadHeaderH\x00\x12#\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x12.pedl.v1.FileChunkH\x00\x42\t\n\x07message\"C\n\x18UploadCheckpointResponse\x12\'\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\")\n\x19\x44ownloadCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"w\n\x1a\x44ownloadCheckpointResponse\x12)\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.CheckpointH\x00\x12#\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x12.pedl.v1.FileChunkH\x00\x42\t\n\x07message\"$\n\x14GetCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"@\n\x15GetCheckpointResponse\x12\'\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\"A\n\x16ListCheckpointsRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\x05\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\"C\n\x17ListCheckpointsResponse\x12(\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x13.pedl.v1.Checkpoint\"\'\n\x17\x44\x65leteCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65leteCheckpointResponse2\xd3\x03\n\x16\x43heckpointStoreService\x12Y\n\x10UploadCheckpoint\x12 .pedl.v1.UploadCheckpointRequest\x1a!.pedl.v1.UploadCheckpointResponse(\x01\x12_\n\x12\x44ownloadCheckpoint\x12\".pedl.v1.DownloadCheckpointRequest\x1a#.pedl.v1.DownloadCheckpointResponse0\x01\x12N\n\rGetCheckpoint\x12\x1d.pedl.v1.GetCheckpointRequest\x1a\x1e.pedl.v1.GetCheckpointResponse\x12T\n\x0fListCheckpoints\x12\x1f.pedl.v1.ListCheckpointsRequest\x1a .pedl.v1.ListCheckpointsResponse\x12W\n\x10\x44\x65leteCheckpoint\x12 .pedl.v1.DeleteCheckpointRequest\x1a!.pedl.v1.DeleteCheckpointResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1epedl/v1/checkpoint_store.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14pedl/v1/common.proto\"\xe0\x01\n\x0cUploadHeader\x12\x15\n\rexperiment_id\x18\x01 \x01(\x05\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x15\n\rtotal_batches\x18\x03 \x01(\x03\x12\x35\n\x08metadata\x18\x04 \x03(\x0b\x32#.pedl.v1.UploadHeader.MetadataEntry\x12(\n\x07storage\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\tFileChunk\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0c\n\x04last\x18\x04 \x01(\x08\x12\x0e\n\x06sha256\x18\x05 \x01(\t\"r\n\x17UploadCheckpointRequest\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x15.pedl.v1.UploadHeaderH\x00\x12#\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x12.pedl.v1.FileChunkH\x00\x42\t\n\x07message\"C\n\x18UploadCheckpointResponse\x12\'\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\")\n\x0bPlannedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\"`\n\x12\x42\x65ginUploadRequest\x12%\n\x06header\x18\x01 \x01(\x0b\x32\x15.pedl.v1.UploadHeader\x12#\n\x05\x66iles\x18\x02 \x03(\x0b\x32\x14.pedl.v1.PlannedFile\"D\n\x0e\x46ileUploadPlan\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\tpart_size\x18\x02 \x01(\x03\x12\x11\n\tpart_urls\x18\x03 \x03(\t\"g\n\x13\x42\x65ginUploadResponse\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12&\n\x05\x66iles\x18\x02 \x03(\x0b\x32\x17.pedl.v1.FileUploadPlan\x12\x1a\n\x12\x65xpires_in_seconds\x18\x03 \x01(\x03\";\n\x0cUploadedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\r\n\x05\x65tags\x18\x03 \x03(\t\"I\n\x13\x46inishUploadRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12$\n\x05\x66iles\x18\x02 \x03(\x0b\x32\x15.pedl.v1.UploadedFile\"?\n\x14\x46inishUploadResponse\x12\'\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\"\"\n\x12\x41\x62ortUploadRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"\x15\n\x13\x41\x62ortUploadResponse\">\n\x19\x44ownloadCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x63\x63\x65pt_urls\x18\x02 \x01(\x08\"@\n\x07\x46ileUrl\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x1a\n\x12\x65xpires_in_seconds\x18\x03 \x01(\x03\"\x98\x01\n\x1a\x44ownloadCheckpointResponse\x12)\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.CheckpointH\x00\x12#\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x12.pedl.v1.FileChunkH\x00\x12\x1f\n\x03url\x18\x03 \x01(\x0b\x32\x10.pedl.v1.FileUrlH\x00\x42\t\n\x07message\"$\n\x14GetCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"@\n\x15GetCheckpointResponse\x12\'\n\ncheckpoint\x18\x01 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\"A\n\x16ListCheckpointsRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\x05\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\"C\n\x17ListCheckpointsResponse\x12(\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x13.pedl.v1.Checkpoint\"\'\n\x17\x44\x65leteCheckpointRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65leteCheckpointResponse2\xb4\x05\n\x16\x43heckpointStoreService\x12Y\n\x10UploadCheckpoint\x12 .pedl.v1.UploadCheckpointRequest\x1a!.pedl.v1.UploadCheckpointResponse(\x01\x12H\n\x0b\x42\x65ginUpload\x12\x1b.pedl.v1.BeginUploadRequest\x1a\x1c.pedl.v1.BeginUploadResponse\x12K\n\x0c\x46inishUpload\x12\x1c.pedl.v1.FinishUploadRequest\x1a\x1d.pedl.v1.FinishUploadResponse\x12H\n\x0b\x41\x62ortUpload\x12\x1b.pedl.v1.AbortUploadRequest\x1a\x1c.pedl.v1.AbortUploadResponse\x12_\n\x12\x44ownloadCheckpoint\x12\".pedl.v1.DownloadCheckpointRequest\x1a#.pedl.v1.DownloadCheckpointResponse0\x01\x12N\n\rGetCheckpoint\x12\x1d.pedl.v1.GetCheckpointRequest\x1a\x1e.pedl.v1.GetCheckpointResponse\x12T\n\x0fListCheckpoints\x12\x1f.pedl.v1.ListCheckpointsRequest\x1a .pedl.v1.ListCheckpointsResponse\x12W\n\x10\x44\x65leteCheckpoint\x12 .pedl.v1.DeleteCheckpointRequest\x1a!.pedl.v1.DeleteCheckpointResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,22 +35,42 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_UPLOADCHECKPOINTREQUEST']._serialized_end=523
   _globals['_UPLOADCHECKPOINTRESPONSE']._serialized_start=525
   _globals['_UPLOADCHECKPOINTRESPONSE']._serialized_end=592
-  _globals['_DOWNLOADCHECKPOINTREQUEST']._serialized_start=594
-  _globals['_DOWNLOADCHECKPOINTREQUEST']._serialized_end=635
-  _globals['_DOWNLOADCHECKPOINTRESPONSE']._serialized_start=637
-  _globals['_DOWNLOADCHECKPOINTRESPONSE']._serialized_end=756
-  _globals['_GETCHECKPOINTREQUEST']._serialized_start=758
-  _globals['_GETCHECKPOINTREQUEST']._serialized_end=794
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=796
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=860
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=862
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=927
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=929
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=996
-  _globals['_DELETECHECKPOINTREQUEST']._serialized_start=998
-  _globals['_DELETECHECKPOINTREQUEST']._serialized_end=1037
-  _globals['_DELETECHECKPOINTRESPONSE']._serialized_start=1039
-  _globals['_DELETECHECKPOINTRESPONSE']._serialized_end=1065
-  _globals['_CHECKPOINTSTORESERVICE']._serialized_start=1068
-  _globals['_CHECKPOINTSTORESERVICE']._serialized_end=1535
+  _globals['_PLANNEDFILE']._serialized_start=594
+  _globals['_PLANNEDFILE']._serialized_end=635
+  _globals['_BEGINUPLOADREQUEST']._serialized_start=637
+  _globals['_BEGINUPLOADREQUEST']._serialized_end=733
+  _globals['_FILEUPLOADPLAN']._serialized_start=735
+  _globals['_FILEUPLOADPLAN']._serialized_end=803
+  _globals['_BEGINUPLOADRESPONSE']._serialized_start=805
+  _globals['_BEGINUPLOADRESPONSE']._serialized_end=908
+  _globals['_UPLOADEDFILE']._serialized_start=910
+  _globals['_UPLOADEDFILE']._serialized_end=969
+  _globals['_FINISHUPLOADREQUEST']._serialized_start=971
+  _globals['_FINISHUPLOADREQUEST']._serialized_end=1044
+  _globals['_FINISHUPLOADRESPONSE']._serialized_start=1046
+  _globals['_FINISHUPLOADRESPONSE']._serialized_end=1109
+  _globals['_ABORTUPLOADREQUEST']._serialized_start=1111
+  _globals['_ABORTUPLOADREQUEST']._serialized_end=1145
+  _globals['_ABORTUPLOADRESPONSE']._serialized_start=1147
+  _globals['_ABORTUPLOADRESPONSE']._serialized_end=1168
+  _globals['_DOWNLOADCHECKPOINTREQUEST']._serialized_start=1170
+  _globals['_DOWNLOADCHECKPOINTREQUEST']._serialized_end=1232
+  _globals['_FILEURL']._serialized_start=1234
+  _globals['_FILEURL']._serialized_end=1298
+  _globals['_DOWNLOADCHECKPOINTRESPONSE']._serialized_start=1301
+  _globals['_DOWNLOADCHECKPOINTRESPONSE']._serialized_end=1453
+  _globals['_GETCHECKPOINTREQUEST']._serialized_start=1455
+  _globals['_GETCHECKPOINTREQUEST']._serialized_end=1491
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=1493
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=1557
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1559
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1624
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1626
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1693
+  _globals['_DELETECHECKPOINTREQUEST']._serialized_start=1695
+  _globals['_DELETECHECKPOINTREQUEST']._serialized_end=1734
+  _globals['_DELETECHECKPOINTRESPONSE']._serialized_start=1736
+  _globals['_DELETECHECKPOINTRESPONSE']._serialized_end=1762
+  _globals['_CHECKPOINTSTORESERVICE']._serialized_start=1765
+  _globals['_CHECKPOINTSTORESERVICE']._serialized_end=2457
 # @@protoc_insertion_point(module_scope)

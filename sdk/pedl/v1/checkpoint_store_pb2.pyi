@@ -56,19 +56,103 @@ class UploadCheckpointResponse(_message.Message):
     checkpoint: _common_pb2.Checkpoint
     def __init__(self, checkpoint: _Optional[_Union[_common_pb2.Checkpoint, _Mapping]] = ...) -> None: ...
 
-class DownloadCheckpointRequest(_message.Message):
+class PlannedFile(_message.Message):
+    __slots__ = ("path", "size")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    size: int
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
+
+class BeginUploadRequest(_message.Message):
+    __slots__ = ("header", "files")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    header: UploadHeader
+    files: _containers.RepeatedCompositeFieldContainer[PlannedFile]
+    def __init__(self, header: _Optional[_Union[UploadHeader, _Mapping]] = ..., files: _Optional[_Iterable[_Union[PlannedFile, _Mapping]]] = ...) -> None: ...
+
+class FileUploadPlan(_message.Message):
+    __slots__ = ("path", "part_size", "part_urls")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PART_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PART_URLS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    part_size: int
+    part_urls: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., part_size: _Optional[int] = ..., part_urls: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BeginUploadResponse(_message.Message):
+    __slots__ = ("uuid", "files", "expires_in_seconds")
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    uuid: str
+    files: _containers.RepeatedCompositeFieldContainer[FileUploadPlan]
+    expires_in_seconds: int
+    def __init__(self, uuid: _Optional[str] = ..., files: _Optional[_Iterable[_Union[FileUploadPlan, _Mapping]]] = ..., expires_in_seconds: _Optional[int] = ...) -> None: ...
+
+class UploadedFile(_message.Message):
+    __slots__ = ("path", "sha256", "etags")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    ETAGS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    etags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., etags: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FinishUploadRequest(_message.Message):
+    __slots__ = ("uuid", "files")
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    uuid: str
+    files: _containers.RepeatedCompositeFieldContainer[UploadedFile]
+    def __init__(self, uuid: _Optional[str] = ..., files: _Optional[_Iterable[_Union[UploadedFile, _Mapping]]] = ...) -> None: ...
+
+class FinishUploadResponse(_message.Message):
+    __slots__ = ("checkpoint",)
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    checkpoint: _common_pb2.Checkpoint
+    def __init__(self, checkpoint: _Optional[_Union[_common_pb2.Checkpoint, _Mapping]] = ...) -> None: ...
+
+class AbortUploadRequest(_message.Message):
     __slots__ = ("uuid",)
     UUID_FIELD_NUMBER: _ClassVar[int]
     uuid: str
     def __init__(self, uuid: _Optional[str] = ...) -> None: ...
 
+class AbortUploadResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DownloadCheckpointRequest(_message.Message):
+    __slots__ = ("uuid", "accept_urls")
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_URLS_FIELD_NUMBER: _ClassVar[int]
+    uuid: str
+    accept_urls: bool
+    def __init__(self, uuid: _Optional[str] = ..., accept_urls: bool = ...) -> None: ...
+
+class FileUrl(_message.Message):
+    __slots__ = ("path", "url", "expires_in_seconds")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    url: str
+    expires_in_seconds: int
+    def __init__(self, path: _Optional[str] = ..., url: _Optional[str] = ..., expires_in_seconds: _Optional[int] = ...) -> None: ...
+
 class DownloadCheckpointResponse(_message.Message):
-    __slots__ = ("checkpoint", "chunk")
+    __slots__ = ("checkpoint", "chunk", "url")
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
     checkpoint: _common_pb2.Checkpoint
     chunk: FileChunk
-    def __init__(self, checkpoint: _Optional[_Union[_common_pb2.Checkpoint, _Mapping]] = ..., chunk: _Optional[_Union[FileChunk, _Mapping]] = ...) -> None: ...
+    url: FileUrl
+    def __init__(self, checkpoint: _Optional[_Union[_common_pb2.Checkpoint, _Mapping]] = ..., chunk: _Optional[_Union[FileChunk, _Mapping]] = ..., url: _Optional[_Union[FileUrl, _Mapping]] = ...) -> None: ...
 
 class GetCheckpointRequest(_message.Message):
     __slots__ = ("uuid",)

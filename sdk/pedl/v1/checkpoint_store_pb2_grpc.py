@@ -21,6 +21,21 @@ class CheckpointStoreServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointResponse.FromString,
                 )
+        self.BeginUpload = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/BeginUpload',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadResponse.FromString,
+                )
+        self.FinishUpload = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/FinishUpload',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadResponse.FromString,
+                )
+        self.AbortUpload = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/AbortUpload',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadResponse.FromString,
+                )
         self.DownloadCheckpoint = channel.unary_stream(
                 '/pedl.v1.CheckpointStoreService/DownloadCheckpoint',
                 request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DownloadCheckpointRequest.SerializeToString,
@@ -55,8 +70,31 @@ class CheckpointStoreServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BeginUpload(self, request, context):
+        """Direct upload: the store reserves the checkpoint and presigns a PUT for each part of each file,
+        the caller sends the bytes straight to storage, then FinishUpload makes the checkpoint visible.
+        Where the storage cannot take direct uploads the answer has no uuid: use UploadCheckpoint.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FinishUpload(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbortUpload(self, request, context):
+        """Removes what a direct upload stored so far; a no-op for one finished, aborted or unknown.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DownloadCheckpoint(self, request, context):
-        """The checkpoint's metadata first, then the chunks of each file in turn.
+        """The checkpoint's metadata first, then for each file in turn its chunks or, when the caller
+        accepts them and the file's storage can issue one, a presigned URL to GET it from.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -87,6 +125,21 @@ def add_CheckpointStoreServiceServicer_to_server(servicer, server):
                     servicer.UploadCheckpoint,
                     request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointResponse.SerializeToString,
+            ),
+            'BeginUpload': grpc.unary_unary_rpc_method_handler(
+                    servicer.BeginUpload,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadResponse.SerializeToString,
+            ),
+            'FinishUpload': grpc.unary_unary_rpc_method_handler(
+                    servicer.FinishUpload,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadResponse.SerializeToString,
+            ),
+            'AbortUpload': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbortUpload,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadResponse.SerializeToString,
             ),
             'DownloadCheckpoint': grpc.unary_stream_rpc_method_handler(
                     servicer.DownloadCheckpoint,
@@ -134,6 +187,57 @@ class CheckpointStoreService(object):
         return grpc.experimental.stream_unary(request_iterator, target, '/pedl.v1.CheckpointStoreService/UploadCheckpoint',
             pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointRequest.SerializeToString,
             pedl_dot_v1_dot_checkpoint__store__pb2.UploadCheckpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def BeginUpload(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/BeginUpload',
+            pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.BeginUploadResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def FinishUpload(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/FinishUpload',
+            pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.FinishUploadResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AbortUpload(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/AbortUpload',
+            pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.AbortUploadResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

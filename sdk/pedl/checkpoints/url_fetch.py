@@ -1,0 +1,158 @@
+"""Direct downloads: checkpoint files fetched straight from storage on presigned GET URLs.
+
+Like boto3's download_file: parallel ranged GETs of one part each, written in place. Unlike it, each
+file is also hashed (sha256, in order, as its parts arrive) for the caller to check against the
+record, and parts land in a few buffers reused for the whole download: on a small machine, fresh
+part-sized allocations cost more than the copying.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from pedl.checkpoints import presigned_http as http
+from pedl.checkpoints.errors import CheckpointError
+
+_READ_SIZE = 1024 * 1024  # urllib3 reads through a temporary this large
+
+
+class ShortObject(CheckpointError):
+    """Storage holds fewer bytes than the record says: the file is corrupt, retrying cannot help."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message, code=grpc.StatusCode.DATA_LOSS)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # relative, as in the record
+    url: str
+    file: Path  # where to write it
+    size: int  # the record's
+
+
+@dataclass(frozen=True)
+class Fetched:
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class _OpenFile:
+    target: Target
+    fd: int
+    hasher: Any = field(default_factory=hashlib.sha256)
+    size: int = 0
+
+
+class UrlFetcher:
+    """Holds a connection pool and worker threads across downloads; `close()` when done."""
+
+    def __init__(
+        self,
+        part_size: int = http.PART_SIZE,
+        concurrency: int = http.MAX_CONCURRENCY,
+        max_attempts: int = http.MAX_ATTEMPTS,
+    ) -> None:
+        self.part_size = part_size
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self._http = http.pool_manager(concurrency)
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="pedl-checkpoint-get")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._http.clear()
+
+    def fetch(self, targets: list[Target]) -> Iterator[Fetched]:
+        """Writes each target's file and yields it, with the size and sha256 of what was written, in
+        the order given. Raises TransferError or ShortObject; files already yielded stay written."""
+        jobs = deque((t, start) for t in targets for start in range(0, max(t.size, 1), self.part_size))
+        largest = min(self.part_size, max((t.size for t in targets), default=0))
+        free = [bytearray(largest) for _ in range(min(self.concurrency, len(jobs)))]
+        opened: dict[str, _OpenFile] = {}
+        window: deque[tuple[_OpenFile, Future[memoryview]]] = deque()
+        try:
+            while jobs or window:
+                while jobs and free:
+                    target, start = jobs.popleft()
+                    f = opened.get(target.path)
+                    if f is None:
+                        f = opened[target.path] = _OpenFile(target, _create(target))
+                    view = memoryview(free.pop())[: min(self.part_size, target.size - start)]
+                    window.append((f, self._pool.submit(self._get_part, f, start, view)))
+                f, future = window.popleft()
+                view = future.result()
+                f.hasher.update(view)  # releases the GIL: the parts in flight keep arriving
+                f.size += len(view)
+                free.append(view.obj)  # type: ignore[arg-type]
+                if f.size == f.target.size:
+                    os.close(f.fd)
+                    del opened[f.target.path]
+                    yield Fetched(f.target.path, f.size, f.hasher.hexdigest())
+        finally:
+            for _, future in window:
+                future.cancel()
+            wait([future for _, future in window])  # running parts still write into the open files
+            for f in opened.values():
+                os.close(f.fd)
+
+    def _get_part(self, f: _OpenFile, start: int, view: memoryview) -> memoryview:
+        """One range of one file into `view`, then onto disk; any failure retries the whole range."""
+        if view:  # else an empty file: nothing to GET
+            what = f"fetching {http.where(f.target.url)}"
+            http.with_retries(lambda: self._read_range(f.target, start, view, what), what, self.max_attempts)
+            written = 0
+            try:
+                while written < len(view):
+                    written += os.pwrite(f.fd, view[written:], start + written)
+            except OSError as e:
+                raise CheckpointError(f"writing {f.target.file} failed: {e}") from e
+        return view
+
+    def _read_range(self, target: Target, start: int, view: memoryview, what: str) -> None:
+        end = start + len(view) - 1
+        response = self._http.request(
+            "GET", target.url, headers={"Range": f"bytes={start}-{end}"}, preload_content=False
+        )
+        complete = False
+        try:
+            if response.status == 416:
+                raise ShortObject(target.path, f"storage holds fewer than {end + 1} bytes")
+            if response.status != 206 and not (response.status == 200 and start == 0):
+                complete = True  # refused() reads the (short) error body
+                raise http.refused(response, what)
+            length = int(response.headers.get("Content-Length", -1))
+            if length < len(view):
+                raise ShortObject(target.path, f"storage answered {length} bytes for bytes {start}-{end}")
+            if length > len(view):
+                raise http.TransferError(f"{what}: {length} bytes answered for bytes {start}-{end}")
+            got = 0
+            while got < len(view):
+                n = response.readinto(view[got : got + _READ_SIZE])
+                if not n:
+                    raise http.Retry(f"the connection closed after {got} of {len(view)} bytes")
+                got += n
+            complete = True
+        finally:
+            if not complete:
+                response.close()  # bytes left unread: the connection cannot be reused
+            response.release_conn()
+
+
+def _create(target: Target) -> int:
+    try:
+        return os.open(target.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        raise CheckpointError(f"creating {target.file} failed: {e}") from e

@@ -1,0 +1,115 @@
+"""Retries of direct transfers (client side) and of the store's own S3 calls, on synthetic failures."""
+
+from __future__ import annotations
+
+import pytest
+import urllib3
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from pedl.checkpoints import presigned_http
+from pedl_checkpoint_store import s3_retry
+from pedl_checkpoint_store.s3_errors import S3StorageError, explain
+from pedl_checkpoint_store.s3_presign import part_size_for
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(presigned_http, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(s3_retry, "BACKOFF_BASE_SECONDS", 0.0)
+
+
+def flaky(failures: list[BaseException], result: str = "ok"):  # type: ignore[no-untyped-def]
+    calls: list[int] = []
+
+    def attempt() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return result
+
+    return attempt, calls
+
+
+def test_client_retries_connection_errors_and_5xx_then_succeeds() -> None:
+    attempt, calls = flaky(
+        [urllib3.exceptions.NewConnectionError(None, "refused"), presigned_http.Retry("503")]
+    )  # type: ignore[arg-type]
+    assert presigned_http.with_retries(attempt, "fetching x", max_attempts=3) == "ok"
+    assert len(calls) == 3
+
+
+def test_client_gives_up_with_the_last_error() -> None:
+    attempt, calls = flaky([presigned_http.Retry("HTTP 503 SlowDown")] * 5)
+    with pytest.raises(
+        presigned_http.TransferError, match="fetching x failed after 3 attempts: HTTP 503 SlowDown"
+    ):
+        presigned_http.with_retries(attempt, "fetching x", max_attempts=3)
+    assert len(calls) == 3
+
+
+def test_client_does_not_retry_what_retrying_cannot_fix() -> None:
+    attempt, calls = flaky([presigned_http.TransferError("HTTP 403 AccessDenied")])
+    with pytest.raises(presigned_http.TransferError, match="403"):
+        presigned_http.with_retries(attempt, "fetching x")
+    assert len(calls) == 1
+
+
+def test_urls_are_shown_without_their_signature() -> None:
+    url = "http://s3.local:9000/b/k/data/model.pt?X-Amz-Signature=secret&X-Amz-Credential=key"
+    assert presigned_http.where(url) == "http://s3.local:9000/b/k/data/model.pt"
+
+
+def test_s3_error_documents_are_summarised() -> None:
+    body = (
+        b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
+    )
+    assert presigned_http.s3_error(body) == "AccessDenied: Request has expired"
+    assert presigned_http.s3_error(b"plain text") == "plain text"
+
+
+def unreachable() -> EndpointConnectionError:
+    return EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+
+
+def client_error(status: int, code: str) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "UploadPart"
+    )
+
+
+def test_store_calls_outlast_a_brief_outage() -> None:
+    attempt, calls = flaky([unreachable(), client_error(503, "SlowDown"), unreachable()])
+    assert s3_retry.call("uploading part 1", "s3://b", attempt, outage_seconds=60) == "ok"
+    assert len(calls) == 4
+
+
+def test_store_calls_give_up_once_the_outage_lasts_too_long() -> None:
+    attempt, calls = flaky([unreachable()] * 3)
+    with pytest.raises(S3StorageError, match="unreachable after retries") as info:
+        s3_retry.call("uploading part 1", "s3://b", attempt, outage_seconds=0)
+    assert info.value.transient and len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [(client_error(500, "InternalError"), True), (client_error(400, "RequestTimeout"), True),
+     (client_error(403, "AccessDenied"), False), (client_error(400, "InvalidPart"), False)],
+)  # fmt: skip
+def test_only_transient_failures_are_tried_again(error: ClientError, transient: bool) -> None:
+    assert getattr(explain(error, "x", "s3://b"), "transient", False) is transient
+    attempt, calls = flaky([error])
+    if transient:
+        assert s3_retry.call("x", "s3://b", attempt, outage_seconds=60) == "ok"
+    else:
+        with pytest.raises(OSError):
+            s3_retry.call("x", "s3://b", attempt, outage_seconds=60)
+    assert len(calls) == (2 if transient else 1)
+
+
+def test_parts_grow_only_past_the_part_limit() -> None:
+    assert part_size_for(20 * MiB, 8 * MiB) == 8 * MiB
+    assert part_size_for(10_000 * 8 * MiB, 8 * MiB) == 8 * MiB
+    grown = part_size_for(200 * 1024 * MiB, 8 * MiB)
+    assert grown % MiB == 0 and grown * 10_000 >= 200 * 1024 * MiB > (grown - MiB) * 10_000
