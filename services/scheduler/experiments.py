@@ -729,11 +729,6 @@ class ExperimentManager:
             for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
                 self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
-    def on_trial_logs(self, agent: AgentHandle, message: agent_pb2.TrialLogs) -> None:
-        with self._txn():
-            self._trial_logs(message)
-        self._notify()
-
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self.db.query_one(
             "SELECT id FROM trials WHERE id = ?", (message.trial_id,)
