@@ -111,7 +111,8 @@ class TrialSequencer:
 
         Assumes each outstanding workload completes as sent (workloads are absolute, so a result
         can only confirm it), and queues decided ones behind them. It stops at a validation that
-        answers the searcher (its reply decides what follows), at TERMINATE, and never queues a
+        answers the searcher (its reply decides what follows, unless the searcher closed the trial
+        already and this is its last target), at TERMINATE, and never queues a
         RUN_STEP behind anything: a queued step would delay a pause, preemption or checkpoint
         request by a whole step, and sparing one round trip per step is not worth that.
         """
@@ -133,7 +134,7 @@ class TrialSequencer:
         if w.kind is Kind.RUN_STEP:
             self.on_step_completed(w.step_id, w.total_batches)
         elif w.kind is Kind.COMPUTE_VALIDATION_METRICS:
-            if self.targets and w.total_batches >= self.targets[0]:
+            if self.targets and w.total_batches >= self.targets[0] and not self._last_target_of_closed():
                 return False  # the searcher hears this one first
             self.on_validation_completed(w.total_batches)
         elif w.kind is Kind.CHECKPOINT_MODEL:
@@ -142,6 +143,15 @@ class TrialSequencer:
             self.on_terminate_sent()
             return False
         return True
+
+    def _last_target_of_closed(self) -> bool:
+        """The searcher closed the trial up front: what follows its last validation is decided."""
+        return self.closing and len(self.targets) == 1
+
+    @property
+    def completed(self) -> bool:
+        """Terminated because the searcher is done with it (not paused or preempted on the way)."""
+        return self.terminated and self.closing and not self.targets and self.batches_trained >= self.goal
 
     def checkpoint_due_before_stop(self) -> bool:
         """Whether stopping now (pause, preemption) needs a checkpoint first."""

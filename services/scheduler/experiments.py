@@ -764,7 +764,7 @@ class ExperimentManager:
         with self._txn():
             if trial.killing:
                 self._end_trial(trial, "CANCELED", "")
-            elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.closing:
+            elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.completed:
                 self._log_line(
                     trial,
                     f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "

@@ -4,6 +4,10 @@ With `max_concurrent_trials` (0 = no limit) only that many trials are open at on
 created when an open one closes or exits, so the scheduler never holds more than the limit.
 A trial that exits early counts toward `max_trials` and is not replaced, so a trial that always
 fails cannot keep the search alive forever.
+
+Each trial's whole life is known when it is created (train to the max length, validate, close),
+so `Close` goes out with `Create`, as in Determined: the scheduler can then send a trial's final
+validation, checkpoint and terminate together instead of waiting to hear the validation first.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class RandomSearch(SearchMethod):
         return self._fill()
 
     def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        # Every trial is closed when it is created; closing again is harmless and covers trials
+        # an older version created without it.
         if length >= self.config.max_length_batches:
             return [Close(request_id)]
         return []
@@ -65,6 +71,7 @@ class RandomSearch(SearchMethod):
             self.open.append(request_id)
             ops.append(Create(request_id, hparams, self.new_trial_seed()))
             ops.append(ValidateAfter(request_id, self.config.max_length_batches))
+            ops.append(Close(request_id))
         if not self.open and self.created >= self.max_trials and not self.shutdown:
             self.shutdown = True
             ops.append(Shutdown())

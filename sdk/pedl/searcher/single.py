@@ -21,6 +21,7 @@ class SingleSearch(SearchMethod):
         return [
             Create(self.request_id, hparams, self.new_trial_seed()),
             ValidateAfter(self.request_id, self.config.max_length_batches),
+            Close(self.request_id),  # decided now: see `random`
         ]
 
     def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:

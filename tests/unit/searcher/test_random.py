@@ -8,7 +8,7 @@ import pytest
 from searcher_sim import SimTrial, Simulator
 
 from pedl.config import parse_experiment_config
-from pedl.searcher import Create, Shutdown, ValidateAfter, make_search_method
+from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method
 
 
 def config(searcher: str) -> Any:
@@ -53,7 +53,7 @@ def test_zero_or_absent_concurrency_opens_every_trial_at_once(limit: int | None)
     if limit is None:
         cfg.searcher.pop("max_concurrent_trials")  # the config layer defaults it to 16
     ops = make_search_method(cfg, seed=0).initial_operations()
-    assert [type(op) for op in ops] == [Create, ValidateAfter] * 5
+    assert [type(op) for op in ops] == [Create, ValidateAfter, Close] * 5
     assert all(op.length == 40 for op in ops if isinstance(op, ValidateAfter))
 
 

@@ -191,6 +191,38 @@ def test_the_validation_at_a_target_is_sent_with_the_step_that_reaches_it() -> N
     ]
 
 
+def test_a_trial_closed_up_front_gets_everything_after_its_last_step_at_once() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(200)
+    seq.close()  # random, grid, single: the trial's whole life is decided when it is created
+    assert run_pipelined(seq) == [
+        [("RUN_STEP", 100)],
+        [
+            ("RUN_STEP", 200),
+            ("COMPUTE_VALIDATION_METRICS", 200),
+            ("CHECKPOINT_MODEL", 200),
+            ("TERMINATE", 200),
+        ],
+    ]
+    assert seq.completed
+
+
+def test_a_trial_closed_up_front_but_stopped_before_its_target_is_not_completed() -> None:
+    seq = TrialSequencer(batches_per_step=100)
+    seq.add_target(200)
+    seq.close()
+    (step,) = seq.pipeline([])
+    seq.request_stop()  # preempted or paused during its first step
+    complete(seq, step)
+    assert [(n.kind, n.total_batches) for n in seq.pipeline([])] == [
+        (Kind.CHECKPOINT_MODEL, 100),
+        (Kind.TERMINATE, 100),
+    ]
+    seq.on_checkpoint_completed(100)
+    seq.on_terminate_sent()
+    assert seq.terminated and not seq.completed  # it resumes later, from batch 100
+
+
 def test_nothing_is_queued_behind_a_validation_the_searcher_must_hear() -> None:
     seq = TrialSequencer(batches_per_step=100)
     seq.add_target(100)

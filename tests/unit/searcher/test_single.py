@@ -16,8 +16,9 @@ batches_per_step: 20
 def test_single_creates_one_trial_trains_it_to_max_length_and_shuts_down() -> None:
     config = parse_experiment_config(CONFIG)
     searcher = make_search_method(config, seed=7)
-    create, validate = searcher.initial_operations()
+    create, validate, close = searcher.initial_operations()
     assert isinstance(create, Create) and isinstance(validate, ValidateAfter)
+    assert close == Close(create.request_id)  # its whole life is known up front
     assert validate.length == 100
     assert 1e-4 <= create.hparams["learning_rate"] <= 1e-1 and create.hparams["fixed"] == 3
     assert searcher.on_validation_completed(create.request_id, 0.5, 100) == [Close(create.request_id)]
@@ -37,5 +38,5 @@ def test_the_same_seed_samples_the_same_trial_and_snapshots_restore_it() -> None
 
 def test_a_trial_that_exits_early_fails_the_search() -> None:
     searcher = make_search_method(parse_experiment_config(CONFIG), seed=1)
-    create, _ = searcher.initial_operations()
+    create, *_ = searcher.initial_operations()
     assert searcher.on_trial_exited_early(create.request_id) == [Shutdown(failure=True)]
