@@ -82,9 +82,13 @@ async def simulated_agent(
     master: str, agent_id: str, slots: int, done: asyncio.Event, clock: StepClock
 ) -> None:
     """Answers the scheduler's workloads the way a harness would, without running anything: each
-    run's workloads one after the other, in the order sent (the scheduler may queue several)."""
+    run's workloads one after the other, in the order sent (the scheduler may queue several). A run
+    started with `after` (a handoff) begins once those runs have exited, as pedl-agent does; the
+    agent checks that no more steps than it has slots ever run at once."""
     outbox: asyncio.Queue = asyncio.Queue()
     runs: dict[tuple[int, int], asyncio.Queue] = {}
+    ended: dict[tuple[int, int], asyncio.Event] = {}
+    stepping = [0]
     outbox.put_nowait(
         agent_pb2.ConnectRequest(
             register=agent_pb2.RegisterAgent(
@@ -95,6 +99,7 @@ async def simulated_agent(
                 resource_pool="default",
                 slots=[common_pb2.Slot(id=f"cpu{i}", type="cpu") for i in range(slots)],
                 accepts_batches=True,
+                accepts_handoffs=True,
             )
         )
     )
@@ -111,17 +116,31 @@ async def simulated_agent(
                 messages.append(outbox.get_nowait())
             yield agent_pb2.ConnectRequest(batch=agent_pb2.ConnectRequestBatch(messages=messages))
 
-    async def harness(key: tuple[int, int], workloads: asyncio.Queue) -> None:
+    async def harness(key: tuple[int, int], workloads: asyncio.Queue, after: list[asyncio.Event]) -> None:
         try:
+            for event in after:
+                await event.wait()
             while await answer(await workloads.get()):
                 pass
         finally:
             del runs[key]
+            ended.pop(key).set()
+
+    def start(key: tuple[int, int], after: list[tuple[int, int]]) -> None:
+        runs[key] = asyncio.Queue()
+        ended[key] = asyncio.Event()
+        waits = [ended[k] for k in after if k in ended]
+        asyncio.get_running_loop().create_task(harness(key, runs[key], waits))
 
     async def answer(w: common_pb2.Workload) -> bool:
         result = common_pb2.WorkloadResult(workload=w)
         if w.kind == KIND.WORKLOAD_KIND_RUN_STEP:
-            await clock.step()
+            stepping[0] += 1
+            assert stepping[0] <= slots, f"{agent_id} ran {stepping[0]} steps at once on {slots} slots"
+            try:
+                await clock.step()
+            finally:
+                stepping[0] -= 1
             result.metrics.CopyFrom(to_struct({"loss": random.random()}))
             result.num_batches = 1
         elif w.kind == KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS:
@@ -151,13 +170,13 @@ async def simulated_agent(
         if kind == "registered":
             batches[0] = received.registered.accepts_batches
         for message in received.batch.messages if kind == "batch" else [received]:
-            if message.WhichOneof("message") == "run_workload":
+            what = message.WhichOneof("message")
+            if what == "start_trial":
+                st = message.start_trial
+                start((st.trial_id, st.run_id), [(r.trial_id, r.run_id) for r in st.after])
+            elif what == "run_workload":
                 w = message.run_workload.workload
-                key = (w.trial_id, w.run_id)
-                if key not in runs:
-                    runs[key] = asyncio.Queue()
-                    asyncio.get_running_loop().create_task(harness(key, runs[key]))
-                runs[key].put_nowait(w)
+                runs[(w.trial_id, w.run_id)].put_nowait(w)
         if done.is_set():
             break
     await channel.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import structlog
@@ -23,9 +23,16 @@ class RunLike(Protocol):
     @property
     def busy(self) -> bool: ...
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the run still waits for the runs it takes its slots from (`run(after)`)."""
+        ...
+
     def kill(self, by_scheduler: bool = True, reason: str = "") -> None: ...
 
-    async def run(self) -> None: ...
+    async def run(self, after: Sequence[asyncio.Future[None]] = ()) -> None:
+        """Runs to the end; the harness starts only once every run in `after` has ended."""
+        ...
 
 
 class Agent:
@@ -33,6 +40,11 @@ class Agent:
 
     `run_factory(start)` builds a run (normally `TrialRun(start, settings)`); its `run()` coroutine
     lives until the harness is gone and reports the exit itself.
+
+    Handoffs: a StartTrial whose `after` names runs still here takes over their slots as they exit.
+    The scheduler sends it as soon as those runs were told to terminate, so the slot passes from one
+    trial to the next here, without waiting for the exit to reach the scheduler and a start to come
+    back; the new run fetches its model definition and takes its workloads meanwhile.
     """
 
     def __init__(
@@ -75,10 +87,12 @@ class Agent:
                         run_id=r,
                         slot_ids=list(run.start.slot_ids),
                         busy=run.busy or self._result_pending(t, r),
+                        waiting=run.waiting,
                     )
                     for (t, r), run in sorted(self.runs.items())
                 ],
                 version=AGENT_VERSION,
+                accepts_handoffs=True,
             )
         )
 
@@ -107,15 +121,22 @@ class Agent:
             if t == start.trial_id:
                 self._log.info("a newer run replaces this trial's run", trial_id=t, old_run=r, run_id=key[1])
                 old.kill(by_scheduler=True, reason=f"replaced by run {start.run_id}")
+        after = [self._tasks[k] for k in ((r.trial_id, r.run_id) for r in start.after) if k in self._tasks]
         run = self._run_factory(start)
         self.runs[key] = run
-        self._log.info("starting trial", trial_id=key[0], run_id=key[1], experiment_id=start.experiment_id)
-        task = asyncio.get_running_loop().create_task(self._run(key, run))
+        self._log.info(
+            "starting trial",
+            trial_id=key[0],
+            run_id=key[1],
+            experiment_id=start.experiment_id,
+            after=[(r.trial_id, r.run_id) for r in start.after],
+        )
+        task = asyncio.get_running_loop().create_task(self._run(key, run, after))
         self._tasks[key] = task
 
-    async def _run(self, key: tuple[int, int], run: RunLike) -> None:
+    async def _run(self, key: tuple[int, int], run: RunLike, after: Sequence[asyncio.Future[None]]) -> None:
         try:
-            await run.run()
+            await run.run(after)
         except Exception:
             self._log.exception("trial run crashed", trial_id=key[0], run_id=key[1])
         finally:

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -162,6 +162,7 @@ class TrialRun:
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
         self.exited = False
+        self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
 
     @property
     def pid(self) -> int | None:
@@ -220,9 +221,9 @@ class TrialRun:
 
     # --- the run -------------------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, after: Sequence[asyncio.Future[None]] = ()) -> None:
         try:
-            outcome = await self._run_to_exit()
+            outcome = await self._run_to_exit(after)
         except Exception as e:  # the agent's own failure (disk full, ...): still tell the scheduler
             self._log.exception("trial run failed in the agent")
             outcome = _Outcome(1, f"the agent failed to run the trial: {type(e).__name__}: {e}")
@@ -243,7 +244,7 @@ class TrialRun:
             )
         )
 
-    async def _run_to_exit(self) -> _Outcome:
+    async def _run_to_exit(self, after: Sequence[asyncio.Future[None]]) -> _Outcome:
         self.trial_dir.mkdir(parents=True, exist_ok=True)
         relay = LogRelay(self.trial_id, self.run_id, self._s.send, self.trial_dir / "trial.log")
         server: grpc.aio.Server | None = None
@@ -253,6 +254,7 @@ class TrialRun:
                 server = await self._serve()
                 if self._kill_requested.is_set():
                     raise _Killed()
+                await self._wait_for_slots(after)
                 await self._spawn_all(model_dir)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
@@ -271,6 +273,18 @@ class TrialRun:
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()
         return outcome
+
+    async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
+        """Until the runs this one takes its slots from have ended (prepared and serving meanwhile)."""
+        pending = [f for f in after if not f.done()]
+        if not pending:
+            return
+        self.waiting = True
+        self._log.info("waiting for the slots' current runs to exit", runs=len(pending))
+        try:
+            await self._unless_killed(asyncio.wait(pending))
+        finally:
+            self.waiting = False
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)

@@ -26,14 +26,33 @@ class AgentHandle:
     last_seen: float = field(default_factory=time.monotonic)
     # slot id -> trial id
     used: dict[str, int] = field(default_factory=dict)
+    # slot id -> the trial that takes it over when its holder in `used` exits (a handoff).
+    next: dict[str, int] = field(default_factory=dict)
     # The agent takes ConnectResponse.batch: what is queued for it goes out as one message.
     accepts_batches: bool = False
+    # The agent holds a StartTrial with `after` until those runs exit (handoffs).
+    accepts_handoffs: bool = False
 
     def send(self, message: agent_pb2.ConnectResponse) -> None:
         self.outbox.put_nowait(message)
 
     def free_slots(self) -> tuple[str, ...]:
         return tuple(s.id for s in self.slots if s.id not in self.used)
+
+    def handoff_slots(self, exiting: set[int]) -> tuple[str, ...]:
+        """Slots held by the `exiting` trials (told to terminate) that nobody takes over yet."""
+        if not self.accepts_handoffs:
+            return ()
+        return tuple(s.id for s in self.slots if self.used.get(s.id) in exiting and s.id not in self.next)
+
+    def hold(self, slot_id: str, trial_id: int) -> int | None:
+        """Gives the slot to the trial: now if free, else as its holder exits (returns that holder)."""
+        holder = self.used.get(slot_id)
+        if holder is None or holder == trial_id:
+            self.used[slot_id] = trial_id
+            return None
+        self.next[slot_id] = trial_id
+        return holder
 
     def to_proto(self) -> scheduler_pb2.Agent:
         slots = []
@@ -71,6 +90,7 @@ class Cluster:
             environments=list(register.environments) or ["default"],
             slots=list(register.slots),
             accepts_batches=register.accepts_batches,
+            accepts_handoffs=register.accepts_handoffs,
         )
         self.agents[agent.id] = agent
         return agent
@@ -87,6 +107,13 @@ class Cluster:
         agent.last_seen = time.monotonic()
 
     def release(self, trial_id: int) -> None:
+        """The trial's run is gone: its slots pass to the trials taking them over, or become free."""
         for agent in self.agents.values():
+            for slot_id in [s for s, t in agent.next.items() if t == trial_id]:
+                del agent.next[slot_id]
             for slot_id in [s for s, t in agent.used.items() if t == trial_id]:
-                del agent.used[slot_id]
+                successor = agent.next.pop(slot_id, None)
+                if successor is None:
+                    del agent.used[slot_id]
+                else:
+                    agent.used[slot_id] = successor

@@ -98,6 +98,9 @@ class ExperimentManager:
         # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
         self.cluster_secret: str | None = None
         self._starts = 0
+        # Whether the last scheduling pass left trials queued: a run told to terminate then wakes
+        # the scheduler, so one of them can take its slots over (a handoff).
+        self._trials_waiting = False
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
         self._notifying = False
@@ -266,6 +269,7 @@ class ExperimentManager:
                 )
                 self._request_stop(trial)
         waiting = {t.trial_id for t in state.queued} - set(decision.assignments)
+        self._trials_waiting = bool(waiting)
         if waiting:
             self._yield_idle_slots()
         for trial_id, allocations in decision.assignments.items():
@@ -274,18 +278,26 @@ class ExperimentManager:
 
     def _cluster_state(self) -> scheduling.ClusterState:
         running, queued = [], []
+        exiting: set[int] = set()  # told to terminate: their slots may be handed off
+        agents = self.cluster.agents
         for t in self.trials.values():
             exp = self.experiments[t.experiment_id]
             if t.running:
+                if t.sequencer.terminated:
+                    exiting.add(t.id)
+                held = [(t.agent_id or "", t.slot_ids), *t.peers]
+                # Slots already handed off count as the next trial's, not this one's.
+                allocations = tuple(
+                    scheduling.Allocation(a, _not_handed_off(agents.get(a), slots)) for a, slots in held
+                )
+                if any(slots for _, slots in held) and not any(a.slot_ids for a in allocations):
+                    continue
                 running.append(
                     scheduling.RunningTrial(
                         t.id,
                         t.experiment_id,
-                        (
-                            scheduling.Allocation(t.agent_id or "", t.slot_ids),
-                            *(scheduling.Allocation(a, slots) for a, slots in t.peers),
-                        ),
-                        preempting=t.sequencer.stop_requested,
+                        allocations,
+                        preempting=t.sequencer.stop_requested or t.sequencer.terminated,
                         order=t.started_order,
                     )
                 )
@@ -316,8 +328,11 @@ class ExperimentManager:
             )
             for e in self.experiments.values()
         }
-        agents = [_scheduling_agent(a, a.free_slots()) for a in self.cluster.agents.values()]
-        return scheduling.ClusterState(agents, running, queued, experiments)
+        offered = [
+            _scheduling_agent(a, a.free_slots(), a.handoff_slots(exiting) if exiting else ())
+            for a in agents.values()
+        ]
+        return scheduling.ClusterState(offered, running, queued, experiments)
 
     def _yield_idle_slots(self) -> None:
         """Trials idle until the searcher hears from others (a PBT round) give their slots to queued ones.
@@ -412,9 +427,12 @@ class ExperimentManager:
         trial.peers = tuple((a.id, slots) for a, slots in others)
         trial.outstanding, trial.busy_unknown = [], False
         trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+        after: dict[str, list[int]] = {}  # per agent: trials whose slots this run takes over as they exit
         for member, slots in gang:
             for slot_id in slots:
-                member.used[slot_id] = trial.id
+                holder = member.hold(slot_id, trial.id)
+                if holder is not None and holder not in after.setdefault(member.id, []):
+                    after[member.id].append(holder)
         self.db.defer(
             "UPDATE trials SET run_id = ?, sequencer_json = ?, "
             "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
@@ -450,11 +468,18 @@ class ExperimentManager:
                         rendezvous_address=rendezvous,
                         environment="" if env == "default" else env,
                         checkpoint_token=self._checkpoint_token(exp.id, trial.id),
+                        after=[
+                            agent_pb2.RunRef(trial_id=h, run_id=self.trials[h].run_id)
+                            for h in after.get(member.id, ())
+                        ],
                     )
                 ),
             )
             rank += len(slots)
         placement = "; ".join(f"agent {m.id} (slots {', '.join(slots)})" for m, slots in gang)
+        handoff = sorted({h for holders in after.values() for h in holders})
+        if handoff:
+            placement += f", taking them over from trial {', '.join(map(str, handoff))} as it exits"
         self._log_line(trial, f"trial {trial.id} run {trial.run_id} started on {placement}")
         log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id, gang=len(gang))
         self._dispatch(trial)
@@ -521,6 +546,8 @@ class ExperimentManager:
             if nxt.kind is Kind.TERMINATE:
                 trial.sequencer.on_terminate_sent()
                 self._save_trial(trial)
+                if self._trials_waiting and agent.accepts_handoffs:
+                    self.wake.set()  # a queued trial may take its slots over
             else:
                 trial.outstanding.append(nxt)
             self._send(
@@ -563,7 +590,8 @@ class ExperimentManager:
 
     def _adopt_runs(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
         reported = set()
-        for r in running:
+        # Runs that hold their slots first: a waiting one takes its slots over from them (a handoff).
+        for r in sorted(running, key=lambda r: r.waiting):
             trial = self.trials.get(r.trial_id)
             adoptable = (
                 trial is not None
@@ -586,7 +614,7 @@ class ExperimentManager:
             trial.unconfirmed_until = None
             trial.outstanding, trial.busy_unknown = [], r.busy
             for slot_id in r.slot_ids:
-                agent.used[slot_id] = trial.id
+                agent.hold(slot_id, trial.id)
             self._log_line(trial, f"trial {trial.id} run {trial.run_id} continues on agent {agent.id}")
             log.info("trial run adopted", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id)
             self._dispatch(trial)
@@ -1136,7 +1164,9 @@ def _plain(value: struct_pb2.Value) -> Any:
     return None
 
 
-def _scheduling_agent(agent: AgentHandle, free_slots: tuple[str, ...]) -> scheduling.Agent:
+def _scheduling_agent(
+    agent: AgentHandle, free_slots: tuple[str, ...], handoff_slots: tuple[str, ...] = ()
+) -> scheduling.Agent:
     """What the pure scheduling policy sees of a connected agent."""
     return scheduling.Agent(
         agent.id,
@@ -1144,4 +1174,11 @@ def _scheduling_agent(agent: AgentHandle, free_slots: tuple[str, ...]) -> schedu
         free_slots,
         agent.resource_pool,
         frozenset(agent.environments),
+        handoff_slots,
     )
+
+
+def _not_handed_off(agent: AgentHandle | None, slots: tuple[str, ...]) -> tuple[str, ...]:
+    if agent is None or not agent.next:
+        return slots
+    return tuple(s for s in slots if s not in agent.next)

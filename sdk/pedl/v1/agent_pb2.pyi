@@ -50,19 +50,29 @@ class ConnectResponseBatch(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[ConnectResponse, _Mapping]]] = ...) -> None: ...
 
 class RunningTrial(_message.Message):
-    __slots__ = ("trial_id", "run_id", "slot_ids", "busy")
+    __slots__ = ("trial_id", "run_id", "slot_ids", "busy", "waiting")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     SLOT_IDS_FIELD_NUMBER: _ClassVar[int]
     BUSY_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
     slot_ids: _containers.RepeatedScalarFieldContainer[str]
     busy: bool
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., busy: bool = ...) -> None: ...
+    waiting: bool
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., busy: bool = ..., waiting: bool = ...) -> None: ...
+
+class RunRef(_message.Message):
+    __slots__ = ("trial_id", "run_id")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    run_id: int
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +82,7 @@ class RegisterAgent(_message.Message):
     RUNNING_TRIALS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTS_HANDOFFS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -81,7 +92,8 @@ class RegisterAgent(_message.Message):
     running_trials: _containers.RepeatedCompositeFieldContainer[RunningTrial]
     version: str
     accepts_batches: bool
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ...) -> None: ...
+    accepts_handoffs: bool
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()
@@ -128,7 +140,7 @@ class AgentRegistered(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ..., accepts_batches: bool = ...) -> None: ...
 
 class StartTrial(_message.Message):
-    __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token")
+    __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token", "after")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +157,7 @@ class StartTrial(_message.Message):
     RENDEZVOUS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
     experiment_id: int
@@ -161,7 +174,8 @@ class StartTrial(_message.Message):
     rendezvous_address: str
     environment: str
     checkpoint_token: str
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_yaml: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ...) -> None: ...
+    after: _containers.RepeatedCompositeFieldContainer[RunRef]
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_yaml: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ..., after: _Optional[_Iterable[_Union[RunRef, _Mapping]]] = ...) -> None: ...
 
 class RunWorkload(_message.Message):
     __slots__ = ("workload",)

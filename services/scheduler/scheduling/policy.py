@@ -6,13 +6,16 @@ slots divide in proportion to weight and none idle while any trial could use the
 an experiment, the oldest trial first. A trial that does not fit is passed over this tick
 (no reservation outlives the tick, so two gangs can never deadlock each other) unless it
 may preempt: then lower-priority trials are stopped for it and it starts once they have
-checkpointed and let go of their slots.
+checkpointed and let go of their slots. Before preempting, a trial that fits on one agent
+may take over slots whose runs were told to terminate (a handoff): the agent starts it the
+moment they exit, without a round trip through the scheduler.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import replace
 
 from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.scheduling.preemption import MayStop, Preemptor
@@ -44,6 +47,19 @@ class _Tick:
         for agent in sorted(state.agents, key=lambda a: a.agent_id):
             by_pool.setdefault(agent.resource_pool, []).append(agent)
         self.pools = {name: PoolSlots(agents) for name, agents in by_pool.items()}
+        # Slots whose runs are exiting, per pool, and who holds each: handed to a trial only when no
+        # free slot fits it, and before anything is preempted for it.
+        self.handoffs = {
+            name: PoolSlots([replace(a, free_slot_ids=a.handoff_slot_ids) for a in agents])
+            for name, agents in by_pool.items()
+            if any(a.handoff_slot_ids for a in agents)
+        }
+        self.holders = {
+            (a.agent_id, slot): t.trial_id
+            for t in (state.running if self.handoffs else ())
+            for a in t.allocations
+            for slot in a.slot_ids
+        }
         exp_ids = {t.experiment_id for t in state.running} | {t.experiment_id for t in state.queued}
         self.res: dict[int, ExperimentResources] = {e: state.resources(e) for e in sorted(exp_ids)}
         self.used = {e: 0 for e in self.res}  # slots held, started or planned this tick
@@ -57,6 +73,7 @@ class _Tick:
         # sizes known not to fit (free slots only shrink within a tick), per pool
         self.no_fit: dict[str, tuple[float, set[int]]] = {}
         self.no_plan: dict[object, tuple[float, set[int]]] = {}
+        self.no_handoff: dict[str, tuple[float, set[int]]] = {}
 
     def run(self) -> Decision:
         zero = [t for t in self.state.queued if t.slots <= 0]
@@ -101,7 +118,29 @@ class _Tick:
                 self.used[e] += n
                 return
             _remember_failure(self.no_fit, where, n, largest)
-        self._try_preempting(trial, pool)
+        if not self._try_handoff(trial):
+            self._try_preempting(trial, pool)
+
+    def _try_handoff(self, trial: QueuedTrial) -> bool:
+        """Places a trial that fits on one agent on slots whose runs are exiting."""
+        handoff = self.handoffs.get(trial.resource_pool)
+        if handoff is None:
+            return False
+        n, largest = trial.slots, handoff.largest_offering(trial.environment)
+        where = (trial.resource_pool, trial.environment)
+        if n > largest or _known_to_fail(self.no_handoff, where, n, largest):
+            return False
+        allocation = handoff.fit(n, trial.environment)
+        if allocation is None:
+            _remember_failure(self.no_handoff, where, n, largest)
+            return False
+        for a in allocation:
+            handoff.take(a.agent_id, a.slot_ids)
+            for slot in a.slot_ids:
+                self.preemptor.claim(self.holders[(a.agent_id, slot)])
+        self.assignments[trial.trial_id] = allocation
+        self.used[trial.experiment_id] += n
+        return True
 
     def _try_preempting(self, trial: QueuedTrial, pool: PoolSlots) -> None:
         e, n = trial.experiment_id, trial.slots
@@ -121,6 +160,11 @@ class _Tick:
             _remember_failure(self.no_plan, key, n, largest)
             return
         self.preemptor.commit(pool, plan)
+        handoff = self.handoffs.get(trial.resource_pool)
+        for trial_id in plan.reclaimed if handoff is not None else ():
+            for a in self.preemptor.trials[trial_id].allocations:
+                if a.agent_id in handoff.free:
+                    handoff.take(a.agent_id, a.slot_ids)  # the plan counts on them
         for trial_id in plan.victims:
             victim = self.preemptor.trials[trial_id]
             self.released[victim.experiment_id] += victim.slots

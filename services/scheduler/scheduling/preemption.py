@@ -196,8 +196,14 @@ class Preemptor:
 
     def commit(self, pool: PoolSlots, plan: Plan) -> None:
         for trial_id in (*plan.victims, *plan.reclaimed):
-            self.taken.add(trial_id)
-            for a in self.trials[trial_id].allocations:
-                self._touched[a.agent_id] = self._touched.get(a.agent_id, 0) + 1
+            self.claim(trial_id)
         for agent_id, slot_ids in plan.holds:
             pool.take(agent_id, slot_ids)
+
+    def claim(self, trial_id: int) -> None:
+        """No later plan of this tick may count on the trial's slots (a plan or a handoff took them)."""
+        if trial_id in self.taken or trial_id not in self.trials:
+            return
+        self.taken.add(trial_id)
+        for a in self.trials[trial_id].allocations:
+            self._touched[a.agent_id] = self._touched.get(a.agent_id, 0) + 1

@@ -24,13 +24,18 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Agent:
-    """`environments`: the Python environments (by name) this agent can start a harness in."""
+    """`environments`: the Python environments (by name) this agent can start a harness in.
+
+    `handoff_slot_ids`: slots held by runs already told to terminate, which nobody has been
+    given yet. A trial placed on them (a handoff) starts on the agent the moment they exit.
+    """
 
     agent_id: str
     slot_ids: tuple[str, ...]
     free_slot_ids: tuple[str, ...]
     resource_pool: str = DEFAULT_POOL
     environments: frozenset[str] = frozenset({DEFAULT_ENVIRONMENT})
+    handoff_slot_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,8 @@ class RunningTrial:
 
     `order` is when it started (larger is younger; ties by trial id): preemption stops the
     youngest first, so the least work is thrown away. `preempting` marks a trial already
-    told to checkpoint and stop: its slots are about to free and it is never chosen again.
+    told to checkpoint and stop, or to terminate: its slots are about to free and it is never
+    chosen again. `allocations` leave out slots already handed off to the trial after it.
     """
 
     trial_id: int
@@ -111,8 +117,9 @@ class Decision:
     """What to do this tick.
 
     `assignments` maps trial id to where it starts, in the order the trials were chosen; a
-    trial spread over agents has one allocation per agent. `preemptions` are running trial
-    ids to checkpoint and stop; the trials they make room for start in a later tick.
+    trial spread over agents has one allocation per agent. An assignment to handoff slots
+    starts as their runs exit. `preemptions` are running trial ids to checkpoint and stop;
+    the trials they make room for start in a later tick.
     """
 
     assignments: dict[int, tuple[Allocation, ...]]

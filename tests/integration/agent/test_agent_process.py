@@ -17,7 +17,12 @@ TERMINATE = common_pb2.WORKLOAD_KIND_TERMINATE
 
 
 def start_trial(
-    s: FakeScheduler, trial_id: int, run_id: int = 1, experiment_id: int = 1, **hp: float
+    s: FakeScheduler,
+    trial_id: int,
+    run_id: int = 1,
+    experiment_id: int = 1,
+    after: tuple[tuple[int, int], ...] = (),
+    **hp: float,
 ) -> None:
     hparams = struct_pb2.Struct()
     hparams.update(hp)
@@ -30,6 +35,7 @@ def start_trial(
             slot_ids=["cpu0"],
             trial_seed=7,
             model_definition_name="my_model",
+            after=[agent_pb2.RunRef(trial_id=t, run_id=r) for t, r in after],
         )
     )
 
@@ -96,6 +102,31 @@ def test_trial_runs_its_workloads_and_exits_zero(scheduler, start_agent):
     workload(scheduler, 4, TERMINATE, 0)
     assert exited(scheduler, 4).exit_code == 0
     assert scheduler.model_definition_fetches == 1
+
+
+def test_a_handoff_starts_its_harness_only_once_the_slots_run_has_exited(scheduler, start_agent):
+    scheduler.model_definitions[1] = make_archive({"behavior.txt": "ok\n"})
+    start_agent()
+    register = scheduler.wait_for("register")[0][1]
+    assert register.accepts_handoffs
+    start_trial(scheduler, trial_id=3, step_sleep=1.0)
+    workload(scheduler, 3, RUN_STEP, 1)
+    workload(scheduler, 3, TERMINATE, 1)
+    # The next trial for the slot, sent while trial 3 still trains, with all its workloads.
+    start_trial(scheduler, trial_id=4, after=((3, 1), (77, 1)))  # run 77 is not here: not waited for
+    workload(scheduler, 4, RUN_STEP, 1)
+    workload(scheduler, 4, TERMINATE, 1)
+    assert exited(scheduler, 4).exit_code == 0
+    order = [
+        (kind, getattr(m, kind).trial_id)
+        for _, m in scheduler.received
+        if (kind := m.WhichOneof("message")) in ("trial_exited", "trial_logs")
+    ]
+    assert order.index(("trial_exited", 3)) < order.index(("trial_logs", 4))  # 4's harness ran after
+    done = [
+        m.workload_completed.result.workload.trial_id for _, m in scheduler.messages("workload_completed")
+    ]
+    assert done == [3, 3, 4, 4]
 
 
 def test_failing_user_code_reports_its_traceback(scheduler, start_agent):

@@ -38,6 +38,8 @@ class FakeRun:
         self.kills: list[tuple[bool, str]] = []
         self.finish = asyncio.Event()
         self.busy = False
+        self.waiting = False
+        self.after: list[asyncio.Future[None]] = []
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         if workload.run_id != self.start.run_id:
@@ -49,7 +51,8 @@ class FakeRun:
         self.kills.append((by_scheduler, reason))
         self.finish.set()
 
-    async def run(self) -> None:
+    async def run(self, after=()) -> None:
+        self.after = list(after)
         await self.finish.wait()
 
 
@@ -102,6 +105,26 @@ def test_agent_routes_workloads_and_kills_to_the_right_run() -> None:
         assert agent.runs == {}
         agent.handle(start_msg(3, 1))
         assert (3, 1) not in made  # nothing new starts while shutting down
+
+    asyncio.run(scenario())
+
+
+def test_a_handoff_run_is_given_the_runs_here_whose_slots_it_takes_over() -> None:
+    async def scenario() -> None:
+        agent, made = make_agent()
+        agent.handle(start_msg(1, 1))
+        handoff = start_msg(2, 1)
+        handoff.start_trial.after.extend(
+            [agent_pb2.RunRef(trial_id=1, run_id=1), agent_pb2.RunRef(trial_id=9)]
+        )
+        agent.handle(handoff)
+        await asyncio.sleep(0)
+        assert made[(2, 1)].after == [agent._tasks[(1, 1)]]  # run 9 is not here: nothing to wait for
+        made[(2, 1)].waiting = True
+        reg = agent.register_message().register
+        assert reg.accepts_handoffs
+        assert [(t.trial_id, t.waiting) for t in reg.running_trials] == [(1, False), (2, True)]
+        await agent.shutdown("stopping")
 
     asyncio.run(scenario())
 

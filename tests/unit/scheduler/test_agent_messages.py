@@ -35,11 +35,15 @@ def config(trials: int = 1, concurrent: int = 1, length: int = 20, per_step: int
 class Scenario:
     """A manager on a SQLite file with one agent; plays the agent's harnesses by hand."""
 
-    def __init__(self, path: Path, slots: int = 1) -> None:
+    def __init__(self, path: Path, slots: int = 1, handoffs: bool = False) -> None:
         self.path = path
         self.cluster = Cluster()
         self.agent = self.cluster.connect(
-            agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id=str(i)) for i in range(slots)])
+            agent_pb2.RegisterAgent(
+                agent_id="a0",
+                slots=[common_pb2.Slot(id=str(i)) for i in range(slots)],
+                accepts_handoffs=handoffs,
+            )
         )
         self.manager = ExperimentManager(open_database(str(path)), self.cluster, "127.0.0.1:1")
         self.commits = 0
@@ -309,5 +313,83 @@ def test_a_nan_training_loss_is_stored_as_reported(scenario: Scenario) -> None:
             ("CHECKPOINT_MODEL", 20),
             ("TERMINATE", 20),
         ]
+
+    run(body)
+
+
+def starts(messages: list[agent_pb2.ConnectResponse]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """(trial id, the runs it waits for) of each StartTrial."""
+    return [
+        (m.start_trial.trial_id, [(r.trial_id, r.run_id) for r in m.start_trial.after])
+        for m in messages
+        if m.WhichOneof("message") == "start_trial"
+    ]
+
+
+def test_a_queued_trial_is_handed_the_slot_of_a_run_told_to_terminate(tmp_path) -> None:
+    async def body() -> None:
+        s = Scenario(tmp_path / "pedl.db", slots=1, handoffs=True)
+        s.manager.create_experiment(config(trials=3, concurrent=3, length=10), b"model", "model")
+        s.manager.tick(0)
+        first = s.sent()
+        assert starts(first) == [(1, [])]
+        assert s.manager.wake.is_set()  # trial 1 was told to terminate while others wait
+        s.manager.tick(0)
+        second = s.sent()
+        assert starts(second) == [(2, [(1, 1)])]  # the agent starts it as trial 1's run exits
+        assert kinds(s.workloads(second)) == kinds(s.workloads(first))  # its workloads go along
+        assert (s.agent.used, s.agent.next) == ({"0": 1}, {"0": 2})
+        s.manager.tick(0)
+        assert s.sent() == []  # one trial waits per slot: trial 3 waits for a slot of its own
+        s.manager.on_agent_messages(s.answers(s.workloads(first)))
+        assert starts(s.sent()) == [(3, [(2, 1)])]
+        assert (s.agent.used, s.agent.next) == ({"0": 2}, {"0": 3})
+        rows = s.rows("SELECT id, state FROM trials ORDER BY id")
+        assert [(r["id"], r["state"]) for r in rows] == [(1, "COMPLETED"), (2, "ACTIVE"), (3, "ACTIVE")]
+        logs = [r["message"] for r in s.rows("SELECT message FROM trial_logs WHERE trial_id = 2")]
+        assert any("taking them over from trial 1 as it exits" in m for m in logs)
+
+    run(body)
+
+
+def test_an_agent_without_handoffs_gets_a_trial_only_once_the_slot_is_free(tmp_path) -> None:
+    async def body() -> None:
+        s = Scenario(tmp_path / "pedl.db", slots=1, handoffs=False)
+        s.manager.create_experiment(config(trials=2, concurrent=2, length=10), b"model", "model")
+        s.manager.tick(0)
+        first = s.sent()
+        s.manager.tick(0)
+        assert s.sent() == []
+        s.manager.on_agent_messages(s.answers(s.workloads(first)))
+        assert starts(s.sent()) == [(2, [])]
+
+    run(body)
+
+
+def test_a_handed_off_trial_killed_before_it_started_gives_the_slot_back(tmp_path) -> None:
+    async def body() -> None:
+        s = Scenario(tmp_path / "pedl.db", slots=1, handoffs=True)
+        exp_id = s.manager.create_experiment(config(trials=2, concurrent=2, length=10), b"model", "model")
+        s.manager.tick(0)
+        first = s.sent()
+        s.manager.tick(0)
+        s.sent()
+        s.manager.kill_experiment(exp_id)
+        killed = [(m.kill_trial.trial_id, m.kill_trial.run_id) for m in s.sent() if m.HasField("kill_trial")]
+        assert sorted(killed) == [(1, 1), (2, 1)]
+        exits = [
+            (
+                s.agent,
+                agent_pb2.ConnectRequest(
+                    trial_exited=agent_pb2.TrialExited(trial_id=t, run_id=1, killed=True)
+                ),
+            )
+            for t in (2, 1)  # the waiting run ends first: it never started a harness
+        ]
+        s.manager.on_agent_messages(exits[:1])
+        assert (s.agent.used, s.agent.next) == ({"0": 1}, {})
+        s.manager.on_agent_messages(exits[1:])
+        assert (s.agent.used, s.agent.next) == ({}, {})
+        assert first  # trial 1 had started normally
 
     run(body)

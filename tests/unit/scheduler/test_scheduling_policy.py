@@ -291,3 +291,45 @@ def test_unknown_experiments_get_default_resources() -> None:
         experiments=exps(ExperimentResources(2, priority=41)),  # exp 1: default priority 42
     )
     assert decide(state).preemptions == (1,)
+
+
+def exiting_agent(agent_id: str, slots: int, free: int, exiting: int) -> Agent:
+    """An agent whose first `exiting` busy slots belong to runs told to terminate (handoff slots)."""
+    base = agent(agent_id, slots, free)
+    return Agent(agent_id, base.slot_ids, base.free_slot_ids, handoff_slot_ids=base.slot_ids[:exiting])
+
+
+def test_a_queued_trial_takes_over_slots_whose_runs_are_exiting_only_when_none_is_free() -> None:
+    state = ClusterState(
+        agents=[exiting_agent("a", 2, free=0, exiting=1), agent("b", 1, free=1)],
+        running=[running(1, 1, "a", 1, preempting=True), running(2, 1, "a", 1, first=1)],
+        queued=[queued(10, 1), queued(11, 1), queued(12, 1)],
+    )
+    decision = decide(state)
+    # 10 takes the free slot; 11 takes over trial 1's slot as it exits; 12 waits (2 is not exiting).
+    assert decision.assignments == {10: (Allocation("b", ("b/0",)),), 11: (Allocation("a", ("a/0",)),)}
+    assert decision.preemptions == ()
+
+
+def test_a_handoff_is_taken_before_anything_is_preempted() -> None:
+    state = ClusterState(
+        agents=[exiting_agent("a", 2, free=0, exiting=1)],
+        running=[running(1, 1, "a", 1, preempting=True), running(2, 1, "a", 1, first=1)],
+        queued=[queued(10, 2, 1), queued(11, 2, 1)],
+        experiments=exps(ExperimentResources(1, priority=60), ExperimentResources(2, priority=1)),
+    )
+    decision = decide(state)
+    assert decision.assignments == {10: (Allocation("a", ("a/0",)),)}
+    assert decision.preemptions == (2,)  # for trial 11, which starts once 2 has checkpointed
+
+
+def test_a_gang_never_counts_on_slots_already_handed_off() -> None:
+    state = ClusterState(
+        agents=[exiting_agent("a", 2, free=0, exiting=2)],
+        running=[running(1, 1, "a", 2, preempting=True)],
+        queued=[queued(10, 2, 1), queued(11, 2, 2)],
+        experiments=exps(ExperimentResources(1, priority=60), ExperimentResources(2, priority=1)),
+    )
+    decision = decide(state)
+    assert decision.assignments == {10: (Allocation("a", ("a/0",)),)}
+    assert decision.preemptions == ()  # trial 1's slots went to trial 10: no plan may reclaim them

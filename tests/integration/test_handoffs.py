@@ -1,0 +1,55 @@
+"""Slot handoffs with the real scheduler and agent: the next trial of a slot is sent while the slot's
+run finishes, and its harness starts only once that run has exited."""
+
+from __future__ import annotations
+
+import pytest
+from test_cluster import logs, submit, wait
+
+from pedl.v1 import common_pb2
+from support.models import write_tiny_model
+from support.processes import local_cluster
+
+pytestmark = pytest.mark.integration
+
+CONFIG = """
+hyperparameters:
+  learning_rate: {type: double, minval: 0.01, maxval: 0.1}
+searcher:
+  {name: random, metric: error, max_trials: 5, max_concurrent_trials: 3, max_length: {batches: 20}}
+batches_per_step: 10
+max_restarts: 0
+"""
+
+# Each harness records when it built its model and when its process ends.
+RECORD_LIFETIME = """import atexit, os, time
+        path = os.path.join({spans!r}, os.environ["PEDL_TRIAL_ID"])
+        with open(path, "a") as f:
+            f.write(f"start {{time.time()}}\\n")
+        atexit.register(lambda: open(path, "a").write(f"end {{time.time()}}\\n"))"""
+
+
+def test_trials_take_over_a_slot_as_its_run_exits_and_never_share_it(tmp_path) -> None:
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    model = write_tiny_model(tmp_path / "tiny", RECORD_LIFETIME.format(spans=str(spans)))
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+        try:
+            exp_id = submit(cluster, model, CONFIG)
+            response = wait(cluster, exp_id, timeout=180)
+            assert response.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
+            assert [t.state for t in response.trials] == [common_pb2.TRIAL_STATE_COMPLETED] * 5
+            trial_logs = {t.id: logs(cluster, t.id) for t in response.trials}
+        except BaseException:
+            print(cluster.logs())
+            raise
+    handed = [t for t, text in trial_logs.items() if "taking them over from trial" in text]
+    assert len(handed) >= 3, trial_logs  # all but the first start behind the run before them
+    lifetimes = []
+    for f in spans.iterdir():
+        marks = dict(line.split() for line in f.read_text().splitlines())
+        lifetimes.append((float(marks["start"]), float(marks["end"])))
+    lifetimes.sort()
+    assert len(lifetimes) == 5
+    for (_, end), (start, _) in zip(lifetimes, lifetimes[1:], strict=False):
+        assert start >= end, lifetimes  # one slot: one harness at a time
