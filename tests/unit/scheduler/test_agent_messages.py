@@ -95,6 +95,14 @@ def kinds(workloads: list[common_pb2.Workload]) -> list[tuple[str, int]]:
     return [(KIND_NAMES[w.kind].value, w.total_batches) for w in workloads]
 
 
+def last_step_to_exit(batches: int) -> list[tuple[str, int]]:
+    """A closed trial's last step and everything after it, sent together."""
+    return [
+        (kind, batches)
+        for kind in ("RUN_STEP", "COMPUTE_VALIDATION_METRICS", "CHECKPOINT_MODEL", "TERMINATE")
+    ]
+
+
 @pytest.fixture
 def scenario(tmp_path: Path) -> Iterator[Scenario]:
     s = Scenario(tmp_path / "pedl.db", slots=4)
@@ -166,15 +174,7 @@ def test_a_trial_closed_up_front_gets_its_last_step_validation_checkpoint_and_te
             batch = s.workloads(s.sent())
         # `random` closes each trial when it creates it: nothing after the last validation waits for
         # the searcher to hear it.
-        assert sends == [
-            [("RUN_STEP", 10)],
-            [
-                ("RUN_STEP", 20),
-                ("COMPUTE_VALIDATION_METRICS", 20),
-                ("CHECKPOINT_MODEL", 20),
-                ("TERMINATE", 20),
-            ],
-        ]
+        assert sends == [[("RUN_STEP", 10)], last_step_to_exit(20)]
         (trial,) = s.rows("SELECT state, best_validation FROM trials")
         assert trial == {"state": "COMPLETED", "best_validation": 0.125}
         assert s.rows("SELECT state FROM experiments WHERE id = ?", (exp_id,)) == [{"state": "COMPLETED"}]
@@ -207,13 +207,7 @@ def test_a_nan_searcher_metric_fails_its_trial_alone(scenario: Scenario) -> None
         s.manager.create_experiment(config(trials=2, concurrent=2, length=10), b"model", "model")
         s.manager.tick(0)
         batch = s.workloads(s.sent())
-        whole = [
-            ("RUN_STEP", 10),
-            ("COMPUTE_VALIDATION_METRICS", 10),
-            ("CHECKPOINT_MODEL", 10),
-            ("TERMINATE", 10),
-        ]
-        assert kinds(batch) == whole * 2
+        assert kinds(batch) == last_step_to_exit(10) * 2
         bad, good = s.answers(batch[:4], error=float("nan")), s.answers(batch[4:], error=0.5)
         s.manager.on_agent_messages(bad + good)
         states = {r["id"]: (r["state"], r["error"]) for r in s.rows("SELECT id, state, error FROM trials")}
@@ -244,12 +238,7 @@ def test_a_run_adopted_busy_after_a_reconnect_is_sent_nothing_until_its_next_res
         s.manager.on_agent_registered(agent, [running])
         assert s.workloads(s.sent()) == []  # it may hold workloads this scheduler does not know of
         s.manager.on_agent_messages(s.answers([step]))
-        assert kinds(s.workloads(s.sent())) == [
-            ("RUN_STEP", 20),
-            ("COMPUTE_VALIDATION_METRICS", 20),
-            ("CHECKPOINT_MODEL", 20),
-            ("TERMINATE", 20),
-        ]
+        assert kinds(s.workloads(s.sent())) == last_step_to_exit(20)
 
     run(body)
 
@@ -307,12 +296,7 @@ def test_a_nan_training_loss_is_stored_as_reported(scenario: Scenario) -> None:
         s.manager.on_agent_messages([answer])
         (row,) = s.rows("SELECT metrics_json FROM steps")
         assert row["metrics_json"] == '{"loss": NaN}'
-        assert kinds(s.workloads(s.sent())) == [
-            ("RUN_STEP", 20),
-            ("COMPUTE_VALIDATION_METRICS", 20),
-            ("CHECKPOINT_MODEL", 20),
-            ("TERMINATE", 20),
-        ]
+        assert kinds(s.workloads(s.sent())) == last_step_to_exit(20)
 
     run(body)
 
