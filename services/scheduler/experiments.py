@@ -280,7 +280,12 @@ class ExperimentManager:
         running, queued = [], []
         exiting: set[int] = set()  # told to terminate: their slots may be handed off
         agents = self.cluster.agents
-        for t in self.trials.values():
+        # One pass can place at most this many trials (free and handoff slots, CPU-only trials) and
+        # serves an experiment's trials oldest first, so only its oldest queued ones need be shown
+        # to the policy: a search that queues thousands costs a pass no more than one that queues few.
+        window = 2 * sum(max(len(a.slots), 1) for a in agents.values()) + 1
+        shown: dict[int, int] = {}
+        for t in self.trials.values():  # each experiment's trials in id order (created, recovered)
             exp = self.experiments[t.experiment_id]
             if t.running:
                 if t.sequencer.terminated:
@@ -307,8 +312,10 @@ class ExperimentManager:
                 and t.unconfirmed_until is None
                 and t.waiting_on is None
                 and exp.state == "ACTIVE"
+                and shown.get(exp.id, 0) < window
                 and self._has_work(t)
             ):
+                shown[exp.id] = shown.get(exp.id, 0) + 1
                 queued.append(
                     scheduling.QueuedTrial(
                         t.id,

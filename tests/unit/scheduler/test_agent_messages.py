@@ -377,3 +377,19 @@ def test_a_handed_off_trial_killed_before_it_started_gives_the_slot_back(tmp_pat
         assert first  # trial 1 had started normally
 
     run(body)
+
+
+def test_a_search_that_queues_many_trials_starts_them_oldest_first(tmp_path) -> None:
+    async def body() -> None:
+        s = Scenario(tmp_path / "pedl.db", slots=2, handoffs=True)
+        s.manager.create_experiment(config(trials=60, concurrent=0, length=10), b"model", "model")
+        assert len(s.manager._cluster_state().queued) == 2 * 2 + 1  # what one pass could place, no more
+        started: list[int] = []
+        while len(started) < 20:
+            s.manager.tick(0)
+            sent = s.sent()
+            started += [t for t, _ in starts(sent)]
+            s.manager.on_agent_messages(s.answers(s.workloads(sent)))
+        assert started == list(range(1, len(started) + 1))
+
+    run(body)
