@@ -163,7 +163,7 @@ class ASHASearch(SearchMethod):
         ops: list[Operation] = []
         if self._record(config, signed):
             config.rung += 1
-            ops.append(ValidateAfter(config.request_id, bracket.rung_lengths[config.rung]))
+            ops.extend(self._train_to_rung(config))
         else:
             config.closing = True
             ops.append(Close(config.request_id))
@@ -283,7 +283,16 @@ class ASHASearch(SearchMethod):
             self.by_request[request_id] = config.index
             bracket.created += 1
             ops.append(Create(request_id, hparams, config.seed))
-        ops.append(ValidateAfter(config.request_id, bracket.rung_lengths[config.rung]))
+        ops.extend(self._train_to_rung(config))
+
+    def _train_to_rung(self, config: _Config) -> list[Operation]:
+        """Train to the config's rung; a trial bound for the top rung is closed at once, since its
+        result there promotes nothing (the scheduler then sends its last workloads together)."""
+        rungs = self.brackets[config.bracket].rung_lengths
+        ops: list[Operation] = [ValidateAfter(config.request_id, rungs[config.rung])]
+        if config.rung == len(rungs) - 1:
+            ops.append(Close(config.request_id))
+        return ops
 
     # ---- progress and snapshots --------------------------------------------------------------
 

@@ -79,7 +79,8 @@ def test_a_stopped_trial_promoted_later_resumes_from_its_checkpoint() -> None:
         Close("r2"),  # r2 is worse; now that the rung has two results, r1 is promoted
         resumed,
         ValidateAfter("r3", 160),
-        Close("r3"),
+        Close("r3"),  # bound for the top rung: closed as it starts
+        Close("r3"),  # and again with its result (idempotent; trials closed before that still close)
         Shutdown(),
     ]
     assert (resumed.hparams, resumed.seed, resumed.checkpoint_from) == (first.hparams, first.seed, "r1")
@@ -96,9 +97,11 @@ def test_stop_once_keeps_the_best_so_far_going_and_never_resumes_a_stopped_trial
     assert [op for op in sim.log if not isinstance(op, Create)] == [
         ValidateAfter("r1", 80),
         ValidateAfter("r1", 160),  # the first result is the best so far
+        Close("r1"),  # the top rung: decided up front
         Close("r1"),
         ValidateAfter("r2", 80),
         ValidateAfter("r2", 160),  # better than r1 at 80: in the top half
+        Close("r2"),
         Close("r2"),
         Shutdown(),
     ]
