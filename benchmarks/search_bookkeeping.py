@@ -6,7 +6,13 @@ speak the real agent protocol (register, batches) and run each trial's workloads
 other, in the order sent, as a harness does. With S slots the ideal wall time is N * 0.1 s / S;
 the figure is the experiment's life as the scheduler records it (created_at to ended_at) over
 the ideal (Ray Tune publishes 1.14 for 10,000 one-second trials on 16 CPUs; target <= 1.03).
-The scheduler's CPU per trial and the steps' real duration are printed with it.
+The scheduler's CPU per trial, the steps' real duration, how many trials started as a handoff
+(sent while the slot's run finished, started by the agent as it exited) and how long slots sat
+idle between trials are printed with it.
+
+By default every trial is created up front (`max_concurrent_trials: 0`), as a Ray Tune run without
+a concurrency limit queues them; `--max-concurrent N` sets the limit (-1: the number of slots, where
+no trial ever waits to take a slot over, so each start waits a scheduler round trip).
 
     .venv/bin/python benchmarks/search_bookkeeping.py --trials 2000 [--repeat 3]
         [--max-concurrent 0] [--db postgresql://...]
@@ -31,7 +37,7 @@ import tarfile
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pedl import _grpc
@@ -58,6 +64,15 @@ def model_definition() -> bytes:
     return buffer.getvalue()
 
 
+@dataclass
+class SlotStats:
+    """Starts, handoffs among them, and each handoff's wait from its slot's exit to its start."""
+
+    starts: int = 0
+    handoffs: int = 0
+    idle: list[float] = field(default_factory=list)
+
+
 class StepClock:
     """Runs simulated steps for exactly STEP_SECONDS, and records how long they really took.
 
@@ -79,7 +94,7 @@ class StepClock:
 
 
 async def simulated_agent(
-    master: str, agent_id: str, slots: int, done: asyncio.Event, clock: StepClock
+    master: str, agent_id: str, slots: int, done: asyncio.Event, clock: StepClock, stats: SlotStats
 ) -> None:
     """Answers the scheduler's workloads the way a harness would, without running anything: each
     run's workloads one after the other, in the order sent (the scheduler may queue several). A run
@@ -88,6 +103,7 @@ async def simulated_agent(
     outbox: asyncio.Queue = asyncio.Queue()
     runs: dict[tuple[int, int], asyncio.Queue] = {}
     ended: dict[tuple[int, int], asyncio.Event] = {}
+    exited_at: dict[asyncio.Event, float] = {}
     stepping = [0]
     outbox.put_nowait(
         agent_pb2.ConnectRequest(
@@ -120,16 +136,22 @@ async def simulated_agent(
         try:
             for event in after:
                 await event.wait()
+            if after:
+                stats.idle.append(time.perf_counter() - max(exited_at[e] for e in after))
             while await answer(await workloads.get()):
                 pass
         finally:
             del runs[key]
-            ended.pop(key).set()
+            event = ended.pop(key)
+            exited_at[event] = time.perf_counter()
+            event.set()
 
     def start(key: tuple[int, int], after: list[tuple[int, int]]) -> None:
         runs[key] = asyncio.Queue()
         ended[key] = asyncio.Event()
         waits = [ended[k] for k in after if k in ended]
+        stats.starts += 1
+        stats.handoffs += bool(waits)
         asyncio.get_running_loop().create_task(harness(key, runs[key], waits))
 
     async def answer(w: common_pb2.Workload) -> bool:
@@ -183,13 +205,14 @@ async def simulated_agent(
 
 
 async def run(
-    master: str, trials: int, agents: int, slots: int, max_concurrent: int
+    master: str, trials: int, agents: int, slots: int, max_concurrent: int, stats: SlotStats
 ) -> tuple[float, float, list[float]]:
     """(seconds the scheduler reports from creation to end, seconds the client saw, step durations)."""
     done = asyncio.Event()
     clock = StepClock(agents * slots)
     tasks = [
-        asyncio.create_task(simulated_agent(master, f"sim{i}", slots, done, clock)) for i in range(agents)
+        asyncio.create_task(simulated_agent(master, f"sim{i}", slots, done, clock, stats))
+        for i in range(agents)
     ]
     stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.aio_channel(master))
     while len((await stub.ListAgents(scheduler_pb2.ListAgentsRequest())).agents) < agents:
@@ -227,6 +250,16 @@ async def run(
     return span, elapsed, clock.durations
 
 
+def _idle(idle: list[float]) -> str:
+    if not idle:
+        return ""
+    ranked = sorted(idle)
+    return (
+        f", slot idle between them {statistics.mean(ranked) * 1000:.2f} ms mean, "
+        f"{ranked[len(ranked) * 99 // 100] * 1000:.2f} ms p99"
+    )
+
+
 def _parse_time(text: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -243,6 +276,7 @@ class Result:
     client: float  # from before CreateExperiment until the client saw it end (polled every 0.1 s)
     cpu: float  # the scheduler process's CPU seconds over the run
     steps: list[float]  # how long each simulated step really took
+    slots: SlotStats
 
 
 def one_run(args: argparse.Namespace) -> Result:
@@ -272,14 +306,15 @@ def one_run(args: argparse.Namespace) -> Result:
             cpu_before = cpu_seconds(scheduler.pid)
             slots = args.agents * args.slots_per_agent
             concurrent = slots if args.max_concurrent < 0 else args.max_concurrent
+            stats = SlotStats()
             span, client, steps = asyncio.run(
-                run(f"127.0.0.1:{port}", args.trials, args.agents, args.slots_per_agent, concurrent)
+                run(f"127.0.0.1:{port}", args.trials, args.agents, args.slots_per_agent, concurrent, stats)
             )
             cpu = cpu_seconds(scheduler.pid) - cpu_before
         finally:
             os.killpg(scheduler.pid, signal.SIGKILL)
             scheduler.wait()
-    return Result(span, client, cpu, steps)
+    return Result(span, client, cpu, steps, stats)
 
 
 def main() -> None:
@@ -291,8 +326,8 @@ def main() -> None:
     parser.add_argument(
         "--max-concurrent",
         type=int,
-        default=-1,
-        help="the searcher's max_concurrent_trials (default: the slots; 0: every trial created up front)",
+        default=0,
+        help="the searcher's max_concurrent_trials (default 0: every trial created up front; -1: the slots)",
     )
     parser.add_argument("--db", default="", help="database URL (default: a fresh SQLite file per run)")
     args = parser.parse_args()
@@ -301,9 +336,10 @@ def main() -> None:
     slots = args.agents * args.slots_per_agent
     ideal = args.trials * STEP_SECONDS / slots
     backend = "PostgreSQL" if args.db else "SQLite"
+    limit = slots if args.max_concurrent < 0 else args.max_concurrent
     print(
-        f"{args.trials} trials of {STEP_SECONDS * 1000:.0f} ms on {slots} slots ({backend}), "
-        f"ideal {ideal:.2f} s"
+        f"{args.trials} trials of {STEP_SECONDS * 1000:.0f} ms on {slots} slots ({backend}, "
+        f"max_concurrent_trials {limit}), ideal {ideal:.2f} s"
     )
     ratios = []
     for _ in range(args.repeat):
@@ -313,7 +349,8 @@ def main() -> None:
             f"wall {r.span:.2f} s (client saw {r.client:.2f} s), ratio {r.span / ideal:.3f} "
             f"(target <= 1.03; Ray Tune 1.14); steps took {statistics.mean(r.steps) * 1000:.2f} ms; "
             f"scheduler CPU {r.cpu / args.trials * 1000:.2f} ms/trial "
-            f"({r.cpu / r.span * 100:.0f}% of a core)",
+            f"({r.cpu / r.span * 100:.0f}% of a core); {r.slots.handoffs} of {r.slots.starts} starts "
+            f"were handoffs{_idle(r.slots.idle)}",
             flush=True,
         )
     best, median, worst = min(ratios), statistics.median(ratios), max(ratios)

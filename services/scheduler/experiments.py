@@ -101,6 +101,10 @@ class ExperimentManager:
         # Whether the last scheduling pass left trials queued: a run told to terminate then wakes
         # the scheduler, so one of them can take its slots over (a handoff).
         self._trials_waiting = False
+        # Indexes the hot paths use instead of scanning every live trial (a search may queue
+        # thousands): the trials holding slots, and the children waiting on each parent's checkpoint.
+        self._running: dict[int, TrialRuntime] = {}
+        self._children: dict[int, set[int]] = {}
         self.wake = asyncio.Event()
         self.changed = asyncio.Condition()
         self._notifying = False
@@ -141,10 +145,12 @@ class ExperimentManager:
                     latest_checkpoint_step=t["latest_checkpoint_step"],
                     state=t["state"],
                     best_validation=t["best_validation"],
-                    waiting_on=t["waiting_on_trial_id"],
                 )
                 self.trials[trial.id] = trial
                 exp.live[trial.request_id] = trial
+                self._wait_for(trial, t["waiting_on_trial_id"])
+                if trial.latest_checkpoint_uuid:
+                    exp.checkpointed[trial.id] = trial
             for trial_id in exp.trial_ids:
                 child = self.trials.get(trial_id)
                 if child is not None and child.waiting_on is not None:
@@ -284,48 +290,51 @@ class ExperimentManager:
         # serves an experiment's trials oldest first, so only its oldest queued ones need be shown
         # to the policy: a search that queues thousands costs a pass no more than one that queues few.
         window = 2 * sum(max(len(a.slots), 1) for a in agents.values()) + 1
-        shown: dict[int, int] = {}
-        for t in self.trials.values():  # each experiment's trials in id order (created, recovered)
-            exp = self.experiments[t.experiment_id]
-            if t.running:
-                if t.sequencer.terminated:
-                    exiting.add(t.id)
-                held = [(t.agent_id or "", t.slot_ids), *t.peers]
-                # Slots already handed off count as the next trial's, not this one's.
-                allocations = tuple(
-                    scheduling.Allocation(a, _not_handed_off(agents.get(a), slots)) for a, slots in held
+        for t in self._running.values():
+            if t.sequencer.terminated:
+                exiting.add(t.id)
+            held = [(t.agent_id or "", t.slot_ids), *t.peers]
+            # Slots already handed off count as the next trial's, not this one's.
+            allocations = tuple(
+                scheduling.Allocation(a, _not_handed_off(agents.get(a), slots)) for a, slots in held
+            )
+            if any(slots for _, slots in held) and not any(a.slot_ids for a in allocations):
+                continue
+            running.append(
+                scheduling.RunningTrial(
+                    t.id,
+                    t.experiment_id,
+                    allocations,
+                    preempting=t.sequencer.stop_requested or t.sequencer.terminated,
+                    order=t.started_order,
                 )
-                if any(slots for _, slots in held) and not any(a.slot_ids for a in allocations):
-                    continue
-                running.append(
-                    scheduling.RunningTrial(
-                        t.id,
-                        t.experiment_id,
-                        allocations,
-                        preempting=t.sequencer.stop_requested or t.sequencer.terminated,
-                        order=t.started_order,
+            )
+        for exp in self.experiments.values():
+            if exp.state != "ACTIVE":
+                continue
+            shown = 0
+            for t in exp.live.values():  # oldest first (created, recovered in id order)
+                if shown >= window:
+                    break
+                if (
+                    not t.running
+                    and t.state == "ACTIVE"
+                    and not t.killing
+                    and t.unconfirmed_until is None
+                    and t.waiting_on is None
+                    and self._has_work(t)
+                ):
+                    shown += 1
+                    queued.append(
+                        scheduling.QueuedTrial(
+                            t.id,
+                            t.experiment_id,
+                            exp.config.slots_per_trial,
+                            exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
+                            order=t.id,
+                            environment=exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
+                        )
                     )
-                )
-            elif (
-                t.state == "ACTIVE"
-                and not t.killing
-                and t.unconfirmed_until is None
-                and t.waiting_on is None
-                and exp.state == "ACTIVE"
-                and shown.get(exp.id, 0) < window
-                and self._has_work(t)
-            ):
-                shown[exp.id] = shown.get(exp.id, 0) + 1
-                queued.append(
-                    scheduling.QueuedTrial(
-                        t.id,
-                        t.experiment_id,
-                        exp.config.slots_per_trial,
-                        exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
-                        order=t.id,
-                        environment=exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
-                    )
-                )
         experiments = {
             e.id: scheduling.ExperimentResources(
                 e.id,
@@ -346,7 +355,7 @@ class ExperimentManager:
 
         Without this, a population larger than the cluster would wait forever on itself.
         """
-        for trial in list(self.trials.values()):
+        for trial in list(self._running.values()):
             if (
                 trial.running
                 and not trial.in_flight
@@ -430,6 +439,7 @@ class ExperimentManager:
         self._starts += 1
         trial.started_order = self._starts
         trial.agent_id = agent.id
+        self._running[trial.id] = trial
         trial.slot_ids = slot_ids
         trial.peers = tuple((a.id, slots) for a, slots in others)
         trial.outstanding, trial.busy_unknown = [], False
@@ -618,6 +628,7 @@ class ExperimentManager:
             assert trial is not None
             reported.add(trial.id)
             trial.agent_id, trial.slot_ids = agent.id, tuple(r.slot_ids)
+            self._running[trial.id] = trial
             trial.unconfirmed_until = None
             trial.outstanding, trial.busy_unknown = [], r.busy
             for slot_id in r.slot_ids:
@@ -754,6 +765,7 @@ class ExperimentManager:
         trial.latest_checkpoint_uuid = ckpt.uuid
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
+        self._holds_checkpoint(trial)
         exp = self.experiments[trial.experiment_id]
         if exp.gc is not None:
             exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, w.total_batches))
@@ -761,7 +773,7 @@ class ExperimentManager:
         trial.sequencer.on_checkpoint_completed(w.total_batches)
         prometheus.checkpoint_recorded()
         if copyable:
-            for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
+            for child in self._waiting_children(trial.id):
                 self._copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
@@ -793,6 +805,7 @@ class ExperimentManager:
             self._kill_run(trial)  # one member of a gang failed: the others cannot go on
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        self._running.pop(trial.id, None)
         trial.outstanding, trial.busy_unknown = [], False
         trial.unconfirmed_until = None
         trial.has_work = None
@@ -850,6 +863,7 @@ class ExperimentManager:
         self._kill_run(trial)
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        self._running.pop(trial.id, None)
         trial.outstanding, trial.busy_unknown = [], False
         with self._txn():
             self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
@@ -937,7 +951,7 @@ class ExperimentManager:
         parent = exp.live.get(parent_request)
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
-            child.waiting_on = parent.id
+            self._wait_for(child, parent.id)
             self._save_trial(child)
             self._save_trial(parent)
             self._dispatch(parent)
@@ -968,7 +982,7 @@ class ExperimentManager:
         request was lost) copies the parent's newest stored checkpoint, or starts from scratch."""
         parent = self.trials.get(parent_id)
         if parent is not None and parent.sequencer.checkpoint_requested:
-            child.waiting_on = parent_id
+            self._wait_for(child, parent_id)
             return
         row = self.db.query_one(
             "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
@@ -984,13 +998,32 @@ class ExperimentManager:
                 row["latest_checkpoint_step"],
             )
             return
-        child.waiting_on = None
+        self._wait_for(child, None)
         self._save_trial(child)
         self._log_line(
             child,
             f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint",
         )
         self.wake.set()
+
+    def _wait_for(self, child: TrialRuntime, parent_id: int | None) -> None:
+        """Sets (or clears) the trial whose checkpoint the child waits for, keeping the index."""
+        if child.waiting_on is not None:
+            waiting = self._children.get(child.waiting_on, set())
+            waiting.discard(child.id)
+            if not waiting:
+                self._children.pop(child.waiting_on, None)
+        child.waiting_on = parent_id
+        if parent_id is not None:
+            self._children.setdefault(parent_id, set()).add(child.id)
+
+    def _waiting_children(self, parent_id: int) -> list[TrialRuntime]:
+        return [self.trials[c] for c in sorted(self._children.get(parent_id, ())) if c in self.trials]
+
+    def _holds_checkpoint(self, trial: TrialRuntime) -> None:
+        exp = self.experiments.get(trial.experiment_id)
+        if exp is not None and trial.latest_checkpoint_uuid:
+            exp.checkpointed[trial.id] = trial
 
     def _copy_checkpoint(
         self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int
@@ -999,7 +1032,8 @@ class ExperimentManager:
         child.latest_checkpoint_batches = batches
         child.latest_checkpoint_step = step
         child.sequencer.restart_from(batches, step)
-        child.waiting_on = None
+        self._wait_for(child, None)
+        self._holds_checkpoint(child)
         self._save_trial(child)
         self._log_line(
             child, f"trial {child.id} continues from trial {parent_id}'s checkpoint {uuid} (batch {batches})"
@@ -1053,10 +1087,14 @@ class ExperimentManager:
             (state, error, utc_now(), trial.id),
         )
         self.trials.pop(trial.id, None)
+        self._running.pop(trial.id, None)
+        self._wait_for(trial, None)
         exp = self.experiments.get(trial.experiment_id)
         if exp is not None and exp.live.get(trial.request_id) is trial:
             del exp.live[trial.request_id]
-        for child in [t for t in self.trials.values() if t.waiting_on == trial.id]:
+        if exp is not None:
+            exp.checkpointed.pop(trial.id, None)
+        for child in self._waiting_children(trial.id):
             self._resume_wait_for_parent(child, trial.id)
         if exp is not None:
             self._collect_garbage(exp)
@@ -1065,9 +1103,10 @@ class ExperimentManager:
         """Applies the experiment's save_* policy to its stored checkpoints."""
         if exp.gc is None:
             exp.gc = self._load_ledger(exp)
+        # Live trials without a checkpoint have nothing to keep.
         doomed = exp.gc.collect(
-            live_trial_ids={t.id for t in exp.live.values()},
-            protected={t.latest_checkpoint_uuid for t in exp.live.values()},
+            live_trial_ids=set(exp.checkpointed),
+            protected={t.latest_checkpoint_uuid for t in exp.checkpointed.values()},
         )
         if doomed:
             self.deleter.delete(doomed)

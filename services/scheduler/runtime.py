@@ -21,6 +21,8 @@ class ExperimentRuntime:
     # The live (not ended) trials by searcher request id: the hot paths look trials up here
     # instead of scanning every trial the experiment ever had.
     live: dict[str, TrialRuntime] = field(default_factory=dict)
+    # The live trials holding a checkpoint (by id): the ones garbage collection must not rob.
+    checkpointed: dict[int, TrialRuntime] = field(default_factory=dict)
     # What every StartTrial of the experiment repeats, computed once (None until first needed).
     start_config: str | None = None
     model_definition_name: str | None = None

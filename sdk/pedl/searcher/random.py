@@ -12,6 +12,7 @@ validation, checkpoint and terminate together instead of waiting to hear the val
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pedl.config.hyperparameters import sample
@@ -26,7 +27,7 @@ class RandomSearch(SearchMethod):
         self.max_trials: int = self._total_trials()
         self.max_concurrent: int = searcher.get("max_concurrent_trials") or 0
         self.created = 0
-        self.open: list[str] = []
+        self.open: dict[str, None] = {}  # request ids in creation order (an ordered set)
         self.finished = 0
         self.shutdown = False
 
@@ -56,7 +57,7 @@ class RandomSearch(SearchMethod):
     def _finish(self, request_id: str) -> list[Operation]:
         if request_id not in self.open:
             return []
-        self.open.remove(request_id)
+        del self.open[request_id]
         self.finished += 1
         return self._fill()
 
@@ -68,7 +69,7 @@ class RandomSearch(SearchMethod):
             hparams = self._next_hparams()
             request_id = self.new_request_id()
             self.created += 1
-            self.open.append(request_id)
+            self.open[request_id] = None
             ops.append(Create(request_id, hparams, self.new_trial_seed()))
             ops.append(ValidateAfter(request_id, self.config.max_length_batches))
             ops.append(Close(request_id))
@@ -83,15 +84,33 @@ class RandomSearch(SearchMethod):
         return self.finished / self.max_trials if self.max_trials else 0.0
 
     def method_state(self) -> dict[str, Any]:
+        # The snapshot is written with every event, and a search without a concurrency limit holds
+        # every trial open from the start: runs of consecutive request ids keep it small.
         return {
             "created": self.created,
-            "open": list(self.open),
+            "open_runs": _runs(self.open),
             "finished": self.finished,
             "shutdown": self.shutdown,
         }
 
     def load_method_state(self, state: dict[str, Any]) -> None:
         self.created = state["created"]
-        self.open = list(state["open"])
+        if "open_runs" in state:
+            runs = state["open_runs"]
+            self.open = {f"r{n}": None for first, count in runs for n in range(first, first + count)}
+        else:
+            self.open = dict.fromkeys(state["open"])  # a snapshot written before runs
         self.finished = state["finished"]
         self.shutdown = state["shutdown"]
+
+
+def _runs(request_ids: Iterable[str]) -> list[list[int]]:
+    """[first, count] for each run of consecutive ids ("r7", "r8", "r9" -> [7, 3]), in order."""
+    runs: list[list[int]] = []
+    for request_id in request_ids:
+        n = int(request_id[1:])
+        if runs and runs[-1][0] + runs[-1][1] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return runs

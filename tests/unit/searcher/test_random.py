@@ -8,7 +8,7 @@ import pytest
 from searcher_sim import SimTrial, Simulator
 
 from pedl.config import parse_experiment_config
-from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method
+from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method, restore_search_method
 
 
 def config(searcher: str) -> Any:
@@ -82,3 +82,22 @@ def test_the_same_seed_gives_the_same_search_and_another_seed_a_different_one() 
     cfg = config("{name: random, metric: loss, max_trials: 4, max_steps: 3}")
     assert make_search_method(cfg, 1).initial_operations() == make_search_method(cfg, 1).initial_operations()
     assert make_search_method(cfg, 1).initial_operations() != make_search_method(cfg, 2).initial_operations()
+
+
+def test_a_snapshot_of_thousands_of_open_trials_stays_small_and_restores_exactly() -> None:
+    cfg = parse_experiment_config(
+        "hyperparameters: {x: {type: double, minval: 0, maxval: 1}}\n"
+        "searcher: {name: random, metric: error, max_trials: 5000, max_length: {batches: 1}, "
+        "max_concurrent_trials: 0}\n"
+    )
+    searcher = make_search_method(cfg, seed=3)
+    creates = [op for op in searcher.initial_operations() if isinstance(op, Create)]
+    for op in creates[10:20] + creates[100:101]:
+        searcher.on_trial_closed(op.request_id)
+    snapshot = searcher.snapshot()
+    assert snapshot["method"]["open_runs"] == [[1, 10], [21, 80], [102, 4899]]
+    restored = restore_search_method(cfg, 3, snapshot)
+    assert restored.open == searcher.open and restored.snapshot() == snapshot
+    legacy = dict(snapshot, method={**snapshot["method"], "open": list(searcher.open)})
+    del legacy["method"]["open_runs"]
+    assert restore_search_method(cfg, 3, legacy).open == searcher.open
