@@ -901,7 +901,15 @@ class ExperimentManager:
         while pending:
             op = pending.pop(0)
             if isinstance(op, Create):
-                self._create_trial(exp, op)
+                # Targets and a close decided with the creation go into the trial's first row.
+                decided: list[Operation] = []
+                while (
+                    pending
+                    and isinstance(pending[0], (ValidateAfter, Close))
+                    and pending[0].request_id == op.request_id
+                ):
+                    decided.append(pending.pop(0))
+                self._create_trial(exp, op, decided)
                 pending.extend(exp.searcher.on_trial_created(op.request_id))
             elif isinstance(op, ValidateAfter):
                 trial = self._by_request(exp, op.request_id)
@@ -921,13 +929,18 @@ class ExperimentManager:
             self.db.flush()
         self._maybe_finish(exp)
 
-    def _create_trial(self, exp: ExperimentRuntime, op: Create) -> None:
+    def _create_trial(self, exp: ExperimentRuntime, op: Create, decided: Sequence[Operation] = ()) -> None:
         cfg = exp.config
         sequencer = TrialSequencer(
             batches_per_step=cfg.batches_per_step,
             min_validation_period=cfg.min_validation_period_batches,
             min_checkpoint_period=cfg.min_checkpoint_period_batches,
         )
+        for d in decided:
+            if isinstance(d, ValidateAfter):
+                sequencer.add_target(d.length)
+            else:
+                sequencer.close()
         trial_id = self.db.execute(
             "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
             "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",

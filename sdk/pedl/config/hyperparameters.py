@@ -109,11 +109,14 @@ def _is_leaf(value: dict[str, Any]) -> bool:
     return "type" in value and isinstance(value["type"], str) and value["type"] in HP_TYPES
 
 
-def sample(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """One random point: int in [minval, maxval], double uniform, log base**uniform, categorical choice."""
+def sample(space: dict[str, Any], rng: random.Random, *, normalized: bool = False) -> dict[str, Any]:
+    """One random point: int in [minval, maxval], double uniform, log base**uniform, categorical choice.
+
+    `normalized`: `space` is already `normalize_space`'s output (searchers sample thousands of points).
+    """
     out: dict[str, Any] = {}
-    for name, value in normalize_space(space).items():
-        out[name] = _sample_leaf(value, rng) if _is_leaf(value) else sample(value, rng)
+    for name, value in (space if normalized else normalize_space(space)).items():
+        out[name] = _sample_leaf(value, rng) if _is_leaf(value) else sample(value, rng, normalized=True)
     return out
 
 

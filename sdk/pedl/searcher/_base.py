@@ -6,6 +6,7 @@ import random
 from abc import ABC, abstractmethod
 from typing import Any
 
+from pedl.config.hyperparameters import normalize_space, sample
 from pedl.searcher._ops import Operation
 
 
@@ -20,6 +21,13 @@ class SearchMethod(ABC):
         self.config = config
         self.rng = random.Random(seed)
         self._next_request = 0
+        self._space: dict[str, Any] | None = None
+
+    def sample_hparams(self) -> dict[str, Any]:
+        """A random point of the config's space (normalized once, not per trial)."""
+        if self._space is None:
+            self._space = normalize_space(self.config.hyperparameters)
+        return sample(self._space, self.rng, normalized=True)
 
     def new_request_id(self) -> str:
         self._next_request += 1

@@ -29,7 +29,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pedl.config.hyperparameters import sample
 from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
@@ -276,7 +275,7 @@ class ASHASearch(SearchMethod):
             self.by_request[config.request_id] = index
             ops.append(Create(config.request_id, config.hparams, config.seed, checkpoint_from=parent))
         else:
-            hparams = sample(self.config.hyperparameters, self.rng)
+            hparams = self.sample_hparams()
             request_id = self.new_request_id()
             config = _Config(len(self.configs), b, hparams, self.new_trial_seed(), request_id)
             self.configs.append(config)

@@ -51,7 +51,7 @@ class PBTSearch(SearchMethod):
     def initial_operations(self) -> list[Operation]:
         ops: list[Operation] = []
         for _ in range(self.population_size):
-            hparams = sample(self.config.hyperparameters, self.rng)
+            hparams = self.sample_hparams()
             self.members.append(self._create(hparams, None, ops))
         return ops
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pedl.config.hyperparameters import sample
 from pedl.searcher._base import SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
@@ -36,7 +35,7 @@ class RandomSearch(SearchMethod):
 
     def _next_hparams(self) -> dict[str, Any]:
         """The hyperparameters of trial number `self.created` (0-based)."""
-        return sample(self.config.hyperparameters, self.rng)
+        return self.sample_hparams()
 
     def initial_operations(self) -> list[Operation]:
         return self._fill()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl.config.hyperparameters import sample
 from pedl.searcher._base import SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
@@ -17,7 +16,7 @@ class SingleSearch(SearchMethod):
 
     def initial_operations(self) -> list[Operation]:
         self.request_id = self.new_request_id()
-        hparams = sample(self.config.hyperparameters, self.rng)
+        hparams = self.sample_hparams()
         return [
             Create(self.request_id, hparams, self.new_trial_seed()),
             ValidateAfter(self.request_id, self.config.max_length_batches),
