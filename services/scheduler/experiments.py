@@ -901,16 +901,23 @@ class ExperimentManager:
         while pending:
             op = pending.pop(0)
             if isinstance(op, Create):
-                # Targets and a close decided with the creation go into the trial's first row.
-                decided: list[Operation] = []
-                while (
-                    pending
-                    and isinstance(pending[0], (ValidateAfter, Close))
-                    and pending[0].request_id == op.request_id
-                ):
-                    decided.append(pending.pop(0))
-                self._create_trial(exp, op, decided)
-                pending.extend(exp.searcher.on_trial_created(op.request_id))
+                # The trials the searcher creates together are inserted together (one round trip);
+                # targets and a close decided with each go into its first row.
+                batch: list[tuple[Create, list[Operation]]] = []
+                while True:
+                    decided: list[Operation] = []
+                    while (
+                        pending
+                        and isinstance(pending[0], (ValidateAfter, Close))
+                        and pending[0].request_id == op.request_id
+                    ):
+                        decided.append(pending.pop(0))
+                    batch.append((op, decided))
+                    if not (pending and isinstance(pending[0], Create)):
+                        break
+                    op = pending.pop(0)
+                for created in self._create_trials(exp, batch):
+                    pending.extend(exp.searcher.on_trial_created(created.request_id))
             elif isinstance(op, ValidateAfter):
                 trial = self._by_request(exp, op.request_id)
                 trial.sequencer.add_target(op.length)
@@ -929,30 +936,47 @@ class ExperimentManager:
             self.db.flush()
         self._maybe_finish(exp)
 
-    def _create_trial(self, exp: ExperimentRuntime, op: Create, decided: Sequence[Operation] = ()) -> None:
+    def _create_trials(
+        self, exp: ExperimentRuntime, batch: Sequence[tuple[Create, Sequence[Operation]]]
+    ) -> list[TrialRuntime]:
         cfg = exp.config
-        sequencer = TrialSequencer(
-            batches_per_step=cfg.batches_per_step,
-            min_validation_period=cfg.min_validation_period_batches,
-            min_checkpoint_period=cfg.min_checkpoint_period_batches,
-        )
-        for d in decided:
-            if isinstance(d, ValidateAfter):
-                sequencer.add_target(d.length)
-            else:
-                sequencer.close()
-        trial_id = self.db.execute(
-            "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
-            "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
-            (exp.id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
-        )
-        trial = TrialRuntime(trial_id, exp.id, op.request_id, op.hparams, op.seed, sequencer)
-        self.trials[trial_id] = trial
-        exp.trial_ids.append(trial_id)
-        exp.live[op.request_id] = trial
-        if op.checkpoint_from:
-            self._start_from_parent(exp, trial, op.checkpoint_from)
+        sequencers = []
+        for op, decided in batch:
+            sequencer = TrialSequencer(
+                batches_per_step=cfg.batches_per_step,
+                min_validation_period=cfg.min_validation_period_batches,
+                min_checkpoint_period=cfg.min_checkpoint_period_batches,
+            )
+            for d in decided:
+                if isinstance(d, ValidateAfter):
+                    sequencer.add_target(d.length)
+                else:
+                    sequencer.close()
+            sequencers.append(sequencer)
+            self.db.defer(
+                "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
+                "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
+                (exp.id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
+            )
+        # The experiment's newest rows are these (this scheduler is its only writer, in this transaction).
+        ids = {
+            row["request_id"]: row["id"]
+            for row in self.db.query(
+                "SELECT id, request_id FROM trials WHERE experiment_id = ? ORDER BY id DESC LIMIT ?",
+                (exp.id, len(batch)),
+            )
+        }
+        created = []
+        for (op, _), sequencer in zip(batch, sequencers, strict=True):
+            trial = TrialRuntime(ids[op.request_id], exp.id, op.request_id, op.hparams, op.seed, sequencer)
+            self.trials[trial.id] = trial
+            exp.trial_ids.append(trial.id)
+            exp.live[op.request_id] = trial
+            if op.checkpoint_from:
+                self._start_from_parent(exp, trial, op.checkpoint_from)
+            created.append(trial)
         self.wake.set()
+        return created
 
     def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
         """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
