@@ -7,8 +7,9 @@ rolled back by the server), and the next call made outside a transaction reconne
 
 Each commit waits for PostgreSQL to flush its WAL, which bounds transactions to the disk's
 fsync rate; the scheduler therefore commits each batch of agent messages as one transaction.
-`BEGIN` goes out with a transaction's first statement, and its deferred writes (executemany per
-statement) and `COMMIT` go in one pipeline: a batch costs one round trip and one flush.
+`BEGIN` goes out with a transaction's first statement, and its deferred writes (a multi-row
+statement per INSERT, executemany for the rest) and `COMMIT` go in one pipeline: a batch costs
+one round trip and one flush.
 `?options=-c%20synchronous_commit%3Doff` in the URL trades the last few hundred milliseconds of
 commits on a PostgreSQL crash (never consistency) for no flush wait.
 """
@@ -27,7 +28,13 @@ from psycopg.rows import dict_row
 from pedl_scheduler.db.dialect import POSTGRES
 from pedl_scheduler.db.driver import Row, Writes
 from pedl_scheduler.db.errors import DatabaseUnavailable
-from pedl_scheduler.db.sqltext import insert_table, qmark_to_format
+from pedl_scheduler.db.sqltext import (
+    MAX_PARAMETERS,
+    insert_table,
+    multi_row_insert,
+    numbered_rows,
+    qmark_to_format,
+)
 
 MIGRATION_LOCK_KEY = 0x7065646C5F6D6967  # "pedl_mig": one key for every pedl scheduler on a database
 
@@ -70,6 +77,9 @@ class PostgresDriver:
         self._closed = False
         self._statements: dict[str, tuple[str, bool]] = {}  # `?` SQL -> (psycopg SQL, returns an id)
         self._plain_statements: dict[str, str] = {}  # `?` SQL -> psycopg SQL, never RETURNING
+        # `?` INSERT -> (head, row, tail) for multi-row statements, or None when it is not one
+        self._multi_row: dict[str, tuple[str, str, str] | None] = {}
+        self._multi_row_text: dict[tuple[str, int], str] = {}
         self._id_tables: set[str] | None = None
         self._conn = self._connect()
 
@@ -168,11 +178,32 @@ class PostgresDriver:
             if self._in_transaction and not self._begun:
                 self._conn.execute("BEGIN")
                 self._begun = True
-            cursor = self._conn.cursor()
+            cursor, raw = self._conn.cursor(), psycopg.RawCursor(self._conn)
             for sql, rows in writes:
-                cursor.executemany(self._plain(sql), rows)
+                self._write(cursor, raw, sql, rows)
             if commit:
                 self._conn.execute("COMMIT")
+
+    def _write(
+        self, cursor: psycopg.Cursor, raw: psycopg.RawCursor, sql: str, rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Many rows of one INSERT go as multi-row statements (on a raw cursor: `$n` placeholders,
+        nothing parsed per call): psycopg's executemany costs a pipeline message and Python work per
+        row, which is most of a batch's CPU at high rates."""
+        shape = self._multi_row.get(sql, False)
+        if shape is False:
+            shape = self._multi_row[sql] = multi_row_insert(sql)
+        if len(rows) < 2 or shape is None:
+            cursor.executemany(self._plain(sql), rows)
+            return
+        per_statement = max(MAX_PARAMETERS // max(len(rows[0]), 1), 1)
+        for first in range(0, len(rows), per_statement):
+            chunk = rows[first : first + per_statement]
+            key = (sql, len(chunk))
+            text = self._multi_row_text.get(key)
+            if text is None:
+                text = self._multi_row_text[key] = numbered_rows(*shape, len(chunk))
+            raw.execute(text, [value for r in chunk for value in r])
 
     def _plain(self, sql: str) -> str:
         """The psycopg form of `sql`, never with RETURNING (deferred writes need no ids)."""
@@ -194,6 +225,8 @@ class PostgresDriver:
     def schema_changed(self) -> None:
         self._statements.clear()
         self._plain_statements.clear()
+        self._multi_row.clear()
+        self._multi_row_text.clear()
         self._id_tables = None
 
     def close(self) -> None:

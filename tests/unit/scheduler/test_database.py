@@ -8,7 +8,7 @@ import pytest
 
 from pedl_scheduler.db import open_database
 from pedl_scheduler.db.schema import MIGRATIONS
-from pedl_scheduler.db.sqltext import insert_table, qmark_to_format
+from pedl_scheduler.db.sqltext import insert_table, multi_row_insert, numbered_rows, qmark_to_format
 
 EXPERIMENT = (
     "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
@@ -160,6 +160,33 @@ def test_the_insert_target_is_found_unless_returning_is_given() -> None:
     assert insert_table("  insert into Trials (a) VALUES (?)") == "trials"
     assert insert_table("INSERT INTO steps (a) VALUES (?) RETURNING a") is None
     assert insert_table("UPDATE trials SET a = ?") is None
+
+
+def test_many_deferred_rows_of_one_insert_land_as_given_duplicates_and_all(database_url: str) -> None:
+    db = open_database(database_url)
+    trial = db.execute(TRIAL, (db.execute(EXPERIMENT, (b"a",)), "r1"))
+    # More rows than one PostgreSQL statement takes parameters for (65535 / 3), and repeats that
+    # ON CONFLICT DO NOTHING drops, also within one statement.
+    steps = [*range(1, 22_001), 5, 21_999]
+    with db.transaction():
+        for step in steps:
+            db.defer(STEP, (trial, step, 10 * step))
+    rows = db.query("SELECT step_id, total_batches FROM steps ORDER BY step_id")
+    assert len(rows) == 22_000
+    assert rows[0] == {"step_id": 1, "total_batches": 10} and rows[-1]["total_batches"] == 220_000
+
+
+def test_a_multi_row_insert_repeats_its_row_with_numbered_placeholders() -> None:
+    shape = multi_row_insert(STEP)
+    assert shape is not None
+    assert numbered_rows(*shape, 2) == (
+        "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
+        "VALUES ($1, $2, $3, 100, '{}', 'now'), ($4, $5, $6, 100, '{}', 'now') ON CONFLICT DO NOTHING"
+    )
+    assert multi_row_insert("UPDATE trials SET a = ? WHERE id = ?") is None
+    assert multi_row_insert("INSERT INTO t (a) VALUES ('?', ?)") is None  # a ? in a literal
+    assert multi_row_insert("INSERT INTO t (a) SELECT ? WHERE 1 = 1") is None
+    assert multi_row_insert("INSERT INTO t (a) VALUES (?) RETURNING id") is None
 
 
 def test_a_database_at_an_older_version_is_migrated_forward(tmp_path) -> None:
