@@ -50,6 +50,7 @@ from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.scheduling.placement import PoolSlots
+from pedl_scheduler.searcher_journal import SearcherJournal
 
 log = structlog.get_logger(component="experiments")
 
@@ -65,7 +66,7 @@ SAVE_TRIAL = (
     "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
     "WHERE id = ?"
 )
-SAVE_SNAPSHOT = "UPDATE experiments SET searcher_snapshot = ? WHERE id = ?"
+SAVE_SNAPSHOT = "UPDATE experiments SET searcher_snapshot = ?, searcher_seq = ? WHERE id = ?"
 INSERT_LOG = "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)"
 
 
@@ -126,6 +127,15 @@ class ExperimentManager:
             config = parse_experiment_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
             exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
+            exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
+            exp.journal.replay(
+                (e["seq"], e["event_json"])
+                for e in self.db.query(
+                    "SELECT seq, event_json FROM searcher_events WHERE experiment_id = ? AND seq > ? "
+                    "ORDER BY seq",
+                    (exp.id, row["searcher_seq"]),
+                )
+            )
             self.experiments[exp.id] = exp
             for t in self.db.query("SELECT * FROM trials WHERE experiment_id = ? ORDER BY id", (exp.id,)):
                 exp.trial_ids.append(t["id"])
@@ -193,9 +203,9 @@ class ExperimentManager:
                     owner,
                 ),
             )
-            exp = ExperimentRuntime(exp_id, config, searcher)
+            exp = ExperimentRuntime(exp_id, config, searcher, journal=SearcherJournal(searcher))
             self.experiments[exp_id] = exp
-            self._apply(exp, searcher.initial_operations())
+            self._apply(exp, exp.journal.call("initial_operations"))
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
         self.wake.set()
         return exp_id
@@ -751,7 +761,8 @@ class ExperimentManager:
             trial.best_validation = value
         if trial.sequencer.on_validation_completed(w.total_batches):
             self._apply(
-                exp, exp.searcher.on_validation_completed(trial.request_id, float(value), w.total_batches)
+                exp,
+                exp.journal.call("on_validation_completed", trial.request_id, float(value), w.total_batches),
             )
 
     def _record_checkpoint(
@@ -821,7 +832,7 @@ class ExperimentManager:
                 self._save_trial(trial)
             elif exit_code == 0 and trial.sequencer.terminated:
                 self._end_trial(trial, "COMPLETED", "")
-                self._apply(exp, exp.searcher.on_trial_closed(trial.request_id))
+                self._apply(exp, exp.journal.call("on_trial_closed", trial.request_id))
             else:
                 reason = error.strip() or f"the trial process exited with code {exit_code}"
                 if exit_code == 0:
@@ -836,7 +847,7 @@ class ExperimentManager:
                             f"{exp.config.max_restarts})"
                         )
                     self._end_trial(trial, "ERROR", reason)
-                    self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
+                    self._apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
             self._maybe_finish(exp)
         self.wake.set()
         self._notify()
@@ -868,7 +879,7 @@ class ExperimentManager:
         with self._txn():
             self._log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
             self._end_trial(trial, "ERROR", reason)
-            self._apply(exp, exp.searcher.on_trial_exited_early(trial.request_id))
+            self._apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
             self._maybe_finish(exp)
         self.wake.set()
         self._notify()
@@ -917,7 +928,7 @@ class ExperimentManager:
                         break
                     op = pending.pop(0)
                 for created in self._create_trials(exp, batch):
-                    pending.extend(exp.searcher.on_trial_created(created.request_id))
+                    pending.extend(exp.journal.call("on_trial_created", created.request_id))
             elif isinstance(op, ValidateAfter):
                 trial = self._by_request(exp, op.request_id)
                 trial.sequencer.add_target(op.length)
@@ -931,7 +942,7 @@ class ExperimentManager:
             elif isinstance(op, Shutdown):
                 exp.searcher_done = True
                 exp.searcher_failed = exp.searcher_failed or op.failure
-        self._dirty_searchers[exp.id] = exp  # its snapshot is written when the transaction flushes
+        self._dirty_searchers[exp.id] = exp  # its journal is written when the transaction flushes
         if not self.db.in_transaction:
             self.db.flush()
         self._maybe_finish(exp)
@@ -1114,7 +1125,24 @@ class ExperimentManager:
         if self._dirty_searchers:
             searchers, self._dirty_searchers = self._dirty_searchers, {}
             for exp in searchers.values():
-                self.db.defer(SAVE_SNAPSHOT, (json.dumps(exp.searcher.snapshot()), exp.id))
+                self._write_journal(exp)
+
+    def _write_journal(self, exp: ExperimentRuntime) -> None:
+        """The searcher's new events, or a snapshot covering them (`SearcherJournal`)."""
+        flush = exp.journal.flush()
+        if flush is None:
+            return
+        if flush.snapshot is not None:
+            self.db.defer(SAVE_SNAPSHOT, (flush.snapshot, flush.seq, exp.id))
+            if flush.drop_events:
+                self.db.defer(
+                    "DELETE FROM searcher_events WHERE experiment_id = ? AND seq <= ?", (exp.id, flush.seq)
+                )
+        for seq, event in flush.events:
+            self.db.defer(
+                "INSERT INTO searcher_events (experiment_id, seq, event_json) VALUES (?, ?, ?)",
+                (exp.id, seq, event),
+            )
 
     def _end_trial(self, trial: TrialRuntime, state: str, error: str) -> None:
         trial.state = state

@@ -109,6 +109,16 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE trials ADD COLUMN waiting_on_trial_id INTEGER",
     ],
+    # 5: the searcher's events since its last snapshot (a large search snapshots now and then).
+    [
+        "ALTER TABLE experiments ADD COLUMN searcher_seq BIGINT NOT NULL DEFAULT 0",
+        """CREATE TABLE searcher_events (
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            seq BIGINT NOT NULL,
+            event_json TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, seq)
+        )""",
+    ],
 ]
 
 

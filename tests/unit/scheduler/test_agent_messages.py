@@ -14,6 +14,7 @@ import pytest
 from pedl._metrics import to_struct
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler import searcher_journal
 from pedl_scheduler.agent_link import BATCH_MAX_MESSAGES, Inbox, _take_batch
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
 from pedl_scheduler.db import open_database
@@ -391,5 +392,36 @@ def test_a_search_that_queues_many_trials_starts_them_oldest_first(tmp_path) -> 
             started += [t for t, _ in starts(sent)]
             s.manager.on_agent_messages(s.answers(s.workloads(sent)))
         assert started == list(range(1, len(started) + 1))
+
+    run(body)
+
+
+ASHA = """
+hyperparameters: {x: {type: double, minval: 0, maxval: 1}}
+searcher: {name: adaptive_asha, metric: error, max_trials: 16, max_length: {batches: 40}, divisor: 2,
+           max_concurrent_trials: 4}
+batches_per_step: 10
+max_restarts: 0
+"""
+
+
+def test_a_restarted_scheduler_rebuilds_a_journaled_searcher_exactly(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(searcher_journal, "SMALL_SNAPSHOT_BYTES", 0)  # as for a large search
+    monkeypatch.setattr(searcher_journal, "EVENTS_PER_SNAPSHOT", 40)
+
+    async def body() -> None:
+        s = Scenario(tmp_path / "pedl.db", slots=4)
+        exp_id = s.manager.create_experiment(ASHA, b"model", "model")
+        for _ in range(6):
+            s.manager.tick(0)
+            s.manager.on_agent_messages(s.answers(s.workloads(s.sent()), error=0.3))
+        assert s.rows("SELECT COUNT(*) AS n FROM searcher_events")[0]["n"] > 0
+        live = s.manager.experiments[exp_id].searcher.snapshot()
+        again = ExperimentManager(open_database(str(s.path)), Cluster(), "127.0.0.1:1")
+        again.recover()
+        assert again.experiments[exp_id].searcher.snapshot() == live
+        assert again.experiments[exp_id].journal.seq == s.manager.experiments[exp_id].journal.seq
+        again.db.close()
+        s.manager.db.close()
 
     run(body)
