@@ -159,8 +159,7 @@ class ExperimentManager:
                 self.trials[trial.id] = trial
                 exp.live[trial.request_id] = trial
                 self._wait_for(trial, t["waiting_on_trial_id"])
-                if trial.latest_checkpoint_uuid:
-                    exp.checkpointed[trial.id] = trial
+                self._holds_checkpoint(trial)
             for trial_id in exp.trial_ids:
                 child = self.trials.get(trial_id)
                 if child is not None and child.waiting_on is not None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pedl.searcher import SearchMethod
 from pedl.sequencer import Next, TrialSequencer
+from pedl_scheduler.searcher_journal import SearcherJournal
 
 
 @dataclass
@@ -16,7 +17,7 @@ class ExperimentRuntime:
     searcher: SearchMethod
     state: str = "ACTIVE"
     # Every event goes to the searcher through this, so that it is stored (pedl_scheduler.searcher_journal).
-    journal: Any = None
+    journal: SearcherJournal | None = None
     searcher_done: bool = False
     searcher_failed: bool = False
     trial_ids: list[int] = field(default_factory=list)

@@ -83,8 +83,8 @@ class RandomSearch(SearchMethod):
         return self.finished / self.max_trials if self.max_trials else 0.0
 
     def method_state(self) -> dict[str, Any]:
-        # The snapshot is written with every event, and a search without a concurrency limit holds
-        # every trial open from the start: runs of consecutive request ids keep it small.
+        # A search without a concurrency limit holds every trial open from the start: runs of
+        # consecutive request ids keep the snapshot small (and so written with each event).
         return {
             "created": self.created,
             "open_runs": _runs(self.open),

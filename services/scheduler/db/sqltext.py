@@ -61,10 +61,10 @@ def multi_row_insert(sql: str) -> tuple[str, str, str] | None:
         return None
     start = match.end() - 1
     end = sql.find(")", start)
-    row = sql[start : end + 1]
-    tail = sql[end + 1 :]
-    head = sql[:start]
-    if end < 0 or "(" in row[1:] or _VALUES.search(tail) or any(c in head + tail for c in "?'\"%"):
+    if end < 0:
+        return None
+    head, row, tail = sql[:start], sql[start : end + 1], sql[end + 1 :]
+    if "(" in row[1:] or _VALUES.search(tail) or any(c in head + tail for c in "?'\"%"):
         return None
     if '"' in row or any("?" in quoted for quoted in row.split("'")[1::2]):
         return None
