@@ -1,0 +1,32 @@
+"""Determined's Python API on top of pedl, for model definitions and training scripts written for
+Determined (`import determined as det`).
+
+This package lives outside `sdk/pedl` on purpose: it is put on a trial's path only when no real
+Determined installation is importable, so it never shadows one (see the README, "Code written for
+Determined"). Submodules load on first use, so `import determined` stays cheap (no torch or
+TensorFlow until `det.pytorch` or `det.keras` is touched).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.38.0+pedl"
+
+# Submodules reachable as attributes of `det` (Determined's own layout).
+_SUBMODULES = ("core", "launch", "pytorch", "keras", "estimator", "experimental", "tensorflow")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    if name in ("get_cluster_info", "ClusterInfo"):
+        from determined import _cluster_info
+
+        value = getattr(_cluster_info, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'determined' has no attribute {name!r}")
