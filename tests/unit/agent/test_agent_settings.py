@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,8 +85,10 @@ def test_model_definition_names_must_be_one_directory(name: str) -> None:
 
 
 def test_harness_sockets_stay_short_enough_for_unix_sockets(tmp_path: Path) -> None:
-    short, temporary = _socket_dir(tmp_path / "w")
-    assert short == tmp_path / "w" / "sock" and not temporary
+    # pytest's tmp_path can itself be long (pytest-xdist adds a worker folder): use a short one.
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        short, temporary = _socket_dir(Path(top) / "w")
+        assert short == Path(top) / "w" / "sock" and not temporary
     deep = tmp_path / ("d" * 120)
     sock_dir, temporary = _socket_dir(deep)
     try:
