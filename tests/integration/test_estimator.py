@@ -75,3 +75,14 @@ def test_an_estimator_trial_completes_in_the_tf215_environment(tmp_path, tf215_p
         # One SavedModel per build_serving_input_receiver_fns() entry: serving/<timestamp>/.
         assert any(p.startswith("serving/") and p.endswith("/saved_model.pb") for p in files), files
         assert any(p.startswith("estimator/model.ckpt-40.") for p in files), files
+
+
+def test_the_estimator_step_benchmark_runs_in_smoke_mode(tf215_python) -> None:
+    done = subprocess.run(
+        [tf215_python, str(ROOT / "benchmarks" / "estimator_steps.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one train() call:" in done.stdout and "ratio:" in done.stdout, done.stdout
