@@ -172,7 +172,7 @@ class EstimatorTrialController:
         self._call("save", path=Path(path))
 
     def close(self) -> None:
-        """Ends the train call in progress (the harness's TERMINATE; also run at interpreter exit)."""
+        """Ends the train call in progress; runs at interpreter exit (the harness exits on TERMINATE)."""
         if self._worker is not None:
             self._worker.close()
 
@@ -198,7 +198,8 @@ class EstimatorTrialController:
                 elif command.kind == "save":
                     command.done.set_result(self._save(command.path))
             except BaseException as exc:
-                command.done.set_exception(exc)
+                if not command.done.done():
+                    command.done.set_exception(exc)
 
     def _train_call(self, first: Command, commands: queue.Queue[Command]) -> Command:
         """Trains in one `train()` call until a save or stop command ends it; returns that command."""
