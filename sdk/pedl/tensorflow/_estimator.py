@@ -5,15 +5,19 @@
 creating its controller fails with an error naming that requirement. No make_data_loaders is
 needed: the input functions of the train and validation specs provide the data.
 
-Checkpoints copy the Estimator's own latest checkpoint (from its `model_dir`), plus the batch
-count, and export one SavedModel per `build_serving_input_receiver_fns()` entry.
+Training runs in one long `Estimator.train()` call from one checkpoint to the next, steered by a
+hook between steps (`pedl.tensorflow._estimator_loop`). Checkpoints copy the Estimator's own
+latest checkpoint (from its `model_dir`), plus the batch count, and export one SavedModel per
+`build_serving_input_receiver_fns()` entry.
 """
 
 from __future__ import annotations
 
 import abc
+import atexit
 import inspect
 import json
+import queue
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +30,7 @@ from pedl.harness.controller import StepResult
 from pedl.model_def.errors import describe
 from pedl.tensorflow import _checkpoint
 from pedl.tensorflow._averaging import mean_metrics
+from pedl.tensorflow._estimator_loop import Command, ControlHook, Worker
 from pedl.trial import Trial
 
 FRAMEWORK = "tensorflow-estimator"
@@ -94,49 +99,42 @@ def _positioned_input_fn(input_fn: Callable[..., Any], skip: int, where: str) ->
     return wrapped
 
 
-class _LossHook(tf.compat.v1.train.SessionRunHook):
-    """Collects the training loss of every batch (the tensor the Estimator summarizes as "loss")."""
+def _pinned(estimator: Any, model_dir: str | None, seed: int) -> Any:
+    """`estimator` with the trial's graph seed (unless the user set one) and, when given, `model_dir`.
 
-    def __init__(self) -> None:
-        self.losses: list[float] = []
-        self._loss: Any = None
-
-    def begin(self) -> None:
-        graph = tf.compat.v1.get_default_graph()
-        for summary in graph.get_collection(tf.compat.v1.GraphKeys.SUMMARIES):
-            if summary.op.name == "loss":
-                self._loss = summary.op.inputs[1]
-        if self._loss is None:
-            raise RuntimeError("the Estimator's training graph has no 'loss' summary to report the loss from")
-
-    def before_run(self, run_context: Any) -> Any:
-        return tf.compat.v1.train.SessionRunArgs(self._loss)
-
-    def after_run(self, run_context: Any, run_values: Any) -> None:
-        self.losses.append(float(run_values.results))
+    A rebuilt Estimator must keep training in the first one's `model_dir` (an Estimator built without
+    one picks a new temporary directory), and without a graph seed its random ops (initializers,
+    dropout) would draw differently on every run. tf.estimator is frozen at 2.15, so setting its
+    private fields is safe."""
+    config = estimator.config
+    if config.tf_random_seed is None:
+        config = config.replace(tf_random_seed=seed)
+    if model_dir is not None and model_dir != estimator.model_dir:
+        config = config.replace(model_dir=model_dir)
+        estimator._model_dir = model_dir
+    estimator._config = config
+    return estimator
 
 
 class EstimatorTrialController:
-    """Implements `pedl.harness.controller.TrialController` for EstimatorTrial."""
+    """Implements `pedl.harness.controller.TrialController` for EstimatorTrial (see `_estimator_loop`)."""
 
     def __init__(self, trial: EstimatorTrial) -> None:
-        estimator_api = estimator_module()
+        self._api = estimator_module()
         self.trial = trial
         self._batches_trained = 0
-        self.estimator = trial.build_estimator(trial.hparams)
-        if not isinstance(self.estimator, estimator_api.Estimator):
-            raise TypeError(
-                f"{describe(type(trial).build_estimator)} must return a tf.estimator.Estimator, "
-                f"got {type(self.estimator).__name__}"
-            )
+        # Drawn from NumPy, which the harness seeds with the trial seed: reproducible initial values.
+        self._seed = int(np.random.randint(2**31 - 1))
+        self.estimator = _pinned(self._built_estimator(), None, self._seed)
+        self._fresh = True  # no train() call has used self.estimator yet
         self.train_spec = trial.build_train_spec(trial.hparams)
-        if not isinstance(self.train_spec, estimator_api.TrainSpec):
+        if not isinstance(self.train_spec, self._api.TrainSpec):
             raise TypeError(
                 f"{describe(type(trial).build_train_spec)} must return a tf.estimator.TrainSpec, "
                 f"got {type(self.train_spec).__name__}"
             )
         self.validation_spec = trial.build_validation_spec(trial.hparams)
-        if not isinstance(self.validation_spec, estimator_api.EvalSpec):
+        if not isinstance(self.validation_spec, self._api.EvalSpec):
             raise TypeError(
                 f"{describe(type(trial).build_validation_spec)} must return a tf.estimator.EvalSpec, "
                 f"got {type(self.validation_spec).__name__}"
@@ -147,42 +145,103 @@ class EstimatorTrialController:
                 f"{describe(type(trial).build_serving_input_receiver_fns)} must return a dict of "
                 f"serving input receiver functions by name, got {type(self.serving_fns).__name__}"
             )
+        self._worker: Worker | None = None
+
+    def _built_estimator(self) -> Any:
+        estimator = self.trial.build_estimator(self.trial.hparams)
+        if not isinstance(estimator, self._api.Estimator):
+            raise TypeError(
+                f"{describe(type(self.trial).build_estimator)} must return a tf.estimator.Estimator, "
+                f"got {type(estimator).__name__}"
+            )
+        return estimator
 
     @property
     def batches_trained(self) -> int:
         return self._batches_trained
 
     def train_until(self, total_batches: int) -> StepResult:
-        count = total_batches - self._batches_trained
-        if count <= 0:
+        if total_batches <= self._batches_trained:
             return StepResult()
-        hook = _LossHook()
-        where = describe(type(self.trial).build_train_spec)
-        self.estimator.train(
-            input_fn=_positioned_input_fn(self.train_spec.input_fn, self._batches_trained, where),
-            steps=count,
-            hooks=[*(self.train_spec.hooks or ()), hook],
-        )
-        if len(hook.losses) != count:
-            raise RuntimeError(
-                f"the Estimator trained {len(hook.losses)} batches instead of {count}; its input_fn "
-                "(repeated by PEDL) ran out of data"
-            )
-        self._batches_trained += count
-        loss = float(np.mean(hook.losses))
-        if not np.isfinite(loss):
-            first = total_batches - count + 1
-            raise FloatingPointError(f"training batches {first}-{total_batches}: the mean loss is {loss}")
-        return StepResult(metrics={"loss": loss}, num_batches=count)
+        return self._call("train", target=total_batches)
 
     def validate(self) -> dict[str, Any]:
+        return self._call("validate")
+
+    def save(self, path: Path) -> None:
+        self._call("save", path=Path(path))
+
+    def close(self) -> None:
+        """Ends the train call in progress; runs at interpreter exit (the harness exits on TERMINATE)."""
+        if self._worker is not None:
+            self._worker.close()
+
+    def _call(self, kind: str, target: int = 0, path: Path | None = None) -> Any:
+        if self._worker is None:
+            self._worker = Worker(self._serve)
+            atexit.register(self.close)
+        return self._worker.call(kind, target, path)
+
+    # Everything below runs on the worker thread.
+
+    def _serve(self, commands: queue.Queue[Command]) -> None:
+        while True:
+            command = commands.get()
+            try:
+                if command.kind == "train":
+                    command = self._train_call(command, commands)
+                if command.kind == "stop":
+                    command.done.set_result(None)
+                    return
+                if command.kind == "validate":
+                    command.done.set_result(self._evaluate(tf.train.latest_checkpoint(self.estimator.model_dir)))
+                elif command.kind == "save":
+                    command.done.set_result(self._save(command.path))
+            except BaseException as exc:
+                if not command.done.done():
+                    command.done.set_exception(exc)
+
+    def _train_call(self, first: Command, commands: queue.Queue[Command]) -> Command:
+        """Trains in one `train()` call until a save or stop command ends it; returns that command."""
+        if not self._fresh:
+            self.estimator = _pinned(self._built_estimator(), self.estimator.model_dir, self._seed)
+        self._fresh = False
+        hook = ControlHook(first, self._batches_trained, commands, self._evaluate, self.estimator.model_dir)
+        where = describe(type(self.trial).build_train_spec)
+        try:
+            self.estimator.train(
+                input_fn=_positioned_input_fn(self.train_spec.input_fn, self._batches_trained, where),
+                hooks=[*(self.train_spec.hooks or ()), hook],
+            )
+            if hook.ending is None:
+                raise RuntimeError(
+                    f"the Estimator stopped after {hook.batches_trained} batches, short of "
+                    f"{hook.pending.target if hook.pending else '?'}: its input_fn (repeated by PEDL) "
+                    "yields no data, or a hook of the train spec requested a stop"
+                )
+        except BaseException as exc:
+            # The step in progress fails (the first, if the graph failed to build), or the save/stop.
+            failed = hook.pending or hook.ending or first
+            if not failed.done.done():
+                failed.done.set_exception(exc)
+            return Command("idle")
+        finally:
+            self._batches_trained = hook.batches_trained
+        return hook.ending
+
+    def _evaluate(self, checkpoint: str | None) -> dict[str, Any]:
+        if checkpoint is None:
+            raise RuntimeError(
+                "the Estimator has no checkpoint to validate yet: train at least one batch first"
+            )
         spec = self.validation_spec
-        results = self.estimator.evaluate(input_fn=spec.input_fn, steps=spec.steps, hooks=spec.hooks)
+        results = self.estimator.evaluate(
+            input_fn=spec.input_fn, steps=spec.steps, hooks=spec.hooks, checkpoint_path=checkpoint
+        )
         metrics = {k: v for k, v in results.items() if k != "global_step"}
         return mean_metrics([metrics], "validation")
 
-    def save(self, path: Path) -> None:
-        path = Path(path)
+    def _save(self, path: Path) -> None:
         latest = tf.train.latest_checkpoint(self.estimator.model_dir)
         if latest is None:
             raise RuntimeError("the Estimator has no checkpoint to save yet: train at least one batch first")
