@@ -105,6 +105,8 @@ def create_experiment(args: argparse.Namespace) -> int:
         config = parse_experiment_config(config_yaml, filename=args.config_file)
     except ConfigError as e:
         raise CliError(config_error_message(args.config_file, e), EXIT_BAD_INPUT) from None
+    for warning in config.warnings:
+        print(f"warning: {args.config_file}: {warning}", file=sys.stderr)
     if args.test:
         config = test_mode_config(config)
         config_yaml = yaml.safe_dump(config.raw, sort_keys=False)

@@ -76,6 +76,7 @@ TOP_LEVEL_FIELDS = (
     "retention_policy",
     "integrations",
     "preemption_timeout",
+    "security",
 )
 
 
