@@ -188,19 +188,21 @@ FIELDS: dict[str, Field] = {
     "checkpoint_storage.user": _r("hdfs storage is refused (see type=hdfs)"),
     # --- optimizations ---------------------------------------------------------------------
     "optimizations": _s("section; only Determined's default values are accepted"),
-    "optimizations.aggregation_frequency": _r(
-        "pedl does not accumulate gradients over batches; raise global_batch_size instead", 1
+    "optimizations.aggregation_frequency": _s(
+        "PyTorchTrial: gradients of N batches are accumulated, then one optimizer and LR-scheduler step "
+        "(other trial types fail at start naming the field)"
     ),
-    "optimizations.average_aggregated_gradients": _r(
-        "only meaningful with aggregation_frequency, which pedl refuses", True
+    "optimizations.average_aggregated_gradients": _s(
+        "PyTorchTrial: average (true) or sum accumulated gradients"
     ),
     "optimizations.average_training_metrics": _r(
         "pedl always averages training metrics over a trial's workers; remove it or set it to true", True
     ),
-    "optimizations.mixed_precision": _r(
-        "pedl does not apply Apex AMP; use torch.autocast in train_batch", "O0"
+    "optimizations.mixed_precision": _s(
+        "PyTorchTrial: O1/O2/O3 run forward and loss under torch.autocast (float16 with a gradient scaler "
+        "on CUDA, bfloat16 on CPU)"
     ),
-    "optimizations.auto_tf32": _r("pedl does not switch TF32 on for you; set torch.backends flags", False),
+    "optimizations.auto_tf32": _s("PyTorchTrial: lets CUDA matmuls and cuDNN use TF32"),
     "optimizations.gradient_compression": _r("pedl does not compress gradients", False),
     "optimizations.auto_tune_tensor_fusion": _w("Horovod tuning; pedl does not use Horovod", False),
     "optimizations.tensor_fusion_threshold": _w("Horovod tuning; pedl does not use Horovod", 64),

@@ -71,3 +71,16 @@ def test_a_searcher_metric_the_trial_does_not_report_is_named(tmp_path) -> None:
     config = tiny_config().replace("metric: error", "metric: accuracy_top5")
     with pytest.raises(ValueError, match=r"'accuracy_top5' is not among .*\(error, loss, validation_loss\)"):
         pedl.experimental.create(trial_def, context, config=config, local=True)
+
+
+def test_local_trials_see_the_configs_environment_variables(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("TEST_GREETING_29", raising=False)
+    body = "import os; assert os.environ.get('TEST_GREETING_29') == 'hi there', dict(os.environ)"
+    trial_def, context = tiny_trial(tmp_path, "envvars", build_model_body=body)
+    extra = "environment:\n  environment_variables:\n    - TEST_GREETING_29=hi there\n"
+    config = tiny_config(max_batches=10, extra=extra)
+    result = pedl.experimental.create(trial_def, context, config=config, local=True)
+    assert result.state == "COMPLETED"
+    import os
+
+    assert "TEST_GREETING_29" not in os.environ  # restored after the experiment
