@@ -952,11 +952,7 @@ class ExperimentManager:
         cfg = exp.config
         sequencers = []
         for op, decided in batch:
-            sequencer = TrialSequencer(
-                batches_per_step=cfg.batches_per_step,
-                min_validation_period=cfg.min_validation_period_batches,
-                min_checkpoint_period=cfg.min_checkpoint_period_batches,
-            )
+            sequencer = TrialSequencer.for_config(cfg)
             for d in decided:
                 if isinstance(d, ValidateAfter):
                     sequencer.add_target(d.length)

@@ -57,21 +57,16 @@ FIELDS: dict[str, Field] = {
     "batches_per_step": _s("PEDL's name for scheduling_unit"),
     "min_validation_period": _s("validate at least this often: `{batches|records|epochs: N}` or steps"),
     "min_checkpoint_period": _s("checkpoint at least this often: `{batches|records|epochs: N}` or steps"),
-    "perform_initial_validation": _r(
-        "pedl does not validate before training starts; remove it or set it to false", False
-    ),
+    "perform_initial_validation": _s("validates the untrained model (at batch 0) before training"),
     "checkpoint_policy": _s(
-        "`none` is what pedl does (checkpoints at min_checkpoint_period, on pause and at the end); "
-        "`best` and `all` are refused"
+        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end) or `all` "
+        "(also after every validation); `best` is refused"
     ),
     "checkpoint_policy=best": _r(
         "pedl does not checkpoint after each validation that improves the metric; use "
-        "checkpoint_policy: none with min_checkpoint_period"
+        "checkpoint_policy: all (a checkpoint after every validation; save_trial_best keeps the best)"
     ),
-    "checkpoint_policy=all": _r(
-        "pedl does not checkpoint after every validation; use checkpoint_policy: none with "
-        "min_checkpoint_period equal to min_validation_period"
-    ),
+    "checkpoint_policy=all": _s("a checkpoint after every validation"),
     "checkpoint_policy=none": _s("validations do not cause checkpoints"),
     "reproducibility": _s("section"),
     "reproducibility.experiment_seed": _s("seeds the searcher and every trial"),

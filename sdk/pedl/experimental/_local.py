@@ -131,11 +131,7 @@ class _LocalRunner:
                     LocalTrialResult(trial_id, op.hparams),
                     op.request_id,
                     op.seed,
-                    TrialSequencer(
-                        self.config.batches_per_step,
-                        self.config.min_validation_period_batches,
-                        self.config.min_checkpoint_period_batches,
-                    ),
+                    TrialSequencer.for_config(self.config),
                     LocalCheckpoints(self.root / f"trial-{trial_id}", trial_id),
                 )
                 pending.extend(self.searcher.on_trial_created(op.request_id))

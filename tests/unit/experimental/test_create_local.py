@@ -84,3 +84,12 @@ def test_local_trials_see_the_configs_environment_variables(tmp_path, monkeypatc
     import os
 
     assert "TEST_GREETING_29" not in os.environ  # restored after the experiment
+
+
+def test_initial_validation_and_checkpoint_policy_all(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path, "initial")
+    config = tiny_config(max_batches=40, extra="perform_initial_validation: true\ncheckpoint_policy: all\n")
+    result = pedl.experimental.create(trial_def, context, config=config, local=True)
+    (trial,) = result.trials
+    assert [b for b, _ in trial.validations] == [0, 20, 40]
+    assert len(trial.checkpoints) == 2  # after the validations at 20 and 40 (none of the untrained model)
