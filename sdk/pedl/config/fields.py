@@ -134,8 +134,11 @@ FIELDS: dict[str, Field] = {
     "resources.agent_label": _r(
         "pedl agents carry no labels to match; use resources.resource_pool to pick agents", ""
     ),
-    "resources.devices": _r(f"{_NO_CONTAINER}; every device on the agent is visible to a trial", []),
-    "resources.shm_size": _r(f"{_NO_CONTAINER}; trials use the host's /dev/shm as it is"),
+    "resources.devices": _w(
+        f"{_NO_CONTAINER}; a trial already sees every device of its agent (CUDA_VISIBLE_DEVICES picks GPUs)",
+        [],
+    ),
+    "resources.shm_size": _w(f"{_NO_CONTAINER}; trials use the host's /dev/shm, which no container limits"),
     "resources.native_parallel": _r(
         "Determined removed native parallelism; use slots_per_trial for distributed training", False
     ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pedl.config._checks import (
@@ -15,6 +16,7 @@ from pedl.config._checks import (
     expect_number,
     expect_str,
     expect_str_list,
+    is_int,
 )
 from pedl.config.env_vars import check_environment_variables
 from pedl.config.errors import FieldError, FieldPath
@@ -53,7 +55,36 @@ def validate_resources(value: Any, path: FieldPath = ("resources",)) -> dict[str
             expect_str(resources[key], (*path, key))
     if "slots" in resources:
         expect_int(resources["slots"], (*path, "slots"), minimum=0)
+    if "shm_size" in resources:
+        _check_size(resources["shm_size"], (*path, "shm_size"))
+    if "devices" in resources:
+        for i, device in enumerate(expect_list(resources["devices"], (*path, "devices"))):
+            _check_device(device, (*path, "devices", i))
     return resources
+
+
+# Determined's memory sizes: a number, optionally a space, then a unit like k, Mi, GB, or b.
+_SIZE = re.compile(r"^([0-9]*[.])?[0-9]+ ?(([kmgtpKMGTP]([iI]?[bB])?)|[bB])?$")
+
+
+def _check_size(value: Any, path: FieldPath) -> None:
+    if is_int(value):
+        expect_int(value, path, minimum=0)
+    elif not isinstance(value, str) or not _SIZE.match(value):
+        raise FieldError(path, f"expected a memory size like 4G, 512Mi or 1.5 gb, got {describe(value)}")
+
+
+def _check_device(device: Any, path: FieldPath) -> None:
+    if isinstance(device, str):
+        expect_str(device, path, non_empty=True)
+        return
+    device = expect_mapping(device, path)
+    check_keys(
+        device, path, ("host_path", "container_path", "mode"), required=("host_path", "container_path")
+    )
+    for key in ("host_path", "container_path", "mode"):
+        if key in device:
+            expect_str(device[key], (*path, key), non_empty=key != "mode")
 
 
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
