@@ -104,9 +104,9 @@ FIELDS: dict[str, Field] = {
     "profiling.begin_on_batch": _s("checked as Determined does (not after end_after_batch)"),
     "profiling.end_after_batch": _s("checked as Determined does"),
     "profiling.sync_timings": _s("checked as Determined does; no effect without the profiler"),
-    "bind_mounts": _r(
-        f"{_NO_CONTAINER}; read data from its host path (e.g. a path in `data`) instead of a bind mount",
-        [],
+    "bind_mounts": _s(
+        "only mounts whose container_path is the host_path (a plain process sees that path as it is), "
+        "writable and with rprivate propagation; others are refused naming the mount"
     ),
     # --- environment -----------------------------------------------------------------------
     "environment": _s("a string names the agent's Python environment; a mapping is Determined's"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
@@ -87,9 +88,41 @@ def _check_device(device: Any, path: FieldPath) -> None:
             expect_str(device[key], (*path, key), non_empty=key != "mode")
 
 
+_MOUNT_KEYS = ("host_path", "container_path", "read_only", "propagation")
+
+
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
-    """Only an empty list gets here (fields.FIELDS refuses bind mounts)."""
-    return expect_list(value, path)
+    """Trials are plain processes: a mount of a host path at the same path is what they see anyway;
+    anything else (another path, read-only, other propagation) would need a container."""
+    mounts = expect_list(value, path)
+    for i, mount in enumerate(mounts):
+        item = (*path, i)
+        mount = expect_mapping(mount, item)
+        check_keys(mount, item, _MOUNT_KEYS, required=("host_path", "container_path"))
+        host = expect_str(mount["host_path"], (*item, "host_path"), non_empty=True)
+        container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
+        if not posixpath.isabs(host):
+            raise FieldError((*item, "host_path"), f"must be an absolute path, got {host!r}")
+        if container == ".":
+            raise FieldError((*item, "container_path"), 'must not be "."')
+        if posixpath.normpath(container) != posixpath.normpath(host):
+            raise FieldError(
+                (*item, "container_path"),
+                f"{container!r} is not supported by pedl: trials run as plain processes, so data stays "
+                f"at its host path; set container_path to {host!r} and read it there",
+            )
+        if expect_bool(mount.get("read_only", False), (*item, "read_only")):
+            raise FieldError(
+                (*item, "read_only"),
+                "is not supported by pedl: a plain process cannot be given a read-only view of a host "
+                "path; remove read_only or protect the path with file permissions",
+            )
+        propagation = expect_str(mount.get("propagation", "rprivate"), (*item, "propagation"))
+        if propagation != "rprivate":
+            raise FieldError(
+                (*item, "propagation"), f"{propagation!r} is not supported by pedl: there is no mount"
+            )
+    return mounts
 
 
 ENVIRONMENT_KEYS = (

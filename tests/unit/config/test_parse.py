@@ -287,7 +287,7 @@ SEARCHER = "searcher: {name: single, metric: m, max_length: 1}\n"
         ("environment: 5\n", "environment"),
         ("environment: {environment_variables: [NOEQUALS]}\n", "environment.environment_variables[0]"),
         ("reproducibility: {experiment_seed: x}\n", "reproducibility.experiment_seed"),
-        ("bind_mounts: [{host_path: /data}]\n", "bind_mounts"),
+        ("bind_mounts: [{host_path: /data}]\n", "bind_mounts[0].container_path"),
         ("data: [1, 2]\n", "data"),
         ("checkpoint_policy: some\n", "checkpoint_policy"),
         ("min_validation_period: {batches: -1}\n", "min_validation_period.batches"),
