@@ -216,9 +216,7 @@ FIELDS: dict[str, Field] = {
     "searcher.name=adaptive": _s("synchronous successive halving with brackets (older PEDL/Determined)"),
     "searcher.name=adaptive_simple": _s("adaptive with a simple bracket layout"),
     "searcher.name=pbt": _s("population-based training (PEDL)"),
-    "searcher.name=async_halving": _r(
-        "pedl has no single-bracket ASHA; use name: adaptive_asha with max_rungs and mode: aggressive"
-    ),
+    "searcher.name=async_halving": _s("ASHA in one bracket of num_rungs rungs (adaptive_asha's engine)"),
     "searcher.name=sync_halving": _r(
         "pedl has no single-bracket synchronous halving; use name: adaptive with mode: aggressive"
     ),
@@ -235,7 +233,7 @@ FIELDS: dict[str, Field] = {
     "searcher.stop_once": _s("adaptive_asha: stop trials early without promotions"),
     "searcher.budget": _s("adaptive: total length across trials"),
     "searcher.train_stragglers": _s("adaptive"),
-    "searcher.num_rungs": _r("only used by async_halving and sync_halving, which pedl refuses"),
+    "searcher.num_rungs": _s("async_halving: rungs of its one bracket"),
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
     "searcher.time_metric": _r("pedl's searchers measure trial length, not time; give max_length"),
     "searcher.max_time": _r("pedl's searchers measure trial length, not time; give max_length"),

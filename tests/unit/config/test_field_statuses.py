@@ -227,7 +227,7 @@ EXAMPLES: dict[str, str] = {
     "searcher.stop_once": ASHA + ", stop_once: true}\n",
     "searcher.budget": ADAPTIVE + "}\n",
     "searcher.train_stragglers": ADAPTIVE + ", train_stragglers: false}\n",
-    "searcher.num_rungs": ASHA + ", num_rungs: 3}\n",
+    "searcher.num_rungs": "searcher: {name: async_halving, metric: loss, num_rungs: 3, max_trials: 4, max_length: {batches: 64}}\n",
     "searcher.unit": "searcher: {name: single, metric: loss, max_length: {batches: 10}, unit: batches}\n",
     "searcher.time_metric": ASHA + ", time_metric: batches, max_time: 100}\n",
     "searcher.max_time": "searcher: {name: adaptive_asha, metric: loss, max_trials: 4, max_time: 100, "
