@@ -49,6 +49,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     describe.add_argument("--json", action="store_true", help="machine-readable output")
     describe.set_defaults(func=describe_experiment)
 
+    show_config = commands.add_parser(
+        "config", parents=[common], help="print an experiment's effective config (create accepts it again)"
+    )
+    show_config.add_argument("experiment_id", type=positive_int, metavar="ID")
+    show_config.set_defaults(func=print_experiment_config)
+
     kill = commands.add_parser("kill", parents=[common], help="stop an experiment and all its trials")
     kill.add_argument("experiment_id", type=positive_int, metavar="ID")
     kill.set_defaults(func=kill_experiment)
@@ -177,6 +183,16 @@ def describe_experiment(args: argparse.Namespace) -> int:
         if args.json
         else render.describe_experiment(response, details)
     )
+    return 0
+
+
+def print_experiment_config(args: argparse.Namespace) -> int:
+    """The validated config with defaults filled in, as the scheduler stored it (YAML keeps integers
+    integers, which the Struct form does not); secrets stay masked."""
+    with connect(args) as client:
+        response = client.get_experiment(args.experiment_id)
+    text = response.experiment.config_yaml
+    print(text if text.endswith("\n") else text + "\n", end="")
     return 0
 
 

@@ -270,7 +270,18 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
     config = from_struct(experiment.config)
     if config:
         lines += ["Configuration:", *config_summary(config)]
+        lines += [f"Warning: {w}" for w in config_warnings(config)]
     return "\n".join(lines)
+
+
+def config_warnings(config: dict[str, Any]) -> tuple[str, ...]:
+    """The fields the experiment sets that have no effect in pedl (as `create` printed them)."""
+    from pedl.config import ConfigError, parse_experiment_config
+
+    try:
+        return parse_experiment_config(config).warnings
+    except ConfigError:
+        return ()
 
 
 def trial_summary(trial: scheduler_pb2.Trial) -> str:
