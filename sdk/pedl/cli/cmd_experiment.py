@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pedl.cli import progress, render
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
@@ -115,7 +113,9 @@ def create_experiment(args: argparse.Namespace) -> int:
         print(f"warning: {args.config_file}: {warning}", file=sys.stderr)
     if args.test:
         config = test_mode_config(config)
-        config_yaml = yaml.safe_dump(config.raw, sort_keys=False)
+        from pedl.config.yaml12 import dump
+
+        config_yaml = dump(config.raw)
 
     context = Path(args.context_dir)
     if not context.exists():

@@ -13,9 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Union
 
-import yaml
-
-from pedl.config import sections, storage
+from pedl.config import sections, storage, yaml12
 from pedl.config._checks import (
     check_keys,
     describe,
@@ -164,7 +162,7 @@ class ExperimentConfig:
         return mask_secrets(self.raw)
 
     def masked_yaml(self) -> str:
-        return yaml.safe_dump(self.masked(), sort_keys=False, default_flow_style=False)
+        return yaml12.dump(self.masked())
 
 
 def parse_experiment_config(source: ConfigSource, *, filename: str | None = None) -> ExperimentConfig:

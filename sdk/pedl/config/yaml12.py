@@ -71,3 +71,19 @@ Yaml12Loader.add_constructor(_BOOL, _bool)
 Yaml12Loader.add_constructor(_INT, _int)
 Yaml12Loader.add_constructor(_FLOAT, _float)
 Yaml12Loader.add_constructor(_NULL, _null)
+
+
+class SafeQuotingDumper(yaml.SafeDumper):
+    """Quotes every string that YAML 1.1 or 1.2 would read as something else (`no`, `1e-5`, `010`),
+    so the YAML pedl writes reads back the same under either (this loader, PyYAML, ruamel)."""
+
+
+SafeQuotingDumper.yaml_implicit_resolvers = {
+    first: list(yaml.SafeDumper.yaml_implicit_resolvers.get(first, []))
+    + list(Yaml12Loader.yaml_implicit_resolvers.get(first, []))
+    for first in set(yaml.SafeDumper.yaml_implicit_resolvers) | set(Yaml12Loader.yaml_implicit_resolvers)
+}
+
+
+def dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=SafeQuotingDumper, sort_keys=False, default_flow_style=False)

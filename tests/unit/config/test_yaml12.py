@@ -54,3 +54,12 @@ def test_nested_duplicate_key() -> None:
 
 def test_the_same_key_in_different_mappings_is_fine() -> None:
     parse_experiment_config(S + "data:\n  name: a\nhyperparameters:\n  name: b\n")
+
+
+def test_the_yaml_pedl_writes_reads_back_the_same_under_yaml_11_and_12() -> None:
+    import yaml
+
+    config = parse_experiment_config(S + "data:\n  a: '1e-5'\n  b: no\n  c: '010'\n  d: 1e-5\n  e: 'yes'\n")
+    text = config.masked_yaml()
+    assert parse_experiment_config(text).raw == config.raw
+    assert yaml.safe_load(text)["data"] == config.data  # PyYAML (YAML 1.1) agrees
