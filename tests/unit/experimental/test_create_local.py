@@ -93,3 +93,10 @@ def test_initial_validation_and_checkpoint_policy_all(tmp_path) -> None:
     (trial,) = result.trials
     assert [b for b, _ in trial.validations] == [0, 20, 40]
     assert len(trial.checkpoints) == 2  # after the validations at 20 and 40 (none of the untrained model)
+
+
+def test_create_prints_warnings_for_fields_without_effect(tmp_path, capsys) -> None:
+    trial_def, context = tiny_trial(tmp_path, "warned")
+    config = tiny_config(max_batches=10, extra="environment:\n  image: pytorch:2\n")
+    assert pedl.experimental.create(trial_def, context, config=config, local=True).state == "COMPLETED"
+    assert "warning: environment.image: has no effect in pedl" in capsys.readouterr().err
