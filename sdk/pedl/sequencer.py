@@ -54,6 +54,21 @@ class TrialSequencer:
     # exploit, ASHA resume): save it there first, training back to it after a restart.
     checkpoint_requested: bool = False
     checkpoint_requested_at: int = 0
+    # `perform_initial_validation: true`: validate the untrained model (at batch 0) first.
+    initial_validation: bool = False
+    # `checkpoint_policy: all`: a checkpoint follows every validation.
+    checkpoint_after_validation: bool = False
+
+    @classmethod
+    def for_config(cls, config: Any) -> TrialSequencer:
+        """A new trial's sequencer for an ExperimentConfig (periods, initial validation, policy)."""
+        return cls(
+            batches_per_step=config.batches_per_step,
+            min_validation_period=config.min_validation_period_batches,
+            min_checkpoint_period=config.min_checkpoint_period_batches,
+            initial_validation=bool(config.raw.get("perform_initial_validation", False)),
+            checkpoint_after_validation=config.raw.get("checkpoint_policy") == "all",
+        )
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
@@ -88,6 +103,10 @@ class TrialSequencer:
             if self.checkpoint_due_before_stop():
                 return self._make(Kind.CHECKPOINT_MODEL)
             return self._make(Kind.TERMINATE)
+        if self.initial_validation and b == 0 and self.last_validation < 0 and (self.targets or self.goal):
+            return self._make(Kind.COMPUTE_VALIDATION_METRICS)
+        if self.checkpoint_after_validation and b > 0 and self.last_validation == b != self.last_checkpoint:
+            return self._make(Kind.CHECKPOINT_MODEL)
         if self.targets and b < self.targets[0]:
             if self._due(self.min_validation_period, self.last_validation):
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)

@@ -23,6 +23,7 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
+from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
@@ -313,6 +314,11 @@ class TrialRun:
 
     def _environment(self, index: int = 0) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_ENV}
+        slots = list(self.start.slot_ids)
+        r = self._ranks
+        on_gpu = cuda_visible_devices(slots, self._s.gpus) is not None
+        # The experiment's environment.environment_variables; pedl's own names (below) cannot be among them.
+        env.update(trial_variables_from_text(self.start.config_yaml, gpu=on_gpu))
         env.update(
             PEDL_HARNESS_SOCKET=str(self.socket_path),
             PEDL_TRIAL_ID=str(self.trial_id),
@@ -320,8 +326,6 @@ class TrialRun:
             PYTHONUNBUFFERED="1",
         )
         harness_credentials(env, self.start.checkpoint_token)
-        slots = list(self.start.slot_ids)
-        r = self._ranks
         if r.distributed:
             slots = slots[index : index + 1]
             env.update(

@@ -28,6 +28,7 @@ from pedl import _trial_token
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
+from pedl.config.stored import parse_stored_config
 from pedl.searcher import (
     Close,
     Create,
@@ -124,7 +125,7 @@ class ExperimentManager:
     def recover(self) -> None:
         """Rebuilds active experiments from the database; their live trials are queued again."""
         for row in self.db.query("SELECT * FROM experiments WHERE state IN ('ACTIVE', 'PAUSED')"):
-            config = parse_experiment_config(json.loads(row["config_json"]))
+            config = parse_stored_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
             exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
             exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
@@ -952,11 +953,7 @@ class ExperimentManager:
         cfg = exp.config
         sequencers = []
         for op, decided in batch:
-            sequencer = TrialSequencer(
-                batches_per_step=cfg.batches_per_step,
-                min_validation_period=cfg.min_validation_period_batches,
-                min_checkpoint_period=cfg.min_checkpoint_period_batches,
-            )
+            sequencer = TrialSequencer.for_config(cfg)
             for d in decided:
                 if isinstance(d, ValidateAfter):
                     sequencer.add_target(d.length)

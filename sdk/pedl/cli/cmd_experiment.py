@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pedl.cli import progress, render
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
@@ -48,6 +46,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     describe.add_argument("experiment_id", type=positive_int, metavar="ID")
     describe.add_argument("--json", action="store_true", help="machine-readable output")
     describe.set_defaults(func=describe_experiment)
+
+    show_config = commands.add_parser(
+        "config", parents=[common], help="print an experiment's effective config (create accepts it again)"
+    )
+    show_config.add_argument("experiment_id", type=positive_int, metavar="ID")
+    show_config.set_defaults(func=print_experiment_config)
 
     kill = commands.add_parser("kill", parents=[common], help="stop an experiment and all its trials")
     kill.add_argument("experiment_id", type=positive_int, metavar="ID")
@@ -105,9 +109,13 @@ def create_experiment(args: argparse.Namespace) -> int:
         config = parse_experiment_config(config_yaml, filename=args.config_file)
     except ConfigError as e:
         raise CliError(config_error_message(args.config_file, e), EXIT_BAD_INPUT) from None
+    for warning in config.warnings:
+        print(f"warning: {args.config_file}: {warning}", file=sys.stderr)
     if args.test:
         config = test_mode_config(config)
-        config_yaml = yaml.safe_dump(config.raw, sort_keys=False)
+        from pedl.config.yaml12 import dump
+
+        config_yaml = dump(config.raw)
 
     context = Path(args.context_dir)
     if not context.exists():
@@ -175,6 +183,16 @@ def describe_experiment(args: argparse.Namespace) -> int:
         if args.json
         else render.describe_experiment(response, details)
     )
+    return 0
+
+
+def print_experiment_config(args: argparse.Namespace) -> int:
+    """The validated config with defaults filled in, as the scheduler stored it (YAML keeps integers
+    integers, which the Struct form does not); secrets stay masked."""
+    with connect(args) as client:
+        response = client.get_experiment(args.experiment_id)
+    text = response.experiment.config_yaml
+    print(text if text.endswith("\n") else text + "\n", end="")
     return 0
 
 

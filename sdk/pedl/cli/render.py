@@ -270,7 +270,19 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
     config = from_struct(experiment.config)
     if config:
         lines += ["Configuration:", *config_summary(config)]
+        lines += [f"Warning: {w}" for w in config_warnings(experiment.config_yaml)]
     return "\n".join(lines)
+
+
+def config_warnings(config_yaml: str) -> tuple[str, ...]:
+    """The fields the experiment sets that have no effect in pedl (as `create` printed them); read
+    from the stored YAML, since the Struct form turns integers into floats."""
+    from pedl.config import ConfigError, parse_experiment_config
+
+    try:
+        return parse_experiment_config(config_yaml).warnings if config_yaml else ()
+    except ConfigError:
+        return ()
 
 
 def trial_summary(trial: scheduler_pb2.Trial) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from pedl.config.errors import ConfigError, FieldPath
+from pedl.config.errors import ConfigError, FieldPath, format_path
+from pedl.config.yaml12 import Yaml12Loader
 
 
 @dataclass
@@ -63,14 +64,14 @@ def _load_file(path: str, filename: str | None) -> Source:
 
 
 def _load_yaml(text: str, filename: str | None) -> Source:
-    loader = yaml.SafeLoader(text)
+    loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise ConfigError("config is empty; expected a mapping of experiment settings", filename=filename)
         data = loader.construct_object(node, deep=True)
         lines: dict[FieldPath, int] = {}
-        _record_lines(node, (), loader.constructed_objects, lines)
+        _record_lines(node, (), loader.constructed_objects, lines, filename)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         message = " ".join(str(p) for p in (e.context, e.problem) if p) or str(e)
@@ -90,20 +91,34 @@ def _load_yaml(text: str, filename: str | None) -> Source:
     return Source(data=_plain(data), filename=filename, lines=lines)
 
 
-def _record_lines(node: yaml.Node, path: FieldPath, objects: dict, lines: dict[FieldPath, int]) -> None:
+def _record_lines(
+    node: yaml.Node, path: FieldPath, objects: dict, lines: dict[FieldPath, int], filename: str | None
+) -> None:
+    """Also refuses a key written twice in one mapping (YAML 1.2 forbids it; PyYAML keeps the last)."""
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = objects.get(key_node)
             if key is None or not isinstance(key, (str, int, float, bool)):
                 continue
             child = (*path, key)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(
+                    f"duplicate key {key!r} (first on line {seen[key]}, again on line {line}); "
+                    "write each field once",
+                    path=format_path(child),
+                    line=line,
+                    filename=filename,
+                )
+            seen[key] = line
             # The key's line: where the user wrote the field name (a nested mapping starts a line later).
-            lines[child] = key_node.start_mark.line + 1
-            _record_lines(value_node, child, objects, lines)
+            lines[child] = line
+            _record_lines(value_node, child, objects, lines, filename)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _record_lines(item, (*path, i), objects, lines)
+            _record_lines(item, (*path, i), objects, lines, filename)
 
 
 def _plain(value: Any) -> Any:

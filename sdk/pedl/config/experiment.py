@@ -13,15 +13,14 @@ import os
 from dataclasses import dataclass
 from typing import Any, Union
 
-import yaml
-
-from pedl.config import sections
+from pedl.config import sections, storage, yaml12
 from pedl.config._checks import (
     check_keys,
     describe,
     expect_bool,
     expect_choice,
     expect_int,
+    expect_list,
     expect_mapping,
     expect_str,
     is_int,
@@ -32,6 +31,7 @@ from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import LengthContext, length_to_batches
 from pedl.config.masking import mask_secrets
+from pedl.config.policy import apply_field_policy, drop_nulls
 from pedl.config.searcher import budget_batches, validate_searcher
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
@@ -74,6 +74,7 @@ TOP_LEVEL_FIELDS = (
     "retention_policy",
     "integrations",
     "preemption_timeout",
+    "security",
 )
 
 
@@ -85,6 +86,8 @@ class ExperimentConfig:
     min_checkpoint_period_batches: int
     budget_batches: int | None
     entrypoint_spec: Entrypoint | None
+    # Fields accepted that have no effect in pedl (fields.FIELDS status "warn"); `create` prints them.
+    warnings: tuple[str, ...] = ()
 
     @property
     def description(self) -> str:
@@ -159,7 +162,7 @@ class ExperimentConfig:
         return mask_secrets(self.raw)
 
     def masked_yaml(self) -> str:
-        return yaml.safe_dump(self.masked(), sort_keys=False, default_flow_style=False)
+        return yaml12.dump(self.masked())
 
 
 def parse_experiment_config(source: ConfigSource, *, filename: str | None = None) -> ExperimentConfig:
@@ -183,6 +186,8 @@ def _build(data: Any) -> ExperimentConfig:
     expect_mapping(raw, ())
     check_keys(raw, (), TOP_LEVEL_FIELDS)
     _check_json(raw, ())
+    raw = drop_nulls(raw)
+    warnings = apply_field_policy(raw)
     if "searcher" not in raw:
         raise FieldError(("searcher",), "is required")
 
@@ -208,7 +213,7 @@ def _build(data: Any) -> ExperimentConfig:
         key: _period_batches(raw.get(key), key, ctx)
         for key in ("min_validation_period", "min_checkpoint_period")
     }
-    raw["checkpoint_storage"] = sections.validate_checkpoint_storage(raw.get("checkpoint_storage"))
+    raw["checkpoint_storage"] = storage.validate_checkpoint_storage(raw.get("checkpoint_storage"))
     raw["resources"] = sections.validate_resources(raw.get("resources"))
     raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
     expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
@@ -221,6 +226,7 @@ def _build(data: Any) -> ExperimentConfig:
         min_checkpoint_period_batches=periods["min_checkpoint_period"],
         budget_batches=budget_batches(raw["searcher"], ctx),
         entrypoint_spec=entrypoint,
+        warnings=tuple(warnings),
     )
 
 
@@ -238,20 +244,15 @@ def _validate_optional_sections(raw: dict[str, Any]) -> None:
             expect_bool(raw[key], (key,))
     if "checkpoint_policy" in raw:
         expect_choice(raw["checkpoint_policy"], ("checkpoint_policy",), ("best", "all", "none"))
-    for key in (
-        "optimizations",
-        "internal",
-        "pbs",
-        "slurm",
-        "log_policies",
-        "retention_policy",
-        "integrations",
-    ):
-        if raw.get(key) is not None and key != "log_policies":
-            expect_mapping(raw[key], (key,))
-    for key in ("tensorboard_storage", "data_layer"):
-        if raw.get(key) is not None:
-            sections.validate_typed_mapping(raw[key], (key,))
+    if "optimizations" in raw:
+        raw["optimizations"] = sections.validate_optimizations(raw["optimizations"])
+    for key in ("pbs", "slurm"):
+        if key in raw:
+            raw[key] = sections.validate_hpc(raw[key], (key,))
+    if "log_policies" in raw:
+        expect_list(raw["log_policies"], ("log_policies",))
+    if "data_layer" in raw:
+        sections.validate_typed_mapping(raw["data_layer"], ("data_layer",))
 
 
 def _batches_per_step(raw: dict[str, Any]) -> int:

@@ -51,7 +51,9 @@ def length_to_batches(value: Any, path: FieldPath, ctx: LengthContext, *, allow_
     if unit == "epochs":
         if not ctx.records_per_epoch:
             raise FieldError(
-                (*path, unit), "a length in epochs needs top-level 'records_per_epoch' to be set"
+                (*path, unit),
+                "a length in epochs needs top-level 'records_per_epoch': pedl converts lengths to batches "
+                "when the experiment is created and does not measure the training data loader",
             )
         records = amount * ctx.records_per_epoch
     else:
@@ -59,8 +61,8 @@ def length_to_batches(value: Any, path: FieldPath, ctx: LengthContext, *, allow_
     if ctx.global_batch_size is None:
         raise FieldError(
             (*path, unit),
-            f"a length in {unit} needs a constant 'hyperparameters.global_batch_size' to convert to batches; "
-            "write the length as {batches: N} instead",
+            f"a length in {unit} needs a constant 'hyperparameters.global_batch_size': pedl converts lengths "
+            "to batches when the experiment is created; make global_batch_size a const or write {batches: N}",
         )
     batches = -(-records // ctx.global_batch_size)
     if batches == 0 and not allow_zero:

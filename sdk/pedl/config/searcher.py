@@ -22,7 +22,16 @@ from pedl.config._checks import (
 from pedl.config.errors import FieldError, FieldPath
 from pedl.config.lengths import LengthContext, length_to_batches, steps_to_batches
 
-SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "adaptive", "adaptive_simple", "pbt")
+SEARCHER_NAMES = (
+    "single",
+    "random",
+    "grid",
+    "adaptive_asha",
+    "async_halving",
+    "adaptive",
+    "adaptive_simple",
+    "pbt",
+)
 MODES = ("aggressive", "standard", "conservative")
 
 _COMMON = ("name", "metric", "smaller_is_better", "source_trial_id", "source_checkpoint_uuid")
@@ -33,6 +42,16 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "grid": (*_COMMON, "max_length", "max_steps", "max_concurrent_trials"),
     "adaptive_asha": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
     "adaptive_simple": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
+    "async_halving": (
+        *_COMMON,
+        "max_length",
+        "max_steps",
+        "max_trials",
+        "num_rungs",
+        "divisor",
+        "stop_once",
+        "max_concurrent_trials",
+    ),
     "adaptive": (
         *_COMMON,
         "max_length",
@@ -70,6 +89,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
         "max_concurrent_trials": 16,
     },
     "adaptive_simple": {"mode": "standard", "divisor": 4, "max_rungs": 5},
+    "async_halving": {"divisor": 4, "stop_once": False, "max_concurrent_trials": 16},
     "adaptive": {"mode": "standard", "divisor": 4, "max_rungs": 5, "train_stragglers": True},
 }
 
@@ -93,9 +113,11 @@ def validate_searcher(
         searcher.setdefault(key, default)
     _check_common(searcher, path)
     length = _length(searcher, name, path, ctx)
-    if name in ("random", "adaptive_asha", "adaptive_simple"):
+    if name in ("random", "adaptive_asha", "adaptive_simple", "async_halving"):
         if "max_trials" not in searcher:
             raise FieldError((*path, "max_trials"), f"is required for the {name} searcher")
+    if name == "async_halving":
+        _check_async_halving(searcher, path, length)
     if name == "adaptive":
         _adaptive_budget(searcher, path, ctx)
     if name == "pbt":
@@ -136,6 +158,7 @@ def _check_common(searcher: dict[str, Any], path: FieldPath) -> None:
         "source_trial_id": 0,
         "population_size": 1,
         "num_rounds": 1,
+        "num_rungs": 1,
     }
     for key, minimum in ints.items():
         if key in searcher:
@@ -177,3 +200,16 @@ def _check_pbt(searcher: dict[str, Any], path: FieldPath) -> None:
     check_keys(explore, explore_path, keys, required=keys)
     for key in keys:
         expect_number(explore[key], (*explore_path, key), minimum=0, maximum=1)
+
+
+def _check_async_halving(searcher: dict[str, Any], path: FieldPath, length: int) -> None:
+    """One bracket: the first rung, max_length / divisor^(num_rungs-1), must be at least a batch."""
+    if "num_rungs" not in searcher:
+        raise FieldError((*path, "num_rungs"), "is required for the async_halving searcher")
+    first = length / searcher["divisor"] ** (searcher["num_rungs"] - 1)
+    if first < 1:
+        raise FieldError(
+            (*path, "num_rungs"),
+            f"{searcher['num_rungs']} rungs with divisor {searcher['divisor']} put the first rung below one "
+            f"batch of max_length ({length} batches); use fewer rungs or a longer max_length",
+        )

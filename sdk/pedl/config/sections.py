@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
@@ -18,48 +19,8 @@ from pedl.config._checks import (
     expect_str_list,
     is_int,
 )
+from pedl.config.env_vars import check_environment_variables
 from pedl.config.errors import FieldError, FieldPath
-
-_SAVE_KEYS = ("save_experiment_best", "save_trial_best", "save_trial_latest")
-_SAVE_DEFAULTS = {"save_experiment_best": 0, "save_trial_best": 1, "save_trial_latest": 1}
-# type -> (allowed keys, required keys). shared_fs and s3 are what pedl's store serves; the others
-# are accepted so Determined configs load, and the checkpoint store decides whether it can use them.
-_STORAGE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "shared_fs": (
-        ("host_path", "storage_path", "container_path", "propagation", "checkpoint_path", "tensorboard_path"),
-        ("host_path",),
-    ),
-    "s3": (("bucket", "access_key", "secret_key", "endpoint_url", "prefix"), ("bucket",)),
-    "gcs": (("bucket", "prefix"), ("bucket",)),
-    "azure": (("container", "connection_string", "account_url", "credential"), ("container",)),
-    "hdfs": (("hdfs_url", "hdfs_path", "user"), ("hdfs_url", "hdfs_path")),
-    "directory": (("container_path",), ("container_path",)),
-}
-
-
-def validate_checkpoint_storage(value: Any, path: FieldPath = ("checkpoint_storage",)) -> dict[str, Any]:
-    """Without `type` the cluster's checkpoint store backend is used; only the save_* policy applies."""
-    storage = dict(expect_mapping({} if value is None else value, path))
-    for key, default in _SAVE_DEFAULTS.items():
-        storage.setdefault(key, default)
-        expect_int(storage[key], (*path, key), minimum=0)
-    if "type" not in storage:
-        check_keys(storage, path, _SAVE_KEYS)
-        return storage
-    kind = expect_choice(storage["type"], (*path, "type"), _STORAGE)
-    allowed, required = _STORAGE[kind]
-    check_keys(
-        storage,
-        path,
-        ("type", *_SAVE_KEYS, *allowed),
-        required=required,
-        what=f"field for {kind} checkpoint storage",
-    )
-    for key in allowed:
-        if key in storage and storage[key] is not None:
-            expect_str(storage[key], (*path, key), non_empty=key in required)
-    return storage
-
 
 _RESOURCE_KEYS = (
     "slots_per_trial",
@@ -72,6 +33,7 @@ _RESOURCE_KEYS = (
     "agent_label",
     "devices",
     "is_single_node",
+    "slots",
 )
 
 
@@ -92,9 +54,9 @@ def validate_resources(value: Any, path: FieldPath = ("resources",)) -> dict[str
     for key in ("resource_pool", "agent_label"):
         if resources.get(key) is not None:
             expect_str(resources[key], (*path, key))
-    if "is_single_node" in resources:
-        expect_bool(resources["is_single_node"], (*path, "is_single_node"))
-    if resources.get("shm_size") is not None:
+    if "slots" in resources:
+        expect_int(resources["slots"], (*path, "slots"), minimum=0)
+    if "shm_size" in resources:
         _check_size(resources["shm_size"], (*path, "shm_size"))
     if "devices" in resources:
         for i, device in enumerate(expect_list(resources["devices"], (*path, "devices"))):
@@ -102,84 +64,111 @@ def validate_resources(value: Any, path: FieldPath = ("resources",)) -> dict[str
     return resources
 
 
-_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+# Determined's memory sizes: a number, optionally a space, then a unit like k, Mi, GB, or b.
+_SIZE = re.compile(r"^([0-9]*[.])?[0-9]+ ?(([kmgtpKMGTP]([iI]?[bB])?)|[bB])?$")
 
 
 def _check_size(value: Any, path: FieldPath) -> None:
-    """Bytes as an int, or a string with a unit like `4G` / `512Mi`."""
     if is_int(value):
         expect_int(value, path, minimum=0)
     elif not isinstance(value, str) or not _SIZE.match(value):
-        raise FieldError(path, f"expected a size in bytes or a string like '4G', got {describe(value)}")
+        raise FieldError(path, f"expected a memory size like 4G, 512Mi or 1.5 gb, got {describe(value)}")
 
 
 def _check_device(device: Any, path: FieldPath) -> None:
     if isinstance(device, str):
+        expect_str(device, path, non_empty=True)
         return
     device = expect_mapping(device, path)
     check_keys(
         device, path, ("host_path", "container_path", "mode"), required=("host_path", "container_path")
     )
-    expect_str(device["host_path"], (*path, "host_path"), non_empty=True)
-    expect_str(device["container_path"], (*path, "container_path"), non_empty=True)
-    if "mode" in device:
-        expect_str(device["mode"], (*path, "mode"))
+    for key in ("host_path", "container_path", "mode"):
+        if key in device:
+            expect_str(device[key], (*path, key), non_empty=key != "mode")
 
 
-def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[dict[str, Any]]:
-    mounts = []
-    for i, mount in enumerate(expect_list(value, path)):
-        item_path = (*path, i)
-        mount = dict(expect_mapping(mount, item_path))
-        check_keys(
-            mount,
-            item_path,
-            ("host_path", "container_path", "read_only", "propagation"),
-            required=("host_path", "container_path"),
-        )
-        expect_str(mount["host_path"], (*item_path, "host_path"), non_empty=True)
-        expect_str(mount["container_path"], (*item_path, "container_path"), non_empty=True)
-        mount.setdefault("read_only", False)
-        expect_bool(mount["read_only"], (*item_path, "read_only"))
-        mount.setdefault("propagation", "rprivate")
-        expect_str(mount["propagation"], (*item_path, "propagation"))
-        mounts.append(mount)
+_MOUNT_KEYS = ("host_path", "container_path", "read_only", "propagation")
+
+
+def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
+    """Trials are plain processes: a mount of a host path at the same path is what they see anyway;
+    anything else (another path, read-only, other propagation) would need a container."""
+    mounts = expect_list(value, path)
+    for i, mount in enumerate(mounts):
+        item = (*path, i)
+        mount = expect_mapping(mount, item)
+        check_keys(mount, item, _MOUNT_KEYS, required=("host_path", "container_path"))
+        host = expect_str(mount["host_path"], (*item, "host_path"), non_empty=True)
+        container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
+        if not posixpath.isabs(host):
+            raise FieldError((*item, "host_path"), f"must be an absolute path, got {host!r}")
+        if container == ".":
+            raise FieldError((*item, "container_path"), 'must not be "."')
+        if posixpath.normpath(container) != posixpath.normpath(host):
+            raise FieldError(
+                (*item, "container_path"),
+                f"{container!r} is not supported by pedl: trials run as plain processes, so data stays "
+                f"at its host path; set container_path to {host!r} and read it there",
+            )
+        if expect_bool(mount.get("read_only", False), (*item, "read_only")):
+            raise FieldError(
+                (*item, "read_only"),
+                "is not supported by pedl: a plain process cannot be given a read-only view of a host "
+                "path; remove read_only or protect the path with file permissions",
+            )
+        propagation = expect_str(mount.get("propagation", "rprivate"), (*item, "propagation"))
+        if propagation != "rprivate":
+            raise FieldError(
+                (*item, "propagation"), f"{propagation!r} is not supported by pedl: there is no mount"
+            )
     return mounts
+
+
+ENVIRONMENT_KEYS = (
+    "name",
+    "python",
+    "image",
+    "environment_variables",
+    "force_pull_image",
+    "registry_auth",
+    "pod_spec",
+    "add_capabilities",
+    "drop_capabilities",
+    "ports",
+    "proxy_ports",
+)
+_DEVICE_TYPES = ("cpu", "cuda", "rocm", "gpu")
 
 
 def validate_environment(value: Any, path: FieldPath = ("environment",)) -> str | dict[str, Any]:
     """A string names a Python environment; a mapping is Determined's (container) environment.
 
-    Determined's keys (image, environment_variables, pod_spec, ...) are accepted as written; the
-    environment name for a mapping comes from its `name` key, falling back to `python`.
+    Its container-only keys are warned about or refused by fields.FIELDS; the environment name for a
+    mapping comes from its `name` key, falling back to `python`.
     """
     if isinstance(value, str):
         return expect_str(value, path, non_empty=True)
     env = dict(expect_mapping(value, path))
+    check_keys(env, path, ENVIRONMENT_KEYS)
     for key in ("name", "python"):
         if key in env:
             expect_str(env[key], (*path, key), non_empty=True)
-    if "image" in env and not isinstance(env["image"], (str, dict)):
-        raise FieldError((*path, "image"), f"expected a string or a mapping, got {describe(env['image'])}")
+    if "image" in env:
+        if isinstance(env["image"], dict):
+            check_keys(env["image"], (*path, "image"), _DEVICE_TYPES)
+            for key, image in env["image"].items():
+                if image is not None:
+                    expect_str(image, (*path, "image", key))
+        elif not isinstance(env["image"], str):
+            raise FieldError(
+                (*path, "image"), f"expected a string or a mapping, got {describe(env['image'])}"
+            )
     if "environment_variables" in env:
-        _check_env_vars(env["environment_variables"], (*path, "environment_variables"))
+        check_environment_variables(env["environment_variables"], (*path, "environment_variables"))
     if "force_pull_image" in env:
         expect_bool(env["force_pull_image"], (*path, "force_pull_image"))
     return env
-
-
-def _check_env_vars(value: Any, path: FieldPath) -> None:
-    if isinstance(value, dict):
-        for key, items in value.items():
-            _check_env_var_list(items, (*path, key))
-    else:
-        _check_env_var_list(value, path)
-
-
-def _check_env_var_list(value: Any, path: FieldPath) -> None:
-    for i, item in enumerate(expect_str_list(value, path)):
-        if "=" not in item:
-            raise FieldError((*path, i), f"expected NAME=value, got {describe(item)}")
 
 
 def environment_name(env: str | dict[str, Any] | None) -> str | None:
@@ -208,6 +197,9 @@ def validate_profiling(value: Any, path: FieldPath = ("profiling",)) -> dict[str
     for key in ("begin_on_batch", "end_after_batch"):
         if profiling.get(key) is not None:
             expect_int(profiling[key], (*path, key), minimum=0)
+    begin, end = profiling.get("begin_on_batch"), profiling.get("end_after_batch")
+    if begin is not None and end is not None and begin > end:
+        raise FieldError((*path, "begin_on_batch"), f"must not be after end_after_batch ({begin} > {end})")
     return profiling
 
 
@@ -224,3 +216,55 @@ def validate_typed_mapping(value: Any, path: FieldPath) -> dict[str, Any]:
     if "type" in mapping:
         expect_str(mapping["type"], (*path, "type"), non_empty=True)
     return mapping
+
+
+_OPTIMIZATION_INTS = {
+    "aggregation_frequency": 1,
+    "tensor_fusion_threshold": 0,
+    "tensor_fusion_cycle_time": 0,
+}
+_OPTIMIZATION_BOOLS = (
+    "average_aggregated_gradients",
+    "average_training_metrics",
+    "gradient_compression",
+    "auto_tune_tensor_fusion",
+    "auto_tf32",
+)
+
+
+def validate_optimizations(value: Any, path: FieldPath = ("optimizations",)) -> dict[str, Any]:
+    """Values that reach here are Determined's defaults or Horovod knobs (see fields.FIELDS)."""
+    opts = dict(expect_mapping(value, path))
+    known = (*_OPTIMIZATION_INTS, *_OPTIMIZATION_BOOLS, "mixed_precision", "grad_updates_size_file")
+    check_keys(opts, path, known)
+    for key, minimum in _OPTIMIZATION_INTS.items():
+        if key in opts:
+            expect_int(opts[key], (*path, key), minimum=minimum)
+    for key in _OPTIMIZATION_BOOLS:
+        if key in opts:
+            expect_bool(opts[key], (*path, key))
+    if "mixed_precision" in opts:
+        expect_choice(opts["mixed_precision"], (*path, "mixed_precision"), ("O0", "O1", "O2", "O3"))
+    if "grad_updates_size_file" in opts:
+        expect_str(opts["grad_updates_size_file"], (*path, "grad_updates_size_file"))
+    return opts
+
+
+_HPC_KEYS = {
+    "pbs": ("slots_per_node", "pbsbatch_args"),
+    "slurm": ("slots_per_node", "gpu_type", "sbatch_args"),
+}
+
+
+def validate_hpc(value: Any, path: FieldPath) -> dict[str, Any]:
+    """`pbs` / `slurm`: checked as Determined does, though pedl launches no HPC jobs."""
+    section = dict(expect_mapping(value, path))
+    check_keys(section, path, _HPC_KEYS[str(path[-1])])
+    if "slots_per_node" in section:
+        expect_int(section["slots_per_node"], (*path, "slots_per_node"), minimum=1)
+    if "gpu_type" in section:
+        expect_str(section["gpu_type"], (*path, "gpu_type"))
+    for key in ("pbsbatch_args", "sbatch_args"):
+        if key in section:
+            expect_str_list(section[key], (*path, key))
+    return section

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ def _config(config: str | os.PathLike | dict[str, Any] | None, entrypoint: str) 
     if config is None:
         raise ValueError("create() needs config: a path to the experiment config, a YAML string or a dict")
     parsed = parse_experiment_config(config)
+    for warning in parsed.warnings:  # as `pedl experiment create` prints them
+        print(f"warning: {warning}", file=sys.stderr)
     raw = dict(parsed.raw)
     raw["entrypoint"] = entrypoint
     return parse_experiment_config(raw)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pedl import _trial_context
 from pedl._metrics import from_struct
-from pedl.config import ExperimentConfig
+from pedl.config import ExperimentConfig, env_vars
 from pedl.experimental._local_checkpoints import LocalCheckpoints
 from pedl.harness.build import build_controller, seed_all
 from pedl.harness.controller import TrialController
@@ -92,7 +92,9 @@ def run_local(
     )
     runner.searcher = searcher
     runner.apply(searcher.initial_operations())
-    runner.run()
+    # As on an agent, the trial's code sees environment.environment_variables (local trials use the CPU).
+    with env_vars.applied(config.raw, gpu=False):
+        runner.run()
     return LocalExperimentResult(runner.state, [t.result for t in runner.trials.values()], root)
 
 
@@ -129,11 +131,7 @@ class _LocalRunner:
                     LocalTrialResult(trial_id, op.hparams),
                     op.request_id,
                     op.seed,
-                    TrialSequencer(
-                        self.config.batches_per_step,
-                        self.config.min_validation_period_batches,
-                        self.config.min_checkpoint_period_batches,
-                    ),
+                    TrialSequencer.for_config(self.config),
                     LocalCheckpoints(self.root / f"trial-{trial_id}", trial_id),
                 )
                 pending.extend(self.searcher.on_trial_created(op.request_id))

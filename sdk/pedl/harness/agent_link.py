@@ -84,4 +84,3 @@ def checkpoint_metadata(directory: Path) -> dict[str, str]:
         return {}
     data = json.loads(file.read_text())
     return {k: str(v) for k, v in data.items() if isinstance(v, (str, int, float, bool))}
-

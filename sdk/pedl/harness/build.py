@@ -58,7 +58,30 @@ def build_controller(
     else:
         loaders = model_def.make_data_loaders(experiment_config, hparams)
         origin = describe(model_def.make_data_loaders, root)
-    return model_def.trial_class.create_controller(hparams, loaders, origin)
+    controller = model_def.trial_class.create_controller(hparams, loaders, origin)
+    _apply_optimizations(controller, experiment_config)
+    return controller
+
+
+# optimizations.* that change training, with their "off" values.
+_TRAINING_OPTIMIZATIONS = {"aggregation_frequency": 1, "mixed_precision": "O0", "auto_tf32": False}
+
+
+def _apply_optimizations(controller: TrialController, experiment_config: dict[str, Any]) -> None:
+    """PyTorchTrial honours `optimizations`; other trial types refuse the ones they cannot do."""
+    configure = getattr(controller, "configure_optimizations", None)
+    if configure is not None:
+        from pedl.pytorch._optimizations import TorchOptimizations
+
+        configure(TorchOptimizations.from_config(experiment_config))
+        return
+    opts = experiment_config.get("optimizations") or {}
+    for key, off in _TRAINING_OPTIMIZATIONS.items():
+        if opts.get(key) not in (None, off):
+            raise ModelDefinitionError(
+                f"optimizations.{key} is implemented for PyTorchTrial only; remove it for "
+                f"{type(controller).__name__}"
+            )
 
 
 def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any]) -> ModelDefinition:

@@ -15,6 +15,7 @@ from pedl.model_def.errors import describe
 from pedl.pytorch import _checkpoint, _distributed, _rng
 from pedl.pytorch._averaging import MetricAverager, first_non_finite
 from pedl.pytorch._data import BatchError, batch_length, split_batch, to_device
+from pedl.pytorch._optimizations import Precision, TorchOptimizations
 from pedl.pytorch._stream import EpochStream
 from pedl.pytorch._trial import PyTorchTrial
 
@@ -108,6 +109,12 @@ class PyTorchTrialController:
                 f"got {type(self.lr_scheduler)}"
             )
         self._has_training_metrics = type(trial).training_metrics is not PyTorchTrial.training_metrics
+        self.configure_optimizations(TorchOptimizations())
+
+    def configure_optimizations(self, opts: TorchOptimizations) -> None:
+        """The config's `optimizations` (gradient aggregation, mixed precision); see _optimizations."""
+        self.optimizations = opts
+        self._precision = Precision(opts, self.device)
 
     @classmethod
     def from_trial_class(
@@ -137,20 +144,33 @@ class PyTorchTrialController:
         num_inputs = 0
         model.train()
         first = self._batches_trained + 1
+        every = self.optimizations.aggregation_frequency
+        scale = 1.0 / every if self.optimizations.average_aggregated_gradients else 1.0
+        precision = self._precision
         for i in range(count):
             inputs, labels = _prepare(stream.next(), device, "training", first + i)
             num_inputs += batch_length(inputs)
-            predictions = model(inputs)
-            losses = trial.losses(predictions, labels)
+            with precision.autocast():
+                predictions = model(inputs)
+                losses = trial.losses(predictions, labels)
             if type(losses) is torch.Tensor and losses.ndim == 0:  # the common case, kept cheap
                 loss = losses
             else:
                 loss = _scalar_loss(losses, f"training batch {first + i}")
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
+            if every == 1 and precision.scaler is None:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+            else:
+                # Gradients add up over `every` batches (kept across steps and in checkpoints).
+                precision.backward(loss * scale if every > 1 else loss)
+                if (first + i) % every == 0:
+                    precision.step(optimizer)
+                    optimizer.zero_grad()
+                    if scheduler is not None:
+                        scheduler.step()
             losses_seen.append(loss.detach())
             if extra is not None:
                 with torch.no_grad():
@@ -233,13 +253,27 @@ class PyTorchTrialController:
             "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.state_dict(),
             "data_position": self._stream.state(),
             "rng": _rng.capture(),
+            # Mid-way through an aggregation of gradients, the partial sums go with the checkpoint.
+            "accumulated_grads": self._partial_grads(),
+            "grad_scaler": None if self._precision.scaler is None else self._precision.scaler.state_dict(),
         }
+
+    def _partial_grads(self) -> list[torch.Tensor | None] | None:
+        if self._batches_trained % self.optimizations.aggregation_frequency == 0:
+            return None
+        return [None if p.grad is None else p.grad.detach().clone() for p in self.model.parameters()]
 
     def _restore_training_state(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         if self.lr_scheduler is not None and state["lr_scheduler"] is not None:
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
         self._batches_trained = int(state["batches_trained"])
+        grads = state.get("accumulated_grads")
+        if grads is not None:
+            for param, grad in zip(self.model.parameters(), grads, strict=True):
+                param.grad = None if grad is None else grad.to(param.device)
+        if self._precision.scaler is not None and state.get("grad_scaler") is not None:
+            self._precision.scaler.load_state_dict(state["grad_scaler"])
         own = state
         per_rank = state.get("ranks")
         # A checkpoint of as many ranks gives each rank its own states; otherwise all take the chief's.

@@ -6,7 +6,7 @@ from typing import Any
 
 from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher.adaptive import AdaptiveSearch, AdaptiveSimpleSearch
-from pedl.searcher.asha import ASHASearch
+from pedl.searcher.asha import ASHASearch, AsyncHalvingSearch
 from pedl.searcher.grid import GridSearch
 from pedl.searcher.pbt import PBTSearch
 from pedl.searcher.random import RandomSearch
@@ -17,6 +17,7 @@ _METHODS: dict[str, type[SearchMethod]] = {
     "random": RandomSearch,
     "grid": GridSearch,
     "adaptive_asha": ASHASearch,
+    "async_halving": AsyncHalvingSearch,
     "adaptive": AdaptiveSearch,
     "adaptive_simple": AdaptiveSimpleSearch,
     "pbt": PBTSearch,

@@ -328,3 +328,11 @@ def _insert(entries: list[Entry], entry: Entry) -> int:
     position = bisect.bisect_right([_key(e) for e in entries], _key(entry))
     entries.insert(position, entry)
     return position
+
+
+class AsyncHalvingSearch(ASHASearch):
+    """Determined's `async_halving`: ASHA in one bracket of `num_rungs` rungs, all `max_trials` in it."""
+
+    def plan_brackets(self) -> list[BracketPlan]:
+        searcher = self.config.searcher
+        return [BracketPlan(int(searcher["num_rungs"]), int(searcher["max_trials"]))]

@@ -143,3 +143,26 @@ def test_master_from_environment(
 def test_malformed_master(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--master", "nohost", "experiment", "list"]) == 2
     assert capsys.readouterr().err.strip() == "error: --master must be HOST:PORT, got 'nohost'"
+
+
+def test_experiment_config_prints_yaml_that_create_accepts_and_describe_shows_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pedl._metrics import to_struct
+    from pedl.config import parse_experiment_config
+
+    written = (
+        "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
+        "environment: {image: 'pytorch:2', environment_variables: [A=1]}\n"
+    )
+    effective = parse_experiment_config(written).raw
+    response = _experiment()
+    response.experiment.config.CopyFrom(to_struct(effective))
+    response.experiment.config_yaml = parse_experiment_config(written).masked_yaml()
+    script = Script(experiments=[response], trials={3: [_trial_detail()]})
+    assert run(script, "experiment", "config", "7") == 0
+    printed = capsys.readouterr().out
+    again = parse_experiment_config(printed, filename="exported.yaml")
+    assert again.raw == effective  # re-submits unchanged
+    assert run(script, "experiment", "describe", "7") == 0
+    assert "Warning: environment.image: has no effect in pedl" in capsys.readouterr().out

@@ -71,3 +71,32 @@ def test_a_searcher_metric_the_trial_does_not_report_is_named(tmp_path) -> None:
     config = tiny_config().replace("metric: error", "metric: accuracy_top5")
     with pytest.raises(ValueError, match=r"'accuracy_top5' is not among .*\(error, loss, validation_loss\)"):
         pedl.experimental.create(trial_def, context, config=config, local=True)
+
+
+def test_local_trials_see_the_configs_environment_variables(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("TEST_GREETING_29", raising=False)
+    body = "import os; assert os.environ.get('TEST_GREETING_29') == 'hi there', dict(os.environ)"
+    trial_def, context = tiny_trial(tmp_path, "envvars", build_model_body=body)
+    extra = "environment:\n  environment_variables:\n    - TEST_GREETING_29=hi there\n"
+    config = tiny_config(max_batches=10, extra=extra)
+    result = pedl.experimental.create(trial_def, context, config=config, local=True)
+    assert result.state == "COMPLETED"
+    import os
+
+    assert "TEST_GREETING_29" not in os.environ  # restored after the experiment
+
+
+def test_initial_validation_and_checkpoint_policy_all(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path, "initial")
+    config = tiny_config(max_batches=40, extra="perform_initial_validation: true\ncheckpoint_policy: all\n")
+    result = pedl.experimental.create(trial_def, context, config=config, local=True)
+    (trial,) = result.trials
+    assert [b for b, _ in trial.validations] == [0, 20, 40]
+    assert len(trial.checkpoints) == 2  # after the validations at 20 and 40 (none of the untrained model)
+
+
+def test_create_prints_warnings_for_fields_without_effect(tmp_path, capsys) -> None:
+    trial_def, context = tiny_trial(tmp_path, "warned")
+    config = tiny_config(max_batches=10, extra="environment:\n  image: pytorch:2\n")
+    assert pedl.experimental.create(trial_def, context, config=config, local=True).state == "COMPLETED"
+    assert "warning: environment.image: has no effect in pedl" in capsys.readouterr().err

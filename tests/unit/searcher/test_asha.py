@@ -188,3 +188,24 @@ def test_progress_grows_to_one() -> None:
     assert seen[0] == 0.0 and seen[-1] == 1.0
     assert seen == sorted(seen)
     assert 0.3 < seen[len(seen) // 2] < 0.99
+
+
+def async_halving(fields: str) -> Any:
+    return parse_experiment_config(
+        "hyperparameters:\n  x: {type: double, minval: 0, maxval: 1}\n"
+        f"searcher: {{name: async_halving, metric: loss, {fields}}}\nbatches_per_step: 10\n"
+    )
+
+
+def test_async_halving_runs_one_bracket_of_num_rungs_with_every_trial() -> None:
+    cfg = async_halving("num_rungs: 3, max_trials: 27, max_length: 270, divisor: 3, max_concurrent_trials: 4")
+    assert cfg.searcher["stop_once"] is False  # Determined's defaults filled
+    search = make_search_method(cfg, seed=1)
+    assert [(len(b.rung_lengths), b.max_trials) for b in search.brackets] == [(3, 27)]
+    sim = Simulator(search, by_x, seed=2).run()
+    assert rung_lengths(sim) == {30, 90, 270}
+    assert len([c for c in sim.created() if c.checkpoint_from is None]) == 27
+    assert sim.max_open == 4 and sim.shutdown == Shutdown()
+    check_promotions(sim, [30, 90, 270], 3, stop_once=False)
+    best = min(sim.trials.values(), key=lambda t: t.hparams["x"])
+    assert max(t.trained for t in sim.trials.values() if t.root == best.root) == 270

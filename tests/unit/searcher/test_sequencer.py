@@ -291,3 +291,54 @@ def test_pipelining_sends_exactly_the_workloads_of_one_at_a_time_in_the_same_ord
     sends = run_pipelined(pipelined, searcher)
     assert [w for batch in sends for w in batch] == run(one_by_one, searcher)
     assert pipelined == one_by_one
+
+
+def test_initial_validation_comes_before_the_first_step() -> None:
+    seq = TrialSequencer(batches_per_step=100, initial_validation=True)
+    seq.add_target(200)
+    assert run(seq, close_at_end) == [
+        ("COMPUTE_VALIDATION_METRICS", 0),
+        ("RUN_STEP", 100),
+        ("RUN_STEP", 200),
+        ("COMPUTE_VALIDATION_METRICS", 200),
+        ("CHECKPOINT_MODEL", 200),
+        ("TERMINATE", 200),
+    ]
+    # Stored with the trial: a restart before any checkpoint does not validate at batch 0 again.
+    again = TrialSequencer.from_dict(seq.to_dict())
+    again.restart_from(0, 0)
+    again.terminated = False
+    assert again.next_workload() is None or again.next_workload().kind is not Kind.COMPUTE_VALIDATION_METRICS
+
+
+def test_checkpoint_policy_all_checkpoints_after_every_validation() -> None:
+    seq = TrialSequencer(batches_per_step=100, min_validation_period=100, checkpoint_after_validation=True)
+    seq.add_target(300)
+    assert run(seq, close_at_end) == [
+        ("RUN_STEP", 100),
+        ("COMPUTE_VALIDATION_METRICS", 100),
+        ("CHECKPOINT_MODEL", 100),
+        ("RUN_STEP", 200),
+        ("COMPUTE_VALIDATION_METRICS", 200),
+        ("CHECKPOINT_MODEL", 200),
+        ("RUN_STEP", 300),
+        ("COMPUTE_VALIDATION_METRICS", 300),
+        ("CHECKPOINT_MODEL", 300),
+        ("TERMINATE", 300),
+    ]
+
+
+def test_sequencer_options_come_from_the_config() -> None:
+    from pedl.config import parse_experiment_config
+
+    config = parse_experiment_config(
+        "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
+        "perform_initial_validation: true\ncheckpoint_policy: all\nmin_validation_period: {batches: 5}\n"
+    )
+    seq = TrialSequencer.for_config(config)
+    assert (seq.initial_validation, seq.checkpoint_after_validation, seq.min_validation_period) == (
+        True,
+        True,
+        5,
+    )
+    assert TrialSequencer.from_dict({k: v for k, v in seq.to_dict().items() if k != "initial_validation"})

@@ -1,0 +1,56 @@
+"""environment.environment_variables reach every harness process the agent starts for a trial."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pedl.v1 import agent_pb2
+from pedl_agent.model_definitions import ModelDefinitionCache
+from pedl_agent.trial_run import RunSettings, TrialRun, plan_ranks
+
+
+def trial_run(tmp_path: Path, slots: int, config: dict) -> TrialRun:
+    settings = RunSettings(
+        harness_argv=["python", "-m", "pedl.harness"],
+        work_dir=tmp_path,
+        socket_dir=tmp_path,
+        model_definitions=ModelDefinitionCache("127.0.0.1:1", tmp_path),
+        send=lambda message: None,
+    )
+    start = agent_pb2.StartTrial(
+        trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)], config_yaml=json.dumps(config)
+    )
+    run = TrialRun(start, settings)
+    run._ranks = plan_ranks(start, free_port=lambda: 4321)
+    return run
+
+
+def test_a_list_is_set_in_every_rank(tmp_path: Path) -> None:
+    config = {"environment": {"environment_variables": ["FOO=bar", "URL=http://x/?a=b", "OMP_NUM_THREADS=3"]}}
+    run = trial_run(tmp_path, 2, config)
+    for index in (0, 1):
+        env = run._environment(index)
+        assert (env["FOO"], env["URL"], env["OMP_NUM_THREADS"]) == ("bar", "http://x/?a=b", "3")
+        assert env["RANK"] == str(index)  # pedl's own variables are still its own
+
+
+def test_per_device_lists_pick_the_cpu_one_on_cpu_slots(tmp_path: Path) -> None:
+    config = {"environment": {"environment_variables": {"cpu": ["WHERE=cpu"], "cuda": ["WHERE=gpu"]}}}
+    assert trial_run(tmp_path, 1, config)._environment(0)["WHERE"] == "cpu"
+
+
+def test_the_agents_own_environment_is_kept_and_overridden_by_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FROM_AGENT", "1")
+    monkeypatch.setenv("FOO", "agent")
+    env = trial_run(tmp_path, 1, {"environment": {"environment_variables": ["FOO=config"]}})._environment(0)
+    assert env["FROM_AGENT"] == "1" and env["FOO"] == "config"
+
+
+def test_no_variables_without_the_field(tmp_path: Path) -> None:
+    env = trial_run(tmp_path, 1, {"searcher": {}})._environment(0)
+    assert "FOO" not in env and env["PEDL_TRIAL_ID"] == "1"
