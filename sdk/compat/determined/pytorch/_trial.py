@@ -77,10 +77,6 @@ class PyTorchTrial(Trial):
             seed = 0
         context = cls.trial_context_class(hparams, _trial_context.get_experiment_config(), seed)
         trial = cls(context)
-        if not hasattr(trial, "context"):
-            trial.context = context
-        if not hasattr(trial, "hparams"):
-            trial.hparams = dict(hparams)
         if trial.build_callbacks():
             raise TypeError(
                 f"{describe(cls.build_callbacks)} returned callbacks; pedl does not run PyTorchCallback "
@@ -91,11 +87,18 @@ class PyTorchTrial(Trial):
 
 def controller_for(trial: PyTorchTrial, context: PyTorchTrialContext) -> BatchTrialController:
     """The controller that trains `trial` (either form) on pedl's PyTorch loop."""
+    # A trial whose __init__ does not call PyTorchTrial.__init__ still has both.
+    if not hasattr(trial, "context"):
+        trial.context = context
+    if not hasattr(trial, "hparams"):
+        trial.hparams = context.get_hparams()
     training = _loader(trial, "build_training_data_loader")
     validation = _loader(trial, "build_validation_data_loader")
     kind = ModelArgController if callable(getattr(type(trial), "build_model", None)) else ContextController
     controller = kind(trial, training, validation, context.device)
-    context._batches_trained = lambda: controller.batches_trained
+    context._batches_trained = lambda: (
+        controller.batches_trained if controller.current_batch is None else controller.current_batch
+    )
     context._epoch = lambda: controller._stream.epoch
     return controller
 

@@ -70,6 +70,8 @@ class BatchTrialController(PyTorchTrialController):
         device: torch.device | None = None,
     ) -> None:
         self._full_validation_loader = validation_loader
+        # The batch being trained (0-based, across restarts) while train_batch runs, else None.
+        self.current_batch: int | None = None
         super().__init__(trial, training_loader, validation_loader, device)
 
     def _parts(self, trial: Any) -> Parts:
@@ -104,6 +106,7 @@ class BatchTrialController(PyTorchTrialController):
 
     def _train_batch(self, number: int) -> tuple[torch.Tensor, dict[str, Any] | None, int]:
         batch_idx = number - 1
+        self.current_batch = batch_idx
         epoch_idx = self._stream.epoch
         raw = self._stream.next()
         epoch_ended = self._stream.epoch != epoch_idx
@@ -125,6 +128,7 @@ class BatchTrialController(PyTorchTrialController):
                 scheduler.after_optimizer_step()
         for scheduler in self._parts_built.schedulers:
             scheduler.after_batch(batch_idx, epoch_ended)
+        self.current_batch = None
         return loss, metrics, batch_length(batch)
 
     def _evaluate_batch(self, batch: Any, index: int) -> dict[str, Any]:
