@@ -12,60 +12,27 @@ from typing import Any
 
 import torch
 
+from determined._trial_context import DistributedContext, TrialContext
 from pedl.frameworks.pytorch._lr import LRScheduler
 from pedl.pytorch import _distributed
 from pedl.pytorch._data import to_device
 
 
-class DistributedContext:
-    """Ranks of the trial's process group (one process per slot)."""
-
-    def __init__(self, rank: int = 0, size: int = 1) -> None:
-        self.rank = rank
-        self.size = size
-
-    def get_rank(self) -> int:
-        return self.rank
-
-    def get_size(self) -> int:
-        return self.size
-
-    # pedl runs one agent per machine in tests and one process per slot: local equals global.
-    def get_local_rank(self) -> int:
-        return self.rank
-
-    def get_local_size(self) -> int:
-        return self.size
-
-    def get_cross_rank(self) -> int:
-        return 0
-
-    def get_cross_size(self) -> int:
-        return 1
-
-    @classmethod
-    def current(cls) -> DistributedContext:
-        ranks = _distributed.current()
-        return cls() if ranks is None else cls(ranks.rank, ranks.world_size)
+def _ranks() -> DistributedContext:
+    ranks = _distributed.current()
+    return DistributedContext() if ranks is None else DistributedContext(ranks.rank, ranks.world_size)
 
 
-class PyTorchTrialContext:
+class PyTorchTrialContext(TrialContext):
     """Handed to `PyTorchTrial.__init__`; see Determined's docs for each method."""
 
     def __init__(
         self,
         hparams: dict[str, Any],
         experiment_config: dict[str, Any],
-        trial_seed: int = 0,
-        trial_id: int = 0,
-        experiment_id: int = 0,
+        distributed: DistributedContext | None = None,
     ) -> None:
-        self._hparams = dict(hparams)
-        self._config = dict(experiment_config)
-        self._trial_seed = trial_seed
-        self._trial_id = trial_id
-        self._experiment_id = experiment_id
-        self.distributed = DistributedContext.current()
+        super().__init__(hparams, experiment_config, distributed or _ranks())
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.models: list[torch.nn.Module] = []
         self.wrapped_models: list[torch.nn.Module] = []
@@ -74,47 +41,6 @@ class PyTorchTrialContext:
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
         self._stop_requested = False
-
-    # --- configuration ---------------------------------------------------------------------------
-
-    def get_hparams(self) -> dict[str, Any]:
-        return dict(self._hparams)
-
-    def get_hparam(self, name: str) -> Any:
-        if name not in self._hparams:
-            known = ", ".join(sorted(self._hparams)) or "(none)"
-            raise ValueError(f"get_hparam({name!r}): no such hyperparameter; the experiment defines: {known}")
-        return self._hparams[name]
-
-    def get_experiment_config(self) -> dict[str, Any]:
-        return dict(self._config)
-
-    def get_data_config(self) -> dict[str, Any]:
-        return dict(self._config.get("data") or {})
-
-    def get_global_batch_size(self) -> int:
-        if "global_batch_size" not in self._hparams:
-            raise ValueError(
-                "get_global_batch_size(): the experiment config has no 'global_batch_size' hyperparameter, "
-                "which Determined's Trial APIs require"
-            )
-        return int(self._hparams["global_batch_size"])
-
-    def get_per_slot_batch_size(self) -> int:
-        size = self.get_global_batch_size()
-        slots = self.distributed.get_size()
-        if size < slots:
-            raise ValueError(f"global_batch_size {size} is smaller than the {slots} slots of this trial")
-        return size // slots
-
-    def get_trial_seed(self) -> int:
-        return self._trial_seed
-
-    def get_trial_id(self) -> int:
-        return self._trial_id
-
-    def get_experiment_id(self) -> int:
-        return self._experiment_id
 
     # --- what the trial builds -------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ def init(
             seed = 0
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
-    yield PyTorchTrialContext(hparams, config, seed)
+    yield PyTorchTrialContext(hparams, config)
 
 
 class Trainer:

@@ -16,7 +16,6 @@ import torch
 import torch.utils.data
 
 from determined.pytorch._context import PyTorchTrialContext
-from pedl import _trial_context
 from pedl.frameworks.pytorch._adapter import BatchTrialController, ModelArgController, Parts, call_flexible
 from pedl.harness.controller import TrialController
 from pedl.model_def.errors import describe
@@ -71,11 +70,7 @@ class PyTorchTrial(Trial):
                 f"{cls.__qualname__} does not implement the determined.pytorch.PyTorchTrial method(s): "
                 "evaluate_batch (or evaluate_full_dataset)"
             )
-        try:
-            seed = _trial_context.get_trial_seed()
-        except RuntimeError:
-            seed = 0
-        context = cls.trial_context_class(hparams, _trial_context.get_experiment_config(), seed)
+        context = cls.trial_context_class.for_running_trial(hparams)
         trial = cls(context)
         if trial.build_callbacks():
             raise TypeError(
