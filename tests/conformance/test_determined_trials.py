@@ -6,6 +6,7 @@ context_dir=...)` as the seed document shows it, and `det.pytorch.Trainer(trial,
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,14 @@ def test_the_determined_config_form_is_accepted_with_its_trial_class() -> None:
     parsed = parse_experiment_config(CONFIG)
     assert parsed.entrypoint == "model_def:MyTrial"
     assert yaml.safe_load(CONFIG)["hyperparameters"]["global_batch_size"] == 8
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_determined_example_trains_in_test_mode_and_its_search_config_is_valid(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_determined_pytorch", tmp_path / "digits_det")
+    _, result = run(model, (model / "const.yaml").read_text())
+    assert result.state == "COMPLETED"
+    assert set(result.trials[0].validations[-1][1]) == {"validation_loss", "validation_error"}
+    assert parse_experiment_config(str(model / "adaptive.yaml")).searcher_name == "adaptive_asha"

@@ -6,6 +6,7 @@ and the `entrypoints:` config mapping with sibling-module imports."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -177,3 +178,14 @@ def test_a_tensorpack_trial_is_refused_at_create_naming_the_class(tmp_path) -> N
 def test_the_static_check_accepts_the_entrypoints_form(tmp_path) -> None:
     model = write_pedl011_model(tmp_path / "static")
     check_model_definition(model, parse_experiment_config(CONFIG).entrypoint)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_pedl011_example_trains_in_test_mode_and_its_search_config_is_valid(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_pytorch_pedl011", tmp_path / "digits011")
+    _, result = run(model, (model / "const.yaml").read_text())
+    assert result.state == "COMPLETED"
+    assert set(result.trials[0].validations[-1][1]) == {"validation_loss", "validation_error"}
+    assert parse_experiment_config(str(model / "adaptive.yaml")).searcher_name == "adaptive_asha"
