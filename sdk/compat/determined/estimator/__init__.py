@@ -51,7 +51,19 @@ class EstimatorTrial(_SeedEstimatorTrial):
         if not hasattr(trial, "context"):
             trial.context = context
         trial.hparams = context.get_hparams()
-        return EstimatorTrialController(trial)
+        controller = EstimatorTrialController(trial)
+        _seed_graph(controller.estimator, context.get_trial_seed())
+        return controller
+
+
+def _seed_graph(estimator: Any, seed: int) -> None:
+    """Gives the Estimator's graphs the trial seed, as Determined's harness does, unless the trial's
+    RunConfig sets `tf_random_seed` itself (each Estimator call builds a fresh graph, which the
+    process-wide seed does not reach). TensorFlow 2.15 is the last release with tf.estimator, so its
+    private `_config` attribute is fixed."""
+    config = estimator.config
+    if config.tf_random_seed is None:
+        estimator._config = config.replace(tf_random_seed=seed % 2**31)
 
 
 __all__ = ["EstimatorTrial", "EstimatorTrialContext"]
