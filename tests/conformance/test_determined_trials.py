@@ -20,6 +20,7 @@ from pedl.config.test_mode import test_mode_config as minimal
 from pedl.experimental import run_local
 from pedl.harness.build import load_for_config
 from pedl.harness.compat import compat_path, ensure_determined_importable
+from pedl.model_def import ModelDefinitionError
 
 ensure_determined_importable()
 
@@ -187,3 +188,15 @@ def test_the_determined_example_trains_in_test_mode_and_its_search_config_is_val
     assert result.state == "COMPLETED"
     assert set(result.trials[0].validations[-1][1]) == {"validation_loss", "validation_error"}
     assert parse_experiment_config(str(model / "adaptive.yaml")).searcher_name == "adaptive_asha"
+
+
+def test_an_entrypoints_mapping_naming_a_determined_trial_is_refused_as_mixing_generations(tmp_path) -> None:
+    model = write_determined_model(tmp_path / "mixed")
+    config = CONFIG.replace(
+        "entrypoint: model_def:MyTrial",
+        "entrypoints:\n  trial_class: model_def:MyTrial\n  data_loaders_function: model_def:dataset",
+    )
+    with pytest.raises(
+        ModelDefinitionError, match="mixes PEDL 0.11's entrypoints mapping with a Determined trial"
+    ):
+        run(model, config)

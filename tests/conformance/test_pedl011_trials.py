@@ -7,6 +7,7 @@ and the `entrypoints:` config mapping with sibling-module imports."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -189,3 +190,17 @@ def test_the_pedl011_example_trains_in_test_mode_and_its_search_config_is_valid(
     assert result.state == "COMPLETED"
     assert set(result.trials[0].validations[-1][1]) == {"validation_loss", "validation_error"}
     assert parse_experiment_config(str(model / "adaptive.yaml")).searcher_name == "adaptive_asha"
+
+
+def test_the_cli_runs_the_entrypoints_config_locally_in_test_mode(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_pytorch_pedl011", tmp_path / "cli011")
+    pedl_cli = Path(sys.executable).parent / "pedl"
+    done = subprocess.run(
+        [str(pedl_cli), "experiment", "create", str(model / "const.yaml"), str(model), "--local", "--test"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "COMPLETED" in done.stdout + done.stderr

@@ -115,10 +115,14 @@ def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
         assert all(t.best_validation_metric <= 1.0 for t in result.trials)
 
 
-def test_a_determined_trial_trains_on_two_slots_over_gloo(tmp_path) -> None:
-    config = DETERMINED + SINGLE.replace("batches: 100", "batches: 40") + "resources:\n  slots_per_trial: 2\n"
+@pytest.mark.parametrize("generation", sorted(GENERATIONS))
+def test_a_trial_trains_on_two_slots_over_gloo(tmp_path, generation: str) -> None:
+    example, model_config = GENERATIONS[generation]
+    config = (
+        model_config + SINGLE.replace("batches: 100", "batches: 40") + "resources:\n  slots_per_trial: 2\n"
+    )
     with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
-        exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
+        exp_id = submit(cluster, EXAMPLES / example, config)
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
         steps, validations = trial_history(cluster, exp_id)

@@ -62,6 +62,12 @@ class TFKerasTrial(KerasTrial):
         cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
     ) -> KerasTrialController:
         trial = cls(hparams)
+        callbacks = getattr(trial, "keras_callbacks", None)
+        if callable(callbacks) and callbacks():
+            raise TypeError(
+                f"{cls.__qualname__}.keras_callbacks returned callbacks; pedl trains batch by batch and "
+                "does not run Keras callbacks (report metrics from the compiled model instead)"
+            )
         apply_session_config(trial.session_config())
         if isinstance(data_loaders, (tuple, list)):
             data_loaders = [unwrap_data(d) for d in data_loaders]
