@@ -8,6 +8,7 @@ and optimizers are, so every interface resumes exactly and trains distributed th
 
 from __future__ import annotations
 
+import abc
 import inspect
 import numbers
 from collections.abc import Callable
@@ -56,7 +57,7 @@ class Parts:
     train_models: list[torch.nn.Module] = field(default_factory=list)
 
 
-class BatchTrialController(PyTorchTrialController):
+class BatchTrialController(PyTorchTrialController, abc.ABC):
     """A trial that trains and evaluates one batch per call; subclasses bind one interface."""
 
     # True when the harness runs zero_grad/backward/step itself (train_batch returns the loss).
@@ -74,17 +75,21 @@ class BatchTrialController(PyTorchTrialController):
         self.current_batch: int | None = None
         super().__init__(trial, training_loader, validation_loader, device)
 
+    @abc.abstractmethod
     def _parts(self, trial: Any) -> Parts:
-        raise NotImplementedError
+        """What the trial built (models on the device, optimizers, LR schedulers)."""
 
+    @abc.abstractmethod
     def _call_train(self, batch: Any, epoch_idx: int, batch_idx: int) -> Any:
-        raise NotImplementedError
+        """The interface's train_batch call on a batch already on the device."""
 
+    @abc.abstractmethod
     def _call_evaluate(self, batch: Any, batch_idx: int) -> Any:
-        raise NotImplementedError
+        """The interface's evaluate_batch call on a batch already on the device."""
 
+    @abc.abstractmethod
     def _call_full_dataset(self, loader: torch.utils.data.DataLoader) -> Any:
-        raise NotImplementedError
+        """The interface's evaluate_full_dataset call."""
 
     def _has(self, name: str) -> bool:
         return callable(getattr(self.trial, name, None))
