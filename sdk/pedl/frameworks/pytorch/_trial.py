@@ -10,12 +10,15 @@ PyTorch controller.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from pedl.frameworks.pytorch._adapter import ModelArgController, as_lr_scheduler, call_flexible
+from pedl.frameworks._arity import accept_hparams
+from pedl.frameworks.pytorch._adapter import ModelArgController
 from pedl.harness.controller import TrialController
 from pedl.pytorch._controller import PyTorchTrialController, _check_loaders
 from pedl.trial import Trial
@@ -57,6 +60,23 @@ class PyTorchTrial(Trial):
     framework_interface = "PyTorchTrial"
     model: torch.nn.Module
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The seed controller calls `build_model(hparams)` and `optimizer(model)`; 0.11's
+        `build_model(self)` and 0.10's `optimizer(self, model, hparams)` are adapted to that."""
+        super().__init_subclass__(**kwargs)
+        accept_hparams(cls, ("build_model",))
+        optimizer = cls.__dict__.get("optimizer")
+        if inspect.isfunction(optimizer) and len(inspect.signature(optimizer).parameters) == 3:
+
+            def make(method: Any) -> Any:
+                @functools.wraps(method)
+                def with_hparams(self: PyTorchTrial, model: torch.nn.Module, *rest: Any) -> Any:
+                    return method(self, model, *(rest or (self.hparams,)))
+
+                return with_hparams
+
+            cls.optimizer = make(optimizer)  # type: ignore[method-assign]
+
     def create_lr_scheduler(self, optimizer: torch.optim.Optimizer) -> Any | None:
         """Optional: an `LRScheduler` (or a torch scheduler, stepped every batch)."""
         return None
@@ -74,30 +94,4 @@ class PyTorchTrial(Trial):
         trial = cls(hparams)
         if generation == "0.11":
             return ModelArgController(trial, training, validation)
-        return PyTorchTrialController(_Pedl010View(trial), training, validation)
-
-
-class _Pedl010View:
-    """A PEDL 0.10 trial seen through the seed interface (only signatures differ)."""
-
-    def __init__(self, trial: PyTorchTrial) -> None:
-        self._trial = trial
-        self.hparams = trial.hparams
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._trial, name)
-
-    def build_model(self, hparams: dict[str, Any]) -> Any:
-        model = call_flexible(self._trial.build_model, hparams)
-        self._trial.model = model
-        return model
-
-    def optimizer(self, model: torch.nn.Module) -> Any:
-        return call_flexible(self._trial.optimizer, model, self.hparams)
-
-    def create_lr_scheduler(self, optimizer: torch.optim.Optimizer) -> Any | None:
-        scheduler = as_lr_scheduler(self._trial.create_lr_scheduler(optimizer), "create_lr_scheduler()")
-        return None if scheduler is None else scheduler.scheduler
-
-    def training_metrics(self, predictions: Any, labels: Any, losses: Any) -> dict[str, Any]:
-        return self._trial.training_metrics(predictions, labels, losses)
+        return PyTorchTrialController(trial, training, validation)
