@@ -42,9 +42,9 @@ hyperparameters:
 
 # Deterministic: a fixed experiment seed; checkpoints every 2 steps, so a kill loses work to redo.
 SINGLE = """
-searcher: {name: single, metric: validation_error, smaller_is_better: true, max_length: {batches: 100}}
+searcher: {name: single, metric: validation_error, smaller_is_better: true, max_length: {batches: 60}}
 batches_per_step: 10
-min_validation_period: {batches: 40}
+min_validation_period: {batches: 30}
 min_checkpoint_period: {batches: 20}
 reproducibility: {experiment_seed: 7}
 """
@@ -54,7 +54,7 @@ searcher:
   name: adaptive_asha
   metric: validation_error
   smaller_is_better: true
-  max_length: {batches: 80}
+  max_length: {batches: 40}
   max_trials: 4
   max_rungs: 2
   divisor: 4
@@ -90,7 +90,7 @@ def test_a_killed_agent_resumes_the_trial_exactly(tmp_path, generation: str) -> 
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
         assert result.trials[0].restarts == 1
         steps, validations = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == list(range(10, 101, 10))
+        assert [b for b, _ in steps] == list(range(10, 61, 10))
         assert "validation_error" in validations[-1][1]
         assert (steps, validations) == trial_history(cluster, reference)
 
@@ -111,7 +111,7 @@ def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
         # ASHA may continue a stopped configuration as a further trial; each of the 4 ran.
         assert len({str(t.hparams) for t in result.trials}) == 4
-        assert max(t.total_batches for t in result.trials) == 80
+        assert max(t.total_batches for t in result.trials) == 40
         assert all(t.best_validation_metric <= 1.0 for t in result.trials)
 
 
@@ -119,7 +119,7 @@ def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
 def test_a_trial_trains_on_two_slots_over_gloo(tmp_path, generation: str) -> None:
     example, model_config = GENERATIONS[generation]
     config = (
-        model_config + SINGLE.replace("batches: 100", "batches: 40") + "resources:\n  slots_per_trial: 2\n"
+        model_config + SINGLE.replace("batches: 60", "batches: 40") + "resources:\n  slots_per_trial: 2\n"
     )
     with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
         exp_id = submit(cluster, EXAMPLES / example, config)
