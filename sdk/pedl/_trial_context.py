@@ -40,3 +40,31 @@ def get_download_data_dir() -> str:
             "or it has not run yet"
         )
     return _download_data_dir
+
+
+_trial_seed: int | None = None
+_experiment_config: dict[str, Any] | None = None
+
+
+def set_trial_seed(seed: int | None) -> None:
+    global _trial_seed
+    _trial_seed = seed
+
+
+def set_experiment_config(config: dict[str, Any] | None) -> None:
+    global _experiment_config
+    _experiment_config = None if config is None else dict(config)
+
+
+def get_trial_seed() -> int:
+    """The seed PEDL drew for this trial (Python, NumPy, torch and TensorFlow are already seeded with it)."""
+    if _trial_seed is None:
+        raise RuntimeError("pedl.get_trial_seed() was called outside a running trial")
+    return _trial_seed
+
+
+def get_experiment_config() -> dict[str, Any]:
+    """The running trial's experiment config, as validated (defaults filled in)."""
+    if _experiment_config is None:
+        raise RuntimeError("pedl.util.get_experiment_config() was called outside a running trial")
+    return _experiment_config

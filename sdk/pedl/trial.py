@@ -44,6 +44,6 @@ class Trial(abc.ABC):  # noqa: B024
 
 def is_framework_base(cls: type) -> bool:
     """True for the interfaces pedl itself defines (Trial, PyTorchTrial, ...), which user
-    model definitions re-export but never mean as their trial."""
+    model definitions re-export but never mean as their trial (pedl's `determined` package too)."""
     module = getattr(cls, "__module__", "") or ""
-    return module == "pedl" or module.startswith("pedl.")
+    return module.split(".", 1)[0] in ("pedl", "determined")

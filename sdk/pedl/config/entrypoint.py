@@ -80,3 +80,43 @@ def _script_section(section: dict[str, Any], path: FieldPath) -> Entrypoint:
         if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
             raise FieldError((*path, "args", i), f"expected a string or number, got {describe(arg)}")
     return Entrypoint(kind="script", script=script, args=tuple(str(a) for a in args))
+
+
+# PEDL 0.11's form: one mapping naming the trial class and the data functions.
+ENTRYPOINTS_FIELDS = ("trial_class", "data_loaders_function", "download_data_function")
+
+
+def parse_entrypoints(value: Any, path: FieldPath = ("entrypoints",)) -> dict[str, Entrypoint]:
+    """`entrypoints: {trial_class: model_def:MyTrial, data_loaders_function: data:make_data_loaders,
+    download_data_function: data:download_data}`, each '<module>:<object reference>'."""
+    if not isinstance(value, dict):
+        raise FieldError(
+            path, f"expected a mapping with {', '.join(ENTRYPOINTS_FIELDS)}, got {describe(value)}"
+        )
+    check_keys(value, path, ENTRYPOINTS_FIELDS, required=("trial_class",))
+    parsed: dict[str, Entrypoint] = {}
+    for key, text in value.items():
+        if text is None and key != "trial_class":
+            continue
+        spec = parse_entrypoint(text, (*path, key))
+        if spec is None or spec.kind != "trial":
+            raise FieldError(
+                (*path, key),
+                f"expected '<module>:<name>' like 'data:make_data_loaders', got {describe(text)}",
+            )
+        parsed[key] = spec
+    return parsed
+
+
+def parse_config_entrypoint(raw: dict[str, Any]) -> Entrypoint | None:
+    """The config's entrypoint in either generation's form; a config using both is refused."""
+    if "entrypoints" in raw and raw["entrypoints"] is not None:
+        if raw.get("entrypoint") is not None:
+            raise FieldError(
+                ("entrypoints",),
+                "cannot be combined with entrypoint: 'entrypoints' is PEDL 0.11's form (trial_class, "
+                "data_loaders_function, download_data_function), 'entrypoint' the seed's and Determined's; "
+                "keep one",
+            )
+        return parse_entrypoints(raw["entrypoints"])["trial_class"]
+    return parse_entrypoint(raw.get("entrypoint"))

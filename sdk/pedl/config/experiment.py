@@ -26,7 +26,7 @@ from pedl.config._checks import (
     is_int,
 )
 from pedl.config._source import load_source
-from pedl.config.entrypoint import Entrypoint, parse_entrypoint
+from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import LengthContext, length_to_batches
@@ -53,6 +53,7 @@ TOP_LEVEL_FIELDS = (
     "resources",
     "max_restarts",
     "entrypoint",
+    "entrypoints",
     "environment",
     "reproducibility",
     "records_per_epoch",
@@ -143,6 +144,9 @@ class ExperimentConfig:
 
     @property
     def entrypoint(self) -> str | dict[str, Any] | list[str] | None:
+        """The raw field; for PEDL 0.11's `entrypoints:` mapping, its trial_class."""
+        if self.raw.get("entrypoints") is not None:
+            return self.raw["entrypoints"]["trial_class"]
         return self.raw.get("entrypoint")
 
     @property
@@ -217,7 +221,7 @@ def _build(data: Any) -> ExperimentConfig:
     raw["resources"] = sections.validate_resources(raw.get("resources"))
     raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
     expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
-    entrypoint = parse_entrypoint(raw.get("entrypoint"))
+    entrypoint = parse_config_entrypoint(raw)
     _validate_optional_sections(raw)
     return ExperimentConfig(
         raw=raw,

@@ -28,11 +28,12 @@ def entrypoint_for(trial_def: type, context_dir: Path) -> str:
     return f"{'.'.join(parts)}:{trial_def.__qualname__}"
 
 
-def data_functions(trial_def: type) -> tuple[object, object | None]:
-    """`make_data_loaders` (required) and `download_data` from the module defining the trial."""
+def data_functions(trial_def: type) -> tuple[object | None, object | None]:
+    """`make_data_loaders` (required unless the interface builds its own data) and `download_data`
+    from the module defining the trial."""
     module = sys.modules.get(trial_def.__module__)
     make = getattr(module, "make_data_loaders", None)
-    if make is None:
+    if make is None and getattr(trial_def, "uses_make_data_loaders", True):
         raise ModelDefinitionError(
             f"module {trial_def.__module__} defining {trial_def.__qualname__} has no make_data_loaders()"
         )

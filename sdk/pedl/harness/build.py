@@ -25,6 +25,7 @@ def seed_all(seed: int) -> None:
     """Seeds Python and NumPy, and torch and TensorFlow if imported (never importing them just for this)."""
     import numpy as np
 
+    _trial_context.set_trial_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch = sys.modules.get("torch")
@@ -43,6 +44,7 @@ def build_controller(
     once_per_machine: OncePerMachine = _call,
 ) -> TrialController:
     """Runs download_data (once per machine) and make_data_loaders, then builds the controller."""
+    _trial_context.set_experiment_config(experiment_config)
     root = model_def.directory
     download = model_def.download_data
     if download is not None:
@@ -89,7 +91,10 @@ def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any
     Model Definition, `entrypoint: {script: train.py, args: [...]}` or `entrypoint: train.py`)."""
     from pedl.config.entrypoint import parse_entrypoint
     from pedl.config.errors import FieldError
+    from pedl.harness.compat import ensure_determined_importable
 
+    # Model definitions written for Determined import `determined`; pedl's stands in for a missing one.
+    ensure_determined_importable()
     raw = experiment_config.get("entrypoint")
     try:
         spec = parse_entrypoint(raw)
@@ -104,7 +109,28 @@ def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any
             f"entrypoint {raw!r} is a command, which the PEDL harness does not run; name a Trial class "
             "('<module>:<TrialClass>') or a script ({script: train.py, args: [...]})"
         )
+    mapping = experiment_config.get("entrypoints")
+    if isinstance(mapping, dict):
+        return _load_pedl011(model_definition_dir, mapping)
     return load_model_definition(model_definition_dir, raw.strip() if isinstance(raw, str) else None)
+
+
+def _load_pedl011(model_definition_dir: Path, mapping: dict[str, Any]) -> ModelDefinition:
+    """PEDL 0.11's `entrypoints:` mapping: the trial class and the data functions, each by name."""
+    model_def = load_model_definition(
+        model_definition_dir,
+        mapping["trial_class"],
+        data_loaders_function=mapping.get("data_loaders_function"),
+        download_data_function=mapping.get("download_data_function"),
+    )
+    own_data = not getattr(model_def.trial_class, "uses_make_data_loaders", True)
+    if own_data and mapping.get("data_loaders_function"):
+        raise ModelDefinitionError(
+            f"entrypoints.trial_class names {model_def.trial_class.__qualname__}, a "
+            f"{model_def.trial_class.framework_interface} that builds its own data loaders: the config mixes "
+            "PEDL 0.11's entrypoints mapping with a Determined trial; use entrypoint: '<module>:<TrialClass>'"
+        )
+    return model_def
 
 
 def start_trial(

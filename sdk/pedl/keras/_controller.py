@@ -71,10 +71,18 @@ class KerasTrialController:
         data_loaders: Sequence[Any] | Any,
         origin: str = "make_data_loaders()",
     ) -> KerasTrialController:
+        return cls.from_trial(trial_class(hparams), data_loaders, origin)
+
+    @classmethod
+    def from_trial(
+        cls, trial: Any, data_loaders: Sequence[Any] | Any, origin: str, build: Any = None
+    ) -> KerasTrialController:
+        """The controller of a constructed trial; `build()` makes its compiled model (by default
+        `trial.build_model(trial.hparams)`; the PEDL 0.11 and Determined adapters pass their own)."""
         expected = "a pair (training data, validation data)"
         if not isinstance(data_loaders, (tuple, list)) or len(data_loaders) != 2:
             raise TypeError(f"{origin} must return {expected}; it returned a {type(data_loaders).__name__}")
-        trial = trial_class(hparams)
+        trial_class = type(trial)
         size_origin = describe(trial_class.batch_size)
         training, validation = (
             check_source(source, role, origin, trial.batch_size(), size_origin)
@@ -84,7 +92,7 @@ class KerasTrialController:
         keras.utils.set_random_seed(int(np.random.randint(2**31 - 1)))
         where = describe(trial_class.build_model)
         with _distributed.scope():
-            model = check_model(trial.build_model(trial.hparams), where)
+            model = check_model(build() if build is not None else trial.build_model(trial.hparams), where)
         trial.model = model
         return cls(trial, model, training, validation, where)
 

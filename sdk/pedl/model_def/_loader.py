@@ -129,8 +129,28 @@ def _find_function(modules: list[ModuleType], name: str, directory: Path) -> Cal
     return None
 
 
-def load_model_definition(directory: Path | str, entrypoint: str | None = None) -> ModelDefinition:
+def _named_function(package: ModuleType, reference: str, field: str, directory: Path) -> Callable[..., Any]:
+    """A data function PEDL 0.11's `entrypoints:` mapping names as '<module>:<name>'."""
+    ep = parse_entrypoint(reference)
+    module = import_submodule(package, ep.module, directory) if ep.module else package
+    fn = _resolve_object(module, ep, directory)
+    if not callable(fn):
+        raise ModelDefinitionError(
+            f"entrypoints.{field} '{reference}' is a {type(fn).__name__}, not a function"
+        )
+    return fn
+
+
+def load_model_definition(
+    directory: Path | str,
+    entrypoint: str | None = None,
+    data_loaders_function: str | None = None,
+    download_data_function: str | None = None,
+) -> ModelDefinition:
     """Imports the model definition at `directory` and finds its trial class and data functions.
+
+    The data functions are `make_data_loaders`/`download_data` beside the trial class (or in
+    `__init__.py`), unless PEDL 0.11's `entrypoints:` mapping names them (the last two arguments).
 
     Raises ModelDefinitionError (naming file and line where it can) for anything wrong in it.
     """
@@ -156,14 +176,22 @@ def load_model_definition(directory: Path | str, entrypoint: str | None = None) 
         )
 
     search = [module] if module is package else [module, package]
-    make_data_loaders = _find_function(search, "make_data_loaders", directory)
+    if data_loaders_function is not None:
+        make_data_loaders = _named_function(
+            package, data_loaders_function, "data_loaders_function", directory
+        )
+    else:
+        make_data_loaders = _find_function(search, "make_data_loaders", directory)
     if make_data_loaders is None and getattr(trial_class, "uses_make_data_loaders", True):
         where = " or ".join(_module_file(m, directory) for m in search)
         raise ModelDefinitionError(
             f"model definition {directory.name} defines no make_data_loaders(experiment_config, hparams) "
             f"in {where}"
         )
-    download_data = _find_function(search, "download_data", directory)
+    if download_data_function is not None:
+        download_data = _named_function(package, download_data_function, "download_data_function", directory)
+    else:
+        download_data = _find_function(search, "download_data", directory)
     return ModelDefinition(
         directory=directory,
         package=package.__name__,

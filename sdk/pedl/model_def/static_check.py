@@ -16,6 +16,27 @@ from pedl.model_def._importing import package_name
 from pedl.model_def.errors import ModelDefinitionError
 
 TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial"}
+# Trial interfaces of PEDL and Determined releases that pedl does not run, refused before submission.
+UNSUPPORTED_BASES = {
+    "TensorpackTrial": "PEDL's Tensorpack interface",
+    "DeepSpeedTrial": "Determined's DeepSpeed interface",
+    "PyTorchLightningAdapter": "Determined's PyTorch Lightning adapter",
+}
+
+
+def _refuse_unsupported(trees: dict[Path, ast.Module], root: Path) -> None:
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for base in node.bases:
+                name = _base_name(base)
+                if name in UNSUPPORTED_BASES:
+                    rel = path.relative_to(root) if path.is_relative_to(root) else path
+                    raise ModelDefinitionError(
+                        f"{rel}, line {node.lineno}: class {node.name} derives from {name} "
+                        f"({UNSUPPORTED_BASES[name]}), which pedl does not support"
+                    )
 
 
 def _base_name(node: ast.expr) -> str:
@@ -81,6 +102,7 @@ def check_model_definition(
         else ([path] if path.is_file() else sorted(root.rglob("*.py")))
     )
     trees = {p: _parse(p, root) for p in sources}
+    _refuse_unsupported(trees, root)
     script = _script_entrypoint(entrypoint)
     if script is not None:
         _check_script(path, root, script, files)

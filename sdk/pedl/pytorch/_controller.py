@@ -87,6 +87,13 @@ class PyTorchTrialController:
         self.validation_loader = validation_loader
         self._batches_trained = 0
         self._stream = EpochStream(training_loader)
+        self._build(trial)
+
+    # --- hooks: what one trial interface does per batch (the loop, checkpoints and distribution are
+    # shared; `pedl.frameworks.pytorch` and `determined.pytorch` override these three) ---------------
+
+    def _build(self, trial: Any) -> None:
+        """Sets model, optimizer, lr_scheduler and `_metrics_origin` (None: no per-batch metrics)."""
         model = trial.build_model(trial.hparams)
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"{describe(trial.build_model)} must return a torch.nn.Module, got {type(model)}")
@@ -108,13 +115,59 @@ class PyTorchTrialController:
                 f"{describe(trial.create_lr_scheduler)} must return an LR scheduler with step(), "
                 f"got {type(self.lr_scheduler)}"
             )
-        self._has_training_metrics = type(trial).training_metrics is not PyTorchTrial.training_metrics
+        has_metrics = type(trial).training_metrics is not PyTorchTrial.training_metrics
+        self._metrics_origin: str | None = "training_metrics()" if has_metrics else None
         self.configure_optimizations(TorchOptimizations())
 
     def configure_optimizations(self, opts: TorchOptimizations) -> None:
         """The config's `optimizations` (gradient aggregation, mixed precision); see _optimizations."""
         self.optimizations = opts
         self._precision = Precision(opts, self.device)
+
+    def _train_batch(self, number: int) -> tuple[torch.Tensor, dict[str, Any] | None, int]:
+        """Trains training batch `number` (1-based, across restarts): (loss, extra metrics, inputs)."""
+        trial, optimizer, scheduler = self.trial, self.optimizer, self.lr_scheduler
+        precision, every = self._precision, self.optimizations.aggregation_frequency
+        inputs, labels = _prepare(self._stream.next(), self.device, "training", number)
+        with precision.autocast():
+            predictions = self._train_model(inputs)
+            losses = trial.losses(predictions, labels)
+        if type(losses) is torch.Tensor and losses.ndim == 0:  # the common case, kept cheap
+            loss = losses
+        else:
+            loss = _scalar_loss(losses, f"training batch {number}")
+        if every == 1 and precision.scaler is None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+        else:
+            # Gradients add up over `every` batches (kept across steps and in checkpoints).
+            scale = 1.0 / every if self.optimizations.average_aggregated_gradients else 1.0
+            precision.backward(loss * scale if every > 1 else loss)
+            if number % every == 0:
+                precision.step(optimizer)
+                optimizer.zero_grad()
+                if scheduler is not None:
+                    scheduler.step()
+        metrics = None
+        if self._metrics_origin is not None:
+            with torch.no_grad():
+                metrics = trial.training_metrics(predictions, labels, losses)
+        return loss, metrics, batch_length(inputs)
+
+    def _evaluate_batch(self, batch: Any, index: int) -> dict[str, Any]:
+        """The metrics of validation batch `index` (0-based), losses included."""
+        trial = self.trial
+        inputs, labels = _prepare(batch, self.device, "validation", index + 1)
+        predictions = self.model(inputs)
+        losses = trial.losses(predictions, labels)
+        metrics = trial.validation_metrics(predictions, labels, losses)
+        if not isinstance(metrics, dict):
+            raise TypeError(f"{describe(trial.validation_metrics)} must return a dict, got {type(metrics)}")
+        loss_values = losses if isinstance(losses, dict) else {"loss": losses}
+        return {**loss_values, **metrics}
 
     @classmethod
     def from_trial_class(
@@ -136,45 +189,18 @@ class PyTorchTrialController:
         count = total_batches - self._batches_trained
         if count <= 0:
             return StepResult()
-        model, optimizer, scheduler, trial = self._train_model, self.optimizer, self.lr_scheduler, self.trial
-        device, stream = self.device, self._stream
         averager = MetricAverager if self._ranks is None else _distributed.ShardAverager
-        extra = averager("training_metrics()") if self._has_training_metrics else None
+        extra = averager(self._metrics_origin) if self._metrics_origin is not None else None
         losses_seen: list[torch.Tensor] = []
         num_inputs = 0
-        model.train()
+        self._train_model.train()
         first = self._batches_trained + 1
-        every = self.optimizations.aggregation_frequency
-        scale = 1.0 / every if self.optimizations.average_aggregated_gradients else 1.0
-        precision = self._precision
         for i in range(count):
-            inputs, labels = _prepare(stream.next(), device, "training", first + i)
-            num_inputs += batch_length(inputs)
-            with precision.autocast():
-                predictions = model(inputs)
-                losses = trial.losses(predictions, labels)
-            if type(losses) is torch.Tensor and losses.ndim == 0:  # the common case, kept cheap
-                loss = losses
-            else:
-                loss = _scalar_loss(losses, f"training batch {first + i}")
-            if every == 1 and precision.scaler is None:
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                if scheduler is not None:
-                    scheduler.step()
-            else:
-                # Gradients add up over `every` batches (kept across steps and in checkpoints).
-                precision.backward(loss * scale if every > 1 else loss)
-                if (first + i) % every == 0:
-                    precision.step(optimizer)
-                    optimizer.zero_grad()
-                    if scheduler is not None:
-                        scheduler.step()
+            loss, metrics, inputs = self._train_batch(first + i)
+            num_inputs += inputs
             losses_seen.append(loss.detach())
-            if extra is not None:
-                with torch.no_grad():
-                    extra.add(trial.training_metrics(predictions, labels, losses))
+            if extra is not None and metrics is not None:
+                extra.add(metrics)
         self._batches_trained += count
         bad = first_non_finite(losses_seen)
         if bad is not None:
@@ -201,25 +227,15 @@ class PyTorchTrialController:
         # Validation must not change training's randomness: a trial validated at different
         # points (or resumed) trains identically.
         saved = _rng.capture()
-        model, trial, device = self.model, self.trial, self.device
         kind = MetricAverager if self._ranks is None else _distributed.ShardAverager
         averager = kind("validation_metrics()")
-        model.eval()
+        self.model.eval()
         try:
             with torch.no_grad():
                 for index, batch in enumerate(self.validation_loader):
-                    inputs, labels = _prepare(batch, device, "validation", index + 1)
-                    predictions = model(inputs)
-                    losses = trial.losses(predictions, labels)
-                    metrics = trial.validation_metrics(predictions, labels, losses)
-                    if not isinstance(metrics, dict):
-                        raise TypeError(
-                            f"{describe(trial.validation_metrics)} must return a dict, got {type(metrics)}"
-                        )
-                    loss_values = losses if isinstance(losses, dict) else {"loss": losses}
-                    averager.add({**loss_values, **metrics})
+                    averager.add(self._evaluate_batch(batch, index))
         finally:
-            model.train()
+            self.model.train()
             _rng.restore(saved)
         if isinstance(averager, _distributed.ShardAverager):
             assert self._ranks is not None

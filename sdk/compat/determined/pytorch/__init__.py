@@ -1,0 +1,25 @@
+"""Determined's PyTorch API (`det.pytorch`) on pedl's PyTorch controller."""
+
+from determined.pytorch._context import DistributedContext, PyTorchTrialContext
+from determined.pytorch._data import Batch, DataLoader, Epoch
+from determined.pytorch._trainer import Trainer, init
+from determined.pytorch._trial import PyTorchTrial
+from pedl.frameworks.pytorch import reset_parameters
+from pedl.frameworks.pytorch._lr import LRScheduler
+from pedl.pytorch._data import to_device
+from pedl.pytorch._trial import TorchData
+
+__all__ = [
+    "Batch",
+    "DataLoader",
+    "DistributedContext",
+    "Epoch",
+    "LRScheduler",
+    "PyTorchTrial",
+    "PyTorchTrialContext",
+    "TorchData",
+    "Trainer",
+    "init",
+    "reset_parameters",
+    "to_device",
+]

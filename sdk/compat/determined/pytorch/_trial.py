@@ -1,0 +1,129 @@
+"""`determined.pytorch.PyTorchTrial` on pedl's PyTorch controller.
+
+Two forms run unchanged: the current one (models and optimizers wrapped through the context in
+`__init__`, `train_batch(batch, epoch_idx, batch_idx)` calling `context.backward` and
+`context.step_optimizer`) and the early one (`build_model`, `optimizer(model)`,
+`train_batch(batch, model, epoch_idx, batch_idx)` returning the loss that pedl backpropagates).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.utils.data
+
+from determined.pytorch._context import PyTorchTrialContext
+from pedl.frameworks.pytorch._adapter import BatchTrialController, ModelArgController, Parts, call_flexible
+from pedl.harness.controller import TrialController
+from pedl.model_def.errors import describe
+from pedl.trial import Trial
+
+
+def _loader(trial: Any, method: str) -> torch.utils.data.DataLoader:
+    loader = getattr(trial, method)()
+    if hasattr(loader, "get_data_loader") and not isinstance(loader, torch.utils.data.DataLoader):
+        loader = loader.get_data_loader()
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        raise TypeError(
+            f"{describe(getattr(type(trial), method))} must return a determined.pytorch.DataLoader "
+            f"(or torch.utils.data.DataLoader), got {type(loader).__module__}.{type(loader).__qualname__}"
+        )
+    return loader
+
+
+class PyTorchTrial(Trial):
+    """Subclass it; pedl constructs it as `TrialClass(context)`."""
+
+    framework_interface = "determined.pytorch.PyTorchTrial"
+    trial_context_class = PyTorchTrialContext
+    # Data comes from build_training_data_loader/build_validation_data_loader.
+    uses_make_data_loaders = False
+
+    def __init__(self, context: PyTorchTrialContext) -> None:
+        self.context = context
+        self.hparams = context.get_hparams()
+
+    @abc.abstractmethod
+    def build_training_data_loader(self) -> Any:
+        """The training DataLoader, batched at `context.get_per_slot_batch_size()`."""
+
+    @abc.abstractmethod
+    def build_validation_data_loader(self) -> Any:
+        """The validation DataLoader."""
+
+    @abc.abstractmethod
+    def train_batch(self, *args: Any, **kwargs: Any) -> Any:
+        """Trains one batch; returns a dict of metrics with 'loss' (or the loss tensor)."""
+
+    def build_callbacks(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def create_controller(
+        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
+    ) -> TrialController:
+        if not any(callable(getattr(cls, n, None)) for n in ("evaluate_batch", "evaluate_full_dataset")):
+            raise TypeError(
+                f"{cls.__qualname__} does not implement the determined.pytorch.PyTorchTrial method(s): "
+                "evaluate_batch (or evaluate_full_dataset)"
+            )
+        context = cls.trial_context_class.for_running_trial(hparams)
+        trial = cls(context)
+        if trial.build_callbacks():
+            raise TypeError(
+                f"{describe(cls.build_callbacks)} returned callbacks; pedl does not run PyTorchCallback "
+                "objects (move that work into train_batch/evaluate_batch)"
+            )
+        return controller_for(trial, context)
+
+
+def controller_for(trial: PyTorchTrial, context: PyTorchTrialContext) -> BatchTrialController:
+    """The controller that trains `trial` (either form) on pedl's PyTorch loop."""
+    # A trial whose __init__ does not call PyTorchTrial.__init__ still has both.
+    if not hasattr(trial, "context"):
+        trial.context = context
+    if not hasattr(trial, "hparams"):
+        trial.hparams = context.get_hparams()
+    training = _loader(trial, "build_training_data_loader")
+    validation = _loader(trial, "build_validation_data_loader")
+    kind = ModelArgController if callable(getattr(type(trial), "build_model", None)) else ContextController
+    controller = kind(trial, training, validation, context.device)
+    context._batches_trained = lambda: (
+        controller.batches_trained if controller.current_batch is None else controller.current_batch
+    )
+    context._epoch = lambda: controller._stream.epoch
+    return controller
+
+
+class ContextController(BatchTrialController):
+    """The current form: the trial steps its own optimizers through the context."""
+
+    auto_step = False
+
+    def _parts(self, trial: Any) -> Parts:
+        context: PyTorchTrialContext = trial.context
+        for what, items in (("wrap_model", context.models), ("wrap_optimizer", context.optimizers)):
+            if not items:
+                raise TypeError(
+                    f"{type(trial).__qualname__}.__init__ called no context.{what}(); wrap each model and "
+                    "optimizer so that pedl can checkpoint and distribute them"
+                )
+        return Parts(context.models, context.optimizers, context.lr_schedulers, context.wrapped_models)
+
+    def _call_train(self, batch: Any, epoch_idx: int, batch_idx: int) -> Any:
+        return self.trial.train_batch(batch, epoch_idx, batch_idx)
+
+    def _call_evaluate(self, batch: Any, batch_idx: int) -> Any:
+        return call_flexible(self.trial.evaluate_batch, batch, batch_idx)
+
+    def _call_full_dataset(self, loader: torch.utils.data.DataLoader) -> Any:
+        return self.trial.evaluate_full_dataset(loader)
+
+    def _build(self, trial: Any) -> None:
+        super()._build(trial)
+        # Training mode goes through the wrapped modules too (DDP forwards .train()).
+        if len(self._parts_built.models) > 1:
+            self._train_model = torch.nn.ModuleList(self._parts_built.models)

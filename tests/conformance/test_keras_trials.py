@@ -1,0 +1,76 @@
+"""Keras Trial APIs from their documentation: PEDL 0.11's `pedl.frameworks.keras.TFKerasTrial`
+(`__init__(self, hparams)`, `build_model(self, hparams)`, `session_config`, `data.KerasDataAdapter`,
+`wrap_dataset`) and Determined's `det.keras.TFKerasTrial` with its context (`wrap_model`,
+`wrap_optimizer`, `wrap_dataset`, `get_hparam`, `get_per_slot_batch_size`, `get_data_config`,
+`build_training_data_loader` returning a tf.data.Dataset or a Sequence)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from pedl.config import parse_experiment_config
+from pedl.config.test_mode import test_mode_config as minimal
+from pedl.experimental import run_local
+from pedl.harness.build import load_for_config
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(directory: Path, config: str | None = None):
+    parsed = minimal(parse_experiment_config(config or str(directory / "const.yaml")))
+    model_def = load_for_config(directory, parsed.raw)
+    return model_def, run_local(parsed, model_def, verify_restore=True)
+
+
+def test_a_pedl011_tfkeras_trial_with_a_data_adapter_trains_and_restores(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_keras_pedl011", tmp_path / "pedl011_keras")
+    _, result = run(model)
+    assert result.state == "COMPLETED"
+    assert set(result.trials[0].validations[-1][1]) == {"loss", "accuracy"}
+
+
+def test_a_determined_tfkeras_trial_uses_its_context_and_restores(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "det_keras")
+    source = (model / "model_def.py").read_text()
+    source = source.replace(
+        "    def build_model(self) -> keras.Model:\n",
+        "    def build_model(self) -> keras.Model:\n"
+        "        CALLS.append((self.context.get_per_slot_batch_size(), self.context.get_data_config(),\n"
+        "                      self.context.distributed.get_rank(), self.context.distributed.get_size()))\n",
+    )
+    (model / "model_def.py").write_text(source + "\n\nCALLS = []\n")
+    config = (model / "const.yaml").read_text() + "data:\n  url: http://127.0.0.1:9/digits\n"
+    model_def, result = run(model, config)
+    assert result.state == "COMPLETED"
+    assert set(result.trials[0].steps[0][1]) == {"loss", "accuracy"}
+    calls = sys.modules[model_def.trial_class.__module__].CALLS
+    assert calls[0] == (32, {"url": "http://127.0.0.1:9/digits"}, 0, 1)
+
+
+def test_an_uncompiled_model_is_refused_naming_build_model(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "uncompiled")
+    source = (model / "model_def.py").read_text().replace("        model.compile(", "        dict(")
+    (model / "model_def.py").write_text(source)
+    with pytest.raises(ValueError, match=r"DigitsTrial\.build_model .*must return a compiled model"):
+        run(model)
+
+
+def test_keras_callbacks_are_refused_naming_the_method(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "callbacks")
+    source = (model / "model_def.py").read_text()
+    source += "\n    def keras_callbacks(self):\n        return [keras.callbacks.History()]\n"
+    (model / "model_def.py").write_text(source)
+    with pytest.raises(TypeError, match=r"DigitsTrial\.keras_callbacks .*does not run Keras callbacks"):
+        run(model)
+
+
+def test_a_determined_tfkeras_trial_missing_its_data_loaders_is_refused_naming_them(tmp_path) -> None:
+    model = shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "nodata")
+    source = (model / "model_def.py").read_text().replace("def build_validation_data_loader", "def _unused")
+    (model / "model_def.py").write_text(source)
+    with pytest.raises(Exception, match="build_validation_data_loader"):
+        run(model)
