@@ -87,6 +87,7 @@ class PyTorchTrialController:
         self.validation_loader = validation_loader
         self._batches_trained = 0
         self._stream = EpochStream(training_loader)
+        self.configure_optimizations(TorchOptimizations())
         self._build(trial)
 
     # --- hooks: what one trial interface does per batch (the loop, checkpoints and distribution are
@@ -117,7 +118,6 @@ class PyTorchTrialController:
             )
         has_metrics = type(trial).training_metrics is not PyTorchTrial.training_metrics
         self._metrics_origin: str | None = "training_metrics()" if has_metrics else None
-        self.configure_optimizations(TorchOptimizations())
 
     def configure_optimizations(self, opts: TorchOptimizations) -> None:
         """The config's `optimizations` (gradient aggregation, mixed precision); see _optimizations."""
