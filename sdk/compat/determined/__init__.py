@@ -15,7 +15,7 @@ from typing import Any
 __version__ = "0.38.0+pedl"
 
 # Submodules reachable as attributes of `det` (Determined's own layout).
-_SUBMODULES = ("core", "launch", "pytorch", "keras", "estimator", "experimental", "tensorflow")
+_SUBMODULES = ("core", "launch", "pytorch", "keras", "estimator", "experimental")
 
 
 def __getattr__(name: str) -> Any:
