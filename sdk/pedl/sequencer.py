@@ -54,6 +54,9 @@ class TrialSequencer:
     # exploit, ASHA resume): save it there first, training back to it after a restart.
     checkpoint_requested: bool = False
     checkpoint_requested_at: int = 0
+    # A Core API script under a searcher without a length: it trains, step after step, until it
+    # exits on its own (`finish`).
+    open_ended: bool = False
 
     def add_target(self, length: int) -> None:
         self.targets.append(length)
@@ -88,6 +91,8 @@ class TrialSequencer:
             if self.checkpoint_due_before_stop():
                 return self._make(Kind.CHECKPOINT_MODEL)
             return self._make(Kind.TERMINATE)
+        if self.open_ended:
+            return Next(Kind.RUN_STEP, self.step_id + 1, b + self.batches_per_step)
         if self.targets and b < self.targets[0]:
             if self._due(self.min_validation_period, self.last_validation):
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
@@ -173,6 +178,15 @@ class TrialSequencer:
         self.last_checkpoint = total_batches
         if self.requested_checkpoint_reached(total_batches):
             self.checkpoint_requested = False
+
+    def finish(self, total_batches: int) -> None:
+        """The script exited on its own at `total_batches`: that is the trial's length. A searcher
+        target it did not reach is answered by a validation there (its last validation metrics)."""
+        self.open_ended = False
+        self.batches_trained = total_batches
+        self.goal = total_batches
+        if self.targets:
+            self.targets = [total_batches]
 
     def on_terminate_sent(self) -> None:
         self.terminated = True
