@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 
+import determined as det
 import torch
 import torch.distributed as dist
-
-import determined as det
 from train import batches, validation_loss
 
 

@@ -14,9 +14,8 @@ import logging
 import time
 from pathlib import Path
 
-import torch
-
 import determined as det
+import torch
 
 
 def batches(seed: int, batch_size: int = 32):

@@ -25,7 +25,9 @@ from pedl_scheduler.runtime import TrialRuntime
 REPORT = common_pb2.ScriptReportKind
 
 
-def record_reports(manager: Any, trial: TrialRuntime, reports: Iterable[common_pb2.ScriptReport], now: str) -> None:
+def record_reports(
+    manager: Any, trial: TrialRuntime, reports: Iterable[common_pb2.ScriptReport], now: str
+) -> None:
     """`manager` is the ExperimentManager, inside its transaction."""
     exp = manager.experiments[trial.experiment_id]
     step_id = trial.sequencer.step_id

@@ -48,7 +48,9 @@ def test_a_plain_loop_under_a_searcher_without_a_length_completes(tmp_path) -> N
 
 def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(tmp_path) -> None:
     with local_cluster(tmp_path / "cluster") as cluster:
-        exp_id = submit(cluster, EXAMPLE, example_config("single.yaml", entrypoint="python3 train.py --steps 30"))
+        exp_id = submit(
+            cluster, EXAMPLE, example_config("single.yaml", entrypoint="python3 train.py --steps 30")
+        )
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == COMPLETED, cluster.logs()
         steps, validations = trial_history(cluster, exp_id)
@@ -62,7 +64,11 @@ def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(tmp_pa
         deadline = time.monotonic() + 30
         while True:
             detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
-            kept = [c.total_batches for c in detail.checkpoints if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED]
+            kept = [
+                c.total_batches
+                for c in detail.checkpoints
+                if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED
+            ]
             if kept == [30] or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -75,7 +81,9 @@ def test_a_script_on_a_killed_agent_resumes_from_its_last_store_path_checkpoint(
         exp_id = submit(cluster, EXAMPLE, config)
         deadline = time.monotonic() + 120
         while True:
-            (trial,) = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)).trials
+            (trial,) = (
+                stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)).trials
+            )
             detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
             if len(detail.checkpoints) >= 1 and detail.checkpoints[-1].total_batches >= 20:
                 break
