@@ -156,7 +156,13 @@ class TrialSequencer:
     @property
     def completed(self) -> bool:
         """Terminated because the searcher is done with it (not paused or preempted on the way)."""
-        return self.terminated and self.closing and not self.targets and self.batches_trained >= self.goal
+        return (
+            self.terminated
+            and self.closing
+            and not self.open_ended  # a script that has not finished was paused or preempted
+            and not self.targets
+            and self.batches_trained >= self.goal
+        )
 
     def checkpoint_due_before_stop(self) -> bool:
         """Whether stopping now (pause, preemption) needs a checkpoint first."""

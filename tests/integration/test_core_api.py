@@ -122,3 +122,64 @@ def test_a_two_process_script_runs_on_two_slots(tmp_path) -> None:
         assert [b for b, _ in steps] == [10, 20, 30, 40]
         assert all(m["workers"] == 2 for _, m in steps)
         assert len(validations) == 4
+
+
+LEGACY_OPERATIONS = """
+import determined as det
+
+info = det.get_cluster_info()
+with det.core.init() as core_context:
+    x, batch = 0, 0
+    for op in core_context.searcher.operations():
+        while batch < op.length:
+            x += info.trial.hparams["increment_by"]
+            batch += 1
+            if batch % 10 == 0:
+                core_context.train.report_training_metrics(steps_completed=batch, metrics={"x": x})
+                op.report_progress(batch)
+        core_context.train.report_validation_metrics(steps_completed=batch, metrics={"x": x})
+        op.report_completed(x)
+"""
+
+
+def test_the_legacy_searcher_operations_protocol_trains_to_max_length(tmp_path) -> None:
+    model = tmp_path / "legacy"
+    model.mkdir()
+    (model / "train.py").write_text(LEGACY_OPERATIONS)
+    config = (
+        "entrypoint: python3 train.py\nhyperparameters: {increment_by: 2}\n"
+        "searcher: {name: single, metric: x, max_length: {batches: 30}, smaller_is_better: false}\n"
+        "max_restarts: 0\n"
+    )
+    with local_cluster(tmp_path / "cluster") as cluster:
+        exp_id = submit(cluster, model, config)
+        result = wait(cluster, exp_id, timeout=120)
+        assert result.experiment.state == COMPLETED, cluster.logs()
+        steps, validations = trial_history(cluster, exp_id)
+        assert [b for b, _ in steps] == [10, 20, 30]
+        assert validations == [(30, {"x": 60})]
+
+
+def test_pause_reaches_the_script_through_should_preempt_and_activate_resumes_it(tmp_path) -> None:
+    config = example_config("single.yaml", entrypoint="python3 train.py --steps 60 --step-seconds 0.05")
+    with local_cluster(tmp_path / "cluster") as cluster:
+        exp_id = submit(cluster, EXAMPLE, config)
+        deadline = time.monotonic() + 120
+        while not trial_history(cluster, exp_id)[0]:
+            assert time.monotonic() < deadline, cluster.logs()
+            time.sleep(0.1)
+        stub(cluster).PauseExperiment(scheduler_pb2.PauseExperimentRequest(experiment_id=exp_id))
+        while True:
+            paused = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+            if paused.trials[0].state == common_pb2.TRIAL_STATE_PAUSED and not paused.trials[0].agent_id:
+                break
+            assert time.monotonic() < deadline, cluster.logs()
+            time.sleep(0.1)
+        stub(cluster).ActivateExperiment(scheduler_pb2.ActivateExperimentRequest(experiment_id=exp_id))
+        result = wait(cluster, exp_id, timeout=180)
+        assert result.experiment.state == COMPLETED, cluster.logs()
+        assert result.trials[0].restarts == 0
+        text = logs(cluster, result.trials[0].id)
+        assert "pedl asked the trial to stop" in text and "resumed at step" in text, text
+        steps, _ = trial_history(cluster, exp_id)
+        assert [b for b, _ in steps] == [10, 20, 30, 40, 50, 60]

@@ -40,6 +40,18 @@ def test_an_open_ended_trial_steps_until_its_script_finishes_then_checkpoints_an
     assert seq.completed
 
 
+def test_an_open_ended_trial_stopped_before_its_script_finished_is_not_completed() -> None:
+    seq = TrialSequencer(batches_per_step=100, open_ended=True)
+    seq.close()
+    seq.on_step_completed(1, 30)
+    seq.request_stop()
+    assert seq.next_workload().kind is Kind.CHECKPOINT_MODEL
+    seq.on_checkpoint_completed(30)
+    assert seq.next_workload().kind is Kind.TERMINATE
+    seq.on_terminate_sent()
+    assert not seq.completed
+
+
 def test_a_script_that_finishes_before_its_target_is_validated_where_it_stopped() -> None:
     seq = TrialSequencer(batches_per_step=100)
     seq.add_target(500)
