@@ -31,14 +31,23 @@ def record_reports(
     """`manager` is the ExperimentManager, inside its transaction."""
     exp = manager.experiments[trial.experiment_id]
     step_id = trial.sequencer.step_id
+    previous = trial.sequencer.batches_trained  # where the last result left the script
     for report in reports:
         steps = report.steps_completed
         if report.kind == REPORT.SCRIPT_REPORT_KIND_TRAINING:
             manager.db.defer(
                 "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (trial.id, step_id, steps, 0, json.dumps(from_struct(report.metrics)), now),
+                (
+                    trial.id,
+                    step_id,
+                    steps,
+                    max(steps - previous, 0),
+                    json.dumps(from_struct(report.metrics)),
+                    now,
+                ),
             )
+            previous = steps
             prometheus.step_ingested()
         elif report.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION:
             _record_validation(manager, exp, trial, step_id, steps, from_struct(report.metrics), now)

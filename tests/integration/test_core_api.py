@@ -13,6 +13,7 @@ import yaml
 from test_cluster import logs, stub, submit, wait
 from test_faults import trial_history
 
+from pedl.checkpoints import CheckpointStoreClient
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.processes import local_cluster
 
@@ -122,6 +123,11 @@ def test_a_two_process_script_runs_on_two_slots(tmp_path) -> None:
         assert [b for b, _ in steps] == [10, 20, 30, 40]
         assert all(m["workers"] == 2 for _, m in steps)
         assert len(validations) == 4
+        (trial,) = result.trials
+        (checkpoint,) = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id)).checkpoints
+        with CheckpointStoreClient(cluster.store.address) as store:
+            files = {f.path for f in store.get(checkpoint.uuid).files}
+        assert files == {"model-rank0.pt", "model-rank1.pt", "metadata.json"}  # one sharded checkpoint
 
 
 LEGACY_OPERATIONS = """
