@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +100,9 @@ def run_script(
     rank = launch.rank if launch else 0
     info_path = work_dir / f"cluster-info-{rank}.json"
     info_path.write_text(json.dumps(cluster_info(trial, config, hparams, launch)))
-    server = CoreApiServer(work_dir / f"core-api-{rank}.sock", handlers(script))
+    # Unix socket paths are limited to ~107 bytes; a trial's work directory can be longer.
+    socket_dir = Path(tempfile.mkdtemp(prefix="pedl-core-"))
+    server = CoreApiServer(socket_dir / "core.sock", handlers(script))
     log = _log.get_logger(component="harness")
     try:
         script.start(script_environment(dict(os.environ), str(server.socket_path), server.key, info_path))
@@ -124,3 +128,4 @@ def run_script(
             script.kill()
     finally:
         server.close()
+        shutil.rmtree(socket_dir, ignore_errors=True)
