@@ -134,6 +134,8 @@ def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthCon
         return 0
     if not given:
         options = " or ".join(f for f, _ in fields)
+        if name == "adaptive_asha":
+            options += ", or time_metric and max_time for a Core API script"
         raise FieldError((*path, fields[0][0]), f"is required for the {name} searcher (give {options})")
     if len(given) > 1:
         raise FieldError((*path, given[1][0]), f"give only one of {', '.join(f for f, _ in given)}")
