@@ -54,6 +54,9 @@ class TrialSequencer:
     # exploit, ASHA resume): save it there first, training back to it after a restart.
     checkpoint_requested: bool = False
     checkpoint_requested_at: int = 0
+    # A Core API script under a searcher without a length: it trains, step after step, until it
+    # exits on its own (`finish`).
+    open_ended: bool = False
     # `perform_initial_validation: true`: validate the untrained model (at batch 0) first.
     initial_validation: bool = False
     # `checkpoint_policy: all`: a checkpoint follows every validation.
@@ -68,6 +71,7 @@ class TrialSequencer:
             min_checkpoint_period=config.min_checkpoint_period_batches,
             initial_validation=bool(config.raw.get("perform_initial_validation", False)),
             checkpoint_after_validation=config.raw.get("checkpoint_policy") == "all",
+            open_ended=config.max_length_batches == 0,
         )
 
     def add_target(self, length: int) -> None:
@@ -107,6 +111,8 @@ class TrialSequencer:
             return self._make(Kind.COMPUTE_VALIDATION_METRICS)
         if self.checkpoint_after_validation and b > 0 and self.last_validation == b != self.last_checkpoint:
             return self._make(Kind.CHECKPOINT_MODEL)
+        if self.open_ended:
+            return Next(Kind.RUN_STEP, self.step_id + 1, b + self.batches_per_step)
         if self.targets and b < self.targets[0]:
             if self._due(self.min_validation_period, self.last_validation):
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
@@ -170,7 +176,13 @@ class TrialSequencer:
     @property
     def completed(self) -> bool:
         """Terminated because the searcher is done with it (not paused or preempted on the way)."""
-        return self.terminated and self.closing and not self.targets and self.batches_trained >= self.goal
+        return (
+            self.terminated
+            and self.closing
+            and not self.open_ended  # a script that has not finished was paused or preempted
+            and not self.targets
+            and self.batches_trained >= self.goal
+        )
 
     def checkpoint_due_before_stop(self) -> bool:
         """Whether stopping now (pause, preemption) needs a checkpoint first."""
@@ -192,6 +204,15 @@ class TrialSequencer:
         self.last_checkpoint = total_batches
         if self.requested_checkpoint_reached(total_batches):
             self.checkpoint_requested = False
+
+    def finish(self, total_batches: int) -> None:
+        """The script exited on its own at `total_batches`: that is the trial's length. A searcher
+        target it did not reach is answered by a validation there (its last validation metrics)."""
+        self.open_ended = False
+        self.batches_trained = total_batches
+        self.goal = total_batches
+        if self.targets:
+            self.targets = [total_batches]
 
     def on_terminate_sent(self) -> None:
         self.terminated = True

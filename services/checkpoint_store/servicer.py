@@ -199,6 +199,7 @@ def _header_fields(header: pb.UploadHeader) -> dict[str, Any]:
         "total_batches": header.total_batches,
         "metadata": dict(header.metadata),
         "storage": storage,
+        "uuid": header.uuid,
     }
 
 

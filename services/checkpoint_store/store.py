@@ -106,10 +106,11 @@ class CheckpointStore:
         total_batches: int,
         metadata: Mapping[str, str] | None = None,
         storage: Mapping[str, Any] | None = None,
+        uuid: str = "",
     ) -> Upload:
         """A streamed upload: the caller sends the bytes through the store."""
         checkpoint, data_backend, storage_config = self._new_checkpoint(
-            experiment_id, trial_id, total_batches, metadata, storage
+            experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
         self._mark_incomplete(checkpoint.uuid, storage_config)
         return Upload(
@@ -130,12 +131,13 @@ class CheckpointStore:
         files: Sequence[tuple[str, int]],
         metadata: Mapping[str, str] | None = None,
         storage: Mapping[str, Any] | None = None,
+        uuid: str = "",
     ) -> DirectUpload | None:
         """A direct upload of `files` (path, size), planned and presigned; None where the storage
         cannot presign, and the caller must stream the bytes instead."""
         self.direct_uploads.sweep()
         checkpoint, data_backend, storage_config = self._new_checkpoint(
-            experiment_id, trial_id, total_batches, metadata, storage
+            experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
         if not data_backend.presigns:
             return None
@@ -159,6 +161,7 @@ class CheckpointStore:
         total_batches: int,
         metadata: Mapping[str, str] | None,
         storage: Mapping[str, Any] | None,
+        uuid: str = "",
     ) -> tuple[common_pb2.Checkpoint, StorageBackend, dict[str, Any]]:
         for name, value in (
             ("experiment_id", experiment_id),
@@ -169,13 +172,27 @@ class CheckpointStore:
                 raise InvalidArgument(f"{name} must not be negative, got {value}")
         data_backend, storage_config = self.resolver.resolve(storage)
         checkpoint = common_pb2.Checkpoint(
-            uuid=str(uuidlib.uuid4()),
+            uuid=self._chosen_uuid(uuid) if uuid else str(uuidlib.uuid4()),
             experiment_id=experiment_id,
             trial_id=trial_id,
             total_batches=total_batches,
             metadata=dict(metadata or {}),
         )
         return checkpoint, data_backend, storage_config
+
+    def _chosen_uuid(self, uuid: str) -> str:
+        """A client's uuid: canonical, and not one the store already holds."""
+        try:
+            canonical = str(uuidlib.UUID(uuid))
+        except ValueError:
+            raise InvalidArgument(f"uuid {uuid!r} is not a UUID") from None
+        if canonical != uuid:
+            raise InvalidArgument(f"uuid {uuid!r} is not in canonical form ({canonical})")
+        with self._lock:
+            taken = uuid in self._index
+        if taken or self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
+            raise InvalidArgument(f"checkpoint {uuid} already exists")
+        return uuid
 
     def _mark_incomplete(self, uuid: str, storage_config: dict[str, Any]) -> None:
         """Before any byte: what a crash leaves behind is found and removed at the next start-up."""

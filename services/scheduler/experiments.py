@@ -44,7 +44,7 @@ from pedl.searcher import (
 from pedl.sequencer import Kind, TrialSequencer
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import metrics as prometheus
-from pedl_scheduler import scheduling
+from pedl_scheduler import scheduling, script_results
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
 from pedl_scheduler.cluster import AgentHandle, Cluster
@@ -714,6 +714,8 @@ class ExperimentManager:
         kind = KIND_NAMES.get(w.kind)
         now = self._batch_time or utc_now()
         try:
+            if result.script_reports:
+                script_results.record_reports(self, trial, result.script_reports, now)
             if kind is Kind.RUN_STEP:
                 self._record_step(trial, w, result, now)
             elif kind is Kind.COMPUTE_VALIDATION_METRICS:
@@ -733,6 +735,9 @@ class ExperimentManager:
         result: common_pb2.WorkloadResult,
         now: str,
     ) -> None:
+        if result.HasField("script_progress"):  # a Core API script's: its reports are its steps
+            script_results.step_completed(trial, w, result)
+            return
         self.db.defer(
             "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -768,6 +773,9 @@ class ExperimentManager:
     def _record_checkpoint(
         self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
     ) -> None:
+        if not ckpt.uuid:  # a Core API script's: it stopped, its checkpoints came as reports
+            trial.sequencer.on_checkpoint_completed(w.total_batches)
+            return
         self.db.defer(
             "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
             "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",

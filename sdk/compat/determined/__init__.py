@@ -14,6 +14,9 @@ from typing import Any
 
 __version__ = "0.38.0+pedl"
 
+# Determined's log format for scripts' logging.basicConfig(format=det.LOG_FORMAT).
+LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
+
 # Submodules reachable as attributes of `det` (Determined's own layout).
 _SUBMODULES = ("core", "launch", "pytorch", "keras", "estimator", "experimental")
 

@@ -68,8 +68,11 @@ class CheckpointStoreClient(_grpc.Client):
         total_batches: int,
         metadata: Mapping[str, str] | None = None,
         storage: Mapping[str, Any] | None = None,
+        uuid: str = "",
     ) -> common_pb2.Checkpoint:
         """Stores every file under `directory`; returns the record once the checkpoint is visible.
+
+        `uuid`: one the caller chose (a Core API script knows its checkpoint's id before writing it).
 
         `storage` is the experiment's checkpoint_storage config; None for the store's default. Files
         for S3 go straight to it on URLs the store presigns (measured faster than through the store);
@@ -82,6 +85,7 @@ class CheckpointStoreClient(_grpc.Client):
             trial_id=trial_id,
             total_batches=total_batches,
             metadata=dict(metadata or {}),
+            uuid=uuid,
         )
         if storage:
             header.storage.update(dict(storage))

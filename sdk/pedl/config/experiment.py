@@ -32,7 +32,7 @@ from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import LengthContext, length_to_batches
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
-from pedl.config.searcher import budget_batches, validate_searcher
+from pedl.config.searcher import budget_batches, check_searcher_for_entrypoint, validate_searcher
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
 
@@ -222,6 +222,12 @@ def _build(data: Any) -> ExperimentConfig:
     raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
     expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
     entrypoint = parse_config_entrypoint(raw)
+    check_searcher_for_entrypoint(
+        raw["searcher"],
+        max_length,
+        entrypoint is not None and entrypoint.kind == "command",
+        periods["min_checkpoint_period"],
+    )
     _validate_optional_sections(raw)
     return ExperimentConfig(
         raw=raw,

@@ -235,8 +235,8 @@ FIELDS: dict[str, Field] = {
     "searcher.train_stragglers": _s("adaptive"),
     "searcher.num_rungs": _s("async_halving: rungs of its one bracket"),
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
-    "searcher.time_metric": _r("pedl's searchers measure trial length, not time; give max_length"),
-    "searcher.max_time": _r("pedl's searchers measure trial length, not time; give max_length"),
+    "searcher.time_metric": _s("ASHA rungs measured in a metric a Core API script reports (with max_time)"),
+    "searcher.max_time": _s("a Core API trial's length in time_metric units (ASHA)"),
     "searcher.source_trial_id": _r(
         "pedl does not warm-start trials from another trial's checkpoint yet; load the weights in "
         "your Trial's __init__ instead"

@@ -40,7 +40,15 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "single": (*_COMMON, "max_length", "max_steps"),
     "random": (*_COMMON, "max_length", "max_steps", "max_trials", "max_concurrent_trials"),
     "grid": (*_COMMON, "max_length", "max_steps", "max_concurrent_trials"),
-    "adaptive_asha": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
+    "adaptive_asha": (
+        *_COMMON,
+        "max_length",
+        "max_steps",
+        "max_trials",
+        "time_metric",
+        "max_time",
+        *_ADAPTIVE,
+    ),
     "adaptive_simple": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
     "async_halving": (
         *_COMMON,
@@ -78,6 +86,8 @@ _LENGTH_FIELDS: dict[str, tuple[tuple[str, bool], ...]] = {
     "pbt": (("length_per_round", False), ("steps_per_round", True)),
 }
 _DEFAULT_LENGTH_FIELDS = (("max_length", False), ("max_steps", True))
+# Searchers whose trials may go without a length: a Core API script decides when it is done.
+_LENGTH_OPTIONAL = ("single", "random", "grid")
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "random": {"max_concurrent_trials": 16},
     "grid": {"max_concurrent_trials": 16},
@@ -137,10 +147,17 @@ def budget_batches(
 
 
 def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthContext) -> int:
+    """The trial length in batches; 0 for a searcher without one (the trial's script decides)."""
+    if name == "adaptive_asha" and ("time_metric" in searcher or "max_time" in searcher):
+        return _time_length(searcher, path)
     fields = _LENGTH_FIELDS.get(name, _DEFAULT_LENGTH_FIELDS)
     given = [(f, in_steps) for f, in_steps in fields if f in searcher]
+    if not given and name in _LENGTH_OPTIONAL:
+        return 0
     if not given:
         options = " or ".join(f for f, _ in fields)
+        if name == "adaptive_asha":
+            options += ", or time_metric and max_time for a Core API script"
         raise FieldError((*path, fields[0][0]), f"is required for the {name} searcher (give {options})")
     if len(given) > 1:
         raise FieldError((*path, given[1][0]), f"give only one of {', '.join(f for f, _ in given)}")
@@ -148,6 +165,57 @@ def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthCon
     if in_steps:
         return steps_to_batches(searcher[field], (*path, field), ctx)
     return length_to_batches(searcher[field], (*path, field), ctx)
+
+
+def _time_length(searcher: dict[str, Any], path: FieldPath) -> int:
+    """Determined's ASHA on a metric the trial reports (`time_metric`) up to `max_time` of it."""
+    for key in ("time_metric", "max_time"):
+        if key not in searcher:
+            other = "max_time" if key == "time_metric" else "time_metric"
+            raise FieldError((*path, key), f"is required with searcher.{other}")
+    for key in ("max_length", "max_steps"):
+        if key in searcher:
+            raise FieldError((*path, key), "give either time_metric and max_time, or a length, not both")
+    expect_str(searcher["time_metric"], (*path, "time_metric"), non_empty=True)
+    return expect_int(searcher["max_time"], (*path, "max_time"), minimum=1)
+
+
+def check_searcher_for_entrypoint(
+    searcher: dict[str, Any],
+    length: int,
+    command: bool,
+    min_checkpoint_period: int,
+    path: FieldPath = ("searcher",),
+) -> None:
+    """What a searcher asks of a trial that only a Core API script (a command entrypoint), or only a
+    Trial class, can give."""
+    name = searcher["name"]
+    if not command:
+        if "time_metric" in searcher:
+            raise FieldError(
+                (*path, "time_metric"),
+                "needs a command entrypoint (a Core API script that reports it in its validation "
+                "metrics); for a Trial class give searcher.max_length",
+            )
+        if length == 0:
+            raise FieldError(
+                (*path, "max_length"),
+                f"is required for the {name} searcher unless the entrypoint is a command (a Core API "
+                "script, which decides when it is done)",
+            )
+        return
+    if name in ("pbt", "adaptive", "adaptive_simple"):
+        raise FieldError(
+            (*path, "name"),
+            f"the {name} searcher needs checkpoints on request, which a command entrypoint (a Core API "
+            "script that checkpoints when it chooses) cannot give; use single, random, grid or adaptive_asha",
+        )
+    if min_checkpoint_period:
+        raise FieldError(
+            ("min_checkpoint_period",),
+            "is not available with a command entrypoint: the script checkpoints itself "
+            "(core_context.checkpoint.store_path)",
+        )
 
 
 def _check_common(searcher: dict[str, Any], path: FieldPath) -> None:

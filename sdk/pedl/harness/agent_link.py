@@ -59,15 +59,26 @@ class StoreCheckpoints:
             self._client = CheckpointStoreClient(self._address)
         return self._client
 
-    def store(self, directory: Path, total_batches: int) -> common_pb2.Checkpoint:
+    def store(
+        self,
+        directory: Path,
+        total_batches: int,
+        uuid: str = "",
+        extra_metadata: dict[str, str] | None = None,
+    ) -> common_pb2.Checkpoint:
+        """`uuid`: one chosen beforehand (a Core API script's storage_id); else the store picks one."""
         return self._store_client().upload(
             directory,
             experiment_id=self._experiment_id,
             trial_id=self._trial_id,
             total_batches=total_batches,
-            metadata=checkpoint_metadata(directory),
+            metadata={**checkpoint_metadata(directory), **(extra_metadata or {})},
             storage=self._storage,
+            uuid=uuid,
         )
+
+    def get(self, uuid: str) -> common_pb2.Checkpoint:
+        return self._store_client().get(uuid)
 
     def fetch(self, uuid: str, directory: Path) -> None:
         self._store_client().download(uuid, directory)

@@ -106,8 +106,8 @@ def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any
         return script_model_definition(model_definition_dir, spec.script, spec.args)
     if spec is not None and spec.kind == "command":
         raise ModelDefinitionError(
-            f"entrypoint {raw!r} is a command, which the PEDL harness does not run; name a Trial class "
-            "('<module>:<TrialClass>') or a script ({script: train.py, args: [...]})"
+            f"entrypoint {raw!r} is a command (a Core API script), which runs on a cluster; off one, run "
+            "the script itself (det.core.init() then works in dummy mode)"
         )
     mapping = experiment_config.get("entrypoints")
     if isinstance(mapping, dict):

@@ -25,6 +25,8 @@ from pedl.harness.distributed import (
     start_framework,
 )
 from pedl.harness.hparams import typed_hparams
+from pedl.harness.script_run import is_command, run_script
+from pedl.harness.script_trial import ScriptFailed
 from pedl.harness.workloads import run_workloads
 
 SOCKET_ENV = "PEDL_HARNESS_SOCKET"
@@ -74,8 +76,9 @@ def _start_distributed(
     return controller
 
 
-def run(socket_path: str, launch: Launch | None = None) -> None:
-    """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group."""
+def run(socket_path: str, launch: Launch | None = None) -> int:
+    """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group.
+    Returns the exit code (a command entrypoint's script's own)."""
     source = AgentWorkloadSource(socket_path)
     try:
         info = source.trial_info()
@@ -89,6 +92,11 @@ def run(socket_path: str, launch: Launch | None = None) -> None:
             trial.trial_id,
             storage if isinstance(storage, dict) else None,
         )
+        if is_command(config):
+            try:
+                return run_script(source, info, config, hparams, checkpoints, launch)
+            finally:
+                checkpoints.close()
         model_dir = Path(info.model_definition_dir or os.getcwd())
         if launch is not None:
             group = ProcessGroup(launch)
@@ -100,7 +108,7 @@ def run(socket_path: str, launch: Launch | None = None) -> None:
             finally:
                 checkpoints.close()
             group.finish()
-            return
+            return 0
         with tempfile.TemporaryDirectory(prefix="pedl-restore-") as tmp:
             restore_dir = None
             if trial.latest_checkpoint_uuid:
@@ -111,6 +119,7 @@ def run(socket_path: str, launch: Launch | None = None) -> None:
             run_workloads(controller, source, checkpoints)
         finally:
             getattr(checkpoints, "close", lambda: None)()
+        return 0
     finally:
         source.close()
 
@@ -124,9 +133,12 @@ def main() -> int:
     launch = None
     try:
         launch = launch_from_env()
-        run(socket_path, launch)
+        code = run(socket_path, launch)
     except Exception as exc:
-        traceback.print_exc()
+        if isinstance(exc, ScriptFailed):  # the script's own traceback is already above
+            print(f"pedl.harness: {exc}", file=sys.stderr)
+        else:
+            traceback.print_exc()
         sys.stderr.flush()
         if launch is not None:
             # A rank that only lost a peer says so, so that the agent reports the peer's error; and
@@ -139,5 +151,5 @@ def main() -> int:
         # threads still around can abort (SIGABRT) a run that completed, so skip it.
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
-    return 0
+        os._exit(code)
+    return code

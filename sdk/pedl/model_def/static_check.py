@@ -69,6 +69,22 @@ def _script_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> s
     return spec.script if spec is not None and spec.kind == "script" else None
 
 
+def _command_script(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
+    """For a command entrypoint, the first `.py` file it names in the context ("" if none); else None."""
+    if entrypoint is None or isinstance(entrypoint, dict):
+        return None
+    from pedl.config.entrypoint import parse_entrypoint
+    from pedl.config.errors import FieldError
+
+    try:
+        spec = parse_entrypoint(entrypoint)
+    except FieldError as e:
+        raise ModelDefinitionError(str(e)) from None
+    if spec is None or spec.kind != "command":
+        return None
+    return next((arg for arg in spec.command if arg.endswith(".py") and not arg.startswith("/")), "")
+
+
 def _check_script(path: Path, root: Path, script: str, files: list[str] | None) -> None:
     """A script context needs no Trial subclass, only the script itself."""
     wanted = Path(script)
@@ -102,6 +118,11 @@ def check_model_definition(
         else ([path] if path.is_file() else sorted(root.rglob("*.py")))
     )
     trees = {p: _parse(p, root) for p in sources}
+    command = _command_script(entrypoint)
+    if command is not None:  # a Core API script: it needs no Trial subclass, only to be there
+        if command and not (root / command).is_file():
+            raise ModelDefinitionError(f"entrypoint {entrypoint!r} runs {command}, which is not in {root}")
+        return
     _refuse_unsupported(trees, root)
     script = _script_entrypoint(entrypoint)
     if script is not None:

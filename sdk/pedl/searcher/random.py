@@ -70,7 +70,8 @@ class RandomSearch(SearchMethod):
             self.created += 1
             self.open[request_id] = None
             ops.append(Create(request_id, hparams, self.new_trial_seed()))
-            ops.append(ValidateAfter(request_id, self.config.max_length_batches))
+            if self.config.max_length_batches:  # without a length, the trial's script decides
+                ops.append(ValidateAfter(request_id, self.config.max_length_batches))
             ops.append(Close(request_id))
         if not self.open and self.created >= self.max_trials and not self.shutdown:
             self.shutdown = True

@@ -1,4 +1,5 @@
-"""`single`: one trial, trained to the searcher's max length."""
+"""`single`: one trial, trained to the searcher's max length (or, without one, until its Core API
+script decides it is done)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ class SingleSearch(SearchMethod):
     def initial_operations(self) -> list[Operation]:
         self.request_id = self.new_request_id()
         hparams = self.sample_hparams()
-        return [
-            Create(self.request_id, hparams, self.new_trial_seed()),
-            ValidateAfter(self.request_id, self.config.max_length_batches),
-            Close(self.request_id),  # decided now: see `random`
-        ]
+        ops: list[Operation] = [Create(self.request_id, hparams, self.new_trial_seed())]
+        if self.config.max_length_batches:
+            ops.append(ValidateAfter(self.request_id, self.config.max_length_batches))
+        ops.append(Close(self.request_id))  # decided now: see `random`
+        return ops
 
     def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
         if length >= self.config.max_length_batches:

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class UploadHeader(_message.Message):
-    __slots__ = ("experiment_id", "trial_id", "total_batches", "metadata", "storage")
+    __slots__ = ("experiment_id", "trial_id", "total_batches", "metadata", "storage", "uuid")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -21,12 +21,14 @@ class UploadHeader(_message.Message):
     TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     STORAGE_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
     experiment_id: int
     trial_id: int
     total_batches: int
     metadata: _containers.ScalarMap[str, str]
     storage: _struct_pb2.Struct
-    def __init__(self, experiment_id: _Optional[int] = ..., trial_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., storage: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    uuid: str
+    def __init__(self, experiment_id: _Optional[int] = ..., trial_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., storage: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., uuid: _Optional[str] = ...) -> None: ...
 
 class FileChunk(_message.Message):
     __slots__ = ("path", "offset", "data", "last", "sha256")

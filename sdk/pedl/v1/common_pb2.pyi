@@ -21,6 +21,13 @@ class CheckpointState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHECKPOINT_STATE_COMPLETED: _ClassVar[CheckpointState]
     CHECKPOINT_STATE_DELETED: _ClassVar[CheckpointState]
 
+class ScriptReportKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCRIPT_REPORT_KIND_UNSPECIFIED: _ClassVar[ScriptReportKind]
+    SCRIPT_REPORT_KIND_TRAINING: _ClassVar[ScriptReportKind]
+    SCRIPT_REPORT_KIND_VALIDATION: _ClassVar[ScriptReportKind]
+    SCRIPT_REPORT_KIND_CHECKPOINT: _ClassVar[ScriptReportKind]
+
 class ExperimentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     EXPERIMENT_STATE_UNSPECIFIED: _ClassVar[ExperimentState]
@@ -46,6 +53,10 @@ WORKLOAD_KIND_TERMINATE: WorkloadKind
 CHECKPOINT_STATE_UNSPECIFIED: CheckpointState
 CHECKPOINT_STATE_COMPLETED: CheckpointState
 CHECKPOINT_STATE_DELETED: CheckpointState
+SCRIPT_REPORT_KIND_UNSPECIFIED: ScriptReportKind
+SCRIPT_REPORT_KIND_TRAINING: ScriptReportKind
+SCRIPT_REPORT_KIND_VALIDATION: ScriptReportKind
+SCRIPT_REPORT_KIND_CHECKPOINT: ScriptReportKind
 EXPERIMENT_STATE_UNSPECIFIED: ExperimentState
 EXPERIMENT_STATE_ACTIVE: ExperimentState
 EXPERIMENT_STATE_PAUSED: ExperimentState
@@ -113,20 +124,38 @@ class Checkpoint(_message.Message):
     def __init__(self, uuid: _Optional[str] = ..., experiment_id: _Optional[int] = ..., trial_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., files: _Optional[_Iterable[_Union[FileInfo, _Mapping]]] = ..., state: _Optional[_Union[CheckpointState, str]] = ..., created_at: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class WorkloadResult(_message.Message):
-    __slots__ = ("workload", "metrics", "checkpoint", "num_batches", "num_inputs", "duration_seconds")
+    __slots__ = ("workload", "metrics", "checkpoint", "num_batches", "num_inputs", "duration_seconds", "script_reports", "script_progress", "script_finished")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     NUM_BATCHES_FIELD_NUMBER: _ClassVar[int]
     NUM_INPUTS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_REPORTS_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_FINISHED_FIELD_NUMBER: _ClassVar[int]
     workload: Workload
     metrics: _struct_pb2.Struct
     checkpoint: Checkpoint
     num_batches: int
     num_inputs: int
     duration_seconds: float
-    def __init__(self, workload: _Optional[_Union[Workload, _Mapping]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., num_batches: _Optional[int] = ..., num_inputs: _Optional[int] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    script_reports: _containers.RepeatedCompositeFieldContainer[ScriptReport]
+    script_progress: int
+    script_finished: bool
+    def __init__(self, workload: _Optional[_Union[Workload, _Mapping]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., num_batches: _Optional[int] = ..., num_inputs: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., script_reports: _Optional[_Iterable[_Union[ScriptReport, _Mapping]]] = ..., script_progress: _Optional[int] = ..., script_finished: bool = ...) -> None: ...
+
+class ScriptReport(_message.Message):
+    __slots__ = ("kind", "steps_completed", "metrics", "checkpoint")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STEPS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    kind: ScriptReportKind
+    steps_completed: int
+    metrics: _struct_pb2.Struct
+    checkpoint: Checkpoint
+    def __init__(self, kind: _Optional[_Union[ScriptReportKind, str]] = ..., steps_completed: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ...) -> None: ...
 
 class LogLine(_message.Message):
     __slots__ = ("id", "trial_id", "run_id", "timestamp", "source", "message")

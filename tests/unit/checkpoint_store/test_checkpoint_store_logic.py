@@ -275,3 +275,16 @@ def test_local_storage_streams_even_when_urls_are_accepted(tmp_path: Path) -> No
     assert all(isinstance(i, checkpoint_store_pb2.FileChunk) for i in items)
     assert store.begin_direct_upload(experiment_id=1, trial_id=1, total_batches=1, files=[("f", 1)]) is None
     assert uuid_dirs(tmp_path) == [cp.uuid]
+
+
+def test_a_client_may_choose_the_uuid_a_core_api_script_was_told_beforehand(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    chosen = "0b3f09d7-bf25-4c18-84a5-2ef74adf595e"
+    assert upload(store, FILES, uuid=chosen).uuid == chosen
+    assert download(store, chosen) == FILES
+    with pytest.raises(InvalidArgument, match="already exists"):
+        begin(store, uuid=chosen)
+    with pytest.raises(InvalidArgument, match="not a UUID"):
+        begin(store, uuid="../escape")
+    with pytest.raises(InvalidArgument, match="canonical"):
+        begin(store, uuid=chosen.upper())

@@ -76,6 +76,11 @@ DETERMINED_FIELDS = [
 
 SEARCHER = "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
 ASHA = "searcher: {name: adaptive_asha, metric: loss, max_length: {batches: 64}, max_trials: 4"
+# A Core API script (a command entrypoint) under ASHA measured in a metric it reports.
+CORE_API_ASHA = (
+    "entrypoint: python3 train.py\n"
+    "searcher: {name: adaptive_asha, metric: loss, max_trials: 4, time_metric: batches, max_time: 100}\n"
+)
 ADAPTIVE = "searcher: {name: adaptive, metric: loss, max_length: {batches: 64}, budget: {batches: 256}"
 S3 = "checkpoint_storage: {type: s3, bucket: b"
 FS = "checkpoint_storage: {type: shared_fs, host_path: /tmp"
@@ -229,9 +234,8 @@ EXAMPLES: dict[str, str] = {
     "searcher.train_stragglers": ADAPTIVE + ", train_stragglers: false}\n",
     "searcher.num_rungs": "searcher: {name: async_halving, metric: loss, num_rungs: 3, max_trials: 4, max_length: {batches: 64}}\n",
     "searcher.unit": "searcher: {name: single, metric: loss, max_length: {batches: 10}, unit: batches}\n",
-    "searcher.time_metric": ASHA + ", time_metric: batches, max_time: 100}\n",
-    "searcher.max_time": "searcher: {name: adaptive_asha, metric: loss, max_trials: 4, max_time: 100, "
-    "max_length: {batches: 64}}\n",
+    "searcher.time_metric": CORE_API_ASHA,
+    "searcher.max_time": CORE_API_ASHA,
     "searcher.source_trial_id": "searcher: {name: single, metric: loss, max_length: {batches: 10}, "
     "source_trial_id: 3}\n",
     "searcher.source_checkpoint_uuid": "searcher: {name: single, metric: loss, max_length: {batches: 10}, "

@@ -1,0 +1,131 @@
+"""The harness for a command entrypoint: start the script, serve its Core API, run the workloads.
+
+Every rank's harness runs the command once (the agent has already started one harness per slot,
+with torchrun's environment) and serves its own script; the chief's alone takes workloads from
+the agent. A rank's harness exits with its script's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pedl import _log
+from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
+from pedl.harness.core_api_server import CoreApiServer
+from pedl.harness.distributed import Launch
+from pedl.harness.script_trial import ScriptSettings, ScriptTrial, handlers, script_environment
+from pedl.v1 import agent_pb2, common_pb2
+
+KIND = common_pb2.WorkloadKind
+
+
+def is_command(config: dict[str, Any]) -> bool:
+    from pedl.config.entrypoint import parse_entrypoint
+
+    try:
+        spec = parse_entrypoint(config.get("entrypoint"))
+    except ValueError:
+        return False
+    return spec is not None and spec.kind == "command"
+
+
+def cluster_info(
+    trial: agent_pb2.StartTrial, config: dict[str, Any], hparams: dict[str, Any], launch: Launch | None
+) -> dict[str, Any]:
+    """What `det.get_cluster_info()` returns to the script (Determined's ClusterInfo fields)."""
+    slots = [int(s) if s.isdigit() else s for s in trial.slot_ids]
+    local = launch.local_world_size if launch else 1
+    rank = launch.rank if launch else 0
+    nodes = max((launch.world_size if launch else 1) // max(local, 1), 1)
+    return {
+        "master_url": os.environ.get("PEDL_MASTER", ""),
+        "cluster_id": "pedl",
+        "agent_id": os.environ.get("PEDL_AGENT_ID") or socket.gethostname(),
+        "slot_ids": slots,
+        "task_id": f"{trial.experiment_id}.{trial.trial_id}",
+        "allocation_id": f"{trial.experiment_id}.{trial.trial_id}.{trial.run_id}",
+        "session_token": "",
+        "task_type": "TRIAL",
+        "latest_checkpoint": trial.latest_checkpoint_uuid or None,
+        "container_addrs": [launch.master_addr if launch else "127.0.0.1"] * nodes,
+        "container_rank": rank // max(local, 1),
+        "trial": {
+            "trial_id": trial.trial_id,
+            "experiment_id": trial.experiment_id,
+            "trial_seed": trial.trial_seed,
+            "hparams": hparams,
+            "config": config,
+            "steps_completed": trial.latest_checkpoint_batches,
+            "trial_run_id": trial.run_id,
+        },
+    }
+
+
+def run_script(
+    source: AgentWorkloadSource,
+    info: Any,
+    config: dict[str, Any],
+    hparams: dict[str, Any],
+    checkpoints: StoreCheckpoints,
+    launch: Launch | None,
+) -> int:
+    """Runs the command to its end; the exit code for the harness."""
+    from pedl.config import parse_experiment_config
+    from pedl.searcher.operations import operation_lengths
+
+    trial = info.trial
+    parsed = parse_experiment_config(config)
+    spec = parsed.entrypoint_spec
+    assert spec is not None and spec.kind == "command"
+    model_dir = Path(info.model_definition_dir or os.getcwd())
+    work_dir = model_dir.parent
+    chief = launch is None or launch.rank == 0
+    searcher = parsed.searcher
+    settings = ScriptSettings(
+        command=list(spec.command),
+        model_dir=model_dir,
+        chief=chief,
+        searcher_metric=searcher["metric"],
+        time_metric=searcher.get("time_metric"),
+        operation_lengths=operation_lengths(parsed),
+        start_progress=trial.latest_checkpoint_batches,
+    )
+    script = ScriptTrial(settings, checkpoints, work_dir, trial.run_id)
+    rank = launch.rank if launch else 0
+    info_path = work_dir / f"cluster-info-{rank}.json"
+    info_path.write_text(json.dumps(cluster_info(trial, config, hparams, launch)))
+    # Unix socket paths are limited to ~107 bytes; a trial's work directory can be longer.
+    socket_dir = Path(tempfile.mkdtemp(prefix="pedl-core-"))
+    server = CoreApiServer(socket_dir / "core.sock", handlers(script))
+    log = _log.get_logger(component="harness")
+    try:
+        script.start(script_environment(dict(os.environ), str(server.socket_path), server.key, info_path))
+        log.info("script started", command=" ".join(settings.command), rank=rank)
+        if not chief:
+            return script.wait_for_exit()
+        try:
+            while True:
+                workload = source.next_workload()
+                if workload.kind == KIND.WORKLOAD_KIND_TERMINATE:
+                    script.close()
+                    return 0
+                result = script.run_workload(workload)
+                log.info(
+                    "workload completed",
+                    kind=KIND.Name(workload.kind),
+                    total_batches=workload.total_batches,
+                    progress=script.progress,
+                    reports=len(result.script_reports),
+                )
+                source.complete(result)
+        finally:
+            script.kill()
+    finally:
+        server.close()
+        shutil.rmtree(socket_dir, ignore_errors=True)

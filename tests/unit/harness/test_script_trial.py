@@ -1,0 +1,120 @@
+"""A Core API script under the harness: its reports answer the scheduler's workloads, and a stop
+reaches it through should_preempt(). A real child process and socket; no agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pedl._metrics import from_struct
+from pedl.harness.core_api_server import CoreApiServer
+from pedl.harness.script_run import cluster_info
+from pedl.harness.script_trial import ScriptFailed, ScriptSettings, ScriptTrial, handlers, script_environment
+from pedl.v1 import agent_pb2, common_pb2
+
+KIND = common_pb2.WorkloadKind
+REPORT = common_pb2.ScriptReportKind
+
+SCRIPT = """
+import determined as det
+with det.core.init() as core:
+    steps = 0
+    while True:
+        steps += 5
+        core.train.report_training_metrics(steps_completed=steps, metrics={"loss": 1.0 / steps})
+        if steps % 10 == 0:
+            core.train.report_validation_metrics(steps_completed=steps, metrics={"x": steps, "t": steps * 2})
+        if core.preempt.should_preempt() or steps >= LIMIT:
+            break
+print("stopped at", steps)
+"""
+
+
+def start(tmp_path: Path, limit: int, time_metric: str | None = None, command: list[str] | None = None):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "train.py").write_text(SCRIPT.replace("LIMIT", str(limit)))
+    settings = ScriptSettings(
+        command=command or [sys.executable, "train.py"],
+        model_dir=tmp_path / "model",
+        chief=True,
+        searcher_metric="x",
+        time_metric=time_metric,
+    )
+    trial = ScriptTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
+    server = CoreApiServer(tmp_path / "core.sock", handlers(trial))
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps(cluster_info(agent_pb2.StartTrial(trial_id=1, run_id=1), {}, {}, None)))
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
+    trial.start(script_environment(env, str(server.socket_path), server.key, info))
+    return trial, server
+
+
+def workload(kind: int, total: int) -> common_pb2.Workload:
+    return common_pb2.Workload(kind=kind, trial_id=1, run_id=1, step_id=1, total_batches=total)
+
+
+def test_steps_validations_and_a_stop_map_onto_the_script(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=10**6)
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 20))
+        assert step.script_progress == 20 and not step.script_finished
+        training = [r for r in step.script_reports if r.kind == REPORT.SCRIPT_REPORT_KIND_TRAINING]
+        assert [r.steps_completed for r in training][:4] == [5, 10, 15, 20]
+        validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 20))
+        assert from_struct(validation.metrics)["x"] == 20
+        trial.run_workload(workload(KIND.WORKLOAD_KIND_CHECKPOINT_MODEL, 20))  # stop: the script exits
+        assert trial.wait_for_exit() == 0
+        trial.close()
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_script_that_ends_on_its_own_finishes_the_step(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=15)
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 100))
+        assert step.script_finished and step.script_progress == 15
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_time_metric_measures_progress_by_the_validation_metric(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=10**6, time_metric="t")
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 40))  # t = 2 * steps
+        assert step.script_progress == 40
+        steps = [
+            r.steps_completed for r in step.script_reports if r.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION
+        ]
+        assert steps[-1] >= 20
+        trial.close()
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_failing_script_fails_the_workload_with_its_exit_code(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=1, command=[sys.executable, "-c", "raise SystemExit(3)"])
+    try:
+        with pytest.raises(ScriptFailed, match="exited with code 3"):
+            trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10))
+    finally:
+        server.close()
+
+
+def test_searcher_operations_without_a_length_are_refused_with_the_way_to_go(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=5)
+    try:
+        status, message = server.answer("next_operation", {})
+        assert status == "error" and "searcher.max_length" in message and "should_preempt" in message
+        assert server.answer("report", {"group": "custom", "steps_completed": 1, "metrics": {}})[0] == "error"
+        assert server.answer("no_such_call", {}) == ("error", "unknown Core API call 'no_such_call'")
+    finally:
+        trial.kill()
+        server.close()
