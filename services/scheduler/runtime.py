@@ -66,7 +66,7 @@ class TrialRuntime:
     started_order: int = 0
     # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
     waiting_on: int | None = None
-    # Cached ExperimentManager._has_work (None: unknown); reset whenever the trial's state changes.
+    # Cached SchedulingPass.has_work (None: unknown); reset whenever the trial's state changes.
     has_work: bool | None = None
 
     def gang_agents(self) -> list[str]:
