@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pedl.searcher import SearchMethod
 from pedl.sequencer import Next, TrialSequencer
 from pedl_scheduler.searcher_journal import SearcherJournal
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.failures import RunFailure
 
 
 @dataclass
@@ -68,6 +71,9 @@ class TrialRuntime:
     waiting_on: int | None = None
     # Cached SchedulingPass.has_work (None: unknown); reset whenever the trial's state changes.
     has_work: bool | None = None
+    # How the previous run failed (None: it did not, or without a signature); in memory only, so a
+    # scheduler restart costs a deterministic failure one more run.
+    last_failure: RunFailure | None = None
 
     def gang_agents(self) -> list[str]:
         return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]

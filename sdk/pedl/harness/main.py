@@ -24,6 +24,7 @@ from pedl.harness.distributed import (
     launch_from_env,
     start_framework,
 )
+from pedl.harness.failure import failure_signature
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.workloads import run_workloads
 
@@ -77,6 +78,7 @@ def _start_distributed(
 def run(socket_path: str, launch: Launch | None = None) -> None:
     """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group."""
     source = AgentWorkloadSource(socket_path)
+    model_dir: Path | None = None
     try:
         info = source.trial_info()
         trial = info.trial
@@ -111,6 +113,11 @@ def run(socket_path: str, launch: Launch | None = None) -> None:
             run_workloads(controller, source, checkpoints)
         finally:
             getattr(checkpoints, "close", lambda: None)()
+    except Exception as exc:
+        failure = failure_signature(exc, model_dir) if model_dir is not None else None
+        if failure is not None:
+            source.report_failure(failure)
+        raise
     finally:
         source.close()
 

@@ -14,6 +14,7 @@ from pedl._timeutil import utc_now
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
@@ -211,9 +212,11 @@ class TrialRuns:
         trial = self.current(agent, message.trial_id, message.run_id)
         if trial is None:
             return
-        self.on_exit(trial, message.exit_code, message.error, message.killed)
+        self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
 
-    def on_exit(self, trial: TrialRuntime, exit_code: int, error: str, killed: bool) -> None:
+    def on_exit(
+        self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
+    ) -> None:
         exp = self.state.experiments[trial.experiment_id]
         if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
             self.kill_run(trial)  # one member of a gang failed: the others cannot go on
@@ -232,6 +235,7 @@ class TrialRuns:
                     f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "
                     "it resumes from its checkpoint when scheduled again",
                 )
+                trial.last_failure = None
                 self.work.save_trial(trial)
             elif exit_code == 0 and trial.sequencer.terminated:
                 self.end_trial(trial, "COMPLETED", "")
@@ -240,17 +244,7 @@ class TrialRuns:
                 reason = error.strip() or f"the trial process exited with code {exit_code}"
                 if exit_code == 0:
                     reason = "the trial process exited before it was told to stop"
-                self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
-                if trial.restarts < exp.config.max_restarts:
-                    self._restart(trial, exp)
-                else:
-                    if exp.config.max_restarts:
-                        reason = (
-                            f"{reason} (after {trial.restarts} restarts, max_restarts is "
-                            f"{exp.config.max_restarts})"
-                        )
-                    self.end_trial(trial, "ERROR", reason)
-                    self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+                self._on_failure(trial, exp, reason, failure)
             self.lifecycle.maybe_finish(exp)
         self.state.wake.set()
         self.state.notify()
@@ -270,6 +264,46 @@ class TrialRuns:
             f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
         )
         log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts)
+
+    def _on_failure(
+        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None
+    ) -> None:
+        """A failed run: the trial restarts, unless restarts are used up or cannot help."""
+        previous, trial.last_failure = trial.last_failure, failure
+        max_restarts = exp.config.max_restarts
+        if (
+            trial.restarts < max_restarts
+            and failure is not None
+            and fails_deterministically(previous, failure)
+        ):
+            self._end_deterministic(trial, exp, reason, failure)
+            return
+        self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
+        if trial.restarts < max_restarts:
+            self._restart(trial, exp)
+            return
+        if max_restarts:
+            reason = f"{reason} (after {trial.restarts} restarts, max_restarts is {max_restarts})"
+        self.end_trial(trial, "ERROR", reason)
+        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+
+    def _end_deterministic(
+        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure
+    ) -> None:
+        """The run failed as the one before it, before training: another restart would too."""
+        self.work.log_line(
+            trial,
+            f"trial {trial.id} failed again with the same error ({failure.describe()}) before training "
+            "any batch; it is not restarted, since every run would fail the same way",
+            source="pedl",
+        )
+        self.end_trial(
+            trial,
+            "ERROR",
+            f"{reason} (the run before failed the same way, also before training any batch: not restarted "
+            f"after {trial.restarts} of max_restarts {exp.config.max_restarts})",
+        )
+        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
 
     def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
