@@ -77,14 +77,20 @@ class ExperimentManager:
         self.db = db
         self.cluster = cluster
         self.checkpoint_store_address = checkpoint_store_address
-        self.model_definition_limit = model_definition_limit
-        self.reconnect_grace = reconnect_grace
         self.experiments = state.experiments
         self.trials = state.trials
         self.wake = state.wake
         self.changed = state.changed
         self.policy: scheduling.SchedulingPolicy = self.scheduling.policy
         self.deleter: CheckpointDeleter = self.checkpoints.deleter
+
+    @property
+    def model_definition_limit(self) -> int:
+        return self.state.model_definition_limit
+
+    @property
+    def reconnect_grace(self) -> float:
+        return self.state.reconnect_grace
 
     @property
     def cluster_secret(self) -> str | None:
