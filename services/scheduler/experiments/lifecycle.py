@@ -117,7 +117,7 @@ class ExperimentLifecycle:
             return
         exp.state = "PAUSED"
         with self.work.transaction():
-            self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
+            self._record_paused(exp_id)
             for trial in self._live_trials(exp):
                 if trial.running:
                     self.runs.request_stop(trial)
@@ -130,11 +130,17 @@ class ExperimentLifecycle:
             return
         exp.state = "ACTIVE"
         with self.work.transaction():
-            self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
+            self._record_active(exp_id)
             for trial in self._live_trials(exp):
                 self._set_trial_state(trial, "ACTIVE")
         self.state.wake.set()
         self.state.notify()
+
+    def _record_paused(self, exp_id: int) -> None:
+        self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
+
+    def _record_active(self, exp_id: int) -> None:
+        self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
 
     def _experiment_state(self, exp_id: int) -> dict[str, Any] | None:
         return self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))

@@ -167,9 +167,7 @@ class ResultIntake:
                 self.search.copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
 
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
-        if message.trial_id not in self.trials and not self.db.query_one(
-            "SELECT id FROM trials WHERE id = ?", (message.trial_id,)
-        ):
+        if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):
             return
         for line in message.lines:
             self.db.defer(
@@ -182,3 +180,6 @@ class ResultIntake:
                     line.message,
                 ),
             )
+
+    def _trial_exists(self, trial_id: int) -> bool:
+        return self.db.query_one("SELECT id FROM trials WHERE id = ?", (trial_id,)) is not None

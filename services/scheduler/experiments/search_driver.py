@@ -114,11 +114,9 @@ class SearchDriver:
 
     def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
         """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
-        parent_row = self.db.query_one(
-            "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp.id, parent_request)
-        )
+        parent_row = self._trial_by_request(exp.id, parent_request)
         if parent_row is not None:
-            self.db.defer("UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_row["id"], child.id))
+            self._record_parent(child.id, parent_row["id"])
         parent = exp.live.get(parent_request)
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
@@ -142,6 +140,21 @@ class SearchDriver:
             row["latest_checkpoint_step"],
         )
 
+    def _trial_by_request(self, exp_id: int, request_id: str) -> Row | None:
+        return self.db.query_one(
+            "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp_id, request_id)
+        )
+
+    def _record_parent(self, child_id: int, parent_id: int) -> None:
+        self.db.defer("UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_id, child_id))
+
+    def _latest_checkpoint_of(self, trial_id: int) -> Row | None:
+        return self.db.query_one(
+            "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
+            "WHERE id = ?",
+            (trial_id,),
+        )
+
     def _parent_checkpoint(self, exp_id: int, parent_request: str) -> Row | None:
         return self.db.query_one(
             "SELECT t.id, t.latest_checkpoint_uuid, t.latest_checkpoint_batches, t.latest_checkpoint_step, "
@@ -158,11 +171,7 @@ class SearchDriver:
         if parent is not None and parent.sequencer.checkpoint_requested:
             self.wait_for(child, parent_id)
             return
-        row = self.db.query_one(
-            "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
-            "WHERE id = ?",
-            (parent_id,),
-        )
+        row = self._latest_checkpoint_of(parent_id)
         if row and row["latest_checkpoint_uuid"]:
             self.copy_checkpoint(
                 child,

@@ -130,9 +130,12 @@ class TrialRuns:
 
     def _model_definition_name(self, exp: ExperimentRuntime) -> str:
         if exp.model_definition_name is None:
-            row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp.id,))
-            exp.model_definition_name = row["model_definition_name"] if row else ""
+            exp.model_definition_name = self._stored_model_definition_name(exp.id)
         return exp.model_definition_name
+
+    def _stored_model_definition_name(self, exp_id: int) -> str:
+        row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))
+        return row["model_definition_name"] if row else ""
 
     def dispatch_now(self, trial: TrialRuntime) -> None:
         """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
@@ -252,7 +255,7 @@ class TrialRuns:
     def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
         """Queues the trial again; its next run resumes from its latest complete checkpoint."""
         trial.restarts += 1
-        self.db.defer("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
+        self._record_restarts(trial)
         origin = (
             f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
             if trial.latest_checkpoint_uuid
@@ -304,6 +307,9 @@ class TrialRuns:
             f"after {trial.restarts} of max_restarts {exp.config.max_restarts})",
         )
         self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+
+    def _record_restarts(self, trial: TrialRuntime) -> None:
+        self.db.defer("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
 
     def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
