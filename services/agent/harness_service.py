@@ -25,6 +25,9 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self._in_progress: common_pb2.Workload | None = None
         # Workloads queued or running, by (kind, step, batches): their results are still to come.
         self._held: list[tuple[int, int, int]] = []
+        # Whether the harness has been handed a training workload, and the error it reported.
+        self.trained = False
+        self.failure: agent_pb2.FailureSignature | None = None
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -63,6 +66,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
     ) -> harness_pb2.NextWorkloadResponse:
         workload = await self._workloads.get()
         self._in_progress = workload
+        if workload.kind == common_pb2.WORKLOAD_KIND_RUN_STEP:
+            self.trained = True
         return harness_pb2.NextWorkloadResponse(workload=workload)
 
     async def CompleteWorkload(
@@ -80,6 +85,23 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
             self._held.remove(_key(w))
         self._on_result(request.result)
         return harness_pb2.CompleteWorkloadResponse()
+
+    async def ReportFailure(
+        self, request: harness_pb2.ReportFailureRequest, context: grpc.aio.ServicerContext
+    ) -> harness_pb2.ReportFailureResponse:
+        if self.failure is None:  # the first report stands (ranks that only lost a peer send none)
+            self.failure = agent_pb2.FailureSignature()
+            self.failure.CopyFrom(request.failure)
+        return harness_pb2.ReportFailureResponse()
+
+    def failure_report(self) -> agent_pb2.FailureSignature | None:
+        """The reported error with whether training had begun, for TrialExited (None: none reported)."""
+        if self.failure is None:
+            return None
+        report = agent_pb2.FailureSignature()
+        report.CopyFrom(self.failure)
+        report.trained = self.trained
+        return report
 
 
 def _key(workload: common_pb2.Workload) -> tuple[int, int, int]:

@@ -233,17 +233,17 @@ class TrialRun:
         self.exited = True
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)
-        self._s.send(
-            agent_pb2.ConnectRequest(
-                trial_exited=agent_pb2.TrialExited(
-                    trial_id=self.trial_id,
-                    run_id=self.run_id,
-                    exit_code=outcome.exit_code,
-                    error=outcome.error,
-                    killed=killed,
-                )
-            )
+        exited = agent_pb2.TrialExited(
+            trial_id=self.trial_id,
+            run_id=self.run_id,
+            exit_code=outcome.exit_code,
+            error=outcome.error,
+            killed=killed,
         )
+        failure = self.servicer.failure_report()
+        if failure is not None and outcome.exit_code != 0 and not self._kill_requested.is_set():
+            exited.failure.CopyFrom(failure)
+        self._s.send(agent_pb2.ConnectRequest(trial_exited=exited))
 
     async def _run_to_exit(self, after: Sequence[asyncio.Future[None]]) -> _Outcome:
         self.trial_dir.mkdir(parents=True, exist_ok=True)

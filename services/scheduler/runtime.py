@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pedl.searcher import SearchMethod
 from pedl.sequencer import Next, TrialSequencer
 from pedl_scheduler.searcher_journal import SearcherJournal
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.failures import RunFailure
 
 
 @dataclass
@@ -66,8 +69,11 @@ class TrialRuntime:
     started_order: int = 0
     # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
     waiting_on: int | None = None
-    # Cached ExperimentManager._has_work (None: unknown); reset whenever the trial's state changes.
+    # Cached SchedulingPass.has_work (None: unknown); reset whenever the trial's state changes.
     has_work: bool | None = None
+    # How the previous run failed (None: it did not, or without a signature); in memory only, so a
+    # scheduler restart costs a deterministic failure one more run.
+    last_failure: RunFailure | None = None
 
     def gang_agents(self) -> list[str]:
         return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]

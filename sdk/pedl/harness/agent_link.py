@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from pedl import _grpc
-from pedl.v1 import common_pb2, harness_pb2, harness_pb2_grpc
+from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 # How long to wait for the agent's socket to accept the first call.
 CONNECT_TIMEOUT_S = 60.0
+# A failure report is not worth delaying the harness's exit for long.
+REPORT_TIMEOUT_S = 5.0
 
 
 class AgentWorkloadSource:
@@ -32,6 +36,16 @@ class AgentWorkloadSource:
 
     def complete(self, result: common_pb2.WorkloadResult) -> None:
         self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result))
+
+    def report_failure(self, failure: agent_pb2.FailureSignature) -> None:
+        """Tells the agent where the error the harness exits with arose; best effort (the exit and
+        its stderr are the report that always reaches the scheduler)."""
+        try:
+            self._stub.ReportFailure(
+                harness_pb2.ReportFailureRequest(failure=failure), timeout=REPORT_TIMEOUT_S
+            )
+        except grpc.RpcError:
+            pass
 
     def close(self) -> None:
         self._channel.close()

@@ -24,6 +24,7 @@ from pedl.harness.distributed import (
     launch_from_env,
     start_framework,
 )
+from pedl.harness.failure import failure_signature
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.script_trial import ScriptFailed
@@ -80,6 +81,7 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
     """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group.
     Returns the exit code (a command entrypoint's script's own)."""
     source = AgentWorkloadSource(socket_path)
+    model_dir: Path | None = None
     try:
         info = source.trial_info()
         trial = info.trial
@@ -120,6 +122,11 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         finally:
             getattr(checkpoints, "close", lambda: None)()
         return 0
+    except Exception as exc:
+        failure = failure_signature(exc, model_dir) if model_dir is not None else None
+        if failure is not None:
+            source.report_failure(failure)
+        raise
     finally:
         source.close()
 

@@ -116,18 +116,30 @@ class TrialLogs(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., lines: _Optional[_Iterable[_Union[_common_pb2.LogLine, _Mapping]]] = ...) -> None: ...
 
 class TrialExited(_message.Message):
-    __slots__ = ("trial_id", "run_id", "exit_code", "error", "killed")
+    __slots__ = ("trial_id", "run_id", "exit_code", "error", "killed", "failure")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     KILLED_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
     exit_code: int
     error: str
     killed: bool
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ...) -> None: ...
+    failure: FailureSignature
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ..., failure: _Optional[_Union[FailureSignature, _Mapping]] = ...) -> None: ...
+
+class FailureSignature(_message.Message):
+    __slots__ = ("exception_type", "location", "trained")
+    EXCEPTION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    TRAINED_FIELD_NUMBER: _ClassVar[int]
+    exception_type: str
+    location: str
+    trained: bool
+    def __init__(self, exception_type: _Optional[str] = ..., location: _Optional[str] = ..., trained: bool = ...) -> None: ...
 
 class AgentRegistered(_message.Message):
     __slots__ = ("cluster_id", "heartbeat_interval_seconds", "accepts_batches")

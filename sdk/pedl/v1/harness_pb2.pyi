@@ -37,3 +37,13 @@ class CompleteWorkloadRequest(_message.Message):
 class CompleteWorkloadResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ReportFailureRequest(_message.Message):
+    __slots__ = ("failure",)
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    failure: _agent_pb2.FailureSignature
+    def __init__(self, failure: _Optional[_Union[_agent_pb2.FailureSignature, _Mapping]] = ...) -> None: ...
+
+class ReportFailureResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

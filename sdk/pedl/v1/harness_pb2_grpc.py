@@ -30,6 +30,11 @@ class HarnessServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_harness__pb2.CompleteWorkloadRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_harness__pb2.CompleteWorkloadResponse.FromString,
                 )
+        self.ReportFailure = channel.unary_unary(
+                '/pedl.v1.HarnessService/ReportFailure',
+                request_serializer=pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.FromString,
+                )
 
 
 class HarnessServiceServicer(object):
@@ -55,6 +60,13 @@ class HarnessServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportFailure(self, request, context):
+        """The error the harness is about to exit with, located in the user's code (sent at most once).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HarnessServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -72,6 +84,11 @@ def add_HarnessServiceServicer_to_server(servicer, server):
                     servicer.CompleteWorkload,
                     request_deserializer=pedl_dot_v1_dot_harness__pb2.CompleteWorkloadRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_harness__pb2.CompleteWorkloadResponse.SerializeToString,
+            ),
+            'ReportFailure': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportFailure,
+                    request_deserializer=pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -132,5 +149,22 @@ class HarnessService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.HarnessService/CompleteWorkload',
             pedl_dot_v1_dot_harness__pb2.CompleteWorkloadRequest.SerializeToString,
             pedl_dot_v1_dot_harness__pb2.CompleteWorkloadResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReportFailure(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.HarnessService/ReportFailure',
+            pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.SerializeToString,
+            pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

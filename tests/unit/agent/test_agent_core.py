@@ -233,3 +233,22 @@ def test_harness_service_hands_out_workloads_and_relays_results() -> None:
         assert results == [ok]
 
     asyncio.run(scenario())
+
+
+def test_a_reported_failure_goes_on_with_whether_the_run_had_begun_training() -> None:
+    async def scenario() -> None:
+        svc = HarnessServicer(agent_pb2.StartTrial(trial_id=5, run_id=3), lambda result: None)
+        assert svc.failure_report() is None  # nothing reported: the exit carries no signature
+        build = agent_pb2.FailureSignature(exception_type="builtins.ValueError", location="__init__.py:6")
+        await svc.ReportFailure(harness_pb2.ReportFailureRequest(failure=build), FakeContext())
+        other = agent_pb2.FailureSignature(exception_type="builtins.KeyError", location="__init__.py:9")
+        await svc.ReportFailure(harness_pb2.ReportFailureRequest(failure=other), FakeContext())
+        report = svc.failure_report()
+        assert report is not None and report.exception_type == "builtins.ValueError" and not report.trained
+
+        svc.add_workload(wl(5, 3))
+        await svc.NextWorkload(harness_pb2.NextWorkloadRequest(), FakeContext())  # a RUN_STEP
+        report = svc.failure_report()
+        assert report is not None and report.trained
+
+    asyncio.run(scenario())

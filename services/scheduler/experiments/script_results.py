@@ -28,7 +28,7 @@ REPORT = common_pb2.ScriptReportKind
 def record_reports(
     manager: Any, trial: TrialRuntime, reports: Iterable[common_pb2.ScriptReport], now: str
 ) -> None:
-    """`manager` is the ExperimentManager, inside its transaction."""
+    """`manager` is the ResultIntake room, inside its unit of work."""
     exp = manager.experiments[trial.experiment_id]
     step_id = trial.sequencer.step_id
     previous = trial.sequencer.batches_trained  # where the last result left the script
@@ -91,7 +91,7 @@ def _record_checkpoint(
     trial.latest_checkpoint_uuid = ckpt.uuid
     trial.latest_checkpoint_batches = progress
     trial.latest_checkpoint_step = step_id
-    manager._holds_checkpoint(trial)
+    manager.search.holds_checkpoint(trial)
     if exp.gc is not None:
         exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, progress))
     prometheus.checkpoint_recorded()

@@ -1,0 +1,64 @@
+"""The signature of the error a harness exits with: its type and where in the user's code it arose.
+
+The scheduler does not restart a trial whose runs fail with the same signature before training
+(pedl_scheduler.experiments.failures): a model definition that raises in `build_model` raises
+there on every restart. Errors that a restart can cure are never given a signature: those raised
+outside the model definition (pedl's own code reaching the agent or checkpoint store, a library
+reached without passing through user code) and the network's (connection, timeout, DNS, gRPC).
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+from pathlib import Path
+from types import TracebackType
+
+import pedl
+from pedl.harness.distributed import is_peer_failure
+from pedl.v1 import agent_pb2
+
+# Exception classes whose cause is outside the trial, whatever frame raised them.
+TRANSIENT = (ConnectionError, TimeoutError, socket.gaierror, urllib.error.URLError)
+_PEDL_DIR = Path(pedl.__file__).resolve().parent
+
+
+def failure_signature(exc: BaseException, model_dir: Path) -> agent_pb2.FailureSignature | None:
+    """The exception's qualified type and its innermost frame inside `model_dir`; None when the error
+    is transient or did not pass through the model definition's code."""
+    if _transient(exc) or is_peer_failure(exc):
+        return None
+    location = _innermost_user_frame(exc.__traceback__, model_dir.resolve())
+    if location is None:
+        return None
+    kind = type(exc)
+    return agent_pb2.FailureSignature(
+        exception_type=f"{kind.__module__}.{kind.__qualname__}", location=location
+    )
+
+
+def _transient(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        # grpc.RpcError by name: the harness need not import grpc's error hierarchy to recognise it.
+        if isinstance(seen, TRANSIENT) or any(c.__name__ == "RpcError" for c in type(seen).__mro__):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _innermost_user_frame(tb: TracebackType | None, model_dir: Path) -> str | None:
+    found = None
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.is_absolute() and _is_user_code(path, model_dir):
+            found = f"{path.resolve().relative_to(model_dir).as_posix()}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def _is_user_code(path: Path, model_dir: Path) -> bool:
+    resolved = path.resolve()
+    if not resolved.is_relative_to(model_dir) or resolved.is_relative_to(_PEDL_DIR):
+        return False
+    return not {"site-packages", "dist-packages"} & set(resolved.parts)

@@ -1,0 +1,63 @@
+"""Which stored checkpoints an experiment keeps (its save_* policy) and their deletion."""
+
+from __future__ import annotations
+
+import json
+
+from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
+from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
+from pedl_scheduler.db.driver import Row
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.runtime import ExperimentRuntime
+
+
+class CheckpointLifecycle:
+    def __init__(self, state: SchedulerState) -> None:
+        self.state = state
+        self.db = state.db
+        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark_deleted)
+
+    def collect_garbage(self, exp: ExperimentRuntime) -> None:
+        """Applies the experiment's save_* policy to its stored checkpoints."""
+        if exp.gc is None:
+            exp.gc = self._load_ledger(exp)
+        # Live trials without a checkpoint have nothing to keep.
+        doomed = exp.gc.collect(
+            live_trial_ids=set(exp.checkpointed),
+            protected={t.latest_checkpoint_uuid for t in exp.checkpointed.values()},
+        )
+        if doomed:
+            self.deleter.delete(doomed)
+
+    def _load_ledger(self, exp: ExperimentRuntime) -> CheckpointLedger:
+        """The experiment's checkpoints and metrics as stored (once per experiment and scheduler)."""
+        ledger = CheckpointLedger(
+            GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better)
+        )
+        metric = exp.config.searcher_metric
+        for v in self._validations_of(exp.id):
+            ledger.add_metric(v["trial_id"], v["total_batches"], json.loads(v["metrics_json"]).get(metric))
+        for r in self._completed_checkpoints_of(exp.id):
+            ledger.add_checkpoint(CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]))
+        return ledger
+
+    def _validations_of(self, exp_id: int) -> list[Row]:
+        return self.db.query(
+            "SELECT v.trial_id, v.total_batches, v.metrics_json FROM validations v JOIN trials t "
+            "ON t.id = v.trial_id WHERE t.experiment_id = ?",
+            (exp_id,),
+        )
+
+    def _completed_checkpoints_of(self, exp_id: int) -> list[Row]:
+        return self.db.query(
+            "SELECT c.uuid, c.trial_id, c.total_batches FROM checkpoints c "
+            "JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.state = 'COMPLETED'",
+            (exp_id,),
+        )
+
+    def mark_deleted(self, uuid: str) -> None:
+        """The deleter removed the checkpoint's bytes: the ledger and the row say so."""
+        for exp in self.state.experiments.values():
+            if exp.gc is not None and exp.gc.deleted(uuid):
+                break
+        self.db.execute("UPDATE checkpoints SET state = 'DELETED' WHERE uuid = ?", (uuid,))

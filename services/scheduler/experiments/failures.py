@@ -1,0 +1,42 @@
+"""When restarting a failed trial cannot help: its runs fail the same way before training anything.
+
+A model definition that raises in `build_model` or `make_data_loaders` raises there on every run,
+so `max_restarts` identical tracebacks only delay the ERROR. The harness reports where its error
+arose in the user's code (`FailureSignature`: exception type and innermost model-definition frame)
+and the agent adds whether the run had begun training. Infrastructure failures (a lost agent, a
+store out of reach, a lost peer) carry no signature, so they never count, and a run that trained
+may have failed on something a restart changes (data order, a resource), so it never counts either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pedl.v1 import agent_pb2
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    exception_type: str
+    location: str  # "file.py:LINE" inside the model definition
+    trained: bool
+
+    def describe(self) -> str:
+        return f"{self.exception_type.removeprefix('builtins.')} at {self.location}"
+
+
+def run_failure(exited: agent_pb2.TrialExited) -> RunFailure | None:
+    """The signature a failed run's exit carries; None when it carries none (or an incomplete one)."""
+    if not exited.HasField("failure"):
+        return None
+    f = exited.failure
+    if not f.exception_type or not f.location:
+        return None
+    return RunFailure(f.exception_type, f.location, f.trained)
+
+
+def fails_deterministically(previous: RunFailure | None, current: RunFailure | None) -> bool:
+    """Whether two consecutive runs failed with the same error at the same place before training."""
+    if previous is None or current is None or previous.trained or current.trained:
+        return False
+    return (previous.exception_type, previous.location) == (current.exception_type, current.location)

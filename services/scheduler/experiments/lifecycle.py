@@ -1,0 +1,226 @@
+"""An experiment's life as its user drives it: create (with the checks that refuse what could never
+run), kill, pause, activate, and its end once no trial is left."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from pedl._timeutil import utc_now
+from pedl.config import ConfigError, parse_experiment_config
+from pedl.searcher import make_search_method
+from pedl_scheduler import scheduling
+from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments.errors import NotFound, UserError
+from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.scheduling.placement import PoolSlots
+from pedl_scheduler.searcher_journal import SearcherJournal
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
+    from pedl_scheduler.experiments.search_driver import SearchDriver
+    from pedl_scheduler.experiments.trial_runs import TrialRuns
+
+log = structlog.get_logger(component="experiments")
+
+
+class ExperimentLifecycle:
+    search: SearchDriver
+    runs: TrialRuns
+    checkpoints: CheckpointLifecycle
+
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+        self.state = state
+        self.work = work
+        self.db = state.db
+        self.experiments = state.experiments
+        self.trials = state.trials
+
+    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
+        try:
+            config = parse_experiment_config(config_yaml)
+        except ConfigError as e:
+            raise UserError(f"invalid experiment config: {e}") from e
+        if not model_definition:
+            raise UserError("the model definition is empty: submit a context directory holding the code")
+        limit = self.state.model_definition_limit
+        if len(model_definition) > limit:
+            raise UserError(
+                f"the model definition is {len(model_definition) / 2**20:.1f} MiB compressed, over the "
+                f"scheduler's limit of {limit / 2**20:.0f} MiB; "
+                "leave large files out with .pedlignore"
+            )
+        if not name.isidentifier():
+            raise UserError(f"model_definition_name {name!r} is not a valid Python identifier")
+        agents = self.state.cluster.agents
+        check_environment(agents, config.environment_name)
+        check_fits(agents, config)
+        seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
+        searcher = make_search_method(config, seed)
+        with self.work.transaction():
+            exp_id = self._insert_experiment(config, model_definition, name, seed, owner)
+            exp = ExperimentRuntime(exp_id, config, searcher, journal=SearcherJournal(searcher))
+            self.experiments[exp_id] = exp
+            self.search.apply(exp, exp.journal.call("initial_operations"))
+        log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
+        self.state.wake.set()
+        return exp_id
+
+    def _insert_experiment(
+        self, config: Any, model_definition: bytes, name: str, seed: int, owner: str
+    ) -> int:
+        return self.db.execute(
+            "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
+            "model_definition_name, seed, created_at, owner) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?, ?)",
+            (
+                config.masked_yaml(),
+                json.dumps(config.raw),
+                model_definition,
+                name,
+                seed,
+                utc_now(),
+                owner,
+            ),
+        )
+
+    def kill_experiment(self, exp_id: int) -> None:
+        row = self._experiment_state(exp_id)
+        if row is None:
+            raise NotFound(f"experiment {exp_id} not found")
+        exp = self.experiments.get(exp_id)
+        if exp is None:
+            return  # already ended
+        exp.state = "CANCELED"
+        with self.work.transaction():
+            for trial_id in exp.trial_ids:
+                trial = self.trials.get(trial_id)
+                if trial is None or trial.terminal:
+                    continue
+                trial.killing = True
+                if trial.running:
+                    self.runs.kill_run(trial)
+                else:
+                    self.runs.end_trial(trial, "CANCELED", "")
+            self.maybe_finish(exp)
+        self.state.notify()
+
+    def pause_experiment(self, exp_id: int) -> None:
+        exp = self._live_experiment(exp_id)
+        if exp.state != "ACTIVE":
+            return
+        exp.state = "PAUSED"
+        with self.work.transaction():
+            self._record_paused(exp_id)
+            for trial in self._live_trials(exp):
+                if trial.running:
+                    self.runs.request_stop(trial)
+                self._set_trial_state(trial, "PAUSED")
+        self.state.notify()
+
+    def activate_experiment(self, exp_id: int) -> None:
+        exp = self._live_experiment(exp_id)
+        if exp.state != "PAUSED":
+            return
+        exp.state = "ACTIVE"
+        with self.work.transaction():
+            self._record_active(exp_id)
+            for trial in self._live_trials(exp):
+                self._set_trial_state(trial, "ACTIVE")
+        self.state.wake.set()
+        self.state.notify()
+
+    def _record_paused(self, exp_id: int) -> None:
+        self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
+
+    def _record_active(self, exp_id: int) -> None:
+        self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
+
+    def _experiment_state(self, exp_id: int) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
+
+    def _live_experiment(self, exp_id: int) -> ExperimentRuntime:
+        row = self._experiment_state(exp_id)
+        if row is None:
+            raise NotFound(f"experiment {exp_id} not found")
+        exp = self.experiments.get(exp_id)
+        if exp is None:
+            raise UserError(f"experiment {exp_id} has already ended ({row['state']})")
+        return exp
+
+    def _live_trials(self, exp: ExperimentRuntime) -> list[TrialRuntime]:
+        return [self.trials[t] for t in exp.trial_ids if t in self.trials]
+
+    def _set_trial_state(self, trial: TrialRuntime, state: str) -> None:
+        trial.state = state
+        self.db.defer("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
+
+    def maybe_finish(self, exp: ExperimentRuntime) -> None:
+        """Ends the experiment once it has no live trial and its search is over (or it was killed)."""
+        if exp.live or exp.id not in self.experiments:
+            return
+        if exp.state != "CANCELED" and not exp.searcher_done:
+            return
+        states = [r["state"] for r in self._trial_states(exp.id)]
+        error = ""
+        if exp.state == "CANCELED":
+            state = "CANCELED"
+        elif exp.searcher_failed or (states and all(s == "ERROR" for s in states)):
+            state = "ERROR"
+            error = (
+                "every trial failed" if states and all(s == "ERROR" for s in states) else "the search failed"
+            )
+        else:
+            state = "COMPLETED"
+        self.checkpoints.collect_garbage(exp)
+        self._end_experiment(exp.id, state, error)
+        del self.experiments[exp.id]
+        log.info("experiment ended", experiment_id=exp.id, state=state)
+
+    def _trial_states(self, exp_id: int) -> list[dict[str, Any]]:
+        return self.db.query("SELECT state FROM trials WHERE experiment_id = ?", (exp_id,))
+
+    def _end_experiment(self, exp_id: int, state: str, error: str) -> None:
+        self.db.execute(
+            "UPDATE experiments SET state = ?, error = ?, ended_at = ? WHERE id = ?",
+            (state, error, utc_now(), exp_id),
+        )
+
+
+def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> None:
+    """A Python environment no connected agent offers could never run (checked, like slots, only
+    while agents are connected, so that experiments may be queued before agents join)."""
+    if not name or name == "default" or not agents:
+        return
+    offered = sorted({e for a in agents.values() for e in a.environments})
+    if name not in offered:
+        raise UserError(
+            f"environment {name!r} is not offered by any connected agent; they offer: "
+            f"{', '.join(offered)} (agents offer more with --environment {name}=/path/to/python)"
+        )
+
+
+def check_fits(agents: Mapping[str, AgentHandle], config: Any) -> None:
+    """A trial no arrangement of the connected agents could ever hold is refused up front."""
+    pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+    environment = config.environment_name or scheduling.DEFAULT_ENVIRONMENT
+    in_pool = [a for a in agents.values() if a.resource_pool == pool]
+    if not in_pool:
+        return  # agents may still join
+    slots = config.slots_per_trial
+    shape = PoolSlots([scheduling_agent(a, free_slots=()) for a in in_pool])
+    if not shape.could_ever_fit(slots, environment):
+        eligible = [a for a in in_pool if environment in a.environments]
+        sizes = ", ".join(str(len(a.slots)) for a in eligible) or "no"
+        total = sum(len(a.slots) for a in eligible)
+        raise UserError(
+            f"resources.slots_per_trial is {slots}, but the {len(eligible)} agents of pool {pool!r} "
+            f"offering environment {environment!r} (with {sizes} slots, {total} in all) cannot hold "
+            "it: a trial takes slots on one agent, or whole agents of one size"
+        )

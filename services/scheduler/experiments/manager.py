@@ -1,0 +1,160 @@
+"""The experiment manager: the scheduler's core, as one object the API, the agent link and the
+scheduling loop talk to, built from rooms that each own one responsibility.
+
+All state changes happen on the scheduler's event loop. Every event that moves a searcher writes
+its journal in the same transaction as the rows the event produced, so a restarted scheduler
+resumes the search exactly. Agent messages that arrive together are handled in ONE transaction
+(group commit), and every message to agents is sent only after the transaction that decided it
+committed (`UnitOfWork`). A result the scheduler has not committed was therefore never acted on:
+after a crash its workload is sent again (workloads carry absolute batch counts) or the trial
+resumes from its last committed checkpoint.
+
+Why composition and not mixins: each room is an object holding the shared `SchedulerState` and the
+one `UnitOfWork`, and names the other rooms it calls (`self.runs.end_trial`, `self.search.apply`),
+so reading one room tells where every call it makes goes and what state it touches. A class
+assembled from mixins would put all 65 methods back into one namespace, where any method may call
+any other through `self` and nothing says which room owns what. The rooms are wired once, below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler import scheduling
+from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
+from pedl_scheduler.cluster import AgentHandle, Cluster
+from pedl_scheduler.db import Database
+from pedl_scheduler.experiments.adoption import RunAdoption
+from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
+from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle, check_environment
+from pedl_scheduler.experiments.recovery import Recovery
+from pedl_scheduler.experiments.result_intake import ResultIntake
+from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
+from pedl_scheduler.experiments.search_driver import SearchDriver
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.trial_runs import TrialRuns
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+
+
+class ExperimentManager:
+    def __init__(
+        self,
+        db: Database,
+        cluster: Cluster,
+        checkpoint_store_address: str,
+        model_definition_limit: int = 96 * 1024 * 1024,
+        reconnect_grace: float = 30.0,
+    ) -> None:
+        self.state = state = SchedulerState(
+            db, cluster, checkpoint_store_address, model_definition_limit, reconnect_grace
+        )
+        self.work = work = UnitOfWork(db)
+        self.lifecycle = ExperimentLifecycle(state, work)
+        self.scheduling = SchedulingPass(state, work)
+        self.runs = TrialRuns(state, work)
+        self.adoption = RunAdoption(state, work)
+        self.intake = ResultIntake(state, work)
+        self.search = SearchDriver(state, work)
+        self.checkpoints = CheckpointLifecycle(state)
+        self.recovery = Recovery(state, self.search)
+        # The calls between rooms, in one place.
+        work.dispatch_now = self.runs.dispatch_now
+        self.lifecycle.search = self.search
+        self.lifecycle.runs = self.runs
+        self.lifecycle.checkpoints = self.checkpoints
+        self.scheduling.runs = self.runs
+        self.scheduling.adoption = self.adoption
+        self.runs.lifecycle = self.lifecycle
+        self.runs.search = self.search
+        self.runs.checkpoints = self.checkpoints
+        self.adoption.runs = self.runs
+        self.intake.runs = self.runs
+        self.intake.search = self.search
+        self.intake.scheduling = self.scheduling
+        self.search.lifecycle = self.lifecycle
+        # What the API, the agent link, the scheduling loop and the metrics read.
+        self.db = db
+        self.cluster = cluster
+        self.checkpoint_store_address = checkpoint_store_address
+        self.experiments = state.experiments
+        self.trials = state.trials
+        self.wake = state.wake
+        self.changed = state.changed
+        self.policy: scheduling.SchedulingPolicy = self.scheduling.policy
+        self.deleter: CheckpointDeleter = self.checkpoints.deleter
+
+    @property
+    def model_definition_limit(self) -> int:
+        return self.state.model_definition_limit
+
+    @property
+    def reconnect_grace(self) -> float:
+        return self.state.reconnect_grace
+
+    @property
+    def cluster_secret(self) -> str | None:
+        """Signs each run's checkpoint-store credential (pedl._trial_token); None without auth."""
+        return self.state.cluster_secret
+
+    @cluster_secret.setter
+    def cluster_secret(self, secret: str | None) -> None:
+        self.state.cluster_secret = secret
+
+    # ---- start-up ---------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        self.recovery.recover()
+
+    # ---- user requests ----------------------------------------------------------------------
+
+    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
+        return self.lifecycle.create_experiment(config_yaml, model_definition, name, owner)
+
+    def _check_environment(self, name: str | None) -> None:
+        """Kept on the manager for callers that check an environment against `self.cluster` alone."""
+        check_environment(self.cluster.agents, name)
+
+    def kill_experiment(self, exp_id: int) -> None:
+        self.lifecycle.kill_experiment(exp_id)
+
+    def pause_experiment(self, exp_id: int) -> None:
+        self.lifecycle.pause_experiment(exp_id)
+
+    def activate_experiment(self, exp_id: int) -> None:
+        self.lifecycle.activate_experiment(exp_id)
+
+    def trial_agent(self, trial_id: int) -> str:
+        return self.runs.trial_agent(trial_id)
+
+    # ---- the scheduling loop ----------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        self.scheduling.tick(now)
+
+    def schedule(self) -> None:
+        self.scheduling.schedule()
+
+    def _cluster_state(self) -> scheduling.ClusterState:
+        """What the scheduling policy would be shown now (the metrics count the queue from it)."""
+        return self.scheduling.cluster_state()
+
+    def expire_unconfirmed(self, now: float) -> None:
+        self.adoption.expire_unconfirmed(now)
+
+    # ---- agent events -----------------------------------------------------------------------
+
+    def on_agent_registered(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
+        self.adoption.on_agent_registered(agent, running)
+
+    def on_agent_disconnected(self, agent_id: str) -> None:
+        self.adoption.on_agent_disconnected(agent_id)
+
+    def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
+        self.intake.on_agent_messages(batch)
+
+    def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
+        self.intake.on_workload_completed(agent, result)
+
+    def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
+        self.runs.on_trial_exited(agent, message)

@@ -1,0 +1,79 @@
+"""A restarted scheduler rebuilds its active experiments from the database: searchers from their
+snapshot plus the journal's later events, live trials queued again (their runs may be adopted)."""
+
+from __future__ import annotations
+
+import json
+
+import structlog
+
+from pedl.config.stored import parse_stored_config
+from pedl.searcher import restore_search_method
+from pedl.sequencer import TrialSequencer
+from pedl_scheduler.db.driver import Row
+from pedl_scheduler.experiments.search_driver import SearchDriver
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.searcher_journal import SearcherJournal
+
+log = structlog.get_logger(component="experiments")
+
+
+class Recovery:
+    def __init__(self, state: SchedulerState, search: SearchDriver) -> None:
+        self.state = state
+        self.search = search
+        self.db = state.db
+
+    def recover(self) -> None:
+        """Rebuilds active experiments from the database; their live trials are queued again."""
+        for row in self._active_experiments():
+            config = parse_stored_config(json.loads(row["config_json"]))
+            searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
+            exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
+            exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
+            exp.journal.replay(
+                (e["seq"], e["event_json"]) for e in self._events_after(exp.id, row["searcher_seq"])
+            )
+            self.state.experiments[exp.id] = exp
+            for t in self._trials_of(exp.id):
+                exp.trial_ids.append(t["id"])
+                if t["state"] not in ("ACTIVE", "PAUSED"):
+                    continue
+                trial = TrialRuntime(
+                    id=t["id"],
+                    experiment_id=exp.id,
+                    request_id=t["request_id"],
+                    hparams=json.loads(t["hparams_json"]),
+                    seed=t["seed"],
+                    sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
+                    run_id=t["run_id"],
+                    restarts=t["restarts"],
+                    latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
+                    latest_checkpoint_batches=t["latest_checkpoint_batches"],
+                    latest_checkpoint_step=t["latest_checkpoint_step"],
+                    state=t["state"],
+                    best_validation=t["best_validation"],
+                )
+                self.state.trials[trial.id] = trial
+                exp.live[trial.request_id] = trial
+                self.search.wait_for(trial, t["waiting_on_trial_id"])
+                self.search.holds_checkpoint(trial)
+            for trial_id in exp.trial_ids:
+                child = self.state.trials.get(trial_id)
+                if child is not None and child.waiting_on is not None:
+                    self.search.resume_wait_for_parent(child, child.waiting_on)
+            log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
+        self.state.wake.set()
+
+    def _active_experiments(self) -> list[Row]:
+        return self.db.query("SELECT * FROM experiments WHERE state IN ('ACTIVE', 'PAUSED')")
+
+    def _events_after(self, exp_id: int, seq: int) -> list[Row]:
+        return self.db.query(
+            "SELECT seq, event_json FROM searcher_events WHERE experiment_id = ? AND seq > ? ORDER BY seq",
+            (exp_id, seq),
+        )
+
+    def _trials_of(self, exp_id: int) -> list[Row]:
+        return self.db.query("SELECT * FROM trials WHERE experiment_id = ? ORDER BY id", (exp_id,))

@@ -1,0 +1,194 @@
+"""What agents report, taken in: workload results (steps, validations, checkpoints), trial logs and
+exits, a batch of them in one unit of work (group commit)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from google.protobuf import json_format
+
+from pedl._timeutil import utc_now
+from pedl.searcher import MetricError, is_better, searcher_metric
+from pedl.sequencer import Kind
+from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler import metrics as prometheus
+from pedl_scheduler.checkpoint_gc import CheckpointRef
+from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments import script_results
+from pedl_scheduler.experiments.errors import UserError
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.unit_of_work import INSERT_LOG, UnitOfWork
+from pedl_scheduler.experiments.wire import KIND_NAMES, metrics_json, metrics_plain
+from pedl_scheduler.runtime import TrialRuntime
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
+    from pedl_scheduler.experiments.search_driver import SearchDriver
+    from pedl_scheduler.experiments.trial_runs import TrialRuns
+
+log = structlog.get_logger(component="experiments")
+
+
+class ResultIntake:
+    runs: TrialRuns
+    search: SearchDriver
+    scheduling: SchedulingPass
+
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+        self.state = state
+        self.work = work
+        self.db = state.db
+        self.experiments = state.experiments
+        self.trials = state.trials
+        # One commit, one timestamp for the rows it writes (set while a batch is handled).
+        self._batch_time: str | None = None
+
+    def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
+        """Handles agent messages that arrived together, in order, in ONE transaction (group commit).
+
+        Durability is that of one transaction per message: nothing the batch decided (workloads,
+        starts, kills) leaves before the commit, and an agent that saw nothing cannot have acted on
+        a result the scheduler then lost. A trial that ended in the batch frees its slots for the
+        queued trials at once, not at the next scheduling tick.
+        """
+        self._batch_time = utc_now()
+        try:
+            with self.work.transaction():
+                for agent, message in batch:
+                    kind = message.WhichOneof("message")
+                    if kind == "workload_completed":
+                        self._workload_completed(agent, message.workload_completed.result)
+                    elif kind == "trial_logs":
+                        self._trial_logs(message.trial_logs)
+                    elif kind == "trial_exited":
+                        self.runs.on_trial_exited(agent, message.trial_exited)
+        finally:
+            self._batch_time = None
+        self.state.notify()
+        wake = self.state.wake
+        if wake.is_set():
+            wake.clear()
+            try:
+                with self.work.transaction():
+                    self.scheduling.schedule()
+            except Exception:
+                wake.set()  # the scheduling loop tries again
+                log.exception("scheduling after agent messages failed")
+
+    def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
+        """One result alone (`on_agent_messages` handles what arrives together)."""
+        with self.work.transaction():
+            self._workload_completed(agent, result)
+        self.state.notify()
+
+    def _workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
+        w = result.workload
+        trial = self.runs.current(agent, w.trial_id, w.run_id)
+        if trial is None:
+            return
+        trial.busy_unknown = False
+        self.runs.retire(trial, w)
+        kind = KIND_NAMES.get(w.kind)
+        now = self._batch_time or utc_now()
+        try:
+            if result.script_reports:
+                script_results.record_reports(self, trial, result.script_reports, now)
+            if kind is Kind.RUN_STEP:
+                self._record_step(trial, w, result, now)
+            elif kind is Kind.COMPUTE_VALIDATION_METRICS:
+                self._record_validation(trial, w, metrics_plain(result.metrics), now)
+            elif kind is Kind.CHECKPOINT_MODEL:
+                self._record_checkpoint(trial, w, result.checkpoint, now)
+        except UserError as e:  # raised before the result wrote anything
+            self.runs.fail_running_trial(trial, str(e))
+            return
+        self.work.save_trial(trial)
+        self.work.dispatch(trial)
+
+    def _record_step(
+        self,
+        trial: TrialRuntime,
+        w: common_pb2.Workload,
+        result: common_pb2.WorkloadResult,
+        now: str,
+    ) -> None:
+        if result.HasField("script_progress"):  # a Core API script's: its reports are its steps
+            script_results.step_completed(trial, w, result)
+            return
+        self.db.defer(
+            "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (trial.id, w.step_id, w.total_batches, result.num_batches, metrics_json(result.metrics), now),
+        )
+        trial.sequencer.on_step_completed(w.step_id, w.total_batches)
+        prometheus.step_ingested()
+
+    def _record_validation(
+        self, trial: TrialRuntime, w: common_pb2.Workload, metrics: dict[str, Any], now: str
+    ) -> None:
+        exp = self.experiments[trial.experiment_id]
+        try:
+            value = searcher_metric(metrics, exp.config.searcher_metric)
+        except MetricError as e:
+            raise UserError(str(e)) from None
+        self.db.defer(
+            "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
+        )
+        prometheus.validation_ingested()
+        if exp.gc is not None:
+            exp.gc.add_metric(trial.id, w.total_batches, value)
+        if is_better(value, trial.best_validation, exp.config.smaller_is_better):
+            trial.best_validation = value
+        if trial.sequencer.on_validation_completed(w.total_batches):
+            self.search.apply(
+                exp,
+                exp.journal.call("on_validation_completed", trial.request_id, float(value), w.total_batches),
+            )
+
+    def _record_checkpoint(
+        self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
+    ) -> None:
+        if not ckpt.uuid:  # a Core API script's: it stopped, its checkpoints came as reports
+            trial.sequencer.on_checkpoint_completed(w.total_batches)
+            return
+        self.db.defer(
+            "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
+            "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",
+            (ckpt.uuid, trial.id, w.step_id, w.total_batches, json_format.MessageToJson(ckpt), now),
+        )
+        trial.latest_checkpoint_uuid = ckpt.uuid
+        trial.latest_checkpoint_batches = w.total_batches
+        trial.latest_checkpoint_step = w.step_id
+        self.search.holds_checkpoint(trial)
+        exp = self.experiments[trial.experiment_id]
+        if exp.gc is not None:
+            exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, w.total_batches))
+        copyable = trial.sequencer.requested_checkpoint_reached(w.total_batches)
+        trial.sequencer.on_checkpoint_completed(w.total_batches)
+        prometheus.checkpoint_recorded()
+        if copyable:
+            for child in self.search.waiting_children(trial.id):
+                self.search.copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
+
+    def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
+        if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):
+            return
+        for line in message.lines:
+            self.db.defer(
+                INSERT_LOG,
+                (
+                    message.trial_id,
+                    message.run_id,
+                    line.timestamp or utc_now(),
+                    line.source or "stdout",
+                    line.message,
+                ),
+            )
+
+    def _trial_exists(self, trial_id: int) -> bool:
+        return self.db.query_one("SELECT id FROM trials WHERE id = ?", (trial_id,)) is not None

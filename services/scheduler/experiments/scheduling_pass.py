@@ -1,0 +1,173 @@
+"""One scheduling pass: what the pure policy (`pedl_scheduler.scheduling`) is shown of the cluster
+and the queue, and acting on its decision (starts, preemptions, idle slots given back)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pedl_scheduler import scheduling
+from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import TrialRuntime
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.adoption import RunAdoption
+    from pedl_scheduler.experiments.trial_runs import TrialRuns
+
+
+class SchedulingPass:
+    runs: TrialRuns
+    adoption: RunAdoption
+
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+        self.state = state
+        self.work = work
+        self.policy = scheduling.SchedulingPolicy()
+
+    def tick(self, now: float) -> None:
+        """The scheduling loop's periodic work: lost runs, then one scheduling pass in one transaction."""
+        self.state.wake.clear()
+        self.adoption.expire_unconfirmed(now)
+        with self.work.transaction():
+            self.schedule()
+
+    def schedule(self) -> None:
+        """One tick: start queued trials on free slots, and ask preempted ones to stop."""
+        state = self.cluster_state()
+        decision = scheduling.decide(state, self.policy)
+        for trial_id in decision.preemptions:
+            trial = self.state.trials[trial_id]
+            if not trial.sequencer.stop_requested:
+                self.work.log_line(
+                    trial,
+                    f"trial {trial.id} is preempted by higher-priority work: it checkpoints "
+                    "and will resume when slots free up",
+                )
+                self.runs.request_stop(trial)
+        waiting = {t.trial_id for t in state.queued} - set(decision.assignments)
+        self.state.trials_waiting = bool(waiting)
+        if waiting:
+            self._yield_idle_slots()
+        for trial_id, allocations in decision.assignments.items():
+            gang = [(self.state.cluster.agents[a.agent_id], a.slot_ids) for a in allocations]
+            self.runs.start(self.state.trials[trial_id], gang)
+
+    def cluster_state(self) -> scheduling.ClusterState:
+        running, queued = [], []
+        exiting: set[int] = set()  # told to terminate: their slots may be handed off
+        agents = self.state.cluster.agents
+        # One pass can place at most this many trials (free and handoff slots, CPU-only trials) and
+        # serves an experiment's trials oldest first, so only its oldest queued ones need be shown
+        # to the policy: a search that queues thousands costs a pass no more than one that queues few.
+        window = 2 * sum(max(len(a.slots), 1) for a in agents.values()) + 1
+        for t in self.state.running.values():
+            if t.sequencer.terminated:
+                exiting.add(t.id)
+            held = [(t.agent_id or "", t.slot_ids), *t.peers]
+            # Slots already handed off count as the next trial's, not this one's.
+            allocations = tuple(
+                scheduling.Allocation(a, _not_handed_off(agents.get(a), slots)) for a, slots in held
+            )
+            if any(slots for _, slots in held) and not any(a.slot_ids for a in allocations):
+                continue
+            running.append(
+                scheduling.RunningTrial(
+                    t.id,
+                    t.experiment_id,
+                    allocations,
+                    preempting=t.sequencer.stop_requested or t.sequencer.terminated,
+                    order=t.started_order,
+                )
+            )
+        experiments = self.state.experiments
+        for exp in experiments.values():
+            if exp.state != "ACTIVE":
+                continue
+            shown = 0
+            for t in exp.live.values():  # oldest first (created, recovered in id order)
+                if shown >= window:
+                    break
+                if (
+                    not t.running
+                    and t.state == "ACTIVE"
+                    and not t.killing
+                    and t.unconfirmed_until is None
+                    and t.waiting_on is None
+                    and self.has_work(t)
+                ):
+                    shown += 1
+                    queued.append(
+                        scheduling.QueuedTrial(
+                            t.id,
+                            t.experiment_id,
+                            exp.config.slots_per_trial,
+                            exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
+                            order=t.id,
+                            environment=exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
+                        )
+                    )
+        resources = {
+            e.id: scheduling.ExperimentResources(
+                e.id,
+                weight=float(e.config.resources.get("weight", 1)),
+                max_slots=e.config.resources.get("max_slots"),
+                priority=e.config.resources.get("priority") or scheduling.DEFAULT_PRIORITY,
+            )
+            for e in experiments.values()
+        }
+        offered = [
+            scheduling_agent(a, a.free_slots(), a.handoff_slots(exiting) if exiting else ())
+            for a in agents.values()
+        ]
+        return scheduling.ClusterState(offered, running, queued, resources)
+
+    def _yield_idle_slots(self) -> None:
+        """Trials idle until the searcher hears from others (a PBT round) give their slots to queued ones.
+
+        Without this, a population larger than the cluster would wait forever on itself.
+        """
+        for trial in list(self.state.running.values()):
+            if (
+                trial.running
+                and not trial.in_flight
+                and not trial.sequencer.stop_requested
+                and trial.sequencer.next_workload() is None
+            ):
+                self.work.log_line(
+                    trial, f"trial {trial.id} waits for the searcher; it releases its slots meanwhile"
+                )
+                self.runs.request_stop(trial)
+
+    @staticmethod
+    def has_work(trial: TrialRuntime) -> bool:
+        """Whether a (re)started run of the trial would have a workload to do now.
+
+        Cached until the trial's state changes (`UnitOfWork.save_trial`, an exit): every scheduling
+        pass asks it of every queued trial, and a search may queue thousands.
+        """
+        if trial.has_work is None:
+            probe = trial.sequencer.clone()
+            probe.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+            trial.has_work = probe.next_workload() is not None
+        return trial.has_work
+
+
+def scheduling_agent(
+    agent: AgentHandle, free_slots: tuple[str, ...], handoff_slots: tuple[str, ...] = ()
+) -> scheduling.Agent:
+    """What the pure scheduling policy sees of a connected agent."""
+    return scheduling.Agent(
+        agent.id,
+        tuple(s.id for s in agent.slots),
+        free_slots,
+        agent.resource_pool,
+        frozenset(agent.environments),
+        handoff_slots,
+    )
+
+
+def _not_handed_off(agent: AgentHandle | None, slots: tuple[str, ...]) -> tuple[str, ...]:
+    if agent is None or not agent.next:
+        return slots
+    return tuple(s for s in slots if s not in agent.next)

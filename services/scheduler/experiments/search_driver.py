@@ -1,0 +1,227 @@
+"""Acting on what the searcher decides: new trials, validation targets, closes, shutdown; and the
+trials that continue another's state (PBT children, ASHA resumes), which wait for or copy a checkpoint."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pedl.searcher import Close, Create, Operation, Shutdown, ValidateAfter
+from pedl.sequencer import TrialSequencer
+from pedl_scheduler.db.driver import Row
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
+
+
+class SearchDriver:
+    lifecycle: ExperimentLifecycle
+
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+        self.state = state
+        self.work = work
+        self.db = state.db
+        self.trials = state.trials
+        self.children = state.children
+
+    def apply(self, exp: ExperimentRuntime, ops: list[Operation]) -> None:
+        """Acts on searcher operations; call inside a transaction."""
+        pending = list(ops)
+        while pending:
+            op = pending.pop(0)
+            if isinstance(op, Create):
+                # The trials the searcher creates together are inserted together (one round trip);
+                # targets and a close decided with each go into its first row.
+                batch: list[tuple[Create, list[Operation]]] = []
+                while True:
+                    decided: list[Operation] = []
+                    while (
+                        pending
+                        and isinstance(pending[0], (ValidateAfter, Close))
+                        and pending[0].request_id == op.request_id
+                    ):
+                        decided.append(pending.pop(0))
+                    batch.append((op, decided))
+                    if not (pending and isinstance(pending[0], Create)):
+                        break
+                    op = pending.pop(0)
+                for created in self._create_trials(exp, batch):
+                    pending.extend(exp.journal.call("on_trial_created", created.request_id))
+            elif isinstance(op, ValidateAfter):
+                trial = self._by_request(exp, op.request_id)
+                trial.sequencer.add_target(op.length)
+                self.work.save_trial(trial)
+                self.work.dispatch(trial)
+            elif isinstance(op, Close):
+                trial = self._by_request(exp, op.request_id)
+                trial.sequencer.close()
+                self.work.save_trial(trial)
+                self.work.dispatch(trial)
+            elif isinstance(op, Shutdown):
+                exp.searcher_done = True
+                exp.searcher_failed = exp.searcher_failed or op.failure
+        self.work.save_searcher(exp)  # its journal is written when the transaction flushes
+        self.lifecycle.maybe_finish(exp)
+
+    def _create_trials(
+        self, exp: ExperimentRuntime, batch: Sequence[tuple[Create, Sequence[Operation]]]
+    ) -> list[TrialRuntime]:
+        cfg = exp.config
+        sequencers = []
+        for op, decided in batch:
+            sequencer = TrialSequencer.for_config(cfg)
+            for d in decided:
+                if isinstance(d, ValidateAfter):
+                    sequencer.add_target(d.length)
+                else:
+                    sequencer.close()
+            sequencers.append(sequencer)
+            self._insert_trial(exp.id, op, sequencer)
+        # The experiment's newest rows are these (this scheduler is its only writer, in this transaction).
+        ids = {row["request_id"]: row["id"] for row in self._newest_trials(exp.id, len(batch))}
+        created = []
+        for (op, _), sequencer in zip(batch, sequencers, strict=True):
+            trial = TrialRuntime(ids[op.request_id], exp.id, op.request_id, op.hparams, op.seed, sequencer)
+            self.trials[trial.id] = trial
+            exp.trial_ids.append(trial.id)
+            exp.live[op.request_id] = trial
+            if op.checkpoint_from:
+                self._start_from_parent(exp, trial, op.checkpoint_from)
+            created.append(trial)
+        self.state.wake.set()
+        return created
+
+    def _insert_trial(self, exp_id: int, op: Create, sequencer: TrialSequencer) -> None:
+        self.db.defer(
+            "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
+            "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
+            (exp_id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
+        )
+
+    def _newest_trials(self, exp_id: int, count: int) -> list[Row]:
+        return self.db.query(
+            "SELECT id, request_id FROM trials WHERE experiment_id = ? ORDER BY id DESC LIMIT ?",
+            (exp_id, count),
+        )
+
+    def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
+        """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
+        parent_row = self._trial_by_request(exp.id, parent_request)
+        if parent_row is not None:
+            self._record_parent(child.id, parent_row["id"])
+        parent = exp.live.get(parent_request)
+        if parent is not None and parent.sequencer.checkpoint_due_before_stop():
+            parent.sequencer.request_checkpoint()
+            self.wait_for(child, parent.id)
+            self.work.save_trial(child)
+            self.work.save_trial(parent)
+            self.work.dispatch(parent)
+            return
+        row = self._parent_checkpoint(exp.id, parent_request)
+        if row is None or not row["latest_checkpoint_uuid"] or row["state"] != "COMPLETED":
+            self.work.log_line(
+                child,
+                f"trial {child.id} starts from scratch: the trial it continues has no stored checkpoint",
+            )
+            return
+        self.copy_checkpoint(
+            child,
+            row["id"],
+            row["latest_checkpoint_uuid"],
+            row["latest_checkpoint_batches"],
+            row["latest_checkpoint_step"],
+        )
+
+    def _trial_by_request(self, exp_id: int, request_id: str) -> Row | None:
+        return self.db.query_one(
+            "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp_id, request_id)
+        )
+
+    def _record_parent(self, child_id: int, parent_id: int) -> None:
+        self.db.defer("UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_id, child_id))
+
+    def _latest_checkpoint_of(self, trial_id: int) -> Row | None:
+        return self.db.query_one(
+            "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
+            "WHERE id = ?",
+            (trial_id,),
+        )
+
+    def _parent_checkpoint(self, exp_id: int, parent_request: str) -> Row | None:
+        return self.db.query_one(
+            "SELECT t.id, t.latest_checkpoint_uuid, t.latest_checkpoint_batches, t.latest_checkpoint_step, "
+            "c.state "
+            "FROM trials t LEFT JOIN checkpoints c ON c.uuid = t.latest_checkpoint_uuid "
+            "WHERE t.experiment_id = ? AND t.request_id = ?",
+            (exp_id, parent_request),
+        )
+
+    def resume_wait_for_parent(self, child: TrialRuntime, parent_id: int) -> None:
+        """A child whose parent can no longer save the state it waits for (the parent ended, or its
+        request was lost) copies the parent's newest stored checkpoint, or starts from scratch."""
+        parent = self.trials.get(parent_id)
+        if parent is not None and parent.sequencer.checkpoint_requested:
+            self.wait_for(child, parent_id)
+            return
+        row = self._latest_checkpoint_of(parent_id)
+        if row and row["latest_checkpoint_uuid"]:
+            self.copy_checkpoint(
+                child,
+                parent_id,
+                row["latest_checkpoint_uuid"],
+                row["latest_checkpoint_batches"],
+                row["latest_checkpoint_step"],
+            )
+            return
+        self.wait_for(child, None)
+        self.work.save_trial(child)
+        self.work.log_line(
+            child,
+            f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint",
+        )
+        self.state.wake.set()
+
+    def wait_for(self, child: TrialRuntime, parent_id: int | None) -> None:
+        """Sets (or clears) the trial whose checkpoint the child waits for, keeping the index."""
+        if child.waiting_on is not None:
+            waiting = self.children.get(child.waiting_on, set())
+            waiting.discard(child.id)
+            if not waiting:
+                self.children.pop(child.waiting_on, None)
+        child.waiting_on = parent_id
+        if parent_id is not None:
+            self.children.setdefault(parent_id, set()).add(child.id)
+
+    def waiting_children(self, parent_id: int) -> list[TrialRuntime]:
+        return [self.trials[c] for c in sorted(self.children.get(parent_id, ())) if c in self.trials]
+
+    def holds_checkpoint(self, trial: TrialRuntime) -> None:
+        """Indexes the trial among its experiment's trials holding a checkpoint (GC keeps theirs)."""
+        exp = self.state.experiments.get(trial.experiment_id)
+        if exp is not None and trial.latest_checkpoint_uuid:
+            exp.checkpointed[trial.id] = trial
+
+    def copy_checkpoint(
+        self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int
+    ) -> None:
+        child.latest_checkpoint_uuid = uuid
+        child.latest_checkpoint_batches = batches
+        child.latest_checkpoint_step = step
+        child.sequencer.restart_from(batches, step)
+        self.wait_for(child, None)
+        self.holds_checkpoint(child)
+        self.work.save_trial(child)
+        self.work.log_line(
+            child, f"trial {child.id} continues from trial {parent_id}'s checkpoint {uuid} (batch {batches})"
+        )
+        self.state.wake.set()
+
+    def _by_request(self, exp: ExperimentRuntime, request_id: str) -> TrialRuntime:
+        trial = exp.live.get(request_id)
+        if trial is None:
+            raise KeyError(f"experiment {exp.id} has no live trial for searcher request {request_id}")
+        return trial

@@ -1,0 +1,51 @@
+"""What every room of the experiment manager reads and changes: the live experiments and trials,
+the indexes the hot paths use, and the events that wake the scheduling loop and the API."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.db import Database
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+
+
+class SchedulerState:
+    def __init__(
+        self,
+        db: Database,
+        cluster: Cluster,
+        checkpoint_store_address: str,
+        model_definition_limit: int,
+        reconnect_grace: float,
+    ) -> None:
+        self.db = db
+        self.cluster = cluster
+        self.checkpoint_store_address = checkpoint_store_address
+        self.model_definition_limit = model_definition_limit
+        self.reconnect_grace = reconnect_grace
+        # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
+        self.cluster_secret: str | None = None
+        self.experiments: dict[int, ExperimentRuntime] = {}
+        self.trials: dict[int, TrialRuntime] = {}
+        # Indexes the hot paths use instead of scanning every live trial (a search may queue
+        # thousands): the trials holding slots, and the children waiting on each parent's checkpoint.
+        self.running: dict[int, TrialRuntime] = {}
+        self.children: dict[int, set[int]] = {}
+        # Whether the last scheduling pass left trials queued: a run told to terminate then wakes
+        # the scheduler, so one of them can take its slots over (a handoff).
+        self.trials_waiting = False
+        self.wake = asyncio.Event()
+        self.changed = asyncio.Condition()
+        self._notifying = False
+
+    def notify(self) -> None:
+        """Wakes the API's followers (log streams) once per loop turn, however many events it held."""
+        if not self._notifying:
+            self._notifying = True
+            asyncio.get_event_loop().create_task(self._notify_all())
+
+    async def _notify_all(self) -> None:
+        self._notifying = False
+        async with self.changed:
+            self.changed.notify_all()

@@ -1,0 +1,352 @@
+"""A trial's runs: starting one on slots (alone or as a gang), feeding it workloads, stopping or
+killing it, and what its exit means (stopped to resume later, completed, restarted, or failed)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import structlog
+
+from pedl import _trial_token
+from pedl._metrics import to_struct
+from pedl._timeutil import utc_now
+from pedl.sequencer import Kind
+from pedl.v1 import agent_pb2, common_pb2
+from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+
+if TYPE_CHECKING:
+    from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
+    from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
+    from pedl_scheduler.experiments.search_driver import SearchDriver
+
+log = structlog.get_logger(component="experiments")
+
+# Rendezvous ports of gangs over several agents: this base plus the trial id modulo 1000.
+RENDEZVOUS_BASE_PORT = 29500
+
+
+class TrialRuns:
+    lifecycle: ExperimentLifecycle
+    search: SearchDriver
+    checkpoints: CheckpointLifecycle
+
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+        self.state = state
+        self.work = work
+        self.db = state.db
+        self.cluster = state.cluster
+        self.trials = state.trials
+        self.running = state.running
+        self._starts = 0
+
+    # ---- starting and feeding a run -------------------------------------------------------
+
+    def start(self, trial: TrialRuntime, gang: list[tuple[AgentHandle, tuple[str, ...]]]) -> None:
+        """Starts a run on one agent, or as a gang over several (the first holds the chief, rank 0)."""
+        with self.work.transaction():
+            self._start_run(trial, gang)
+
+    def _start_run(self, trial: TrialRuntime, gang: list[tuple[AgentHandle, tuple[str, ...]]]) -> None:
+        exp = self.state.experiments[trial.experiment_id]
+        (agent, slot_ids), others = gang[0], gang[1:]
+        trial.run_id += 1
+        self._starts += 1
+        trial.started_order = self._starts
+        trial.agent_id = agent.id
+        self.running[trial.id] = trial
+        trial.slot_ids = slot_ids
+        trial.peers = tuple((a.id, slots) for a, slots in others)
+        trial.outstanding, trial.busy_unknown = [], False
+        trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+        after: dict[str, list[int]] = {}  # per agent: trials whose slots this run takes over as they exit
+        for member, slots in gang:
+            for slot_id in slots:
+                holder = member.hold(slot_id, trial.id)
+                if holder is not None and holder not in after.setdefault(member.id, []):
+                    after[member.id].append(holder)
+        self._record_run_started(trial)
+        env = exp.config.environment_name or ""
+        world_size = sum(len(slots) for _, slots in gang)
+        # The chief's rank 0 listens here for the other ranks (only needed across agents).
+        rendezvous = (
+            f"{agent.address or '127.0.0.1'}:{RENDEZVOUS_BASE_PORT + trial.id % 1000}" if others else ""
+        )
+        if exp.start_config is None:
+            exp.start_config = json.dumps(exp.config.raw)
+        rank = 0
+        for member, slots in gang:
+            self.work.send(
+                member,
+                agent_pb2.ConnectResponse(
+                    start_trial=agent_pb2.StartTrial(
+                        trial_id=trial.id,
+                        run_id=trial.run_id,
+                        experiment_id=exp.id,
+                        config_yaml=exp.start_config,
+                        hparams=to_struct(trial.hparams),
+                        latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
+                        latest_checkpoint_batches=trial.latest_checkpoint_batches,
+                        slot_ids=list(slots),
+                        trial_seed=trial.seed,
+                        checkpoint_store_address=self.state.checkpoint_store_address,
+                        model_definition_name=self._model_definition_name(exp),
+                        rank=rank,
+                        world_size=world_size,
+                        rendezvous_address=rendezvous,
+                        environment="" if env == "default" else env,
+                        checkpoint_token=self._checkpoint_token(exp.id, trial.id),
+                        after=[
+                            agent_pb2.RunRef(trial_id=h, run_id=self.trials[h].run_id)
+                            for h in after.get(member.id, ())
+                        ],
+                    )
+                ),
+            )
+            rank += len(slots)
+        placement = "; ".join(f"agent {m.id} (slots {', '.join(slots)})" for m, slots in gang)
+        handoff = sorted({h for holders in after.values() for h in holders})
+        if handoff:
+            placement += f", taking them over from trial {', '.join(map(str, handoff))} as it exits"
+        self.work.log_line(trial, f"trial {trial.id} run {trial.run_id} started on {placement}")
+        log.info("trial started", trial_id=trial.id, run_id=trial.run_id, agent_id=agent.id, gang=len(gang))
+        self.work.dispatch(trial)
+
+    def _record_run_started(self, trial: TrialRuntime) -> None:
+        self.db.defer(
+            "UPDATE trials SET run_id = ?, sequencer_json = ?, "
+            "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
+            (trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), trial.id),
+        )
+
+    def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
+        secret = self.state.cluster_secret
+        return _trial_token.mint(secret, exp_id, trial_id) if secret else ""
+
+    def _model_definition_name(self, exp: ExperimentRuntime) -> str:
+        if exp.model_definition_name is None:
+            exp.model_definition_name = self._stored_model_definition_name(exp.id)
+        return exp.model_definition_name
+
+    def _stored_model_definition_name(self, exp_id: int) -> str:
+        row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))
+        return row["model_definition_name"] if row else ""
+
+    def dispatch_now(self, trial: TrialRuntime) -> None:
+        """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
+        if not trial.running or trial.busy_unknown or trial.killing:
+            return
+        agent = self.cluster.agents.get(trial.agent_id or "")
+        if agent is None:
+            return
+        for nxt in trial.sequencer.pipeline(trial.outstanding):
+            if nxt.kind is Kind.TERMINATE:
+                trial.sequencer.on_terminate_sent()
+                self.work.save_trial(trial)
+                if self.state.trials_waiting and agent.accepts_handoffs:
+                    self.state.wake.set()  # a queued trial may take its slots over
+            else:
+                trial.outstanding.append(nxt)
+            self.work.send(
+                agent,
+                agent_pb2.ConnectResponse(
+                    run_workload=agent_pb2.RunWorkload(
+                        workload=common_pb2.Workload(
+                            kind=WORKLOAD_KINDS[nxt.kind],
+                            trial_id=trial.id,
+                            run_id=trial.run_id,
+                            step_id=nxt.step_id,
+                            total_batches=nxt.total_batches,
+                        )
+                    )
+                ),
+            )
+
+    @staticmethod
+    def retire(trial: TrialRuntime, w: common_pb2.Workload) -> None:
+        """Forgets the outstanding workload `w` answers (a stale duplicate answers none)."""
+        kind = KIND_NAMES.get(w.kind)
+        for i, sent in enumerate(trial.outstanding):
+            if sent.kind is kind and sent.total_batches == w.total_batches and sent.step_id == w.step_id:
+                del trial.outstanding[i]
+                return
+
+    def current(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
+        """The trial if the message is from its current run on this agent; stale messages are dropped."""
+        trial = self.trials.get(trial_id)
+        if trial is None or trial.run_id != run_id or agent.id not in trial.gang_agents():
+            log.info("dropped message from a stale run", trial_id=trial_id, run_id=run_id, agent_id=agent.id)
+            return None
+        return trial
+
+    def trial_agent(self, trial_id: int) -> str:
+        trial = self.trials.get(trial_id)
+        return trial.agent_id or "" if trial else ""
+
+    # ---- stopping a run ---------------------------------------------------------------------
+
+    def request_stop(self, trial: TrialRuntime) -> None:
+        """Checkpoint at the next step boundary, then exit; the trial resumes later (pause, preemption)."""
+        with self.work.transaction():
+            trial.sequencer.request_stop()
+            self.work.save_trial(trial)
+            self.work.dispatch(trial)
+
+    def kill_run(self, trial: TrialRuntime, skip: str | None = None) -> None:
+        """Asks every agent of the trial's current run (but `skip`) to kill it."""
+        for agent_id in trial.gang_agents():
+            agent = self.cluster.agents.get(agent_id)
+            if agent is not None and agent_id != skip:
+                self.work.send(
+                    agent,
+                    agent_pb2.ConnectResponse(
+                        kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
+                    ),
+                )
+
+    # ---- a run's end ------------------------------------------------------------------------
+
+    def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
+        trial = self.current(agent, message.trial_id, message.run_id)
+        if trial is None:
+            return
+        self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
+
+    def on_exit(
+        self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
+    ) -> None:
+        exp = self.state.experiments[trial.experiment_id]
+        if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
+            self.kill_run(trial)  # one member of a gang failed: the others cannot go on
+        self.cluster.release(trial.id)
+        trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        self.running.pop(trial.id, None)
+        trial.outstanding, trial.busy_unknown = [], False
+        trial.unconfirmed_until = None
+        trial.has_work = None
+        with self.work.transaction():
+            if trial.killing:
+                self.end_trial(trial, "CANCELED", "")
+            elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.completed:
+                self.work.log_line(
+                    trial,
+                    f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "
+                    "it resumes from its checkpoint when scheduled again",
+                )
+                trial.last_failure = None
+                self.work.save_trial(trial)
+            elif exit_code == 0 and trial.sequencer.terminated:
+                self.end_trial(trial, "COMPLETED", "")
+                self.search.apply(exp, exp.journal.call("on_trial_closed", trial.request_id))
+            else:
+                reason = error.strip() or f"the trial process exited with code {exit_code}"
+                if exit_code == 0:
+                    reason = "the trial process exited before it was told to stop"
+                self._on_failure(trial, exp, reason, failure)
+            self.lifecycle.maybe_finish(exp)
+        self.state.wake.set()
+        self.state.notify()
+
+    def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
+        """Queues the trial again; its next run resumes from its latest complete checkpoint."""
+        trial.restarts += 1
+        self._record_restarts(trial)
+        origin = (
+            f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
+            if trial.latest_checkpoint_uuid
+            else "the beginning"
+        )
+        self.work.log_line(
+            trial,
+            f"restarting trial {trial.id} from {origin} "
+            f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
+        )
+        log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts)
+
+    def _on_failure(
+        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None
+    ) -> None:
+        """A failed run: the trial restarts, unless restarts are used up or cannot help."""
+        previous, trial.last_failure = trial.last_failure, failure
+        max_restarts = exp.config.max_restarts
+        if (
+            trial.restarts < max_restarts
+            and failure is not None
+            and fails_deterministically(previous, failure)
+        ):
+            self._end_deterministic(trial, exp, reason, failure)
+            return
+        self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
+        if trial.restarts < max_restarts:
+            self._restart(trial, exp)
+            return
+        if max_restarts:
+            reason = f"{reason} (after {trial.restarts} restarts, max_restarts is {max_restarts})"
+        self.end_trial(trial, "ERROR", reason)
+        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+
+    def _end_deterministic(
+        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure
+    ) -> None:
+        """The run failed as the one before it, before training: another restart would too."""
+        self.work.log_line(
+            trial,
+            f"trial {trial.id} failed again with the same error ({failure.describe()}) before training "
+            "any batch; it is not restarted, since every run would fail the same way",
+            source="pedl",
+        )
+        self.end_trial(
+            trial,
+            "ERROR",
+            f"{reason} (the run before failed the same way, also before training any batch: not restarted "
+            f"after {trial.restarts} of max_restarts {exp.config.max_restarts})",
+        )
+        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+
+    def _record_restarts(self, trial: TrialRuntime) -> None:
+        self.db.defer("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
+
+    def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
+        """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
+        exp = self.state.experiments[trial.experiment_id]
+        self.kill_run(trial)
+        self.cluster.release(trial.id)
+        trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        self.running.pop(trial.id, None)
+        trial.outstanding, trial.busy_unknown = [], False
+        with self.work.transaction():
+            self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
+            self.end_trial(trial, "ERROR", reason)
+            self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+            self.lifecycle.maybe_finish(exp)
+        self.state.wake.set()
+        self.state.notify()
+
+    def end_trial(self, trial: TrialRuntime, state: str, error: str) -> None:
+        """The trial ends for good: its row says how, the indexes forget it, waiting children move on."""
+        trial.state = state
+        self.work.save_trial(trial)
+        self._record_trial_end(trial.id, state, error)
+        self.trials.pop(trial.id, None)
+        self.running.pop(trial.id, None)
+        self.search.wait_for(trial, None)
+        exp = self.state.experiments.get(trial.experiment_id)
+        if exp is not None and exp.live.get(trial.request_id) is trial:
+            del exp.live[trial.request_id]
+        if exp is not None:
+            exp.checkpointed.pop(trial.id, None)
+        for child in self.search.waiting_children(trial.id):
+            self.search.resume_wait_for_parent(child, trial.id)
+        if exp is not None:
+            self.checkpoints.collect_garbage(exp)
+
+    def _record_trial_end(self, trial_id: int, state: str, error: str) -> None:
+        self.db.defer(
+            "UPDATE trials SET state = ?, error = ?, end_time = ? WHERE id = ?",
+            (state, error, utc_now(), trial_id),
+        )

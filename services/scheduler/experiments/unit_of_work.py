@@ -1,0 +1,152 @@
+"""The unit of work every room of the experiment manager acts in.
+
+One transaction covers an event or a batch of them (nested `transaction()` calls join the outer
+one). Inside it, rooms never write a trial row or a searcher snapshot directly and never talk to an
+agent directly: they mark the trial or searcher changed (`save_trial`, `save_searcher`), ask for the
+trial's next workloads (`dispatch`) and queue messages (`send`). At its end the trials' next
+workloads are chosen once from the state it leaves, the changed rows are written from memory as the
+database flushes (once, however many events changed them), and only after the commit do the held
+messages go out; a rollback drops them. So no agent ever acts on something the database does not
+hold, and a batch of agent messages costs one commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pedl._timeutil import utc_now
+from pedl.v1 import agent_pb2
+from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.db import Database
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+
+SAVE_TRIAL = (
+    "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
+    "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
+    "WHERE id = ?"
+)
+SAVE_SNAPSHOT = "UPDATE experiments SET searcher_snapshot = ?, searcher_seq = ? WHERE id = ?"
+INSERT_LOG = "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)"
+
+
+class UnitOfWork:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        # Sends a trial's next workloads now (the trial runs room); set when the rooms are wired.
+        self.dispatch_now: Callable[[TrialRuntime], None] = _unwired
+        self._depth = 0
+        # Trials whose next workloads are chosen at the end, messages held until the commit, and
+        # rows written from memory when the transaction flushes.
+        self._to_dispatch: dict[int, TrialRuntime] = {}
+        self._outgoing: list[tuple[AgentHandle, agent_pb2.ConnectResponse]] = []
+        self._dirty_trials: dict[int, TrialRuntime] = {}
+        self._dirty_searchers: dict[int, ExperimentRuntime] = {}
+        db.add_flush_hook(self._write_dirty)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction for an event or a batch of them (nested calls join the outer one).
+
+        Trials' next workloads are chosen once, at its end, from the state it leaves; every message
+        to agents is held until it commits and dropped if it rolls back, so no agent ever acts on
+        something the database does not hold.
+        """
+        if self._depth:
+            yield
+            return
+        self._depth = 1
+        try:
+            with self.db.transaction():
+                yield
+                while self._to_dispatch:
+                    self.dispatch_now(self._to_dispatch.pop(next(iter(self._to_dispatch))))
+        except BaseException:
+            self._outgoing.clear()
+            self._to_dispatch.clear()
+            raise
+        finally:
+            self._depth = 0
+        outgoing, self._outgoing = self._outgoing, []
+        for agent, message in outgoing:
+            agent.send(message)
+
+    def send(self, agent: AgentHandle, message: agent_pb2.ConnectResponse) -> None:
+        """Sends after the commit (now, outside a transaction)."""
+        if self._depth:
+            self._outgoing.append((agent, message))
+        else:
+            agent.send(message)
+
+    def dispatch(self, trial: TrialRuntime) -> None:
+        """Sends the trial's next workloads (at the end of the transaction, when inside one)."""
+        if self._depth:
+            self._to_dispatch[trial.id] = trial
+        else:
+            self.dispatch_now(trial)
+
+    def save_trial(self, trial: TrialRuntime) -> None:
+        """Marks the trial's row for writing from memory when the transaction flushes (once, however
+        many events of a batch changed it); outside a transaction it is written now."""
+        trial.has_work = None
+        self._dirty_trials[trial.id] = trial
+        if not self.db.in_transaction:
+            self.db.flush()
+
+    def save_searcher(self, exp: ExperimentRuntime) -> None:
+        """Marks the searcher's journal for writing when the transaction flushes (now, outside one)."""
+        self._dirty_searchers[exp.id] = exp
+        if not self.db.in_transaction:
+            self.db.flush()
+
+    def log_line(self, trial: TrialRuntime, message: str, source: str = "pedl") -> None:
+        """A line in the trial's logs, written with the transaction that decided it."""
+        self.db.defer(INSERT_LOG, (trial.id, trial.run_id, utc_now(), source, message))
+
+    def _write_dirty(self) -> None:
+        """The flush hook: writes the trial rows and searcher snapshots changed in memory."""
+        if self._dirty_trials:
+            trials, self._dirty_trials = self._dirty_trials, {}
+            for trial in trials.values():
+                self._write_trial(trial)
+        if self._dirty_searchers:
+            searchers, self._dirty_searchers = self._dirty_searchers, {}
+            for exp in searchers.values():
+                self._write_journal(exp)
+
+    def _write_trial(self, trial: TrialRuntime) -> None:
+        self.db.defer(
+            SAVE_TRIAL,
+            (
+                trial.sequencer.batches_trained,
+                trial.latest_checkpoint_uuid,
+                trial.latest_checkpoint_batches,
+                trial.latest_checkpoint_step,
+                json.dumps(trial.sequencer.to_dict()),
+                trial.best_validation,
+                trial.waiting_on,
+                trial.id,
+            ),
+        )
+
+    def _write_journal(self, exp: ExperimentRuntime) -> None:
+        """The searcher's new events, or a snapshot covering them (`SearcherJournal`)."""
+        flush = exp.journal.flush()
+        if flush is None:
+            return
+        if flush.snapshot is not None:
+            self.db.defer(SAVE_SNAPSHOT, (flush.snapshot, flush.seq, exp.id))
+            if flush.drop_events:
+                self.db.defer(
+                    "DELETE FROM searcher_events WHERE experiment_id = ? AND seq <= ?", (exp.id, flush.seq)
+                )
+        for seq, event in flush.events:
+            self.db.defer(
+                "INSERT INTO searcher_events (experiment_id, seq, event_json) VALUES (?, ?, ?)",
+                (exp.id, seq, event),
+            )
+
+
+def _unwired(trial: TrialRuntime) -> None:
+    raise RuntimeError("the unit of work was used before the trial runs room was wired to it")
