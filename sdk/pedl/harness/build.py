@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pedl import _trial_context
 from pedl.harness.controller import TrialController
+from pedl.harness.controllers import create_controller
 from pedl.model_def import ModelDefinition, ModelDefinitionError, describe, load_model_definition
 
 T = TypeVar("T")
@@ -58,7 +59,7 @@ def build_controller(
     else:
         loaders = model_def.make_data_loaders(experiment_config, hparams)
         origin = describe(model_def.make_data_loaders, root)
-    return model_def.trial_class.create_controller(hparams, loaders, origin)
+    return create_controller(model_def.trial_class, hparams, loaders, origin)
 
 
 def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any]) -> ModelDefinition:
