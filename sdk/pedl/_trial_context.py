@@ -40,3 +40,18 @@ def get_download_data_dir() -> str:
             "or it has not run yet"
         )
     return _download_data_dir
+
+
+REPLAY_MISMATCH_POLICIES = ("fail", "warn")
+_replay_mismatch = "fail"
+
+
+def set_replay_mismatch(policy: str | None) -> None:
+    """What a resumed trial does when a replayed generator gives other data
+    (`reproducibility.replay_mismatch`; see `pedl.keras._replay`)."""
+    global _replay_mismatch
+    _replay_mismatch = policy or "fail"
+
+
+def replay_mismatch() -> str:
+    return _replay_mismatch

@@ -45,6 +45,8 @@ def build_controller(
 ) -> TrialController:
     """Runs download_data (once per machine) and make_data_loaders, then builds the controller."""
     root = model_def.directory
+    reproducibility = experiment_config.get("reproducibility") or {}
+    _trial_context.set_replay_mismatch(reproducibility.get("replay_mismatch"))
     download = model_def.download_data
     if download is not None:
         what = describe(download, root)
