@@ -179,14 +179,16 @@ KERAS2_ALIASES = {
 
 @contextlib.contextmanager
 def _script_process_state(directory: Path, argv: list[str]) -> Iterator[None]:
-    """sys.argv, cwd and sys.path[0] as `python script args...` run in `directory` would have them."""
+    """sys.argv, cwd and sys.path[0] as `python script args...` run in `directory` would have them:
+    the script's own folder first (a nested script imports its siblings), then the model
+    definition's root (packages beside the script's folder import too)."""
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     sys.argv = argv
     os.chdir(directory)
-    text = str(directory)
-    if text in sys.path:
-        sys.path.remove(text)
-    sys.path.insert(0, text)
+    for text in dict.fromkeys([str(directory), str(Path(argv[0]).parent)]):
+        if text in sys.path:
+            sys.path.remove(text)
+        sys.path.insert(0, text)
     try:
         yield
     finally:
