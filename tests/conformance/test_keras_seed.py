@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from conformance_support import Cli, cli_cluster, completes_and_resumes_exactly, config
 
-pytestmark = pytest.mark.integration
+# Two runs of a few small trials each, on 2 shared cores: minutes, not the default 300 s.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 COMMON = '''
 import os

@@ -138,11 +138,16 @@ def restore(sources: dict[str, Replayed], state: dict[str, Any], checkpoint: Pat
             f"{checkpoint}: the checkpoint was taken with generators as {sorted(saved)} data, the model "
             f"definition now gives them as {sorted(sources)}"
         )
+    # Batches this process drew already (a distributed trial samples one as it builds) were the
+    # first draws of the first run too: they stand for the log's first entries.
+    held = {role: list(source._pending) for role, source in sources.items()}
+    for source in sources.values():
+        source._pending = []
     drawn: dict[str, list[Any]] = {role: [] for role in sources}
     for role, count in state["log"]:
         source = sources[role]
         for _ in range(int(count)):
-            drawn[role].append(source._draw())
+            drawn[role].append(held[role].pop(0) if held[role] else source._draw())
             drawn[role] = drawn[role][-max(1, int(saved[role]["pending"])) :]
     for role, source in sources.items():
         pending = int(saved[role]["pending"])
