@@ -1,9 +1,10 @@
 """Keras training data as an endless stream of batches with a restorable position.
 
 Sources: a batched `tf.data.Dataset`, a `keras.utils.PyDataset` (or Sequence), a generator
-function (called once per epoch), or NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched
-here. A resumed trial re-creates the source and moves to the saved (epoch, offset): datasets
-replay their own seeded order, arrays are shuffled per epoch from a seed kept in the state.
+function (called once per epoch), NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched
+here, or a started generator (`Replayed`). A resumed trial re-creates the source and moves to the
+saved (epoch, offset): datasets replay their own seeded order, arrays are shuffled per epoch
+from a seed kept in the state, started generators are redrawn (`pedl.keras._replay`).
 
 On several workers each reads a `Shard`: every worker draws the same batch order (the same seed)
 and takes every N-th batch of it from its index, so the shards are disjoint and the position
