@@ -68,3 +68,18 @@ def get_experiment_config() -> dict[str, Any]:
     if _experiment_config is None:
         raise RuntimeError("pedl.util.get_experiment_config() was called outside a running trial")
     return _experiment_config
+
+
+REPLAY_MISMATCH_POLICIES = ("fail", "warn")
+_replay_mismatch = "fail"
+
+
+def set_replay_mismatch(policy: str | None) -> None:
+    """What a resumed trial does when a replayed generator gives other data
+    (`reproducibility.replay_mismatch`; see `pedl.keras._replay`)."""
+    global _replay_mismatch
+    _replay_mismatch = policy or "fail"
+
+
+def replay_mismatch() -> str:
+    return _replay_mismatch

@@ -1,17 +1,14 @@
 """The framework-neutral base of every Trial API (PyTorchTrial, and later TensorFlow and Keras).
 
 It stays free of framework imports so the harness and `pedl.model_def` can recognise trials
-without importing torch.
+without importing torch. A trial class never names its controller: the harness picks it from
+the framework interface through `pedl.harness.controllers`.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pedl.harness.controller import TrialController
+from typing import Any
 
 
 # ABC so framework interfaces can declare abstract methods; Trial itself has none.
@@ -29,17 +26,6 @@ class Trial(abc.ABC):  # noqa: B024
 
     def __init__(self, hparams: dict[str, Any]) -> None:
         self.hparams = dict(hparams)
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> TrialController:
-        """Builds the framework's controller for this trial class; `origin` names where the
-        data loaders came from, for error messages."""
-        raise TypeError(
-            f"{cls.__qualname__} derives from pedl.trial.Trial directly; derive from a framework "
-            "interface such as pedl.pytorch.PyTorchTrial instead"
-        )
 
 
 def is_framework_base(cls: type) -> bool:

@@ -179,9 +179,14 @@ def environment_name(env: str | dict[str, Any] | None) -> str | None:
 
 def validate_reproducibility(value: Any, path: FieldPath = ("reproducibility",)) -> dict[str, Any]:
     repro = dict(expect_mapping({} if value is None else value, path))
-    check_keys(repro, path, ("experiment_seed",))
+    check_keys(repro, path, ("experiment_seed", "replay_mismatch"))
     if repro.get("experiment_seed") is not None:
         expect_int(repro["experiment_seed"], (*path, "experiment_seed"), minimum=0, maximum=2**31 - 1)
+    # What a resumed trial does when a replayed Python generator gives other data than before
+    # (pedl.keras._replay): "fail" (the default) or "warn" and continue.
+    if repro.get("replay_mismatch") is not None and repro["replay_mismatch"] not in ("fail", "warn"):
+        shown = describe(repro["replay_mismatch"])
+        raise FieldError((*path, "replay_mismatch"), f"expected 'fail' or 'warn', got {shown}")
     return repro
 
 

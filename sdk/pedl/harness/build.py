@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pedl import _trial_context
 from pedl.harness.controller import TrialController
+from pedl.harness.controllers import create_controller
 from pedl.model_def import ModelDefinition, ModelDefinitionError, describe, load_model_definition
 
 T = TypeVar("T")
@@ -46,6 +47,8 @@ def build_controller(
     """Runs download_data (once per machine) and make_data_loaders, then builds the controller."""
     _trial_context.set_experiment_config(experiment_config)
     root = model_def.directory
+    reproducibility = experiment_config.get("reproducibility") or {}
+    _trial_context.set_replay_mismatch(reproducibility.get("replay_mismatch"))
     download = model_def.download_data
     if download is not None:
         what = describe(download, root)
@@ -60,7 +63,7 @@ def build_controller(
     else:
         loaders = model_def.make_data_loaders(experiment_config, hparams)
         origin = describe(model_def.make_data_loaders, root)
-    controller = model_def.trial_class.create_controller(hparams, loaders, origin)
+    controller = create_controller(model_def.trial_class, hparams, loaders, origin)
     _apply_optimizations(controller, experiment_config)
     return controller
 

@@ -16,10 +16,10 @@ Model definition (its `__init__.py` exposes both)::
         return training_data, validation_data
 
 Each of the two data values may be a batched `tf.data.Dataset`, a `keras.utils.PyDataset`
-(or Sequence), a generator function (PEDL calls it once per epoch; pass the function, not a
-started generator), or NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched by
-`batch_size()` (the training arrays are reshuffled every epoch). Batches are `(x, y)` or
-`(x, y, sample_weight)`.
+(or Sequence), a generator function (PEDL calls it once per epoch), or NumPy arrays `(x, y)` /
+`(x, y, sample_weight)` batched by `batch_size()` (the training arrays are reshuffled every
+epoch). The training data may also be a started endless generator: a resumed trial replays it
+under the trial seed (`pedl.keras._replay`). Batches are `(x, y)` or `(x, y, sample_weight)`.
 
 What PEDL does with them:
 - RUN_STEP trains batch by batch with `model.train_on_batch` until the step's absolute batch

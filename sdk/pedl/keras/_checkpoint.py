@@ -4,7 +4,8 @@ Layout of a checkpoint directory:
   metadata.json        framework, format version, batches trained, hparams, trial class
   model.weights.h5     the model's weights (`model.load_weights` of the same architecture)
   training_state.npz   every model variable (dropout seed states too) and the optimizer's
-  training_state.json  batches trained, data position, variable paths
+  training_state.json  batches trained, data position, variable paths, and for started
+                       generators the replay record (pedl.keras._replay)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 import numpy as np
 
+from pedl.keras import _replay
 from pedl.tensorflow._checkpoint import read_metadata, write_metadata
 
 if TYPE_CHECKING:
@@ -41,11 +43,14 @@ def save(controller: KerasTrialController, path: Path) -> None:
     groups = _variables(model)
     arrays = {f"{group}_{i}": np.asarray(v.numpy()) for group, vs in groups.items() for i, v in enumerate(vs)}
     np.savez(path / STATE_ARRAYS, **arrays)
-    state = {
+    state: dict[str, Any] = {
         "batches_trained": controller.batches_trained,
         "data_position": controller.stream.state(),
         "paths": {group: [v.path for v in vs] for group, vs in groups.items()},
     }
+    replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
+    if replayed:
+        state["replay"] = _replay.save_state(replayed)
     (path / STATE).write_text(json.dumps(state, indent=2) + "\n")
     write_metadata(
         path, FRAMEWORK, controller.batches_trained, controller.trial, keras_version=keras.__version__
@@ -67,3 +72,6 @@ def load(controller: KerasTrialController, path: Path) -> None:
             for i, variable in enumerate(variables):
                 variable.assign(arrays[f"{group}_{i}"])
     controller._restore_position(int(state["batches_trained"]), state["data_position"])
+    replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
+    if replayed or state.get("replay"):
+        _replay.restore(replayed, state.get("replay") or {"log": [], "sources": {}}, path)

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 
 from pedl.harness.controller import StepResult
-from pedl.keras import _checkpoint, _distributed
+from pedl.keras import _checkpoint, _distributed, _replay
 from pedl.keras._data import (
     TrainingStream,
     batch_length,
@@ -139,6 +139,10 @@ class KerasTrialController:
 
         Not under the strategy's scope: Keras's saving creates a throwaway variable, which there
         would be a collective that the other workers never join."""
+        # Every worker draws its generators' next batches as the chief does for the fingerprints,
+        # so that all of them keep drawing in the same order.
+        for source in _replay.replayed_sources(self.stream.source, self.validation).values():
+            source.peek()
         if self.workers is not None and not self.workers.is_chief:
             return
         _checkpoint.save(self, Path(path))

@@ -1,9 +1,10 @@
 """Keras training data as an endless stream of batches with a restorable position.
 
 Sources: a batched `tf.data.Dataset`, a `keras.utils.PyDataset` (or Sequence), a generator
-function (called once per epoch), or NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched
-here. A resumed trial re-creates the source and moves to the saved (epoch, offset): datasets
-replay their own seeded order, arrays are shuffled per epoch from a seed kept in the state.
+function (called once per epoch), NumPy arrays `(x, y)` / `(x, y, sample_weight)` batched
+here, or a started generator (`Replayed`). A resumed trial re-creates the source and moves to the
+saved (epoch, offset): datasets replay their own seeded order, arrays are shuffled per epoch
+from a seed kept in the state, started generators are redrawn (`pedl.keras._replay`).
 
 On several workers each reads a `Shard`: every worker draws the same batch order (the same seed)
 and takes every N-th batch of it from its index, so the shards are disjoint and the position
@@ -26,10 +27,12 @@ import numpy as np
 import tensorflow as tf
 
 from pedl._shards import round_robin
+from pedl.keras._replay import Replayed, ReplayLog, is_started_generator
 from pedl.tensorflow import _datasets
 
 ACCEPTED = (
     "a batched tf.data.Dataset, a keras.utils.PyDataset, a generator function (called once per epoch), "
+    "a started endless generator (training data only; resumed by replay, see pedl.keras._replay), "
     "or a tuple of NumPy arrays (x, y) or (x, y, sample_weight)"
 )
 
@@ -80,10 +83,12 @@ def check_source(source: Any, role: str, origin: str, batch_size: int | None, ba
     """`source` if pedl can read it (arrays wrapped in `Arrays`), else a TypeError naming `origin`."""
     if isinstance(source, (tf.data.Dataset, keras.utils.PyDataset)):
         return source
+    if is_started_generator(source) and role == "training":
+        return Replayed(source, role, origin, ReplayLog())
     if inspect.isgenerator(source) or (isinstance(source, Iterator) and not callable(source)):
         raise TypeError(
             f"{origin}: the {role} data is an already started generator, which cannot be read once per "
-            "epoch; return the generator function itself (PEDL calls it for every epoch)"
+            "validation; return the generator function itself (PEDL calls it for every pass)"
         )
     if (
         isinstance(source, tuple)
@@ -163,12 +168,24 @@ class TrainingStream:
         tf.data.Dataset its element spec (iterating another copy would advance its shuffle seeds)."""
         if self._serialized is not None:
             return self.source.element_spec
+        if isinstance(self.source, Replayed):
+            return self.source.peek()
         try:
             return next(self._epoch_iterator())
         except StopIteration:
             raise RuntimeError("the training data produced no batches in an epoch") from None
 
+    def _next_replayed(self, source: Replayed) -> Any:
+        # Every worker draws the same stream (same seed) and keeps its own of each `count` batches.
+        batches = source.take(1 if self.shard is None else self.shard.count)
+        self.offset += 1
+        if source.steps and self.offset == source.steps:  # epochs of steps_per_epoch batches
+            self.epoch, self.offset = self.epoch + 1, 0
+        return batches[0 if self.shard is None else self.shard.index]
+
     def next(self) -> Any:
+        if isinstance(self.source, Replayed):
+            return self._next_replayed(self.source)
         if self._iterator is None:
             self._iterator = self._epoch_iterator()
         try:
@@ -195,6 +212,9 @@ class TrainingStream:
 
     def restore(self, state: dict[str, int]) -> None:
         self.seed = int(state["seed"])
+        if isinstance(self.source, Replayed):  # the generator itself is replayed by _replay.restore
+            self.epoch, self.offset = int(state["epoch"]), int(state["offset"])
+            return
         for _ in range(int(state["epoch"])):
             self._end_epoch()  # PyDatasets reshuffle in on_epoch_end
         self.epoch = int(state["epoch"])
@@ -216,6 +236,10 @@ def validation_input(source: Any) -> tuple[Any, dict[str, Any]]:
         return x, {"y": y, "sample_weight": weights, "batch_size": source.batch_size}
     if isinstance(source, (tf.data.Dataset, keras.utils.PyDataset)):
         return source, {}
+    if isinstance(source, Replayed):  # validation_steps batches, drawn on from the last pass
+        assert source.steps is not None
+        batches = source.take(source.steps)
+        return (b for b in batches), {"steps": len(batches)}
     generator_function: Callable[[], Any] = source
     return generator_function(), {}
 
@@ -229,5 +253,8 @@ def validation_batches(source: Any, shard: Shard) -> Iterator[Any]:
         return iter(source.shard(shard.count, shard.index))
     if isinstance(source, keras.utils.PyDataset):
         return (source[i] for i in shard.batches(_py_dataset_length(source), pad=False))
+    if isinstance(source, Replayed):
+        assert source.steps is not None
+        return shard_items(iter(source.take(source.steps)), shard, pad=False)
     generator_function: Callable[[], Any] = source
     return shard_items(iter(generator_function()), shard, pad=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -12,7 +11,6 @@ from pedl.trial import Trial
 
 if TYPE_CHECKING:
     from pedl.harness.distributed import ProcessGroup
-    from pedl.keras._controller import KerasTrialController
 
 
 class KerasTrial(Trial):
@@ -36,11 +34,3 @@ class KerasTrial(Trial):
         from pedl.keras._distributed import start_workers
 
         start_workers(group)
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> KerasTrialController:
-        from pedl.keras._controller import KerasTrialController
-
-        return KerasTrialController.from_trial_class(cls, hparams, data_loaders, origin)

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from pedl.trial import Trial
-
-if TYPE_CHECKING:
-    from pedl.pytorch._controller import PyTorchTrialController
 
 TorchData = Any  # tensors, or tuples/lists/dicts of them, as the data loaders produce
 
@@ -57,11 +53,3 @@ class PyTorchTrial(Trial):
     def create_lr_scheduler(self, optimizer: torch.optim.Optimizer) -> Any | None:
         """Optional learning-rate scheduler; PEDL calls its `step()` once per training batch."""
         return None
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> PyTorchTrialController:
-        from pedl.pytorch._controller import PyTorchTrialController
-
-        return PyTorchTrialController.from_trial_class(cls, hparams, data_loaders, origin)

@@ -4,7 +4,9 @@ The script runs with runpy as `__main__` (sys.argv = [script, *args], cwd and sy
 model definition directory) with `keras.Model.fit` patched. The patched fit records the model
 and its arguments and raises `FitIntercepted`, a BaseException so that a script's
 `except Exception` does not swallow it; the script is unwound and PEDL trains the captured
-model itself. So `fit` never returns to the script and code after it does not run.
+model itself. So `fit` never returns to the script and code after it does not run. Keras 2's
+`fit_generator`, `evaluate_generator` and `predict_generator` (removed in Keras 3) are there while
+the script runs, as aliases of `fit`, `evaluate` and `predict`.
 """
 
 from __future__ import annotations
@@ -89,25 +91,104 @@ def _patched_fit(directory: Path, calls: list[FitCall]) -> Iterator[None]:
 
     fit.__doc__ = "PEDL's stand-in for keras.Model.fit: captures the call; PEDL runs the training."
     keras.Model.fit = fit  # type: ignore[method-assign]
+    added = [name for name in KERAS2_ALIASES if not hasattr(keras.Model, name)]
+    for name in added:
+        setattr(keras.Model, name, KERAS2_ALIASES[name])
     try:
         yield
     finally:
+        for name in added:
+            delattr(keras.Model, name)
         if owned:
             keras.Model.fit = original  # type: ignore[method-assign]
         else:
             del keras.Model.fit
 
 
+# Keras 2's loader knobs (max_queue_size, workers, use_multiprocessing) are accepted and unused:
+# PEDL draws a generator's batches in order in the trial process, as a replay must see them.
+
+
+def _fit_generator(
+    self: Any,
+    generator: Any,
+    steps_per_epoch: int | None = None,
+    epochs: int = 1,
+    verbose: Any = 1,
+    callbacks: Any = None,
+    validation_data: Any = None,
+    validation_steps: int | None = None,
+    validation_freq: int = 1,
+    class_weight: Any = None,
+    max_queue_size: int = 10,
+    workers: int = 1,
+    use_multiprocessing: bool = False,
+    shuffle: bool = True,
+    initial_epoch: int = 0,
+) -> Any:
+    """Keras 2's `fit_generator`, as `fit(generator, ...)` (Keras 3 removed it)."""
+    return self.fit(
+        generator,
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        verbose=verbose,
+        callbacks=callbacks,
+        validation_data=validation_data,
+        validation_steps=validation_steps,
+        validation_freq=validation_freq,
+        class_weight=class_weight,
+        shuffle=shuffle,
+        initial_epoch=initial_epoch,
+    )
+
+
+def _evaluate_generator(
+    self: Any,
+    generator: Any,
+    steps: int | None = None,
+    callbacks: Any = None,
+    max_queue_size: int = 10,
+    workers: int = 1,
+    use_multiprocessing: bool = False,
+    verbose: Any = 0,
+) -> Any:
+    """Keras 2's `evaluate_generator`, as `evaluate(generator, steps=...)`."""
+    return self.evaluate(generator, steps=steps, callbacks=callbacks, verbose=verbose)
+
+
+def _predict_generator(
+    self: Any,
+    generator: Any,
+    steps: int | None = None,
+    callbacks: Any = None,
+    max_queue_size: int = 10,
+    workers: int = 1,
+    use_multiprocessing: bool = False,
+    verbose: Any = 0,
+) -> Any:
+    """Keras 2's `predict_generator`, as `predict(generator, steps=...)`."""
+    return self.predict(generator, steps=steps, callbacks=callbacks, verbose=verbose)
+
+
+KERAS2_ALIASES = {
+    "fit_generator": _fit_generator,
+    "evaluate_generator": _evaluate_generator,
+    "predict_generator": _predict_generator,
+}
+
+
 @contextlib.contextmanager
 def _script_process_state(directory: Path, argv: list[str]) -> Iterator[None]:
-    """sys.argv, cwd and sys.path[0] as `python script args...` run in `directory` would have them."""
+    """sys.argv, cwd and sys.path[0] as `python script args...` run in `directory` would have them:
+    the script's own folder first (a nested script imports its siblings), then the model
+    definition's root (packages beside the script's folder import too)."""
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     sys.argv = argv
     os.chdir(directory)
-    text = str(directory)
-    if text in sys.path:
-        sys.path.remove(text)
-    sys.path.insert(0, text)
+    for text in dict.fromkeys([str(directory), str(Path(argv[0]).parent)]):
+        if text in sys.path:
+            sys.path.remove(text)
+        sys.path.insert(0, text)
     try:
         yield
     finally:

@@ -2,17 +2,16 @@
 
 Accepted as Keras accepts them: NumPy-like arrays `x`, `y`, `sample_weight` (batched by
 `batch_size`, default 32; reshuffled every epoch when `shuffle`), a batched `tf.data.Dataset`,
-or a `keras.utils.PyDataset`. Validation comes from `validation_data` (arrays tuple, dataset,
-PyDataset; `validation_steps` limits a dataset) or `validation_split` of arrays (the last
-fraction, as Keras takes it). A started Python generator cannot be replayed from a checkpoint,
-so it is refused.
+a `keras.utils.PyDataset`, or a started Python generator / iterator (endless, with
+`steps_per_epoch`). Validation comes from `validation_data` (arrays tuple, dataset, PyDataset;
+`validation_steps` limits a dataset; a generator with `validation_steps` gives that many batches
+per validation, drawn on from where the last one stopped) or `validation_split` of arrays (the
+last fraction, as Keras takes it). Generators are resumed by replay (`pedl.keras._replay`).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -20,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from pedl.keras._data import Arrays
+from pedl.keras._replay import Replayed, ReplayLog, is_started_generator
 from pedl.simple._capture import FitCall
 
 DEFAULT_BATCH_SIZE = 32  # Keras's own default for arrays
@@ -41,25 +41,35 @@ def _is_arrays(value: Any) -> bool:
     return isinstance(value, (np.ndarray, dict, list, tuple)) or hasattr(value, "__array__")
 
 
-def _is_generator(value: Any) -> bool:
-    return inspect.isgenerator(value) or (isinstance(value, Iterator) and not hasattr(value, "__len__"))
-
-
 def _length(arrays: Any) -> int:
     return len(tf.nest.flatten(arrays)[0])
 
 
-def _check_replayable(value: Any, what: str, where: str) -> Any:
+def _steps(call: FitCall, name: str, what: str) -> int:
+    """steps_per_epoch / validation_steps, required with a generator (it may never end)."""
+    value = call.arguments.get(name)
+    if value is None:
+        raise ValueError(
+            f"{call.where}: model.fit() got a Python generator as {what} but no {name}; a generator "
+            f"may never end, so pass {name}= (the number of its batches in one "
+            f"{'epoch' if name == 'steps_per_epoch' else 'validation'})"
+        )
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise TypeError(f"{call.where}: model.fit() {name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _check_replayable(value: Any, what: str, call: FitCall, log: ReplayLog) -> Any:
     if isinstance(value, (tf.data.Dataset, keras.utils.PyDataset)):
         return value
-    if _is_generator(value):
-        raise TypeError(
-            f"{where}: model.fit() got a Python generator as {what}; PEDL replays the data from a "
-            f"checkpoint's position, which a generator cannot do: pass {REPLAYABLE} instead"
-        )
+    where = call.where
+    if is_started_generator(value):
+        steps = _steps(call, "steps_per_epoch" if what == "x" else "validation_steps", what)
+        role = "training" if what == "x" else "validation"
+        return Replayed(value, role, f"{where} (model.fit)", log, steps)
     raise TypeError(
         f"{where}: model.fit() got a {type(value).__module__}.{type(value).__qualname__} as {what}; "
-        f"expected NumPy arrays, {REPLAYABLE}"
+        f"expected NumPy arrays, {REPLAYABLE}, or a Python generator"
     )
 
 
@@ -77,7 +87,7 @@ def _split(arrays: tuple[Any, ...], fraction: float, where: str) -> tuple[tuple[
     return part(slice(0, at)), part(slice(at, n))
 
 
-def _training(call: FitCall) -> tuple[Any, tuple[Any, ...] | None]:
+def _training(call: FitCall, log: ReplayLog) -> tuple[Any, tuple[Any, ...] | None]:
     """The training source, and the validation arrays split off it (validation_split) if any."""
     a, where = call.arguments, call.where
     x = a.get("x")
@@ -92,7 +102,7 @@ def _training(call: FitCall) -> tuple[Any, tuple[Any, ...] | None]:
                 )
         if a.get("validation_split"):
             raise ValueError(f"{where}: model.fit() validation_split works with array inputs only")
-        return _check_replayable(x, "x", where), None
+        return _check_replayable(x, "x", call, log), None
     arrays = tuple(_arrays(v) for v in (x, a.get("y"), a.get("sample_weight")))
     if arrays[2] is None:
         arrays = arrays[:2]
@@ -112,7 +122,7 @@ def _batch_size(value: Any, name: str, where: str) -> int:
     return int(value)
 
 
-def _validation(call: FitCall, split: tuple[Any, ...] | None) -> Any:
+def _validation(call: FitCall, split: tuple[Any, ...] | None, log: ReplayLog) -> Any:
     a, where = call.arguments, call.where
     size = _batch_size(a.get("validation_batch_size") or a.get("batch_size"), "validation_batch_size", where)
     data = a.get("validation_data")
@@ -128,7 +138,7 @@ def _validation(call: FitCall, split: tuple[Any, ...] | None) -> Any:
         if len(arrays) == 3 and arrays[2] is None:
             arrays = arrays[:2]
         return Arrays(arrays, size, shuffle=False)
-    data = _check_replayable(data, "validation_data", where)
+    data = _check_replayable(data, "validation_data", call, log)
     steps = a.get("validation_steps")
     if steps is not None and isinstance(data, tf.data.Dataset):
         data = data.take(int(steps))
@@ -142,5 +152,6 @@ def fit_data(call: FitCall) -> tuple[Any, Any]:
             f"{call.where}: model.fit() class_weight is not supported by PEDL; weight the samples with "
             "sample_weight (or a dataset yielding (x, y, sample_weight)) instead"
         )
-    training, split = _training(call)
-    return training, _validation(call, split)
+    log = ReplayLog()  # one for both: a replay redraws the two generators in their first order
+    training, split = _training(call, log)
+    return training, _validation(call, split, log)

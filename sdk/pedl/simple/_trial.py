@@ -1,21 +1,20 @@
 """ScriptTrial: the Trial class standing for a Simple Model Definition's script.
 
 It lets the script go through the same model-definition and controller-building code as every
-Trial (harness, local mode, test mode): `create_controller` runs the script up to its
-`model.fit(...)` and returns a KerasTrialController for the captured call.
+Trial (harness, local mode, test mode): its controller (picked by `pedl.harness.controllers`)
+runs the script up to its `model.fit(...)` and returns a KerasTrialController for the captured call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pedl.trial import Trial
 
 if TYPE_CHECKING:
     from pedl.harness.distributed import ProcessGroup
-    from pedl.simple._controller import ScriptTrialController
 
 
 class ScriptTrial(Trial):
@@ -42,11 +41,3 @@ class ScriptTrial(Trial):
         from pedl.keras._distributed import start_workers
 
         start_workers(group)
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> ScriptTrialController:
-        from pedl.simple._controller import ScriptTrialController
-
-        return ScriptTrialController.from_script(cls(hparams))

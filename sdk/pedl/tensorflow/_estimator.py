@@ -19,7 +19,7 @@ import inspect
 import json
 import queue
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +74,6 @@ class EstimatorTrial(Trial):
     def build_serving_input_receiver_fns(self, hparams: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         """Serving input receiver functions by name; each checkpoint exports one SavedModel per entry."""
         return {}
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> EstimatorTrialController:
-        return EstimatorTrialController(cls(hparams))
 
 
 def _positioned_input_fn(input_fn: Callable[..., Any], skip: int, where: str) -> Callable[..., Any]:

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tensorflow as tf
 
 from pedl.trial import Trial
-
-if TYPE_CHECKING:
-    from pedl.tensorflow._controller import TensorFlowTrialController
 
 
 class TensorFlowTrial(Trial):
@@ -48,11 +44,3 @@ class TensorFlowTrial(Trial):
     def session_config(self) -> tf.compat.v1.ConfigProto:
         """The session's config; soft placement lets CPU-only ops sit beside GPU ones."""
         return tf.compat.v1.ConfigProto(allow_soft_placement=True)
-
-    @classmethod
-    def create_controller(
-        cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
-    ) -> TensorFlowTrialController:
-        from pedl.tensorflow._controller import TensorFlowTrialController
-
-        return TensorFlowTrialController.from_trial_class(cls, hparams, data_loaders, origin)

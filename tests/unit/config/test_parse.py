@@ -287,6 +287,8 @@ SEARCHER = "searcher: {name: single, metric: m, max_length: 1}\n"
         ("environment: 5\n", "environment"),
         ("environment: {environment_variables: [NOEQUALS]}\n", "environment.environment_variables[0]"),
         ("reproducibility: {experiment_seed: x}\n", "reproducibility.experiment_seed"),
+        ("reproducibility: {replay_mismatch: ignore}\n", "reproducibility.replay_mismatch"),
+        ("reproducibility: {replay_mismatch: warn}\n", None),
         ("bind_mounts: [{host_path: /data}]\n", "bind_mounts[0].container_path"),
         ("data: [1, 2]\n", "data"),
         ("checkpoint_policy: some\n", "checkpoint_policy"),

@@ -58,7 +58,18 @@ def toy_data(kind: str) -> tuple[Any, Any]:
         return ToyPyDataset(), ToyPyDataset(shuffle=False)
     if kind == "generator":
         return toy_generator_function, toy_generator_function
+    if kind == "started":  # a started endless generator: resumed by replay under the trial seed
+        return toy_started_generator(), (x[:20], y[:20])
     raise ValueError(kind)
+
+
+def toy_started_generator() -> Any:
+    x, y = toy_arrays()
+    while True:
+        order = np.random.permutation(len(x))
+        for i in range(0, len(x), 8):
+            rows = order[i : i + 8]
+            yield x[rows], y[rows]
 
 
 class ToyKerasTrial(KerasTrial):

@@ -12,7 +12,7 @@ from keras_toy_trials import ToyKerasTrial, toy_arrays, toy_data
 from pedl.harness.build import seed_all
 from pedl.keras import KerasTrialController
 
-KINDS = ["dataset", "arrays", "pydataset", "generator"]
+KINDS = ["dataset", "arrays", "pydataset", "generator", "started"]
 
 
 def controller(
@@ -93,7 +93,7 @@ def test_mistakes_are_named() -> None:
         controller("arrays", trial_class=NoBatchSize)
     x, y = toy_arrays()
     started = (pair for pair in [(x, y)])
-    with pytest.raises(TypeError, match=r"already started generator.*return the generator function"):
-        controller(loaders=(started, (x, y)))
+    with pytest.raises(TypeError, match=r"validation data is an already started generator"):
+        controller(loaders=((x, y), started))
     with pytest.raises(TypeError, match=r"validation data is a builtins.str"):
         controller(loaders=((x, y), "val"))

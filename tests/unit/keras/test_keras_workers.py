@@ -44,7 +44,7 @@ def run_workers(kind: str, out: Path, restore: Path | None = None) -> list[dict[
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
 
 
-@pytest.mark.parametrize("kind", ["dataset", "generator"])
+@pytest.mark.parametrize("kind", ["dataset", "generator", "started"])
 def test_two_workers_agree_and_a_restore_continues_exactly(tmp_path: Path, kind: str) -> None:
     chief, other = run_workers(kind, tmp_path / "first")
     workers = chief["tf_config"]["cluster"]["worker"]
