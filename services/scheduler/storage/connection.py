@@ -1,0 +1,233 @@
+"""The scheduler's one database connection: transactions, deferred writes, lost-connection handling.
+
+Calls are short and made from the scheduler's event loop; a batch of agent messages is one
+transaction (`transaction()`, nesting joins the outer one). Outside a transaction each call is a
+transaction of its own.
+
+Writes whose result nobody needs can be deferred (`defer`, and flush hooks that write state last
+changed in memory): they run, consecutive writes of one statement as one executemany, before the
+next read or write and at commit, so the transaction's outcome is the same as running them in place
+while the database sees one batch instead of a round trip each. On PostgreSQL a transaction's
+deferred writes and its COMMIT go in one pipeline: a batch of agent messages costs one round trip
+and one WAL flush.
+
+A lost PostgreSQL connection never hangs the scheduler silently: the failed call raises
+`DatabaseUnavailable` (the statement may or may not have run; a transaction in progress is rolled
+back by the server), and the next call made outside a transaction reconnects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Executable, RootTransaction, exc
+
+from pedl_scheduler.storage.engine import redact
+
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+T = TypeVar("T")
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The connection to the database server is gone; the statement may or may not have run.
+
+    The failed call raises this at once instead of hanging; the next call outside a
+    transaction reconnects (and raises this again while the server stays unreachable).
+    """
+
+
+class Storage:
+    """One connection and its unit-of-work bookkeeping; the operations in `storage.ops` run on it."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = redact(url)  # safe to log: no password
+        self.dialect = engine.dialect.name  # "sqlite" or "postgresql"
+        self.commits = 0  # transactions committed, for tests that count round trips
+        self._depth = 0
+        self._tx: RootTransaction | None = None
+        self._pending: list[tuple[Executable, Params]] = []
+        self._flush_hooks: list[Callable[[], None]] = []
+        self._flushing = False
+        self._closed = False
+        self._conn = self._connect()
+
+    # ---- connection ------------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        try:
+            return self.engine.connect()
+        except exc.DBAPIError as e:
+            raise self._unavailable(e, connecting=True) from e
+
+    def _unavailable(self, e: exc.DBAPIError, connecting: bool = False) -> DatabaseUnavailable:
+        cause = str(e.orig).strip() if e.orig is not None else str(e)
+        if connecting:
+            return DatabaseUnavailable(f"cannot connect to {self._server()} at {self.url}: {cause}")
+        return DatabaseUnavailable(
+            f"lost the connection to {self._server()} at {self.url} (the statement may not have run): {cause}"
+        )
+
+    def _server(self) -> str:
+        return "PostgreSQL" if self.dialect == "postgresql" else "SQLite"
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Reconnects a lost connection between transactions; turns a loss into DatabaseUnavailable."""
+        if self._conn.invalidated and self._tx is None and not self._closed:
+            self._conn.close()
+            self._conn = self._connect()
+        try:
+            yield
+        except exc.DBAPIError as e:
+            if e.connection_invalidated or self._conn.invalidated:
+                raise self._unavailable(e) from e
+            if isinstance(e, exc.OperationalError) and self._conn.closed is False and _broken(self._conn):
+                raise self._unavailable(e) from e
+            raise
+
+    def _within(self, work: Callable[[Connection], T]) -> T:
+        """Runs `work` in the open transaction, or in one of its own."""
+        self.flush()
+        with self._guard():
+            if self._tx is not None:
+                return work(self._conn)
+            if self._depth:  # the transaction's first statement opens it
+                self._tx = self._conn.begin()
+                return work(self._conn)
+            with self._conn.begin():
+                return work(self._conn)
+
+    # ---- statements ------------------------------------------------------------------------
+
+    def rows(self, statement: Executable, params: Params | None = None) -> list[Row]:
+        """The rows a query returns, as dicts keyed by column label."""
+        return self._within(lambda c: [dict(r) for r in c.execute(statement, params or {}).mappings()])
+
+    def row(self, statement: Executable, params: Params | None = None) -> Row | None:
+        found = self.rows(statement, params)
+        return found[0] if found else None
+
+    def scalar(self, statement: Executable, params: Params | None = None) -> Any:
+        """The first column of the first row (None when there is no row): counts, and ids RETURNING gives."""
+        return self._within(lambda c: c.execute(statement, params or {}).scalar())
+
+    def run(self, statement: Executable, params: Params | Sequence[Params] | None = None) -> None:
+        """A write whose outcome the caller needs before going on (use `defer` otherwise)."""
+        self._within(lambda c: c.execute(statement, params or {}))
+
+    def defer(self, statement: Executable, params: Params) -> None:
+        """Runs a write later in this transaction (at once outside one); see the module docstring."""
+        self._pending.append((statement, params))
+        if self._depth == 0 and not self._flushing:
+            self.flush()
+
+    def add_flush_hook(self, hook: Callable[[], None]) -> None:
+        """`hook` runs at every flush, first: it `defer`s the writes of state it keeps in memory."""
+        self._flush_hooks.append(hook)
+
+    # ---- transactions ----------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Groups statements so that they land together or not at all (nesting joins the outer one)."""
+        self._depth += 1
+        try:
+            yield
+            if self._depth == 1:
+                # The last deferred writes and the commit go together: one round trip on PostgreSQL.
+                self._commit(self._take_writes())
+        except BaseException:
+            if self._depth == 1:
+                self._pending.clear()
+                self._rollback()
+            raise
+        finally:
+            self._depth -= 1
+
+    def flush(self) -> None:
+        """Runs the deferred writes now (in a transaction of their own when none is open)."""
+        writes = self._take_writes()
+        if not writes:
+            return
+        if self._depth:
+            with self._guard():
+                if self._tx is None:
+                    self._tx = self._conn.begin()
+                self._write(writes)
+            return
+        self._tx = None
+        with self._guard():
+            self._tx = self._conn.begin()
+        try:
+            self._commit(writes)
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _take_writes(self) -> list[tuple[Executable, list[Params]]]:
+        """Runs the flush hooks, then takes the deferred writes, consecutive ones of a statement grouped."""
+        if self._flushing:
+            return []
+        self._flushing = True
+        try:
+            for hook in self._flush_hooks:
+                hook()
+        finally:
+            self._flushing = False
+        pending, self._pending = self._pending, []
+        return [(stmt, [params for _, params in group]) for stmt, group in groupby(pending, key=itemgetter(0))]
+
+    def _write(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
+        for statement, params in writes:
+            self._conn.execute(statement, params[0] if len(params) == 1 else params)
+
+    def _commit(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
+        """Runs `writes` and commits; on failure the transaction is left for `_rollback`."""
+        with self._guard():
+            if self._tx is None:
+                if not writes:
+                    return
+                self._tx = self._conn.begin()
+            if self.dialect == "postgresql" and writes:
+                # BEGIN (if not sent yet), the writes and COMMIT in one round trip.
+                with self._conn.connection.driver_connection.pipeline():  # type: ignore[union-attr]
+                    self._write(writes)
+                    self._tx.commit()
+            else:
+                self._write(writes)
+                self._tx.commit()
+        self._tx = None
+        self.commits += 1
+
+    def _rollback(self) -> None:
+        """Never raises for a connection that is already gone: the caller is raising a better error."""
+        tx, self._tx = self._tx, None
+        if tx is None:
+            return
+        try:
+            tx.rollback()
+        except exc.DBAPIError:
+            pass  # the connection died under us; the server rolls back on its side
+
+    def close(self) -> None:
+        self._closed = True
+        self._conn.close()
+        self.engine.dispose()
+
+
+def _broken(conn: Connection) -> bool:
+    """psycopg marks a connection broken when its socket is gone."""
+    try:
+        return bool(getattr(conn.connection.driver_connection, "broken", False))
+    except exc.ResourceClosedError:
+        return True
