@@ -7,9 +7,8 @@ transaction of its own.
 Writes whose result nobody needs can be deferred (`defer`, and flush hooks that write state last
 changed in memory): they run, consecutive writes of one statement as one executemany, before the
 next read or write and at commit, so the transaction's outcome is the same as running them in place
-while the database sees one batch instead of a round trip each. On PostgreSQL a transaction's
-deferred writes and its COMMIT go in one pipeline: a batch of agent messages costs one round trip
-and one WAL flush.
+while the database sees one batch instead of a round trip each (on PostgreSQL, many rows of one
+INSERT as multi-row statements: SQLAlchemy's insertmanyvalues).
 
 A lost PostgreSQL connection never hangs the scheduler silently: the failed call raises
 `DatabaseUnavailable` (the statement may or may not have run; a transaction in progress is rolled
@@ -185,7 +184,9 @@ class Storage:
         finally:
             self._flushing = False
         pending, self._pending = self._pending, []
-        return [(stmt, [params for _, params in group]) for stmt, group in groupby(pending, key=itemgetter(0))]
+        return [
+            (stmt, [params for _, params in group]) for stmt, group in groupby(pending, key=itemgetter(0))
+        ]
 
     def _write(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
         for statement, params in writes:
@@ -198,14 +199,8 @@ class Storage:
                 if not writes:
                     return
                 self._tx = self._conn.begin()
-            if self.dialect == "postgresql" and writes:
-                # BEGIN (if not sent yet), the writes and COMMIT in one round trip.
-                with self._conn.connection.driver_connection.pipeline():  # type: ignore[union-attr]
-                    self._write(writes)
-                    self._tx.commit()
-            else:
-                self._write(writes)
-                self._tx.commit()
+            self._write(writes)
+            self._tx.commit()
         self._tx = None
         self.commits += 1
 

@@ -59,7 +59,9 @@ def _postgres_engine(url: str) -> Engine:
     query = dict(parse_qsl(parts.query))
     connect_args: dict[str, Any] = {k: v for k, v in POSTGRES_CONNECTION_DEFAULTS.items() if k not in query}
     sa_url = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, parts.query, parts.fragment))
-    engine = create_engine(sa_url, connect_args=connect_args, pool_size=1, max_overflow=0, pool_pre_ping=False)
+    engine = create_engine(
+        sa_url, connect_args=connect_args, pool_size=1, max_overflow=2, pool_pre_ping=False
+    )
     # Many rows of one INSERT go as multi-row statements (SQLAlchemy's insertmanyvalues) even without
     # RETURNING: psycopg's executemany costs a pipeline message and Python work per row.
     engine.dialect.use_insertmanyvalues_wo_returning = True  # type: ignore[attr-defined]
@@ -69,9 +71,7 @@ def _postgres_engine(url: str) -> Engine:
 def _sqlite_engine(url: str) -> Engine:
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
     if path in (":memory:", ""):
-        engine = create_engine(
-            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
-        )
+        engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
     else:
         file = Path(path).expanduser()
         file.parent.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,9 @@ def _adopt_legacy(connection: Connection, engine: Engine) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Upgrade or downgrade the scheduler's database schema.")
-    parser.add_argument("--db", required=True, help="SQLite path or postgresql:// URL, as the scheduler's --db")
+    parser.add_argument(
+        "--db", required=True, help="SQLite path or postgresql:// URL, as the scheduler's --db"
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("upgrade")
     up.add_argument("revision", nargs="?", default="head")

@@ -55,8 +55,12 @@ STATEMENTS: dict[str, Operation] = {
         )
     ),
     "SELECT state FROM experiments WHERE id = ?": lambda s, i: _named("state", E.experiment_state(s, i)),
-    "UPDATE experiments SET state = 'PAUSED' WHERE id = ?": lambda s, i: E.set_experiment_state(s, i, "PAUSED"),
-    "UPDATE experiments SET state = 'ACTIVE' WHERE id = ?": lambda s, i: E.set_experiment_state(s, i, "ACTIVE"),
+    "UPDATE experiments SET state = 'PAUSED' WHERE id = ?": lambda s, i: E.set_experiment_state(
+        s, i, "PAUSED"
+    ),
+    "UPDATE experiments SET state = 'ACTIVE' WHERE id = ?": lambda s, i: E.set_experiment_state(
+        s, i, "ACTIVE"
+    ),
     "SELECT model_definition_name FROM experiments WHERE id = ?": (
         lambda s, i: _named("model_definition_name", E.model_definition_name(s, i))
     ),

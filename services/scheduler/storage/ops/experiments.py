@@ -123,7 +123,6 @@ def save_searcher_snapshot(s: Storage, exp_id: int, snapshot: str, seq: int) -> 
     s.defer(_SAVE_SNAPSHOT, {"exp_id": exp_id, "snapshot": snapshot, "seq": seq})
 
 
-
 def experiment_state_counts(s: Storage) -> dict[str, int]:
     """How many experiments are in each state (states with none left out)."""
     return {r["state"]: int(r["n"]) for r in s.rows(_STATE_COUNTS)}

@@ -109,7 +109,13 @@ def record_checkpoint(
 def record_log(s: Storage, trial_id: int, run_id: int, timestamp: str, source: str, message: str) -> None:
     s.defer(
         _LOG,
-        {"trial_id": trial_id, "run_id": run_id, "timestamp": timestamp, "source": source, "message": message},
+        {
+            "trial_id": trial_id,
+            "run_id": run_id,
+            "timestamp": timestamp,
+            "source": source,
+            "message": message,
+        },
     )
 
 

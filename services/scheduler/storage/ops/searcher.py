@@ -20,7 +20,9 @@ _DROP_THROUGH = delete(searcher_events).where(
 
 def events_after(s: Storage, exp_id: int, after_seq: int) -> list[tuple[int, str]]:
     """(seq, event json) of the events journaled after `after_seq`, in order."""
-    return [(r["seq"], r["event_json"]) for r in s.rows(_EVENTS_AFTER, {"exp_id": exp_id, "after": after_seq})]
+    return [
+        (r["seq"], r["event_json"]) for r in s.rows(_EVENTS_AFTER, {"exp_id": exp_id, "after": after_seq})
+    ]
 
 
 def journal_event(s: Storage, exp_id: int, seq: int, event_json: str) -> None:

@@ -43,7 +43,12 @@ def start_session(
         s.run(_DROP_EXPIRED, {"now": now})
         s.run(
             _CREATE_SESSION,
-            {"token_hash": token_hash, "user_id": user_id, "created_at": created_at, "expires_at": expires_at},
+            {
+                "token_hash": token_hash,
+                "user_id": user_id,
+                "created_at": created_at,
+                "expires_at": expires_at,
+            },
         )
 
 

@@ -16,7 +16,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("experiments", sa.Column("searcher_seq", sa.BigInteger, nullable=False, server_default=sa.text("0")))
+    op.add_column(
+        "experiments", sa.Column("searcher_seq", sa.BigInteger, nullable=False, server_default=sa.text("0"))
+    )
     op.create_table(
         "searcher_events",
         sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), nullable=False),
