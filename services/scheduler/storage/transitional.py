@@ -136,6 +136,7 @@ def _key(sql: str) -> str:
 
 
 _BY_KEY = {_key(sql): op for sql, op in STATEMENTS.items()}
+_SEEN: dict[str, Operation] = {}  # each statement as experiments.py spells it, looked up once
 
 
 class UnknownStatement(LookupError):
@@ -146,8 +147,12 @@ class Database(Storage):
     """`Storage` that also answers the `?` statements experiments.py writes (see the module docstring)."""
 
     def _operation(self, sql: str) -> Operation:
-        op = _BY_KEY.get(_key(sql))
+        op = _SEEN.get(sql)
+        if op is not None:
+            return op
+        op = _SEEN[sql] = _BY_KEY.get(_key(sql))  # type: ignore[assignment]
         if op is None:
+            del _SEEN[sql]
             raise UnknownStatement(
                 f"no storage operation stands for this statement (SQL lives in pedl_scheduler.storage): {sql}"
             )

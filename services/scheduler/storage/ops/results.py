@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.ops._insert import insert_new
@@ -39,6 +39,7 @@ _EXPERIMENT_CHECKPOINTS = (
     .select_from(checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id))
     .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
 )
+_STEP_COUNT = select(func.count()).select_from(steps)
 _MARK_DELETED = (
     update(checkpoints).where(checkpoints.c.uuid == bindparam("ckpt_uuid")).values(state="DELETED")
 )
@@ -149,3 +150,8 @@ def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
 def mark_checkpoint_deleted(s: Storage, uuid: str) -> None:
     """The store has confirmed the checkpoint is gone (or never had it)."""
     s.defer(_MARK_DELETED, {"ckpt_uuid": uuid})
+
+
+def step_count(s: Storage) -> int:
+    """How many steps are stored, over every trial."""
+    return int(s.scalar(_STEP_COUNT) or 0)
