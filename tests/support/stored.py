@@ -16,3 +16,8 @@ def rows(db: Storage, sql: str, **params: Any) -> list[dict[str, Any]]:
 def row(db: Storage, sql: str, **params: Any) -> dict[str, Any] | None:
     found = rows(db, sql, **params)
     return found[0] if found else None
+
+
+def execute(db: Storage, sql: str, **params: Any) -> None:
+    """A change made behind the scheduler's back (what another tool or an older pedl would do)."""
+    db.run(text(sql), params)
