@@ -23,9 +23,12 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Engine, Executable, RootTransaction, exc
+from sqlalchemy import Connection, CursorResult, Engine, Executable, Insert, RootTransaction, exc
 
 from pedl_scheduler.storage.engine import redact
+
+# PostgreSQL takes at most 65535 parameters in one statement; a few columns times this stays under.
+MAX_ROWS_PER_INSERT = 1024
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]
@@ -55,6 +58,9 @@ class Storage:
         self._flushing = False
         self._closed = False
         self._raw_open = False  # a transaction `_commit_raw` began on the driver's connection
+        self._raw_cursor: Any = None  # psycopg.RawCursor, once a multi-row INSERT runs
+        self._numbered: Any = None  # the PostgreSQL dialect with `$n` placeholders
+        self._multi: dict[tuple[Insert, tuple[str, ...], int], MultiRowInsert] = {}
         self._raw: dict[tuple[Executable, tuple[str, ...]], RawWrite] = {}
         self._conn = self._connect()
 
@@ -222,8 +228,32 @@ class Storage:
                 raw = self._raw[(statement, tuple(params[0]))] = RawWrite(statement, params[0], self.engine)
             if len(params) == 1:
                 cursor.execute(raw.sql, raw.row(params[0]))
+            elif self.dialect == "postgresql" and isinstance(statement, Insert) and not raw.processors:
+                self._insert_rows(cursor, statement, params)
             else:
                 cursor.executemany(raw.sql, [raw.row(p) for p in params])
+
+    def _insert_rows(self, cursor: Any, statement: Insert, params: list[Params]) -> None:
+        """Many rows of one INSERT on PostgreSQL as multi-row statements of 2^k rows (a bounded set
+        of statements per INSERT, each compiled once): psycopg's executemany costs a pipeline
+        message and Python work per row, +25% scheduler CPU per result in the ingest benchmark."""
+        if self._raw_cursor is None:
+            import psycopg  # only on PostgreSQL
+
+            self._numbered = type(self.engine.dialect)(paramstyle="numeric_dollar")  # type: ignore[call-arg]
+            self._raw_cursor = psycopg.RawCursor
+        cursor = self._raw_cursor(self._conn.connection.driver_connection)
+        first = 0
+        while first < len(params):
+            size = min(MAX_ROWS_PER_INSERT, 1 << ((len(params) - first).bit_length() - 1))
+            key = (statement, tuple(params[first]), size)
+            multi = self._multi.get(key)
+            if multi is None:
+                multi = self._multi[key] = MultiRowInsert(
+                    statement, list(params[first]), size, self._numbered
+                )
+            cursor.execute(multi.sql, multi.params(params[first : first + size]))
+            first += size
 
     def _commit(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
         """Runs `writes` and commits; on failure the transaction is left for `_rollback`."""
@@ -317,6 +347,22 @@ class RawWrite:
         for name, process in self.processors.items():
             row[name] = process(row[name])
         return row
+
+
+class MultiRowInsert:
+    """`INSERT ... VALUES (row), (row), ...` for `size` rows as SQLAlchemy compiles it for PostgreSQL
+    with `$n` placeholders (sent as is on a raw cursor: psycopg parses a statement over 4 KB anew
+    on every call otherwise, 0.5 ms for 16 steps), with where each row's values go."""
+
+    def __init__(self, statement: Insert, keys: list[str], size: int, dialect: Any) -> None:
+        marked = [{k: (i, k) for k in keys} for i in range(size)]
+        compiled = statement.values(marked).compile(dialect=dialect)
+        self.sql: str = compiled.string
+        marks = compiled.construct_params()
+        self.places = [marks[name] for name in compiled.positiontup]  # (row, column) of each $n
+
+    def params(self, rows: Sequence[Params]) -> list[Any]:
+        return [rows[i][k] for i, k in self.places]
 
 
 def _dicts(result: CursorResult) -> list[Row]:
