@@ -6,9 +6,9 @@ import json
 
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
-from pedl_scheduler.db.driver import Row
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime
+from pedl_scheduler.storage import Row
 
 
 class CheckpointLifecycle:

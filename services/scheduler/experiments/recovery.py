@@ -10,11 +10,11 @@ import structlog
 from pedl.config.stored import parse_stored_config
 from pedl.searcher import restore_search_method
 from pedl.sequencer import TrialSequencer
-from pedl_scheduler.db.driver import Row
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.searcher_journal import SearcherJournal
+from pedl_scheduler.storage import Row
 
 log = structlog.get_logger(component="experiments")
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from pedl.searcher import Close, Create, Operation, Shutdown, ValidateAfter
 from pedl.sequencer import TrialSequencer
-from pedl_scheduler.db.driver import Row
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.storage import Row
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
