@@ -11,6 +11,7 @@ from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
+from support import stored
 
 CONFIG = """
 hyperparameters: {x: {type: double, minval: 0, maxval: 1}}
@@ -67,10 +68,10 @@ def fail_runs(tmp_path: Path, failures: list[agent_pb2.FailureSignature | None])
             manager.on_agent_messages(exited(agent, trial.id, trial.run_id, failure))
             if not manager.trials:
                 break
-        (row,) = manager.db.query("SELECT id, state, restarts, error FROM trials")
+        (row,) = stored.rows(manager.db, "SELECT id, state, restarts, error FROM trials")
         result.update(row)
         result["logs"] = [
-            r["message"] for r in manager.db.query("SELECT message FROM trial_logs ORDER BY id")
+            r["message"] for r in stored.rows(manager.db, "SELECT message FROM trial_logs ORDER BY id")
         ]
         manager.db.close()
 
