@@ -31,6 +31,7 @@ from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
+from .sandbox import Sandbox
 
 T = TypeVar("T")
 Send = Callable[[agent_pb2.ConnectRequest], None]
@@ -115,6 +116,8 @@ class RunSettings:
     environments: dict[str, list[str]] = field(default_factory=dict)
     # The address other machines reach this agent on (pedl-agent --address), handed to ranks.
     address: str = ""
+    # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
+    sandbox: Sandbox | None = None
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -356,6 +359,8 @@ class TrialRun:
 
     async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
         argv = self._harness_argv
+        if self._s.sandbox is not None:
+            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, object] = {"start_new_session": True}

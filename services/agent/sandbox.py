@@ -1,0 +1,93 @@
+"""The bubblewrap sandbox each harness process runs in, so trial code stays inside its trial.
+
+The harness sees the system read-only, its own trial directory writable, a private /tmp and its
+own PID namespace (it cannot see or signal the agent, and when its first process ends every
+process it started dies with it). The agent's secrets and state are covered: $PEDL_HOME, the
+agent's work directory (other trials, model-definition cache), the socket directory (only this
+run's socket is bound back) and any path the operator names (`--hide-path`: a database's data
+directory, a store's root). Loopback networking stays, for gloo rendezvous between ranks.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BWRAP = "bwrap"
+ISOLATION_MODES = ("bwrap", "none")
+
+
+def bwrap_path() -> str | None:
+    return shutil.which(BWRAP)
+
+
+def default_isolation() -> str:
+    """`bwrap` where it is installed, else `none` (which the agent warns about at start)."""
+    return "bwrap" if bwrap_path() else "none"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What every sandboxed harness on one agent hides; `wrap` adds what one run may reach."""
+
+    bwrap: str
+    # Directories and files no trial may read (covered by an empty tmpfs, or /dev/null for a file).
+    hidden: Sequence[Path] = field(default_factory=tuple)
+    # Device nodes bound in (GPUs), e.g. /dev/nvidia0, /dev/nvidiactl.
+    devices: Sequence[str] = field(default_factory=tuple)
+    # Files a harness needs that may lie in a hidden place (the TLS CA bundle), bound back read-only.
+    readable: Sequence[Path] = field(default_factory=tuple)
+
+    def wrap(self, argv: Sequence[str], trial_dir: Path, cwd: Path, socket_path: Path) -> list[str]:
+        """The bwrap command line that runs `argv` in `cwd` with only `trial_dir` writable."""
+        out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
+        if Path("/run/systemd/resolve").is_dir():  # /etc/resolv.conf may point here
+            out += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+        # Ancestors first: a tmpfs over a parent would cover one already laid over its child.
+        for path in sorted({p for p in self.hidden}, key=lambda p: len(p.parts)):
+            if path.is_dir():
+                out += ["--tmpfs", str(path)]
+            elif path.exists():
+                out += ["--ro-bind", "/dev/null", str(path)]
+        for path in self.readable:
+            if path.exists():
+                out += ["--ro-bind", str(path), str(path)]
+        for dev in self.devices:
+            out += ["--dev-bind", dev, dev]
+        out += ["--bind", str(trial_dir), str(trial_dir)]
+        out += ["--bind", str(socket_path), str(socket_path)]
+        out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
+        return out + list(argv)
+
+
+def gpu_devices(have_gpus: bool) -> list[str]:
+    """The NVIDIA device nodes to bind in when the agent has GPUs."""
+    if not have_gpus:
+        return []
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def make_sandbox(
+    isolation: str, hidden: Sequence[Path], have_gpus: bool, readable: Sequence[Path] = ()
+) -> Sandbox | None:
+    """The agent's sandbox for `--isolation`, or None for `none`; a ValueError if bwrap is absent."""
+    if isolation == "none":
+        return None
+    if isolation != "bwrap":
+        raise ValueError(f"--isolation must be one of {', '.join(ISOLATION_MODES)}, got {isolation!r}")
+    path = bwrap_path()
+    if path is None:
+        raise ValueError(
+            "--isolation bwrap: bubblewrap (`bwrap`) is not installed; install it "
+            "(apt-get install bubblewrap) or run with --isolation none"
+        )
+    return Sandbox(
+        path,
+        tuple(p.resolve() for p in hidden),
+        tuple(gpu_devices(have_gpus)),
+        tuple(p.resolve() for p in readable),
+    )
