@@ -26,7 +26,7 @@ import pedl._grpc
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
-from .credentials import harness_credentials
+from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
@@ -315,7 +315,7 @@ class TrialRun:
         return server
 
     def _environment(self, index: int = 0) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_ENV}
+        env = harness_environment(os.environ, self.trial_dir, DISTRIBUTED_ENV)
         env.update(
             PEDL_HARNESS_SOCKET=str(self.socket_path),
             PEDL_TRIAL_ID=str(self.trial_id),
