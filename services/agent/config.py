@@ -43,6 +43,8 @@ class AgentConfig:
     cluster_secret_file: str = ""
     # Further paths no sandboxed harness may see (--hide-path: a database's data, a store's root).
     hide_paths: list[Path] = field(default_factory=list)
+    # Directories every sandboxed trial may read and write (--bind).
+    bind_paths: list[Path] = field(default_factory=list)
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -93,6 +95,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a further directory or file sandboxed trials must not see (a database's data, a "
         "checkpoint store's root); repeatable. $PEDL_HOME and the agent's work dir are always hidden",
     )
+    p.add_argument(
+        "--bind",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory sandboxed trials may read and write (shared datasets, scratch), at the same "
+        "path; repeatable. The agent's own paths inside it stay hidden",
+    )
     return p
 
 
@@ -137,6 +147,10 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
     if tls_ca and not Path(tls_ca).is_file():
         parser.error(f"--tls-ca {tls_ca} is not a file")
     isolation = ns.isolation or default_isolation()
+    binds = [Path(p).expanduser().absolute() for p in ns.bind]
+    for path in binds:
+        if not path.is_dir():
+            parser.error(f"--bind {path} is not a directory")
     return AgentConfig(
         master=master,
         agent_id=agent_id,
@@ -154,6 +168,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         isolation=isolation,
         cluster_secret_file=ns.cluster_secret_file or "",
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
+        bind_paths=binds,
     )
 
 

@@ -65,7 +65,9 @@ async def run_agent(cfg: AgentConfig) -> None:
     gpus = detect_gpus()
     slots = make_slots(gpus, cfg.cpu_slots)
     sock_dir, remove_sock_dir = _socket_dir(cfg.work_dir)
-    sandbox = make_sandbox(cfg.isolation, _hidden_paths(cfg, sock_dir), bool(gpus), _readable_paths(cfg))
+    sandbox = make_sandbox(
+        cfg.isolation, _hidden_paths(cfg, sock_dir), bool(gpus), _readable_paths(cfg), cfg.bind_paths
+    )
     if sandbox is None:
         log.warning(
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "

@@ -40,6 +40,9 @@ class Sandbox:
     devices: Sequence[str] = field(default_factory=tuple)
     # Files a harness needs that may lie in a hidden place (the TLS CA bundle), bound back read-only.
     readable: Sequence[Path] = field(default_factory=tuple)
+    # Directories the operator shares with every trial, writable (--bind: datasets, scratch). Bound
+    # before the hidden paths, so the agent's own files inside one stay hidden.
+    shared: Sequence[Path] = field(default_factory=tuple)
 
     def wrap(self, argv: Sequence[str], trial_dir: Path, cwd: Path, socket_path: Path) -> list[str]:
         """The bwrap command line that runs `argv` in `cwd` with only `trial_dir` writable."""
@@ -47,6 +50,8 @@ class Sandbox:
         out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
         if Path("/run/systemd/resolve").is_dir():  # /etc/resolv.conf may point here
             out += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+        for path in self.shared:
+            out += ["--bind", str(path), str(path)]
         # Ancestors first: a tmpfs over a parent would cover one already laid over its child.
         for path in sorted({p for p in self.hidden}, key=lambda p: len(p.parts)):
             if path.is_dir():
@@ -72,7 +77,11 @@ def gpu_devices(have_gpus: bool) -> list[str]:
 
 
 def make_sandbox(
-    isolation: str, hidden: Sequence[Path], have_gpus: bool, readable: Sequence[Path] = ()
+    isolation: str,
+    hidden: Sequence[Path],
+    have_gpus: bool,
+    readable: Sequence[Path] = (),
+    shared: Sequence[Path] = (),
 ) -> Sandbox | None:
     """The agent's sandbox for `--isolation`, or None for `none`; a ValueError if bwrap is absent."""
     if isolation == "none":
@@ -90,4 +99,5 @@ def make_sandbox(
         tuple(p.resolve() for p in hidden),
         tuple(gpu_devices(have_gpus)),
         tuple(p.resolve() for p in readable),
+        tuple(p.resolve() for p in shared),
     )

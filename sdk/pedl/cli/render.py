@@ -214,10 +214,8 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
 
 
 def _isolation(isolation: str) -> str:
-    """`none` says what it means: trials on that agent see what the agent sees."""
-    if isolation == "none":
-        return "none (trials unsandboxed)"
-    return isolation or "unknown"
+    """`none` says what it means: trials on that agent see what the agent sees ("": an older agent)."""
+    return "none (trials unsandboxed)" if isolation == "none" else isolation
 
 
 def slots_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
