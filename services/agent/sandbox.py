@@ -53,9 +53,13 @@ class Sandbox:
         for path in self.shared:
             out += ["--bind", str(path), str(path)]
         # Ancestors first: a tmpfs over a parent would cover one already laid over its child.
-        for path in sorted({p for p in self.hidden}, key=lambda p: len(p.parts)):
+        covered: list[Path] = []
+        for path in sorted(set(self.hidden), key=lambda p: len(p.parts)):
+            if any(path.is_relative_to(c) for c in covered):
+                continue  # already out of sight
             if path.is_dir():
                 out += ["--tmpfs", str(path)]
+                covered.append(path)
             elif path.exists():
                 out += ["--ro-bind", "/dev/null", str(path)]
         for path in self.readable:
@@ -65,6 +69,10 @@ class Sandbox:
             out += ["--dev-bind", dev, dev]
         out += ["--bind", str(trial_dir), str(trial_dir)]
         out += ["--bind", str(socket_path), str(socket_path)]
+        # Read-only once the run's own paths are bound inside them: nothing written there persists
+        # or can be mistaken for the agent's files.
+        for path in reversed(covered):
+            out += ["--remount-ro", str(path)]
         out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
         return out + list(argv)
 

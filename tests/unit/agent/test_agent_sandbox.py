@@ -73,6 +73,7 @@ def test_a_sandboxed_process_sees_only_its_trial(tmp_path: Path) -> None:
         "open('mine', 'w').write('ok')\n"
         "print(os.getpid(), sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
         "try:\n    open('/etc/pedl-sandbox-probe', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+        f"try:\n    open({str(work / 'planted')!r}, 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
     )
     out = subprocess.run(
         sandbox.wrap(["python3", "-c", script], trial, trial, sock),
@@ -85,3 +86,4 @@ def test_a_sandboxed_process_sees_only_its_trial(tmp_path: Path) -> None:
     pid, seen = out[1].split(" ", 1)
     assert int(pid) <= 3 and seen == "['1', '2']"  # its own namespace: bwrap's init and itself
     assert out[2] == "ro 30"  # EROFS
+    assert out[3] == "ro 30" and not (work / "planted").exists()  # the covered work dir is read-only too
