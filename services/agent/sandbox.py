@@ -1,16 +1,18 @@
 """The bubblewrap sandbox each harness process runs in, so trial code stays inside its trial.
 
-The harness sees the system read-only, its own trial directory writable, a private /tmp and its
-own PID namespace (it cannot see or signal the agent, and when its first process ends every
-process it started dies with it). The agent's secrets and state are covered: $PEDL_HOME, the
-agent's work directory (other trials, model-definition cache), the socket directory (only this
-run's socket is bound back) and any path the operator names (`--hide-path`: a database's data
-directory, a store's root). Loopback networking stays, for gloo rendezvous between ranks.
+The harness sees the system read-only, its own trial directory writable, its own /tmp and /dev/shm
+(shared by the run's ranks on this machine) and its own PID namespace (it cannot see or signal the
+agent, and when its first process ends every process it started dies with it). The agent's secrets
+and state are covered: $PEDL_HOME, the agent's work directory (other trials, model-definition
+cache), the socket directory (only this run's socket is bound back) and any path the operator names
+(`--hide-path`: a database's data directory, a store's root). Loopback networking stays, for gloo
+rendezvous between ranks.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,7 +49,15 @@ class Sandbox:
     def wrap(self, argv: Sequence[str], trial_dir: Path, cwd: Path, socket_path: Path) -> list[str]:
         """The bwrap command line that runs `argv` in `cwd` with only `trial_dir` writable."""
         out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
+        # /tmp and /dev/shm are the run's own but shared by its ranks on this machine (data one rank
+        # downloads for all, NCCL's shared-memory transport): /tmp in its trial dir, /dev/shm in RAM.
+        tmp = trial_dir / ".tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        out += ["--bind", str(tmp), "/tmp", "--bind", str(tmp), "/var/tmp", "--tmpfs", "/run"]
+        shm = self.shm_dir(trial_dir)
+        if shm is not None:
+            shm.mkdir(mode=0o700, exist_ok=True)
+            out += ["--bind", str(shm), "/dev/shm"]
         if Path("/run/systemd/resolve").is_dir():  # /etc/resolv.conf may point here
             out += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
         for path in self.shared:
@@ -75,6 +85,20 @@ class Sandbox:
             out += ["--remount-ro", str(path)]
         out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
         return out + list(argv)
+
+
+    @staticmethod
+    def shm_dir(trial_dir: Path) -> Path | None:
+        """The run's /dev/shm: a directory of the machine's, named for the run's trial directory."""
+        if not Path("/dev/shm").is_dir():
+            return None
+        return Path("/dev/shm") / f"pedl-{hashlib.sha1(str(trial_dir).encode()).hexdigest()[:16]}"
+
+    def release(self, trial_dir: Path) -> None:
+        """Frees what the run's sandbox held outside its trial directory (its shared memory)."""
+        shm = self.shm_dir(trial_dir)
+        if shm is not None:
+            shutil.rmtree(shm, ignore_errors=True)
 
 
 def gpu_devices(have_gpus: bool) -> list[str]:

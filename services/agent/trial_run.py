@@ -275,6 +275,8 @@ class TrialRun:
                 await server.stop(0.5)
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()
+            if self._s.sandbox is not None:
+                self._s.sandbox.release(self.trial_dir)
         return outcome
 
     async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:

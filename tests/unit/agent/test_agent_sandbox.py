@@ -30,7 +30,8 @@ def test_wrap_hides_the_agents_state_and_binds_only_this_run(tmp_path: Path) -> 
     argv = sandbox.wrap(["python", "-m", "pedl.harness"], trial, trial / "model_def", sock)
     assert argv[0] == "/usr/bin/bwrap" and argv[-4:] == ["--", "python", "-m", "pedl.harness"]
     assert argv[1:4] == ["--ro-bind", "/", "/"]
-    assert {"/tmp", str(work)} <= set(_pairs(argv, "--tmpfs"))
+    assert str(work) in _pairs(argv, "--tmpfs")
+    assert argv[argv.index(str(trial / ".tmp")) + 1] == "/tmp"  # shared by the run's ranks
     assert str(trial) in _pairs(argv, "--bind") and str(sock) in _pairs(argv, "--bind")
     assert argv[argv.index("/dev/null") + 1] == str(secret)  # a hidden file reads as empty
     assert "absent" not in " ".join(argv)
@@ -69,6 +70,8 @@ def test_a_sandboxed_process_sees_only_its_trial(tmp_path: Path) -> None:
     assert sandbox is not None
     script = (
         "import os, pathlib\n"
+        "open('/tmp/scratch', 'w').write('t')\n"
+        "open('/dev/shm/segment', 'w').write('s')\n"
         f"print(os.path.exists({str(other / 'private')!r}))\n"
         "open('mine', 'w').write('ok')\n"
         "print(os.getpid(), sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
@@ -83,6 +86,11 @@ def test_a_sandboxed_process_sees_only_its_trial(tmp_path: Path) -> None:
     ).stdout.splitlines()
     assert out[0] == "False"
     assert (trial / "mine").read_text() == "ok"
+    assert (trial / ".tmp" / "scratch").read_text() == "t"  # its /tmp lives in its trial dir
+    shm = Sandbox.shm_dir(trial)
+    assert shm is not None and (shm / "segment").read_text() == "s"
+    sandbox.release(trial)
+    assert not shm.exists()
     pid, seen = out[1].split(" ", 1)
     assert int(pid) <= 3 and seen == "['1', '2']"  # its own namespace: bwrap's init and itself
     assert out[2] == "ro 30"  # EROFS
