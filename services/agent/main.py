@@ -66,7 +66,12 @@ async def run_agent(cfg: AgentConfig) -> None:
     slots = make_slots(gpus, cfg.cpu_slots)
     sock_dir, remove_sock_dir = _socket_dir(cfg.work_dir)
     sandbox = make_sandbox(
-        cfg.isolation, _hidden_paths(cfg, sock_dir), bool(gpus), _readable_paths(cfg), cfg.bind_paths
+        cfg.isolation,
+        _hidden_paths(cfg, sock_dir),
+        bool(gpus),
+        _readable_paths(cfg),
+        cfg.bind_paths,
+        [argv[0] for argv in cfg.environment_argvs().values()],
     )
     if sandbox is None:
         log.warning(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import shutil
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,19 @@ def bwrap_path() -> str | None:
 
 
 def default_isolation() -> str:
-    """`bwrap` where it is installed, else `none` (which the agent warns about at start)."""
-    return "bwrap" if bwrap_path() else "none"
+    """`bwrap` where it is installed and works here, else `none` (which the agent warns about)."""
+    path = bwrap_path()
+    return "bwrap" if path and bwrap_problem(path) is None else "none"
+
+
+def bwrap_problem(path: str) -> str | None:
+    """Why bwrap cannot make a sandbox on this machine (no namespaces for this user, ...), or None."""
+    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    return None if done.returncode == 0 else (done.stderr.strip() or f"exit code {done.returncode}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,6 @@ class Sandbox:
         out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
         return out + list(argv)
 
-
     @staticmethod
     def shm_dir(trial_dir: Path) -> Path | None:
         """The run's /dev/shm: a directory of the machine's, named for the run's trial directory."""
@@ -114,6 +125,7 @@ def make_sandbox(
     have_gpus: bool,
     readable: Sequence[Path] = (),
     shared: Sequence[Path] = (),
+    harness_programs: Sequence[str] = (),
 ) -> Sandbox | None:
     """The agent's sandbox for `--isolation`, or None for `none`; a ValueError if bwrap is absent."""
     if isolation == "none":
@@ -126,6 +138,20 @@ def make_sandbox(
             "--isolation bwrap: bubblewrap (`bwrap`) is not installed; install it "
             "(apt-get install bubblewrap) or run with --isolation none"
         )
+    problem = bwrap_problem(path)
+    if problem is not None:
+        raise ValueError(
+            f"--isolation bwrap: {path} cannot make a sandbox here ({problem}); fix that or run "
+            "with --isolation none"
+        )
+    harnesses = [Path(a) for a in harness_programs]
+    for hidden_path in hidden:
+        for program in harnesses:
+            if program.is_absolute() and program.absolute().is_relative_to(hidden_path.absolute()):
+                raise ValueError(
+                    f"--isolation bwrap hides {hidden_path} from trials, but the harness program "
+                    f"{program} lies inside it; install the Python environment elsewhere"
+                )
     return Sandbox(
         path,
         tuple(p.resolve() for p in hidden),

@@ -95,3 +95,11 @@ def test_a_sandboxed_process_sees_only_its_trial(tmp_path: Path) -> None:
     assert int(pid) <= 3 and seen == "['1', '2']"  # its own namespace: bwrap's init and itself
     assert out[2] == "ro 30"  # EROFS
     assert out[3] == "ro 30" and not (work / "planted").exists()  # the covered work dir is read-only too
+
+
+@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap is not installed")
+def test_a_harness_python_inside_a_hidden_path_is_refused_at_start(tmp_path: Path) -> None:
+    python = tmp_path / "work" / "venv" / "bin" / "python"
+    with pytest.raises(ValueError, match=r"hides .*work from trials, but the harness program .*python"):
+        make_sandbox("bwrap", [tmp_path / "work"], False, harness_programs=[str(python)])
+    assert make_sandbox("bwrap", [tmp_path / "work"], False, harness_programs=["/usr/bin/python3"])
