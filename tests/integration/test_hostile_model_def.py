@@ -156,6 +156,8 @@ def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> 
         "admin token": admin_token,
     }
     admin = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
+    (agent,) = admin.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=30).agents
+    assert agent.isolation == "bwrap"  # what `pedl agent list` shows
     benign = _run(admin, write_tiny_model(home / "benign"), tiny_config(max_batches=10))
     assert benign.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
     agent_dir = workdir / "agent0"
