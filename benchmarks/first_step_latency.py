@@ -2,13 +2,16 @@
 
 Reported beside the harness's own `import torch` time, measured in the same run, since
 that import is the floor no platform can beat. Target: latency - import <= 2 s.
+Measured with the agent's bubblewrap sandbox (--isolation bwrap) and without it (--isolation
+none), side by side: the sandbox's start cost (target well under 100 ms) is their difference.
 
-    .venv/bin/python benchmarks/first_step_latency.py [--runs 5]
+    .venv/bin/python benchmarks/first_step_latency.py [--runs 5] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import socket
 import statistics
 import subprocess
@@ -17,8 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pedl import _grpc
-from pedl.cluster.launcher import UpOptions, down, up
+from pedl import _grpc, auth
+from pedl.cluster import processes
+from pedl.cluster.launcher import _COMMANDS, UpOptions, down, up
 from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
@@ -94,32 +98,81 @@ def first_step_seconds(stub: scheduler_pb2_grpc.SchedulerServiceStub, packed) ->
     return elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+def sandbox_start_seconds(runs: int) -> float:
+    """Median extra time to start a no-op process inside the agent's sandbox: less noisy than the
+    end-to-end difference on a busy machine."""
+    from pedl_agent.sandbox import make_sandbox
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trial = Path(tmp) / "work" / "trials" / "1-1"
+        trial.mkdir(parents=True)
+        sock = Path(tmp) / "work" / "sock"
+        sock.mkdir()
+        (sock / "1-1.sock").write_text("")
+        sandbox = make_sandbox("bwrap", [Path(tmp) / "work"], False)
+        assert sandbox is not None
+        wrapped = sandbox.wrap(["true"], trial, trial, sock / "1-1.sock")
+
+        def run(argv: list[str]) -> float:
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            return time.perf_counter() - start
+
+        plain = statistics.median(run(["true"]) for _ in range(runs))
+        return statistics.median(run(wrapped) for _ in range(runs)) - plain
+
+
+def latencies(isolation: str, runs: int, warm_up: bool) -> list[float]:
+    """First-step times on a fresh local cluster whose agent runs harnesses with `--isolation`."""
+
+    def command(kind: str) -> list[str]:
+        argv = processes.service_command(*_COMMANDS[kind])
+        return [*argv, "--isolation", isolation] if kind == "agent" else argv
+
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         model = home / "tiny"
         model.mkdir()
         (model / "__init__.py").write_text(MODEL)
         packed = pack(model)
-        state = up(
-            UpOptions(home=home / "home", port=free_port(), store_port=free_port()), out=lambda _: None
-        )
+        opts = UpOptions(home=home / "home", port=free_port(), store_port=free_port(), command=command)
+        state = up(opts, out=lambda _: None)
         try:
+            # `up` logged this machine in as the admin, in the cluster's own auth.json.
+            token = auth.load_logins(opts.home / "auth.json")[state.master]["token"]
+            auth.configure_process(credential=token)
             stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(state.master))
-            first_step_seconds(stub, packed)  # warm-up: first run pays for page cache and bytecode
-            latencies = [first_step_seconds(stub, packed) for _ in range(args.runs)]
+            if warm_up:
+                first_step_seconds(stub, packed)  # the first run pays for page cache and bytecode
+            return [first_step_seconds(stub, packed) for _ in range(runs)]
         finally:
             down(home / "home", out=lambda _: None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one run each, no warm-up: checks it works")
+    args = parser.parse_args()
+    runs = 1 if args.smoke else args.runs
+    modes = ["bwrap", "none"] if shutil.which("bwrap") else ["none"]
+    measured = {mode: latencies(mode, runs, warm_up=not args.smoke) for mode in modes}
     torch_import = torch_import_seconds()
-    median = statistics.median(latencies)
-    print(
-        f"create -> first step (median of {args.runs}): {median:.3f} s  (runs: "
-        + ", ".join(f"{x:.2f}" for x in latencies)
-        + ")"
-    )
+    medians = {mode: statistics.median(xs) for mode, xs in measured.items()}
+    for mode, xs in measured.items():
+        print(
+            f"create -> first step, --isolation {mode:5} (median of {runs}): {medians[mode]:.3f} s  (runs: "
+            + ", ".join(f"{x:.2f}" for x in xs)
+            + ")"
+        )
+    if "bwrap" in medians:
+        cost = medians["bwrap"] - medians["none"]
+        print(f"sandbox start cost (bwrap - none):       {cost * 1000:+.0f} ms  (end to end; noisy)")
+        direct = sandbox_start_seconds(5 if args.smoke else 50)
+        print(f"sandbox start cost, no-op process:       {direct * 1000:+.1f} ms  (target well under 100 ms)")
+    else:
+        print("sandbox start cost: not measured (bubblewrap is not installed)")
+    median = medians[modes[0]]
     print(f"harness `import torch`:                  {torch_import:.3f} s")
     print(f"beyond the import:                       {median - torch_import:.3f} s  (target <= 2.0 s)")
     print(f"ratio latency / import: {median / torch_import:.2f}")

@@ -57,6 +57,7 @@ class Agent:
         run_factory: Callable[[agent_pb2.StartTrial], RunLike],
         result_pending: Callable[[int, int], bool] = lambda trial_id, run_id: False,
         environments: list[str] | None = None,
+        isolation: str = "none",
     ) -> None:
         self.agent_id = agent_id
         self.slots = slots
@@ -67,6 +68,7 @@ class Agent:
         self._result_pending = result_pending
         # The Python environments (by name) trials may ask for; "default" always.
         self.environments = environments or ["default"]
+        self.isolation = isolation
         self.runs: dict[tuple[int, int], RunLike] = {}
         self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}
         self._log = structlog.get_logger(agent_id=agent_id)
@@ -81,6 +83,7 @@ class Agent:
                 address=self.address,
                 environments=self.environments,
                 resource_pool=self.resource_pool,
+                isolation=self.isolation,
                 running_trials=[
                     agent_pb2.RunningTrial(
                         trial_id=t,

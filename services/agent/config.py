@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pedl import auth
 
+from .sandbox import ISOLATION_MODES, default_isolation
+
 DEFAULT_MASTER = "127.0.0.1:8080"
 DEFAULT_ENVIRONMENT = "default"
 
@@ -35,6 +37,14 @@ class AgentConfig:
     tls_ca: str = ""
     # Further Python environments by name (--environment NAME=PYTHON); "default" is `python`.
     environments: dict[str, str] = field(default_factory=dict)
+    # How harnesses are confined: "bwrap" (bubblewrap sandbox) or "none" (plain processes).
+    isolation: str = "none"
+    # Where the cluster secret was read from: hidden from sandboxed harnesses.
+    cluster_secret_file: str = ""
+    # Further paths no sandboxed harness may see (--hide-path: a database's data, a store's root).
+    hide_paths: list[Path] = field(default_factory=list)
+    # Directories every sandboxed trial may read and write (--bind).
+    bind_paths: list[Path] = field(default_factory=list)
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -71,6 +81,28 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--cluster-secret-file", help="the cluster's shared secret (or env PEDL_CLUSTER_SECRET)")
     p.add_argument("--tls-ca", help="CA bundle to verify the scheduler and store with (or env PEDL_TLS_CA)")
+    p.add_argument(
+        "--isolation",
+        choices=ISOLATION_MODES,
+        help="how harness processes are confined: bwrap (a bubblewrap sandbox; the default where "
+        "bwrap is installed) or none (plain processes that can read whatever the agent can)",
+    )
+    p.add_argument(
+        "--hide-path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a further directory or file sandboxed trials must not see (a database's data, a "
+        "checkpoint store's root); repeatable. $PEDL_HOME and the agent's work dir are always hidden",
+    )
+    p.add_argument(
+        "--bind",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory sandboxed trials may read and write (shared datasets, scratch), at the same "
+        "path; repeatable. The agent's own paths inside it stay hidden",
+    )
     return p
 
 
@@ -114,6 +146,11 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
     tls_ca = ns.tls_ca or env.get(auth.ENV_TLS_CA) or ""
     if tls_ca and not Path(tls_ca).is_file():
         parser.error(f"--tls-ca {tls_ca} is not a file")
+    isolation = ns.isolation or default_isolation()
+    binds = [Path(p).expanduser().absolute() for p in ns.bind]
+    for path in binds:
+        if not path.is_dir():
+            parser.error(f"--bind {path} is not a directory")
     return AgentConfig(
         master=master,
         agent_id=agent_id,
@@ -128,6 +165,10 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         cluster_secret=secret,
         tls_ca=str(Path(tls_ca).resolve()) if tls_ca else "",
         environments=environments,
+        isolation=isolation,
+        cluster_secret_file=ns.cluster_secret_file or "",
+        hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
+        bind_paths=binds,
     )
 
 

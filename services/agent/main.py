@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pedl import auth
 from pedl._log import configure_logging
+from pedl.cluster.paths import pedl_home
 
 from .agent import Agent
 from .config import AgentConfig, local_address, parse_args
@@ -20,6 +21,7 @@ from .devices import detect_gpus, make_slots
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .outbox import Outbox
+from .sandbox import make_sandbox
 from .trial_run import RunSettings, TrialRun
 from .version import AGENT_VERSION
 
@@ -39,6 +41,19 @@ def _socket_dir(work_dir: Path) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix="pedl-", dir=base)), True
 
 
+def _hidden_paths(cfg: AgentConfig, sock_dir: Path) -> list[Path]:
+    """What no sandboxed trial may see: the agent's home, state, sockets and secret, and --hide-path."""
+    hidden = [pedl_home(), cfg.work_dir, sock_dir, *cfg.hide_paths]
+    if cfg.cluster_secret_file:
+        hidden.append(Path(cfg.cluster_secret_file))
+    return hidden
+
+
+def _readable_paths(cfg: AgentConfig) -> list[Path]:
+    """Files harnesses need even when they lie under a hidden path (the CA bundle they verify with)."""
+    return [Path(cfg.tls_ca)] if cfg.tls_ca else []
+
+
 async def run_agent(cfg: AgentConfig) -> None:
     log = configure_logging("agent", cfg.log_level).bind(agent_id=cfg.agent_id)
     auth.configure_process(credential=cfg.cluster_secret, tls_ca=cfg.tls_ca or None)
@@ -50,6 +65,19 @@ async def run_agent(cfg: AgentConfig) -> None:
     gpus = detect_gpus()
     slots = make_slots(gpus, cfg.cpu_slots)
     sock_dir, remove_sock_dir = _socket_dir(cfg.work_dir)
+    sandbox = make_sandbox(
+        cfg.isolation,
+        _hidden_paths(cfg, sock_dir),
+        bool(gpus),
+        _readable_paths(cfg),
+        cfg.bind_paths,
+        [argv[0] for argv in cfg.environment_argvs().values()],
+    )
+    if sandbox is None:
+        log.warning(
+            "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
+            "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
+        )
     outbox = Outbox()
     settings = RunSettings(
         harness_argv=cfg.harness_argv(),
@@ -61,6 +89,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         gpus=gpus,
         environments=cfg.environment_argvs(),
         address=cfg.address,
+        sandbox=sandbox,
     )
     agent = Agent(
         agent_id=cfg.agent_id,
@@ -71,6 +100,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         run_factory=lambda start: TrialRun(start, settings),
         result_pending=outbox.has_result,
         environments=settings.environment_names(),
+        isolation=cfg.isolation,
     )
     link = SchedulerLink(cfg.master, agent, outbox, cfg.reconnect_backoff_cap_seconds)
     log.info(
@@ -80,6 +110,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         work_dir=str(cfg.work_dir),
         harness=cfg.harness_argv(),
         environments=cfg.environments,
+        isolation=cfg.isolation,
         version=AGENT_VERSION,
     )
 

@@ -27,11 +27,12 @@ from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
-from .credentials import harness_credentials
+from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
+from .sandbox import Sandbox
 
 T = TypeVar("T")
 Send = Callable[[agent_pb2.ConnectRequest], None]
@@ -116,6 +117,8 @@ class RunSettings:
     environments: dict[str, list[str]] = field(default_factory=dict)
     # The address other machines reach this agent on (pedl-agent --address), handed to ranks.
     address: str = ""
+    # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
+    sandbox: Sandbox | None = None
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -273,6 +276,8 @@ class TrialRun:
                 await server.stop(0.5)
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()
+            if self._s.sandbox is not None:
+                self._s.sandbox.release(self.trial_dir)
         return outcome
 
     async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
@@ -313,7 +318,7 @@ class TrialRun:
         return server
 
     def _environment(self, index: int = 0) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_ENV}
+        env = harness_environment(os.environ, self.trial_dir, DISTRIBUTED_ENV)
         slots = list(self.start.slot_ids)
         r = self._ranks
         on_gpu = cuda_visible_devices(slots, self._s.gpus) is not None
@@ -360,6 +365,8 @@ class TrialRun:
 
     async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
         argv = self._harness_argv
+        if self._s.sandbox is not None:
+            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, object] = {"start_new_session": True}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from pedl_checkpoint_store import s3
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.local import LocalFilesystemBackend
 from pedl_checkpoint_store.storage import StorageBackend
+from pedl_checkpoint_store.storage_roots import OutsideAllowedRoots, check_shared_fs
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ def _shared_fs_create(config: Mapping[str, Any]) -> StorageBackend:
     return LocalFilesystemBackend(Path(config["host_path"]) / config["storage_path"])
 
 
+ALLOW_FLAG = "pedl-checkpoint-store --allowed-storage-root"
+
 # type -> how to validate its configs and build its backends.
 BACKEND_FACTORIES: dict[str, BackendFactory] = {
     "shared_fs": BackendFactory(_shared_fs_normalize, _shared_fs_create),
@@ -55,10 +58,18 @@ BACKEND_FACTORIES: dict[str, BackendFactory] = {
 
 
 class BackendResolver:
-    """Resolves storage configs to backends, reusing one backend per distinct normalized config."""
+    """Resolves storage configs to backends, reusing one backend per distinct normalized config.
 
-    def __init__(self, default: StorageBackend) -> None:
+    `allowed_roots` (resolved directories) bound where a shared_fs config may point; None allows only
+    the default backend's own root when it has one.
+    """
+
+    def __init__(self, default: StorageBackend, allowed_roots: Sequence[Path] | None = None) -> None:
         self.default = default
+        if allowed_roots is None:
+            root = getattr(default, "root", None)
+            allowed_roots = [root] if isinstance(root, Path) else []
+        self.allowed_roots = list(allowed_roots)
         self._cache: dict[str, StorageBackend] = {}
         self._lock = threading.Lock()
 
@@ -81,6 +92,11 @@ class BackendResolver:
             )
         assert config is not None
         normalized = factory.normalize(config)
+        if kind == "shared_fs":
+            try:
+                check_shared_fs(normalized, self.allowed_roots, ALLOW_FLAG)
+            except OutsideAllowedRoots as e:
+                raise InvalidArgument(str(e)) from None
         key = json.dumps(normalized, sort_keys=True)
         with self._lock:
             backend = self._cache.get(key)

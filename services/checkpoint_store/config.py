@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.s3_settings import S3Settings
+from pedl_checkpoint_store.storage_roots import parse_roots
 
 ENV_PREFIX = "PEDL_CHECKPOINT_STORE_"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -36,6 +37,8 @@ class Config:
     tls_cert: str = ""
     tls_key: str = ""
     tls_ca: str = ""
+    # Where shared_fs checkpoint storage may point (--allowed-storage-root); empty: storage_path only.
+    allowed_storage_roots: tuple[Path, ...] = ()
 
     @property
     def address(self) -> str:
@@ -69,6 +72,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", help="serve TLS with this certificate PEM (with --tls-key)")
     p.add_argument("--tls-key", help="private key PEM of --tls-cert")
     p.add_argument("--tls-ca", help="CA bundle to verify the scheduler with (or env PEDL_TLS_CA)")
+    p.add_argument(
+        "--allowed-storage-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory under which experiments' shared_fs checkpoint_storage.host_path may lie "
+        f"(symlinks followed); repeatable, or env {ENV_PREFIX}ALLOWED_STORAGE_ROOT joined by "
+        f"'{os.pathsep}' (default: --storage-path only)",
+    )
     return p
 
 
@@ -113,6 +125,7 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"{source}: {raw!r} is not one of {', '.join(LOG_LEVELS)}")
     storage, s3 = _storage(values)
+    roots = parse_roots(args["allowed_storage_root"], env.get(ENV_PREFIX + "ALLOWED_STORAGE_ROOT", ""))
     return Config(
         host=host,
         port=port,
@@ -122,6 +135,7 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         storage=storage,
         s3=s3,
         no_auth=bool(args["no_auth"]),
+        allowed_storage_roots=tuple(Path(r).expanduser() for r in roots),
         **{name: values[name][0] for name in _AUTH_FIELDS if name in values},
     )
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
 
 
@@ -40,7 +41,14 @@ class LocalFilesystemBackend(StorageBackend):
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        return self.root / key if key else self.root
+        """The file for `key`, refused unless it lies inside the root (symlinks followed)."""
+        if not key:
+            return self.root
+        path = self.root / key
+        resolved = path.resolve()
+        if resolved != self.root and not resolved.is_relative_to(self.root):
+            raise InvalidArgument(f"storage key {key!r} leads outside the storage root {self.root}")
+        return path
 
     def open_write(self, key: str) -> ObjectWriter:
         return _FileWriter(self._path(key))

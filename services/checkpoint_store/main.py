@@ -14,6 +14,7 @@ from pedl import _grpc, _log
 from pedl.auth import AuthConfigError
 from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc
 from pedl_checkpoint_store import security
+from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.config import Config, ConfigError, parse_config
 from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.local import LocalFilesystemBackend
@@ -21,6 +22,7 @@ from pedl_checkpoint_store.s3 import S3Backend
 from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.servicer import CheckpointStoreServicer
 from pedl_checkpoint_store.storage import StorageBackend
+from pedl_checkpoint_store.storage_roots import resolved_roots
 from pedl_checkpoint_store.store import CheckpointStore
 
 SERVICE_NAME = _grpc.service_name(checkpoint_store_pb2, "CheckpointStoreService")
@@ -49,7 +51,9 @@ def default_backend(config: Config) -> StorageBackend:
 
 async def serve(config: Config) -> None:
     log = _log.get_logger(service="checkpoint_store")
-    store = CheckpointStore(await asyncio.to_thread(default_backend, config))
+    backend = await asyncio.to_thread(default_backend, config)
+    roots = resolved_roots(config.allowed_storage_roots) if config.allowed_storage_roots else None
+    store = CheckpointStore(backend, BackendResolver(backend, roots))
     report = await asyncio.to_thread(store.recover)
     log.info(
         "storage recovered",

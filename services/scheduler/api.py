@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import grpc
 
@@ -22,15 +23,23 @@ TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
 
 class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
-    def __init__(self, manager: ExperimentManager, cluster: Cluster, cluster_id: str) -> None:
+    def __init__(
+        self,
+        manager: ExperimentManager,
+        cluster: Cluster,
+        cluster_id: str,
+        storage_roots: Sequence[Path] | None = None,
+    ) -> None:
         self.manager = manager
+        # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
+        self.storage_roots = storage_roots
         self.db = manager.db
         self.cluster = cluster
         self.cluster_id = cluster_id
 
     async def CreateExperiment(self, request, context):  # noqa: N802
         try:
-            await asyncio.to_thread(check_checkpoint_storage, request.config_yaml)
+            await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         try:

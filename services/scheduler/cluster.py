@@ -32,6 +32,8 @@ class AgentHandle:
     accepts_batches: bool = False
     # The agent holds a StartTrial with `after` until those runs exit (handoffs).
     accepts_handoffs: bool = False
+    # How the agent confines its trials ("bwrap", "none"; "" from an agent that does not say).
+    isolation: str = ""
 
     def send(self, message: agent_pb2.ConnectResponse) -> None:
         self.outbox.put_nowait(message)
@@ -69,6 +71,7 @@ class AgentHandle:
             hostname=self.hostname,
             environments=self.environments,
             resource_pool=self.resource_pool,
+            isolation=self.isolation,
         )
 
 
@@ -91,6 +94,7 @@ class Cluster:
             slots=list(register.slots),
             accepts_batches=register.accepts_batches,
             accepts_handoffs=register.accepts_handoffs,
+            isolation=register.isolation,
         )
         self.agents[agent.id] = agent
         return agent

@@ -17,6 +17,7 @@ import structlog
 from pedl import _grpc
 from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
 from pedl_scheduler import metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
@@ -47,6 +48,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--port-file", default=_env("PORT_FILE", ""), help="write the bound port here once serving"
+    )
+    p.add_argument(
+        "--allowed-storage-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory under which experiments' shared_fs checkpoint_storage.host_path may lie "
+        "(symlinks followed), checked at experiment create; repeatable, or env "
+        f"PEDL_SCHEDULER_ALLOWED_STORAGE_ROOT joined by '{os.pathsep}' (default: the checkpoint "
+        f"store's default root {DEFAULT_ROOT}; list the store's --storage-path and "
+        "--allowed-storage-root here too)",
     )
     p.add_argument("--heartbeat-interval", type=float, default=float(_env("HEARTBEAT_INTERVAL", "5")))
     p.add_argument("--heartbeat-timeout", type=float, default=float(_env("HEARTBEAT_TIMEOUT", "30")))
@@ -146,7 +158,8 @@ async def serve(args: argparse.Namespace) -> None:
     manager.cluster_secret = sec.secret
     manager.recover()
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
-    api = SchedulerApi(manager, cluster, cluster_id)
+    roots = parse_roots(args.allowed_storage_root, _env("ALLOWED_STORAGE_ROOT", "")) or [str(DEFAULT_ROOT)]
+    api = SchedulerApi(manager, cluster, cluster_id, storage_roots=resolved_roots(roots))
     link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
     server, port = _grpc.aio_server(
         [

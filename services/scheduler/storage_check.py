@@ -1,23 +1,37 @@
 """Checks an experiment's own checkpoint storage before anything is created.
 
 A missing bucket or refused credentials should fail `experiment create`, not the first
-checkpoint of the first trial. The check talks to S3, so callers run it off the event loop.
+checkpoint of the first trial; so should a shared_fs host_path outside the roots the operator allows
+(the store refuses it too, whatever a request says). The check talks to S3, so callers run it off the
+event loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from pedl.config import ConfigError, parse_experiment_config
+from pedl_checkpoint_store.storage_roots import OutsideAllowedRoots, check_shared_fs
+
+ALLOW_FLAG = "pedl-scheduler --allowed-storage-root"
 
 
 class StorageCheckError(ValueError):
     pass
 
 
-def check_checkpoint_storage(config_yaml: str) -> None:
+def check_checkpoint_storage(config_yaml: str, roots: Sequence[Path] | None = None) -> None:
+    """Raises StorageCheckError; `roots` (resolved) bound shared_fs host_paths, None allows any."""
     try:
         storage = parse_experiment_config(config_yaml).checkpoint_storage
     except ConfigError:
         return  # create_experiment reports the config error itself
+    if storage.get("type") == "shared_fs" and roots is not None:
+        try:
+            check_shared_fs(storage, roots, ALLOW_FLAG)
+        except OutsideAllowedRoots as e:
+            raise StorageCheckError(str(e)) from None
     if storage.get("type") != "s3":
         return
     from pedl_checkpoint_store.s3 import check_access

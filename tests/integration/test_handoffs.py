@@ -21,18 +21,17 @@ batches_per_step: 10
 max_restarts: 0
 """
 
-# Each harness records when it built its model and when its process ends.
+# Each harness records when it built its model and when its process ends, in its own trial directory
+# (the parent of its model definition; a sandboxed harness can write nowhere else).
 RECORD_LIFETIME = """import atexit, os, time
-        path = os.path.join({spans!r}, os.environ["PEDL_TRIAL_ID"])
+        path = os.path.join(os.path.dirname(os.getcwd()), "lifetime")
         with open(path, "a") as f:
-            f.write(f"start {{time.time()}}\\n")
-        atexit.register(lambda: open(path, "a").write(f"end {{time.time()}}\\n"))"""
+            f.write(f"start {time.time()}\\n")
+        atexit.register(lambda: open(path, "a").write(f"end {time.time()}\\n"))"""
 
 
 def test_trials_take_over_a_slot_as_its_run_exits_and_never_share_it(tmp_path) -> None:
-    spans = tmp_path / "spans"
-    spans.mkdir()
-    model = write_tiny_model(tmp_path / "tiny", RECORD_LIFETIME.format(spans=str(spans)))
+    model = write_tiny_model(tmp_path / "tiny", RECORD_LIFETIME)
     with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
         try:
             exp_id = submit(cluster, model, CONFIG)
@@ -46,7 +45,7 @@ def test_trials_take_over_a_slot_as_its_run_exits_and_never_share_it(tmp_path) -
     handed = [t for t, text in trial_logs.items() if "taking them over from trial" in text]
     assert len(handed) >= 2, trial_logs  # all but the first start behind the run before them
     lifetimes = []
-    for f in spans.iterdir():
+    for f in (tmp_path / "cluster" / "agent0" / "trials").glob("*/lifetime"):
         marks = dict(line.split() for line in f.read_text().splitlines())
         lifetimes.append((float(marks["start"]), float(marks["end"])))
     lifetimes.sort()

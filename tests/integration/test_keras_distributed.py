@@ -131,8 +131,15 @@ def write_keras_model(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with local_cluster(tmp_path_factory.mktemp("keras") / "cluster", agents=1, slots=2) as c:
+def shared(tmp_path_factory) -> Path:
+    """Where trials write their batch logs: the agents share it with their sandboxed trials."""
+    return tmp_path_factory.mktemp("shared")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, shared):
+    root = tmp_path_factory.mktemp("keras") / "cluster"
+    with local_cluster(root, agents=1, slots=2, agent_args=["--bind", str(shared)]) as c:
         try:
             yield c
         except BaseException:
@@ -146,9 +153,9 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(cluster, model_dir, tmp_path_factory) -> tuple[int, Path]:
+def reference(cluster, model_dir, shared) -> tuple[int, Path]:
     """An uninterrupted 2-slot run: (experiment id, its batch logs)."""
-    log_dir = tmp_path_factory.mktemp("reference")
+    log_dir = shared / "reference"
     exp_id = submit(cluster, model_dir, keras_config(log_dir))
     result = wait(cluster, exp_id, timeout=180)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
@@ -206,10 +213,10 @@ def test_validation_metrics_cover_every_ranks_shard(cluster, reference, model_di
 
 
 def test_a_failed_rank_restarts_the_trial_from_its_checkpoint_exactly(
-    cluster, reference, model_dir, tmp_path
+    cluster, reference, model_dir, shared, tmp_path
 ) -> None:
     # Epoch 6 starts at each worker's batch 25: after the checkpoint at 20.
-    exp_id = submit(cluster, model_dir, keras_config(tmp_path / "logs", fail_on_epoch=6))
+    exp_id = submit(cluster, model_dir, keras_config(shared / tmp_path.name, fail_on_epoch=6))
     result = wait(cluster, exp_id, timeout=180)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
     (trial,) = result.trials
@@ -242,8 +249,11 @@ def test_the_keras_script_example_trains_on_two_slots(cluster) -> None:
 
 
 def test_a_two_slot_keras_trial_runs_as_a_gang_over_two_one_slot_agents(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=2, slots=1) as cluster:
-        log_dir = tmp_path / "logs"
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    with local_cluster(
+        tmp_path / "cluster", agents=2, slots=1, agent_args=["--bind", str(log_dir)]
+    ) as cluster:
         exp_id = submit(cluster, write_keras_model(tmp_path / "keras_gang"), keras_config(log_dir))
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()

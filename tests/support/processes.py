@@ -248,6 +248,8 @@ def local_cluster(
             store.address,
             "--port-file",
             str(workdir / "scheduler.port"),
+            "--allowed-storage-root",
+            str(workdir / "checkpoints"),
             "--agent-reconnect-grace",
             str(reconnect_grace),
             "--heartbeat-interval",

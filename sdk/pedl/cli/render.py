@@ -205,11 +205,17 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
+            _isolation(a.isolation),
             short_time(a.last_heartbeat),
         )
         for a in sorted(agents, key=lambda a: a.id)
     ]
-    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "LAST HEARTBEAT"], rows)
+    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ISOLATION", "LAST HEARTBEAT"], rows)
+
+
+def _isolation(isolation: str) -> str:
+    """`none` says what it means: trials on that agent see what the agent sees ("": an older agent)."""
+    return "none (trials unsandboxed)" if isolation == "none" else isolation
 
 
 def slots_table(agents: Iterable[scheduler_pb2.Agent]) -> str:

@@ -206,6 +206,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     starter.start(SCHEDULER, SCHEDULER, [
         "--host", HOST, "--port", str(scheduler_port), "--db", str(paths.db),
         "--checkpoint-store", state.checkpoint_store, "--port-file", str(paths.port_file(SCHEDULER)),
+        "--allowed-storage-root", str(paths.checkpoints),
         "--log-level", "info", *secret, "--admin-password-file", str(credentials.admin_password_file(paths)),
     ])  # fmt: skip
     port = starter.wait_serving(SCHEDULER, time.monotonic() + opts.timeout_seconds)

@@ -72,7 +72,7 @@ class RunRef(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +83,7 @@ class RegisterAgent(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_HANDOFFS_FIELD_NUMBER: _ClassVar[int]
+    ISOLATION_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -93,7 +94,8 @@ class RegisterAgent(_message.Message):
     version: str
     accepts_batches: bool
     accepts_handoffs: bool
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ...) -> None: ...
+    isolation: str
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()

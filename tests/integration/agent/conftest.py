@@ -169,9 +169,35 @@ class AgentProcess:
         return self.work_dir / "trials" / f"{trial_id}-{run_id}"
 
     def harness_pids(self, trial_id: int, run_id: int) -> list[int]:
+        """The harness's pids as this machine sees them (a sandboxed harness writes its namespace's)."""
         path = self.trial_dir(trial_id, run_id) / "my_model" / "pids.txt"
         wait_until(lambda: path.exists() and path.read_text().endswith("\n"), f"{path}")
-        return [int(p) for p in path.read_text().split()]
+        return [host_pid(int(p), self.proc.pid) for p in path.read_text().split()]
+
+
+def host_pid(pid: int, agent_pid: int) -> int:
+    """The host pid of a descendant of `agent_pid` that is `pid` in its own PID namespace (or `pid`)."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        ns = fields.get("NSpid", "").split()
+        if len(ns) > 1 and int(ns[-1]) == pid and _descends_from(int(ns[0]), agent_pid):
+            return int(ns[0])
+    return pid
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 @pytest.fixture

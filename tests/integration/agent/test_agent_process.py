@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 
 import pytest
@@ -157,10 +158,16 @@ def test_bad_model_definitions_fail_the_trial_with_a_reason(scheduler, start_age
     assert ("pedl", bad.error) in scheduler.log_lines(6)
 
 
-def test_kill_trial_kills_the_whole_process_group(scheduler, start_agent):
+@pytest.mark.parametrize("isolation", ["default", "none"])
+def test_kill_trial_kills_the_whole_process_group(scheduler, start_agent, isolation):
     scheduler.model_definitions[1] = make_archive({"behavior.txt": "child"})
-    agent = start_agent()
-    scheduler.wait_for("register")
+    agent = start_agent(*([] if isolation == "default" else ["--isolation", isolation]))
+    _, reg = scheduler.wait_for("register")[0]
+    assert (
+        reg.isolation == ("bwrap" if shutil.which("bwrap") else "none")
+        if isolation == "default"
+        else isolation
+    )
     start_trial(scheduler, trial_id=8)
     harness_pid, child_pid = agent.harness_pids(8, 1)
     assert pid_alive(harness_pid) and pid_alive(child_pid)

@@ -58,3 +58,36 @@ def test_ranks_advertise_the_agents_configured_address(
     monkeypatch.setenv("PEDL_AGENT_ADDRESS", env["PEDL_AGENT_ADDRESS"])
     assert reachable_host(Launch(3, 1, 4, 2, "10.9.9.9", 29500)) == "10.1.2.3"
     assert reachable_host(Launch(1, 1, 4, 2, "10.9.9.9", 29500)) == "10.9.9.9"  # the chief's machine
+
+
+def test_a_harness_inherits_only_allow_listed_variables_and_its_own_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Secrets in the agent's environment (cluster secret, cloud keys, a user token) never reach a trial."""
+    for name, value in {
+        "PEDL_CLUSTER_SECRET": "s" * 40,
+        "PEDL_TOKEN": "the-agents-own-token",
+        "AWS_SECRET_ACCESS_KEY": "cloud-key",
+        "DATABASE_URL": "postgres://admin:pw@db/pedl",
+        "PEDL_HOME": "/root/.pedl",
+        "OMP_NUM_THREADS": "3",
+        "NCCL_DEBUG": "INFO",
+        "PYTHONPATH": "/opt/lib",
+        "LC_ALL": "C.UTF-8",
+    }.items():
+        monkeypatch.setenv(name, value)
+    run = trial_run(tmp_path, 1)
+    run.start.checkpoint_token = "trial-1-token"
+    env = run._environment(0)
+    assert env["PEDL_TOKEN"] == "trial-1-token"
+    for name in ("PEDL_CLUSTER_SECRET", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "PEDL_HOME"):
+        assert name not in env
+    assert "s" * 40 not in env.values() and "the-agents-own-token" not in env.values()
+    assert (env["OMP_NUM_THREADS"], env["NCCL_DEBUG"], env["PYTHONPATH"], env["LC_ALL"]) == (
+        "3",
+        "INFO",
+        "/opt/lib",
+        "C.UTF-8",
+    )
+    assert env["HOME"] == str(run.trial_dir) and env["PATH"]
+    assert env["PEDL_HARNESS_SOCKET"] == str(run.socket_path) and env["PEDL_TRIAL_ID"] == "1"

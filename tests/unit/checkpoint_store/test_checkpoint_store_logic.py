@@ -7,8 +7,10 @@ import pytest
 
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
+from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound
 from pedl_checkpoint_store.local import LocalFilesystemBackend
+from pedl_checkpoint_store.storage_roots import resolved_roots
 from pedl_checkpoint_store.store import CheckpointStore
 from pedl_checkpoint_store.upload import Upload
 
@@ -26,8 +28,10 @@ def chunks(path: str, data: bytes, size: int = 4) -> list[checkpoint_store_pb2.F
     return out
 
 
-def new_store(root: Path) -> CheckpointStore:
-    store = CheckpointStore(LocalFilesystemBackend(root))
+def new_store(root: Path, *allowed: Path) -> CheckpointStore:
+    """A store on `root`; `allowed` are further roots shared_fs storage may use."""
+    backend = LocalFilesystemBackend(root)
+    store = CheckpointStore(backend, BackendResolver(backend, resolved_roots([root, *allowed])))
     store.recover()
     return store
 
@@ -213,24 +217,24 @@ def test_unreadable_record_is_skipped_not_deleted(tmp_path: Path) -> None:
 
 
 def test_shared_fs_storage_puts_bytes_elsewhere(tmp_path: Path) -> None:
-    store = new_store(tmp_path / "store")
+    store = new_store(tmp_path / "store", tmp_path / "shared")
     storage = {"type": "shared_fs", "host_path": str(tmp_path / "shared"), "storage_path": "ckpts"}
     cp = upload(store, FILES, storage=storage)
     assert (tmp_path / "shared" / "ckpts" / cp.uuid / "data" / "opt" / "state").read_bytes() == b"xyz"
     assert download(store, cp.uuid) == FILES
-    fresh = new_store(tmp_path / "store")
+    fresh = new_store(tmp_path / "store", tmp_path / "shared")
     assert download(fresh, cp.uuid) == FILES
     fresh.delete(cp.uuid)
     assert uuid_dirs(tmp_path / "shared" / "ckpts") == []
 
 
 def test_partial_upload_on_other_storage_is_removed_at_recovery(tmp_path: Path) -> None:
-    store = new_store(tmp_path / "store")
+    store = new_store(tmp_path / "store", tmp_path / "shared")
     storage = {"type": "shared_fs", "host_path": str(tmp_path / "shared")}
     up = begin(store, storage=storage)
     up.add_chunk(chunks("a", b"12345678")[0])
     assert uuid_dirs(tmp_path / "shared") == [up.uuid]
-    new_store(tmp_path / "store")
+    new_store(tmp_path / "store", tmp_path / "shared")
     assert uuid_dirs(tmp_path / "shared") == []
     assert uuid_dirs(tmp_path / "store") == []
 
@@ -242,6 +246,7 @@ def test_partial_upload_on_other_storage_is_removed_at_recovery(tmp_path: Path) 
         ({"type": "shared_fs"}, "host_path is required"),
         ({"type": "shared_fs", "host_path": "relative"}, "must be an absolute path"),
         ({"type": "shared_fs", "host_path": "/tmp", "storage_path": "../x"}, "must not contain '..'"),
+        ({"type": "shared_fs", "host_path": "/any/path"}, "outside the storage roots this cluster allows"),
     ],
 )
 def test_bad_storage_configs_are_rejected(tmp_path: Path, storage: dict, message: str) -> None:
@@ -288,3 +293,36 @@ def test_a_client_may_choose_the_uuid_a_core_api_script_was_told_beforehand(tmp_
         begin(store, uuid="../escape")
     with pytest.raises(InvalidArgument, match="canonical"):
         begin(store, uuid=chosen.upper())
+
+
+def test_shared_fs_storage_stays_under_the_allowed_roots_symlinks_followed(tmp_path: Path) -> None:
+    """An experiment cannot make the store write outside its roots: not directly, via '..' or a link."""
+    store = new_store(tmp_path / "store", tmp_path / "shared")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "link").symlink_to(outside)
+    for host_path in (str(outside), f"{tmp_path}/shared/../outside", f"{tmp_path}/shared/link"):
+        with pytest.raises(InvalidArgument, match=r"outside the storage roots this cluster allows: .*shared"):
+            begin(store, storage={"type": "shared_fs", "host_path": host_path})
+    assert list(outside.iterdir()) == []
+    cp = upload(store, FILES, storage={"type": "shared_fs", "host_path": f"{tmp_path}/shared/./sub"})
+    assert (tmp_path / "shared" / "sub" / cp.uuid).is_dir()
+
+
+def test_the_local_backend_never_touches_a_path_outside_its_root(tmp_path: Path) -> None:
+    """Whatever key a caller passes ('..', an absolute path, a symlink out of the root), it is refused."""
+    backend = LocalFilesystemBackend(tmp_path / "root")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "root" / "escape").symlink_to(outside)
+    for key in ("../outside/x", str(outside / "x"), "escape/x", "a/../../outside/x"):
+        with pytest.raises(InvalidArgument, match="leads outside the storage root"):
+            backend.put_bytes(key, b"nope")
+        with pytest.raises(InvalidArgument, match="leads outside the storage root"):
+            backend.open_write(key)
+    with pytest.raises(InvalidArgument):
+        backend.delete_prefix("escape")
+    assert list(outside.iterdir()) == []
+    backend.put_bytes("ok/x", b"yes")
+    assert backend.get_bytes("ok/x") == b"yes"

@@ -1,0 +1,20 @@
+"""The first-step benchmark runs (sandboxed and not) and prints the sandbox's start cost."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_first_step_benchmark_runs_in_smoke_mode() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "first_step_latency.py"), "--smoke"],
+        capture_output=True, text=True, timeout=540, check=True,
+    ).stdout  # fmt: skip
+    assert "--isolation none" in out and "beyond the import" in out
+    if shutil.which("bwrap"):
+        assert "--isolation bwrap" in out and "sandbox start cost (bwrap - none)" in out
