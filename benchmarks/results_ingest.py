@@ -35,8 +35,8 @@ from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.agent_link import Batch, Inbox
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 
@@ -106,7 +106,7 @@ def answer(agent: AgentHandle, inbox: Inbox) -> int:
 
 
 async def ingest(url: str, results: int, trials: int) -> Run:
-    db = open_database(url)
+    db = open_storage(url)
     try:
         cluster = Cluster()
         agent = cluster.connect(

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from pedl_scheduler.cluster import Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.storage import open_storage
 
 CONFIG = """
 description: trial creation benchmark
@@ -37,7 +37,7 @@ searcher:
 
 
 def one_run(trials: int, url: str) -> tuple[float, float]:
-    manager = ExperimentManager(open_database(url), Cluster(), "127.0.0.1:1")
+    manager = ExperimentManager(open_storage(url), Cluster(), "127.0.0.1:1")
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         manager.create_experiment(CONFIG.format(trials=trials), b"model", "model")

@@ -22,8 +22,8 @@ from pedl_scheduler import metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.storage import open_storage
 
 METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
 
@@ -141,7 +141,7 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
 
 async def serve(args: argparse.Namespace) -> None:
     log = configure_logging("scheduler", args.log_level)
-    db = open_database(args.db)
+    db = open_storage(args.db)
     try:
         sec = security.setup(args, db)
     except security.auth.AuthConfigError as e:

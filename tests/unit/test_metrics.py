@@ -18,8 +18,8 @@ from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import metrics
 from pedl_scheduler.cluster import Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage import open_storage
 from support.models import tiny_config
 
 MODEL = b"not really a tar.gz"
@@ -40,7 +40,7 @@ def manager(tmp_path):
     slots = [common_pb2.Slot(id="0"), common_pb2.Slot(id="1")]
     cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=slots))
     cluster.connect(agent_pb2.RegisterAgent(agent_id="g0", slots=slots[:1], resource_pool="gpu"))
-    db = open_database(str(tmp_path / "pedl.db"))
+    db = open_storage(str(tmp_path / "pedl.db"))
     yield ExperimentManager(db, cluster, "127.0.0.1:1")
     db.close()
 

@@ -8,7 +8,7 @@ from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime
-from pedl_scheduler.storage import Row
+from pedl_scheduler.storage.ops import results as result_ops
 
 
 class CheckpointLifecycle:
@@ -35,29 +35,16 @@ class CheckpointLifecycle:
             GCPolicy.from_storage(exp.config.checkpoint_storage, exp.config.smaller_is_better)
         )
         metric = exp.config.searcher_metric
-        for v in self._validations_of(exp.id):
+        for v in result_ops.experiment_validations(self.db, exp.id):
             ledger.add_metric(v["trial_id"], v["total_batches"], json.loads(v["metrics_json"]).get(metric))
-        for r in self._completed_checkpoints_of(exp.id):
+        for r in result_ops.experiment_checkpoints(self.db, exp.id):
             ledger.add_checkpoint(CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]))
         return ledger
-
-    def _validations_of(self, exp_id: int) -> list[Row]:
-        return self.db.query(
-            "SELECT v.trial_id, v.total_batches, v.metrics_json FROM validations v JOIN trials t "
-            "ON t.id = v.trial_id WHERE t.experiment_id = ?",
-            (exp_id,),
-        )
-
-    def _completed_checkpoints_of(self, exp_id: int) -> list[Row]:
-        return self.db.query(
-            "SELECT c.uuid, c.trial_id, c.total_batches FROM checkpoints c "
-            "JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.state = 'COMPLETED'",
-            (exp_id,),
-        )
 
     def mark_deleted(self, uuid: str) -> None:
         """The deleter removed the checkpoint's bytes: the ledger and the row say so."""
         for exp in self.state.experiments.values():
             if exp.gc is not None and exp.gc.deleted(uuid):
                 break
-        self.db.execute("UPDATE checkpoints SET state = 'DELETED' WHERE uuid = ?", (uuid,))
+        result_ops.mark_checkpoint_deleted(self.db, uuid)
+        self.db.flush()

@@ -22,6 +22,8 @@ from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.searcher_journal import SearcherJournal
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
@@ -76,23 +78,21 @@ class ExperimentLifecycle:
     def _insert_experiment(
         self, config: Any, model_definition: bytes, name: str, seed: int, owner: str
     ) -> int:
-        return self.db.execute(
-            "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
-            "model_definition_name, seed, created_at, owner) VALUES ('ACTIVE', ?, ?, ?, ?, ?, ?, ?)",
-            (
-                config.masked_yaml(),
-                json.dumps(config.raw),
-                model_definition,
-                name,
-                seed,
-                utc_now(),
-                owner,
-            ),
+        exp_id = experiment_ops.create_experiment(
+            self.db,
+            config_yaml=config.masked_yaml(),
+            config_json=json.dumps(config.raw),
+            model_definition=model_definition,
+            model_definition_name=name,
+            seed=seed,
+            created_at=utc_now(),
+            owner=owner,
         )
+        self.db.flush()
+        return exp_id
 
     def kill_experiment(self, exp_id: int) -> None:
-        row = self._experiment_state(exp_id)
-        if row is None:
+        if experiment_ops.experiment_state(self.db, exp_id) is None:
             raise NotFound(f"experiment {exp_id} not found")
         exp = self.experiments.get(exp_id)
         if exp is None:
@@ -137,21 +137,20 @@ class ExperimentLifecycle:
         self.state.notify()
 
     def _record_paused(self, exp_id: int) -> None:
-        self.db.execute("UPDATE experiments SET state = 'PAUSED' WHERE id = ?", (exp_id,))
+        experiment_ops.set_experiment_state(self.db, exp_id, "PAUSED")
+        self.db.flush()
 
     def _record_active(self, exp_id: int) -> None:
-        self.db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = ?", (exp_id,))
-
-    def _experiment_state(self, exp_id: int) -> dict[str, Any] | None:
-        return self.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))
+        experiment_ops.set_experiment_state(self.db, exp_id, "ACTIVE")
+        self.db.flush()
 
     def _live_experiment(self, exp_id: int) -> ExperimentRuntime:
-        row = self._experiment_state(exp_id)
-        if row is None:
+        state = experiment_ops.experiment_state(self.db, exp_id)
+        if state is None:
             raise NotFound(f"experiment {exp_id} not found")
         exp = self.experiments.get(exp_id)
         if exp is None:
-            raise UserError(f"experiment {exp_id} has already ended ({row['state']})")
+            raise UserError(f"experiment {exp_id} has already ended ({state})")
         return exp
 
     def _live_trials(self, exp: ExperimentRuntime) -> list[TrialRuntime]:
@@ -159,7 +158,7 @@ class ExperimentLifecycle:
 
     def _set_trial_state(self, trial: TrialRuntime, state: str) -> None:
         trial.state = state
-        self.db.defer("UPDATE trials SET state = ? WHERE id = ?", (state, trial.id))
+        trial_ops.set_trial_state(self.db, trial.id, state)
 
     def maybe_finish(self, exp: ExperimentRuntime) -> None:
         """Ends the experiment once it has no live trial and its search is over (or it was killed)."""
@@ -167,7 +166,7 @@ class ExperimentLifecycle:
             return
         if exp.state != "CANCELED" and not exp.searcher_done:
             return
-        states = [r["state"] for r in self._trial_states(exp.id)]
+        states = trial_ops.trial_states_of(self.db, exp.id)
         error = ""
         if exp.state == "CANCELED":
             state = "CANCELED"
@@ -183,14 +182,9 @@ class ExperimentLifecycle:
         del self.experiments[exp.id]
         log.info("experiment ended", experiment_id=exp.id, state=state)
 
-    def _trial_states(self, exp_id: int) -> list[dict[str, Any]]:
-        return self.db.query("SELECT state FROM trials WHERE experiment_id = ?", (exp_id,))
-
     def _end_experiment(self, exp_id: int, state: str, error: str) -> None:
-        self.db.execute(
-            "UPDATE experiments SET state = ?, error = ?, ended_at = ? WHERE id = ?",
-            (state, error, utc_now(), exp_id),
-        )
+        experiment_ops.end_experiment(self.db, exp_id, state, error, utc_now())
+        self.db.flush()
 
 
 def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> None:

@@ -24,7 +24,6 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.db import Database
 from pedl_scheduler.experiments.adoption import RunAdoption
 from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
 from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle, check_environment
@@ -35,12 +34,13 @@ from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.trial_runs import TrialRuns
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.storage import Storage
 
 
 class ExperimentManager:
     def __init__(
         self,
-        db: Database,
+        db: Storage,
         cluster: Cluster,
         checkpoint_store_address: str,
         model_definition_limit: int = 96 * 1024 * 1024,

@@ -14,7 +14,9 @@ from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.searcher_journal import SearcherJournal
-from pedl_scheduler.storage import Row
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import searcher as searcher_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 log = structlog.get_logger(component="experiments")
 
@@ -27,16 +29,14 @@ class Recovery:
 
     def recover(self) -> None:
         """Rebuilds active experiments from the database; their live trials are queued again."""
-        for row in self._active_experiments():
+        for row in experiment_ops.live_experiments(self.db):
             config = parse_stored_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
             exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
             exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
-            exp.journal.replay(
-                (e["seq"], e["event_json"]) for e in self._events_after(exp.id, row["searcher_seq"])
-            )
+            exp.journal.replay(searcher_ops.events_after(self.db, exp.id, row["searcher_seq"]))
             self.state.experiments[exp.id] = exp
-            for t in self._trials_of(exp.id):
+            for t in trial_ops.trials_of(self.db, exp.id):
                 exp.trial_ids.append(t["id"])
                 if t["state"] not in ("ACTIVE", "PAUSED"):
                     continue
@@ -65,15 +65,3 @@ class Recovery:
                     self.search.resume_wait_for_parent(child, child.waiting_on)
             log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
         self.state.wake.set()
-
-    def _active_experiments(self) -> list[Row]:
-        return self.db.query("SELECT * FROM experiments WHERE state IN ('ACTIVE', 'PAUSED')")
-
-    def _events_after(self, exp_id: int, seq: int) -> list[Row]:
-        return self.db.query(
-            "SELECT seq, event_json FROM searcher_events WHERE experiment_id = ? AND seq > ? ORDER BY seq",
-            (exp_id, seq),
-        )
-
-    def _trials_of(self, exp_id: int) -> list[Row]:
-        return self.db.query("SELECT * FROM trials WHERE experiment_id = ? ORDER BY id", (exp_id,))

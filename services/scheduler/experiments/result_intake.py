@@ -20,9 +20,11 @@ from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import script_results
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.experiments.state import SchedulerState
-from pedl_scheduler.experiments.unit_of_work import INSERT_LOG, UnitOfWork
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, metrics_json, metrics_plain
 from pedl_scheduler.runtime import TrialRuntime
+from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
@@ -118,10 +120,14 @@ class ResultIntake:
         if result.HasField("script_progress"):  # a Core API script's: its reports are its steps
             script_results.step_completed(trial, w, result)
             return
-        self.db.defer(
-            "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (trial.id, w.step_id, w.total_batches, result.num_batches, metrics_json(result.metrics), now),
+        result_ops.record_step(
+            self.db,
+            trial.id,
+            w.step_id,
+            w.total_batches,
+            result.num_batches,
+            metrics_json(result.metrics),
+            now,
         )
         trial.sequencer.on_step_completed(w.step_id, w.total_batches)
         prometheus.step_ingested()
@@ -134,11 +140,7 @@ class ResultIntake:
             value = searcher_metric(metrics, exp.config.searcher_metric)
         except MetricError as e:
             raise UserError(str(e)) from None
-        self.db.defer(
-            "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (trial.id, w.step_id, w.total_batches, json.dumps(metrics), now),
-        )
+        result_ops.record_validation(self.db, trial.id, w.step_id, w.total_batches, json.dumps(metrics), now)
         prometheus.validation_ingested()
         if exp.gc is not None:
             exp.gc.add_metric(trial.id, w.total_batches, value)
@@ -156,10 +158,8 @@ class ResultIntake:
         if not ckpt.uuid:  # a Core API script's: it stopped, its checkpoints came as reports
             trial.sequencer.on_checkpoint_completed(w.total_batches)
             return
-        self.db.defer(
-            "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
-            "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",
-            (ckpt.uuid, trial.id, w.step_id, w.total_batches, json_format.MessageToJson(ckpt), now),
+        result_ops.record_checkpoint(
+            self.db, ckpt.uuid, trial.id, w.step_id, w.total_batches, json_format.MessageToJson(ckpt), now
         )
         trial.latest_checkpoint_uuid = ckpt.uuid
         trial.latest_checkpoint_batches = w.total_batches
@@ -179,16 +179,14 @@ class ResultIntake:
         if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):
             return
         for line in message.lines:
-            self.db.defer(
-                INSERT_LOG,
-                (
-                    message.trial_id,
-                    message.run_id,
-                    line.timestamp or utc_now(),
-                    line.source or "stdout",
-                    line.message,
-                ),
+            result_ops.record_log(
+                self.db,
+                message.trial_id,
+                message.run_id,
+                line.timestamp or utc_now(),
+                line.source or "stdout",
+                line.message,
             )
 
     def _trial_exists(self, trial_id: int) -> bool:
-        return self.db.query_one("SELECT id FROM trials WHERE id = ?", (trial_id,)) is not None
+        return trial_ops.trial_exists(self.db, trial_id)

@@ -21,6 +21,7 @@ from pedl.v1 import common_pb2
 from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
 from pedl_scheduler.runtime import TrialRuntime
+from pedl_scheduler.storage.ops import results as result_ops
 
 REPORT = common_pb2.ScriptReportKind
 
@@ -35,17 +36,14 @@ def record_reports(
     for report in reports:
         steps = report.steps_completed
         if report.kind == REPORT.SCRIPT_REPORT_KIND_TRAINING:
-            manager.db.defer(
-                "INSERT INTO steps (trial_id, step_id, total_batches, num_batches, metrics_json, end_time) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (
-                    trial.id,
-                    step_id,
-                    steps,
-                    max(steps - previous, 0),
-                    json.dumps(from_struct(report.metrics)),
-                    now,
-                ),
+            result_ops.record_step(
+                manager.db,
+                trial.id,
+                step_id,
+                steps,
+                max(steps - previous, 0),
+                json.dumps(from_struct(report.metrics)),
+                now,
             )
             previous = steps
             prometheus.step_ingested()
@@ -58,11 +56,7 @@ def record_reports(
 def _record_validation(
     manager: Any, exp: Any, trial: TrialRuntime, step_id: int, steps: int, metrics: dict[str, Any], now: str
 ) -> None:
-    manager.db.defer(
-        "INSERT INTO validations (trial_id, step_id, total_batches, metrics_json, end_time) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (trial.id, step_id, steps, json.dumps(metrics), now),
-    )
+    result_ops.record_validation(manager.db, trial.id, step_id, steps, json.dumps(metrics), now)
     prometheus.validation_ingested()
     try:
         value = searcher_metric(metrics, exp.config.searcher_metric)
@@ -83,10 +77,8 @@ def _record_checkpoint(
     ckpt: common_pb2.Checkpoint,
     now: str,
 ) -> None:
-    manager.db.defer(
-        "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json, "
-        "created_at) VALUES (?, ?, ?, ?, 'COMPLETED', ?, ?) ON CONFLICT DO NOTHING",
-        (ckpt.uuid, trial.id, step_id, progress, json_format.MessageToJson(ckpt), now),
+    result_ops.record_checkpoint(
+        manager.db, ckpt.uuid, trial.id, step_id, progress, json_format.MessageToJson(ckpt), now
     )
     trial.latest_checkpoint_uuid = ckpt.uuid
     trial.latest_checkpoint_batches = progress

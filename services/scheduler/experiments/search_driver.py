@@ -13,6 +13,7 @@ from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Row
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
@@ -96,23 +97,18 @@ class SearchDriver:
         return created
 
     def _insert_trial(self, exp_id: int, op: Create, sequencer: TrialSequencer) -> None:
-        self.db.defer(
-            "INSERT INTO trials (experiment_id, request_id, state, hparams_json, seed, sequencer_json) "
-            "VALUES (?, ?, 'ACTIVE', ?, ?, ?)",
-            (exp_id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())),
+        trial_ops.create_trial(
+            self.db, exp_id, op.request_id, json.dumps(op.hparams), op.seed, json.dumps(sequencer.to_dict())
         )
 
     def _newest_trials(self, exp_id: int, count: int) -> list[Row]:
-        return self.db.query(
-            "SELECT id, request_id FROM trials WHERE experiment_id = ? ORDER BY id DESC LIMIT ?",
-            (exp_id, count),
-        )
+        return trial_ops.newest_trials(self.db, exp_id, count)
 
     def _start_from_parent(self, exp: ExperimentRuntime, child: TrialRuntime, parent_request: str) -> None:
         """The child resumes from the parent's state: now if it is saved, else after the parent saves it."""
-        parent_row = self._trial_by_request(exp.id, parent_request)
-        if parent_row is not None:
-            self._record_parent(child.id, parent_row["id"])
+        parent_id = trial_ops.trial_id_of_request(self.db, exp.id, parent_request)
+        if parent_id is not None:
+            self._record_parent(child.id, parent_id)
         parent = exp.live.get(parent_request)
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
@@ -136,29 +132,14 @@ class SearchDriver:
             row["latest_checkpoint_step"],
         )
 
-    def _trial_by_request(self, exp_id: int, request_id: str) -> Row | None:
-        return self.db.query_one(
-            "SELECT id FROM trials WHERE experiment_id = ? AND request_id = ?", (exp_id, request_id)
-        )
-
     def _record_parent(self, child_id: int, parent_id: int) -> None:
-        self.db.defer("UPDATE trials SET parent_trial_id = ? WHERE id = ?", (parent_id, child_id))
+        trial_ops.set_parent(self.db, child_id, parent_id)
 
     def _latest_checkpoint_of(self, trial_id: int) -> Row | None:
-        return self.db.query_one(
-            "SELECT latest_checkpoint_uuid, latest_checkpoint_batches, latest_checkpoint_step FROM trials "
-            "WHERE id = ?",
-            (trial_id,),
-        )
+        return trial_ops.latest_checkpoint(self.db, trial_id)
 
     def _parent_checkpoint(self, exp_id: int, parent_request: str) -> Row | None:
-        return self.db.query_one(
-            "SELECT t.id, t.latest_checkpoint_uuid, t.latest_checkpoint_batches, t.latest_checkpoint_step, "
-            "c.state "
-            "FROM trials t LEFT JOIN checkpoints c ON c.uuid = t.latest_checkpoint_uuid "
-            "WHERE t.experiment_id = ? AND t.request_id = ?",
-            (exp_id, parent_request),
-        )
+        return trial_ops.parent_checkpoint(self.db, exp_id, parent_request)
 
     def resume_wait_for_parent(self, child: TrialRuntime, parent_id: int) -> None:
         """A child whose parent can no longer save the state it waits for (the parent ended, or its

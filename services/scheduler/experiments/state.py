@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 
 from pedl_scheduler.cluster import Cluster
-from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.storage import Storage
 
 
 class SchedulerState:
     def __init__(
         self,
-        db: Database,
+        db: Storage,
         cluster: Cluster,
         checkpoint_store_address: str,
         model_definition_limit: int,

@@ -19,6 +19,8 @@ from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
@@ -118,11 +120,7 @@ class TrialRuns:
         self.work.dispatch(trial)
 
     def _record_run_started(self, trial: TrialRuntime) -> None:
-        self.db.defer(
-            "UPDATE trials SET run_id = ?, sequencer_json = ?, "
-            "start_time = CASE WHEN start_time = '' THEN ? ELSE start_time END WHERE id = ?",
-            (trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), trial.id),
-        )
+        trial_ops.start_run(self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now())
 
     def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
         secret = self.state.cluster_secret
@@ -134,8 +132,7 @@ class TrialRuns:
         return exp.model_definition_name
 
     def _stored_model_definition_name(self, exp_id: int) -> str:
-        row = self.db.query_one("SELECT model_definition_name FROM experiments WHERE id = ?", (exp_id,))
-        return row["model_definition_name"] if row else ""
+        return experiment_ops.model_definition_name(self.db, exp_id) or ""
 
     def dispatch_now(self, trial: TrialRuntime) -> None:
         """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
@@ -309,7 +306,7 @@ class TrialRuns:
         self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
 
     def _record_restarts(self, trial: TrialRuntime) -> None:
-        self.db.defer("UPDATE trials SET restarts = ? WHERE id = ?", (trial.restarts, trial.id))
+        trial_ops.set_restarts(self.db, trial.id, trial.restarts)
 
     def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
@@ -346,7 +343,4 @@ class TrialRuns:
             self.checkpoints.collect_garbage(exp)
 
     def _record_trial_end(self, trial_id: int, state: str, error: str) -> None:
-        self.db.defer(
-            "UPDATE trials SET state = ?, error = ?, end_time = ? WHERE id = ?",
-            (state, error, utc_now(), trial_id),
-        )
+        trial_ops.end_trial(self.db, trial_id, state, error, utc_now())

@@ -19,20 +19,16 @@ from contextlib import contextmanager
 from pedl._timeutil import utc_now
 from pedl.v1 import agent_pb2
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.db import Database
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
-
-SAVE_TRIAL = (
-    "UPDATE trials SET total_batches = ?, latest_checkpoint_uuid = ?, latest_checkpoint_batches = ?, "
-    "latest_checkpoint_step = ?, sequencer_json = ?, best_validation = ?, waiting_on_trial_id = ? "
-    "WHERE id = ?"
-)
-SAVE_SNAPSHOT = "UPDATE experiments SET searcher_snapshot = ?, searcher_seq = ? WHERE id = ?"
-INSERT_LOG = "INSERT INTO trial_logs (trial_id, run_id, timestamp, source, message) VALUES (?, ?, ?, ?, ?)"
+from pedl_scheduler.storage import Storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import searcher as searcher_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 
 class UnitOfWork:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Storage) -> None:
         self.db = db
         # Sends a trial's next workloads now (the trial runs room); set when the rooms are wired.
         self.dispatch_now: Callable[[TrialRuntime], None] = _unwired
@@ -102,7 +98,7 @@ class UnitOfWork:
 
     def log_line(self, trial: TrialRuntime, message: str, source: str = "pedl") -> None:
         """A line in the trial's logs, written with the transaction that decided it."""
-        self.db.defer(INSERT_LOG, (trial.id, trial.run_id, utc_now(), source, message))
+        result_ops.record_log(self.db, trial.id, trial.run_id, utc_now(), source, message)
 
     def _write_dirty(self) -> None:
         """The flush hook: writes the trial rows and searcher snapshots changed in memory."""
@@ -116,18 +112,16 @@ class UnitOfWork:
                 self._write_journal(exp)
 
     def _write_trial(self, trial: TrialRuntime) -> None:
-        self.db.defer(
-            SAVE_TRIAL,
-            (
-                trial.sequencer.batches_trained,
-                trial.latest_checkpoint_uuid,
-                trial.latest_checkpoint_batches,
-                trial.latest_checkpoint_step,
-                json.dumps(trial.sequencer.to_dict()),
-                trial.best_validation,
-                trial.waiting_on,
-                trial.id,
-            ),
+        trial_ops.save_trial(
+            self.db,
+            trial.id,
+            total_batches=trial.sequencer.batches_trained,
+            checkpoint_uuid=trial.latest_checkpoint_uuid,
+            checkpoint_batches=trial.latest_checkpoint_batches,
+            checkpoint_step=trial.latest_checkpoint_step,
+            sequencer_json=json.dumps(trial.sequencer.to_dict()),
+            best_validation=trial.best_validation,
+            waiting_on=trial.waiting_on,
         )
 
     def _write_journal(self, exp: ExperimentRuntime) -> None:
@@ -136,16 +130,11 @@ class UnitOfWork:
         if flush is None:
             return
         if flush.snapshot is not None:
-            self.db.defer(SAVE_SNAPSHOT, (flush.snapshot, flush.seq, exp.id))
+            experiment_ops.save_searcher_snapshot(self.db, exp.id, flush.snapshot, flush.seq)
             if flush.drop_events:
-                self.db.defer(
-                    "DELETE FROM searcher_events WHERE experiment_id = ? AND seq <= ?", (exp.id, flush.seq)
-                )
+                searcher_ops.drop_events_through(self.db, exp.id, flush.seq)
         for seq, event in flush.events:
-            self.db.defer(
-                "INSERT INTO searcher_events (experiment_id, seq, event_json) VALUES (?, ?, ?)",
-                (exp.id, seq, event),
-            )
+            searcher_ops.journal_event(self.db, exp.id, seq, event)
 
 
 def _unwired(trial: TrialRuntime) -> None:

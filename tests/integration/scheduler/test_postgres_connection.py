@@ -8,8 +8,7 @@ import threading
 import psycopg
 import pytest
 
-from pedl_scheduler.db import Database, DatabaseUnavailable, open_database
-from pedl_scheduler.storage import migrate
+from pedl_scheduler.storage import DatabaseUnavailable, Storage, migrate, open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from support import stored
 from support.postgres import PASSWORD, postgres_server, stop_server
@@ -17,8 +16,7 @@ from support.postgres import PASSWORD, postgres_server, stop_server
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-
-def add_experiment(db: Database) -> int:
+def add_experiment(db: Storage) -> int:
     return experiment_ops.create_experiment(
         db,
         config_yaml="",
@@ -44,13 +42,13 @@ def drop_connections(url: str) -> None:
 def test_schedulers_migrating_one_empty_database_at_once_do_not_collide(postgres_url: str) -> None:
     count = 4
     barrier = threading.Barrier(count)
-    opened: list[Database] = []
+    opened: list[Storage] = []
     errors: list[BaseException] = []
 
     def open_one() -> None:
         barrier.wait()
         try:
-            opened.append(open_database(postgres_url))
+            opened.append(open_storage(postgres_url))
         except BaseException as e:  # reported below, in the test's thread
             errors.append(e)
 
@@ -68,7 +66,7 @@ def test_schedulers_migrating_one_empty_database_at_once_do_not_collide(postgres
 
 
 def test_a_dropped_connection_raises_then_reconnects(postgres_url: str) -> None:
-    db = open_database(postgres_url)
+    db = open_storage(postgres_url)
     add_experiment(db)
     drop_connections(postgres_url)
     with pytest.raises(DatabaseUnavailable, match="lost the connection"):
@@ -79,7 +77,7 @@ def test_a_dropped_connection_raises_then_reconnects(postgres_url: str) -> None:
 
 
 def test_a_connection_lost_mid_transaction_rolls_it_back(postgres_url: str) -> None:
-    db = open_database(postgres_url)
+    db = open_storage(postgres_url)
     with pytest.raises(DatabaseUnavailable), db.transaction():
         add_experiment(db)
         drop_connections(postgres_url)
@@ -90,7 +88,7 @@ def test_a_connection_lost_mid_transaction_rolls_it_back(postgres_url: str) -> N
 
 def test_a_stopped_server_is_reported_not_waited_on() -> None:
     with postgres_server() as server:
-        db = open_database(server.url())
+        db = open_storage(server.url())
         stop_server(server.process)  # fast shutdown: ends the scheduler's session
         with pytest.raises(DatabaseUnavailable) as lost:
             stored.rows(db, "SELECT id FROM experiments")
@@ -105,5 +103,5 @@ def test_an_unreachable_server_fails_at_open_without_showing_the_password() -> N
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connections are refused
         with pytest.raises(DatabaseUnavailable, match="cannot connect") as e:
-            open_database(f"postgresql://pedl:{PASSWORD}@127.0.0.1:{port}/pedl")
+            open_storage(f"postgresql://pedl:{PASSWORD}@127.0.0.1:{port}/pedl")
     assert PASSWORD not in str(e.value) and ":***@" in str(e.value)

@@ -16,8 +16,8 @@ from pedl._metrics import to_struct
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage import open_storage
 from support import processes, stored
 from support.models import tiny_config
 
@@ -52,7 +52,7 @@ def answer_workloads(manager: ExperimentManager, agent: AgentHandle) -> list[Kin
 
 def test_an_experiment_runs_to_completion_on_postgres(postgres_url: str) -> None:
     async def scenario() -> None:
-        db = open_database(postgres_url)
+        db = open_storage(postgres_url)
         cluster = Cluster()
         agent = cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
         manager = ExperimentManager(db, cluster, "127.0.0.1:1")
@@ -83,7 +83,7 @@ def test_an_experiment_runs_to_completion_on_postgres(postgres_url: str) -> None
         db.close()
 
         # A restarted scheduler finds nothing left to run.
-        restarted = ExperimentManager(open_database(postgres_url), Cluster(), "127.0.0.1:1")
+        restarted = ExperimentManager(open_storage(postgres_url), Cluster(), "127.0.0.1:1")
         restarted.recover()
         assert restarted.experiments == {} and restarted.trials == {}
         restarted.db.close()

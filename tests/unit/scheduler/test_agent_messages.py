@@ -17,8 +17,8 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import searcher_journal
 from pedl_scheduler.agent_link import BATCH_MAX_MESSAGES, Inbox, _take_batch
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage import open_storage
 from support import stored
 
 RANDOM = """
@@ -47,7 +47,7 @@ class Scenario:
                 accepts_handoffs=handoffs,
             )
         )
-        self.manager = ExperimentManager(open_database(str(path)), self.cluster, "127.0.0.1:1")
+        self.manager = ExperimentManager(open_storage(str(path)), self.cluster, "127.0.0.1:1")
 
     def sent(self) -> list[agent_pb2.ConnectResponse]:
         out = []
@@ -412,7 +412,7 @@ def test_a_restarted_scheduler_rebuilds_a_journaled_searcher_exactly(tmp_path, m
             s.manager.on_agent_messages(s.answers(s.workloads(s.sent()), error=0.3))
         assert s.rows("SELECT COUNT(*) AS n FROM searcher_events")[0]["n"] > 0
         live = s.manager.experiments[exp_id].searcher.snapshot()
-        again = ExperimentManager(open_database(str(s.path)), Cluster(), "127.0.0.1:1")
+        again = ExperimentManager(open_storage(str(s.path)), Cluster(), "127.0.0.1:1")
         again.recover()
         assert again.experiments[exp_id].searcher.snapshot() == live
         assert again.experiments[exp_id].journal.seq == s.manager.experiments[exp_id].journal.seq

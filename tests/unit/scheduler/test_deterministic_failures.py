@@ -8,10 +8,11 @@ from pathlib import Path
 
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
-from support import stored
+from pedl_scheduler.storage import open_storage
+from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 
 CONFIG = """
 hyperparameters: {x: {type: double, minval: 0, maxval: 1}}
@@ -60,7 +61,7 @@ def fail_runs(tmp_path: Path, failures: list[agent_pb2.FailureSignature | None])
     async def scenario() -> None:
         cluster = Cluster()
         agent = cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
-        manager = ExperimentManager(open_database(str(tmp_path / "pedl.db")), cluster, "127.0.0.1:1")
+        manager = ExperimentManager(open_storage(str(tmp_path / "pedl.db")), cluster, "127.0.0.1:1")
         manager.create_experiment(CONFIG, b"m", "m")
         for failure in failures:
             manager.tick(0)
@@ -68,11 +69,9 @@ def fail_runs(tmp_path: Path, failures: list[agent_pb2.FailureSignature | None])
             manager.on_agent_messages(exited(agent, trial.id, trial.run_id, failure))
             if not manager.trials:
                 break
-        (row,) = stored.rows(manager.db, "SELECT id, state, restarts, error FROM trials")
+        (row,) = trial_ops.trials_of(manager.db, 1)
         result.update(row)
-        result["logs"] = [
-            r["message"] for r in stored.rows(manager.db, "SELECT message FROM trial_logs ORDER BY id")
-        ]
+        result["logs"] = [r["message"] for r in result_ops.logs_after(manager.db, row["id"], 0)]
         manager.db.close()
 
     asyncio.run(scenario())

@@ -11,8 +11,8 @@ from pedl._metrics import to_struct
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 
@@ -70,7 +70,7 @@ def start(db_path: str) -> tuple[ExperimentManager, ScriptedAgent]:
     agent = cluster.connect(
         agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0"), common_pb2.Slot(id="1")])
     )
-    manager = ExperimentManager(open_database(db_path), cluster, "127.0.0.1:1")
+    manager = ExperimentManager(open_storage(db_path), cluster, "127.0.0.1:1")
     return manager, ScriptedAgent(manager, agent)
 
 

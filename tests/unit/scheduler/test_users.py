@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pedl_scheduler.db import open_database
+from pedl_scheduler.storage import open_storage
 from pedl_scheduler.users import (
     Session,
     UserError,
@@ -33,7 +33,7 @@ def test_passwords_are_salted_scrypt_hashes() -> None:
 
 
 def test_login_session_expiry_and_logout(database_url: str) -> None:
-    db = open_database(database_url)
+    db = open_storage(database_url)
     clock = Clock()
     users = Users(db, session_ttl_seconds=60, clock=clock)
     users.create("alice", "alicepassword")
@@ -54,7 +54,7 @@ def test_login_session_expiry_and_logout(database_url: str) -> None:
 
 
 def test_bad_users_are_refused(database_url: str) -> None:
-    db = open_database(database_url)
+    db = open_storage(database_url)
     users = Users(db, session_ttl_seconds=60)
     with pytest.raises(UserError, match="invalid username"):
         users.create("bad name", "longenough")
@@ -74,7 +74,7 @@ def test_the_scheduler_will_not_start_without_a_cluster_secret(monkeypatch, tmp_
     from pedl_scheduler.main import parse_args
 
     monkeypatch.delenv("PEDL_CLUSTER_SECRET", raising=False)
-    db = open_database(str(tmp_path / "pedl.db"))
+    db = open_storage(str(tmp_path / "pedl.db"))
     with pytest.raises(AuthConfigError, match="no cluster secret is configured"):
         security.setup(parse_args(["--db", str(tmp_path / "pedl.db")]), db)
     with pytest.raises(AuthConfigError, match="--tls-cert and --tls-key go together"):
