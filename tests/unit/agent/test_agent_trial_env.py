@@ -42,13 +42,14 @@ def test_per_device_lists_pick_the_cpu_one_on_cpu_slots(tmp_path: Path) -> None:
     assert trial_run(tmp_path, 1, config)._environment(0)["WHERE"] == "cpu"
 
 
-def test_the_agents_own_environment_is_kept_and_overridden_by_the_config(
+def test_the_agents_allow_listed_environment_is_kept_and_overridden_by_the_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FROM_AGENT", "1")
-    monkeypatch.setenv("FOO", "agent")
-    env = trial_run(tmp_path, 1, {"environment": {"environment_variables": ["FOO=config"]}})._environment(0)
-    assert env["FROM_AGENT"] == "1" and env["FOO"] == "config"
+    monkeypatch.setenv("LANG", "C.UTF-8")  # allow-listed: reaches the trial
+    monkeypatch.setenv("FROM_AGENT", "1")  # not allow-listed: the agent's own
+    monkeypatch.setenv("TZ", "agent")
+    env = trial_run(tmp_path, 1, {"environment": {"environment_variables": ["TZ=config"]}})._environment(0)
+    assert env["LANG"] == "C.UTF-8" and env["TZ"] == "config" and "FROM_AGENT" not in env
 
 
 def test_no_variables_without_the_field(tmp_path: Path) -> None:
