@@ -37,6 +37,8 @@ from pedl_scheduler.agent_link import Batch, Inbox
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from postgres import postgres_server  # noqa: E402
@@ -140,8 +142,8 @@ async def ingest(url: str, results: int, trials: int) -> Run:
                 manager.tick(time.monotonic())
             await asyncio.sleep(0)  # the inbox handles what arrived, as the event loop would
         run.wall_s = time.perf_counter() - start
-        state = db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))["state"]
-        stored = db.query_one("SELECT COUNT(*) AS n FROM steps")["n"]
+        state = experiment_ops.experiment_state(db, exp_id)
+        stored = result_ops.step_count(db)
         expected = results // trials * trials
         if state != "COMPLETED" or stored != expected:
             raise RuntimeError(f"experiment {state}, {stored} of {expected} steps stored")

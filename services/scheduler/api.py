@@ -13,6 +13,9 @@ from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
@@ -43,21 +46,14 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
 
     async def ListExperiments(self, request, context):  # noqa: N802
-        rows = self.db.query(
-            "SELECT e.*, (SELECT COUNT(*) FROM trials t WHERE t.experiment_id = e.id) AS num_trials "
-            "FROM experiments e ORDER BY e.id"
-        )
+        rows = experiment_ops.experiments_with_trial_counts(self.db)
         return scheduler_pb2.ListExperimentsResponse(
             experiments=[convert.experiment(r, r["num_trials"]) for r in rows]
         )
 
     async def GetExperiment(self, request, context):  # noqa: N802
         exp = await self._experiment_or_abort(request.experiment_id, context)
-        rows = self.db.query(
-            "SELECT t.*, (SELECT COUNT(*) FROM steps s WHERE s.trial_id = t.id) AS num_steps "
-            "FROM trials t WHERE t.experiment_id = ? ORDER BY t.id",
-            (request.experiment_id,),
-        )
+        rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
         trials = [convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
 
@@ -74,9 +70,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def _lifecycle(self, action, exp_id: int, context) -> None:
-        row = self.db.query_one("SELECT owner FROM experiments WHERE id = ?", (exp_id,))
-        if row is not None and not current_principal().may_manage(row["owner"]):
-            owner = f"user {row['owner']!r}" if row["owner"] else "no user"
+        stored_owner = experiment_ops.experiment_owner(self.db, exp_id)
+        if stored_owner is not None and not current_principal().may_manage(stored_owner):
+            owner = f"user {stored_owner!r}" if stored_owner else "no user"
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"experiment {exp_id} belongs to {owner}: only its owner or an admin may change it",
@@ -89,28 +85,21 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
 
     async def GetModelDefinition(self, request, context):  # noqa: N802
-        row = self.db.query_one(
-            "SELECT model_definition, model_definition_name FROM experiments WHERE id = ?",
-            (request.experiment_id,),
-        )
+        row = experiment_ops.model_definition(self.db, request.experiment_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {request.experiment_id} not found")
         return scheduler_pb2.GetModelDefinitionResponse(
-            model_definition=bytes(row["model_definition"]),
+            model_definition=row["model_definition"],
             model_definition_name=row["model_definition_name"],
         )
 
     async def GetTrial(self, request, context):  # noqa: N802
-        row = self.db.query_one("SELECT * FROM trials WHERE id = ?", (request.trial_id,))
+        row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
-        steps = self.db.query("SELECT * FROM steps WHERE trial_id = ? ORDER BY total_batches", (row["id"],))
-        vals = self.db.query(
-            "SELECT * FROM validations WHERE trial_id = ? ORDER BY total_batches", (row["id"],)
-        )
-        ckpts = self.db.query(
-            "SELECT * FROM checkpoints WHERE trial_id = ? ORDER BY total_batches", (row["id"],)
-        )
+        steps = result_ops.steps_of(self.db, row["id"])
+        vals = result_ops.validations_of(self.db, row["id"])
+        ckpts = result_ops.checkpoints_of(self.db, row["id"])
         return scheduler_pb2.GetTrialResponse(
             trial=convert.trial(row, self.manager.trial_agent(row["id"]), len(steps)),
             steps=[convert.step(s) for s in steps],
@@ -119,21 +108,18 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     async def GetTrialLogs(self, request, context) -> AsyncIterator[scheduler_pb2.GetTrialLogsResponse]:  # noqa: N802
-        if self.db.query_one("SELECT id FROM trials WHERE id = ?", (request.trial_id,)) is None:
+        if not trial_ops.trial_exists(self.db, request.trial_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         after = request.after_id
         while True:
-            rows = self.db.query(
-                "SELECT * FROM trial_logs WHERE trial_id = ? AND id > ? ORDER BY id LIMIT 1000",
-                (request.trial_id, after),
-            )
+            rows = result_ops.logs_after(self.db, request.trial_id, after)
             if rows:
                 after = rows[-1]["id"]
                 yield scheduler_pb2.GetTrialLogsResponse(lines=[convert.log_line(r) for r in rows])
                 continue
             if not request.follow:
                 return
-            state = self.db.query_one("SELECT state FROM trials WHERE id = ?", (request.trial_id,))["state"]
+            state = trial_ops.trial_state(self.db, request.trial_id)
             if state in TERMINAL:
                 return
             async with self.manager.changed:
@@ -153,12 +139,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def _experiment(self, exp_id: int) -> scheduler_pb2.Experiment:
-        row = self.db.query_one("SELECT * FROM experiments WHERE id = ?", (exp_id,))
+        row = experiment_ops.experiment(self.db, exp_id)
         assert row is not None
-        count = self.db.query_one("SELECT COUNT(*) AS n FROM trials WHERE experiment_id = ?", (exp_id,))["n"]
-        return convert.experiment(row, count)
+        return convert.experiment(row, experiment_ops.trial_count(self.db, exp_id))
 
     async def _experiment_or_abort(self, exp_id: int, context) -> scheduler_pb2.Experiment:
-        if self.db.query_one("SELECT id FROM experiments WHERE id = ?", (exp_id,)) is None:
+        if experiment_ops.experiment_state(self.db, exp_id) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         return self._experiment(exp_id)

@@ -24,6 +24,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessColl
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
+
 log = structlog.get_logger(component="metrics")
 
 TRIAL_STATES = ("ACTIVE", "PAUSED", "COMPLETED", "ERROR", "CANCELED")
@@ -73,13 +76,12 @@ class Snapshot:
 def take_snapshot(manager: Any) -> Snapshot:
     """Reads the manager's state; must run on the thread that owns it (the event loop)."""
     snap = Snapshot()
-    for table, into, states in (
-        ("trials", snap.trials, TRIAL_STATES),
-        ("experiments", snap.experiments, EXPERIMENT_STATES),
+    for counts, into, states in (
+        (trial_ops.trial_state_counts(manager.db), snap.trials, TRIAL_STATES),
+        (experiment_ops.experiment_state_counts(manager.db), snap.experiments, EXPERIMENT_STATES),
     ):
         into.update(dict.fromkeys(states, 0))
-        for row in manager.db.query(f"SELECT state, COUNT(*) AS n FROM {table} GROUP BY state"):
-            into[row["state"]] = int(row["n"])
+        into.update(counts)
     snap.trials_queued = len(manager._cluster_state().queued)
     snap.trials_running = sum(1 for t in manager.trials.values() if t.running)
     agents, total, used = Tally(), Tally(), Tally()

@@ -14,7 +14,7 @@ from pedl import auth
 from pedl._server_auth import AuthInterceptor
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler.auth_service import LOGIN, AuthServicer, SchedulerAuthenticator
-from pedl_scheduler.db import Database
+from pedl_scheduler.storage import Storage
 from pedl_scheduler.users import UserError, Users
 
 BOOTSTRAP_ADMIN = "admin"
@@ -66,7 +66,7 @@ def server_tls(cert: str, key: str) -> tuple[bytes, bytes] | None:
     return auth.read_pem(cert, "TLS certificate"), auth.read_pem(key, "TLS private key")
 
 
-def setup(args: argparse.Namespace, db: Database) -> Security:
+def setup(args: argparse.Namespace, db: Storage) -> Security:
     """Reads secrets and certificates (raising AuthConfigError on bad ones) and builds the pieces."""
     secret = auth.cluster_secret(args.cluster_secret_file)
     if not args.no_auth and secret is None:

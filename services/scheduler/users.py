@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pedl._timeutil import utc_now
-from pedl_scheduler.db import Database
+from pedl_scheduler.storage import Storage
+from pedl_scheduler.storage.ops import users as user_ops
 
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD_CHARS = 8
@@ -81,7 +82,7 @@ _DUMMY_HASH = hash_password(secrets.token_hex(8))
 
 
 class Users:
-    def __init__(self, db: Database, session_ttl_seconds: float, clock=time.time) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, db: Storage, session_ttl_seconds: float, clock=time.time) -> None:  # type: ignore[no-untyped-def]
         self.db = db
         self.session_ttl = session_ttl_seconds
         self.clock = clock
@@ -90,11 +91,11 @@ class Users:
         return User(row["id"], row["username"], bool(row["admin"]), row["created_at"])
 
     def get(self, username: str) -> User | None:
-        row = self.db.query_one("SELECT * FROM users WHERE username = ?", (username,))
+        row = user_ops.user_by_name(self.db, username)
         return self._user(row) if row else None
 
     def list(self) -> list[User]:
-        return [self._user(r) for r in self.db.query("SELECT * FROM users ORDER BY username")]
+        return [self._user(r) for r in user_ops.all_users(self.db)]
 
     def create(self, username: str, password: str, admin: bool = False) -> User:
         if not USERNAME.match(username):
@@ -107,10 +108,7 @@ class Users:
         with self.db.transaction():
             if self.get(username) is not None:
                 raise UserExists(f"user {username!r} already exists")
-            self.db.execute(
-                "INSERT INTO users (username, password_hash, admin, created_at) VALUES (?, ?, ?, ?)",
-                (username, hash_password(password), int(admin), utc_now()),
-            )
+            user_ops.create_user(self.db, username, hash_password(password), admin, utc_now())
         user = self.get(username)
         assert user is not None
         return user
@@ -124,7 +122,7 @@ class Users:
 
     def login(self, username: str, password: str) -> tuple[str, Session] | None:
         """A new session token for good credentials; None otherwise."""
-        row = self.db.query_one("SELECT * FROM users WHERE username = ?", (username,))
+        row = user_ops.user_by_name(self.db, username)
         if row is None:
             check_password(password, _DUMMY_HASH)
             return None
@@ -133,21 +131,12 @@ class Users:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = self.clock()
         expires = now + self.session_ttl
-        with self.db.transaction():
-            self.db.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
-            self.db.execute(
-                "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                (hash_token(token), row["id"], utc_now(), expires),
-            )
+        user_ops.start_session(self.db, hash_token(token), row["id"], utc_now(), expires, now)
         return token, Session(self._user(row), expires)
 
     def session(self, token: str) -> Session | str:
         """The live session of `token`, or why there is none."""
-        row = self.db.query_one(
-            "SELECT u.*, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id "
-            "WHERE s.token_hash = ?",
-            (hash_token(token),),
-        )
+        row = user_ops.session_user(self.db, hash_token(token))
         if row is None:
             return "the token is not valid (logged out, or from another cluster)"
         if row["expires_at"] <= self.clock():
@@ -155,4 +144,4 @@ class Users:
         return Session(self._user(row), float(row["expires_at"]))
 
     def logout(self, token: str) -> None:
-        self.db.execute("DELETE FROM sessions WHERE token_hash = ?", (hash_token(token),))
+        user_ops.end_session(self.db, hash_token(token))

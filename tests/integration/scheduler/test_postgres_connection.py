@@ -9,15 +9,26 @@ import psycopg
 import pytest
 
 from pedl_scheduler.db import Database, DatabaseUnavailable, open_database
-from pedl_scheduler.db.schema import MIGRATIONS
+from pedl_scheduler.storage import migrate
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from support import stored
 from support.postgres import PASSWORD, postgres_server, stop_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-EXPERIMENT = (
-    "INSERT INTO experiments (state, config_yaml, config_json, model_definition, "
-    "model_definition_name, seed, created_at) VALUES ('ACTIVE', '', '{}', ?, 'm', 1, 'now')"
-)
+
+
+def add_experiment(db: Database) -> int:
+    return experiment_ops.create_experiment(
+        db,
+        config_yaml="",
+        config_json="{}",
+        model_definition=b"m",
+        model_definition_name="m",
+        seed=1,
+        created_at="now",
+        owner="",
+    )
 
 
 def drop_connections(url: str) -> None:
@@ -49,30 +60,31 @@ def test_schedulers_migrating_one_empty_database_at_once_do_not_collide(postgres
     for t in threads:
         t.join()
     assert errors == []
-    versions = opened[0].query("SELECT version FROM schema_version ORDER BY version")
-    assert versions == [{"version": v} for v in range(1, len(MIGRATIONS) + 1)]
+    assert stored.rows(opened[0], "SELECT version_num FROM alembic_version") == [
+        {"version_num": migrate.head()}
+    ]
     for db in opened:
         db.close()
 
 
 def test_a_dropped_connection_raises_then_reconnects(postgres_url: str) -> None:
     db = open_database(postgres_url)
-    db.execute(EXPERIMENT, (b"a",))
+    add_experiment(db)
     drop_connections(postgres_url)
     with pytest.raises(DatabaseUnavailable, match="lost the connection"):
-        db.query("SELECT id FROM experiments")
-    assert len(db.query("SELECT id FROM experiments")) == 1  # the next call reconnected
-    assert db.execute(EXPERIMENT, (b"b",)) > 0
+        stored.rows(db, "SELECT id FROM experiments")
+    assert len(stored.rows(db, "SELECT id FROM experiments")) == 1  # the next call reconnected
+    assert add_experiment(db) > 0
     db.close()
 
 
 def test_a_connection_lost_mid_transaction_rolls_it_back(postgres_url: str) -> None:
     db = open_database(postgres_url)
     with pytest.raises(DatabaseUnavailable), db.transaction():
-        db.execute(EXPERIMENT, (b"a",))
+        add_experiment(db)
         drop_connections(postgres_url)
-        db.execute(EXPERIMENT, (b"b",))
-    assert db.query("SELECT id FROM experiments") == []
+        add_experiment(db)
+    assert stored.rows(db, "SELECT id FROM experiments") == []
     db.close()
 
 
@@ -81,9 +93,9 @@ def test_a_stopped_server_is_reported_not_waited_on() -> None:
         db = open_database(server.url())
         stop_server(server.process)  # fast shutdown: ends the scheduler's session
         with pytest.raises(DatabaseUnavailable) as lost:
-            db.query("SELECT id FROM experiments")
+            stored.rows(db, "SELECT id FROM experiments")
         with pytest.raises(DatabaseUnavailable, match="cannot connect") as again:
-            db.query("SELECT id FROM experiments")
+            stored.rows(db, "SELECT id FROM experiments")
         assert PASSWORD not in str(lost.value) + str(again.value)
         db.close()
 

@@ -18,7 +18,7 @@ from pedl.v1 import agent_pb2, common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
-from support import processes
+from support import processes, stored
 from support.models import tiny_config
 
 pytestmark = pytest.mark.integration
@@ -57,8 +57,8 @@ def test_an_experiment_runs_to_completion_on_postgres(postgres_url: str) -> None
         agent = cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
         manager = ExperimentManager(db, cluster, "127.0.0.1:1")
         exp_id = manager.create_experiment(tiny_config(max_batches=40), MODEL, "model")
-        assert db.query("SELECT id, state FROM experiments") == [{"id": exp_id, "state": "ACTIVE"}]
-        (trial,) = db.query("SELECT * FROM trials WHERE experiment_id = ?", (exp_id,))
+        assert stored.rows(db, "SELECT id, state FROM experiments") == [{"id": exp_id, "state": "ACTIVE"}]
+        (trial,) = stored.rows(db, "SELECT * FROM trials WHERE experiment_id = :e", e=exp_id)
         assert trial["state"] == "ACTIVE" and trial["request_id"]
 
         manager.schedule()
@@ -66,20 +66,20 @@ def test_an_experiment_runs_to_completion_on_postgres(postgres_url: str) -> None
         await asyncio.sleep(0)
         assert kinds.count(Kind.RUN_STEP) == 4 and kinds[-1] is Kind.TERMINATE
 
-        experiment = db.query_one("SELECT state, model_definition FROM experiments WHERE id = ?", (exp_id,))
+        experiment = stored.row(db, "SELECT state, model_definition FROM experiments WHERE id = :e", e=exp_id)
         assert experiment["state"] == "COMPLETED" and bytes(experiment["model_definition"]) == MODEL
-        trial = db.query_one("SELECT * FROM trials WHERE id = ?", (trial["id"],))
+        trial = stored.row(db, "SELECT * FROM trials WHERE id = :t", t=trial["id"])
         assert (trial["state"], trial["total_batches"], trial["best_validation"]) == ("COMPLETED", 40, 0.25)
         assert trial["start_time"] and trial["end_time"] and trial["latest_checkpoint_uuid"]
-        steps = db.query("SELECT step_id, total_batches FROM steps ORDER BY total_batches")
+        steps = stored.rows(db, "SELECT step_id, total_batches FROM steps ORDER BY total_batches")
         assert steps == [{"step_id": i, "total_batches": 10 * i} for i in range(1, 5)]
-        assert db.query_one("SELECT COUNT(*) AS n FROM validations")["n"] >= 1
-        assert db.query_one("SELECT COUNT(*) AS n FROM checkpoints")["n"] == 1
-        assert db.query_one("SELECT COUNT(*) AS n FROM trial_logs")["n"] >= 1
+        assert stored.row(db, "SELECT COUNT(*) AS n FROM validations")["n"] >= 1
+        assert stored.row(db, "SELECT COUNT(*) AS n FROM checkpoints")["n"] == 1
+        assert stored.row(db, "SELECT COUNT(*) AS n FROM trial_logs")["n"] >= 1
 
         killed = manager.create_experiment(tiny_config(), MODEL, "model")
         manager.kill_experiment(killed)
-        assert db.query_one("SELECT state FROM experiments WHERE id = ?", (killed,))["state"] == "CANCELED"
+        assert stored.row(db, "SELECT state FROM experiments WHERE id = :e", e=killed)["state"] == "CANCELED"
         db.close()
 
         # A restarted scheduler finds nothing left to run.

@@ -19,6 +19,7 @@ from pedl_scheduler.agent_link import BATCH_MAX_MESSAGES, Inbox, _take_batch
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from support import stored
 
 RANDOM = """
 hyperparameters: {{x: {{type: double, minval: 0, maxval: 1}}}}
@@ -47,15 +48,6 @@ class Scenario:
             )
         )
         self.manager = ExperimentManager(open_database(str(path)), self.cluster, "127.0.0.1:1")
-        self.commits = 0
-        driver = self.manager.db._driver
-        commit = driver.commit
-
-        def counting_commit(*args, **kwargs) -> None:
-            commit(*args, **kwargs)
-            self.commits += 1
-
-        driver.commit = counting_commit  # type: ignore[method-assign]
 
     def sent(self) -> list[agent_pb2.ConnectResponse]:
         out = []
@@ -88,8 +80,12 @@ class Scenario:
             out.append((self.agent, agent_pb2.ConnectRequest(workload_completed=completed)))
         return out
 
-    def rows(self, sql: str, params: tuple = ()) -> list[dict]:
-        return self.manager.db.query(sql, params)
+    @property
+    def commits(self) -> int:
+        return self.manager.db.commits
+
+    def rows(self, sql: str, **params: object) -> list[dict]:
+        return stored.rows(self.manager.db, sql, **params)
 
 
 def kinds(workloads: list[common_pb2.Workload]) -> list[tuple[str, int]]:
@@ -126,7 +122,7 @@ def test_results_that_arrive_together_are_one_transaction_and_survive_a_schedule
         s.manager.on_agent_messages(s.answers(steps))
         assert s.commits == before + 1  # four trials' results, one commit
         assert kinds(s.workloads(s.sent())) == [("RUN_STEP", 20)] * 4
-        s.manager.db._driver._conn.close()  # the scheduler dies (kill -9): nothing else is written
+        s.manager.db.close()  # the scheduler dies (kill -9): nothing else is written
 
         restarted = Scenario(tmp_path / "pedl.db", slots=4)
         restarted.manager.recover()
@@ -144,16 +140,15 @@ def test_nothing_a_batch_decided_is_sent_when_its_commit_fails(scenario: Scenari
         s.manager.create_experiment(config(length=30), b"model", "model")
         s.manager.tick(0)
         steps = s.workloads(s.sent())
-        driver = s.manager.db._driver
-        commit = driver.commit
+        db = s.manager.db
 
         def failing_commit(*args, **kwargs) -> None:
             raise sqlite3.OperationalError("disk I/O error")
 
-        driver.commit = failing_commit
+        db._commit = failing_commit  # type: ignore[method-assign]
         with pytest.raises(sqlite3.OperationalError):
             s.manager.on_agent_messages(s.answers(steps))
-        driver.commit = commit
+        del db._commit
         assert s.sent() == []  # the next step was decided, but never left
         assert s.rows("SELECT * FROM steps") == []
 
@@ -178,7 +173,7 @@ def test_a_trial_closed_up_front_gets_its_last_step_validation_checkpoint_and_te
         assert sends == [[("RUN_STEP", 10)], last_step_to_exit(20)]
         (trial,) = s.rows("SELECT state, best_validation FROM trials")
         assert trial == {"state": "COMPLETED", "best_validation": 0.125}
-        assert s.rows("SELECT state FROM experiments WHERE id = ?", (exp_id,)) == [{"state": "COMPLETED"}]
+        assert s.rows("SELECT state FROM experiments WHERE id = :id", id=exp_id) == [{"state": "COMPLETED"}]
 
     run(body)
 

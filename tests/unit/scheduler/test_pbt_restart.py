@@ -13,6 +13,8 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.db import open_database
 from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
 
 CONFIG = """
 entrypoint: model_def:TinyTrial
@@ -95,16 +97,11 @@ def test_a_waiting_child_copies_its_parents_round_end_checkpoint_after_a_restart
             await asyncio.sleep(0)
             if not agent.answer_one() and exp_id not in manager.experiments:
                 break
-        state = manager.db.query_one("SELECT state FROM experiments WHERE id = ?", (exp_id,))["state"]
+        state = experiment_ops.experiment_state(manager.db, exp_id)
         assert state == "COMPLETED"
-        logs = "\n".join(
-            r["message"]
-            for r in manager.db.query("SELECT message FROM trial_logs WHERE trial_id = ?", (child.id,))
-        )
+        logs = "\n".join(r["message"] for r in result_ops.logs_after(manager.db, child.id, 0, limit=10**6))
         assert f"continues from trial {parent_id}'s checkpoint" in logs and "(batch 20)" in logs, logs
-        steps = manager.db.query(
-            "SELECT total_batches FROM steps WHERE trial_id = ? ORDER BY total_batches", (child.id,)
-        )
+        steps = result_ops.steps_of(manager.db, child.id)
         assert [s["total_batches"] for s in steps] == [30, 40]
         manager.db.close()
 

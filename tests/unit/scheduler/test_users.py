@@ -14,6 +14,7 @@ from pedl_scheduler.users import (
     hash_password,
     hash_token,
 )
+from support import stored
 
 
 class Clock:
@@ -40,8 +41,8 @@ def test_login_session_expiry_and_logout(database_url: str) -> None:
     assert users.login("nobody", "alicepassword") is None
     token, session = users.login("alice", "alicepassword")  # type: ignore[misc]
     assert session.user.username == "alice" and not session.user.admin
-    stored = db.query("SELECT token_hash FROM sessions")
-    assert stored == [{"token_hash": hash_token(token)}]  # never the token itself
+    hashes = stored.rows(db, "SELECT token_hash FROM sessions")
+    assert hashes == [{"token_hash": hash_token(token)}]  # never the token itself
     assert isinstance(users.session(token), Session)
     assert users.session(token + "x") == "the token is not valid (logged out, or from another cluster)"
     clock.now += 61

@@ -1,0 +1,128 @@
+"""Experiments: their rows, states, model definitions and searcher snapshots."""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, func, insert, select, update
+
+from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.tables import experiments, trials
+
+_CREATE = insert(experiments).returning(experiments.c.id)
+_BY_ID = select(experiments).where(experiments.c.id == bindparam("exp_id"))
+_LIVE = select(experiments).where(experiments.c.state.in_(("ACTIVE", "PAUSED"))).order_by(experiments.c.id)
+_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("exp_id"))
+_OWNER = select(experiments.c.owner).where(experiments.c.id == bindparam("exp_id"))
+_MODEL = select(experiments.c.model_definition, experiments.c.model_definition_name).where(
+    experiments.c.id == bindparam("exp_id")
+)
+_MODEL_NAME = select(experiments.c.model_definition_name).where(experiments.c.id == bindparam("exp_id"))
+_TRIAL_COUNT = select(func.count()).select_from(trials).where(trials.c.experiment_id == bindparam("exp_id"))
+_WITH_TRIAL_COUNTS = select(
+    experiments,
+    select(func.count())
+    .select_from(trials)
+    .where(trials.c.experiment_id == experiments.c.id)
+    .scalar_subquery()
+    .label("num_trials"),
+).order_by(experiments.c.id)
+_STATE_COUNTS = select(experiments.c.state, func.count().label("n")).group_by(experiments.c.state)
+_SET_STATE = (
+    update(experiments).where(experiments.c.id == bindparam("exp_id")).values(state=bindparam("new_state"))
+)
+_END = (
+    update(experiments)
+    .where(experiments.c.id == bindparam("exp_id"))
+    .values(state=bindparam("new_state"), error=bindparam("new_error"), ended_at=bindparam("now"))
+)
+_SAVE_SNAPSHOT = (
+    update(experiments)
+    .where(experiments.c.id == bindparam("exp_id"))
+    .values(searcher_snapshot=bindparam("snapshot"), searcher_seq=bindparam("seq"))
+)
+
+
+def create_experiment(
+    s: Storage,
+    *,
+    config_yaml: str,
+    config_json: str,
+    model_definition: bytes,
+    model_definition_name: str,
+    seed: int,
+    created_at: str,
+    owner: str,
+    state: str = "ACTIVE",
+) -> int:
+    """Stores a new experiment; returns its id."""
+    return int(
+        s.scalar(
+            _CREATE,
+            {
+                "state": state,
+                "config_yaml": config_yaml,
+                "config_json": config_json,
+                "model_definition": model_definition,
+                "model_definition_name": model_definition_name,
+                "seed": seed,
+                "created_at": created_at,
+                "owner": owner,
+            },
+        )
+    )
+
+
+def experiment(s: Storage, exp_id: int) -> Row | None:
+    return s.row(_BY_ID, {"exp_id": exp_id})
+
+
+def live_experiments(s: Storage) -> list[Row]:
+    """Experiments a restarted scheduler takes up again (ACTIVE or PAUSED)."""
+    return s.rows(_LIVE)
+
+
+def experiment_state(s: Storage, exp_id: int) -> str | None:
+    return s.scalar(_STATE, {"exp_id": exp_id})
+
+
+def experiment_owner(s: Storage, exp_id: int) -> str | None:
+    """The owner's username ('' for none); None when there is no such experiment."""
+    return s.scalar(_OWNER, {"exp_id": exp_id})
+
+
+def model_definition(s: Storage, exp_id: int) -> Row | None:
+    """`model_definition` (bytes) and `model_definition_name`, or None."""
+    row = s.row(_MODEL, {"exp_id": exp_id})
+    if row is not None:
+        row["model_definition"] = bytes(row["model_definition"])
+    return row
+
+
+def model_definition_name(s: Storage, exp_id: int) -> str | None:
+    return s.scalar(_MODEL_NAME, {"exp_id": exp_id})
+
+
+def trial_count(s: Storage, exp_id: int) -> int:
+    return int(s.scalar(_TRIAL_COUNT, {"exp_id": exp_id}) or 0)
+
+
+def experiments_with_trial_counts(s: Storage) -> list[Row]:
+    """Every experiment, oldest first, with `num_trials`."""
+    return s.rows(_WITH_TRIAL_COUNTS)
+
+
+def set_experiment_state(s: Storage, exp_id: int, state: str) -> None:
+    s.defer(_SET_STATE, {"exp_id": exp_id, "new_state": state})
+
+
+def end_experiment(s: Storage, exp_id: int, state: str, error: str, now: str) -> None:
+    s.defer(_END, {"exp_id": exp_id, "new_state": state, "new_error": error, "now": now})
+
+
+def save_searcher_snapshot(s: Storage, exp_id: int, snapshot: str, seq: int) -> None:
+    """The searcher's snapshot, covering its events up to `seq`."""
+    s.defer(_SAVE_SNAPSHOT, {"exp_id": exp_id, "snapshot": snapshot, "seq": seq})
+
+
+def experiment_state_counts(s: Storage) -> dict[str, int]:
+    """How many experiments are in each state (states with none left out)."""
+    return {r["state"]: int(r["n"]) for r in s.rows(_STATE_COUNTS)}

@@ -1,0 +1,157 @@
+"""What trials report: steps, validations, checkpoints and log lines."""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, func, insert, select, update
+
+from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.ops._insert import insert_new
+from pedl_scheduler.storage.tables import checkpoints, steps, trial_logs, trials, validations
+
+_STEP = insert_new(steps)
+_VALIDATION = insert_new(validations)
+_CHECKPOINT = insert_new(checkpoints)
+_LOG = insert(trial_logs)
+_STEPS_OF = select(steps).where(steps.c.trial_id == bindparam("trial_id")).order_by(steps.c.total_batches)
+_VALIDATIONS_OF = (
+    select(validations)
+    .where(validations.c.trial_id == bindparam("trial_id"))
+    .order_by(validations.c.total_batches)
+)
+_CHECKPOINTS_OF = (
+    select(checkpoints)
+    .where(checkpoints.c.trial_id == bindparam("trial_id"))
+    .order_by(checkpoints.c.total_batches)
+)
+_LOGS_AFTER = (
+    select(trial_logs)
+    .where(trial_logs.c.trial_id == bindparam("trial_id"), trial_logs.c.id > bindparam("after"))
+    .order_by(trial_logs.c.id)
+    .limit(bindparam("n"))
+)
+_EXPERIMENT_VALIDATIONS = (
+    select(validations.c.trial_id, validations.c.total_batches, validations.c.metrics_json)
+    .select_from(validations.join(trials, trials.c.id == validations.c.trial_id))
+    .where(trials.c.experiment_id == bindparam("exp_id"))
+)
+_EXPERIMENT_CHECKPOINTS = (
+    select(checkpoints.c.uuid, checkpoints.c.trial_id, checkpoints.c.total_batches)
+    .select_from(checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id))
+    .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
+)
+_STEP_COUNT = select(func.count()).select_from(steps)
+_MARK_DELETED = (
+    update(checkpoints).where(checkpoints.c.uuid == bindparam("ckpt_uuid")).values(state="DELETED")
+)
+
+
+def record_step(
+    s: Storage,
+    trial_id: int,
+    step_id: int,
+    total_batches: int,
+    num_batches: int,
+    metrics_json: str,
+    end_time: str,
+) -> None:
+    """A completed step (a repeat of a stored one is dropped: an agent may resend after a reconnect)."""
+    s.defer(
+        _STEP[s.dialect],
+        {
+            "trial_id": trial_id,
+            "step_id": step_id,
+            "total_batches": total_batches,
+            "num_batches": num_batches,
+            "metrics_json": metrics_json,
+            "end_time": end_time,
+        },
+    )
+
+
+def record_validation(
+    s: Storage, trial_id: int, step_id: int, total_batches: int, metrics_json: str, end_time: str
+) -> None:
+    s.defer(
+        _VALIDATION[s.dialect],
+        {
+            "trial_id": trial_id,
+            "step_id": step_id,
+            "total_batches": total_batches,
+            "metrics_json": metrics_json,
+            "end_time": end_time,
+        },
+    )
+
+
+def record_checkpoint(
+    s: Storage,
+    uuid: str,
+    trial_id: int,
+    step_id: int,
+    total_batches: int,
+    checkpoint_json: str,
+    created_at: str,
+) -> None:
+    """A checkpoint the trial has saved (state COMPLETED)."""
+    s.defer(
+        _CHECKPOINT[s.dialect],
+        {
+            "uuid": uuid,
+            "trial_id": trial_id,
+            "step_id": step_id,
+            "total_batches": total_batches,
+            "state": "COMPLETED",
+            "checkpoint_json": checkpoint_json,
+            "created_at": created_at,
+        },
+    )
+
+
+def record_log(s: Storage, trial_id: int, run_id: int, timestamp: str, source: str, message: str) -> None:
+    s.defer(
+        _LOG,
+        {
+            "trial_id": trial_id,
+            "run_id": run_id,
+            "timestamp": timestamp,
+            "source": source,
+            "message": message,
+        },
+    )
+
+
+def steps_of(s: Storage, trial_id: int) -> list[Row]:
+    return s.rows(_STEPS_OF, {"trial_id": trial_id})
+
+
+def validations_of(s: Storage, trial_id: int) -> list[Row]:
+    return s.rows(_VALIDATIONS_OF, {"trial_id": trial_id})
+
+
+def checkpoints_of(s: Storage, trial_id: int) -> list[Row]:
+    return s.rows(_CHECKPOINTS_OF, {"trial_id": trial_id})
+
+
+def logs_after(s: Storage, trial_id: int, after_id: int, limit: int = 1000) -> list[Row]:
+    """The trial's log lines with ids above `after_id`, oldest first, at most `limit`."""
+    return s.rows(_LOGS_AFTER, {"trial_id": trial_id, "after": after_id, "n": limit})
+
+
+def experiment_validations(s: Storage, exp_id: int) -> list[Row]:
+    """`trial_id`, `total_batches` and `metrics_json` of every validation of the experiment's trials."""
+    return s.rows(_EXPERIMENT_VALIDATIONS, {"exp_id": exp_id})
+
+
+def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
+    """`uuid`, `trial_id` and `total_batches` of the experiment's stored (COMPLETED) checkpoints."""
+    return s.rows(_EXPERIMENT_CHECKPOINTS, {"exp_id": exp_id})
+
+
+def mark_checkpoint_deleted(s: Storage, uuid: str) -> None:
+    """The store has confirmed the checkpoint is gone (or never had it)."""
+    s.defer(_MARK_DELETED, {"ckpt_uuid": uuid})
+
+
+def step_count(s: Storage) -> int:
+    """How many steps are stored, over every trial."""
+    return int(s.scalar(_STEP_COUNT) or 0)

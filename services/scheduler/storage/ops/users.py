@@ -1,0 +1,61 @@
+"""Users and their sessions (only a hash of each session token is stored)."""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, delete, insert, select
+
+from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.tables import sessions, users
+
+_BY_NAME = select(users).where(users.c.username == bindparam("name"))
+_ALL = select(users).order_by(users.c.username)
+_CREATE = insert(users)
+_DROP_EXPIRED = delete(sessions).where(sessions.c.expires_at < bindparam("now"))
+_CREATE_SESSION = insert(sessions)
+_SESSION = (
+    select(users, sessions.c.expires_at)
+    .select_from(sessions.join(users, users.c.id == sessions.c.user_id))
+    .where(sessions.c.token_hash == bindparam("hash"))
+)
+_DROP_SESSION = delete(sessions).where(sessions.c.token_hash == bindparam("hash"))
+
+
+def user_by_name(s: Storage, username: str) -> Row | None:
+    return s.row(_BY_NAME, {"name": username})
+
+
+def all_users(s: Storage) -> list[Row]:
+    return s.rows(_ALL)
+
+
+def create_user(s: Storage, username: str, password_hash: str, admin: bool, created_at: str) -> None:
+    s.run(
+        _CREATE,
+        {"username": username, "password_hash": password_hash, "admin": int(admin), "created_at": created_at},
+    )
+
+
+def start_session(
+    s: Storage, token_hash: str, user_id: int, created_at: str, expires_at: float, now: float
+) -> None:
+    """Stores a new session, dropping the sessions expired by `now` (seconds since the epoch)."""
+    with s.transaction():
+        s.run(_DROP_EXPIRED, {"now": now})
+        s.run(
+            _CREATE_SESSION,
+            {
+                "token_hash": token_hash,
+                "user_id": user_id,
+                "created_at": created_at,
+                "expires_at": expires_at,
+            },
+        )
+
+
+def session_user(s: Storage, token_hash: str) -> Row | None:
+    """The session's user row with the session's `expires_at`."""
+    return s.row(_SESSION, {"hash": token_hash})
+
+
+def end_session(s: Storage, token_hash: str) -> None:
+    s.run(_DROP_SESSION, {"hash": token_hash})

@@ -1,0 +1,165 @@
+"""The scheduler's tables, declared once: SQLAlchemy renders them for SQLite and PostgreSQL alike.
+
+This is the schema at the newest migration (`migrations/versions`); a change here comes with a
+new migration that makes it, and `tests/unit/scheduler/test_migrations.py` checks the two agree.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+metadata = MetaData()
+
+
+def auto_id() -> Column:
+    """An id the database assigns: SQLite's AUTOINCREMENT rowid, a BIGINT identity on PostgreSQL
+    (BY DEFAULT, so restores and tests may still insert explicit ids)."""
+    return Column(
+        "id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        Identity(always=False),
+        primary_key=True,
+    )
+
+
+experiments = Table(
+    "experiments",
+    metadata,
+    auto_id(),
+    Column("state", Text, nullable=False),
+    Column("config_yaml", Text, nullable=False),
+    Column("config_json", Text, nullable=False),
+    Column("model_definition", LargeBinary, nullable=False),
+    Column("model_definition_name", Text, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("searcher_snapshot", Text),
+    Column("error", Text, nullable=False, server_default=""),
+    Column("created_at", Text, nullable=False),
+    Column("ended_at", Text, nullable=False, server_default=""),
+    Column("owner", Text, nullable=False, server_default=""),
+    Column("searcher_seq", BigInteger, nullable=False, server_default=text("0")),
+    sqlite_autoincrement=True,
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    auto_id(),
+    Column("experiment_id", Integer, ForeignKey("experiments.id"), nullable=False),
+    Column("request_id", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("hparams_json", Text, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("run_id", Integer, nullable=False, server_default=text("0")),
+    Column("restarts", Integer, nullable=False, server_default=text("0")),
+    Column("total_batches", BigInteger, nullable=False, server_default=text("0")),
+    Column("latest_checkpoint_uuid", Text, nullable=False, server_default=""),
+    Column("latest_checkpoint_batches", BigInteger, nullable=False, server_default=text("0")),
+    Column("latest_checkpoint_step", Integer, nullable=False, server_default=text("0")),
+    Column("sequencer_json", Text, nullable=False),
+    Column("best_validation", Float(precision=53)),
+    Column("error", Text, nullable=False, server_default=""),
+    Column("start_time", Text, nullable=False, server_default=""),
+    Column("end_time", Text, nullable=False, server_default=""),
+    Column("parent_trial_id", Integer),  # the trial whose checkpoint this one continues (PBT, ASHA)
+    Column("waiting_on_trial_id", Integer),  # the parent this trial waits on to save its state
+    UniqueConstraint("experiment_id", "request_id"),
+    Index("trials_experiment", "experiment_id"),
+    sqlite_autoincrement=True,
+)
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("step_id", Integer, nullable=False),
+    Column("total_batches", BigInteger, nullable=False),
+    Column("num_batches", BigInteger, nullable=False),
+    Column("metrics_json", Text, nullable=False),
+    Column("end_time", Text, nullable=False),
+    PrimaryKeyConstraint("trial_id", "total_batches"),
+)
+
+validations = Table(
+    "validations",
+    metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("step_id", Integer, nullable=False),
+    Column("total_batches", BigInteger, nullable=False),
+    Column("metrics_json", Text, nullable=False),
+    Column("end_time", Text, nullable=False),
+    PrimaryKeyConstraint("trial_id", "total_batches"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("uuid", Text, primary_key=True),
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("step_id", Integer, nullable=False),
+    Column("total_batches", BigInteger, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("checkpoint_json", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Index("checkpoints_trial", "trial_id"),
+)
+
+trial_logs = Table(
+    "trial_logs",
+    metadata,
+    auto_id(),
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("timestamp", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Index("trial_logs_trial", "trial_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+users = Table(
+    "users",
+    metadata,
+    auto_id(),
+    Column("username", Text, nullable=False, unique=True),
+    Column("password_hash", Text, nullable=False),
+    Column("admin", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", Text, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Only a hash of each session token is kept.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("token_hash", Text, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id"), nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("expires_at", Float(precision=53), nullable=False),
+    Index("sessions_user", "user_id"),
+)
+
+# A searcher's events since its last snapshot (`searcher_journal.py`).
+searcher_events = Table(
+    "searcher_events",
+    metadata,
+    Column("experiment_id", Integer, ForeignKey("experiments.id"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_json", Text, nullable=False),
+    PrimaryKeyConstraint("experiment_id", "seq"),
+)

@@ -1,0 +1,136 @@
+"""The named storage operations the scheduler's rooms call, each doing what its name says (SQLite)."""
+
+from __future__ import annotations
+
+from pedl_scheduler.storage import Storage, open_storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import searcher as searcher_ops
+from pedl_scheduler.storage.ops import trials as trial_ops
+
+
+def storage_with_trials(*requests: str) -> tuple[Storage, int, list[int]]:
+    s = open_storage(":memory:")
+    exp_id = experiment_ops.create_experiment(
+        s,
+        config_yaml="y",
+        config_json="{}",
+        model_definition=b"m",
+        model_definition_name="model",
+        seed=1,
+        created_at="t0",
+        owner="ann",
+    )
+    for request in requests:
+        trial_ops.create_trial(s, exp_id, request, "{}", 1, "{}")
+    ids = sorted(r["id"] for r in trial_ops.newest_trials(s, exp_id, len(requests)))
+    return s, exp_id, ids
+
+
+def test_experiment_lifecycle_operations() -> None:
+    s, exp_id, _ = storage_with_trials("a", "b")
+    assert experiment_ops.model_definition_name(s, exp_id) == "model"
+    assert experiment_ops.trial_count(s, exp_id) == 2
+    experiment_ops.set_experiment_state(s, exp_id, "PAUSED")
+    assert [e["id"] for e in experiment_ops.live_experiments(s)] == [exp_id]
+    experiment_ops.end_experiment(s, exp_id, "ERROR", "every trial failed", "t9")
+    row = experiment_ops.experiment(s, exp_id)
+    assert (row["state"], row["error"], row["ended_at"]) == ("ERROR", "every trial failed", "t9")  # type: ignore[index]
+    assert experiment_ops.live_experiments(s) == []
+    assert experiment_ops.experiment_state_counts(s) == {"ERROR": 1}
+    assert experiment_ops.experiment_state(s, 999) is None and experiment_ops.experiment_owner(s, 999) is None
+
+
+def test_trial_run_operations() -> None:
+    s, exp_id, (a, b) = storage_with_trials("a", "b")
+    assert trial_ops.trial_id_of_request(s, exp_id, "b") == b
+    assert trial_ops.trial_id_of_request(s, exp_id, "zz") is None
+    trial_ops.set_trial_state(s, a, "PAUSED")
+    trial_ops.end_trial(s, b, "ERROR", "boom", "t5")
+    trial_ops.set_parent(s, b, a)
+    assert trial_ops.trial_states_of(s, exp_id) == ["PAUSED", "ERROR"]
+    assert trial_ops.trial_state_counts(s) == {"PAUSED": 1, "ERROR": 1}
+    row = trial_ops.trial(s, b)
+    assert (row["error"], row["end_time"], row["parent_trial_id"]) == ("boom", "t5", a)  # type: ignore[index]
+    assert [t["id"] for t in trial_ops.trials_of(s, exp_id)] == [a, b]
+    assert trial_ops.trial_exists(s, a) and not trial_ops.trial_exists(s, 999)
+
+
+def test_a_child_finds_its_parents_stored_checkpoint() -> None:
+    s, exp_id, (parent, child) = storage_with_trials("p", "c")
+    row = trial_ops.parent_checkpoint(s, exp_id, "p")
+    assert row == {
+        "id": parent,
+        "latest_checkpoint_uuid": "",
+        "latest_checkpoint_batches": 0,
+        "latest_checkpoint_step": 0,
+        "state": None,
+    }
+    result_ops.record_checkpoint(s, "u1", parent, 2, 200, "{}", "t2")
+    trial_ops.save_trial(
+        s,
+        parent,
+        total_batches=200,
+        checkpoint_uuid="u1",
+        checkpoint_batches=200,
+        checkpoint_step=2,
+        sequencer_json="{}",
+        best_validation=0.5,
+        waiting_on=None,
+    )
+    trial_ops.save_trial(
+        s,
+        child,
+        total_batches=0,
+        checkpoint_uuid="",
+        checkpoint_batches=0,
+        checkpoint_step=0,
+        sequencer_json="{}",
+        best_validation=None,
+        waiting_on=parent,
+    )
+    assert trial_ops.parent_checkpoint(s, exp_id, "p")["state"] == "COMPLETED"  # type: ignore[index]
+    assert trial_ops.latest_checkpoint(s, parent) == {
+        "latest_checkpoint_uuid": "u1",
+        "latest_checkpoint_batches": 200,
+        "latest_checkpoint_step": 2,
+    }
+    assert trial_ops.trial(s, child)["waiting_on_trial_id"] == parent  # type: ignore[index]
+
+
+def test_the_checkpoint_ledger_reads_and_deletions() -> None:
+    s, exp_id, (a, b) = storage_with_trials("a", "b")
+    result_ops.record_validation(s, a, 1, 100, '{"error": 0.2}', "t1")
+    result_ops.record_checkpoint(s, "ua", a, 1, 100, "{}", "t1")
+    result_ops.record_checkpoint(s, "ub", b, 1, 100, "{}", "t1")
+    result_ops.mark_checkpoint_deleted(s, "ub")
+    assert result_ops.experiment_validations(s, exp_id) == [
+        {"trial_id": a, "total_batches": 100, "metrics_json": '{"error": 0.2}'}
+    ]
+    assert result_ops.experiment_checkpoints(s, exp_id) == [
+        {"uuid": "ua", "trial_id": a, "total_batches": 100}
+    ]
+    assert [c["state"] for c in result_ops.checkpoints_of(s, b)] == ["DELETED"]
+
+
+def test_logs_are_read_after_an_id_in_pages() -> None:
+    s, _, (a, _b) = storage_with_trials("a", "b")
+    with s.transaction():
+        for n in range(5):
+            result_ops.record_log(s, a, 1, f"t{n}", "trial", f"line {n}")
+    first = result_ops.logs_after(s, a, 0, limit=3)
+    assert [r["message"] for r in first] == ["line 0", "line 1", "line 2"]
+    assert [r["message"] for r in result_ops.logs_after(s, a, first[-1]["id"])] == ["line 3", "line 4"]
+
+
+def test_the_searcher_journal_keeps_events_after_its_snapshot() -> None:
+    s, exp_id, _ = storage_with_trials()
+    with s.transaction():
+        for seq in (1, 2, 3):
+            searcher_ops.journal_event(s, exp_id, seq, f'["e{seq}"]')
+    experiment_ops.save_searcher_snapshot(s, exp_id, '{"snap": 2}', 2)
+    searcher_ops.drop_events_through(s, exp_id, 2)
+    row = experiment_ops.experiment(s, exp_id)
+    assert (row["searcher_snapshot"], row["searcher_seq"]) == ('{"snap": 2}', 2)  # type: ignore[index]
+    assert searcher_ops.events_after(s, exp_id, 0) == [(3, '["e3"]')]
+    assert searcher_ops.events_after(s, exp_id, 3) == []
