@@ -73,6 +73,13 @@ class SchedulerClient(_grpc.Client):
     def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
         return self._stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id), timeout=_TIMEOUT)
 
+    def trial_details(self, experiment_id: int, trial_ids: list[int]) -> list[scheduler_pb2.GetTrialResponse]:
+        """Steps, validations and checkpoints of an experiment's trials, by trial id."""
+        return [self.get_trial(trial_id) for trial_id in sorted(trial_ids)]
+
+    def get_cluster_info(self) -> scheduler_pb2.GetClusterInfoResponse:
+        return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)
+
     def trial_logs(
         self, trial_id: int, follow: bool = False, after_id: int = 0
     ) -> Iterator[common_pb2.LogLine]:

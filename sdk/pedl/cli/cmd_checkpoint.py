@@ -80,7 +80,7 @@ def store_address(args: argparse.Namespace) -> str:
 def list_checkpoints(args: argparse.Namespace) -> int:
     with connect(args) as client:
         response = client.get_experiment(args.experiment_id)
-        details = [client.get_trial(t.id) for t in response.trials]
+        details = client.trial_details(args.experiment_id, [t.id for t in response.trials])
     if not any(d.checkpoints for d in details):
         print(f"Experiment {args.experiment_id} has no checkpoints.")
         return 0
@@ -90,22 +90,30 @@ def list_checkpoints(args: argparse.Namespace) -> int:
 
 def download_checkpoint(args: argparse.Namespace) -> int:
     output = Path(args.output_dir) if args.output_dir else Path("checkpoints") / args.uuid
+    fetch_checkpoint(args, args.uuid, output)
+    return 0
+
+
+def fetch_checkpoint(args: argparse.Namespace, uuid: str, output: Path) -> None:
+    """Downloads one checkpoint into an empty or absent directory and says so (shared by
+    `checkpoint download`, `e download` and `t download`)."""
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise CliError(f"output directory {output} exists and is not an empty directory", EXIT_BAD_INPUT)
+    if not hasattr(args, "checkpoint_store"):
+        args.checkpoint_store = None
     address = store_address(args)
     try:
         with CheckpointStoreClient(address) as store:
-            checkpoint = store.download(args.uuid, output)
+            checkpoint = store.download(uuid, output)
     except CheckpointNotFound:
-        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
+        raise CliError(f"checkpoint {uuid} not found in the checkpoint store at {address}") from None
     except CheckpointError as e:
         raise CliError(str(e)) from None
     size = render.human_bytes(checkpoint.total_size or sum(f.size for f in checkpoint.files))
     print(
-        f"Downloaded checkpoint {args.uuid} (trial {checkpoint.trial_id}, "
+        f"Downloaded checkpoint {uuid} (trial {checkpoint.trial_id}, "
         f"batches {checkpoint.total_batches}, {len(checkpoint.files)} files, {size}) to {output}"
     )
-    return 0
 
 
 def delete_checkpoint(args: argparse.Namespace) -> int:

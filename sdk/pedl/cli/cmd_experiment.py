@@ -1,5 +1,5 @@
-"""`pedl experiment ...`: create (validating config and context locally first), list, describe, kill,
-wait and download-model-def."""
+"""`pedl experiment ...`: create (validating config and context locally first), list, kill/cancel,
+pause, activate, wait and download-model-def; the read-only views are in cmd_experiment_views."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pedl.cli import progress, render
+from pedl import records
+from pedl.cli import cmd_experiment_views as views
+from pedl.cli import cmd_refused, output, progress, render
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -20,7 +22,8 @@ POLL_SECONDS = 1.0
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     group = groups.add_parser("experiment", aliases=["e"], help="manage experiments", parents=[common])
-    commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    group.set_defaults(func=list_experiments)  # `det e` alone lists, as Determined's does
 
     create = commands.add_parser("create", parents=[common], help="create an experiment")
     create.add_argument("config_file", metavar="CONFIG", help="experiment configuration (YAML)")
@@ -31,7 +34,10 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
         "-f", "--follow", action="store_true", help="print progress until the experiment ends"
     )
     create.add_argument(
+        "-t",
+        "--test-mode",
         "--test",
+        dest="test",
         action="store_true",
         help="run the minimal loop (a few batches, a validation, a checkpoint) instead of the search",
     )
@@ -40,12 +46,13 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     create.set_defaults(func=create_experiment)
 
-    commands.add_parser("list", parents=[common], help="list experiments").set_defaults(func=list_experiments)
+    list_ = commands.add_parser("list", parents=[common], help="list experiments")
+    list_.add_argument("-a", "--all", action="store_true", help="every user's experiments (pedl lists all)")
+    output.add_format_flags(list_)
+    list_.set_defaults(func=list_experiments)
 
-    describe = commands.add_parser("describe", parents=[common], help="show an experiment and its trials")
-    describe.add_argument("experiment_id", type=positive_int, metavar="ID")
-    describe.add_argument("--json", action="store_true", help="machine-readable output")
-    describe.set_defaults(func=describe_experiment)
+    views.register(commands, common)
+    cmd_refused.register_verbs("experiment", commands, common)
 
     show_config = commands.add_parser(
         "config", parents=[common], help="print an experiment's effective config (create accepts it again)"
@@ -53,9 +60,10 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     show_config.add_argument("experiment_id", type=positive_int, metavar="ID")
     show_config.set_defaults(func=print_experiment_config)
 
-    kill = commands.add_parser("kill", parents=[common], help="stop an experiment and all its trials")
-    kill.add_argument("experiment_id", type=positive_int, metavar="ID")
-    kill.set_defaults(func=kill_experiment)
+    for verb in ("kill", "cancel"):
+        kill = commands.add_parser(verb, parents=[common], help="stop an experiment and all its trials")
+        kill.add_argument("experiment_id", type=positive_int, metavar="ID")
+        kill.set_defaults(func=kill_experiment)
 
     pause = commands.add_parser(
         "pause", parents=[common], help="checkpoint the running trials and release their slots"
@@ -170,19 +178,11 @@ def _report_end(response: Any) -> int:
 
 def list_experiments(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        print(render.experiments_table(client.list_experiments()))
-    return 0
-
-
-def describe_experiment(args: argparse.Namespace) -> int:
-    with connect(args) as client:
-        response = client.get_experiment(args.experiment_id)
-        details = [client.get_trial(t.id) for t in sorted(response.trials, key=lambda t: t.id)]
-    print(
-        render.describe_json(response, details)
-        if args.json
-        else render.describe_experiment(response, details)
-    )
+        experiments = sorted(client.list_experiments(), key=lambda e: e.id)
+    rows = [records.experiment_record(e) for e in experiments]
+    for row in rows:
+        row.pop("config")
+    output.emit(args, rows, render.experiments_table(experiments))
     return 0
 
 

@@ -7,7 +7,7 @@ import getpass
 import sys
 
 from pedl import _grpc, auth
-from pedl.cli import render
+from pedl.cli import cmd_refused, output, render
 from pedl.cli.client import resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 from pedl.v1 import auth_pb2, auth_pb2_grpc
@@ -36,7 +36,10 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     create.add_argument("--password-stdin", action="store_true", help="read the new password from stdin")
     create.set_defaults(func=user_create)
 
-    commands.add_parser("list", parents=[common], help="list users").set_defaults(func=user_list)
+    list_ = commands.add_parser("list", parents=[common], help="list users")
+    output.add_format_flags(list_)
+    list_.set_defaults(func=user_list)
+    cmd_refused.register_verbs("user", commands, common)
 
 
 def _password(from_stdin: bool, prompt: str, confirm: bool = False) -> str:
@@ -115,5 +118,6 @@ def user_list(args: argparse.Namespace) -> int:
     with channel:  # type: ignore[attr-defined]
         users = stub.ListUsers(auth_pb2.ListUsersRequest(), timeout=_TIMEOUT).users
     rows = [(u.username, "yes" if u.admin else "", render.short_time(u.created_at)) for u in users]
-    print(render.table(["USERNAME", "ADMIN", "CREATED"], rows))
+    data = [{"username": u.username, "admin": u.admin, "created_at": u.created_at or None} for u in users]
+    output.emit(args, data, render.table(["USERNAME", "ADMIN", "CREATED"], rows))
     return 0

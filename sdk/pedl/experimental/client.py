@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
 from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointStoreClient
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
@@ -182,19 +182,21 @@ class ExperimentClient:
         return _state_name(common_pb2.ExperimentState, self._get().experiment.state, "EXPERIMENT_STATE_")
 
     def trials(self) -> list[Trial]:
+        response = self._get()
+        space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
         return [
             Trial(
                 id=t.id,
                 experiment_id=t.experiment_id,
                 state=_state_name(common_pb2.TrialState, t.state, "TRIAL_STATE_"),
-                hparams=from_struct(t.hparams),
+                hparams=records.typed_hparams(from_struct(t.hparams), space),
                 total_batches=t.total_batches,
                 best_validation_metric=(
                     t.best_validation_metric if t.HasField("best_validation_metric") else None
                 ),
                 _session=self._session,
             )
-            for t in sorted(self._get().trials, key=lambda t: t.id)
+            for t in sorted(response.trials, key=lambda t: t.id)
         ]
 
     def top_checkpoint(self) -> Checkpoint:

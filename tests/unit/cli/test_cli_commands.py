@@ -49,9 +49,11 @@ def test_experiment_describe(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(script, "experiment", "describe", "7") == 0
     out = capsys.readouterr().out
     assert "State:       COMPLETED" in out and "Trial 3" in out and "val_loss" in out
-    assert run(script, "experiment", "describe", "7", "--json") == 0
+    assert "Training steps" not in out  # those come with --metrics
+    assert run(script, "experiment", "describe", "7", "--json", "--metrics") == 0
     data = json.loads(capsys.readouterr().out)
-    assert [s["total_batches"] for s in data["trials"][0]["steps"]] == ["100", "200"]
+    assert [s["total_batches"] for s in data["trials"][0]["steps"]] == [100, 200]
+    assert data["trials"][0]["state"] == "COMPLETED" and data["experiment"]["state"] == "COMPLETED"
 
 
 def test_not_found_shows_the_servers_details(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,7 +114,8 @@ def test_trial_logs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(Script(trials={3: [_trial_detail()]}), "trial", "describe", "3") == 0
+    script = Script(experiments=[_experiment()], trials={3: [_trial_detail()]})
+    assert run(script, "trial", "describe", "3", "--metrics") == 0
     out = capsys.readouterr().out
     assert "Batches:         200" in out and "Training steps:" in out and "Validations:" in out
 
