@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_readme_cli_table_is_current() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gen_cli_table.py"), "--check"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "scripts" / "gen_cli_table.py"), "--check"],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
