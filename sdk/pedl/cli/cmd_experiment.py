@@ -155,6 +155,7 @@ def create_experiment(args: argparse.Namespace) -> int:
 def follow(client: SchedulerClient, experiment_id: int) -> int:
     """Prints new steps, validations, checkpoints and state changes until the experiment ends."""
     tracker = progress.ProgressTracker()
+    client.ride_out_restarts = True
     while True:
         # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
         response = client.get_experiment(experiment_id)
@@ -226,6 +227,7 @@ def activate_experiment(args: argparse.Namespace) -> int:
 
 def wait_experiment(args: argparse.Namespace) -> int:
     with connect(args) as client:
+        client.ride_out_restarts = True
         while True:
             response = client.get_experiment(args.experiment_id)
             if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
