@@ -10,7 +10,7 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import convert
+from pedl_scheduler import convert, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -19,6 +19,7 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
+DEFAULT_PAGE, MAX_PAGE = 500, 2000
 
 
 class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
@@ -105,6 +106,33 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
+        )
+
+    async def ListTrialDetails(self, request, context):  # noqa: N802
+        await self._experiment_or_abort(request.experiment_id, context)
+        if request.limit < 0 or request.after_trial_id < 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit and after_trial_id must be >= 0")
+        limit = min(request.limit or DEFAULT_PAGE, MAX_PAGE)
+        rows = trial_ops.trials_page(self.db, request.experiment_id, request.after_trial_id, limit)
+        ids = [r["id"] for r in rows]
+        steps = result_ops.steps_of_trials(self.db, ids) if request.include_steps else []
+        by_trial = trial_results.group(
+            ids,
+            steps=steps,
+            validations=result_ops.validations_of_trials(self.db, ids),
+            checkpoints=result_ops.checkpoints_of_trials(self.db, ids),
+        )
+        details = [
+            scheduler_pb2.GetTrialResponse(
+                trial=convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]),
+                steps=[convert.step(x) for x in by_trial[r["id"]]["steps"]],
+                validations=[convert.validation(x) for x in by_trial[r["id"]]["validations"]],
+                checkpoints=[convert.checkpoint(x) for x in by_trial[r["id"]]["checkpoints"]],
+            )
+            for r in rows
+        ]
+        return scheduler_pb2.ListTrialDetailsResponse(
+            trials=details, next_after_trial_id=ids[-1] if len(ids) == limit else 0
         )
 
     async def GetTrialLogs(self, request, context) -> AsyncIterator[scheduler_pb2.GetTrialLogsResponse]:  # noqa: N802

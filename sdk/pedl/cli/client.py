@@ -111,9 +111,22 @@ class SchedulerClient(_grpc.Client):
     def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
         return self._read(self._stub.GetTrial, scheduler_pb2.GetTrialRequest(trial_id=trial_id), _TIMEOUT)
 
-    def trial_details(self, experiment_id: int, trial_ids: list[int]) -> list[scheduler_pb2.GetTrialResponse]:
-        """Steps, validations and checkpoints of an experiment's trials, by trial id."""
-        return [self.get_trial(trial_id) for trial_id in sorted(trial_ids)]
+    def trial_details(
+        self, experiment_id: int, include_steps: bool = True, page: int = 0
+    ) -> list[scheduler_pb2.GetTrialResponse]:
+        """Every trial of the experiment with its validations, checkpoints (and steps), by trial id,
+        a page per call."""
+        details: list[scheduler_pb2.GetTrialResponse] = []
+        after = 0
+        while True:
+            request = scheduler_pb2.ListTrialDetailsRequest(
+                experiment_id=experiment_id, after_trial_id=after, limit=page, include_steps=include_steps
+            )
+            response = self._read(self._stub.ListTrialDetails, request, _TIMEOUT)
+            details.extend(response.trials)
+            if not response.next_after_trial_id:
+                return details
+            after = response.next_after_trial_id
 
     def get_cluster_info(self) -> scheduler_pb2.GetClusterInfoResponse:
         return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)

@@ -80,7 +80,7 @@ def store_address(args: argparse.Namespace) -> str:
 def list_checkpoints(args: argparse.Namespace) -> int:
     with connect(args) as client:
         response = client.get_experiment(args.experiment_id)
-        details = client.trial_details(args.experiment_id, [t.id for t in response.trials])
+        details = client.trial_details(args.experiment_id, include_steps=False)
     if not any(d.checkpoints for d in details):
         print(f"Experiment {args.experiment_id} has no checkpoints.")
         return 0

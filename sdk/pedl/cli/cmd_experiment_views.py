@@ -71,14 +71,16 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     download.set_defaults(func=download_experiment)
 
 
-def load(client: SchedulerClient, experiment_id: int) -> tuple[Any, list[scheduler_pb2.GetTrialResponse]]:
+def load(
+    client: SchedulerClient, experiment_id: int, steps: bool = False
+) -> tuple[Any, list[scheduler_pb2.GetTrialResponse]]:
     response = client.get_experiment(experiment_id)
-    return response, client.trial_details(experiment_id, [t.id for t in response.trials])
+    return response, client.trial_details(experiment_id, include_steps=steps)
 
 
 def describe_experiments(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        loaded = [load(client, experiment_id) for experiment_id in args.experiment_ids]
+        loaded = [load(client, experiment_id, steps=args.metrics) for experiment_id in args.experiment_ids]
     described = []
     for response, details in loaded:
         space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")

@@ -262,3 +262,23 @@ class GetClusterInfoResponse(_message.Message):
     checkpoint_store_address: str
     cluster_id: str
     def __init__(self, version: _Optional[str] = ..., checkpoint_store_address: _Optional[str] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+
+class ListTrialDetailsRequest(_message.Message):
+    __slots__ = ("experiment_id", "after_trial_id", "limit", "include_steps")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_STEPS_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    after_trial_id: int
+    limit: int
+    include_steps: bool
+    def __init__(self, experiment_id: _Optional[int] = ..., after_trial_id: _Optional[int] = ..., limit: _Optional[int] = ..., include_steps: bool = ...) -> None: ...
+
+class ListTrialDetailsResponse(_message.Message):
+    __slots__ = ("trials", "next_after_trial_id")
+    TRIALS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    trials: _containers.RepeatedCompositeFieldContainer[GetTrialResponse]
+    next_after_trial_id: int
+    def __init__(self, trials: _Optional[_Iterable[_Union[GetTrialResponse, _Mapping]]] = ..., next_after_trial_id: _Optional[int] = ...) -> None: ...

@@ -55,6 +55,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.FromString,
                 )
+        self.ListTrialDetails = channel.unary_unary(
+                '/pedl.v1.SchedulerService/ListTrialDetails',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.FromString,
+                )
         self.GetTrialLogs = channel.unary_stream(
                 '/pedl.v1.SchedulerService/GetTrialLogs',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialLogsRequest.SerializeToString,
@@ -125,6 +130,14 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTrialDetails(self, request, context):
+        """An experiment's trials with their steps, validations and checkpoints, a page at a time (one
+        call instead of one GetTrial per trial).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTrialLogs(self, request, context):
         """Streams a trial's log lines; with follow, keeps streaming until the trial ends.
         """
@@ -186,6 +199,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetTrial,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.SerializeToString,
+            ),
+            'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTrialDetails,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.SerializeToString,
             ),
             'GetTrialLogs': grpc.unary_stream_rpc_method_handler(
                     servicer.GetTrialLogs,
@@ -346,6 +364,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetTrial',
             pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTrialDetails(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ListTrialDetails',
+            pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

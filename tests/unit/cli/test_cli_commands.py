@@ -169,3 +169,16 @@ def test_experiment_config_prints_yaml_that_create_accepts_and_describe_shows_wa
     assert again.raw == effective  # re-submits unchanged
     assert run(script, "experiment", "describe", "7") == 0
     assert "Warning: environment.image: has no effect in pedl" in capsys.readouterr().out
+
+
+def test_trial_details_are_fetched_a_page_at_a_time() -> None:
+    from pedl.cli.client import SchedulerClient
+
+    from .fake_scheduler import serve
+
+    script = Script(trials={i: [_trial_detail()] for i in (3, 4, 5)})
+    with serve(script) as address, SchedulerClient(address) as client:
+        details = client.trial_details(7, include_steps=False, page=2)
+        with_steps = client.trial_details(7, page=1)
+    assert len(details) == 3 and all(not d.steps for d in details)
+    assert len(with_steps) == 3 and all(d.steps for d in with_steps)

@@ -134,3 +134,24 @@ def test_the_searcher_journal_keeps_events_after_its_snapshot() -> None:
     assert (row["searcher_snapshot"], row["searcher_seq"]) == ('{"snap": 2}', 2)  # type: ignore[index]
     assert searcher_ops.events_after(s, exp_id, 0) == [(3, '["e3"]')]
     assert searcher_ops.events_after(s, exp_id, 3) == []
+
+
+def test_an_experiments_trials_and_their_results_are_read_a_page_at_a_time() -> None:
+    s, exp_id, (a, b, c) = storage_with_trials("a", "b", "c")
+    with s.transaction():
+        result_ops.record_step(s, a, 1, 10, 10, "{}", "t1")
+        result_ops.record_step(s, c, 1, 10, 10, "{}", "t1")
+        result_ops.record_step(s, c, 2, 20, 10, "{}", "t2")
+        result_ops.record_validation(s, c, 2, 20, '{"error": 0.1}', "t2")
+        result_ops.record_checkpoint(s, "uc", c, 2, 20, "{}", "t2")
+    first = trial_ops.trials_page(s, exp_id, 0, 2)
+    assert [(r["id"], r["num_steps"]) for r in first] == [(a, 1), (b, 0)]
+    assert [(r["id"], r["num_steps"]) for r in trial_ops.trials_page(s, exp_id, b, 2)] == [(c, 2)]
+    assert trial_ops.trials_page(s, exp_id, c, 2) == []
+    assert [(r["trial_id"], r["total_batches"]) for r in result_ops.steps_of_trials(s, [b, c])] == [
+        (c, 10),
+        (c, 20),
+    ]
+    assert [r["trial_id"] for r in result_ops.validations_of_trials(s, [a, c])] == [c]
+    assert [r["uuid"] for r in result_ops.checkpoints_of_trials(s, [c])] == ["uc"]
+    assert result_ops.steps_of_trials(s, []) == []
