@@ -101,6 +101,8 @@ def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
         "state": experiment_state(experiment.state),
         "description": experiment.description,
         "owner": experiment.owner,
+        "labels": list(experiment.labels),
+        "archived": experiment.archived,
         "num_trials": experiment.num_trials,
         "created_at": experiment.created_at,
         "ended_at": experiment.ended_at or None,

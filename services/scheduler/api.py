@@ -10,7 +10,7 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import convert, trial_results
+from pedl_scheduler import convert, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -70,7 +70,20 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._lifecycle(self.manager.activate_experiment, request.experiment_id, context)
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
-    async def _lifecycle(self, action, exp_id: int, context) -> None:
+    async def PatchExperiment(self, request, context):  # noqa: N802
+        exp_id = request.experiment_id
+        await self._check_owner(exp_id, context)
+        row = experiment_ops.experiment(self.db, exp_id)
+        if row is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
+        try:
+            updates = experiment_patch.changes(row, request)
+        except experiment_patch.PatchError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        experiment_ops.patch_experiment(self.db, exp_id, **updates)
+        return scheduler_pb2.PatchExperimentResponse(experiment=self._experiment(exp_id))
+
+    async def _check_owner(self, exp_id: int, context) -> None:
         stored_owner = experiment_ops.experiment_owner(self.db, exp_id)
         if stored_owner is not None and not current_principal().may_manage(stored_owner):
             owner = f"user {stored_owner!r}" if stored_owner else "no user"
@@ -78,6 +91,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"experiment {exp_id} belongs to {owner}: only its owner or an admin may change it",
             )
+
+    async def _lifecycle(self, action, exp_id: int, context) -> None:
+        await self._check_owner(exp_id, context)
         try:
             action(exp_id)
         except NotFound as e:

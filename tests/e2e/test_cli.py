@@ -35,9 +35,9 @@ class User:
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         }
 
-    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    def run(self, *args: str, timeout: float = 300, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
-            list(args), env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+            list(args), env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, input=input
         )
 
     def ok(self, *args: str, timeout: float = 300) -> str:

@@ -111,6 +111,14 @@ def as_json(test: Callable[[Any, Cluster], bool]) -> Callable[[Cluster, subproce
     return check
 
 
+def absent(pattern: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        assert not re.search(pattern.format(**c.values), r.stdout, re.M), r.stdout
+
+    return check
+
+
 def files(*names: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
     def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
         assert r.returncode == 0, r.stderr
@@ -212,15 +220,22 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det user change-password", refused("password")),
     ("det user activate bob", refused("activat")),
     ("det user deactivate bob", refused("deactivat")),
-    ("det e set description {exp} new", refused("experiment set")),
-    ("det e set max-slots {exp} 2", refused("experiment set")),
-    ("det e set weight {exp} 2", refused("experiment set")),
-    ("det e set priority {exp} 2", refused("experiment set")),
-    ("det e set gc-policy {exp} --save-experiment-best 1", refused("experiment set")),
-    ("det e label add {exp} mine", refused("label")),
-    ("det e label remove {exp} mine", refused("label")),
-    ("det e archive {exp}", refused("archiv")),
-    ("det e unarchive {exp}", refused("archiv")),
+    ("det e set description {exp} 'first grid'", out(r"^Set description of experiment {exp}")),
+    ("det e describe {exp} --json", as_json(lambda d, c: d["experiment"]["description"] == "first grid")),
+    ("det e set max-slots {exp} 2", refused("experiment set max-slots")),
+    ("det e set weight {exp} 2", refused("experiment set weight")),
+    ("det e set priority {exp} 2", refused("experiment set priority")),
+    ("det e set gc-policy {exp} --save-experiment-best 1", refused("experiment set gc-policy")),
+    ("det e label add {exp} mine", out(r"labels: mine")),
+    ("det e label add {exp} best", out(r"labels: mine, best")),
+    ("det e label remove {exp} mine", out(r"labels: best\)")),
+    ("det e label remove {exp} nope", refused("no label 'nope'")),
+    ("det e list --json", as_json(lambda d, c: d[0]["labels"] == ["best"] and d[0]["archived"] is False)),
+    ("det e archive {exp}", out(r"^Archived experiment {exp}")),
+    ("det e list", absent(r"^\s*{exp}\s")),
+    ("det e list --all", out(EXP)),
+    ("det e unarchive {exp}", out(r"^Unarchived experiment {exp}")),
+    ("det e", out(EXP)),
     ("det e delete {exp} --yes", refused("delet")),
     ("det notebook list", refused("notebook")),
     ("det shell start", refused("shell")),
@@ -233,6 +248,7 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det e create {grid} {model} -t", out(r"^Created experiment \d+")),
     ("det e create {grid} {model} --test-mode -f", out(r"COMPLETED")),
     ("det experiment create {long} {model}", out(r"^Created experiment \d+")),
+    ("det e archive {long_id}", refused("only an ended experiment")),
     ("det e pause {long_id}", out(r"^Paused experiment")),
     ("det e activate {long_id}", out(r"^Activated experiment")),
     ("det e cancel {long_id}", out(r"experiment {long_id}")),
@@ -261,3 +277,21 @@ def test_determined_cli_verbatim(cluster: Cluster) -> None:
         if command.startswith("det experiment create {long}") and result.returncode == 0:
             cluster.values["long_id"] = re.search(r"Created experiment (\d+)", result.stdout).group(1)
     assert not failures, "\n\n".join(failures)
+
+
+def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> None:
+    admin = cluster.user
+    created = admin.run("det", "user", "create", "bob", "--password-stdin", input="pw-bob\n")
+    assert created.returncode == 0, created.stderr
+    bob = User(cluster.tmp / "bob-home", admin.env["PEDL_MASTER"])
+    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="pw-bob\n")
+    assert login.returncode == 0, login.stderr
+    exp = cluster.values["exp"]
+    for argv in (
+        ("e", "label", "add", exp, "x"),
+        ("e", "set", "description", exp, "mine"),
+        ("e", "archive", exp),
+    ):
+        result = bob.run("det", *argv)
+        assert result.returncode == 1 and "only its owner or an admin" in result.stderr, result.stderr
+    assert json.loads(admin.ok("det", "e", "describe", exp, "--json"))["experiment"]["labels"] == ["best"]

@@ -96,6 +96,9 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)
         return self._stub.KillExperiment(request, timeout=_TIMEOUT).experiment
 
+    def patch_experiment(self, request: scheduler_pb2.PatchExperimentRequest) -> scheduler_pb2.Experiment:
+        return self._stub.PatchExperiment(request, timeout=_TIMEOUT).experiment
+
     def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
         return self._stub.PauseExperiment(request, timeout=_TIMEOUT).experiment

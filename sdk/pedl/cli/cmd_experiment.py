@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import records
+from pedl.cli import cmd_experiment_edit as edit
 from pedl.cli import cmd_experiment_views as views
 from pedl.cli import cmd_refused, output, progress, render
 from pedl.cli.arguments import positive_int
@@ -47,11 +48,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     create.set_defaults(func=create_experiment)
 
     list_ = commands.add_parser("list", parents=[common], help="list experiments")
-    list_.add_argument("-a", "--all", action="store_true", help="every user's experiments (pedl lists all)")
+    list_.add_argument("-a", "--all", action="store_true", help="archived experiments too")
     output.add_format_flags(list_)
     list_.set_defaults(func=list_experiments)
 
     views.register(commands, common)
+    edit.register(commands, common)
     cmd_refused.register_verbs("experiment", commands, common)
 
     show_config = commands.add_parser(
@@ -180,6 +182,8 @@ def _report_end(response: Any) -> int:
 def list_experiments(args: argparse.Namespace) -> int:
     with connect(args) as client:
         experiments = sorted(client.list_experiments(), key=lambda e: e.id)
+    if not getattr(args, "all", False):
+        experiments = [e for e in experiments if not e.archived]
     rows = [records.experiment_record(e) for e in experiments]
     for row in rows:
         row.pop("config")

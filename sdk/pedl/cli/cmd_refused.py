@@ -25,10 +25,6 @@ GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
 # Verbs of groups pedl has, which pedl does not support (yet), and why.
 VERBS: dict[str, dict[str, str]] = {
     "experiment": {
-        "set": "changing an experiment after creation is not supported by pedl",
-        "label": "experiment labels are not supported by pedl",
-        "archive": "archiving experiments is not supported by pedl",
-        "unarchive": "archiving experiments is not supported by pedl",
         "delete": "deleting experiments is not supported by pedl; `det checkpoint delete` frees storage",
         "move": "pedl has no projects to move experiments between",
         "continue": "continuing an experiment with a new config is not supported by pedl",

@@ -238,6 +238,8 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
             ("Experiment", experiment.id),
             ("State", experiment_state(experiment.state)),
             ("Description", experiment.description),
+            ("Labels", ", ".join(experiment.labels)),
+            ("Archived", "yes" if experiment.archived else ""),
             ("Owner", experiment.owner),
             ("Model definition", experiment.model_definition_name),
             ("Searcher metric", metric),

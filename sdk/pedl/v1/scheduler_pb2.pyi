@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Experiment(_message.Message):
-    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner")
+    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner", "labels", "archived")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class Experiment(_message.Message):
     SEARCHER_METRIC_FIELD_NUMBER: _ClassVar[int]
     SMALLER_IS_BETTER_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: _common_pb2.ExperimentState
     config_yaml: str
@@ -35,7 +37,9 @@ class Experiment(_message.Message):
     searcher_metric: str
     smaller_is_better: bool
     owner: str
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ...) -> None: ...
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    archived: bool
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
 
 class Trial(_message.Message):
     __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed")
@@ -282,3 +286,23 @@ class ListTrialDetailsResponse(_message.Message):
     trials: _containers.RepeatedCompositeFieldContainer[GetTrialResponse]
     next_after_trial_id: int
     def __init__(self, trials: _Optional[_Iterable[_Union[GetTrialResponse, _Mapping]]] = ..., next_after_trial_id: _Optional[int] = ...) -> None: ...
+
+class PatchExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id", "description", "add_labels", "remove_labels", "archived")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ADD_LABELS_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_LABELS_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    description: str
+    add_labels: _containers.RepeatedScalarFieldContainer[str]
+    remove_labels: _containers.RepeatedScalarFieldContainer[str]
+    archived: bool
+    def __init__(self, experiment_id: _Optional[int] = ..., description: _Optional[str] = ..., add_labels: _Optional[_Iterable[str]] = ..., remove_labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
+
+class PatchExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...

@@ -55,6 +55,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.FromString,
                 )
+        self.PatchExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/PatchExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
+                )
         self.ListTrialDetails = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListTrialDetails',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
@@ -130,10 +135,17 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ListTrialDetails(self, request, context):
+    def PatchExperiment(self, request, context):
         """An experiment's trials with their steps, validations and checkpoints, a page at a time (one
         call instead of one GetTrial per trial).
+        What users may change after creation: description, labels, archived (owner or admin only).
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTrialDetails(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -199,6 +211,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetTrial,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.SerializeToString,
+            ),
+            'PatchExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.SerializeToString,
             ),
             'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTrialDetails,
@@ -364,6 +381,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetTrial',
             pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PatchExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/PatchExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -53,6 +53,10 @@ experiments = Table(
     Column("ended_at", Text, nullable=False, server_default=""),
     Column("owner", Text, nullable=False, server_default=""),
     Column("searcher_seq", BigInteger, nullable=False, server_default=text("0")),
+    # Set by PatchExperiment: NULL description means the config's.
+    Column("description", Text),
+    Column("labels_json", Text, nullable=False, server_default="[]"),
+    Column("archived", Integer, nullable=False, server_default=text("0")),
     sqlite_autoincrement=True,
 )
 

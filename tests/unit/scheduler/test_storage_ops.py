@@ -155,3 +155,12 @@ def test_an_experiments_trials_and_their_results_are_read_a_page_at_a_time() -> 
     assert [r["trial_id"] for r in result_ops.validations_of_trials(s, [a, c])] == [c]
     assert [r["uuid"] for r in result_ops.checkpoints_of_trials(s, [c])] == ["uc"]
     assert result_ops.steps_of_trials(s, []) == []
+
+
+def test_patching_an_experiment_changes_only_the_fields_given() -> None:
+    s, exp_id, _ = storage_with_trials("a")
+    experiment_ops.patch_experiment(s, exp_id, labels_json='["x"]')
+    experiment_ops.patch_experiment(s, exp_id, archived=True)
+    experiment_ops.patch_experiment(s, exp_id, description="mine")
+    row = experiment_ops.experiment(s, exp_id)
+    assert (row["labels_json"], row["archived"], row["description"]) == ('["x"]', 1, "mine")  # type: ignore[index]

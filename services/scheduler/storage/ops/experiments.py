@@ -29,6 +29,7 @@ _STATE_COUNTS = select(experiments.c.state, func.count().label("n")).group_by(ex
 _SET_STATE = (
     update(experiments).where(experiments.c.id == bindparam("exp_id")).values(state=bindparam("new_state"))
 )
+_PATCH = update(experiments).where(experiments.c.id == bindparam("exp_id"))
 _END = (
     update(experiments)
     .where(experiments.c.id == bindparam("exp_id"))
@@ -108,6 +109,26 @@ def trial_count(s: Storage, exp_id: int) -> int:
 def experiments_with_trial_counts(s: Storage) -> list[Row]:
     """Every experiment, oldest first, with `num_trials`."""
     return s.rows(_WITH_TRIAL_COUNTS)
+
+
+def patch_experiment(
+    s: Storage,
+    exp_id: int,
+    *,
+    description: str | None = None,
+    labels_json: str | None = None,
+    archived: bool | None = None,
+) -> None:
+    """Changes what users may change after creation; None leaves a field as it is."""
+    values: dict[str, object] = {}
+    if description is not None:
+        values["description"] = description
+    if labels_json is not None:
+        values["labels_json"] = labels_json
+    if archived is not None:
+        values["archived"] = int(archived)
+    if values:
+        s.defer(_PATCH.values(**values), {"exp_id": exp_id})
 
 
 def set_experiment_state(s: Storage, exp_id: int, state: str) -> None:
