@@ -281,10 +281,10 @@ def test_determined_cli_verbatim(cluster: Cluster) -> None:
 
 def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> None:
     admin = cluster.user
-    created = admin.run("det", "user", "create", "bob", "--password-stdin", input="pw-bob\n")
+    created = admin.run("det", "user", "create", "bob", "--password-stdin", input="pw-bob-long-enough\n")
     assert created.returncode == 0, created.stderr
     bob = User(cluster.tmp / "bob-home", admin.env["PEDL_MASTER"])
-    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="pw-bob\n")
+    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="pw-bob-long-enough\n")
     assert login.returncode == 0, login.stderr
     exp = cluster.values["exp"]
     for argv in (
