@@ -94,3 +94,27 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         parse(*argv)
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_the_not_logged_in_hint_is_given_once() -> None:
+    import grpc
+
+    from pedl.cli.errors import rpc_error_message
+
+    class Error(grpc.RpcError):
+        def __init__(self, details: str) -> None:
+            self._details = details
+
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.UNAUTHENTICATED
+
+        def details(self) -> str:
+            return self._details
+
+    assert (
+        rpc_error_message(Error("this call needs a credential: log in with `pedl user login`"), "m:1").count(
+            "user login"
+        )
+        == 1
+    )
+    assert "log in with `pedl user login`" in rpc_error_message(Error("expired"), "m:1")
