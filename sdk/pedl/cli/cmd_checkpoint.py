@@ -10,7 +10,7 @@ import grpc
 
 from pedl import _grpc
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
-from pedl.cli import render
+from pedl.cli import render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect, resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -104,7 +104,13 @@ def fetch_checkpoint(args: argparse.Namespace, uuid: str, output: Path) -> None:
     address = store_address(args)
     try:
         with CheckpointStoreClient(address) as store:
-            checkpoint = store.download(uuid, output)
+            if transfer_bar.enabled():
+                record = store.get(uuid)
+                total = record.total_size or sum(f.size for f in record.files)
+                with transfer_bar.download(f"checkpoint {uuid}", output, total):
+                    checkpoint = store.download(uuid, output)
+            else:
+                checkpoint = store.download(uuid, output)
     except CheckpointNotFound:
         raise CliError(f"checkpoint {uuid} not found in the checkpoint store at {address}") from None
     except CheckpointError as e:

@@ -12,7 +12,7 @@ from typing import Any
 from pedl import records
 from pedl.cli import cmd_experiment_edit as edit
 from pedl.cli import cmd_experiment_views as views
-from pedl.cli import cmd_refused, output, progress, render
+from pedl.cli import cmd_refused, output, progress, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -147,7 +147,8 @@ def create_experiment(args: argparse.Namespace) -> int:
 
         return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:
-        experiment = client.create_experiment(config_yaml, packed.data, packed.name)
+        with transfer_bar.upload("Uploading the model definition", len(packed.data)):
+            experiment = client.create_experiment(config_yaml, packed.data, packed.name)
         print(f"Created experiment {experiment.id}", flush=True)
         if args.follow:
             return follow(client, experiment.id)
