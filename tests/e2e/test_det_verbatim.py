@@ -197,6 +197,11 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det t download {trial} --best -o {tmp}/best", files("{tmp}/best")),
     ("det t download {trial} --latest -o {tmp}/latest", files("{tmp}/latest")),
     ("det checkpoint list {exp}", out(r"{uuid}")),
+    (
+        "det checkpoint list {exp} --json",
+        as_json(lambda d, c: all(isinstance(r["size_bytes"], int) for r in d)),
+    ),
+    ("det checkpoint list {exp} --csv", out(r"^uuid,trial_id,total_batches,state,num_files,size_bytes")),
     ("det checkpoint download {uuid} -o {tmp}/ck", files("{tmp}/ck")),
     ("det master info", out(r"^version: ")),
     ("det master info --json", as_json(lambda d, c: d["version"] and d["checkpoint_store_address"])),

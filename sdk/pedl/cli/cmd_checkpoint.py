@@ -8,9 +8,10 @@ from pathlib import Path
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
+from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
-from pedl.cli import render, transfer_bar
+from pedl.cli import output, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect, resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -26,6 +27,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
     list_ = commands.add_parser("list", parents=[common], help="list an experiment's checkpoints")
     list_.add_argument("experiment_id", type=positive_int, metavar="EXPERIMENT_ID")
+    output.add_format_flags(list_)
     list_.set_defaults(func=list_checkpoints)
 
     download = commands.add_parser("download", parents=[common], help="write a checkpoint's files")
@@ -81,10 +83,19 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     with connect(args) as client:
         response = client.get_experiment(args.experiment_id)
         details = client.trial_details(args.experiment_id, include_steps=False)
-    if not any(d.checkpoints for d in details):
-        print(f"Experiment {args.experiment_id} has no checkpoints.")
-        return 0
-    print(render.experiment_checkpoints_table(details, response.experiment.searcher_metric))
+    metric = response.experiment.searcher_metric
+    rows = []
+    for detail in sorted(details, key=lambda d: d.trial.id):
+        validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
+        for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid)):
+            rows.append(
+                records.checkpoint_record(c, metric, validations.get(c.total_batches, {}).get(metric))
+            )
+    if not rows:
+        text = f"Experiment {args.experiment_id} has no checkpoints."
+    else:
+        text = render.experiment_checkpoints_table(details, metric)
+    output.emit(args, rows, text)
     return 0
 
 
