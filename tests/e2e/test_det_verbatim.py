@@ -222,9 +222,8 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det agent disable agent-1", refused("agent")),
     ("det slot enable agent-1 0", refused("slot")),
     ("det slot disable agent-1 0", refused("slot")),
-    ("det user change-password", refused("password")),
-    ("det user activate bob", refused("activat")),
-    ("det user deactivate bob", refused("deactivat")),
+    ("det user activate nobody", refused("user 'nobody' not found")),
+    ("det user deactivate admin", refused("cannot deactivate themself")),
     ("det e set description {exp} 'first grid'", out(r"^Set description of experiment {exp}")),
     ("det e describe {exp} --json", as_json(lambda d, c: d["experiment"]["description"] == "first grid")),
     ("det e set max-slots {exp} 2", refused("experiment set max-slots")),
@@ -300,3 +299,20 @@ def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> N
         result = bob.run("det", *argv)
         assert result.returncode == 1 and "only its owner or an admin" in result.stderr, result.stderr
     assert json.loads(admin.ok("det", "e", "describe", exp, "--json"))["experiment"]["labels"] == ["best"]
+
+    # Users: bob changes his own password (not admin's); deactivated, he is out until reactivated.
+    other = bob.run("det", "user", "change-password", "admin", "--password-stdin", input="x" * 12 + "\n")
+    assert other.returncode == 1 and "only an admin" in other.stderr, other.stderr
+    changed = bob.run("det", "user", "change-password", "--password-stdin", input="new-bob-password\n")
+    assert changed.returncode == 0 and "Changed the password of bob" in changed.stdout, changed.stderr
+    admin.ok("det", "user", "deactivate", "bob")
+    users = json.loads(admin.ok("det", "user", "list", "--json"))
+    assert [u["active"] for u in users if u["username"] == "bob"] == [False]
+    out = bob.run("det", "e", "list")
+    assert out.returncode == 1 and "not authenticated" in out.stderr, out.stderr  # his sessions ended
+    relogin = bob.run("det", "user", "login", "bob", "--password-stdin", input="new-bob-password\n")
+    assert relogin.returncode == 1, relogin.stdout
+    admin.ok("det", "user", "activate", "bob")
+    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="new-bob-password\n")
+    assert login.returncode == 0, login.stderr
+    bob.ok("det", "e", "list")

@@ -31,9 +31,6 @@ VERBS: dict[str, dict[str, str]] = {
         "fork": "forking an experiment is not supported by pedl; create a new one from `det e config ID`",
     },
     "user": {
-        "change-password": "changing passwords is not supported by pedl; an admin creates a new user",
-        "activate": "activating and deactivating users is not supported by pedl",
-        "deactivate": "activating and deactivating users is not supported by pedl",
         "rename": "renaming users is not supported by pedl",
     },
     "agent": {

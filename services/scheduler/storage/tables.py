@@ -144,6 +144,8 @@ users = Table(
     Column("password_hash", Text, nullable=False),
     Column("admin", Integer, nullable=False, server_default=text("0")),
     Column("created_at", Text, nullable=False),
+    # A deactivated user cannot log in; their sessions end.
+    Column("active", Integer, nullable=False, server_default=text("1")),
     sqlite_autoincrement=True,
 )
 

@@ -1,5 +1,5 @@
 """What users change on an experiment after creating it: a description replacing the config's,
-labels, and whether it is archived (hidden from `det e list`).
+labels, and whether it is archived (hidden from `det e list`); and whether a user account is active.
 
 Revision ID: 0006
 Revises: 0005
@@ -22,9 +22,11 @@ def upgrade() -> None:
     op.add_column(
         "experiments", sa.Column("archived", sa.Integer, nullable=False, server_default=sa.text("0"))
     )
+    op.add_column("users", sa.Column("active", sa.Integer, nullable=False, server_default=sa.text("1")))
 
 
 def downgrade() -> None:
+    op.drop_column("users", "active")
     op.drop_column("experiments", "archived")
     op.drop_column("experiments", "labels_json")
     op.drop_column("experiments", "description")
