@@ -196,6 +196,7 @@ def agent_record(agent: scheduler_pb2.Agent) -> dict[str, Any]:
         "resource_pool": agent.resource_pool,
         "num_slots": len(agent.slots),
         "used_slots": sum(1 for s in agent.slots if s.trial_id),
+        "enabled": not agent.disabled,
         "last_heartbeat": agent.last_heartbeat or None,
     }
 
@@ -208,6 +209,7 @@ def slot_records(agents: Iterable[scheduler_pb2.Agent]) -> list[dict[str, Any]]:
             "type": s.type,
             "device": s.device,
             "trial_id": s.trial_id or None,
+            "enabled": not (a.disabled or s.disabled),
         }
         for a in sorted(agents, key=lambda a: a.id)
         for s in a.slots

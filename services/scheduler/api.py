@@ -175,6 +175,19 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
     async def ListAgents(self, request, context):  # noqa: N802
         return scheduler_pb2.ListAgentsResponse(agents=[a.to_proto() for a in self.cluster.agents.values()])
 
+    async def SetAgentEnabled(self, request, context):  # noqa: N802
+        if not current_principal().admin:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an admin can enable or disable agents"
+            )
+        try:
+            agent = self.cluster.set_enabled(request.agent_id, request.slot_id, request.enabled)
+        except KeyError as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e.args[0]))
+        if request.enabled:
+            self.manager.wake.set()  # queued trials may fit now
+        return scheduler_pb2.SetAgentEnabledResponse(agent=agent.to_proto())
+
     async def GetClusterInfo(self, request, context):  # noqa: N802
         return scheduler_pb2.GetClusterInfoResponse(
             version=__version__,

@@ -155,6 +155,10 @@ class SchedulerClient(_grpc.Client):
                 if not follow or e.code() not in _RETRIED or not self._still_waiting():  # type: ignore[attr-defined]
                     raise
 
+    def set_agent_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> scheduler_pb2.Agent:
+        request = scheduler_pb2.SetAgentEnabledRequest(agent_id=agent_id, slot_id=slot_id, enabled=enabled)
+        return self._stub.SetAgentEnabled(request, timeout=_TIMEOUT).agent
+
     def list_agents(self) -> list[scheduler_pb2.Agent]:
         return list(self._stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=_TIMEOUT).agents)
 

@@ -33,14 +33,6 @@ VERBS: dict[str, dict[str, str]] = {
     "user": {
         "rename": "renaming users is not supported by pedl",
     },
-    "agent": {
-        "enable": "enabling and disabling agents is not supported by pedl; stop the agent process instead",
-        "disable": "enabling and disabling agents is not supported by pedl; stop the agent process instead",
-    },
-    "slot": {
-        "enable": "enabling and disabling slots is not supported by pedl; start agents with fewer slots",
-        "disable": "enabling and disabling slots is not supported by pedl; start agents with fewer slots",
-    },
 }
 
 

@@ -185,20 +185,21 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
+            "no" if a.disabled else "yes",
             short_time(a.last_heartbeat),
         )
         for a in sorted(agents, key=lambda a: a.id)
     ]
-    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "LAST HEARTBEAT"], rows)
+    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ENABLED", "LAST HEARTBEAT"], rows)
 
 
 def slots_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
     rows = [
-        (a.id, s.id, s.type, s.device, s.trial_id or "free")
+        (a.id, s.id, s.type, s.device, "no" if a.disabled or s.disabled else "yes", s.trial_id or "free")
         for a in sorted(agents, key=lambda a: a.id)
         for s in a.slots
     ]
-    return table(["AGENT", "SLOT", "TYPE", "DEVICE", "TRIAL"], rows)
+    return table(["AGENT", "SLOT", "TYPE", "DEVICE", "ENABLED", "TRIAL"], rows)
 
 
 def _fields(pairs: Iterable[tuple[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pedl/v1/common.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\"y\n\x08Workload\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pedl.v1.WorkloadKind\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x0f\n\x07step_id\x18\x04 \x01(\x05\x12\x15\n\rtotal_batches\x18\x05 \x01(\x03\"6\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"\xb3\x02\n\nCheckpoint\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x15\n\rexperiment_id\x18\x02 \x01(\x05\x12\x10\n\x08trial_id\x18\x03 \x01(\x05\x12\x15\n\rtotal_batches\x18\x04 \x01(\x03\x12 \n\x05\x66iles\x18\x05 \x03(\x0b\x32\x11.pedl.v1.FileInfo\x12\'\n\x05state\x18\x06 \x01(\x0e\x32\x18.pedl.v1.CheckpointState\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x33\n\x08metadata\x18\x08 \x03(\x0b\x32!.pedl.v1.Checkpoint.MetadataEntry\x12\x12\n\ntotal_size\x18\t \x01(\x03\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xcb\x01\n\x0eWorkloadResult\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\x12(\n\x07metrics\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x03 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\x13\n\x0bnum_batches\x18\x04 \x01(\x03\x12\x12\n\nnum_inputs\x18\x05 \x01(\x03\x12\x18\n\x10\x64uration_seconds\x18\x06 \x01(\x01\"k\n\x07LogLine\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x11\n\ttimestamp\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"B\n\x04Slot\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08trial_id\x18\x04 \x01(\x05*\xb8\x01\n\x0cWorkloadKind\x12\x1d\n\x19WORKLOAD_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16WORKLOAD_KIND_RUN_STEP\x10\x01\x12,\n(WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS\x10\x02\x12\"\n\x1eWORKLOAD_KIND_CHECKPOINT_MODEL\x10\x03\x12\x1b\n\x17WORKLOAD_KIND_TERMINATE\x10\x04*q\n\x0f\x43heckpointState\x12 \n\x1c\x43HECKPOINT_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43HECKPOINT_STATE_COMPLETED\x10\x01\x12\x1c\n\x18\x43HECKPOINT_STATE_DELETED\x10\x02*\xc8\x01\n\x0f\x45xperimentState\x12 \n\x1c\x45XPERIMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45XPERIMENT_STATE_ACTIVE\x10\x01\x12\x1b\n\x17\x45XPERIMENT_STATE_PAUSED\x10\x02\x12\x1e\n\x1a\x45XPERIMENT_STATE_COMPLETED\x10\x03\x12\x1a\n\x16\x45XPERIMENT_STATE_ERROR\x10\x04\x12\x1d\n\x19\x45XPERIMENT_STATE_CANCELED\x10\x05*\xa5\x01\n\nTrialState\x12\x1b\n\x17TRIAL_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TRIAL_STATE_ACTIVE\x10\x01\x12\x16\n\x12TRIAL_STATE_PAUSED\x10\x02\x12\x19\n\x15TRIAL_STATE_COMPLETED\x10\x03\x12\x15\n\x11TRIAL_STATE_ERROR\x10\x04\x12\x18\n\x14TRIAL_STATE_CANCELED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pedl/v1/common.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\"y\n\x08Workload\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pedl.v1.WorkloadKind\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x0f\n\x07step_id\x18\x04 \x01(\x05\x12\x15\n\rtotal_batches\x18\x05 \x01(\x03\"6\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"\xb3\x02\n\nCheckpoint\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x15\n\rexperiment_id\x18\x02 \x01(\x05\x12\x10\n\x08trial_id\x18\x03 \x01(\x05\x12\x15\n\rtotal_batches\x18\x04 \x01(\x03\x12 \n\x05\x66iles\x18\x05 \x03(\x0b\x32\x11.pedl.v1.FileInfo\x12\'\n\x05state\x18\x06 \x01(\x0e\x32\x18.pedl.v1.CheckpointState\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x33\n\x08metadata\x18\x08 \x03(\x0b\x32!.pedl.v1.Checkpoint.MetadataEntry\x12\x12\n\ntotal_size\x18\t \x01(\x03\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xcb\x01\n\x0eWorkloadResult\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\x12(\n\x07metrics\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x03 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\x13\n\x0bnum_batches\x18\x04 \x01(\x03\x12\x12\n\nnum_inputs\x18\x05 \x01(\x03\x12\x18\n\x10\x64uration_seconds\x18\x06 \x01(\x01\"k\n\x07LogLine\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x11\n\ttimestamp\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"T\n\x04Slot\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08trial_id\x18\x04 \x01(\x05\x12\x10\n\x08\x64isabled\x18\x14 \x01(\x08*\xb8\x01\n\x0cWorkloadKind\x12\x1d\n\x19WORKLOAD_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16WORKLOAD_KIND_RUN_STEP\x10\x01\x12,\n(WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS\x10\x02\x12\"\n\x1eWORKLOAD_KIND_CHECKPOINT_MODEL\x10\x03\x12\x1b\n\x17WORKLOAD_KIND_TERMINATE\x10\x04*q\n\x0f\x43heckpointState\x12 \n\x1c\x43HECKPOINT_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43HECKPOINT_STATE_COMPLETED\x10\x01\x12\x1c\n\x18\x43HECKPOINT_STATE_DELETED\x10\x02*\xc8\x01\n\x0f\x45xperimentState\x12 \n\x1c\x45XPERIMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45XPERIMENT_STATE_ACTIVE\x10\x01\x12\x1b\n\x17\x45XPERIMENT_STATE_PAUSED\x10\x02\x12\x1e\n\x1a\x45XPERIMENT_STATE_COMPLETED\x10\x03\x12\x1a\n\x16\x45XPERIMENT_STATE_ERROR\x10\x04\x12\x1d\n\x19\x45XPERIMENT_STATE_CANCELED\x10\x05*\xa5\x01\n\nTrialState\x12\x1b\n\x17TRIAL_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TRIAL_STATE_ACTIVE\x10\x01\x12\x16\n\x12TRIAL_STATE_PAUSED\x10\x02\x12\x19\n\x15TRIAL_STATE_COMPLETED\x10\x03\x12\x15\n\x11TRIAL_STATE_ERROR\x10\x04\x12\x18\n\x14TRIAL_STATE_CANCELED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -24,14 +24,14 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _globals['_CHECKPOINT_METADATAENTRY']._options = None
   _globals['_CHECKPOINT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_WORKLOADKIND']._serialized_start=936
-  _globals['_WORKLOADKIND']._serialized_end=1120
-  _globals['_CHECKPOINTSTATE']._serialized_start=1122
-  _globals['_CHECKPOINTSTATE']._serialized_end=1235
-  _globals['_EXPERIMENTSTATE']._serialized_start=1238
-  _globals['_EXPERIMENTSTATE']._serialized_end=1438
-  _globals['_TRIALSTATE']._serialized_start=1441
-  _globals['_TRIALSTATE']._serialized_end=1606
+  _globals['_WORKLOADKIND']._serialized_start=954
+  _globals['_WORKLOADKIND']._serialized_end=1138
+  _globals['_CHECKPOINTSTATE']._serialized_start=1140
+  _globals['_CHECKPOINTSTATE']._serialized_end=1253
+  _globals['_EXPERIMENTSTATE']._serialized_start=1256
+  _globals['_EXPERIMENTSTATE']._serialized_end=1456
+  _globals['_TRIALSTATE']._serialized_start=1459
+  _globals['_TRIALSTATE']._serialized_end=1624
   _globals['_WORKLOAD']._serialized_start=63
   _globals['_WORKLOAD']._serialized_end=184
   _globals['_FILEINFO']._serialized_start=186
@@ -45,5 +45,5 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_LOGLINE']._serialized_start=758
   _globals['_LOGLINE']._serialized_end=865
   _globals['_SLOT']._serialized_start=867
-  _globals['_SLOT']._serialized_end=933
+  _globals['_SLOT']._serialized_end=951
 # @@protoc_insertion_point(module_scope)

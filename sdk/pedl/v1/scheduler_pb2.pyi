@@ -102,7 +102,7 @@ class Validation(_message.Message):
     def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool")
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "disabled")
     ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,7 @@ class Agent(_message.Message):
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
     id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     connected_at: str
@@ -117,7 +118,8 @@ class Agent(_message.Message):
     hostname: str
     environments: _containers.RepeatedScalarFieldContainer[str]
     resource_pool: str
-    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ...) -> None: ...
+    disabled: bool
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., disabled: bool = ...) -> None: ...
 
 class CreateExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition", "model_definition_name")
@@ -306,3 +308,19 @@ class PatchExperimentResponse(_message.Message):
     EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
     experiment: Experiment
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
+class SetAgentEnabledRequest(_message.Message):
+    __slots__ = ("agent_id", "slot_id", "enabled")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    slot_id: str
+    enabled: bool
+    def __init__(self, agent_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., enabled: bool = ...) -> None: ...
+
+class SetAgentEnabledResponse(_message.Message):
+    __slots__ = ("agent",)
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    agent: Agent
+    def __init__(self, agent: _Optional[_Union[Agent, _Mapping]] = ...) -> None: ...

@@ -75,6 +75,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.FromString,
                 )
+        self.SetAgentEnabled = channel.unary_unary(
+                '/pedl.v1.SchedulerService/SetAgentEnabled',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.FromString,
+                )
         self.GetClusterInfo = channel.unary_unary(
                 '/pedl.v1.SchedulerService/GetClusterInfo',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
@@ -163,6 +168,13 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetAgentEnabled(self, request, context):
+        """Admins only: stop (or resume) placing trials on an agent or one of its slots.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetClusterInfo(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -231,6 +243,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.ListAgents,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'SetAgentEnabled': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAgentEnabled,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.SerializeToString,
             ),
             'GetClusterInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetClusterInfo,
@@ -449,6 +466,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ListAgents',
             pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetAgentEnabled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/SetAgentEnabled',
+            pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -17,7 +17,6 @@ from support.postgres import PASSWORD, postgres_server, stop_server
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-
 def add_experiment(db: Database) -> int:
     return experiment_ops.create_experiment(
         db,

@@ -84,11 +84,11 @@ def test_agents_and_slots_tables() -> None:
         slots=[common_pb2.Slot(id="0", type="cpu", trial_id=5), common_pb2.Slot(id="1", type="cpu")],
     )  # fmt: skip
     assert render.agents_table([agent]).splitlines()[2].split() == [
-        "agent-1", "box", "2", "1", "default", "2024-05-01", "12:00:03",
+        "agent-1", "box", "2", "1", "default", "yes", "2024-05-01", "12:00:03",
     ]  # fmt: skip
     slots = render.slots_table([agent]).splitlines()
-    assert slots[2].split() == ["agent-1", "0", "cpu", "5"]
-    assert slots[3].split() == ["agent-1", "1", "cpu", "free"]
+    assert slots[2].split() == ["agent-1", "0", "cpu", "yes", "5"]
+    assert slots[3].split() == ["agent-1", "1", "cpu", "yes", "free"]
 
 
 def test_describe_experiment_and_json() -> None:
