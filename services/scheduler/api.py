@@ -10,7 +10,7 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import convert, experiment_patch, trial_results
+from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -82,6 +82,19 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
         return scheduler_pb2.PatchExperimentResponse(experiment=self._experiment(exp_id))
+
+    async def DeleteExperiment(self, request, context):  # noqa: N802
+        exp_id = request.experiment_id
+        await self._check_owner(exp_id, context)
+        if experiment_ops.experiment_state(self.db, exp_id) is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
+        try:
+            deleted = await experiment_delete.delete_experiment(
+                self.db, self.manager.checkpoint_store_address, exp_id, exp_id in self.manager.experiments
+            )
+        except experiment_delete.DeleteError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        return scheduler_pb2.DeleteExperimentResponse(deleted_checkpoints=deleted)
 
     async def _check_owner(self, exp_id: int, context) -> None:
         stored_owner = experiment_ops.experiment_owner(self.db, exp_id)

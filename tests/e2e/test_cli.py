@@ -88,8 +88,9 @@ def test_readme_quick_start(user: User, tmp_path) -> None:
         assert expected in described
     assert user.run("pedl", "experiment", "wait", exp_id).returncode == 0
     assert "agent-1" in user.ok("pedl", "agent", "list")
-    logs = user.ok("pedl", "trial", "logs", "1")
-    assert "started on agent" in logs
+    # pedl's own lines only with --system (the default is the user's output alone).
+    assert "started on agent" not in user.ok("pedl", "trial", "logs", "1")
+    assert "[pedl] trial 1 started on agent" in user.ok("pedl", "trial", "logs", "1", "--system")
 
     model_dir = tmp_path / "downloaded"
     user.ok("pedl", "experiment", "download-model-def", exp_id, "-o", str(model_dir))

@@ -244,7 +244,6 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det e list --all", out(EXP)),
     ("det e unarchive {exp}", out(r"^Unarchived experiment {exp}")),
     ("det e", out(EXP)),
-    ("det e delete {exp} --yes", refused("delet")),
     ("det notebook list", refused("notebook")),
     ("det shell start", refused("shell")),
     ("det cmd run echo hi", refused("command")),
@@ -259,11 +258,16 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det e archive {long_id}", refused("only an ended experiment")),
     ("det e pause {long_id}", out(r"^Paused experiment")),
     ("det e activate {long_id}", out(r"^Activated experiment")),
+    ("det e delete {long_id} --yes", refused("only an ended experiment can be deleted")),
     ("det e cancel {long_id}", out(r"experiment {long_id}")),
     (
         "det e wait {long_id}",
         lambda c, r: r.returncode == 1 and "CANCELED" in r.stdout or pytest.fail(r.stdout),
     ),
+    ("det e delete {long_id}", refused("pass --yes")),
+    ("det e delete {long_id} --yes", out(r"^Deleted experiment {long_id} and its \d+ checkpoint")),
+    ("det e describe {long_id}", refused("not found")),
+    ("det e lt {long_id}", refused("not found")),
 ]
 
 

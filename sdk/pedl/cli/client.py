@@ -99,6 +99,10 @@ class SchedulerClient(_grpc.Client):
     def patch_experiment(self, request: scheduler_pb2.PatchExperimentRequest) -> scheduler_pb2.Experiment:
         return self._stub.PatchExperiment(request, timeout=_TIMEOUT).experiment
 
+    def delete_experiment(self, experiment_id: int) -> int:
+        request = scheduler_pb2.DeleteExperimentRequest(experiment_id=experiment_id)
+        return int(self._stub.DeleteExperiment(request, timeout=_UPLOAD_TIMEOUT).deleted_checkpoints)
+
     def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
         return self._stub.PauseExperiment(request, timeout=_TIMEOUT).experiment

@@ -1,10 +1,11 @@
 """`det e set description|max-slots|weight|priority|gc-policy`, `det e label add|remove` and
-`det e archive|unarchive`: what may change after creation goes through PatchExperiment (owner or
+`det e archive|unarchive|delete`: what may change after creation goes through PatchExperiment (owner or
 admin); the scheduling knobs pedl does not have are refused with one line."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect
@@ -46,6 +47,30 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         parser = commands.add_parser(verb, parents=[common], help=help_text)
         parser.add_argument("experiment_id", type=positive_int, metavar="ID")
         parser.set_defaults(func=archive)
+    register_delete(commands, common)
+
+
+def register_delete(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    delete = commands.add_parser(
+        "delete", parents=[common], help="delete an ended experiment, its results, logs and checkpoints"
+    )
+    delete.add_argument("experiment_id", type=positive_int, metavar="ID")
+    delete.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    delete.set_defaults(func=delete_experiment)
+
+
+def delete_experiment(args: argparse.Namespace) -> int:
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError(f"deleting experiment {args.experiment_id} needs confirmation: pass --yes")
+        answer = input(f"Delete experiment {args.experiment_id} with its results and checkpoints? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing deleted")
+            return 1
+    with connect(args) as client:
+        deleted = client.delete_experiment(args.experiment_id)
+    print(f"Deleted experiment {args.experiment_id} and its {deleted} checkpoint(s)")
+    return 0
 
 
 def _refuse(message: str):  # type: ignore[no-untyped-def]

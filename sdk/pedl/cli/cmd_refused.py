@@ -25,7 +25,6 @@ GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
 # Verbs of groups pedl has, which pedl does not support (yet), and why.
 VERBS: dict[str, dict[str, str]] = {
     "experiment": {
-        "delete": "deleting experiments is not supported by pedl; `det checkpoint delete` frees storage",
         "move": "pedl has no projects to move experiments between",
         "continue": "continuing an experiment with a new config is not supported by pedl",
         "fork": "forking an experiment is not supported by pedl; create a new one from `det e config ID`",

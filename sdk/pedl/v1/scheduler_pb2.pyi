@@ -324,3 +324,15 @@ class SetAgentEnabledResponse(_message.Message):
     AGENT_FIELD_NUMBER: _ClassVar[int]
     agent: Agent
     def __init__(self, agent: _Optional[_Union[Agent, _Mapping]] = ...) -> None: ...
+
+class DeleteExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class DeleteExperimentResponse(_message.Message):
+    __slots__ = ("deleted_checkpoints",)
+    DELETED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    deleted_checkpoints: int
+    def __init__(self, deleted_checkpoints: _Optional[int] = ...) -> None: ...

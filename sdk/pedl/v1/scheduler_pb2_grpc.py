@@ -60,6 +60,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
                 )
+        self.DeleteExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/DeleteExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
+                )
         self.ListTrialDetails = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListTrialDetails',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
@@ -149,6 +154,13 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteExperiment(self, request, context):
+        """An ended experiment, its trials' results and logs, and its checkpoints in the store (owner or admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTrialDetails(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -228,6 +240,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.PatchExperiment,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.SerializeToString,
+            ),
+            'DeleteExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.SerializeToString,
             ),
             'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTrialDetails,
@@ -415,6 +432,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/PatchExperiment',
             pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

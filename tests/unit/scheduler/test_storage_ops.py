@@ -164,3 +164,24 @@ def test_patching_an_experiment_changes_only_the_fields_given() -> None:
     experiment_ops.patch_experiment(s, exp_id, description="mine")
     row = experiment_ops.experiment(s, exp_id)
     assert (row["labels_json"], row["archived"], row["description"]) == ('["x"]', 1, "mine")  # type: ignore[index]
+
+
+def test_deleting_an_experiment_removes_its_trials_results_and_logs_only() -> None:
+    s, exp_id, (a,) = storage_with_trials("a")
+    other = experiment_ops.create_experiment(
+        s, config_yaml="y", config_json="{}", model_definition=b"m", model_definition_name="m",
+        seed=1, created_at="t0", owner="",
+    )  # fmt: skip
+    trial_ops.create_trial(s, other, "o", "{}", 1, "{}")
+    with s.transaction():
+        result_ops.record_step(s, a, 1, 10, 10, "{}", "t1")
+        result_ops.record_validation(s, a, 1, 10, "{}", "t1")
+        result_ops.record_checkpoint(s, "ua", a, 1, 10, "{}", "t1")
+        result_ops.record_checkpoint(s, "gone", a, 1, 10, "{}", "t1")
+        result_ops.record_log(s, a, 1, "t1", "stdout", "hello")
+    result_ops.mark_checkpoint_deleted(s, "gone")
+    assert experiment_ops.undeleted_checkpoints(s, exp_id) == ["ua"]
+    experiment_ops.delete_experiment(s, exp_id)
+    assert experiment_ops.experiment(s, exp_id) is None and trial_ops.trial(s, a) is None
+    assert result_ops.steps_of(s, a) == [] and result_ops.logs_after(s, a, 0) == []
+    assert experiment_ops.experiment(s, other) is not None and len(trial_ops.trials_of(s, other)) == 1
