@@ -90,7 +90,8 @@ def test_readme_quick_start(user: User, tmp_path) -> None:
     assert "agent-1" in user.ok("pedl", "agent", "list")
     # pedl's own lines only with --system (the default is the user's output alone).
     assert "started on agent" not in user.ok("pedl", "trial", "logs", "1")
-    assert "[pedl] trial 1 started on agent" in user.ok("pedl", "trial", "logs", "1", "--system")
+    system = user.ok("pedl", "trial", "logs", "1", "--system")
+    assert re.search(r"^\[pedl\] trial 1 run \d+ started on agent", system, re.M)
 
     model_dir = tmp_path / "downloaded"
     user.ok("pedl", "experiment", "download-model-def", exp_id, "-o", str(model_dir))
