@@ -19,6 +19,8 @@ from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 
 # Seconds between polls for --follow and wait; tests set it to 0.
 POLL_SECONDS = 1.0
+# --follow fetches this many changed trials one by one; more come in one ListTrialDetails call.
+_BATCH_FROM = 3
 
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -162,10 +164,14 @@ def follow(client: SchedulerClient, experiment_id: int) -> int:
     while True:
         # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
         response = client.get_experiment(experiment_id)
-        for trial in sorted(response.trials, key=lambda t: t.id):
-            if tracker.needs_fetch(trial):
-                for line in tracker.update(client.get_trial(trial.id)):
-                    print(line, flush=True)
+        stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
+        if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
+            details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
+        else:
+            details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
+        for detail in details:
+            for line in tracker.update(detail):
+                print(line, flush=True)
         if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
             return _report_end(response)
         time.sleep(POLL_SECONDS)

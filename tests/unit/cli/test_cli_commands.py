@@ -182,3 +182,30 @@ def test_trial_details_are_fetched_a_page_at_a_time() -> None:
         with_steps = client.trial_details(7, page=1)
     assert len(details) == 3 and all(not d.steps for d in details)
     assert len(with_steps) == 3 and all(d.steps for d in with_steps)
+
+
+def test_follow_of_many_trials_reads_them_in_one_batch_and_prints_each_step_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pedl.cli import cmd_experiment
+    from pedl.cli.client import SchedulerClient
+
+    monkeypatch.setattr(cmd_experiment, "POLL_SECONDS", 0)
+    ids = (3, 4, 5, 6, 7)
+    done = [trial(i, state=common_pb2.TRIAL_STATE_COMPLETED, total_batches=100) for i in ids]
+    experiment = scheduler_pb2.GetExperimentResponse(
+        experiment=scheduler_pb2.Experiment(id=7, state=COMPLETED), trials=done
+    )
+    details = {
+        i: [scheduler_pb2.GetTrialResponse(trial=t, steps=[step(1, 100, 0.5)])]
+        for i, t in zip(ids, done, strict=True)
+    }
+    with (
+        serve(Script(experiments=[experiment], trials=details)) as address,
+        SchedulerClient(address) as client,
+    ):
+        calls: list[str] = []
+        monkeypatch.setattr(client, "get_trial", lambda trial_id: calls.append("get") or None)
+        assert cmd_experiment.follow(client, 7) == 0
+    out = capsys.readouterr().out
+    assert calls == [] and all(out.count(f"Trial {i} step 1:") == 1 for i in ids)
