@@ -10,7 +10,7 @@ import grpc
 
 from pedl._server_auth import CLUSTER, Denied, Principal, bearer_token, current_principal, is_secret
 from pedl.v1 import auth_pb2, auth_pb2_grpc
-from pedl_scheduler.users import Session, User, UserError, UserExists, Users, rfc3339
+from pedl_scheduler.users import Session, User, UserError, UserExists, UserNotFound, Users, rfc3339
 
 LOGIN = "/pedl.v1.AuthService/Login"
 CLUSTER_ONLY = frozenset({"/pedl.v1.AgentLinkService/Connect", "/pedl.v1.AuthService/ValidateToken"})
@@ -21,7 +21,9 @@ NO_CREDENTIAL = (
 
 
 def _user_proto(user: User) -> auth_pb2.User:
-    return auth_pb2.User(username=user.username, admin=user.admin, created_at=user.created_at)
+    return auth_pb2.User(
+        username=user.username, admin=user.admin, created_at=user.created_at, active=user.active
+    )
 
 
 class SchedulerAuthenticator:
@@ -90,6 +92,36 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
 
     async def ListUsers(self, request, context):  # noqa: N802
         return auth_pb2.ListUsersResponse(users=[_user_proto(u) for u in self.users.list()])
+
+    async def SetUserPassword(self, request, context):  # noqa: N802
+        await self._need_auth(context)
+        principal = current_principal()
+        if not principal.admin and principal.username != request.username:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an admin can change another user's password"
+            )
+        try:
+            self.users.change_password(request.username, request.password)
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        except UserError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return auth_pb2.SetUserPasswordResponse()
+
+    async def SetUserActive(self, request, context):  # noqa: N802
+        await self._need_auth(context)
+        principal = current_principal()
+        if not principal.admin:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an admin can activate or deactivate users"
+            )
+        if not request.active and principal.username == request.username:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "an admin cannot deactivate themself")
+        try:
+            user = self.users.set_active(request.username, request.active)
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        return auth_pb2.SetUserActiveResponse(user=_user_proto(user))
 
     async def ValidateToken(self, request, context):  # noqa: N802
         await self._need_auth(context)

@@ -34,18 +34,27 @@ class AgentHandle:
     accepts_handoffs: bool = False
     # How the agent confines its trials ("bwrap", "none"; "" from an agent that does not say).
     isolation: str = ""
+    # `det agent|slot disable`: nothing new is placed there; running trials finish (a drain).
+    disabled: bool = False
+    disabled_slots: set[str] = field(default_factory=set)
 
     def send(self, message: agent_pb2.ConnectResponse) -> None:
         self.outbox.put_nowait(message)
 
     def free_slots(self) -> tuple[str, ...]:
-        return tuple(s.id for s in self.slots if s.id not in self.used)
+        if self.disabled:
+            return ()
+        return tuple(s.id for s in self.slots if s.id not in self.used and s.id not in self.disabled_slots)
 
     def handoff_slots(self, exiting: set[int]) -> tuple[str, ...]:
         """Slots held by the `exiting` trials (told to terminate) that nobody takes over yet."""
-        if not self.accepts_handoffs:
+        if not self.accepts_handoffs or self.disabled:
             return ()
-        return tuple(s.id for s in self.slots if self.used.get(s.id) in exiting and s.id not in self.next)
+        return tuple(
+            s.id
+            for s in self.slots
+            if self.used.get(s.id) in exiting and s.id not in self.next and s.id not in self.disabled_slots
+        )
 
     def hold(self, slot_id: str, trial_id: int) -> int | None:
         """Gives the slot to the trial: now if free, else as its holder exits (returns that holder)."""
@@ -62,6 +71,7 @@ class AgentHandle:
             slot = common_pb2.Slot()
             slot.CopyFrom(s)
             slot.trial_id = self.used.get(s.id, 0)
+            slot.disabled = s.id in self.disabled_slots
             slots.append(slot)
         return scheduler_pb2.Agent(
             id=self.id,
@@ -72,6 +82,7 @@ class AgentHandle:
             environments=self.environments,
             resource_pool=self.resource_pool,
             isolation=self.isolation,
+            disabled=self.disabled,
         )
 
 
@@ -80,6 +91,9 @@ class Cluster:
 
     def __init__(self) -> None:
         self.agents: dict[str, AgentHandle] = {}
+        # Kept here, not on the handle, so an agent that reconnects stays disabled.
+        self.disabled_agents: set[str] = set()
+        self.disabled_slots: dict[str, set[str]] = {}
 
     def connect(self, register: agent_pb2.RegisterAgent) -> AgentHandle:
         old = self.agents.get(register.agent_id)
@@ -95,6 +109,8 @@ class Cluster:
             accepts_batches=register.accepts_batches,
             accepts_handoffs=register.accepts_handoffs,
             isolation=register.isolation,
+            disabled=register.agent_id in self.disabled_agents,
+            disabled_slots=self.disabled_slots.setdefault(register.agent_id, set()),
         )
         self.agents[agent.id] = agent
         return agent
@@ -105,6 +121,23 @@ class Cluster:
             del self.agents[agent.id]
             return True
         return False
+
+    def set_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> AgentHandle:
+        """Enables or disables a connected agent (or one of its slots); KeyError names what is unknown."""
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            raise KeyError(f"agent {agent_id!r} is not connected")
+        if slot_id:
+            ids = [s.id for s in agent.slots]
+            if slot_id not in ids and slot_id.isdigit() and int(slot_id) < len(ids):
+                slot_id = ids[int(slot_id)]  # Determined numbers an agent's slots 0, 1, ...
+            if slot_id not in ids:
+                raise KeyError(f"agent {agent_id!r} has no slot {slot_id!r}")
+            (agent.disabled_slots.discard if enabled else agent.disabled_slots.add)(slot_id)
+        else:
+            agent.disabled = not enabled
+            (self.disabled_agents.discard if enabled else self.disabled_agents.add)(agent_id)
+        return agent
 
     def heartbeat(self, agent: AgentHandle) -> None:
         agent.last_heartbeat = utc_now()

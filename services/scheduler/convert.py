@@ -25,7 +25,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         state=EXPERIMENT_STATES[row["state"]],
         config_yaml=row["config_yaml"],
         config=to_struct(mask_secrets(config)),  # the raw config holds e.g. S3 keys
-        description=config.get("description") or "",
+        description=_description(row, config),
         created_at=row["created_at"],
         ended_at=row["ended_at"],
         num_trials=num_trials,
@@ -34,7 +34,15 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         searcher_metric=searcher.get("metric", ""),
         smaller_is_better=bool(searcher.get("smaller_is_better", True)),
         owner=row.get("owner") or "",
+        labels=json.loads(row.get("labels_json") or "[]"),
+        archived=bool(row.get("archived")),
     )
+
+
+def _description(row: dict[str, Any], config: dict[str, Any]) -> str:
+    """The one PatchExperiment set, else the config's."""
+    patched = row.get("description")
+    return str(patched) if patched is not None else str(config.get("description") or "")
 
 
 def trial(row: dict[str, Any], agent_id: str = "", num_steps: int = 0) -> scheduler_pb2.Trial:

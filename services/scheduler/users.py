@@ -33,12 +33,17 @@ class UserExists(UserError):
     pass
 
 
+class UserNotFound(UserError):
+    pass
+
+
 @dataclass(frozen=True)
 class User:
     id: int
     username: str
     admin: bool
     created_at: str
+    active: bool = True
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,9 @@ class Users:
         self.clock = clock
 
     def _user(self, row: dict) -> User:  # type: ignore[type-arg]
-        return User(row["id"], row["username"], bool(row["admin"]), row["created_at"])
+        return User(
+            row["id"], row["username"], bool(row["admin"]), row["created_at"], bool(row.get("active", 1))
+        )
 
     def get(self, username: str) -> User | None:
         row = user_ops.user_by_name(self.db, username)
@@ -126,7 +133,7 @@ class Users:
         if row is None:
             check_password(password, _DUMMY_HASH)
             return None
-        if not check_password(password, row["password_hash"]):
+        if not check_password(password, row["password_hash"]) or not row.get("active", 1):
             return None
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = self.clock()
@@ -139,9 +146,27 @@ class Users:
         row = user_ops.session_user(self.db, hash_token(token))
         if row is None:
             return "the token is not valid (logged out, or from another cluster)"
+        if not row.get("active", 1):
+            return "the user is deactivated"
         if row["expires_at"] <= self.clock():
             return "the session has expired"
         return Session(self._user(row), float(row["expires_at"]))
+
+    def change_password(self, username: str, password: str) -> None:
+        user = self._existing(username)
+        if len(password) < MIN_PASSWORD_CHARS:
+            raise UserError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
+        user_ops.set_password(self.db, user.id, hash_password(password))
+
+    def set_active(self, username: str, active: bool) -> User:
+        user_ops.set_active(self.db, self._existing(username).id, active)
+        return self._existing(username)
+
+    def _existing(self, username: str) -> User:
+        user = self.get(username)
+        if user is None:
+            raise UserNotFound(f"user {username!r} not found")
+        return user
 
     def logout(self, token: str) -> None:
         user_ops.end_session(self.db, hash_token(token))

@@ -35,9 +35,9 @@ class User:
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         }
 
-    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    def run(self, *args: str, timeout: float = 300, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
-            list(args), env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+            list(args), env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, input=input
         )
 
     def ok(self, *args: str, timeout: float = 300) -> str:
@@ -88,8 +88,10 @@ def test_readme_quick_start(user: User, tmp_path) -> None:
         assert expected in described
     assert user.run("pedl", "experiment", "wait", exp_id).returncode == 0
     assert "agent-1" in user.ok("pedl", "agent", "list")
-    logs = user.ok("pedl", "trial", "logs", "1")
-    assert "started on agent" in logs
+    # pedl's own lines only with --system (the default is the user's output alone).
+    assert "started on agent" not in user.ok("pedl", "trial", "logs", "1")
+    system = user.ok("pedl", "trial", "logs", "1", "--system")
+    assert re.search(r"^\[pedl\] trial 1 run \d+ started on agent", system, re.M)
 
     model_dir = tmp_path / "downloaded"
     user.ok("pedl", "experiment", "download-model-def", exp_id, "-o", str(model_dir))

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
 
 from pedl import _grpc
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
 DEFAULT_MASTER = "127.0.0.1:8080"
+# How long --follow, `logs -f` and `wait` keep trying while the scheduler is down (a restart).
+OUTAGE_SECONDS = 300.0
+_T = TypeVar("_T")
+_RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _TIMEOUT = 30.0
 # Uploading a model definition near the 96 MiB context limit takes a while on slow links.
 _UPLOAD_TIMEOUT = 600.0
@@ -34,6 +43,35 @@ class SchedulerClient(_grpc.Client):
     def __init__(self, address: str) -> None:
         super().__init__(address)
         self._stub = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
+        # Set by commands that watch (--follow, wait): reads then wait for a restarted scheduler.
+        self.ride_out_restarts = False
+        self._down_since: float | None = None
+
+    def _read(self, call: Callable[..., _T], request: Any, timeout: float = 30.0) -> _T:
+        """A read-only call; when riding out restarts, UNAVAILABLE is waited out (gRPC's
+        wait_for_ready holds the call until the channel reconnects) for up to OUTAGE_SECONDS."""
+        if not self.ride_out_restarts:
+            return call(request, timeout=timeout)  # type: ignore[no-any-return]
+        while True:
+            try:
+                result = call(request, timeout=timeout, wait_for_ready=True)
+                self._down_since = None
+                return result  # type: ignore[no-any-return]
+            except grpc.RpcError as e:
+                if e.code() not in _RETRIED or not self._still_waiting():  # type: ignore[attr-defined]
+                    raise
+
+    def _still_waiting(self) -> bool:
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            print(
+                f"the scheduler at {self.address} is unreachable; waiting for it", file=sys.stderr, flush=True
+            )
+        if now - self._down_since > OUTAGE_SECONDS:
+            return False
+        time.sleep(1.0)
+        return True
 
     def create_experiment(
         self, config_yaml: str, model_definition: bytes, model_definition_name: str
@@ -52,11 +90,18 @@ class SchedulerClient(_grpc.Client):
 
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
-        return self._stub.GetExperiment(request, timeout=_TIMEOUT)
+        return self._read(self._stub.GetExperiment, request, _TIMEOUT)
 
     def kill_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)
         return self._stub.KillExperiment(request, timeout=_TIMEOUT).experiment
+
+    def patch_experiment(self, request: scheduler_pb2.PatchExperimentRequest) -> scheduler_pb2.Experiment:
+        return self._stub.PatchExperiment(request, timeout=_TIMEOUT).experiment
+
+    def delete_experiment(self, experiment_id: int) -> int:
+        request = scheduler_pb2.DeleteExperimentRequest(experiment_id=experiment_id)
+        return int(self._stub.DeleteExperiment(request, timeout=_UPLOAD_TIMEOUT).deleted_checkpoints)
 
     def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
@@ -71,15 +116,52 @@ class SchedulerClient(_grpc.Client):
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
 
     def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
-        return self._stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id), timeout=_TIMEOUT)
+        return self._read(self._stub.GetTrial, scheduler_pb2.GetTrialRequest(trial_id=trial_id), _TIMEOUT)
+
+    def trial_details(
+        self, experiment_id: int, include_steps: bool = True, page: int = 0
+    ) -> list[scheduler_pb2.GetTrialResponse]:
+        """Every trial of the experiment with its validations, checkpoints (and steps), by trial id,
+        a page per call."""
+        details: list[scheduler_pb2.GetTrialResponse] = []
+        after = 0
+        while True:
+            request = scheduler_pb2.ListTrialDetailsRequest(
+                experiment_id=experiment_id, after_trial_id=after, limit=page, include_steps=include_steps
+            )
+            response = self._read(self._stub.ListTrialDetails, request, _TIMEOUT)
+            details.extend(response.trials)
+            if not response.next_after_trial_id:
+                return details
+            after = response.next_after_trial_id
+
+    def get_cluster_info(self) -> scheduler_pb2.GetClusterInfoResponse:
+        return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)
 
     def trial_logs(
         self, trial_id: int, follow: bool = False, after_id: int = 0
     ) -> Iterator[common_pb2.LogLine]:
-        """Without follow the stream ends after the stored lines; with it, when the trial ends."""
-        request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=follow, after_id=after_id)
-        for response in self._stub.GetTrialLogs(request, timeout=None if follow else _TIMEOUT):
-            yield from response.lines
+        """Without follow the stream ends after the stored lines; with it, when the trial ends. A
+        follow resumes after the last line it saw when the scheduler restarts."""
+        while True:
+            request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=follow, after_id=after_id)
+            try:
+                stream = self._stub.GetTrialLogs(
+                    request, timeout=None if follow else _TIMEOUT, wait_for_ready=follow
+                )
+                for response in stream:
+                    self._down_since = None
+                    for line in response.lines:
+                        after_id = max(after_id, line.id)
+                        yield line
+                return
+            except grpc.RpcError as e:
+                if not follow or e.code() not in _RETRIED or not self._still_waiting():  # type: ignore[attr-defined]
+                    raise
+
+    def set_agent_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> scheduler_pb2.Agent:
+        request = scheduler_pb2.SetAgentEnabledRequest(agent_id=agent_id, slot_id=slot_id, enabled=enabled)
+        return self._stub.SetAgentEnabled(request, timeout=_TIMEOUT).agent
 
     def list_agents(self) -> list[scheduler_pb2.Agent]:
         return list(self._stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=_TIMEOUT).agents)

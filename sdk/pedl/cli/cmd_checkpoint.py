@@ -8,9 +8,10 @@ from pathlib import Path
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
+from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
-from pedl.cli import render
+from pedl.cli import output, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect, resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
@@ -26,6 +27,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
     list_ = commands.add_parser("list", parents=[common], help="list an experiment's checkpoints")
     list_.add_argument("experiment_id", type=positive_int, metavar="EXPERIMENT_ID")
+    output.add_format_flags(list_)
     list_.set_defaults(func=list_checkpoints)
 
     download = commands.add_parser("download", parents=[common], help="write a checkpoint's files")
@@ -80,32 +82,55 @@ def store_address(args: argparse.Namespace) -> str:
 def list_checkpoints(args: argparse.Namespace) -> int:
     with connect(args) as client:
         response = client.get_experiment(args.experiment_id)
-        details = [client.get_trial(t.id) for t in response.trials]
-    if not any(d.checkpoints for d in details):
-        print(f"Experiment {args.experiment_id} has no checkpoints.")
-        return 0
-    print(render.experiment_checkpoints_table(details, response.experiment.searcher_metric))
+        details = client.trial_details(args.experiment_id, include_steps=False)
+    metric = response.experiment.searcher_metric
+    rows = []
+    for detail in sorted(details, key=lambda d: d.trial.id):
+        validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
+        for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid)):
+            rows.append(
+                records.checkpoint_record(c, metric, validations.get(c.total_batches, {}).get(metric))
+            )
+    if not rows:
+        text = f"Experiment {args.experiment_id} has no checkpoints."
+    else:
+        text = render.experiment_checkpoints_table(details, metric)
+    output.emit(args, rows, text)
     return 0
 
 
 def download_checkpoint(args: argparse.Namespace) -> int:
     output = Path(args.output_dir) if args.output_dir else Path("checkpoints") / args.uuid
+    fetch_checkpoint(args, args.uuid, output)
+    return 0
+
+
+def fetch_checkpoint(args: argparse.Namespace, uuid: str, output: Path) -> None:
+    """Downloads one checkpoint into an empty or absent directory and says so (shared by
+    `checkpoint download`, `e download` and `t download`)."""
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise CliError(f"output directory {output} exists and is not an empty directory", EXIT_BAD_INPUT)
+    if not hasattr(args, "checkpoint_store"):
+        args.checkpoint_store = None
     address = store_address(args)
     try:
         with CheckpointStoreClient(address) as store:
-            checkpoint = store.download(args.uuid, output)
+            if transfer_bar.enabled():
+                record = store.get(uuid)
+                total = record.total_size or sum(f.size for f in record.files)
+                with transfer_bar.download(f"checkpoint {uuid}", output, total):
+                    checkpoint = store.download(uuid, output)
+            else:
+                checkpoint = store.download(uuid, output)
     except CheckpointNotFound:
-        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
+        raise CliError(f"checkpoint {uuid} not found in the checkpoint store at {address}") from None
     except CheckpointError as e:
         raise CliError(str(e)) from None
     size = render.human_bytes(checkpoint.total_size or sum(f.size for f in checkpoint.files))
     print(
-        f"Downloaded checkpoint {args.uuid} (trial {checkpoint.trial_id}, "
+        f"Downloaded checkpoint {uuid} (trial {checkpoint.trial_id}, "
         f"batches {checkpoint.total_batches}, {len(checkpoint.files)} files, {size}) to {output}"
     )
-    return 0
 
 
 def delete_checkpoint(args: argparse.Namespace) -> int:

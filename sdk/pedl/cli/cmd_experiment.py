@@ -1,5 +1,5 @@
-"""`pedl experiment ...`: create (validating config and context locally first), list, describe, kill,
-wait and download-model-def."""
+"""`pedl experiment ...`: create (validating config and context locally first), list, kill/cancel,
+pause, activate, wait and download-model-def; the read-only views are in cmd_experiment_views."""
 
 from __future__ import annotations
 
@@ -9,18 +9,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pedl.cli import progress, render
+from pedl import records
+from pedl.cli import cmd_experiment_edit as edit
+from pedl.cli import cmd_experiment_views as views
+from pedl.cli import cmd_refused, output, progress, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 
 # Seconds between polls for --follow and wait; tests set it to 0.
 POLL_SECONDS = 1.0
+# --follow fetches this many changed trials one by one; more come in one ListTrialDetails call.
+_BATCH_FROM = 3
 
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     group = groups.add_parser("experiment", aliases=["e"], help="manage experiments", parents=[common])
-    commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    group.set_defaults(func=list_experiments)  # `det e` alone lists, as Determined's does
 
     create = commands.add_parser("create", parents=[common], help="create an experiment")
     create.add_argument("config_file", metavar="CONFIG", help="experiment configuration (YAML)")
@@ -31,7 +37,10 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
         "-f", "--follow", action="store_true", help="print progress until the experiment ends"
     )
     create.add_argument(
+        "-t",
+        "--test-mode",
         "--test",
+        dest="test",
         action="store_true",
         help="run the minimal loop (a few batches, a validation, a checkpoint) instead of the search",
     )
@@ -40,12 +49,14 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     create.set_defaults(func=create_experiment)
 
-    commands.add_parser("list", parents=[common], help="list experiments").set_defaults(func=list_experiments)
+    list_ = commands.add_parser("list", parents=[common], help="list experiments")
+    list_.add_argument("-a", "--all", action="store_true", help="archived experiments too")
+    output.add_format_flags(list_)
+    list_.set_defaults(func=list_experiments)
 
-    describe = commands.add_parser("describe", parents=[common], help="show an experiment and its trials")
-    describe.add_argument("experiment_id", type=positive_int, metavar="ID")
-    describe.add_argument("--json", action="store_true", help="machine-readable output")
-    describe.set_defaults(func=describe_experiment)
+    views.register(commands, common)
+    edit.register(commands, common)
+    cmd_refused.register_verbs("experiment", commands, common)
 
     show_config = commands.add_parser(
         "config", parents=[common], help="print an experiment's effective config (create accepts it again)"
@@ -53,9 +64,10 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     show_config.add_argument("experiment_id", type=positive_int, metavar="ID")
     show_config.set_defaults(func=print_experiment_config)
 
-    kill = commands.add_parser("kill", parents=[common], help="stop an experiment and all its trials")
-    kill.add_argument("experiment_id", type=positive_int, metavar="ID")
-    kill.set_defaults(func=kill_experiment)
+    for verb in ("kill", "cancel"):
+        kill = commands.add_parser(verb, parents=[common], help="stop an experiment and all its trials")
+        kill.add_argument("experiment_id", type=positive_int, metavar="ID")
+        kill.set_defaults(func=kill_experiment)
 
     pause = commands.add_parser(
         "pause", parents=[common], help="checkpoint the running trials and release their slots"
@@ -137,7 +149,8 @@ def create_experiment(args: argparse.Namespace) -> int:
 
         return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:
-        experiment = client.create_experiment(config_yaml, packed.data, packed.name)
+        with transfer_bar.upload("Uploading the model definition", len(packed.data)):
+            experiment = client.create_experiment(config_yaml, packed.data, packed.name)
         print(f"Created experiment {experiment.id}", flush=True)
         if args.follow:
             return follow(client, experiment.id)
@@ -147,13 +160,18 @@ def create_experiment(args: argparse.Namespace) -> int:
 def follow(client: SchedulerClient, experiment_id: int) -> int:
     """Prints new steps, validations, checkpoints and state changes until the experiment ends."""
     tracker = progress.ProgressTracker()
+    client.ride_out_restarts = True
     while True:
         # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
         response = client.get_experiment(experiment_id)
-        for trial in sorted(response.trials, key=lambda t: t.id):
-            if tracker.needs_fetch(trial):
-                for line in tracker.update(client.get_trial(trial.id)):
-                    print(line, flush=True)
+        stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
+        if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
+            details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
+        else:
+            details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
+        for detail in details:
+            for line in tracker.update(detail):
+                print(line, flush=True)
         if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
             return _report_end(response)
         time.sleep(POLL_SECONDS)
@@ -170,19 +188,13 @@ def _report_end(response: Any) -> int:
 
 def list_experiments(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        print(render.experiments_table(client.list_experiments()))
-    return 0
-
-
-def describe_experiment(args: argparse.Namespace) -> int:
-    with connect(args) as client:
-        response = client.get_experiment(args.experiment_id)
-        details = [client.get_trial(t.id) for t in sorted(response.trials, key=lambda t: t.id)]
-    print(
-        render.describe_json(response, details)
-        if args.json
-        else render.describe_experiment(response, details)
-    )
+        experiments = sorted(client.list_experiments(), key=lambda e: e.id)
+    if not getattr(args, "all", False):
+        experiments = [e for e in experiments if not e.archived]
+    rows = [records.experiment_record(e) for e in experiments]
+    for row in rows:
+        row.pop("config")
+    output.emit(args, rows, render.experiments_table(experiments))
     return 0
 
 
@@ -226,6 +238,7 @@ def activate_experiment(args: argparse.Namespace) -> int:
 
 def wait_experiment(args: argparse.Namespace) -> int:
     with connect(args) as client:
+        client.ride_out_restarts = True
         while True:
             response = client.get_experiment(args.experiment_id)
             if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:

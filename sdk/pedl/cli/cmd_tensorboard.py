@@ -35,7 +35,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     command = groups.add_parser(
         "tensorboard",
         parents=[common],
-        help="show experiments' training and validation metrics in TensorBoard",
+        help="experiments' metrics in TensorBoard (also `det tensorboard start ID...`)",
     )
     command.add_argument("experiment_ids", type=positive_int, nargs="+", metavar="EXPERIMENT_ID")
     command.add_argument(

@@ -1,40 +1,114 @@
-"""`pedl trial logs|describe`."""
+"""`det trial logs|describe|download|kill`."""
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
+from pathlib import Path
 
-from pedl.cli import render
-from pedl.cli.arguments import positive_int
+from pedl import records
+from pedl.cli import output, render
+from pedl.cli.arguments import non_negative_int, positive_int
 from pedl.cli.client import connect
+from pedl.cli.errors import CliError
 
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     group = groups.add_parser("trial", aliases=["t"], help="inspect trials", parents=[common])
     commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    logs = commands.add_parser("logs", parents=[common], help="print a trial's log")
+    logs = commands.add_parser("logs", parents=[common], help="print a trial's log (the user's output)")
     logs.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
     logs.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new lines until the trial ends"
     )
+    ends = logs.add_mutually_exclusive_group()
+    ends.add_argument("--head", type=non_negative_int, metavar="N", help="only the first N lines")
+    ends.add_argument("--tail", type=non_negative_int, metavar="N", help="only the last N lines")
+    logs.add_argument("--system", action="store_true", help="also pedl's own lines (marked [pedl])")
+    logs.add_argument("--json", action="store_true", help="one JSON object per line")
     logs.set_defaults(func=trial_logs)
 
-    describe = commands.add_parser(
-        "describe", parents=[common], help="show a trial's steps, validations, checkpoints"
-    )
+    describe = commands.add_parser("describe", parents=[common], help="show a trial and its checkpoints")
     describe.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
+    describe.add_argument(
+        "--metrics", action="store_true", help="include every step's and validation's metrics"
+    )
+    output.add_format_flags(describe)
     describe.set_defaults(func=describe_trial)
+
+    download = commands.add_parser("download", parents=[common], help="download one of a trial's checkpoints")
+    download.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
+    which = download.add_mutually_exclusive_group(required=True)
+    which.add_argument("--best", action="store_true", help="the checkpoint with the best searcher metric")
+    which.add_argument("--latest", action="store_true", help="the newest checkpoint")
+    which.add_argument("--uuid", metavar="UUID", help="this checkpoint of the trial")
+    download.add_argument("-o", "--output-dir", metavar="DIR", help="default ./checkpoints/UUID")
+    download.set_defaults(func=download_trial)
+
+    kill = commands.add_parser("kill", parents=[common], help="stop a trial (pedl: refused, see message)")
+    kill.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
+    kill.set_defaults(func=kill_trial)
 
 
 def trial_logs(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        for line in client.trial_logs(args.trial_id, follow=args.follow):
-            print(line.message.rstrip("\n"), flush=args.follow)
+        lines = (
+            line
+            for line in client.trial_logs(args.trial_id, follow=args.follow)
+            if args.system or not records.is_system_line(line.source, line.message)
+        )
+        if args.tail is not None and not args.follow:
+            lines = iter(collections.deque(lines, maxlen=args.tail))
+        for count, line in enumerate(lines):
+            if args.head is not None and count >= args.head:
+                break
+            if args.json:
+                print(json.dumps(records.log_record(line)), flush=args.follow)
+                continue
+            message = line.message.rstrip("\n")
+            if args.system and records.is_system_line(line.source, line.message):
+                message = f"[pedl] {message}"
+            print(message, flush=args.follow)
     return 0
 
 
 def describe_trial(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        print(render.describe_trial(client.get_trial(args.trial_id)))
+        detail = client.get_trial(args.trial_id)
+        experiment = client.get_experiment(detail.trial.experiment_id).experiment
+    space = records.stored_config(experiment.config_yaml).get("hyperparameters")
+    record = records.trial_detail_record(detail, space, metrics=args.metrics)
+    text = render.describe_trial(detail, steps=args.metrics)
+    csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]
+    output.emit(args, record, text, csv_rows=csv_rows)
     return 0
+
+
+def download_trial(args: argparse.Namespace) -> int:
+    from pedl.cli.cmd_checkpoint import fetch_checkpoint
+    from pedl.cli.cmd_experiment_views import ranked_checkpoints
+
+    with connect(args) as client:
+        detail = client.get_trial(args.trial_id)
+        response = client.get_experiment(detail.trial.experiment_id)
+    ranked = ranked_checkpoints(response, [detail])
+    if args.uuid:
+        chosen = [c for c, _ in ranked if c.uuid == args.uuid]
+    elif args.best:
+        chosen = [c for c, value in ranked if value is not None][:1]
+    else:
+        chosen = sorted((c for c, _ in ranked), key=lambda c: c.total_batches, reverse=True)[:1]
+    if not chosen:
+        what = args.uuid or ("validated " if args.best else "") + "completed checkpoint"
+        raise CliError(f"trial {args.trial_id} has no {what}")
+    uuid = chosen[0].uuid
+    fetch_checkpoint(args, uuid, Path(args.output_dir) if args.output_dir else Path("checkpoints") / uuid)
+    return 0
+
+
+def kill_trial(args: argparse.Namespace) -> int:
+    raise CliError(
+        f"pedl stops trials only with their experiment: `det e kill EXPERIMENT_ID` (trial {args.trial_id})"
+    )

@@ -1,4 +1,5 @@
-"""`pedl user login|logout|whoami|create|list`: accounts on the scheduler, the login in auth.json."""
+"""`det user login|logout|whoami|token|create|list|change-password|activate|deactivate`: accounts
+on the scheduler, the login in auth.json."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import getpass
 import sys
 
 from pedl import _grpc, auth
-from pedl.cli import render
+from pedl.cli import cmd_refused, output, render
 from pedl.cli.client import resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 from pedl.v1 import auth_pb2, auth_pb2_grpc
@@ -36,7 +37,24 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     create.add_argument("--password-stdin", action="store_true", help="read the new password from stdin")
     create.set_defaults(func=user_create)
 
-    commands.add_parser("list", parents=[common], help="list users").set_defaults(func=user_list)
+    change = commands.add_parser(
+        "change-password", parents=[common], help="change your password (an admin: anyone's)"
+    )
+    change.add_argument("target_user", nargs="?", metavar="USERNAME", help="default: the logged-in user")
+    change.add_argument("--password-stdin", action="store_true", help="read the new password from stdin")
+    change.set_defaults(func=user_change_password)
+    for verb, help_text in (
+        ("activate", "let a deactivated user log in again (admins only)"),
+        ("deactivate", "stop a user logging in and end their sessions (admins only)"),
+    ):
+        parser = commands.add_parser(verb, parents=[common], help=help_text)
+        parser.add_argument("username", metavar="USERNAME")
+        parser.set_defaults(func=user_set_active)
+
+    list_ = commands.add_parser("list", parents=[common], help="list users")
+    output.add_format_flags(list_)
+    list_.set_defaults(func=user_list)
+    cmd_refused.register_verbs("user", commands, common)
 
 
 def _password(from_stdin: bool, prompt: str, confirm: bool = False) -> str:
@@ -114,6 +132,34 @@ def user_list(args: argparse.Namespace) -> int:
     stub, channel = _stub(args)
     with channel:  # type: ignore[attr-defined]
         users = stub.ListUsers(auth_pb2.ListUsersRequest(), timeout=_TIMEOUT).users
-    rows = [(u.username, "yes" if u.admin else "", render.short_time(u.created_at)) for u in users]
-    print(render.table(["USERNAME", "ADMIN", "CREATED"], rows))
+    rows = [
+        (u.username, "yes" if u.admin else "", "yes" if u.active else "no", render.short_time(u.created_at))
+        for u in users
+    ]
+    data = [
+        {"username": u.username, "admin": u.admin, "active": u.active, "created_at": u.created_at or None}
+        for u in users
+    ]
+    output.emit(args, data, render.table(["USERNAME", "ADMIN", "ACTIVE", "CREATED"], rows))
+    return 0
+
+
+def user_change_password(args: argparse.Namespace) -> int:
+    stub, channel = _stub(args)
+    with channel:  # type: ignore[attr-defined]
+        username = args.target_user or stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user.username
+        password = _password(args.password_stdin, f"New password for {username}: ", confirm=True)
+        request = auth_pb2.SetUserPasswordRequest(username=username, password=password)
+        stub.SetUserPassword(request, timeout=_TIMEOUT)
+    print(f"Changed the password of {username}")
+    return 0
+
+
+def user_set_active(args: argparse.Namespace) -> int:
+    active = args.command == "activate"
+    stub, channel = _stub(args)
+    with channel:  # type: ignore[attr-defined]
+        request = auth_pb2.SetUserActiveRequest(username=args.username, active=active)
+        stub.SetUserActive(request, timeout=_TIMEOUT)
+    print(f"{'Activated' if active else 'Deactivated'} user {args.username}")
     return 0

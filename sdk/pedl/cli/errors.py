@@ -22,7 +22,8 @@ def rpc_error_message(error: grpc.RpcError, master: str) -> str:
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"cannot reach the pedl scheduler at {master} (is the cluster up? `pedl cluster up`)"
     if code == grpc.StatusCode.UNAUTHENTICATED:
-        return f"not authenticated at {master}: {details or 'no credential'} (log in with `pedl user login`)"
+        hint = "" if "user login" in details else " (log in with `pedl user login`)"
+        return f"not authenticated at {master}: {details or 'no credential'}{hint}"
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return f"permission denied: {details}"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:

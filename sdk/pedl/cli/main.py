@@ -10,14 +10,18 @@ from collections.abc import Sequence
 
 import grpc
 
+from pedl import __version__
 from pedl.cli import (
     cmd_agent,
     cmd_checkpoint,
     cmd_cluster,
     cmd_experiment,
+    cmd_master,
+    cmd_refused,
     cmd_tensorboard,
     cmd_trial,
     cmd_user,
+    completion,
 )
 from pedl.cli.client import DEFAULT_MASTER
 from pedl.cli.errors import EXIT_FAILURE, CliError, rpc_error_message
@@ -43,8 +47,19 @@ def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, parents=[common], description="Train deep-learning models on a pedl cluster."
     )
+    parser.add_argument("-v", "--version", action="version", version=f"{prog} {__version__}")
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
-    modules = (cmd_experiment, cmd_trial, cmd_checkpoint, cmd_agent, cmd_cluster, cmd_tensorboard, cmd_user)
+    modules = (
+        cmd_experiment,
+        cmd_trial,
+        cmd_checkpoint,
+        cmd_agent,
+        cmd_cluster,
+        cmd_tensorboard,
+        cmd_user,
+        cmd_master,
+        cmd_refused,
+    )
     for module in modules:
         module.register(groups, common)
     return parser
@@ -55,8 +70,21 @@ def _prog() -> str:
     return name if name in ("pedl", "det") else "pedl"
 
 
+def _determined_spellings(argv: list[str]) -> list[str]:
+    """`det tensorboard start ID...` is Determined's form of `pedl tensorboard ID...`."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in ("-m", "--master", "--tls-ca") else 1
+    if argv[i : i + 2] == ["tensorboard", "start"]:
+        return argv[: i + 1] + argv[i + 2 :]
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser(_prog()).parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_prog())
+    completion.enable(parser)
+    args = parser.parse_args(_determined_spellings(words))
     if getattr(args, "tls_ca", None):
         os.environ["PEDL_TLS_CA"] = args.tls_ca  # pedl._grpc reads it for every channel of this command
     try:

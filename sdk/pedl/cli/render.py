@@ -8,9 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from google.protobuf import json_format
-
 from pedl._metrics import from_struct
+from pedl.records import checkpoint_state, experiment_state, trial_state
 from pedl.v1 import common_pb2, scheduler_pb2
 
 _MAX_LIST_ITEMS = 6
@@ -24,21 +23,6 @@ TERMINAL_EXPERIMENT_STATES = frozenset(
 TERMINAL_TRIAL_STATES = frozenset(
     {common_pb2.TRIAL_STATE_COMPLETED, common_pb2.TRIAL_STATE_ERROR, common_pb2.TRIAL_STATE_CANCELED}
 )
-
-
-def experiment_state(value: int) -> str:
-    return _enum_name(common_pb2.ExperimentState, value, "EXPERIMENT_STATE_")
-
-
-def trial_state(value: int) -> str:
-    return _enum_name(common_pb2.TrialState, value, "TRIAL_STATE_")
-
-
-def _enum_name(enum: Any, value: int, prefix: str) -> str:
-    try:
-        return str(enum.Name(value)).removeprefix(prefix)
-    except ValueError:
-        return str(value)
 
 
 def short_time(timestamp: str) -> str:
@@ -178,10 +162,6 @@ def validations_table(validations: Iterable[scheduler_pb2.Validation]) -> str:
     return table(["STEP", "BATCHES", *names, "ENDED"], rows)
 
 
-def checkpoint_state(value: int) -> str:
-    return _enum_name(common_pb2.CheckpointState, value, "CHECKPOINT_STATE_")
-
-
 def checkpoints_table(checkpoints: Iterable[common_pb2.Checkpoint]) -> str:
     rows = [
         (
@@ -205,12 +185,15 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
+            "no" if a.disabled else "yes",
             _isolation(a.isolation),
             short_time(a.last_heartbeat),
         )
         for a in sorted(agents, key=lambda a: a.id)
     ]
-    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ISOLATION", "LAST HEARTBEAT"], rows)
+    return table(
+        ["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ENABLED", "ISOLATION", "LAST HEARTBEAT"], rows
+    )
 
 
 def _isolation(isolation: str) -> str:
@@ -220,11 +203,11 @@ def _isolation(isolation: str) -> str:
 
 def slots_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
     rows = [
-        (a.id, s.id, s.type, s.device, s.trial_id or "free")
+        (a.id, s.id, s.type, s.device, "no" if a.disabled or s.disabled else "yes", s.trial_id or "free")
         for a in sorted(agents, key=lambda a: a.id)
         for s in a.slots
     ]
-    return table(["AGENT", "SLOT", "TYPE", "DEVICE", "TRIAL"], rows)
+    return table(["AGENT", "SLOT", "TYPE", "DEVICE", "ENABLED", "TRIAL"], rows)
 
 
 def _fields(pairs: Iterable[tuple[str, Any]]) -> list[str]:
@@ -264,6 +247,8 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
             ("Experiment", experiment.id),
             ("State", experiment_state(experiment.state)),
             ("Description", experiment.description),
+            ("Labels", ", ".join(experiment.labels)),
+            ("Archived", "yes" if experiment.archived else ""),
             ("Owner", experiment.owner),
             ("Model definition", experiment.model_definition_name),
             ("Searcher metric", metric),
@@ -315,37 +300,43 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
     )
 
 
-def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False) -> str:
-    """Training steps, validations and checkpoints of one trial."""
+def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False, steps: bool = True) -> str:
+    """Training steps (unless `steps` is false), validations and checkpoints of one trial."""
     parts = [f"Trial {detail.trial.id}"] if heading else []
-    for title, items, render in (
+    sections = (
         ("Training steps", detail.steps, steps_table),
         ("Validations", detail.validations, validations_table),
         ("Checkpoints", detail.checkpoints, checkpoints_table),
-    ):
+    )
+    for title, items, render in sections if steps else sections[1:]:
         parts.append(f"{title}:\n{render(items)}" if items else f"{title}: none")
     return "\n\n".join(parts)
 
 
-def describe_trial(detail: scheduler_pb2.GetTrialResponse) -> str:
-    return trial_summary(detail.trial) + "\n\n" + trial_details(detail)
+def describe_trial(detail: scheduler_pb2.GetTrialResponse, steps: bool = True) -> str:
+    return trial_summary(detail.trial) + "\n\n" + trial_details(detail, steps=steps)
 
 
 def describe_experiment(
-    response: scheduler_pb2.GetExperimentResponse, details: Sequence[scheduler_pb2.GetTrialResponse]
+    response: scheduler_pb2.GetExperimentResponse,
+    details: Sequence[scheduler_pb2.GetTrialResponse],
+    steps: bool = True,
 ) -> str:
     parts = [experiment_summary(response.experiment)]
     parts.append(f"Trials:\n{trials_table(response.trials)}" if response.trials else "Trials: none")
-    parts.extend(trial_details(d, heading=True) for d in details)
+    parts.extend(trial_details(d, heading=True, steps=steps) for d in details)
     return "\n\n".join(parts)
 
 
 def describe_json(
     response: scheduler_pb2.GetExperimentResponse, details: Sequence[scheduler_pb2.GetTrialResponse]
 ) -> str:
+    from pedl.records import experiment_record, stored_config, trial_detail_record
+
+    space = stored_config(response.experiment.config_yaml).get("hyperparameters")
     data = {
-        "experiment": json_format.MessageToDict(response.experiment, preserving_proto_field_name=True),
-        "trials": [json_format.MessageToDict(d, preserving_proto_field_name=True) for d in details],
+        "experiment": experiment_record(response.experiment),
+        "trials": [trial_detail_record(d, space) for d in details],
     }
     return json.dumps(data, indent=2, sort_keys=True)
 

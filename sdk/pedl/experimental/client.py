@@ -20,10 +20,10 @@ from typing import Any
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
 from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointStoreClient
-from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
 __all__ = ["Checkpoint", "ClientError", "ExperimentClient", "Trial", "get_experiment", "resolve_master"]
 
@@ -35,13 +35,6 @@ _TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
 
 class ClientError(Exception):
     pass
-
-
-def _state_name(enum: Any, value: int, prefix: str) -> str:
-    try:
-        return str(enum.Name(value)).removeprefix(prefix)
-    except ValueError:
-        return str(value)
 
 
 class _Session:
@@ -130,7 +123,7 @@ def _checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) -
             experiment_id=c.experiment_id or detail.trial.experiment_id,
             trial_id=c.trial_id or detail.trial.id,
             total_batches=c.total_batches,
-            state=_state_name(common_pb2.CheckpointState, c.state, "CHECKPOINT_STATE_"),
+            state=records.checkpoint_state(c.state),
             size=c.total_size or sum(f.size for f in c.files),
             validation_metrics=validations.get(c.total_batches),
             _session=session,
@@ -179,22 +172,24 @@ class ExperimentClient:
     @property
     def state(self) -> str:
         """ACTIVE, PAUSED, COMPLETED, ERROR or CANCELED."""
-        return _state_name(common_pb2.ExperimentState, self._get().experiment.state, "EXPERIMENT_STATE_")
+        return records.experiment_state(self._get().experiment.state)
 
     def trials(self) -> list[Trial]:
+        response = self._get()
+        space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
         return [
             Trial(
                 id=t.id,
                 experiment_id=t.experiment_id,
-                state=_state_name(common_pb2.TrialState, t.state, "TRIAL_STATE_"),
-                hparams=from_struct(t.hparams),
+                state=records.trial_state(t.state),
+                hparams=records.typed_hparams(from_struct(t.hparams), space),
                 total_batches=t.total_batches,
                 best_validation_metric=(
                     t.best_validation_metric if t.HasField("best_validation_metric") else None
                 ),
                 _session=self._session,
             )
-            for t in sorted(self._get().trials, key=lambda t: t.id)
+            for t in sorted(response.trials, key=lambda t: t.id)
         ]
 
     def top_checkpoint(self) -> Checkpoint:

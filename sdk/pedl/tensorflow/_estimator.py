@@ -188,7 +188,9 @@ class EstimatorTrialController:
                     command.done.set_result(None)
                     return
                 if command.kind == "validate":
-                    command.done.set_result(self._evaluate(tf.train.latest_checkpoint(self.estimator.model_dir)))
+                    command.done.set_result(
+                        self._evaluate(tf.train.latest_checkpoint(self.estimator.model_dir))
+                    )
                 elif command.kind == "save":
                     command.done.set_result(self._save(command.path))
             except BaseException as exc:

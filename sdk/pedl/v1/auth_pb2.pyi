@@ -6,14 +6,16 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class User(_message.Message):
-    __slots__ = ("username", "admin", "created_at")
+    __slots__ = ("username", "admin", "created_at", "active")
     USERNAME_FIELD_NUMBER: _ClassVar[int]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
     username: str
     admin: bool
     created_at: str
-    def __init__(self, username: _Optional[str] = ..., admin: bool = ..., created_at: _Optional[str] = ...) -> None: ...
+    active: bool
+    def __init__(self, username: _Optional[str] = ..., admin: bool = ..., created_at: _Optional[str] = ..., active: bool = ...) -> None: ...
 
 class LoginRequest(_message.Message):
     __slots__ = ("username", "password")
@@ -90,3 +92,29 @@ class ValidateTokenResponse(_message.Message):
     user: User
     expires_in_seconds: float
     def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., expires_in_seconds: _Optional[float] = ...) -> None: ...
+
+class SetUserPasswordRequest(_message.Message):
+    __slots__ = ("username", "password")
+    USERNAME_FIELD_NUMBER: _ClassVar[int]
+    PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    username: str
+    password: str
+    def __init__(self, username: _Optional[str] = ..., password: _Optional[str] = ...) -> None: ...
+
+class SetUserPasswordResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SetUserActiveRequest(_message.Message):
+    __slots__ = ("username", "active")
+    USERNAME_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    username: str
+    active: bool
+    def __init__(self, username: _Optional[str] = ..., active: bool = ...) -> None: ...
+
+class SetUserActiveResponse(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: User
+    def __init__(self, user: _Optional[_Union[User, _Mapping]] = ...) -> None: ...

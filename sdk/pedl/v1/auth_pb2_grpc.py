@@ -41,6 +41,16 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ListUsersRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.ListUsersResponse.FromString,
                 )
+        self.SetUserPassword = channel.unary_unary(
+                '/pedl.v1.AuthService/SetUserPassword',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.FromString,
+                )
+        self.SetUserActive = channel.unary_unary(
+                '/pedl.v1.AuthService/SetUserActive',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.FromString,
+                )
         self.ValidateToken = channel.unary_unary(
                 '/pedl.v1.AuthService/ValidateToken',
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
@@ -86,6 +96,20 @@ class AuthServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetUserPassword(self, request, context):
+        """A user changes their own password; an admin anyone's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetUserActive(self, request, context):
+        """Admins only: a deactivated user cannot log in and their sessions end.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ValidateToken(self, request, context):
         """Called with the cluster secret by other services (the checkpoint store) to check a user's token.
         """
@@ -120,6 +144,16 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.ListUsers,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.ListUsersRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'SetUserPassword': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserPassword,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.SerializeToString,
+            ),
+            'SetUserActive': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserActive,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.SerializeToString,
             ),
             'ValidateToken': grpc.unary_unary_rpc_method_handler(
                     servicer.ValidateToken,
@@ -220,6 +254,40 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/ListUsers',
             pedl_dot_v1_dot_auth__pb2.ListUsersRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.ListUsersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetUserPassword(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserPassword',
+            pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetUserActive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserActive',
+            pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -174,13 +174,15 @@ class LogLine(_message.Message):
     def __init__(self, id: _Optional[int] = ..., trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., timestamp: _Optional[str] = ..., source: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Slot(_message.Message):
-    __slots__ = ("id", "type", "device", "trial_id")
+    __slots__ = ("id", "type", "device", "trial_id", "disabled")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     device: str
     trial_id: int
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., device: _Optional[str] = ..., trial_id: _Optional[int] = ...) -> None: ...
+    disabled: bool
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., device: _Optional[str] = ..., trial_id: _Optional[int] = ..., disabled: bool = ...) -> None: ...

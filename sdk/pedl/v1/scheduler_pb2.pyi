@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Experiment(_message.Message):
-    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner")
+    __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner", "labels", "archived")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class Experiment(_message.Message):
     SEARCHER_METRIC_FIELD_NUMBER: _ClassVar[int]
     SMALLER_IS_BETTER_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: _common_pb2.ExperimentState
     config_yaml: str
@@ -35,7 +37,9 @@ class Experiment(_message.Message):
     searcher_metric: str
     smaller_is_better: bool
     owner: str
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ...) -> None: ...
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    archived: bool
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
 
 class Trial(_message.Message):
     __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed")
@@ -98,7 +102,7 @@ class Validation(_message.Message):
     def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation")
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "disabled")
     ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +111,7 @@ class Agent(_message.Message):
     ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
     id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     connected_at: str
@@ -115,7 +120,8 @@ class Agent(_message.Message):
     environments: _containers.RepeatedScalarFieldContainer[str]
     resource_pool: str
     isolation: str
-    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ...) -> None: ...
+    disabled: bool
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., disabled: bool = ...) -> None: ...
 
 class CreateExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition", "model_definition_name")
@@ -264,3 +270,71 @@ class GetClusterInfoResponse(_message.Message):
     checkpoint_store_address: str
     cluster_id: str
     def __init__(self, version: _Optional[str] = ..., checkpoint_store_address: _Optional[str] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+
+class ListTrialDetailsRequest(_message.Message):
+    __slots__ = ("experiment_id", "after_trial_id", "limit", "include_steps")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_STEPS_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    after_trial_id: int
+    limit: int
+    include_steps: bool
+    def __init__(self, experiment_id: _Optional[int] = ..., after_trial_id: _Optional[int] = ..., limit: _Optional[int] = ..., include_steps: bool = ...) -> None: ...
+
+class ListTrialDetailsResponse(_message.Message):
+    __slots__ = ("trials", "next_after_trial_id")
+    TRIALS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    trials: _containers.RepeatedCompositeFieldContainer[GetTrialResponse]
+    next_after_trial_id: int
+    def __init__(self, trials: _Optional[_Iterable[_Union[GetTrialResponse, _Mapping]]] = ..., next_after_trial_id: _Optional[int] = ...) -> None: ...
+
+class PatchExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id", "description", "add_labels", "remove_labels", "archived")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ADD_LABELS_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_LABELS_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    description: str
+    add_labels: _containers.RepeatedScalarFieldContainer[str]
+    remove_labels: _containers.RepeatedScalarFieldContainer[str]
+    archived: bool
+    def __init__(self, experiment_id: _Optional[int] = ..., description: _Optional[str] = ..., add_labels: _Optional[_Iterable[str]] = ..., remove_labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
+
+class PatchExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+
+class SetAgentEnabledRequest(_message.Message):
+    __slots__ = ("agent_id", "slot_id", "enabled")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    slot_id: str
+    enabled: bool
+    def __init__(self, agent_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., enabled: bool = ...) -> None: ...
+
+class SetAgentEnabledResponse(_message.Message):
+    __slots__ = ("agent",)
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    agent: Agent
+    def __init__(self, agent: _Optional[_Union[Agent, _Mapping]] = ...) -> None: ...
+
+class DeleteExperimentRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: int
+    def __init__(self, experiment_id: _Optional[int] = ...) -> None: ...
+
+class DeleteExperimentResponse(_message.Message):
+    __slots__ = ("deleted_checkpoints",)
+    DELETED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    deleted_checkpoints: int
+    def __init__(self, deleted_checkpoints: _Optional[int] = ...) -> None: ...

@@ -55,6 +55,21 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.FromString,
                 )
+        self.PatchExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/PatchExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
+                )
+        self.DeleteExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/DeleteExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
+                )
+        self.ListTrialDetails = channel.unary_unary(
+                '/pedl.v1.SchedulerService/ListTrialDetails',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.FromString,
+                )
         self.GetTrialLogs = channel.unary_stream(
                 '/pedl.v1.SchedulerService/GetTrialLogs',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialLogsRequest.SerializeToString,
@@ -64,6 +79,11 @@ class SchedulerServiceStub(object):
                 '/pedl.v1.SchedulerService/ListAgents',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.FromString,
+                )
+        self.SetAgentEnabled = channel.unary_unary(
+                '/pedl.v1.SchedulerService/SetAgentEnabled',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.FromString,
                 )
         self.GetClusterInfo = channel.unary_unary(
                 '/pedl.v1.SchedulerService/GetClusterInfo',
@@ -125,6 +145,28 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PatchExperiment(self, request, context):
+        """An experiment's trials with their steps, validations and checkpoints, a page at a time (one
+        call instead of one GetTrial per trial).
+        What users may change after creation: description, labels, archived (owner or admin only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteExperiment(self, request, context):
+        """An ended experiment, its trials' results and logs, and its checkpoints in the store (owner or admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTrialDetails(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTrialLogs(self, request, context):
         """Streams a trial's log lines; with follow, keeps streaming until the trial ends.
         """
@@ -134,6 +176,13 @@ class SchedulerServiceServicer(object):
 
     def ListAgents(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAgentEnabled(self, request, context):
+        """Admins only: stop (or resume) placing trials on an agent or one of its slots.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -187,6 +236,21 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialResponse.SerializeToString,
             ),
+            'PatchExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.SerializeToString,
+            ),
+            'DeleteExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.SerializeToString,
+            ),
+            'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTrialDetails,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.SerializeToString,
+            ),
             'GetTrialLogs': grpc.unary_stream_rpc_method_handler(
                     servicer.GetTrialLogs,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetTrialLogsRequest.FromString,
@@ -196,6 +260,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.ListAgents,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'SetAgentEnabled': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAgentEnabled,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.SerializeToString,
             ),
             'GetClusterInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetClusterInfo,
@@ -350,6 +419,57 @@ class SchedulerService(object):
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
     @staticmethod
+    def PatchExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/PatchExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.PatchExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.PatchExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTrialDetails(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ListTrialDetails',
+            pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
     def GetTrialLogs(request,
             target,
             options=(),
@@ -380,6 +500,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ListAgents',
             pedl_dot_v1_dot_scheduler__pb2.ListAgentsRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.ListAgentsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetAgentEnabled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/SetAgentEnabled',
+            pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.SetAgentEnabledResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -53,6 +53,10 @@ experiments = Table(
     Column("ended_at", Text, nullable=False, server_default=""),
     Column("owner", Text, nullable=False, server_default=""),
     Column("searcher_seq", BigInteger, nullable=False, server_default=text("0")),
+    # Set by PatchExperiment: NULL description means the config's.
+    Column("description", Text),
+    Column("labels_json", Text, nullable=False, server_default="[]"),
+    Column("archived", Integer, nullable=False, server_default=text("0")),
     sqlite_autoincrement=True,
 )
 
@@ -140,6 +144,8 @@ users = Table(
     Column("password_hash", Text, nullable=False),
     Column("admin", Integer, nullable=False, server_default=text("0")),
     Column("created_at", Text, nullable=False),
+    # A deactivated user cannot log in; their sessions end.
+    Column("active", Integer, nullable=False, server_default=text("1")),
     sqlite_autoincrement=True,
 )
 

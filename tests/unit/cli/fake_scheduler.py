@@ -64,6 +64,22 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
     def GetTrial(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return _next(self.script.trials.get(request.trial_id, []), context, f"trial {request.trial_id}")
 
+    def ListTrialDetails(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        """The scripted trials in id order, `limit` at a time; steps only when asked for."""
+        ids = sorted(i for i in self.script.trials if i > request.after_trial_id)
+        page = ids[: request.limit] if request.limit else ids
+        details = []
+        for trial_id in page:
+            detail = scheduler_pb2.GetTrialResponse()
+            detail.CopyFrom(_next(self.script.trials[trial_id], context, f"trial {trial_id}"))
+            if not request.include_steps:
+                del detail.steps[:]
+            details.append(detail)
+        more = request.limit and len(page) == request.limit and ids[len(page) :]
+        return scheduler_pb2.ListTrialDetailsResponse(
+            trials=details, next_after_trial_id=page[-1] if more else 0
+        )
+
     def GetTrialLogs(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         self.script.log_requests.append(request)
         yield scheduler_pb2.GetTrialLogsResponse(lines=self.script.logs)

@@ -49,9 +49,11 @@ def test_experiment_describe(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(script, "experiment", "describe", "7") == 0
     out = capsys.readouterr().out
     assert "State:       COMPLETED" in out and "Trial 3" in out and "val_loss" in out
-    assert run(script, "experiment", "describe", "7", "--json") == 0
+    assert "Training steps" not in out  # those come with --metrics
+    assert run(script, "experiment", "describe", "7", "--json", "--metrics") == 0
     data = json.loads(capsys.readouterr().out)
-    assert [s["total_batches"] for s in data["trials"][0]["steps"]] == ["100", "200"]
+    assert [s["total_batches"] for s in data["trials"][0]["steps"]] == [100, 200]
+    assert data["trials"][0]["state"] == "COMPLETED" and data["experiment"]["state"] == "COMPLETED"
 
 
 def test_not_found_shows_the_servers_details(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,7 +114,8 @@ def test_trial_logs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(Script(trials={3: [_trial_detail()]}), "trial", "describe", "3") == 0
+    script = Script(experiments=[_experiment()], trials={3: [_trial_detail()]})
+    assert run(script, "trial", "describe", "3", "--metrics") == 0
     out = capsys.readouterr().out
     assert "Batches:         200" in out and "Training steps:" in out and "Validations:" in out
 
@@ -120,9 +123,9 @@ def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
 def test_agent_and_slot_list(capsys: pytest.CaptureFixture[str]) -> None:
     agent = scheduler_pb2.Agent(id="agent-1", hostname="h", slots=[common_pb2.Slot(id="0", type="cpu")])
     assert run(Script(agents=[agent]), "agent", "list") == 0
-    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "h", "1", "0"]
+    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "h", "1", "0", "yes"]
     assert run(Script(agents=[agent]), "slot", "list") == 0
-    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "0", "cpu", "free"]
+    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "0", "cpu", "yes", "free"]
 
 
 def test_unreachable_master(unused_address: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,3 +169,43 @@ def test_experiment_config_prints_yaml_that_create_accepts_and_describe_shows_wa
     assert again.raw == effective  # re-submits unchanged
     assert run(script, "experiment", "describe", "7") == 0
     assert "Warning: environment.image: has no effect in pedl" in capsys.readouterr().out
+
+
+def test_trial_details_are_fetched_a_page_at_a_time() -> None:
+    from pedl.cli.client import SchedulerClient
+
+    from .fake_scheduler import serve
+
+    script = Script(trials={i: [_trial_detail()] for i in (3, 4, 5)})
+    with serve(script) as address, SchedulerClient(address) as client:
+        details = client.trial_details(7, include_steps=False, page=2)
+        with_steps = client.trial_details(7, page=1)
+    assert len(details) == 3 and all(not d.steps for d in details)
+    assert len(with_steps) == 3 and all(d.steps for d in with_steps)
+
+
+def test_follow_of_many_trials_reads_them_in_one_batch_and_prints_each_step_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pedl.cli import cmd_experiment
+    from pedl.cli.client import SchedulerClient
+
+    monkeypatch.setattr(cmd_experiment, "POLL_SECONDS", 0)
+    ids = (3, 4, 5, 6, 7)
+    done = [trial(i, state=common_pb2.TRIAL_STATE_COMPLETED, total_batches=100) for i in ids]
+    experiment = scheduler_pb2.GetExperimentResponse(
+        experiment=scheduler_pb2.Experiment(id=7, state=COMPLETED), trials=done
+    )
+    details = {
+        i: [scheduler_pb2.GetTrialResponse(trial=t, steps=[step(1, 100, 0.5)])]
+        for i, t in zip(ids, done, strict=True)
+    }
+    with (
+        serve(Script(experiments=[experiment], trials=details)) as address,
+        SchedulerClient(address) as client,
+    ):
+        calls: list[str] = []
+        monkeypatch.setattr(client, "get_trial", lambda trial_id: calls.append("get") or None)
+        assert cmd_experiment.follow(client, 7) == 0
+    out = capsys.readouterr().out
+    assert calls == [] and all(out.count(f"Trial {i} step 1:") == 1 for i in ids)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pedl.cli import cmd_agent, cmd_cluster, cmd_experiment, cmd_trial
+from pedl.cli import cmd_agent, cmd_cluster, cmd_experiment, cmd_experiment_views, cmd_trial
 from pedl.cli.main import build_parser
 
 
@@ -29,9 +29,20 @@ def test_master_before_or_after_the_subcommand() -> None:
     ("argv", "func", "fields"),
     [
         (["experiment", "list"], cmd_experiment.list_experiments, {}),
-        (["experiment", "describe", "3", "--json"], cmd_experiment.describe_experiment,
-         {"experiment_id": 3, "json": True}),
-        (["experiment", "describe", "3"], cmd_experiment.describe_experiment, {"json": False}),
+        (["experiment", "describe", "3", "--json"], cmd_experiment_views.describe_experiments,
+         {"experiment_ids": [3], "json": True}),
+        (["experiment", "describe", "3"], cmd_experiment_views.describe_experiments, {"json": False}),
+        (["e", "describe", "1,2", "--metrics", "--outdir", "d"], cmd_experiment_views.describe_experiments,
+         {"experiment_ids": [1, 2], "metrics": True, "outdir": "d"}),
+        (["e"], cmd_experiment.list_experiments, {}),
+        (["e", "create", "c.yaml", ".", "-t"], cmd_experiment.create_experiment, {"test": True}),
+        (["e", "create", "c.yaml", ".", "--test-mode"], cmd_experiment.create_experiment, {"test": True}),
+        (["e", "lt", "3", "--csv"], cmd_experiment_views.list_trials, {"experiment_id": 3, "csv": True}),
+        (["e", "lc", "3", "--best", "2"], cmd_experiment_views.list_experiment_checkpoints, {"best": 2}),
+        (["e", "download", "3", "--top-n", "2"], cmd_experiment_views.download_experiment, {"top_n": 2}),
+        (["e", "cancel", "4"], cmd_experiment.kill_experiment, {"experiment_id": 4}),
+        (["t", "logs", "9", "--tail", "5"], cmd_trial.trial_logs, {"tail": 5, "head": None}),
+        (["t", "download", "9", "--best"], cmd_trial.download_trial, {"best": True}),
         (["experiment", "kill", "4"], cmd_experiment.kill_experiment, {"experiment_id": 4}),
         (["experiment", "wait", "5"], cmd_experiment.wait_experiment, {"experiment_id": 5}),
         (
@@ -75,7 +86,6 @@ def test_commands(argv: list[str], func: object, fields: dict[str, object]) -> N
         ["trial", "logs"],
         ["cluster", "up", "--slots-per-agent", "0"],
         ["cluster", "up", "--port", "70000"],
-        ["experiment"],
         [],
     ],
 )
@@ -84,3 +94,27 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         parse(*argv)
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_the_not_logged_in_hint_is_given_once() -> None:
+    import grpc
+
+    from pedl.cli.errors import rpc_error_message
+
+    class Error(grpc.RpcError):
+        def __init__(self, details: str) -> None:
+            self._details = details
+
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.UNAUTHENTICATED
+
+        def details(self) -> str:
+            return self._details
+
+    assert (
+        rpc_error_message(Error("this call needs a credential: log in with `pedl user login`"), "m:1").count(
+            "user login"
+        )
+        == 1
+    )
+    assert "log in with `pedl user login`" in rpc_error_message(Error("expired"), "m:1")

@@ -85,13 +85,13 @@ def test_agents_and_slots_tables() -> None:
         isolation="bwrap",
     )  # fmt: skip
     assert render.agents_table([agent]).splitlines()[2].split() == [
-        "agent-1", "box", "2", "1", "default", "bwrap", "2024-05-01", "12:00:03",
+        "agent-1", "box", "2", "1", "default", "yes", "bwrap", "2024-05-01", "12:00:03",
     ]  # fmt: skip
     agent.isolation = "none"
     assert "none (trials unsandboxed)" in render.agents_table([agent])
     slots = render.slots_table([agent]).splitlines()
-    assert slots[2].split() == ["agent-1", "0", "cpu", "5"]
-    assert slots[3].split() == ["agent-1", "1", "cpu", "free"]
+    assert slots[2].split() == ["agent-1", "0", "cpu", "yes", "5"]
+    assert slots[3].split() == ["agent-1", "1", "cpu", "yes", "free"]
 
 
 def test_describe_experiment_and_json() -> None:

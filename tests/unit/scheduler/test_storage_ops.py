@@ -134,3 +134,54 @@ def test_the_searcher_journal_keeps_events_after_its_snapshot() -> None:
     assert (row["searcher_snapshot"], row["searcher_seq"]) == ('{"snap": 2}', 2)  # type: ignore[index]
     assert searcher_ops.events_after(s, exp_id, 0) == [(3, '["e3"]')]
     assert searcher_ops.events_after(s, exp_id, 3) == []
+
+
+def test_an_experiments_trials_and_their_results_are_read_a_page_at_a_time() -> None:
+    s, exp_id, (a, b, c) = storage_with_trials("a", "b", "c")
+    with s.transaction():
+        result_ops.record_step(s, a, 1, 10, 10, "{}", "t1")
+        result_ops.record_step(s, c, 1, 10, 10, "{}", "t1")
+        result_ops.record_step(s, c, 2, 20, 10, "{}", "t2")
+        result_ops.record_validation(s, c, 2, 20, '{"error": 0.1}', "t2")
+        result_ops.record_checkpoint(s, "uc", c, 2, 20, "{}", "t2")
+    first = trial_ops.trials_page(s, exp_id, 0, 2)
+    assert [(r["id"], r["num_steps"]) for r in first] == [(a, 1), (b, 0)]
+    assert [(r["id"], r["num_steps"]) for r in trial_ops.trials_page(s, exp_id, b, 2)] == [(c, 2)]
+    assert trial_ops.trials_page(s, exp_id, c, 2) == []
+    assert [(r["trial_id"], r["total_batches"]) for r in result_ops.steps_of_trials(s, [b, c])] == [
+        (c, 10),
+        (c, 20),
+    ]
+    assert [r["trial_id"] for r in result_ops.validations_of_trials(s, [a, c])] == [c]
+    assert [r["uuid"] for r in result_ops.checkpoints_of_trials(s, [c])] == ["uc"]
+    assert result_ops.steps_of_trials(s, []) == []
+
+
+def test_patching_an_experiment_changes_only_the_fields_given() -> None:
+    s, exp_id, _ = storage_with_trials("a")
+    experiment_ops.patch_experiment(s, exp_id, labels_json='["x"]')
+    experiment_ops.patch_experiment(s, exp_id, archived=True)
+    experiment_ops.patch_experiment(s, exp_id, description="mine")
+    row = experiment_ops.experiment(s, exp_id)
+    assert (row["labels_json"], row["archived"], row["description"]) == ('["x"]', 1, "mine")  # type: ignore[index]
+
+
+def test_deleting_an_experiment_removes_its_trials_results_and_logs_only() -> None:
+    s, exp_id, (a,) = storage_with_trials("a")
+    other = experiment_ops.create_experiment(
+        s, config_yaml="y", config_json="{}", model_definition=b"m", model_definition_name="m",
+        seed=1, created_at="t0", owner="",
+    )  # fmt: skip
+    trial_ops.create_trial(s, other, "o", "{}", 1, "{}")
+    with s.transaction():
+        result_ops.record_step(s, a, 1, 10, 10, "{}", "t1")
+        result_ops.record_validation(s, a, 1, 10, "{}", "t1")
+        result_ops.record_checkpoint(s, "ua", a, 1, 10, "{}", "t1")
+        result_ops.record_checkpoint(s, "gone", a, 1, 10, "{}", "t1")
+        result_ops.record_log(s, a, 1, "t1", "stdout", "hello")
+    result_ops.mark_checkpoint_deleted(s, "gone")
+    assert experiment_ops.undeleted_checkpoints(s, exp_id) == ["ua"]
+    experiment_ops.delete_experiment(s, exp_id)
+    assert experiment_ops.experiment(s, exp_id) is None and trial_ops.trial(s, a) is None
+    assert result_ops.steps_of(s, a) == [] and result_ops.logs_after(s, a, 0) == []
+    assert experiment_ops.experiment(s, other) is not None and len(trial_ops.trials_of(s, other)) == 1

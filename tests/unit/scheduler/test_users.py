@@ -80,3 +80,23 @@ def test_the_scheduler_will_not_start_without_a_cluster_secret(monkeypatch, tmp_
     with pytest.raises(AuthConfigError, match="--tls-cert and --tls-key go together"):
         security.server_tls("cert.pem", "")
     db.close()
+
+
+def test_password_change_and_deactivation(database_url: str) -> None:
+    from pedl_scheduler.users import UserNotFound
+
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=60, clock=Clock())
+    users.create("carol", "carolpassword")
+    token, _ = users.login("carol", "carolpassword")  # type: ignore[misc]
+    with pytest.raises(UserError, match="at least"):
+        users.change_password("carol", "short")
+    users.change_password("carol", "a-new-password")
+    assert users.login("carol", "carolpassword") is None and users.login("carol", "a-new-password")
+    assert not users.set_active("carol", False).active
+    assert users.session(token) == "the token is not valid (logged out, or from another cluster)"
+    assert users.login("carol", "a-new-password") is None
+    assert users.set_active("carol", True).active and users.login("carol", "a-new-password")
+    with pytest.raises(UserNotFound, match="user 'nobody' not found"):
+        users.set_active("nobody", True)
+    db.close()

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
-from pedl_scheduler.storage.tables import experiments, trials
+from pedl_scheduler.storage.tables import (
+    checkpoints,
+    experiments,
+    searcher_events,
+    steps,
+    trial_logs,
+    trials,
+    validations,
+)
 
 _CREATE = insert(experiments).returning(experiments.c.id)
 _BY_ID = select(experiments).where(experiments.c.id == bindparam("exp_id"))
@@ -29,6 +37,19 @@ _STATE_COUNTS = select(experiments.c.state, func.count().label("n")).group_by(ex
 _SET_STATE = (
     update(experiments).where(experiments.c.id == bindparam("exp_id")).values(state=bindparam("new_state"))
 )
+_TRIAL_IDS = select(trials.c.id).where(trials.c.experiment_id == bindparam("exp_id")).scalar_subquery()
+_UNDELETED_CHECKPOINTS = (
+    select(checkpoints.c.uuid)
+    .where(checkpoints.c.trial_id.in_(_TRIAL_IDS), checkpoints.c.state != "DELETED")
+    .order_by(checkpoints.c.uuid)
+)
+_DELETE_ALL = [
+    *(delete(t).where(t.c.trial_id.in_(_TRIAL_IDS)) for t in (trial_logs, steps, validations, checkpoints)),
+    delete(searcher_events).where(searcher_events.c.experiment_id == bindparam("exp_id")),
+    delete(trials).where(trials.c.experiment_id == bindparam("exp_id")),
+    delete(experiments).where(experiments.c.id == bindparam("exp_id")),
+]
+_PATCH = update(experiments).where(experiments.c.id == bindparam("exp_id"))
 _END = (
     update(experiments)
     .where(experiments.c.id == bindparam("exp_id"))
@@ -110,6 +131,26 @@ def experiments_with_trial_counts(s: Storage) -> list[Row]:
     return s.rows(_WITH_TRIAL_COUNTS)
 
 
+def patch_experiment(
+    s: Storage,
+    exp_id: int,
+    *,
+    description: str | None = None,
+    labels_json: str | None = None,
+    archived: bool | None = None,
+) -> None:
+    """Changes what users may change after creation; None leaves a field as it is."""
+    values: dict[str, object] = {}
+    if description is not None:
+        values["description"] = description
+    if labels_json is not None:
+        values["labels_json"] = labels_json
+    if archived is not None:
+        values["archived"] = int(archived)
+    if values:
+        s.defer(_PATCH.values(**values), {"exp_id": exp_id})
+
+
 def set_experiment_state(s: Storage, exp_id: int, state: str) -> None:
     s.defer(_SET_STATE, {"exp_id": exp_id, "new_state": state})
 
@@ -126,3 +167,15 @@ def save_searcher_snapshot(s: Storage, exp_id: int, snapshot: str, seq: int) -> 
 def experiment_state_counts(s: Storage) -> dict[str, int]:
     """How many experiments are in each state (states with none left out)."""
     return {r["state"]: int(r["n"]) for r in s.rows(_STATE_COUNTS)}
+
+
+def undeleted_checkpoints(s: Storage, exp_id: int) -> list[str]:
+    """Uuids of the experiment's checkpoints the store may still hold (any state but DELETED)."""
+    return [r["uuid"] for r in s.rows(_UNDELETED_CHECKPOINTS, {"exp_id": exp_id})]
+
+
+def delete_experiment(s: Storage, exp_id: int) -> None:
+    """Removes the experiment and everything of its trials, in one transaction."""
+    with s.transaction():
+        for statement in _DELETE_ALL:
+            s.run(statement, {"exp_id": exp_id})

@@ -18,6 +18,21 @@ _VALIDATIONS_OF = (
     .where(validations.c.trial_id == bindparam("trial_id"))
     .order_by(validations.c.total_batches)
 )
+_STEPS_OF_MANY = (
+    select(steps)
+    .where(steps.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .order_by(steps.c.trial_id, steps.c.total_batches)
+)
+_VALIDATIONS_OF_MANY = (
+    select(validations)
+    .where(validations.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .order_by(validations.c.trial_id, validations.c.total_batches)
+)
+_CHECKPOINTS_OF_MANY = (
+    select(checkpoints)
+    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .order_by(checkpoints.c.trial_id, checkpoints.c.total_batches)
+)
 _CHECKPOINTS_OF = (
     select(checkpoints)
     .where(checkpoints.c.trial_id == bindparam("trial_id"))
@@ -130,6 +145,19 @@ def validations_of(s: Storage, trial_id: int) -> list[Row]:
 
 def checkpoints_of(s: Storage, trial_id: int) -> list[Row]:
     return s.rows(_CHECKPOINTS_OF, {"trial_id": trial_id})
+
+
+def steps_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:
+    """Every step of these trials, by trial then batches (one query for a page of trials)."""
+    return s.rows(_STEPS_OF_MANY, {"ids": trial_ids}) if trial_ids else []
+
+
+def validations_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:
+    return s.rows(_VALIDATIONS_OF_MANY, {"ids": trial_ids}) if trial_ids else []
+
+
+def checkpoints_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:
+    return s.rows(_CHECKPOINTS_OF_MANY, {"ids": trial_ids}) if trial_ids else []
 
 
 def logs_after(s: Storage, trial_id: int, after_id: int, limit: int = 1000) -> list[Row]:

@@ -48,6 +48,12 @@ _WITH_STEP_COUNTS = (
     .where(trials.c.experiment_id == bindparam("exp_id"))
     .order_by(trials.c.id)
 )
+_PAGE = (
+    _WITH_STEP_COUNTS.where(trials.c.id > bindparam("after_id"))
+    .order_by(None)
+    .order_by(trials.c.id)
+    .limit(bindparam("n"))
+)
 _STATE_COUNTS = select(trials.c.state, func.count().label("n")).group_by(trials.c.state)
 _SET_STATE = update(trials).where(trials.c.id == bindparam("trial_id")).values(state=bindparam("new_state"))
 _START_RUN = (
@@ -118,6 +124,11 @@ def trials_of(s: Storage, exp_id: int) -> list[Row]:
 def trials_with_step_counts(s: Storage, exp_id: int) -> list[Row]:
     """The experiment's trials, oldest first, each with `num_steps`."""
     return s.rows(_WITH_STEP_COUNTS, {"exp_id": exp_id})
+
+
+def trials_page(s: Storage, exp_id: int, after_id: int, limit: int) -> list[Row]:
+    """Up to `limit` of the experiment's trials with ids above `after_id`, by id, with `num_steps`."""
+    return s.rows(_PAGE, {"exp_id": exp_id, "after_id": after_id, "n": limit})
 
 
 def trial_states_of(s: Storage, exp_id: int) -> list[str]:

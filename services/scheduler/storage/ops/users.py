@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.tables import sessions, users
@@ -18,6 +18,11 @@ _SESSION = (
     .where(sessions.c.token_hash == bindparam("hash"))
 )
 _DROP_SESSION = delete(sessions).where(sessions.c.token_hash == bindparam("hash"))
+_DROP_USER_SESSIONS = delete(sessions).where(sessions.c.user_id == bindparam("user_id"))
+_SET_PASSWORD = (
+    update(users).where(users.c.id == bindparam("user_id")).values(password_hash=bindparam("new_hash"))
+)
+_SET_ACTIVE = update(users).where(users.c.id == bindparam("user_id")).values(active=bindparam("new_active"))
 
 
 def user_by_name(s: Storage, username: str) -> Row | None:
@@ -59,3 +64,15 @@ def session_user(s: Storage, token_hash: str) -> Row | None:
 
 def end_session(s: Storage, token_hash: str) -> None:
     s.run(_DROP_SESSION, {"hash": token_hash})
+
+
+def set_password(s: Storage, user_id: int, password_hash: str) -> None:
+    s.run(_SET_PASSWORD, {"user_id": user_id, "new_hash": password_hash})
+
+
+def set_active(s: Storage, user_id: int, active: bool) -> None:
+    """Deactivating also ends every session of the user."""
+    with s.transaction():
+        s.run(_SET_ACTIVE, {"user_id": user_id, "new_active": int(active)})
+        if not active:
+            s.run(_DROP_USER_SESSIONS, {"user_id": user_id})

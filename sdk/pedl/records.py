@@ -1,0 +1,276 @@
+"""Scheduler messages as plain, correctly typed Python values: the one conversion layer behind the
+CLI's --json/--csv, its tables' state names and the SDK's objects.
+
+Protobuf's JSON mapping writes 64-bit integers as strings, Struct numbers as floats and enums as
+their long names; a user reading `det e describe --json` expects `200`, `32` and `COMPLETED`.
+Hyperparameters get back the types the experiment's config gave them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pedl._metrics import from_struct
+from pedl.v1 import common_pb2, scheduler_pb2
+
+
+def _enum_name(enum: Any, value: int, prefix: str) -> str:
+    try:
+        return str(enum.Name(value)).removeprefix(prefix)
+    except ValueError:
+        return str(value)
+
+
+def experiment_state(value: int) -> str:
+    return _enum_name(common_pb2.ExperimentState, value, "EXPERIMENT_STATE_")
+
+
+def trial_state(value: int) -> str:
+    return _enum_name(common_pb2.TrialState, value, "TRIAL_STATE_")
+
+
+def checkpoint_state(value: int) -> str:
+    return _enum_name(common_pb2.CheckpointState, value, "CHECKPOINT_STATE_")
+
+
+def stored_config(config_yaml: str) -> dict[str, Any]:
+    """The experiment's config with YAML's own types (the Struct form has only floats)."""
+    if not config_yaml:
+        return {}
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(config_yaml)
+    except yaml.YAMLError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def typed_hparams(values: Mapping[str, Any], space: Any) -> dict[str, Any]:
+    """Sampled hyperparameters with the types of the config's space: `int` ranges as integers,
+    const and categorical values as the config wrote them."""
+    space = space if isinstance(space, Mapping) else {}
+    return {name: _typed_value(value, space.get(name)) for name, value in values.items()}
+
+
+def _typed_value(value: Any, spec: Any) -> Any:
+    if isinstance(value, Mapping):
+        if isinstance(spec, Mapping) and not isinstance(spec.get("type"), str):
+            return typed_hparams(value, spec)
+        return dict(value)
+    if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
+        kind = spec["type"]
+        if kind == "int":
+            return _as_int(value)
+        if kind == "const":
+            return _like(value, spec.get("val"))
+        if kind == "categorical":
+            for candidate in spec.get("vals") or ():
+                if _equal(value, candidate):
+                    return candidate
+            return value
+        return value
+    return _like(value, spec) if spec is not None else value
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _like(value: Any, example: Any) -> Any:
+    if isinstance(example, bool) or not isinstance(example, int):
+        return value
+    return _as_int(value)
+
+
+def _equal(value: Any, candidate: Any) -> bool:
+    if isinstance(candidate, bool) or isinstance(value, bool):
+        return value is candidate
+    return bool(value == candidate)
+
+
+def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
+    return {
+        "id": experiment.id,
+        "state": experiment_state(experiment.state),
+        "description": experiment.description,
+        "owner": experiment.owner,
+        "labels": list(experiment.labels),
+        "archived": experiment.archived,
+        "num_trials": experiment.num_trials,
+        "created_at": experiment.created_at,
+        "ended_at": experiment.ended_at or None,
+        "model_definition_name": experiment.model_definition_name,
+        "searcher_metric": experiment.searcher_metric,
+        "smaller_is_better": experiment.smaller_is_better,
+        "error": experiment.error or None,
+        "config": stored_config(experiment.config_yaml),
+    }
+
+
+def trial_record(trial: scheduler_pb2.Trial, hparam_space: Any = None) -> dict[str, Any]:
+    return {
+        "id": trial.id,
+        "experiment_id": trial.experiment_id,
+        "state": trial_state(trial.state),
+        "hparams": typed_hparams(from_struct(trial.hparams), hparam_space),
+        "total_batches": trial.total_batches,
+        "num_steps": trial.num_steps,
+        "restarts": trial.restarts,
+        "run_id": trial.run_id,
+        "seed": trial.seed,
+        "agent_id": trial.agent_id or None,
+        "best_validation_metric": (
+            trial.best_validation_metric if trial.HasField("best_validation_metric") else None
+        ),
+        "latest_checkpoint_uuid": trial.latest_checkpoint_uuid or None,
+        "start_time": trial.start_time or None,
+        "end_time": trial.end_time or None,
+        "error": trial.error or None,
+    }
+
+
+def step_record(step: scheduler_pb2.Step) -> dict[str, Any]:
+    return {
+        "step_id": step.step_id,
+        "total_batches": step.total_batches,
+        "num_batches": step.num_batches,
+        "metrics": from_struct(step.metrics),
+        "end_time": step.end_time or None,
+    }
+
+
+def validation_record(validation: scheduler_pb2.Validation) -> dict[str, Any]:
+    return {
+        "step_id": validation.step_id,
+        "total_batches": validation.total_batches,
+        "metrics": from_struct(validation.metrics),
+        "end_time": validation.end_time or None,
+    }
+
+
+def checkpoint_record(
+    checkpoint: common_pb2.Checkpoint, metric: str = "", value: Any = None
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "uuid": checkpoint.uuid,
+        "trial_id": checkpoint.trial_id,
+        "total_batches": checkpoint.total_batches,
+        "state": checkpoint_state(checkpoint.state),
+        "num_files": len(checkpoint.files),
+        "size_bytes": checkpoint.total_size or sum(f.size for f in checkpoint.files),
+        "created_at": checkpoint.created_at or None,
+    }
+    if metric:
+        record["searcher_metric"] = metric
+        record["validation_metric"] = value
+    return record
+
+
+def trial_detail_record(
+    detail: scheduler_pb2.GetTrialResponse, hparam_space: Any = None, metrics: bool = True
+) -> dict[str, Any]:
+    """A trial with its validations and checkpoints; with `metrics`, every training step too."""
+    record = trial_record(detail.trial, hparam_space)
+    if metrics:
+        record["steps"] = [step_record(s) for s in sorted(detail.steps, key=lambda s: s.total_batches)]
+    record["validations"] = [
+        validation_record(v) for v in sorted(detail.validations, key=lambda v: v.total_batches)
+    ]
+    record["checkpoints"] = [
+        checkpoint_record(c) for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid))
+    ]
+    return record
+
+
+def agent_record(agent: scheduler_pb2.Agent) -> dict[str, Any]:
+    return {
+        "id": agent.id,
+        "hostname": agent.hostname,
+        "resource_pool": agent.resource_pool,
+        "num_slots": len(agent.slots),
+        "used_slots": sum(1 for s in agent.slots if s.trial_id),
+        "enabled": not agent.disabled,
+        "last_heartbeat": agent.last_heartbeat or None,
+    }
+
+
+def slot_records(agents: Iterable[scheduler_pb2.Agent]) -> list[dict[str, Any]]:
+    return [
+        {
+            "agent_id": a.id,
+            "slot_id": s.id,
+            "type": s.type,
+            "device": s.device,
+            "trial_id": s.trial_id or None,
+            "enabled": not (a.disabled or s.disabled),
+        }
+        for a in sorted(agents, key=lambda a: a.id)
+        for s in a.slots
+    ]
+
+
+def to_csv(records: Sequence[Mapping[str, Any]]) -> str:
+    """One row per record; nested values (hparams, metrics) are flattened to `hparams.lr` columns."""
+    rows = [_flatten(r) for r in records]
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue().rstrip("\n")
+
+
+def _flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, name + "."))
+        elif isinstance(value, list):
+            import json
+
+            flat[name] = json.dumps(value)
+        elif isinstance(value, bool):
+            flat[name] = "true" if value else "false"
+        else:
+            flat[name] = value
+    return flat
+
+
+def is_system_line(source: str, message: str) -> bool:
+    """pedl's own lines in a trial log: what the platform wrote (source "pedl") and the harness's
+    structured JSON log records (`{"event": ..., "level": ..., ...}`), as opposed to user output."""
+    if source == "pedl":
+        return True
+    text = message.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return False
+    import json
+
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "event" in record and "level" in record
+
+
+def log_record(line: common_pb2.LogLine) -> dict[str, Any]:
+    return {
+        "id": line.id,
+        "trial_id": line.trial_id,
+        "run_id": line.run_id,
+        "timestamp": line.timestamp,
+        "source": line.source,
+        "system": is_system_line(line.source, line.message),
+        "message": line.message.rstrip("\n"),
+    }

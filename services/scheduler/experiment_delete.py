@@ -1,0 +1,46 @@
+"""Deleting an ended experiment: its checkpoints leave the store first, then its rows the database.
+
+If the store cannot delete one, nothing is removed from the database, so `det e delete` can be
+run again; a checkpoint the store never had counts as deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
+from pedl_scheduler.storage import Storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+
+ENDED = ("COMPLETED", "ERROR", "CANCELED")
+
+
+class DeleteError(Exception):
+    pass
+
+
+async def delete_experiment(db: Storage, store_address: str, exp_id: int, live: bool) -> int:
+    """Deletes the experiment; returns how many checkpoints left the store."""
+    state = experiment_ops.experiment_state(db, exp_id)
+    if state not in ENDED or live:
+        raise DeleteError(
+            f"experiment {exp_id} is {state}: only an ended experiment can be deleted (kill it first)"
+        )
+    uuids = experiment_ops.undeleted_checkpoints(db, exp_id)
+    if uuids:
+        await asyncio.to_thread(_delete_checkpoints, store_address, uuids)
+    experiment_ops.delete_experiment(db, exp_id)
+    return len(uuids)
+
+
+def _delete_checkpoints(store_address: str, uuids: list[str]) -> None:
+    with CheckpointStoreClient(store_address) as store:
+        for uuid in uuids:
+            try:
+                store.delete(uuid)
+            except CheckpointNotFound:
+                pass
+            except CheckpointError as e:
+                raise DeleteError(
+                    f"checkpoint {uuid} could not be deleted ({e}); nothing was removed"
+                ) from None

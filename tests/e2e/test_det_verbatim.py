@@ -1,0 +1,326 @@
+"""Determined's CLI, typed verbatim as `det ...`, against one real local cluster: each invocation
+either has its effect (checked on its output or on disk) or is refused with one line saying why."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_cli import User, free_port
+from tests.support.models import write_tiny_model
+
+pytestmark = pytest.mark.e2e
+
+GRID = """
+description: tiny grid
+hyperparameters:
+  learning_rate:
+    type: categorical
+    vals: [0.1, 0.05]
+  units:
+    type: const
+    val: 8
+  flag: true
+searcher:
+  name: grid
+  metric: error
+  smaller_is_better: true
+  max_length:
+    batches: 40
+batches_per_step: 10
+min_validation_period:
+  batches: 20
+"""
+LONG = GRID.replace("batches: 40", "batches: 1000000").replace("name: grid", "name: single")
+LONG = LONG.replace("vals: [0.1, 0.05]", "vals: [0.1]")
+
+
+class Cluster:
+    def __init__(self, user: User, tmp: Path) -> None:
+        self.user, self.tmp = user, tmp
+        self.values: dict[str, str] = {"tmp": str(tmp)}
+
+    def det(self, command: str) -> subprocess.CompletedProcess:
+        argv = shlex.split(command.format(**self.values))
+        assert argv[0] == "det"
+        return self.user.run(*argv, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("det")
+    port = free_port()
+    user = User(tmp / "home", f"127.0.0.1:{port}")
+    up = ["pedl", "cluster", "up", "--agents", "1", "--slots-per-agent", "2"]
+    user.ok(*up, "--port", str(port), "--store-port", str(free_port()))
+    try:
+        c = Cluster(user, tmp)
+        write_tiny_model(tmp / "model")
+        (tmp / "grid.yaml").write_text(textwrap.dedent(GRID))
+        (tmp / "long.yaml").write_text(textwrap.dedent(LONG))
+        out = user.ok("det", "e", "create", str(tmp / "grid.yaml"), str(tmp / "model"), "-f", timeout=600)
+        exp = re.search(r"Created experiment (\d+)", out).group(1)
+        listed = json.loads(user.ok("det", "e", "lt", exp, "--json"))
+        checkpoints = json.loads(user.ok("det", "e", "lc", exp, "--json"))
+        c.values.update(
+            exp=exp,
+            trial=str(listed[0]["id"]),
+            uuid=checkpoints[0]["uuid"],
+            grid=str(tmp / "grid.yaml"),
+            long=str(tmp / "long.yaml"),
+            model=str(tmp / "model"),
+        )
+        yield c
+    finally:
+        down = user.run("pedl", "cluster", "down")
+        assert down.returncode == 0, down.stderr
+
+
+def refused(*words: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode != 0, r.stdout
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+        for word in words:
+            assert word in lines[0], lines[0]
+
+    return check
+
+
+def out(pattern: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        assert re.search(pattern.format(**c.values), r.stdout, re.M), r.stdout
+
+    return check
+
+
+def as_json(test: Callable[[Any, Cluster], bool]) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        assert test(json.loads(r.stdout), c), r.stdout
+
+    return check
+
+
+def absent(pattern: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        assert not re.search(pattern.format(**c.values), r.stdout, re.M), r.stdout
+
+    return check
+
+
+def files(*names: str) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        for name in names:
+            path = Path(name.format(**c.values))
+            assert path.exists() and (path.is_file() or any(path.iterdir())), path
+
+    return check
+
+
+def lines(count: int) -> Callable[[Cluster, subprocess.CompletedProcess], None]:
+    def check(c: Cluster, r: subprocess.CompletedProcess) -> None:
+        assert r.returncode == 0, r.stderr
+        assert len(r.stdout.splitlines()) == count, r.stdout
+
+    return check
+
+
+def _typed_trial(t: dict[str, Any]) -> bool:
+    hp = t["hparams"]
+    return (
+        isinstance(t["id"], int)
+        and isinstance(t["total_batches"], int)
+        and t["total_batches"] == 40
+        and t["state"] == "COMPLETED"
+        and type(hp["units"]) is int
+        and type(hp["learning_rate"]) is float
+        and hp["flag"] is True
+    )
+
+
+EXP = r"^\s*{exp}\s+COMPLETED"
+TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] = [
+    ("det e", out(EXP)),
+    ("det experiment list", out(EXP)),
+    ("det e list -a", out(EXP)),
+    (
+        "det e list --json",
+        as_json(lambda d, c: d[0]["id"] == int(c.values["exp"]) and d[0]["state"] == "COMPLETED"),
+    ),
+    ("det e list --csv", out(r"^id,state,.*\n{exp},COMPLETED,")),
+    ("det e describe {exp}", out(r"State:\s+COMPLETED")),
+    ("det experiment describe {exp} --json", as_json(lambda d, c: all(_typed_trial(t) for t in d["trials"]))),
+    ("det e describe {exp} --csv", out(r"^id,experiment_id,state,hparams\.")),
+    ("det e describe {exp},{exp} --json", as_json(lambda d, c: len(d) == 2)),
+    ("det e describe {exp} --metrics", out(r"Training steps:")),
+    ("det e describe {exp} --metrics --json", as_json(lambda d, c: len(d["trials"][0]["steps"]) == 4)),
+    ("det e describe {exp} --outdir {tmp}/out", files("{tmp}/out/experiments.csv", "{tmp}/out/trials.csv")),
+    ("det e describe {exp} --metrics --outdir {tmp}/out2", files("{tmp}/out2/workloads.csv")),
+    ("det e config {exp}", out(r"^searcher:")),
+    ("det e list-trials {exp}", out(r"^\s*{trial}\s+COMPLETED")),
+    ("det e lt {exp} --json", as_json(lambda d, c: len(d) == 2 and all(_typed_trial(t) for t in d))),
+    ("det e lt {exp} --csv", out(r"^id,.*hparams\.learning_rate")),
+    ("det e list-checkpoints {exp}", out(r"{uuid}")),
+    (
+        "det e lc {exp} --best 1 --json",
+        as_json(lambda d, c: len(d) == 1 and isinstance(d[0]["total_batches"], int)),
+    ),
+    ("det e lc {exp} --csv", out(r"^uuid,trial_id,total_batches")),
+    ("det e download {exp} --top-n 1 -o {tmp}/dl", out(r"Downloaded checkpoint")),
+    ("det e download-model-def {exp} -o {tmp}/md", files("{tmp}/md/__init__.py")),
+    ("det e wait {exp}", out(r"COMPLETED")),
+    ("det t describe {trial}", out(r"State:\s+COMPLETED")),
+    ("det trial describe {trial} --metrics", out(r"Training steps:")),
+    ("det t describe {trial} --json", as_json(lambda d, c: _typed_trial(d))),
+    (
+        "det t describe {trial} --metrics --json",
+        as_json(lambda d, c: isinstance(d["steps"][0]["num_batches"], int)),
+    ),
+    ("det t describe {trial} --csv", out(r"^id,experiment_id,state")),
+    ("det trial logs {trial}", lambda c, r: r.returncode == 0 or pytest.fail(r.stderr)),
+    ("det t logs {trial} --head 1 --system", lines(1)),
+    ("det t logs {trial} --tail 1 --system", lines(1)),
+    ("det t logs {trial} --system", out(r"^\[pedl\] ")),
+    ("det t logs {trial} --system --json", out(r'"system": true')),
+    ("det t download {trial} --best -o {tmp}/best", files("{tmp}/best")),
+    ("det t download {trial} --latest -o {tmp}/latest", files("{tmp}/latest")),
+    ("det checkpoint list {exp}", out(r"{uuid}")),
+    (
+        "det checkpoint list {exp} --json",
+        as_json(lambda d, c: all(isinstance(r["size_bytes"], int) for r in d)),
+    ),
+    ("det checkpoint list {exp} --csv", out(r"^uuid,trial_id,total_batches,state,num_files,size_bytes")),
+    ("det checkpoint download {uuid} -o {tmp}/ck", files("{tmp}/ck")),
+    ("det master info", out(r"^version: ")),
+    ("det master info --json", as_json(lambda d, c: d["version"] and d["checkpoint_store_address"])),
+    ("det master logs --tail 3", lines(3)),
+    ("det --version", out(r"^det \d")),
+    ("det version", out(r"^master: ")),
+    ("det agent list", out(r"agent-1")),
+    ("det a list --json", as_json(lambda d, c: d[0]["num_slots"] == 2)),
+    ("det slot list", out(r"agent-1")),
+    ("det s list --csv", out(r"^agent_id,slot_id")),
+    ("det user whoami", out(r"admin")),
+    ("det user list", out(r"admin")),
+    ("det u list --json", as_json(lambda d, c: any(u["admin"] is True for u in d))),
+    ("det tensorboard start {exp} --help", out(r"EXPERIMENT_ID")),
+    # Determined's commands pedl does not have: one line each.
+    ("det t kill {trial}", refused("det e kill")),
+    ("det agent disable agent-1", out(r"^Disabled agent agent-1")),
+    ("det agent list --json", as_json(lambda d, c: d[0]["enabled"] is False)),
+    ("det agent enable --all", out(r"^Enabled agent agent-1")),
+    ("det slot disable agent-1 0", out(r"^Disabled slot 0 of agent agent-1")),
+    ("det slot list --json", as_json(lambda d, c: [s["enabled"] for s in d] == [False, True])),
+    ("det slot enable agent-1 0", out(r"^Enabled slot 0")),
+    ("det slot disable agent-1 9", refused("has no slot '9'")),
+    ("det agent disable nobody", refused("agent 'nobody' is not connected")),
+    ("det user activate nobody", refused("user 'nobody' not found")),
+    ("det user deactivate admin", refused("cannot deactivate themself")),
+    ("det e set description {exp} 'first grid'", out(r"^Set description of experiment {exp}")),
+    ("det e describe {exp} --json", as_json(lambda d, c: d["experiment"]["description"] == "first grid")),
+    ("det e set max-slots {exp} 2", refused("experiment set max-slots")),
+    ("det e set weight {exp} 2", refused("experiment set weight")),
+    ("det e set priority {exp} 2", refused("experiment set priority")),
+    ("det e set gc-policy {exp} --save-experiment-best 1", refused("experiment set gc-policy")),
+    ("det e label add {exp} mine", out(r"labels: mine")),
+    ("det e label add {exp} best", out(r"labels: mine, best")),
+    ("det e label remove {exp} mine", out(r"labels: best\)")),
+    ("det e label remove {exp} nope", refused("no label 'nope'")),
+    ("det e list --json", as_json(lambda d, c: d[0]["labels"] == ["best"] and d[0]["archived"] is False)),
+    ("det e archive {exp}", out(r"^Archived experiment {exp}")),
+    ("det e list", absent(r"^\s*{exp}\s")),
+    ("det e list --all", out(EXP)),
+    ("det e unarchive {exp}", out(r"^Unarchived experiment {exp}")),
+    ("det e", out(EXP)),
+    ("det notebook list", refused("notebook")),
+    ("det shell start", refused("shell")),
+    ("det cmd run echo hi", refused("command")),
+    ("det template list", refused("template")),
+    ("det project list", refused("project")),
+    ("det workspace list", refused("workspace")),
+    ("det model list", refused("model registry")),
+    # Creating and stopping experiments last, so the listings above see one experiment.
+    ("det e create {grid} {model} -t", out(r"^Created experiment \d+")),
+    ("det e create {grid} {model} --test-mode -f", out(r"COMPLETED")),
+    ("det experiment create {long} {model}", out(r"^Created experiment \d+")),
+    ("det e archive {long_id}", refused("only an ended experiment")),
+    ("det e pause {long_id}", out(r"^Paused experiment")),
+    ("det e activate {long_id}", out(r"^Activated experiment")),
+    ("det e delete {long_id} --yes", refused("only an ended experiment can be deleted")),
+    ("det e cancel {long_id}", out(r"experiment {long_id}")),
+    (
+        "det e wait {long_id}",
+        lambda c, r: r.returncode == 1 and "CANCELED" in r.stdout or pytest.fail(r.stdout),
+    ),
+    ("det e delete {long_id}", refused("pass --yes")),
+    ("det e delete {long_id} --yes", out(r"^Deleted experiment {long_id} and its \d+ checkpoint")),
+    ("det e describe {long_id}", refused("not found")),
+    ("det e lt {long_id}", refused("not found")),
+]
+
+
+def test_the_table_is_long_enough() -> None:
+    assert len(TABLE) >= 60
+
+
+def test_determined_cli_verbatim(cluster: Cluster) -> None:
+    failures = []
+    for command, check in TABLE:
+        if "{long_id}" in command and "long_id" not in cluster.values:
+            failures.append(f"{command}: no long experiment was created")
+            continue
+        result = cluster.det(command)
+        try:
+            check(cluster, result)
+        except (AssertionError, pytest.fail.Exception) as e:
+            failures.append(f"{command}: {e}")
+        if command.startswith("det experiment create {long}") and result.returncode == 0:
+            cluster.values["long_id"] = re.search(r"Created experiment (\d+)", result.stdout).group(1)
+    assert not failures, "\n\n".join(failures)
+
+
+def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> None:
+    admin = cluster.user
+    created = admin.run("det", "user", "create", "bob", "--password-stdin", input="pw-bob-long-enough\n")
+    assert created.returncode == 0, created.stderr
+    bob = User(cluster.tmp / "bob-home", admin.env["PEDL_MASTER"])
+    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="pw-bob-long-enough\n")
+    assert login.returncode == 0, login.stderr
+    exp = cluster.values["exp"]
+    for argv in (
+        ("e", "label", "add", exp, "x"),
+        ("e", "set", "description", exp, "mine"),
+        ("e", "archive", exp),
+    ):
+        result = bob.run("det", *argv)
+        assert result.returncode == 1 and "only its owner or an admin" in result.stderr, result.stderr
+    assert json.loads(admin.ok("det", "e", "describe", exp, "--json"))["experiment"]["labels"] == ["best"]
+
+    # Users: bob changes his own password (not admin's); deactivated, he is out until reactivated.
+    other = bob.run("det", "user", "change-password", "admin", "--password-stdin", input="x" * 12 + "\n")
+    assert other.returncode == 1 and "only an admin" in other.stderr, other.stderr
+    changed = bob.run("det", "user", "change-password", "--password-stdin", input="new-bob-password\n")
+    assert changed.returncode == 0 and "Changed the password of bob" in changed.stdout, changed.stderr
+    admin.ok("det", "user", "deactivate", "bob")
+    users = json.loads(admin.ok("det", "user", "list", "--json"))
+    assert [u["active"] for u in users if u["username"] == "bob"] == [False]
+    out = bob.run("det", "e", "list")
+    assert out.returncode == 1 and "not authenticated" in out.stderr, out.stderr  # his sessions ended
+    relogin = bob.run("det", "user", "login", "bob", "--password-stdin", input="new-bob-password\n")
+    assert relogin.returncode == 1, relogin.stdout
+    admin.ok("det", "user", "activate", "bob")
+    login = bob.run("det", "user", "login", "bob", "--password-stdin", input="new-bob-password\n")
+    assert login.returncode == 0, login.stderr
+    bob.ok("det", "e", "list")
