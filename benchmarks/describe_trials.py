@@ -23,8 +23,8 @@ from pedl import _grpc
 from pedl.login import login
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.cluster import Cluster
-from pedl_scheduler.storage import open_storage
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import results as result_ops
 
 CONFIG = """
