@@ -126,7 +126,7 @@ def state(described: dict[str, Any]) -> str:
 
 
 def restarts(described: dict[str, Any]) -> int:
-    return int(described["trials"][0]["trial"].get("restarts", 0))
+    return int(described["trials"][0].get("restarts", 0))
 
 
 @contextmanager
@@ -145,7 +145,7 @@ def completes_and_resumes_exactly(cli: CliCluster, model: Path, config: dict[str
     killed_at = cli.kill_trial_after_first_checkpoint(exp_id)
     resumed = cli.wait(exp_id)
     assert state(resumed) == "COMPLETED", cli.cluster.logs()
-    total = reference["trials"][0]["trial"].get("total_batches")
+    total = reference["trials"][0].get("total_batches")
     assert restarts(resumed) == 1, f"killed at {killed_at} batches of {total}, yet the trial never restarted"
-    assert history(resumed) == history(reference)
+    assert history(resumed) == history(reference), (history(resumed), history(reference))
     return reference

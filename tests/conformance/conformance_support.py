@@ -102,12 +102,15 @@ class Cli:
         return json.loads(self.ok("experiment", "describe", str(exp_id), "--json"))
 
     def logs(self, described: dict[str, Any]) -> str:
-        return "\n".join(self.run("trial", "logs", str(t["trial"]["id"])).stdout for t in described["trials"])
+        return "\n".join(self.run("trial", "logs", str(t["id"])).stdout for t in described["trials"])
 
 
 def cli_cluster(workdir: Path, slots: int = 2) -> Iterator[Cli]:
     """A module's cluster (one agent) and its CLI; stopped by PID when the module ends."""
-    with local_cluster(workdir / "cluster", agents=1, slots=slots) as cluster:
+    # Kill marks live in a folder the agent shares with its sandboxed trials (--bind).
+    (workdir / "marks").mkdir(parents=True, exist_ok=True)
+    agent_args = ["--bind", str(workdir / "marks")]
+    with local_cluster(workdir / "cluster", agents=1, slots=slots, agent_args=agent_args) as cluster:
         yield Cli(cluster, workdir)
 
 
@@ -119,7 +122,7 @@ def histories(described: dict[str, Any]) -> dict[str, Any]:
     """Each trial's steps and validations (batches, metrics), keyed by its hyperparameters."""
     out = {}
     for detail in described["trials"]:
-        hparams = json.dumps(detail["trial"].get("hparams", {}), sort_keys=True)
+        hparams = json.dumps(detail.get("hparams", {}), sort_keys=True)
         steps = [(s.get("total_batches"), s.get("metrics")) for s in detail.get("steps", [])]
         validations = [(v.get("total_batches"), v.get("metrics")) for v in detail.get("validations", [])]
         out[hparams] = {"steps": steps, "validations": validations}
@@ -127,7 +130,7 @@ def histories(described: dict[str, Any]) -> dict[str, Any]:
 
 
 def restarts(described: dict[str, Any]) -> list[int]:
-    return sorted(int(t["trial"].get("restarts", 0)) for t in described["trials"])
+    return sorted(int(t.get("restarts", 0)) for t in described["trials"])
 
 
 def completes_and_resumes_exactly(
@@ -139,11 +142,11 @@ def completes_and_resumes_exactly(
     """Runs the model definition to COMPLETED, then again with every trial killed once at batch
     KILL_AT (`kill` makes that run's config); the second run's metrics must equal the first's."""
     reference = cli.wait(cli.create(model_dir, raw_config))
-    assert state(reference) == "EXPERIMENT_STATE_COMPLETED", cli.logs(reference)
+    assert state(reference) == "COMPLETED", cli.logs(reference)
     assert set(restarts(reference)) == {0}
-    mark = str(cli.workdir / f"kill-{model_dir.name}-{cli._configs}")
+    mark = str(cli.workdir / "marks" / f"kill-{model_dir.name}-{cli._configs}")
     killed = cli.wait(cli.create(model_dir, kill(raw_config, mark)))
-    assert state(killed) == "EXPERIMENT_STATE_COMPLETED", cli.logs(killed)
+    assert state(killed) == "COMPLETED", cli.logs(killed)
     assert set(restarts(killed)) == {1}, f"every trial is killed once: {restarts(killed)}\n{cli.logs(killed)}"
     assert histories(killed) == histories(reference)
     return reference

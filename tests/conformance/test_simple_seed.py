@@ -280,7 +280,7 @@ def test_a_nested_script_with_every_hyperparameter_type_and_a_pedlignore(cli: Cl
     raw["searcher"] = {**raw["searcher"], "name": "random", "max_trials": 2}
     reference = completes_and_resumes_exactly(cli, model, raw, with_script_kill)
     assert len(reference["trials"]) == 2
-    sampled = [json.dumps(t["trial"]["hparams"], sort_keys=True) for t in reference["trials"]]
+    sampled = [json.dumps(t["hparams"], sort_keys=True) for t in reference["trials"]]
     assert len(set(sampled)) == 2
 
 
@@ -304,6 +304,6 @@ def test_an_endless_generator_without_steps_per_epoch_names_the_fit_line(cli: Cl
     model = write(tmp_path / "nosteps", {"train.py": MISSING_STEPS})
     raw = config(entrypoint={"script": "train.py"}, hyperparameters={}, max_restarts=0)
     described = cli.wait(cli.create(model, raw))
-    assert described["experiment"]["state"] == "EXPERIMENT_STATE_ERROR"
+    assert described["experiment"]["state"] == "ERROR"
     expected = "train.py:11: model.fit() got a Python generator as x but no steps_per_epoch"
     assert expected in cli.logs(described)
