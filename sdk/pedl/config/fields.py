@@ -237,13 +237,13 @@ FIELDS: dict[str, Field] = {
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
     "searcher.time_metric": _s("ASHA rungs measured in a metric a Core API script reports (with max_time)"),
     "searcher.max_time": _s("a Core API trial's length in time_metric units (ASHA)"),
-    "searcher.source_trial_id": _r(
-        "pedl does not warm-start trials from another trial's checkpoint yet; load the weights in "
-        "your Trial's __init__ instead"
+    "searcher.source_trial_id": _s(
+        "warm start: every trial starts from that trial's latest checkpoint (weights and optimizer "
+        "state) at batch 0; its experiment's owner or an admin only"
     ),
-    "searcher.source_checkpoint_uuid": _r(
-        "pedl does not warm-start trials from a checkpoint yet; load the weights in your Trial's "
-        "__init__ instead"
+    "searcher.source_checkpoint_uuid": _s(
+        "warm start from that checkpoint (weights and optimizer state) at batch 0; takes precedence "
+        "over source_trial_id; its experiment's owner or an admin only"
     ),
     "searcher.max_steps": _s("PEDL: length in steps of batches_per_step"),
     "searcher.target_trial_steps": _s("PEDL adaptive: length in steps"),

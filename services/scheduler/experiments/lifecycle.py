@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from pedl._server_auth import ANONYMOUS, Principal
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.searcher import make_search_method
@@ -19,6 +20,7 @@ from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.experiments.warm_start import resolve_source
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.searcher_journal import SearcherJournal
@@ -45,7 +47,14 @@ class ExperimentLifecycle:
         self.experiments = state.experiments
         self.trials = state.trials
 
-    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
+    def create_experiment(
+        self,
+        config_yaml: str,
+        model_definition: bytes,
+        name: str,
+        owner: str = "",
+        requester: Principal = ANONYMOUS,
+    ) -> int:
         try:
             config = parse_experiment_config(config_yaml)
         except ConfigError as e:
@@ -64,11 +73,14 @@ class ExperimentLifecycle:
         agents = self.state.cluster.agents
         check_environment(agents, config.environment_name)
         check_fits(agents, config)
+        warm_start = resolve_source(self.db, config, requester)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
         with self.work.transaction():
-            exp_id = self._insert_experiment(config, model_definition, name, seed, owner)
-            exp = ExperimentRuntime(exp_id, config, searcher, journal=SearcherJournal(searcher))
+            exp_id = self._insert_experiment(config, model_definition, name, seed, owner, warm_start)
+            exp = ExperimentRuntime(
+                exp_id, config, searcher, journal=SearcherJournal(searcher), warm_start_uuid=warm_start
+            )
             self.experiments[exp_id] = exp
             self.search.apply(exp, exp.journal.call("initial_operations"))
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
@@ -76,7 +88,7 @@ class ExperimentLifecycle:
         return exp_id
 
     def _insert_experiment(
-        self, config: Any, model_definition: bytes, name: str, seed: int, owner: str
+        self, config: Any, model_definition: bytes, name: str, seed: int, owner: str, warm_start: str = ""
     ) -> int:
         exp_id = experiment_ops.create_experiment(
             self.db,
@@ -87,6 +99,7 @@ class ExperimentLifecycle:
             seed=seed,
             created_at=utc_now(),
             owner=owner,
+            warm_start_checkpoint_uuid=warm_start,
         )
         self.db.flush()
         return exp_id

@@ -53,6 +53,9 @@ experiments = Table(
     Column("ended_at", Text, nullable=False, server_default=""),
     Column("owner", Text, nullable=False, server_default=""),
     Column("searcher_seq", BigInteger, nullable=False, server_default=text("0")),
+    # The checkpoint every trial starts from (searcher.source_checkpoint_uuid / source_trial_id,
+    # resolved at create); "" for none.
+    Column("warm_start_checkpoint_uuid", Text, nullable=False, server_default=""),
     sqlite_autoincrement=True,
 )
 

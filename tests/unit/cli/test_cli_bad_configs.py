@@ -126,7 +126,7 @@ CASES: list[tuple[str, int, str]] = [
         6,
         "searcher.num_rungs",
     ),
-    (S.replace("batches: 10\n", "batches: 10\n  source_trial_id: 4\n"), 6, "searcher.source_trial_id"),
+    (S.replace("batches: 10\n", "batches: 10\n  source_trial_id: four\n"), 6, "searcher.source_trial_id"),
     (S + "checkpoint_policy: best\n", 6, "checkpoint_policy"),
     (S + "resources:\n  devices:\n    - {host_path: /dev/x}\n", 8, "resources.devices[0].container_path"),
     (S + "profiling:\n  enabled: true\n", 7, "profiling.enabled"),
