@@ -33,7 +33,11 @@ class Recovery:
             config = parse_stored_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
             exp = ExperimentRuntime(
-                row["id"], config, searcher, state=row["state"], warm_start_uuid=row["warm_start_checkpoint_uuid"]
+                row["id"],
+                config,
+                searcher,
+                state=row["state"],
+                warm_start_uuid=row["warm_start_checkpoint_uuid"],
             )
             exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
             exp.journal.replay(searcher_ops.events_after(self.db, exp.id, row["searcher_seq"]))

@@ -129,7 +129,9 @@ def test_an_unknown_checkpoint_is_refused_at_create(source) -> None:
 
 def test_another_users_checkpoint_is_refused_at_create(source) -> None:
     manager, _, trial = source
-    with pytest.raises(UserError, match="belongs to experiment 1 of user 'alice': only its owner or an admin"):
+    with pytest.raises(
+        UserError, match="belongs to experiment 1 of user 'alice': only its owner or an admin"
+    ):
         manager.create_experiment(
             warm(f"source_checkpoint_uuid: {trial.latest_checkpoint_uuid}"), b"m", "model", "bob", BOB
         )
