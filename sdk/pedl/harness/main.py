@@ -122,10 +122,10 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             return 0
         with tempfile.TemporaryDirectory(prefix="pedl-restore-") as tmp:
             restore_dir = None
-            source = trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid
-            if source:
+            restore_uuid = trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid
+            if restore_uuid:
                 restore_dir = Path(tmp)
-                checkpoints.fetch(source, restore_dir)
+                checkpoints.fetch(restore_uuid, restore_dir)
             controller = start_trial(
                 model_dir,
                 config,

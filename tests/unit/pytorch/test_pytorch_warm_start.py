@@ -31,7 +31,9 @@ def test_a_warm_start_takes_weights_and_optimizer_state_at_batch_0(tmp_path: Pat
     warm = make_controller()
     warm.warm_start(tmp_path)
     assert warm.batches_trained == 0
-    for ours, theirs in zip(warm.model.state_dict().values(), source.model.state_dict().values(), strict=True):
+    for ours, theirs in zip(
+        warm.model.state_dict().values(), source.model.state_dict().values(), strict=True
+    ):
         assert torch.equal(ours, theirs)
     saved = torch.load(tmp_path / "training_state.pt", weights_only=False)["optimizer"]["state"]
     for key, value in warm.optimizer.state_dict()["state"].items():
