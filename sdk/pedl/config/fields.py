@@ -59,12 +59,12 @@ FIELDS: dict[str, Field] = {
     "min_checkpoint_period": _s("checkpoint at least this often: `{batches|records|epochs: N}` or steps"),
     "perform_initial_validation": _s("validates the untrained model (at batch 0) before training"),
     "checkpoint_policy": _s(
-        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end) or `all` "
-        "(also after every validation); `best` is refused"
+        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end), `best` "
+        "or `all`"
     ),
-    "checkpoint_policy=best": _r(
-        "pedl does not checkpoint after each validation that improves the metric; use "
-        "checkpoint_policy: all (a checkpoint after every validation; save_trial_best keeps the best)"
+    "checkpoint_policy=best": _s(
+        "also a checkpoint after every validation better than all earlier ones of the experiment "
+        "(searcher.metric, smaller_is_better)"
     ),
     "checkpoint_policy=all": _s("a checkpoint after every validation"),
     "checkpoint_policy=none": _s("validations do not cause checkpoints"),

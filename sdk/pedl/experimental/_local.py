@@ -116,6 +116,7 @@ class _LocalRunner:
         self.searcher: Any = None
         self.done = False
         self.failed = False
+        self._best_validation: float | None = None  # of all trials (checkpoint_policy: best)
 
     @property
     def state(self) -> str:
@@ -200,8 +201,11 @@ class _LocalRunner:
         result.validations.append((total_batches, metrics))
         if is_better(value, result.best_validation, self.config.smaller_is_better):
             result.best_validation = value
+        best = is_better(value, self._best_validation, self.config.smaller_is_better)
+        if best:
+            self._best_validation = value
         self.on_event(("validation", result, total_batches, metrics))
-        if trial.sequencer.on_validation_completed(total_batches):
+        if trial.sequencer.on_validation_completed(total_batches, best=best):
             self.apply(self.searcher.on_validation_completed(trial.request_id, value, total_batches))
 
     def _verify_restore(self, trial: _Trial, uuid: str) -> None:

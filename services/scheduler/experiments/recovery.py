@@ -8,7 +8,7 @@ import json
 import structlog
 
 from pedl.config.stored import parse_stored_config
-from pedl.searcher import restore_search_method
+from pedl.searcher import is_better, restore_search_method
 from pedl.sequencer import TrialSequencer
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
@@ -44,6 +44,10 @@ class Recovery:
             self.state.experiments[exp.id] = exp
             for t in trial_ops.trials_of(self.db, exp.id):
                 exp.trial_ids.append(t["id"])
+                if t["best_validation"] is not None and is_better(
+                    t["best_validation"], exp.best_validation, config.smaller_is_better
+                ):
+                    exp.best_validation = t["best_validation"]
                 if t["state"] not in ("ACTIVE", "PAUSED"):
                     continue
                 trial = TrialRuntime(

@@ -127,7 +127,7 @@ CASES: list[tuple[str, int, str]] = [
         "searcher.num_rungs",
     ),
     (S.replace("batches: 10\n", "batches: 10\n  source_trial_id: four\n"), 6, "searcher.source_trial_id"),
-    (S + "checkpoint_policy: best\n", 6, "checkpoint_policy"),
+    (S + "checkpoint_policy: better\n", 6, "checkpoint_policy"),
     (S + "resources:\n  devices:\n    - {host_path: /dev/x}\n", 8, "resources.devices[0].container_path"),
     (S + "profiling:\n  enabled: true\n", 7, "profiling.enabled"),
     (S + "log_policies:\n  - pattern: OOM\n    action: cancel_retries\n", 6, "log_policies"),
