@@ -114,7 +114,11 @@ class TrialSequencer:
             return self._make(Kind.TERMINATE)
         if self.initial_validation and b == 0 and self.last_validation < 0 and (self.targets or self.goal):
             return self._make(Kind.COMPUTE_VALIDATION_METRICS)
-        if self._checkpoint_follows_validation() and b > 0 and self.last_validation == b != self.last_checkpoint:
+        if (
+            self._checkpoint_follows_validation()
+            and b > 0
+            and self.last_validation == b != self.last_checkpoint
+        ):
             return self._make(Kind.CHECKPOINT_MODEL)
         if self.open_ended:
             return Next(Kind.RUN_STEP, self.step_id + 1, b + self.batches_per_step)
