@@ -115,3 +115,22 @@ def test_a_warm_start_trains_on_from_the_source_checkpoints_weights_at_batch_0(t
             assert message in (info.value.details() or "")
         after = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
         assert after == before
+
+
+def test_checkpoint_policy_best_on_a_cluster_checkpoints_after_each_new_best(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster") as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        # A large learning rate: the validation loss goes up and down, so not every validation is a new best.
+        config = (
+            tiny_config(max_batches=80, validation_period=10, extra="checkpoint_policy: best\n")
+            .replace("metric: error", "metric: validation_loss")
+            .replace("learning_rate: 0.1", "learning_rate: 8.0")
+        )
+        result = wait(cluster, submit(cluster, model, config))
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (trial,) = result.trials
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+        losses = [(v.total_batches, from_struct(v.metrics)["validation_loss"]) for v in detail.validations]
+        improved = [b for i, (b, v) in enumerate(losses) if all(v < w for _, w in losses[:i])]
+        assert set(improved) != {b for b, _ in losses}, losses
+        assert sorted(c.total_batches for c in detail.checkpoints) == sorted(set(improved) | {80})
