@@ -20,6 +20,8 @@ class AgentHandle:
     resource_pool: str
     environments: list[str]
     slots: list[common_pb2.Slot]
+    # `pedl-agent --label`: it runs only trials with that resources.agent_label ("" for none).
+    label: str = ""
     outbox: asyncio.Queue = field(default_factory=asyncio.Queue)
     connected_at: str = field(default_factory=utc_now)
     last_heartbeat: str = field(default_factory=utc_now)
@@ -72,6 +74,7 @@ class AgentHandle:
             environments=self.environments,
             resource_pool=self.resource_pool,
             isolation=self.isolation,
+            label=self.label,
         )
 
 
@@ -95,6 +98,7 @@ class Cluster:
             accepts_batches=register.accepts_batches,
             accepts_handoffs=register.accepts_handoffs,
             isolation=register.isolation,
+            label=register.label,
         )
         self.agents[agent.id] = agent
         return agent

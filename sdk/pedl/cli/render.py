@@ -205,12 +205,15 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
+            a.label,
             _isolation(a.isolation),
             short_time(a.last_heartbeat),
         )
         for a in sorted(agents, key=lambda a: a.id)
     ]
-    return table(["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ISOLATION", "LAST HEARTBEAT"], rows)
+    return table(
+        ["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "LABEL", "ISOLATION", "LAST HEARTBEAT"], rows
+    )
 
 
 def _isolation(isolation: str) -> str:

@@ -131,8 +131,8 @@ FIELDS: dict[str, Field] = {
     "resources.priority": _s("priority 1-99 (lower runs first)"),
     "resources.resource_pool": _s("the agent pool to run on"),
     "resources.slots": _w("Determined ignores it too (legacy); use slots_per_trial"),
-    "resources.agent_label": _r(
-        "pedl agents carry no labels to match; use resources.resource_pool to pick agents", ""
+    "resources.agent_label": _s(
+        "run only on agents started with `pedl-agent --label NAME`; unset: only on agents without a label"
     ),
     "resources.devices": _w(
         f"{_NO_CONTAINER}; a trial already sees every device of its agent (CUDA_VISIBLE_DEVICES picks GPUs)",

@@ -72,7 +72,7 @@ class RunRef(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation", "label")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +84,7 @@ class RegisterAgent(_message.Message):
     ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_HANDOFFS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -95,7 +96,8 @@ class RegisterAgent(_message.Message):
     accepts_batches: bool
     accepts_handoffs: bool
     isolation: str
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ...) -> None: ...
+    label: str
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ..., label: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()

@@ -98,7 +98,7 @@ class Validation(_message.Message):
     def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation")
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "label")
     ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +107,7 @@ class Agent(_message.Message):
     ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     connected_at: str
@@ -115,7 +116,8 @@ class Agent(_message.Message):
     environments: _containers.RepeatedScalarFieldContainer[str]
     resource_pool: str
     isolation: str
-    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ...) -> None: ...
+    label: str
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., label: _Optional[str] = ...) -> None: ...
 
 class CreateExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition", "model_definition_name")

@@ -116,7 +116,7 @@ CASES: list[tuple[str, int, str]] = [
         9,
         "bind_mounts[0].read_only",
     ),
-    (S + "resources:\n  agent_label: big\n", 7, "resources.agent_label"),
+    (S + "resources:\n  agent_label: gpu@rack1\n", 7, "resources.agent_label"),
     (S + "resources:\n  shm_size: 3 gi\n", 7, "resources.shm_size"),
     (S + "optimizations:\n  average_training_metrics: false\n", 7, "optimizations.average_training_metrics"),
     (S + "perform_initial_validation: 1\n", 6, "perform_initial_validation"),
