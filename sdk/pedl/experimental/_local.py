@@ -71,6 +71,17 @@ class _Trial:
     controller: TrialController | None = None
 
 
+def local_refusal(config: ExperimentConfig) -> str | None:
+    """Why the config cannot run locally (a field that needs a cluster), or None."""
+    for field in ("source_checkpoint_uuid", "source_trial_id"):
+        if (config.raw.get("searcher") or {}).get(field) is not None:
+            return (
+                f"searcher.{field}: a warm start reads the checkpoint from a cluster's store, so it runs "
+                "only on a cluster (pedl experiment create); locally, load the weights in your Trial"
+            )
+    return None
+
+
 def run_local(
     config: ExperimentConfig,
     model_def: ModelDefinition,
@@ -85,6 +96,9 @@ def run_local(
     With `verify_restore`, each checkpoint is loaded back into a fresh trial, which must
     then report the same validation metrics (the test mode's promise).
     """
+    refusal = local_refusal(config)
+    if refusal is not None:
+        raise ValueError(refusal)
     root = checkpoint_dir or Path(tempfile.mkdtemp(prefix="pedl-local-"))
     runner = _LocalRunner(config, model_def, root, verify_restore, on_event or (lambda _: None))
     searcher = make_search_method(

@@ -167,3 +167,18 @@ def test_bad_config_is_one_line_with_file_line_field(
     assert len(lines) == 1, err
     assert lines[0].startswith(f"error: {config}, line {line}: {field}: "), err
     assert "cannot reach" not in err  # refused before any scheduler was contacted
+
+
+def test_a_warm_start_is_refused_locally_in_one_line(
+    tmp_path: Path, context_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "exp.yaml"
+    config.write_text(S.replace("batches: 10\n", "batches: 10\n  source_checkpoint_uuid: abc\n"))
+    code = main(["experiment", "create", "--local", str(config), str(context_dir)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.strip().splitlines() == [
+        f"error: {config}: searcher.source_checkpoint_uuid: a warm start reads the checkpoint from a "
+        "cluster's store, so it runs only on a cluster (pedl experiment create); locally, load the "
+        "weights in your Trial"
+    ], err

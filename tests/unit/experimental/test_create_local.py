@@ -122,3 +122,10 @@ def test_checkpoint_policy_best_checkpoints_after_each_new_best_validation(tmp_p
     checkpointed = [e[2] for e in events if e[0] == "checkpoint"]
     assert checkpointed == sorted(set(improved) | {80})  # and the trial's end, under every policy
     assert set(improved) != {b for b, _ in losses}, losses
+
+
+def test_a_warm_start_is_refused_in_local_mode_by_name(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path, "warm")
+    config = tiny_config(max_batches=10).replace("    batches: 10", "    batches: 10\n  source_trial_id: 3")
+    with pytest.raises(ValueError, match="searcher.source_trial_id: a warm start .* runs only on a cluster"):
+        pedl.experimental.create(trial_def, context, config=config, local=True)
