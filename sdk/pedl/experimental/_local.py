@@ -73,10 +73,10 @@ class _Trial:
 
 def local_refusal(config: ExperimentConfig) -> str | None:
     """Why the config cannot run locally (a field that needs a cluster), or None."""
-    for field in ("source_checkpoint_uuid", "source_trial_id"):
-        if (config.raw.get("searcher") or {}).get(field) is not None:
+    for name in ("source_checkpoint_uuid", "source_trial_id"):
+        if (config.raw.get("searcher") or {}).get(name) is not None:
             return (
-                f"searcher.{field}: a warm start reads the checkpoint from a cluster's store, so it runs "
+                f"searcher.{name}: a warm start reads the checkpoint from a cluster's store, so it runs "
                 "only on a cluster (pedl experiment create); locally, load the weights in your Trial"
             )
     return None
