@@ -61,6 +61,10 @@ class TrialSequencer:
     initial_validation: bool = False
     # `checkpoint_policy: all`: a checkpoint follows every validation.
     checkpoint_after_validation: bool = False
+    # `checkpoint_policy: best`: a checkpoint follows a validation better than every earlier one of
+    # the experiment (the caller, who sees all its trials, says which: `best_validation_at`).
+    checkpoint_after_best_validation: bool = False
+    best_validation_at: int = -1
 
     @classmethod
     def for_config(cls, config: Any) -> TrialSequencer:
@@ -71,6 +75,7 @@ class TrialSequencer:
             min_checkpoint_period=config.min_checkpoint_period_batches,
             initial_validation=bool(config.raw.get("perform_initial_validation", False)),
             checkpoint_after_validation=config.raw.get("checkpoint_policy") == "all",
+            checkpoint_after_best_validation=config.raw.get("checkpoint_policy") == "best",
             open_ended=config.max_length_batches == 0,
         )
 
@@ -109,7 +114,11 @@ class TrialSequencer:
             return self._make(Kind.TERMINATE)
         if self.initial_validation and b == 0 and self.last_validation < 0 and (self.targets or self.goal):
             return self._make(Kind.COMPUTE_VALIDATION_METRICS)
-        if self.checkpoint_after_validation and b > 0 and self.last_validation == b != self.last_checkpoint:
+        if (
+            self._checkpoint_follows_validation()
+            and b > 0
+            and self.last_validation == b != self.last_checkpoint
+        ):
             return self._make(Kind.CHECKPOINT_MODEL)
         if self.open_ended:
             return Next(Kind.RUN_STEP, self.step_id + 1, b + self.batches_per_step)
@@ -130,6 +139,10 @@ class TrialSequencer:
                 return self._make(Kind.CHECKPOINT_MODEL)
             return self._make(Kind.TERMINATE)
         return None
+
+    def _checkpoint_follows_validation(self) -> bool:
+        best = self.checkpoint_after_best_validation and self.best_validation_at == self.last_validation
+        return self.checkpoint_after_validation or best
 
     def pipeline(self, outstanding: list[Next]) -> list[Next]:
         """The workloads to send now, given those sent whose results have not come back.
@@ -162,6 +175,8 @@ class TrialSequencer:
             if self.targets and w.total_batches >= self.targets[0] and not self._last_target_of_closed():
                 return False  # the searcher hears this one first
             self.on_validation_completed(w.total_batches)
+            if self.checkpoint_after_best_validation:
+                return False  # whether it is the best, and so checkpointed, is not known yet
         elif w.kind is Kind.CHECKPOINT_MODEL:
             self.on_checkpoint_completed(w.total_batches)
         else:
@@ -192,9 +207,12 @@ class TrialSequencer:
         self.step_id = max(self.step_id, step_id)
         self.batches_trained = total_batches
 
-    def on_validation_completed(self, total_batches: int) -> bool:
-        """Records the validation; True when it answers the searcher's current target."""
+    def on_validation_completed(self, total_batches: int, best: bool = False) -> bool:
+        """Records the validation (`best`: better than every earlier one of the experiment); True when
+        it answers the searcher's current target."""
         self.last_validation = total_batches
+        if best:
+            self.best_validation_at = total_batches
         if self.targets and total_batches >= self.targets[0]:
             self.targets.pop(0)
             return True

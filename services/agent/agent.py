@@ -58,6 +58,7 @@ class Agent:
         result_pending: Callable[[int, int], bool] = lambda trial_id, run_id: False,
         environments: list[str] | None = None,
         isolation: str = "none",
+        label: str = "",
     ) -> None:
         self.agent_id = agent_id
         self.slots = slots
@@ -69,6 +70,7 @@ class Agent:
         # The Python environments (by name) trials may ask for; "default" always.
         self.environments = environments or ["default"]
         self.isolation = isolation
+        self.label = label
         self.runs: dict[tuple[int, int], RunLike] = {}
         self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}
         self._log = structlog.get_logger(agent_id=agent_id)
@@ -84,6 +86,7 @@ class Agent:
                 environments=self.environments,
                 resource_pool=self.resource_pool,
                 isolation=self.isolation,
+                label=self.label,
                 running_trials=[
                     agent_pb2.RunningTrial(
                         trial_id=t,

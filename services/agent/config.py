@@ -25,6 +25,8 @@ class AgentConfig:
     work_dir: Path
     cpu_slots: int | None = None
     resource_pool: str = "default"
+    # Only trials with this resources.agent_label run here ("": only trials without one).
+    label: str = ""
     python: str = sys.executable
     # The harness's argv; empty means `<python> -m pedl.harness`.
     harness_command: list[str] = field(default_factory=list)
@@ -55,6 +57,12 @@ class AgentConfig:
         return {DEFAULT_ENVIRONMENT: self.harness_argv(), **extra}
 
 
+def _label(parser: argparse.ArgumentParser, label: str) -> str:
+    if label != label.strip() or "@" in label:
+        parser.error(f"--label {label!r}: a label is a name without '@' or surrounding spaces")
+    return label
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pedl-agent", description="Run pedl trials on this machine.")
     p.add_argument("--master", help=f"scheduler HOST:PORT (env PEDL_MASTER; default {DEFAULT_MASTER})")
@@ -62,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, help="CPU slots to offer (default: 1 without GPUs, else 0)")
     p.add_argument("--work-dir", help="where trials run (default: ~/.pedl/agent/<agent-id>)")
     p.add_argument("--resource-pool", default="default", help="resource pool to join (default: default)")
+    p.add_argument(
+        "--label", default="", help="run only trials whose resources.agent_label is LABEL (default: none)"
+    )
     p.add_argument("--python", default=sys.executable, help="interpreter for harness processes")
     p.add_argument(
         "--environment",
@@ -157,6 +168,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         work_dir=work_dir.resolve(),
         cpu_slots=ns.slots,
         resource_pool=ns.resource_pool,
+        label=_label(parser, ns.label),
         python=ns.python,
         harness_command=harness_argv,
         address=ns.address or "",

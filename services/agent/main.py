@@ -97,6 +97,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         hostname=socket.gethostname(),
         address=cfg.address or local_address(cfg.master),
         resource_pool=cfg.resource_pool,
+        label=cfg.label,
         run_factory=lambda start: TrialRun(start, settings),
         result_pending=outbox.has_result,
         environments=settings.environment_names(),

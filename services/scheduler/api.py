@@ -50,6 +50,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 request.model_definition,
                 request.model_definition_name,
                 owner=principal.username if principal.kind == "user" else "",
+                requester=principal,
             )
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))

@@ -20,6 +20,8 @@ class AgentHandle:
     resource_pool: str
     environments: list[str]
     slots: list[common_pb2.Slot]
+    # `pedl-agent --label`: it runs only trials with that resources.agent_label ("" for none).
+    label: str = ""
     outbox: asyncio.Queue = field(default_factory=asyncio.Queue)
     connected_at: str = field(default_factory=utc_now)
     last_heartbeat: str = field(default_factory=utc_now)
@@ -83,6 +85,7 @@ class AgentHandle:
             resource_pool=self.resource_pool,
             isolation=self.isolation,
             disabled=self.disabled,
+            label=self.label,
         )
 
 
@@ -111,6 +114,7 @@ class Cluster:
             isolation=register.isolation,
             disabled=register.agent_id in self.disabled_agents,
             disabled_slots=self.disabled_slots.setdefault(register.agent_id, set()),
+            label=register.label,
         )
         self.agents[agent.id] = agent
         return agent

@@ -32,6 +32,10 @@ class ExperimentRuntime:
     # What every StartTrial of the experiment repeats, computed once (None until first needed).
     start_config: str | None = None
     model_definition_name: str | None = None
+    # The checkpoint each trial without one of its own starts from (a warm start); "" for none.
+    warm_start_uuid: str = ""
+    # The best searcher metric any of its trials validated to (checkpoint_policy: best).
+    best_validation: float | None = None
     # The checkpoint ledger for the save_* policy, built on first use (pedl_scheduler.checkpoint_gc).
     gc: Any = None
 

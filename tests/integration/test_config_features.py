@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from test_auth import create_user, scheduler
 from test_cluster import stub, submit, wait
 
 from pedl._metrics import from_struct
+from pedl.context import pack
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.models import tiny_config, write_tiny_model
 from support.processes import local_cluster
@@ -54,3 +56,81 @@ def test_config_features_work_end_to_end_and_refused_fields_create_nothing(tmp_p
         assert "checkpoint_storage.type" in (info.value.details() or "")
         after = stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest())
         assert len(after.experiments) == len(before.experiments)
+
+
+def first_and_last_losses(cluster, trial_id: int) -> tuple[tuple[int, float], float]:
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id))
+    losses = [from_struct(s.metrics)["loss"] for s in detail.steps]
+    return (detail.steps[0].total_batches, losses[0]), losses[-1]
+
+
+def test_a_warm_start_trains_on_from_the_source_checkpoints_weights_at_batch_0(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster") as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        source_id = submit(cluster, model, tiny_config(max_batches=200))
+        source = wait(cluster, source_id)
+        assert source.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (source_trial,) = source.trials
+        (_, cold_loss), trained_loss = first_and_last_losses(cluster, source_trial.id)
+        uuid = source_trial.latest_checkpoint_uuid
+
+        warm_id = submit(
+            cluster,
+            model,
+            tiny_config(max_batches=40).replace(
+                "    batches: 40", f"    batches: 40\n  source_checkpoint_uuid: {uuid}"
+            ),
+        )
+        warm = wait(cluster, warm_id)
+        assert warm.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (warm_trial,) = warm.trials
+        (batches, warm_loss), _ = first_and_last_losses(cluster, warm_trial.id)
+        assert batches == 10  # the batch count starts again at 0
+        print(f"step-1 loss: warm {warm_loss:.4f}, source's last {trained_loss:.4f}, cold {cold_loss:.4f}")
+        assert abs(warm_loss - trained_loss) < abs(warm_loss - cold_loss), (
+            warm_loss,
+            trained_loss,
+            cold_loss,
+        )
+
+        by_trial = tiny_config().replace(
+            "    batches: 40", f"    batches: 40\n  source_trial_id: {source_trial.id}"
+        )
+        before = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        bob = scheduler(cluster.master, create_user(cluster, "bob"))
+        packed = pack(model)
+        for config, message in (
+            (by_trial, "only its owner or an admin may warm-start from it"),
+            (
+                tiny_config().replace("    batches: 40", "    batches: 40\n  source_checkpoint_uuid: nosuch"),
+                "checkpoint nosuch does not exist",
+            ),
+        ):
+            request = scheduler_pb2.CreateExperimentRequest(
+                config_yaml=config, model_definition=packed.data, model_definition_name=packed.name
+            )
+            with pytest.raises(grpc.RpcError) as info:
+                bob.CreateExperiment(request, timeout=30)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert message in (info.value.details() or "")
+        after = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        assert after == before
+
+
+def test_checkpoint_policy_best_on_a_cluster_checkpoints_after_each_new_best(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster") as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        # A large learning rate: the validation loss goes up and down, so not every validation is a new best.
+        config = (
+            tiny_config(max_batches=80, validation_period=10, extra="checkpoint_policy: best\n")
+            .replace("metric: error", "metric: validation_loss")
+            .replace("learning_rate: 0.1", "learning_rate: 8.0")
+        )
+        result = wait(cluster, submit(cluster, model, config))
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (trial,) = result.trials
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+        losses = [(v.total_batches, from_struct(v.metrics)["validation_loss"]) for v in detail.validations]
+        improved = [b for i, (b, v) in enumerate(losses) if all(v < w for _, w in losses[:i])]
+        assert set(improved) != {b for b, _ in losses}, losses
+        assert sorted(c.total_batches for c in detail.checkpoints) == sorted(set(improved) | {80})

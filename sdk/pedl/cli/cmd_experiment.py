@@ -146,6 +146,10 @@ def create_experiment(args: argparse.Namespace) -> int:
 
     if args.local:
         from pedl.cli.local import run_local_experiment
+        from pedl.experimental._local import local_refusal
+
+        if (refusal := local_refusal(config)) is not None:
+            raise CliError(f"{args.config_file}: {refusal}", EXIT_BAD_INPUT)
 
         return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:

@@ -185,6 +185,7 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
+            a.label or "-",
             "no" if a.disabled else "yes",
             _isolation(a.isolation),
             short_time(a.last_heartbeat),
@@ -192,7 +193,18 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
         for a in sorted(agents, key=lambda a: a.id)
     ]
     return table(
-        ["ID", "HOSTNAME", "SLOTS", "USED", "RESOURCE POOL", "ENABLED", "ISOLATION", "LAST HEARTBEAT"], rows
+        [
+            "ID",
+            "HOSTNAME",
+            "SLOTS",
+            "USED",
+            "RESOURCE POOL",
+            "LABEL",
+            "ENABLED",
+            "ISOLATION",
+            "LAST HEARTBEAT",
+        ],
+        rows,
     )
 
 

@@ -59,12 +59,12 @@ FIELDS: dict[str, Field] = {
     "min_checkpoint_period": _s("checkpoint at least this often: `{batches|records|epochs: N}` or steps"),
     "perform_initial_validation": _s("validates the untrained model (at batch 0) before training"),
     "checkpoint_policy": _s(
-        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end) or `all` "
-        "(also after every validation); `best` is refused"
+        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end), `best` "
+        "or `all`"
     ),
-    "checkpoint_policy=best": _r(
-        "pedl does not checkpoint after each validation that improves the metric; use "
-        "checkpoint_policy: all (a checkpoint after every validation; save_trial_best keeps the best)"
+    "checkpoint_policy=best": _s(
+        "also a checkpoint after every validation better than all earlier ones of the experiment "
+        "(searcher.metric, smaller_is_better)"
     ),
     "checkpoint_policy=all": _s("a checkpoint after every validation"),
     "checkpoint_policy=none": _s("validations do not cause checkpoints"),
@@ -131,8 +131,8 @@ FIELDS: dict[str, Field] = {
     "resources.priority": _s("priority 1-99 (lower runs first)"),
     "resources.resource_pool": _s("the agent pool to run on"),
     "resources.slots": _w("Determined ignores it too (legacy); use slots_per_trial"),
-    "resources.agent_label": _r(
-        "pedl agents carry no labels to match; use resources.resource_pool to pick agents", ""
+    "resources.agent_label": _s(
+        "run only on agents started with `pedl-agent --label NAME`; unset: only on agents without a label"
     ),
     "resources.devices": _w(
         f"{_NO_CONTAINER}; a trial already sees every device of its agent (CUDA_VISIBLE_DEVICES picks GPUs)",
@@ -237,13 +237,13 @@ FIELDS: dict[str, Field] = {
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
     "searcher.time_metric": _s("ASHA rungs measured in a metric a Core API script reports (with max_time)"),
     "searcher.max_time": _s("a Core API trial's length in time_metric units (ASHA)"),
-    "searcher.source_trial_id": _r(
-        "pedl does not warm-start trials from another trial's checkpoint yet; load the weights in "
-        "your Trial's __init__ instead"
+    "searcher.source_trial_id": _s(
+        "warm start: every trial starts from that trial's latest checkpoint (weights and optimizer "
+        "state) at batch 0; its experiment's owner or an admin only"
     ),
-    "searcher.source_checkpoint_uuid": _r(
-        "pedl does not warm-start trials from a checkpoint yet; load the weights in your Trial's "
-        "__init__ instead"
+    "searcher.source_checkpoint_uuid": _s(
+        "warm start from that checkpoint (weights and optimizer state) at batch 0; takes precedence "
+        "over source_trial_id; its experiment's owner or an admin only"
     ),
     "searcher.max_steps": _s("PEDL: length in steps of batches_per_step"),
     "searcher.target_trial_steps": _s("PEDL adaptive: length in steps"),

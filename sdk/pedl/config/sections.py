@@ -54,6 +54,9 @@ def validate_resources(value: Any, path: FieldPath = ("resources",)) -> dict[str
     for key in ("resource_pool", "agent_label"):
         if resources.get(key) is not None:
             expect_str(resources[key], (*path, key))
+    label = resources.get("agent_label") or ""
+    if label != label.strip() or "@" in label:
+        raise FieldError((*path, "agent_label"), "a label is a name without '@' or surrounding spaces")
     if "slots" in resources:
         expect_int(resources["slots"], (*path, "slots"), minimum=0)
     if "shm_size" in resources:

@@ -71,6 +71,17 @@ class _Trial:
     controller: TrialController | None = None
 
 
+def local_refusal(config: ExperimentConfig) -> str | None:
+    """Why the config cannot run locally (a field that needs a cluster), or None."""
+    for name in ("source_checkpoint_uuid", "source_trial_id"):
+        if (config.raw.get("searcher") or {}).get(name) is not None:
+            return (
+                f"searcher.{name}: a warm start reads the checkpoint from a cluster's store, so it runs "
+                "only on a cluster (pedl experiment create); locally, load the weights in your Trial"
+            )
+    return None
+
+
 def run_local(
     config: ExperimentConfig,
     model_def: ModelDefinition,
@@ -85,6 +96,9 @@ def run_local(
     With `verify_restore`, each checkpoint is loaded back into a fresh trial, which must
     then report the same validation metrics (the test mode's promise).
     """
+    refusal = local_refusal(config)
+    if refusal is not None:
+        raise ValueError(refusal)
     root = checkpoint_dir or Path(tempfile.mkdtemp(prefix="pedl-local-"))
     runner = _LocalRunner(config, model_def, root, verify_restore, on_event or (lambda _: None))
     searcher = make_search_method(
@@ -116,6 +130,7 @@ class _LocalRunner:
         self.searcher: Any = None
         self.done = False
         self.failed = False
+        self._best_validation: float | None = None  # of all trials (checkpoint_policy: best)
 
     @property
     def state(self) -> str:
@@ -200,8 +215,11 @@ class _LocalRunner:
         result.validations.append((total_batches, metrics))
         if is_better(value, result.best_validation, self.config.smaller_is_better):
             result.best_validation = value
+        best = is_better(value, self._best_validation, self.config.smaller_is_better)
+        if best:
+            self._best_validation = value
         self.on_event(("validation", result, total_batches, metrics))
-        if trial.sequencer.on_validation_completed(total_batches):
+        if trial.sequencer.on_validation_completed(total_batches, best=best):
             self.apply(self.searcher.on_validation_completed(trial.request_id, value, total_batches))
 
     def _verify_restore(self, trial: _Trial, uuid: str) -> None:

@@ -144,8 +144,10 @@ def start_trial(
     checkpoint_dir: Path | None = None,
     once_per_machine: OncePerMachine = _call,
     before_build: Callable[[ModelDefinition], None] | None = None,
+    warm_start: bool = False,
 ) -> TrialController:
-    """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given.
+    """Seeds, installs hparams, loads the model definition and restores `checkpoint_dir` if given
+    (with `warm_start`, only its weights and optimizer state, at batch 0).
 
     `before_build` runs once the model definition is imported and before its data or model are
     built (a distributed harness starts TensorFlow's multi-worker runtime there, which must come
@@ -159,6 +161,8 @@ def start_trial(
     # before it is needed, so that starting the harness stays fast).
     seed_all(seed)
     controller = build_controller(model_def, experiment_config, hparams, once_per_machine)
-    if checkpoint_dir is not None:
+    if checkpoint_dir is not None and warm_start:
+        controller.warm_start(checkpoint_dir)
+    elif checkpoint_dir is not None:
         controller.load(checkpoint_dir)
     return controller

@@ -42,3 +42,8 @@ class TrialController(Protocol):
     def load(self, path: Path) -> None:
         """Restores the state `save` wrote."""
         ...
+
+    def warm_start(self, path: Path) -> None:
+        """Takes the model and optimizer state `save` wrote, staying at batch 0 with this trial's own
+        data position and random state (`searcher.source_checkpoint_uuid`, as Determined does)."""
+        ...

@@ -53,6 +53,7 @@ def _start_distributed(
     seed: int,
     checkpoint_uuid: str,
     checkpoints: StoreCheckpoints,
+    warm_start: bool = False,
 ) -> TrialController:
     """Every rank builds the trial; one rank per machine downloads the checkpoint for all of them.
 
@@ -71,6 +72,7 @@ def _start_distributed(
         restore_dir,
         group.once_per_machine,
         before_build=lambda model_def: start_framework(model_def.trial_class, group),
+        warm_start=warm_start,
     )
     if restore_dir is not None:
         group.release_shared(restore_dir)
@@ -103,7 +105,14 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         if launch is not None:
             group = ProcessGroup(launch)
             controller = _start_distributed(
-                group, model_dir, config, hparams, trial.trial_seed, trial.latest_checkpoint_uuid, checkpoints
+                group,
+                model_dir,
+                config,
+                hparams,
+                trial.trial_seed,
+                trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid,
+                checkpoints,
+                warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
             )
             try:
                 run_workloads(controller, group.workloads(source), group.checkpoints(checkpoints))
@@ -113,10 +122,18 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             return 0
         with tempfile.TemporaryDirectory(prefix="pedl-restore-") as tmp:
             restore_dir = None
-            if trial.latest_checkpoint_uuid:
+            restore_uuid = trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid
+            if restore_uuid:
                 restore_dir = Path(tmp)
-                checkpoints.fetch(trial.latest_checkpoint_uuid, restore_dir)
-            controller = start_trial(model_dir, config, hparams, trial.trial_seed, restore_dir)
+                checkpoints.fetch(restore_uuid, restore_dir)
+            controller = start_trial(
+                model_dir,
+                config,
+                hparams,
+                trial.trial_seed,
+                restore_dir,
+                warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
+            )
         try:
             run_workloads(controller, source, checkpoints)
         finally:

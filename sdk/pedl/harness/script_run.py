@@ -52,7 +52,8 @@ def cluster_info(
         "allocation_id": f"{trial.experiment_id}.{trial.trial_id}.{trial.run_id}",
         "session_token": "",
         "task_type": "TRIAL",
-        "latest_checkpoint": trial.latest_checkpoint_uuid or None,
+        # A warm start hands the script the source checkpoint, at steps_completed 0 (as Determined).
+        "latest_checkpoint": trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid or None,
         "container_addrs": [launch.master_addr if launch else "127.0.0.1"] * nodes,
         "container_rank": rank // max(local, 1),
         "trial": {

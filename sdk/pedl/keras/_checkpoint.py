@@ -58,6 +58,19 @@ def save(controller: KerasTrialController, path: Path) -> None:
 
 
 def load(controller: KerasTrialController, path: Path) -> None:
+    state = _load_variables(controller, path)
+    controller._restore_position(int(state["batches_trained"]), state["data_position"])
+    replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
+    if replayed or state.get("replay"):
+        _replay.restore(replayed, state.get("replay") or {"log": [], "sources": {}}, path)
+
+
+def warm_start(controller: KerasTrialController, path: Path) -> None:
+    """The model's and optimizer's variables only: the trial keeps its own batch 0 and data position."""
+    _load_variables(controller, path)
+
+
+def _load_variables(controller: KerasTrialController, path: Path) -> dict[str, Any]:
     read_metadata(path, FRAMEWORK)
     state = json.loads((path / STATE).read_text())
     groups = _variables(controller.model)
@@ -71,7 +84,4 @@ def load(controller: KerasTrialController, path: Path) -> None:
                 )
             for i, variable in enumerate(variables):
                 variable.assign(arrays[f"{group}_{i}"])
-    controller._restore_position(int(state["batches_trained"]), state["data_position"])
-    replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
-    if replayed or state.get("replay"):
-        _replay.restore(replayed, state.get("replay") or {"log": [], "sources": {}}, path)
+    return state

@@ -150,6 +150,9 @@ class KerasTrialController:
     def load(self, path: Path) -> None:
         _checkpoint.load(self, Path(path))
 
+    def warm_start(self, path: Path) -> None:
+        _checkpoint.warm_start(self, Path(path))
+
     # Used by _checkpoint.
     def _restore_position(self, batches_trained: int, data_position: dict[str, int]) -> None:
         self._batches_trained = batches_trained

@@ -79,6 +79,14 @@ def load(controller: PyTorchTrialController, path: Path) -> None:
     controller._restore_training_state(training)
 
 
+def warm_start(controller: PyTorchTrialController, path: Path) -> None:
+    read_metadata(path)
+    state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
+    controller.model.load_state_dict(state)
+    training = torch.load(path / TRAINING_FILE, map_location=controller.device, weights_only=False)
+    controller._restore_weights_state(training)
+
+
 def load_trial_from_checkpoint_path(
     path: str | Path,
     *,

@@ -261,6 +261,9 @@ class PyTorchTrialController:
     def load(self, path: Path) -> None:
         _checkpoint.load(self, Path(path))
 
+    def warm_start(self, path: Path) -> None:
+        _checkpoint.warm_start(self, Path(path))
+
     # Used by _checkpoint.
     def _training_state(self) -> dict[str, Any]:
         return {
@@ -279,17 +282,21 @@ class PyTorchTrialController:
             return None
         return [None if p.grad is None else p.grad.detach().clone() for p in self.model.parameters()]
 
-    def _restore_training_state(self, state: dict[str, Any]) -> None:
+    def _restore_weights_state(self, state: dict[str, Any]) -> None:
+        """What a warm start takes over: optimizer, LR scheduler and gradient-scaler state."""
         self.optimizer.load_state_dict(state["optimizer"])
         if self.lr_scheduler is not None and state["lr_scheduler"] is not None:
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+        if self._precision.scaler is not None and state.get("grad_scaler") is not None:
+            self._precision.scaler.load_state_dict(state["grad_scaler"])
+
+    def _restore_training_state(self, state: dict[str, Any]) -> None:
+        self._restore_weights_state(state)
         self._batches_trained = int(state["batches_trained"])
         grads = state.get("accumulated_grads")
         if grads is not None:
             for param, grad in zip(self.model.parameters(), grads, strict=True):
                 param.grad = None if grad is None else grad.to(param.device)
-        if self._precision.scaler is not None and state.get("grad_scaler") is not None:
-            self._precision.scaler.load_state_dict(state["grad_scaler"])
         own = state
         per_rank = state.get("ranks")
         # A checkpoint of as many ranks gives each rank its own states; otherwise all take the chief's.

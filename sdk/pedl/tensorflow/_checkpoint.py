@@ -76,3 +76,9 @@ def load(controller: TensorFlowTrialController, path: Path) -> None:
     read_metadata(path, FRAMEWORK)
     state = json.loads((path / TRAINING_FILE).read_text())
     controller._restore(path / VARIABLES, int(state["batches_trained"]), int(state["data_position"]))
+
+
+def warm_start(controller: TensorFlowTrialController, path: Path) -> None:
+    """The graph's variables only: the trial starts at batch 0 of its own data."""
+    read_metadata(path, FRAMEWORK)
+    controller._restore(path / VARIABLES, 0, 0)

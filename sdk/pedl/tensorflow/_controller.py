@@ -215,6 +215,9 @@ class TensorFlowTrialController:
     def load(self, path: Path) -> None:
         _checkpoint.load(self, Path(path))
 
+    def warm_start(self, path: Path) -> None:
+        _checkpoint.warm_start(self, Path(path))
+
     def close(self) -> None:
         self.session.close()
 

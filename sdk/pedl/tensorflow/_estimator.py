@@ -259,3 +259,10 @@ class EstimatorTrialController:
         for file in (path / ESTIMATOR_DIR).iterdir():
             shutil.copy2(file, model_dir / file.name)
         self._batches_trained = int(json.loads((path / TRAINING_FILE).read_text())["batches_trained"])
+
+    def warm_start(self, path: Path) -> None:
+        # An Estimator's checkpoint carries its global step, which its training loop counts on.
+        raise ValueError(
+            "searcher.source_checkpoint_uuid: warm starts are not supported for EstimatorTrial; pass "
+            "warm_start_from to your Estimator in build_estimator instead"
+        )

@@ -72,7 +72,7 @@ class RunRef(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation", "label")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +84,7 @@ class RegisterAgent(_message.Message):
     ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_HANDOFFS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -95,7 +96,8 @@ class RegisterAgent(_message.Message):
     accepts_batches: bool
     accepts_handoffs: bool
     isolation: str
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ...) -> None: ...
+    label: str
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ..., label: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()
@@ -154,7 +156,7 @@ class AgentRegistered(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ..., accepts_batches: bool = ...) -> None: ...
 
 class StartTrial(_message.Message):
-    __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token", "after")
+    __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token", "after", "warm_start_checkpoint_uuid")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +174,7 @@ class StartTrial(_message.Message):
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_TOKEN_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    WARM_START_CHECKPOINT_UUID_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
     experiment_id: int
@@ -189,7 +192,8 @@ class StartTrial(_message.Message):
     environment: str
     checkpoint_token: str
     after: _containers.RepeatedCompositeFieldContainer[RunRef]
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_yaml: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ..., after: _Optional[_Iterable[_Union[RunRef, _Mapping]]] = ...) -> None: ...
+    warm_start_checkpoint_uuid: str
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_yaml: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ..., after: _Optional[_Iterable[_Union[RunRef, _Mapping]]] = ..., warm_start_checkpoint_uuid: _Optional[str] = ...) -> None: ...
 
 class RunWorkload(_message.Message):
     __slots__ = ("workload",)

@@ -102,7 +102,7 @@ class Validation(_message.Message):
     def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "disabled")
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "disabled", "label")
     ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +112,7 @@ class Agent(_message.Message):
     RESOURCE_POOL_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     connected_at: str
@@ -121,7 +122,8 @@ class Agent(_message.Message):
     resource_pool: str
     isolation: str
     disabled: bool
-    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., disabled: bool = ...) -> None: ...
+    label: str
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., disabled: bool = ..., label: _Optional[str] = ...) -> None: ...
 
 class CreateExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition", "model_definition_name")

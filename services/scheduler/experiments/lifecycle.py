@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from pedl._server_auth import ANONYMOUS, Principal
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.searcher import make_search_method
@@ -19,7 +20,9 @@ from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.experiments.warm_start import resolve_source
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.scheduling.labels import check_label, offered_keys, placement_key
 from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.searcher_journal import SearcherJournal
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -45,7 +48,14 @@ class ExperimentLifecycle:
         self.experiments = state.experiments
         self.trials = state.trials
 
-    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
+    def create_experiment(
+        self,
+        config_yaml: str,
+        model_definition: bytes,
+        name: str,
+        owner: str = "",
+        requester: Principal = ANONYMOUS,
+    ) -> int:
         try:
             config = parse_experiment_config(config_yaml)
         except ConfigError as e:
@@ -63,12 +73,16 @@ class ExperimentLifecycle:
             raise UserError(f"model_definition_name {name!r} is not a valid Python identifier")
         agents = self.state.cluster.agents
         check_environment(agents, config.environment_name)
+        check_agent_label(agents, config)
         check_fits(agents, config)
+        warm_start = resolve_source(self.db, config, requester)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
         with self.work.transaction():
-            exp_id = self._insert_experiment(config, model_definition, name, seed, owner)
-            exp = ExperimentRuntime(exp_id, config, searcher, journal=SearcherJournal(searcher))
+            exp_id = self._insert_experiment(config, model_definition, name, seed, owner, warm_start)
+            exp = ExperimentRuntime(
+                exp_id, config, searcher, journal=SearcherJournal(searcher), warm_start_uuid=warm_start
+            )
             self.experiments[exp_id] = exp
             self.search.apply(exp, exp.journal.call("initial_operations"))
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
@@ -76,7 +90,7 @@ class ExperimentLifecycle:
         return exp_id
 
     def _insert_experiment(
-        self, config: Any, model_definition: bytes, name: str, seed: int, owner: str
+        self, config: Any, model_definition: bytes, name: str, seed: int, owner: str, warm_start: str = ""
     ) -> int:
         exp_id = experiment_ops.create_experiment(
             self.db,
@@ -87,6 +101,7 @@ class ExperimentLifecycle:
             seed=seed,
             created_at=utc_now(),
             owner=owner,
+            warm_start_checkpoint_uuid=warm_start,
         )
         self.db.flush()
         return exp_id
@@ -200,21 +215,44 @@ def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> No
         )
 
 
+def check_agent_label(agents: Mapping[str, AgentHandle], config: Any) -> None:
+    """A label no connected agent of the trial's pool carries could never run (checked, like
+    environments, only while agents of the pool are connected)."""
+    label = config.resources.get("agent_label") or ""
+    if label and (why := check_label(label)):
+        raise UserError(f"resources.agent_label {label!r}: {why}")
+    pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+    in_pool = [a for a in agents.values() if a.resource_pool == pool]
+    if not in_pool or any(a.label == label for a in in_pool):
+        return
+    labels = ", ".join(sorted({a.label for a in in_pool if a.label})) or "none"
+    if label:
+        raise UserError(
+            f"resources.agent_label {label!r}: no connected agent of pool {pool!r} has that label (their "
+            f"labels: {labels}); start one with `pedl-agent --label {label}`"
+        )
+    raise UserError(
+        f"every connected agent of pool {pool!r} has a label ({labels}) and runs only trials asking for "
+        "it: set resources.agent_label"
+    )
+
+
 def check_fits(agents: Mapping[str, AgentHandle], config: Any) -> None:
     """A trial no arrangement of the connected agents could ever hold is refused up front."""
     pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
-    environment = config.environment_name or scheduling.DEFAULT_ENVIRONMENT
+    name = config.environment_name or scheduling.DEFAULT_ENVIRONMENT
+    environment = placement_key(name, config.resources.get("agent_label") or "")
     in_pool = [a for a in agents.values() if a.resource_pool == pool]
     if not in_pool:
         return  # agents may still join
     slots = config.slots_per_trial
     shape = PoolSlots([scheduling_agent(a, free_slots=()) for a in in_pool])
     if not shape.could_ever_fit(slots, environment):
-        eligible = [a for a in in_pool if environment in a.environments]
+        eligible = [a for a in in_pool if environment in offered_keys(a.environments, a.label)]
         sizes = ", ".join(str(len(a.slots)) for a in eligible) or "no"
         total = sum(len(a.slots) for a in eligible)
         raise UserError(
             f"resources.slots_per_trial is {slots}, but the {len(eligible)} agents of pool {pool!r} "
-            f"offering environment {environment!r} (with {sizes} slots, {total} in all) cannot hold "
+            f"offering environment {name!r} (with {sizes} slots, {total} in all) cannot hold "
             "it: a trial takes slots on one agent, or whole agents of one size"
         )

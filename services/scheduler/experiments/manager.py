@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pedl._server_auth import ANONYMOUS, Principal
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
@@ -108,8 +109,15 @@ class ExperimentManager:
 
     # ---- user requests ----------------------------------------------------------------------
 
-    def create_experiment(self, config_yaml: str, model_definition: bytes, name: str, owner: str = "") -> int:
-        return self.lifecycle.create_experiment(config_yaml, model_definition, name, owner)
+    def create_experiment(
+        self,
+        config_yaml: str,
+        model_definition: bytes,
+        name: str,
+        owner: str = "",
+        requester: Principal = ANONYMOUS,
+    ) -> int:
+        return self.lifecycle.create_experiment(config_yaml, model_definition, name, owner, requester)
 
     def _check_environment(self, name: str | None) -> None:
         """Kept on the manager for callers that check an environment against `self.cluster` alone."""

@@ -8,7 +8,7 @@ import json
 import structlog
 
 from pedl.config.stored import parse_stored_config
-from pedl.searcher import restore_search_method
+from pedl.searcher import is_better, restore_search_method
 from pedl.sequencer import TrialSequencer
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
@@ -32,12 +32,22 @@ class Recovery:
         for row in experiment_ops.live_experiments(self.db):
             config = parse_stored_config(json.loads(row["config_json"]))
             searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
-            exp = ExperimentRuntime(row["id"], config, searcher, state=row["state"])
+            exp = ExperimentRuntime(
+                row["id"],
+                config,
+                searcher,
+                state=row["state"],
+                warm_start_uuid=row["warm_start_checkpoint_uuid"],
+            )
             exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
             exp.journal.replay(searcher_ops.events_after(self.db, exp.id, row["searcher_seq"]))
             self.state.experiments[exp.id] = exp
             for t in trial_ops.trials_of(self.db, exp.id):
                 exp.trial_ids.append(t["id"])
+                if t["best_validation"] is not None and is_better(
+                    t["best_validation"], exp.best_validation, config.smaller_is_better
+                ):
+                    exp.best_validation = t["best_validation"]
                 if t["state"] not in ("ACTIVE", "PAUSED"):
                     continue
                 trial = TrialRuntime(

@@ -146,7 +146,10 @@ class ResultIntake:
             exp.gc.add_metric(trial.id, w.total_batches, value)
         if is_better(value, trial.best_validation, exp.config.smaller_is_better):
             trial.best_validation = value
-        if trial.sequencer.on_validation_completed(w.total_batches):
+        best = is_better(value, exp.best_validation, exp.config.smaller_is_better)
+        if best:
+            exp.best_validation = value
+        if trial.sequencer.on_validation_completed(w.total_batches, best=best):
             self.search.apply(
                 exp,
                 exp.journal.call("on_validation_completed", trial.request_id, float(value), w.total_batches),

@@ -10,6 +10,7 @@ from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import TrialRuntime
+from pedl_scheduler.scheduling.labels import offered_keys, placement_key
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.adoption import RunAdoption
@@ -104,7 +105,10 @@ class SchedulingPass:
                             exp.config.slots_per_trial,
                             exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
                             order=t.id,
-                            environment=exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
+                            environment=placement_key(
+                                exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
+                                exp.config.resources.get("agent_label") or "",
+                            ),
                         )
                     )
         resources = {
@@ -162,7 +166,7 @@ def scheduling_agent(
         tuple(s.id for s in agent.slots),
         free_slots,
         agent.resource_pool,
-        frozenset(agent.environments),
+        offered_keys(agent.environments, agent.label),
         handoff_slots,
     )
 

@@ -94,6 +94,10 @@ class TrialRuns:
                         hparams=to_struct(trial.hparams),
                         latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
                         latest_checkpoint_batches=trial.latest_checkpoint_batches,
+                        # A trial with a checkpoint of its own resumes from it, not from the source.
+                        warm_start_checkpoint_uuid=""
+                        if trial.latest_checkpoint_uuid
+                        else exp.warm_start_uuid,
                         slot_ids=list(slots),
                         trial_seed=trial.seed,
                         checkpoint_store_address=self.state.checkpoint_store_address,

@@ -57,6 +57,9 @@ experiments = Table(
     Column("description", Text),
     Column("labels_json", Text, nullable=False, server_default="[]"),
     Column("archived", Integer, nullable=False, server_default=text("0")),
+    # The checkpoint every trial starts from (searcher.source_checkpoint_uuid / source_trial_id,
+    # resolved at create); "" for none.
+    Column("warm_start_checkpoint_uuid", Text, nullable=False, server_default=""),
     sqlite_autoincrement=True,
 )
 

@@ -95,3 +95,11 @@ def test_harness_sockets_stay_short_enough_for_unix_sockets(tmp_path: Path) -> N
         assert temporary and len(str(sock_dir / "2147483647-2147483647.sock")) < 104
     finally:
         sock_dir.rmdir()
+
+
+def test_label_is_sent_at_registration_and_a_bad_one_is_refused(capsys) -> None:
+    assert parse_args(["--agent-id", "a1"], environ={}).label == ""
+    assert parse_args(["--agent-id", "a1", "--label", "big"], environ={}).label == "big"
+    with pytest.raises(SystemExit):
+        parse_args(["--agent-id", "a1", "--label", "gpu@rack"], environ={})
+    assert "--label 'gpu@rack'" in capsys.readouterr().err

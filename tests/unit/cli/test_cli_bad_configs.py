@@ -116,7 +116,7 @@ CASES: list[tuple[str, int, str]] = [
         9,
         "bind_mounts[0].read_only",
     ),
-    (S + "resources:\n  agent_label: big\n", 7, "resources.agent_label"),
+    (S + "resources:\n  agent_label: gpu@rack1\n", 7, "resources.agent_label"),
     (S + "resources:\n  shm_size: 3 gi\n", 7, "resources.shm_size"),
     (S + "optimizations:\n  average_training_metrics: false\n", 7, "optimizations.average_training_metrics"),
     (S + "perform_initial_validation: 1\n", 6, "perform_initial_validation"),
@@ -126,8 +126,8 @@ CASES: list[tuple[str, int, str]] = [
         6,
         "searcher.num_rungs",
     ),
-    (S.replace("batches: 10\n", "batches: 10\n  source_trial_id: 4\n"), 6, "searcher.source_trial_id"),
-    (S + "checkpoint_policy: best\n", 6, "checkpoint_policy"),
+    (S.replace("batches: 10\n", "batches: 10\n  source_trial_id: four\n"), 6, "searcher.source_trial_id"),
+    (S + "checkpoint_policy: better\n", 6, "checkpoint_policy"),
     (S + "resources:\n  devices:\n    - {host_path: /dev/x}\n", 8, "resources.devices[0].container_path"),
     (S + "profiling:\n  enabled: true\n", 7, "profiling.enabled"),
     (S + "log_policies:\n  - pattern: OOM\n    action: cancel_retries\n", 6, "log_policies"),
@@ -167,3 +167,18 @@ def test_bad_config_is_one_line_with_file_line_field(
     assert len(lines) == 1, err
     assert lines[0].startswith(f"error: {config}, line {line}: {field}: "), err
     assert "cannot reach" not in err  # refused before any scheduler was contacted
+
+
+def test_a_warm_start_is_refused_locally_in_one_line(
+    tmp_path: Path, context_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "exp.yaml"
+    config.write_text(S.replace("batches: 10\n", "batches: 10\n  source_checkpoint_uuid: abc\n"))
+    code = main(["experiment", "create", "--local", str(config), str(context_dir)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.strip().splitlines() == [
+        f"error: {config}: searcher.source_checkpoint_uuid: a warm start reads the checkpoint from a "
+        "cluster's store, so it runs only on a cluster (pedl experiment create); locally, load the "
+        "weights in your Trial"
+    ], err

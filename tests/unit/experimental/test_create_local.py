@@ -100,3 +100,32 @@ def test_create_prints_warnings_for_fields_without_effect(tmp_path, capsys) -> N
     config = tiny_config(max_batches=10, extra="environment:\n  image: pytorch:2\n")
     assert pedl.experimental.create(trial_def, context, config=config, local=True).state == "COMPLETED"
     assert "warning: environment.image: has no effect in pedl" in capsys.readouterr().err
+
+
+def test_checkpoint_policy_best_checkpoints_after_each_new_best_validation(tmp_path) -> None:
+    from pedl.config import parse_experiment_config
+    from pedl.experimental import run_local
+
+    _, context = tiny_trial(tmp_path, "best")
+    raw = tiny_config(max_batches=80, validation_period=10, extra="checkpoint_policy: best\n")
+    # A large learning rate: the validation loss goes up and down, so not every validation is a new best.
+    raw = raw.replace("metric: error", "metric: validation_loss").replace(
+        "learning_rate: 0.1", "learning_rate: 8.0"
+    )
+    config = parse_experiment_config(raw)
+    events: list = []
+    result = run_local(config, load_model_definition(context), on_event=events.append)
+    assert result.state == "COMPLETED"
+    (trial,) = result.trials
+    losses = [(b, m["validation_loss"]) for b, m in trial.validations]
+    improved = [b for i, (b, v) in enumerate(losses) if all(v < w for _, w in losses[:i])]
+    checkpointed = [e[2] for e in events if e[0] == "checkpoint"]
+    assert checkpointed == sorted(set(improved) | {80})  # and the trial's end, under every policy
+    assert set(improved) != {b for b, _ in losses}, losses
+
+
+def test_a_warm_start_is_refused_in_local_mode_by_name(tmp_path) -> None:
+    trial_def, context = tiny_trial(tmp_path, "warm")
+    config = tiny_config(max_batches=10).replace("    batches: 10", "    batches: 10\n  source_trial_id: 3")
+    with pytest.raises(ValueError, match="searcher.source_trial_id: a warm start .* runs only on a cluster"):
+        pedl.experimental.create(trial_def, context, config=config, local=True)

@@ -23,7 +23,7 @@ from pedl_scheduler.storage.ops import users as user_ops
 from pedl_scheduler.storage.tables import metadata
 
 FIXTURES = Path(__file__).with_name("fixtures")
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006"]
+REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007"]
 
 
 def schema_differences(url: str) -> list:
@@ -86,6 +86,18 @@ def test_a_downgrade_drops_what_its_revision_added(database_url: str) -> None:
         with engine.connect() as connection:
             columns = {c["name"] for c in inspect(connection).get_columns("experiments")}
         assert "searcher_seq" not in columns and "owner" in columns
+    finally:
+        engine.dispose()
+
+
+def test_downgrading_0006_drops_the_warm_start_column(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        migrate.upgrade(engine)
+        migrate.downgrade(engine, "0005")
+        with engine.connect() as connection:
+            columns = {c["name"] for c in inspect(connection).get_columns("experiments")}
+        assert "warm_start_checkpoint_uuid" not in columns and "searcher_seq" in columns
     finally:
         engine.dispose()
 

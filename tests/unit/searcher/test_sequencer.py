@@ -328,6 +328,44 @@ def test_checkpoint_policy_all_checkpoints_after_every_validation() -> None:
     ]
 
 
+def test_checkpoint_policy_best_checkpoints_after_validations_better_than_all_before() -> None:
+    """Determined: a checkpoint after every validation that beats all earlier ones of the experiment."""
+    seq = TrialSequencer(
+        batches_per_step=100, min_validation_period=100, checkpoint_after_best_validation=True
+    )
+    seq.add_target(400)
+    best_at = {100, 300}  # what the scheduler says, having compared with every trial's validations
+    out = []
+    while (nxt := seq.next_workload()) is not None:
+        out.append((nxt.kind.value, nxt.total_batches))
+        assert seq.pipeline([])[0] == nxt
+        if nxt.kind is Kind.RUN_STEP:
+            seq.on_step_completed(nxt.step_id, nxt.total_batches)
+        elif nxt.kind is Kind.COMPUTE_VALIDATION_METRICS:
+            # Nothing is queued behind a validation: whether a checkpoint follows it is not known yet.
+            assert seq.pipeline([nxt]) == []
+            if seq.on_validation_completed(nxt.total_batches, best=nxt.total_batches in best_at):
+                seq.close()
+        elif nxt.kind is Kind.CHECKPOINT_MODEL:
+            seq.on_checkpoint_completed(nxt.total_batches)
+        else:
+            seq.on_terminate_sent()
+    assert out == [
+        ("RUN_STEP", 100),
+        ("COMPUTE_VALIDATION_METRICS", 100),
+        ("CHECKPOINT_MODEL", 100),
+        ("RUN_STEP", 200),
+        ("COMPUTE_VALIDATION_METRICS", 200),
+        ("RUN_STEP", 300),
+        ("COMPUTE_VALIDATION_METRICS", 300),
+        ("CHECKPOINT_MODEL", 300),
+        ("RUN_STEP", 400),
+        ("COMPUTE_VALIDATION_METRICS", 400),
+        ("CHECKPOINT_MODEL", 400),  # the trial's end is checkpointed under every policy
+        ("TERMINATE", 400),
+    ]
+
+
 def test_sequencer_options_come_from_the_config() -> None:
     from pedl.config import parse_experiment_config
 
@@ -342,3 +380,7 @@ def test_sequencer_options_come_from_the_config() -> None:
         5,
     )
     assert TrialSequencer.from_dict({k: v for k, v in seq.to_dict().items() if k != "initial_validation"})
+    best = parse_experiment_config(
+        "searcher: {name: single, metric: loss, max_length: {batches: 10}}\ncheckpoint_policy: best\n"
+    )
+    assert TrialSequencer.for_config(best).checkpoint_after_best_validation

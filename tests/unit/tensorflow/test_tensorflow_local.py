@@ -50,3 +50,16 @@ def test_start_trial_restores_what_a_controller_saved(tmp_path: Path) -> None:
     restored = start_trial(EXAMPLE, config(), hparams, seed=5, checkpoint_dir=tmp_path)
     assert restored.batches_trained == 30
     assert restored.validate() == first.validate()
+
+
+def test_start_trial_warm_starts_from_the_variables_at_batch_0(tmp_path: Path) -> None:
+    hparams = {"learning_rate": 0.003, "hidden_size": 64, "dropout": 0.1, "batch_size": 32}
+    source = start_trial(EXAMPLE, config(), hparams, seed=5)
+    source.train_until(60)
+    source.save(tmp_path)
+    cold = start_trial(EXAMPLE, config(), hparams, seed=6)
+    warm = start_trial(EXAMPLE, config(), hparams, seed=6, checkpoint_dir=tmp_path, warm_start=True)
+    assert warm.batches_trained == 0
+    assert warm.validate() == source.validate() != cold.validate()
+    assert warm.train_until(5).metrics["loss"] < cold.train_until(5).metrics["loss"]
+    assert warm.batches_trained == 5

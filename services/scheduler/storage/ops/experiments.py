@@ -73,6 +73,7 @@ def create_experiment(
     created_at: str,
     owner: str,
     state: str = "ACTIVE",
+    warm_start_checkpoint_uuid: str = "",
 ) -> int:
     """Stores a new experiment; returns its id."""
     return int(
@@ -87,6 +88,7 @@ def create_experiment(
                 "seed": seed,
                 "created_at": created_at,
                 "owner": owner,
+                "warm_start_checkpoint_uuid": warm_start_checkpoint_uuid,
             },
         )
     )

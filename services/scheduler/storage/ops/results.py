@@ -6,7 +6,7 @@ from sqlalchemy import bindparam, func, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.ops._insert import insert_new
-from pedl_scheduler.storage.tables import checkpoints, steps, trial_logs, trials, validations
+from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
 
 _STEP = insert_new(steps)
 _VALIDATION = insert_new(validations)
@@ -53,6 +53,20 @@ _EXPERIMENT_CHECKPOINTS = (
     select(checkpoints.c.uuid, checkpoints.c.trial_id, checkpoints.c.total_batches)
     .select_from(checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id))
     .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
+)
+_CHECKPOINT_SOURCE = (
+    select(checkpoints.c.uuid, checkpoints.c.state, trials.c.experiment_id, experiments.c.owner)
+    .select_from(
+        checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id).join(
+            experiments, experiments.c.id == trials.c.experiment_id
+        )
+    )
+    .where(checkpoints.c.uuid == bindparam("ckpt_uuid"))
+)
+_TRIAL_SOURCE = (
+    select(trials.c.latest_checkpoint_uuid.label("uuid"), trials.c.experiment_id, experiments.c.owner)
+    .select_from(trials.join(experiments, experiments.c.id == trials.c.experiment_id))
+    .where(trials.c.id == bindparam("trial_id"))
 )
 _STEP_COUNT = select(func.count()).select_from(steps)
 _MARK_DELETED = (
@@ -178,6 +192,16 @@ def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
 def mark_checkpoint_deleted(s: Storage, uuid: str) -> None:
     """The store has confirmed the checkpoint is gone (or never had it)."""
     s.defer(_MARK_DELETED, {"ckpt_uuid": uuid})
+
+
+def checkpoint_source(s: Storage, uuid: str) -> Row | None:
+    """A checkpoint's `uuid`, `state`, and its experiment's `experiment_id` and `owner`; None if unknown."""
+    return s.row(_CHECKPOINT_SOURCE, {"ckpt_uuid": uuid})
+
+
+def trial_source(s: Storage, trial_id: int) -> Row | None:
+    """A trial's latest checkpoint `uuid` ('' for none), `experiment_id` and `owner`; None if no trial."""
+    return s.row(_TRIAL_SOURCE, {"trial_id": trial_id})
 
 
 def step_count(s: Storage) -> int:
