@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import pstats
 import statistics
 import sys
@@ -117,6 +118,10 @@ async def ingest(url: str, results: int, trials: int) -> Run:
             )
         )
         manager = ExperimentManager(db, cluster, "127.0.0.1:1")
+        # As the scheduler does once it has started (services/scheduler/main.py): what is loaded by
+        # now is frozen, so full collections during the run do not walk the imported modules.
+        gc.collect()
+        gc.freeze()
         run = Run()
 
         def handle(batch: Batch) -> None:
