@@ -180,9 +180,10 @@ async def serve(args: argparse.Namespace) -> None:
     stop_metrics = _start_metrics(args, manager, log)
     # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)
     # lives as long as the process: frozen, full collections no longer walk it. They did on every
-    # burst of new objects: creating 10,000 trials cost 0.33 -> 0.39 s CPU with SQLAlchemy's objects
-    # in the heap, 0.33 frozen (benchmarks/trial_creation.py). The cost: recovered objects that
-    # later become cyclic garbage stay until exit.
+    # burst of new objects: creating 10,000 trials (benchmarks/trial_creation.py, SQLite) took
+    # 0.37-0.38 s CPU with SQLAlchemy's objects in the heap against 0.31-0.33 before the storage
+    # layer, 0.27-0.30 frozen (same run). The cost: recovered objects that later become cyclic
+    # garbage stay until exit.
     gc.collect()
     gc.freeze()
     await server.start()

@@ -341,10 +341,11 @@ class Storage:
 class Positional:
     """A write whose deferred rows are tuples in `keys` order rather than dicts.
 
-    For the hottest writes: building a dict per row and taking it apart again cost 0.5-0.7 us a
-    row, which made the results-ingest benchmark's scheduler CPU 31-33 us per result against 29-30
-    before the storage layer (10,000 results, 16 per transaction, SQLite; tuples: see ARCHITECTURE's
-    figures). On SQLite the tuple goes to the cursor as it is; on PostgreSQL it becomes a dict."""
+    For the hottest writes (a step and a trial save per result, a row per trial created): building
+    a dict per row and taking it apart again cost 0.5-0.7 us a row. Results ingest
+    (benchmarks/results_ingest.py, 10,000 results, 16 per transaction, SQLite), scheduler CPU per
+    result in one run: 28-33 us with dicts, 27-28 with tuples, 26-28 before the storage layer.
+    On SQLite the tuple goes to the cursor as it is; on PostgreSQL it becomes a dict."""
 
     __slots__ = ("statement", "keys")
 
