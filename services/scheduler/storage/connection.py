@@ -60,7 +60,9 @@ class Storage:
         self._raw_open = False  # a transaction `_commit_raw` began on the driver's connection
         self._raw_cursor: Any = None  # psycopg.RawCursor, once a multi-row INSERT runs
         self._numbered: Any = None  # the PostgreSQL dialect with `$n` placeholders
-        self._multi: dict[tuple[Insert, tuple[str, ...], int], MultiRowInsert] = {}
+        self._multi: dict[
+            tuple[Insert, tuple[str, ...], int, bool], MultiRowInsert
+        ] = {}  # by dict or tuple rows
         self._raw: dict[tuple[Executable, tuple[str, ...]], RawWrite] = {}
         self._conn = self._connect()
 
@@ -229,6 +231,8 @@ class Storage:
                 if self.dialect == "sqlite":
                     self._write_positional(cursor, statement, params)  # type: ignore[arg-type]
                     continue
+                if len(params) > 1 and self._positional_rows(cursor, statement, params):  # type: ignore[arg-type]
+                    continue
                 statement, params = (
                     statement.statement,
                     [dict(zip(statement.keys, p, strict=True)) for p in params],
@@ -242,6 +246,20 @@ class Storage:
                 self._insert_rows(cursor, statement, params)
             else:
                 cursor.executemany(raw.sql, [raw.row(p) for p in params])
+
+    def _positional_rows(self, cursor: Any, statement: Positional, rows: list[tuple[Any, ...]]) -> bool:
+        """Many tuples of one INSERT on PostgreSQL as multi-row statements; False where not possible."""
+        insert = statement.statement
+        if not isinstance(insert, Insert):
+            return False
+        raw = self._raw.get((insert, statement.keys))
+        if raw is None:
+            sample = dict(zip(statement.keys, rows[0], strict=True))
+            raw = self._raw[(insert, statement.keys)] = RawWrite(insert, sample, self.engine)
+        if raw.processors:
+            return False
+        self._insert_rows(cursor, insert, rows, statement.keys)
+        return True
 
     def _write_positional(self, cursor: Any, statement: Positional, rows: list[tuple[Any, ...]]) -> None:
         """Tuples in the `?`s' order go to SQLite's cursor as they are (reordered and type-processed
@@ -259,7 +277,9 @@ class Storage:
         else:
             cursor.executemany(raw.sql, [raw.from_tuple(r) for r in rows])
 
-    def _insert_rows(self, cursor: Any, statement: Insert, params: list[Params]) -> None:
+    def _insert_rows(
+        self, cursor: Any, statement: Insert, params: Sequence[Any], keys: tuple[str, ...] | None = None
+    ) -> None:
         """Many rows of one INSERT on PostgreSQL as multi-row statements of 2^k rows (a bounded set
         of statements per INSERT, each compiled once): psycopg's executemany costs a pipeline
         message and Python work per row, +25% scheduler CPU per result in the ingest benchmark."""
@@ -272,12 +292,13 @@ class Storage:
         first = 0
         while first < len(params):
             size = min(MAX_ROWS_PER_INSERT, 1 << ((len(params) - first).bit_length() - 1))
-            key = (statement, tuple(params[first]), size)
+            columns = keys or tuple(params[first])  # tuples (`Positional`) in `keys` order, or dicts
+            key = (statement, columns, size, keys is not None)
             multi = self._multi.get(key)
             if multi is None:
-                multi = self._multi[key] = MultiRowInsert(
-                    statement, list(params[first]), size, self._numbered
-                )
+                multi = self._multi[key] = MultiRowInsert(statement, list(columns), size, self._numbered)
+                if keys is not None:
+                    multi.places = [(i, keys.index(k)) for i, k in multi.places]
             cursor.execute(multi.sql, multi.params(params[first : first + size]))
             first += size
 
