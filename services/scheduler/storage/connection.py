@@ -60,6 +60,7 @@ class Storage:
         self._raw_open = False  # a transaction `_commit_raw` began on the driver's connection
         self._raw_cursor: Any = None  # psycopg.RawCursor, once a multi-row INSERT runs
         self._numbered: Any = None  # the PostgreSQL dialect with `$n` placeholders
+        self._positional_dialect: Any = None  # `?` (SQLite) or `%s` (PostgreSQL) placeholders
         self._multi: dict[
             tuple[Insert, tuple[str, ...], int, bool], MultiRowInsert
         ] = {}  # by dict or tuple rows
@@ -228,15 +229,9 @@ class Storage:
         cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         for statement, params in writes:
             if isinstance(statement, Positional):
-                if self.dialect == "sqlite":
+                if not (len(params) > 1 and self._positional_rows(cursor, statement, params)):  # type: ignore[arg-type]
                     self._write_positional(cursor, statement, params)  # type: ignore[arg-type]
-                    continue
-                if len(params) > 1 and self._positional_rows(cursor, statement, params):  # type: ignore[arg-type]
-                    continue
-                statement, params = (
-                    statement.statement,
-                    [dict(zip(statement.keys, p, strict=True)) for p in params],
-                )
+                continue
             raw = self._raw.get((statement, tuple(params[0])))
             if raw is None:
                 raw = self._raw[(statement, tuple(params[0]))] = RawWrite(statement, params[0], self.engine)
@@ -250,7 +245,7 @@ class Storage:
     def _positional_rows(self, cursor: Any, statement: Positional, rows: list[tuple[Any, ...]]) -> bool:
         """Many tuples of one INSERT on PostgreSQL as multi-row statements; False where not possible."""
         insert = statement.statement
-        if not isinstance(insert, Insert):
+        if self.dialect != "postgresql" or not isinstance(insert, Insert):
             return False
         raw = self._raw.get((insert, statement.keys))
         if raw is None:
@@ -262,11 +257,18 @@ class Storage:
         return True
 
     def _write_positional(self, cursor: Any, statement: Positional, rows: list[tuple[Any, ...]]) -> None:
-        """Tuples in the `?`s' order go to SQLite's cursor as they are (reordered and type-processed
-        only where the compiled statement needs it)."""
+        """Tuples in the `?`s' (`%s`'s on PostgreSQL) order go to the cursor as they are (reordered and
+        type-processed only where the compiled statement needs it)."""
         raw = self._raw.get((statement, statement.keys))
         if raw is None:
-            raw = RawWrite(statement.statement, dict(zip(statement.keys, rows[0], strict=True)), self.engine)
+            if self._positional_dialect is None:
+                self._positional_dialect = (
+                    type(self.engine.dialect)(paramstyle="format")  # type: ignore[call-arg]
+                    if self.dialect == "postgresql"
+                    else self.engine.dialect
+                )
+            sample = dict(zip(statement.keys, rows[0], strict=True))
+            raw = RawWrite(statement.statement, sample, self.engine, self._positional_dialect)
             raw.positional_order(statement.keys)
             self._raw[(statement, statement.keys)] = raw
         if raw.as_is:
@@ -366,7 +368,8 @@ class Positional:
     a dict per row and taking it apart again cost 0.5-0.7 us a row. Results ingest
     (benchmarks/results_ingest.py, 10,000 results, 16 per transaction, SQLite), scheduler CPU per
     result in one run: 28-33 us with dicts, 27-28 with tuples, 26-28 before the storage layer.
-    On SQLite the tuple goes to the cursor as it is; on PostgreSQL it becomes a dict."""
+    The tuple goes to the cursor as it is (SQLite's `?`s, `%s` on PostgreSQL, where many rows of one
+    INSERT go as multi-row statements)."""
 
     __slots__ = ("statement", "keys")
 
@@ -379,8 +382,8 @@ class RawWrite:
     """A write statement as its DBAPI SQL and how to lay out one row of its parameters (in the
     order of the `?`s, or as a dict), with the type processing SQLAlchemy would apply."""
 
-    def __init__(self, statement: Executable, sample: Params, engine: Engine) -> None:
-        compiled = statement.compile(dialect=engine.dialect, column_keys=list(sample))  # type: ignore[attr-defined]
+    def __init__(self, statement: Executable, sample: Params, engine: Engine, dialect: Any = None) -> None:
+        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))  # type: ignore[attr-defined]
         if compiled.post_compile_params or compiled.literal_execute_params:
             raise ValueError("a statement with expanding parameters (IN lists) needs SQLAlchemy to run it")
         constants = compiled.construct_params(_check=False)
