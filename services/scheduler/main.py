@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import signal
 import time
@@ -177,6 +178,14 @@ async def serve(args: argparse.Namespace) -> None:
         tls=sec.tls,
     )
     stop_metrics = _start_metrics(args, manager, log)
+    # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)
+    # lives as long as the process: frozen, full collections no longer walk it. They did on every
+    # burst of new objects: creating 10,000 trials (benchmarks/trial_creation.py, SQLite) took
+    # 0.37-0.38 s CPU with SQLAlchemy's objects in the heap against 0.31-0.33 before the storage
+    # layer, 0.27-0.30 frozen (same run). The cost: recovered objects that later become cyclic
+    # garbage stay until exit.
+    gc.collect()
+    gc.freeze()
     await server.start()
     await _grpc.mark_serving(server)
     if args.port_file:

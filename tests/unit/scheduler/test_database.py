@@ -14,6 +14,7 @@ import pytest
 from pedl_scheduler.storage import Storage, migrate, open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import searcher as searcher_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from support import stored
 
@@ -169,6 +170,37 @@ def test_many_deferred_rows_of_one_insert_land_as_given_duplicates_and_all(datab
     rows = result_ops.steps_of(s, trial)
     assert len(rows) == 22_000
     assert (rows[0]["step_id"], rows[0]["total_batches"]) == (1, 10) and rows[-1]["total_batches"] == 220_000
+
+
+def test_many_trials_journal_events_and_saves_of_one_transaction_land_in_their_columns(
+    database_url: str,
+) -> None:
+    """The writes deferred as tuples (`Positional`), many rows of each in one transaction."""
+    s = open_storage(database_url)
+    exp_id = add_experiment(s)
+    with s.transaction():
+        for n in range(300):
+            trial_ops.create_trial(s, exp_id, f"r{n}", f'{{"n": {n}}}', n, "{}")
+            searcher_ops.journal_event(s, exp_id, n + 1, f'["e{n}"]')
+    ids = {r["request_id"]: r["id"] for r in trial_ops.newest_trials(s, exp_id, 300)}
+    with s.transaction():
+        for n in (7, 8):
+            trial_ops.save_trial(
+                s,
+                ids[f"r{n}"],
+                total_batches=n,
+                checkpoint_uuid=f"c{n}",
+                checkpoint_batches=n,
+                checkpoint_step=1,
+                sequencer_json="{}",
+                best_validation=n / 2,
+                waiting_on=None,
+            )
+    row = trial_ops.trial(s, ids["r7"])
+    assert (row["hparams_json"], row["seed"], row["state"]) == ('{"n": 7}', 7, "ACTIVE")  # type: ignore[index]
+    assert (row["total_batches"], row["latest_checkpoint_uuid"], row["best_validation"]) == (7, "c7", 3.5)  # type: ignore[index]
+    assert searcher_ops.events_after(s, exp_id, 298) == [(299, '["e298"]'), (300, '["e299"]')]
+    s.close()
 
 
 def test_a_start_time_is_the_first_runs() -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from sqlalchemy import insert
+
 from pedl_scheduler.storage import Storage, open_storage
+from pedl_scheduler.storage.connection import Positional
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import searcher as searcher_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
+from pedl_scheduler.storage.tables import trial_logs
 
 
 def storage_with_trials(*requests: str) -> tuple[Storage, int, list[int]]:
@@ -185,3 +189,37 @@ def test_deleting_an_experiment_removes_its_trials_results_and_logs_only() -> No
     assert experiment_ops.experiment(s, exp_id) is None and trial_ops.trial(s, a) is None
     assert result_ops.steps_of(s, a) == [] and result_ops.logs_after(s, a, 0) == []
     assert experiment_ops.experiment(s, other) is not None and len(trial_ops.trials_of(s, other)) == 1
+
+
+def test_rows_given_as_tuples_land_in_their_columns_whatever_the_statements_order() -> None:
+    """Hot writes defer tuples (`Positional`): in the SQL's order, reordered, or with a constant."""
+    s, exp_id, (a,) = storage_with_trials("a")
+    reordered = Positional(insert(trial_logs), ("message", "source", "timestamp", "run_id", "trial_id"))
+    with_constant = Positional(
+        insert(trial_logs).values(source="agent"), ("trial_id", "run_id", "timestamp", "message")
+    )
+    with s.transaction():
+        for n in range(3):  # several rows of one statement: one executemany
+            s.defer(reordered, (f"r{n}", "trial", f"t{n}", 1, a))
+        s.defer(with_constant, (a, 2, "t9", "c0"))  # one row alone
+        trial_ops.save_trial(
+            s,
+            a,
+            total_batches=4,
+            checkpoint_uuid="",
+            checkpoint_batches=0,
+            checkpoint_step=0,
+            sequencer_json="{}",
+            best_validation=1,  # an int: stored as the float column's value
+            waiting_on=None,
+        )
+    logs = result_ops.logs_after(s, a, 0)
+    assert [(r["message"], r["source"], r["timestamp"], r["run_id"]) for r in logs] == [
+        ("r0", "trial", "t0", 1),
+        ("r1", "trial", "t1", 1),
+        ("r2", "trial", "t2", 1),
+        ("c0", "agent", "t9", 2),
+    ]
+    row = trial_ops.trial(s, a)
+    assert (row["total_batches"], row["best_validation"]) == (4, 1.0)  # type: ignore[index]
+    assert isinstance(row["best_validation"], float)  # type: ignore[index]

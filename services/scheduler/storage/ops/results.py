@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, func, insert, select, update
 
-from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.connection import Positional, Row, Storage
 from pedl_scheduler.storage.ops._insert import insert_new
 from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
 
-_STEP = insert_new(steps)
+# Positional: one row per result (see `Positional`).
+_STEP = {
+    dialect: Positional(
+        statement, ("trial_id", "step_id", "total_batches", "num_batches", "metrics_json", "end_time")
+    )
+    for dialect, statement in insert_new(steps).items()
+}
 _VALIDATION = insert_new(validations)
 _CHECKPOINT = insert_new(checkpoints)
 _LOG = insert(trial_logs)
@@ -84,17 +90,7 @@ def record_step(
     end_time: str,
 ) -> None:
     """A completed step (a repeat of a stored one is dropped: an agent may resend after a reconnect)."""
-    s.defer(
-        _STEP[s.dialect],
-        {
-            "trial_id": trial_id,
-            "step_id": step_id,
-            "total_batches": total_batches,
-            "num_batches": num_batches,
-            "metrics_json": metrics_json,
-            "end_time": end_time,
-        },
-    )
+    s.defer(_STEP[s.dialect], (trial_id, step_id, total_batches, num_batches, metrics_json, end_time))
 
 
 def record_validation(

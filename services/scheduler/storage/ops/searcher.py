@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, delete, insert, select
 
-from pedl_scheduler.storage.connection import Storage
+from pedl_scheduler.storage.connection import Positional, Storage
 from pedl_scheduler.storage.tables import searcher_events
 
 _EVENTS_AFTER = (
@@ -12,7 +12,7 @@ _EVENTS_AFTER = (
     .where(searcher_events.c.experiment_id == bindparam("exp_id"), searcher_events.c.seq > bindparam("after"))
     .order_by(searcher_events.c.seq)
 )
-_JOURNAL = insert(searcher_events)
+_JOURNAL = Positional(insert(searcher_events), ("experiment_id", "seq", "event_json"))  # see `Positional`
 _DROP_THROUGH = delete(searcher_events).where(
     searcher_events.c.experiment_id == bindparam("exp_id"), searcher_events.c.seq <= bindparam("through")
 )
@@ -26,7 +26,7 @@ def events_after(s: Storage, exp_id: int, after_seq: int) -> list[tuple[int, str
 
 
 def journal_event(s: Storage, exp_id: int, seq: int, event_json: str) -> None:
-    s.defer(_JOURNAL, {"experiment_id": exp_id, "seq": seq, "event_json": event_json})
+    s.defer(_JOURNAL, (exp_id, seq, event_json))
 
 
 def drop_events_through(s: Storage, exp_id: int, seq: int) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, case, func, insert, select, update
 
-from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.connection import Positional, Row, Storage
 from pedl_scheduler.storage.tables import checkpoints, steps, trials
 
-_CREATE = insert(trials)
+# Positional: one row per trial created (see `Positional`).
+_CREATE = Positional(
+    insert(trials), ("experiment_id", "request_id", "state", "hparams_json", "seed", "sequencer_json")
+)
 _NEWEST = (
     select(trials.c.id, trials.c.request_id)
     .where(trials.c.experiment_id == bindparam("exp_id"))
@@ -71,7 +74,7 @@ _SET_RESTARTS = (
 _SET_PARENT = (
     update(trials).where(trials.c.id == bindparam("trial_id")).values(parent_trial_id=bindparam("parent_id"))
 )
-_SAVE = (
+_SAVE = Positional(
     update(trials)
     .where(trials.c.id == bindparam("trial_id"))
     .values(
@@ -82,8 +85,18 @@ _SAVE = (
         sequencer_json=bindparam("new_sequencer_json"),
         best_validation=bindparam("new_best_validation"),
         waiting_on_trial_id=bindparam("new_waiting_on"),
-    )
-)
+    ),
+    (
+        "new_total_batches",
+        "new_checkpoint_uuid",
+        "new_checkpoint_batches",
+        "new_checkpoint_step",
+        "new_sequencer_json",
+        "new_best_validation",
+        "new_waiting_on",
+        "trial_id",
+    ),
+)  # Positional: one row per trial a batch of results touches (see `Positional`)
 _END = (
     update(trials)
     .where(trials.c.id == bindparam("trial_id"))
@@ -95,17 +108,7 @@ def create_trial(
     s: Storage, exp_id: int, request_id: str, hparams_json: str, seed: int, sequencer_json: str
 ) -> None:
     """Stores a new ACTIVE trial (deferred: read the ids back with `newest_trials`)."""
-    s.defer(
-        _CREATE,
-        {
-            "experiment_id": exp_id,
-            "request_id": request_id,
-            "state": "ACTIVE",
-            "hparams_json": hparams_json,
-            "seed": seed,
-            "sequencer_json": sequencer_json,
-        },
-    )
+    s.defer(_CREATE, (exp_id, request_id, "ACTIVE", hparams_json, seed, sequencer_json))
 
 
 def newest_trials(s: Storage, exp_id: int, n: int) -> list[Row]:
@@ -197,16 +200,16 @@ def save_trial(
     """The trial's progress as kept in memory."""
     s.defer(
         _SAVE,
-        {
-            "trial_id": trial_id,
-            "new_total_batches": total_batches,
-            "new_checkpoint_uuid": checkpoint_uuid,
-            "new_checkpoint_batches": checkpoint_batches,
-            "new_checkpoint_step": checkpoint_step,
-            "new_sequencer_json": sequencer_json,
-            "new_best_validation": best_validation,
-            "new_waiting_on": waiting_on,
-        },
+        (
+            total_batches,
+            checkpoint_uuid,
+            checkpoint_batches,
+            checkpoint_step,
+            sequencer_json,
+            best_validation,
+            waiting_on,
+            trial_id,
+        ),
     )
 
 
