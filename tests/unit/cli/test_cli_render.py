@@ -85,7 +85,7 @@ def test_agents_and_slots_tables() -> None:
         isolation="bwrap",
     )  # fmt: skip
     assert render.agents_table([agent]).splitlines()[2].split() == [
-        "agent-1", "box", "2", "1", "default", "yes", "bwrap", "2024-05-01", "12:00:03",
+        "agent-1", "box", "2", "1", "default", "-", "yes", "bwrap", "2024-05-01", "12:00:03",
     ]  # fmt: skip
     agent.isolation = "none"
     assert "none (trials unsandboxed)" in render.agents_table([agent])
