@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from readme_section import write_or_check
+
 from pedl.cli.main import build_parser
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -73,21 +75,8 @@ def table() -> str:
     return "\n".join([BEGIN, *rows, END])
 
 
-def render(text: str) -> str:
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + table() + text[end:]
-
-
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = render(text)
-    if "--check" in argv:
-        if new != text:
-            print("README.md's CLI table is out of date: run scripts/gen_cli_table.py")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
-    return 0
+    return write_or_check(README, BEGIN, END, table(), "CLI table: run scripts/gen_cli_table.py", argv)
 
 
 if __name__ == "__main__":

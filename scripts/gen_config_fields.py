@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from readme_section import write_or_check
+
 from pedl.config.fields import FIELDS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -26,21 +28,10 @@ def table() -> str:
     return "\n".join([BEGIN, *rows, END])
 
 
-def render(text: str) -> str:
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + table() + text[end:]
-
-
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = render(text)
-    if "--check" in argv:
-        if new != text:
-            print("README.md's config field table is out of date: run scripts/gen_config_fields.py")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
-    return 0
+    return write_or_check(
+        README, BEGIN, END, table(), "config field table: run scripts/gen_config_fields.py", argv
+    )
 
 
 if __name__ == "__main__":
