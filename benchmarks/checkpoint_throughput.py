@@ -19,7 +19,7 @@ machine this was decided on (SeaweedFS sharing it), 1 GiB, --repeat 5:
 Streaming spends 1.4x (up) to 2x (down) boto3's CPU: another sha256 pass, the extra hop, fresh
 buffers per message. Direct transfers spend what boto3 does.
 
-    .venv/bin/python benchmarks/checkpoint_throughput.py [--size-mib 1024] [--repeat 1]
+    .venv/bin/python benchmarks/checkpoint_throughput.py [--size-mib 1024] [--repeat 1] [--smoke]
 """
 
 from __future__ import annotations
@@ -89,7 +89,10 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--state-dict-mb", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=1, help="best (and median) of N for each figure")
+    parser.add_argument("--smoke", action="store_true", help="8 MiB, 8 MB state_dict, once: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.size_mib, args.state_dict_mb, args.repeat = 8, 8, 1
     # The services refuse to start without a cluster secret; they and our clients share this one.
     os.environ.setdefault("PEDL_CLUSTER_SECRET", secrets.token_urlsafe(32))
     size = args.size_mib * MiB

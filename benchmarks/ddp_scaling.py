@@ -9,6 +9,7 @@
 Prints figures and never asserts (a 2-core machine shares its cores between the ranks).
 
     .venv/bin/python benchmarks/ddp_scaling.py [--steps 20] [--batches-per-step 25] [--batch-size 64]
+        [--smoke]
 """
 
 from __future__ import annotations
@@ -194,7 +195,10 @@ def main() -> None:
     parser.add_argument("--batches-per-step", type=int, default=25)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="2 short steps once: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.batches_per_step, args.batch_size, args.repeats = 2, 2, 16, 1
     print(
         f"MLP 64-512-512-10, batch {args.batch_size} per slot, {args.steps} steps of "
         f"{args.batches_per_step} batches, {os.cpu_count()} CPU cores, torch {torch.__version__}"

@@ -5,7 +5,7 @@ number of batches, calling the trial's own losses() and training_metrics(), so t
 measures only what the harness adds. Runs alternate (in both orders) to share machine noise;
 best and median rates are compared.
 
-    .venv/bin/python benchmarks/harness_throughput.py [--batches 3000] [--repeats 5]
+    .venv/bin/python benchmarks/harness_throughput.py [--batches 3000] [--repeats 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -65,14 +65,17 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: least noise)")
+    parser.add_argument("--smoke", action="store_true", help="50 batches once each: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.batches, args.repeats = 50, 1
     torch.set_num_threads(args.threads)
 
     config = yaml.safe_load((EXAMPLE / "const.yaml").read_text())
     hparams = {name: spec["val"] for name, spec in config["hyperparameters"].items()}
     model_def = load_model_definition(EXAMPLE)
     # Warm-up: the first optimizer steps import lazily and would bill whichever loop runs first.
-    harness_loop(model_def, config, hparams, 50)
+    harness_loop(model_def, config, hparams, 5 if args.smoke else 50)
     plain_rates, harness_rates = [], []
     for repeat in range(args.repeats):
         for harness_turn in (True, False) if repeat % 2 else (False, True):

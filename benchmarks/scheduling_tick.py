@@ -5,7 +5,7 @@ experiments with mixed weights and priorities, in three states: an idle cluster,
 half-full one (running trials of every priority, so high-priority work preempts), and a
 full one. Figures are compared with Determined's 500 ms scheduling interval.
 
-    .venv/bin/python benchmarks/scheduling_tick.py [--ticks 50] [--seed 1]
+    .venv/bin/python benchmarks/scheduling_tick.py [--ticks 50] [--seed 1] [--smoke]
 """
 
 from __future__ import annotations
@@ -76,7 +76,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true", help="one tick per state: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.ticks = 1
     rng = random.Random(args.seed)
     print(f"{AGENTS} agents x {SLOTS} slots, {QUEUED} queued trials, {EXPERIMENTS} experiments")
     header = (

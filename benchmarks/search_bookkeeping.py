@@ -15,7 +15,7 @@ a concurrency limit queues them; `--max-concurrent N` sets the limit (-1: the nu
 no trial ever waits to take a slot over, so each start waits a scheduler round trip).
 
     .venv/bin/python benchmarks/search_bookkeeping.py --trials 2000 [--repeat 3]
-        [--max-concurrent 0] [--db postgresql://...]
+        [--max-concurrent 0] [--db postgresql://...] [--smoke]
 """
 
 from __future__ import annotations
@@ -330,7 +330,10 @@ def main() -> None:
         help="the searcher's max_concurrent_trials (default 0: every trial created up front; -1: the slots)",
     )
     parser.add_argument("--db", default="", help="database URL (default: a fresh SQLite file per run)")
+    parser.add_argument("--smoke", action="store_true", help="24 trials on 2x2 slots once: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.agents, args.slots_per_agent, args.repeat = 24, 2, 2, 1
     # The services refuse to start without a cluster secret; they and our clients share this one.
     os.environ.setdefault("PEDL_CLUSTER_SECRET", secrets.token_urlsafe(32))
     slots = args.agents * args.slots_per_agent

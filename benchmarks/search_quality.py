@@ -11,7 +11,7 @@ compute (batches trained, in search order) until some trial first reported a val
 or below each target, the best error and the total compute; then ASHA's compute to reach each
 target as a fraction of random search's. It prints, never asserts.
 
-    .venv/bin/python benchmarks/search_quality.py [--seeds 5] [--trials 64] [--target 0.05]
+    .venv/bin/python benchmarks/search_quality.py [--seeds 5] [--trials 64] [--target 0.05] [--smoke]
 """
 
 from __future__ import annotations
@@ -192,18 +192,22 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--target", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--smoke", action="store_true", help="one seed of 4 short trials: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.seeds, args.trials = 1, 4
     torch.set_num_threads(2)
     torch.set_flush_denormal(True)  # diverging trials otherwise crawl through denormal arithmetic
     data = load_data()
-    common = f"metric: error, max_trials: {args.trials}, max_length: {MAX_LENGTH}"
+    max_length = 160 if args.smoke else MAX_LENGTH
+    common = f"metric: error, max_trials: {args.trials}, max_length: {max_length}"
     common += f", max_concurrent_trials: {args.concurrency}"
     searchers = {
         "random": "{name: random, " + common + "}",
         "asha": "{name: adaptive_asha, " + common + "}",
     }
     targets = sorted({args.target, 0.04, 0.035}, reverse=True)
-    print(f"digits MLP, {args.trials} trials each, max length {MAX_LENGTH} batches of {BATCH_SIZE}")
+    print(f"digits MLP, {args.trials} trials each, max length {max_length} batches of {BATCH_SIZE}")
     print("compute = batches trained until some trial first reported a validation error <= target")
     header = " ".join(f"{'<=' + format(t, 'g'):>8}" for t in targets)
     print(f"{'seed':>4} {'searcher':>8} {header} {'best':>6} {'total':>7} {'seconds':>7}")

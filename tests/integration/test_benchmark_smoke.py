@@ -1,0 +1,65 @@
+"""Every benchmark's `--smoke` mode runs its real code path and prints its figure line, so none rots.
+
+Asserts on the shape of each figure line (a ratio against the run's own baseline), never on values.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"[0-9][0-9,]*\.?[0-9]*"
+
+
+def smoke(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{script} --smoke exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_the_checkpoint_throughput_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("checkpoint_throughput.py")
+    assert "== 8 MiB checkpoint, best of 1, through SeaweedFS" in out
+    for direction in ("up", "down"):
+        assert re.search(rf"ratio pedl/boto3 +{direction} *: {NUMBER}  median {NUMBER}", out), out
+        assert re.search(rf"ratio streamed/boto3 +{direction} *: {NUMBER}  median {NUMBER}", out), out
+    assert re.search(rf"torch\.save \+ pedl upload \(S3\) +{NUMBER} s  \({NUMBER}x\)", out), out
+
+
+def test_the_ddp_scaling_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("ddp_scaling.py")
+    assert re.search(rf"2 slots: +{NUMBER} samples/s \(gloo DDP\)  ratio 2/1 = {NUMBER}", out), out
+    assert re.search(rf"overhead [+-]{NUMBER} ms/step \([+-]{NUMBER}%\)", out), out
+
+
+def test_the_harness_throughput_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("harness_throughput.py")
+    assert re.search(rf"ratio harness/plain: +{NUMBER} best, {NUMBER} median", out), out
+
+
+def test_the_scheduling_tick_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("scheduling_tick.py")
+    assert "of 500 ms" in out
+    for state in ("idle cluster", "half full", "full, fair-share preemption"):
+        row = rf"^{re.escape(state)} +\d+ +\d+ +\d+ +{NUMBER} +{NUMBER} +{NUMBER}%$"
+        assert re.search(row, out, re.M), out
+
+
+def test_the_search_bookkeeping_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("search_bookkeeping.py")
+    assert "24 trials of 100 ms on 4 slots (SQLite" in out
+    assert re.search(rf"wall {NUMBER} s \(client saw {NUMBER} s\), ratio {NUMBER} ", out), out
+    assert re.search(r"\d+ of 24 starts were handoffs", out), out
+
+
+def test_the_search_quality_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("search_quality.py")
+    assert "ASHA's compute to reach the target, as a fraction of random search's" in out
+    # Whether 4 short trials reach 0.05 depends on the draw: either figure line is the right shape.
+    assert re.search(rf"error <= 0\.05: ({NUMBER} over 1 of 1 seeds|not reached by both searchers)", out), out
