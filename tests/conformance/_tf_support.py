@@ -59,7 +59,7 @@ class CliCluster:
         return int(re.search(r"Created experiment (\d+)", out).group(1))
 
     def describe(self, exp_id: int) -> dict[str, Any]:
-        return json.loads(self.pedl("experiment", "describe", str(exp_id), "--json"))
+        return json.loads(self.pedl("experiment", "describe", str(exp_id), "--json", "--metrics"))
 
     def wait(self, exp_id: int, timeout: float = 600) -> dict[str, Any]:
         self.pedl("experiment", "wait", str(exp_id), timeout=timeout)

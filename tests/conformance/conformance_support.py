@@ -99,7 +99,7 @@ class Cli:
 
     def wait(self, exp_id: int) -> dict[str, Any]:
         self.run("experiment", "wait", str(exp_id))  # its exit status says COMPLETED or not
-        return json.loads(self.ok("experiment", "describe", str(exp_id), "--json"))
+        return json.loads(self.ok("experiment", "describe", str(exp_id), "--json", "--metrics"))
 
     def logs(self, described: dict[str, Any]) -> str:
         return "\n".join(self.run("trial", "logs", str(t["id"])).stdout for t in described["trials"])
