@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import random
 import shutil
 import socket
 import sys
@@ -146,10 +147,32 @@ def reachable_host(launch: Launch) -> str:
 
 
 def free_port(host: str) -> int:
-    """A port nobody listens on now, on every interface of this machine (as servers bind)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+    """A port nobody listens on now, on every interface of this machine (as servers bind).
+
+    The port is bound again only later (TensorFlow's server starts seconds afterwards), so it is
+    drawn below the kernel's ephemeral range where it can: an ephemeral port can meanwhile be taken
+    by any outgoing connection on the machine (EADDRINUSE at the server's start)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    low = _ephemeral_low()
+    rng = random.Random()
+    for _ in range(64) if low > 10000 else ():
+        port = rng.randrange(10000, low)
+        with socket.socket(family) as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(family) as s:
         s.bind(("", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def host_port(host: str, port: int) -> str:
