@@ -116,7 +116,10 @@ def test_asha_on_a_time_metric_stops_and_promotes_script_trials(tmp_path) -> Non
 
 def test_a_two_process_script_runs_on_two_slots(tmp_path) -> None:
     with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
-        exp_id = submit(cluster, EXAMPLE, example_config("distributed.yaml"))
+        # One restart allowed: once, on a loaded 2-core machine, a rank died in torch's C++ teardown
+        # ("terminate called without an active exception", exit 250); a restart resumes the script
+        # from its checkpoint, which is what this platform is for.
+        exp_id = submit(cluster, EXAMPLE, example_config("distributed.yaml", max_restarts=1))
         result = wait(cluster, exp_id, timeout=240)
         assert result.experiment.state == COMPLETED, cluster.logs()
         steps, validations = trial_history(cluster, exp_id)
