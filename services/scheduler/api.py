@@ -106,6 +106,16 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         return scheduler_pb2.DeleteExperimentResponse(deleted_checkpoints=deleted)
 
+    async def KillTrial(self, request, context):  # noqa: N802
+        row = trial_ops.trial(self.db, request.trial_id)
+        if row is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
+        await self._lifecycle(lambda _: self.manager.kill_trial(row["id"]), row["experiment_id"], context)
+        row = trial_ops.trial(self.db, request.trial_id)
+        return scheduler_pb2.KillTrialResponse(
+            trial=convert.trial(row, self.manager.trial_agent(row["id"]), 0)
+        )
+
     async def _check_owner(self, exp_id: int, context) -> None:
         stored_owner = experiment_ops.experiment_owner(self.db, exp_id)
         if stored_owner is not None and not current_principal().may_manage(stored_owner):

@@ -97,7 +97,14 @@ class SchedulerClient(_grpc.Client):
         return self._stub.KillExperiment(request, timeout=_TIMEOUT).experiment
 
     def patch_experiment(self, request: scheduler_pb2.PatchExperimentRequest) -> scheduler_pb2.Experiment:
-        return self._stub.PatchExperiment(request, timeout=_TIMEOUT).experiment
+        return self.patch(request).experiment
+
+    def patch(self, request: scheduler_pb2.PatchExperimentRequest) -> scheduler_pb2.PatchExperimentResponse:
+        # A GC policy change deletes checkpoints before answering: as long as a delete.
+        return self._stub.PatchExperiment(request, timeout=_UPLOAD_TIMEOUT)
+
+    def kill_trial(self, trial_id: int) -> scheduler_pb2.Trial:
+        return self._stub.KillTrial(scheduler_pb2.KillTrialRequest(trial_id=trial_id), timeout=_TIMEOUT).trial
 
     def delete_experiment(self, experiment_id: int) -> int:
         request = scheduler_pb2.DeleteExperimentRequest(experiment_id=experiment_id)

@@ -47,7 +47,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     download.add_argument("-o", "--output-dir", metavar="DIR", help="default ./checkpoints/UUID")
     download.set_defaults(func=download_trial)
 
-    kill = commands.add_parser("kill", parents=[common], help="stop a trial (pedl: refused, see message)")
+    kill = commands.add_parser("kill", parents=[common], help="stop one trial; its experiment goes on")
     kill.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
     kill.set_defaults(func=kill_trial)
 
@@ -109,6 +109,10 @@ def download_trial(args: argparse.Namespace) -> int:
 
 
 def kill_trial(args: argparse.Namespace) -> int:
-    raise CliError(
-        f"pedl stops trials only with their experiment: `det e kill EXPERIMENT_ID` (trial {args.trial_id})"
-    )
+    with connect(args) as client:
+        trial = client.kill_trial(args.trial_id)
+    if trial.state in render.TERMINAL_TRIAL_STATES:
+        print(f"Killed trial {trial.id} (state: {render.trial_state(trial.state)})")
+    else:
+        print(f"Killing trial {trial.id}: its run is being stopped; experiment {trial.experiment_id} goes on")
+    return 0

@@ -294,24 +294,58 @@ class ListTrialDetailsResponse(_message.Message):
     def __init__(self, trials: _Optional[_Iterable[_Union[GetTrialResponse, _Mapping]]] = ..., next_after_trial_id: _Optional[int] = ...) -> None: ...
 
 class PatchExperimentRequest(_message.Message):
-    __slots__ = ("experiment_id", "description", "add_labels", "remove_labels", "archived")
+    __slots__ = ("experiment_id", "description", "add_labels", "remove_labels", "archived", "max_slots", "weight", "priority", "gc_policy", "dry_run")
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     ADD_LABELS_FIELD_NUMBER: _ClassVar[int]
     REMOVE_LABELS_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    MAX_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    GC_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     experiment_id: int
     description: str
     add_labels: _containers.RepeatedScalarFieldContainer[str]
     remove_labels: _containers.RepeatedScalarFieldContainer[str]
     archived: bool
-    def __init__(self, experiment_id: _Optional[int] = ..., description: _Optional[str] = ..., add_labels: _Optional[_Iterable[str]] = ..., remove_labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
+    max_slots: int
+    weight: float
+    priority: int
+    gc_policy: CheckpointGcPolicy
+    dry_run: bool
+    def __init__(self, experiment_id: _Optional[int] = ..., description: _Optional[str] = ..., add_labels: _Optional[_Iterable[str]] = ..., remove_labels: _Optional[_Iterable[str]] = ..., archived: bool = ..., max_slots: _Optional[int] = ..., weight: _Optional[float] = ..., priority: _Optional[int] = ..., gc_policy: _Optional[_Union[CheckpointGcPolicy, _Mapping]] = ..., dry_run: bool = ...) -> None: ...
+
+class CheckpointGcPolicy(_message.Message):
+    __slots__ = ("save_experiment_best", "save_trial_best", "save_trial_latest")
+    SAVE_EXPERIMENT_BEST_FIELD_NUMBER: _ClassVar[int]
+    SAVE_TRIAL_BEST_FIELD_NUMBER: _ClassVar[int]
+    SAVE_TRIAL_LATEST_FIELD_NUMBER: _ClassVar[int]
+    save_experiment_best: int
+    save_trial_best: int
+    save_trial_latest: int
+    def __init__(self, save_experiment_best: _Optional[int] = ..., save_trial_best: _Optional[int] = ..., save_trial_latest: _Optional[int] = ...) -> None: ...
 
 class PatchExperimentResponse(_message.Message):
-    __slots__ = ("experiment",)
+    __slots__ = ("experiment", "deleted_checkpoints")
     EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    DELETED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     experiment: Experiment
-    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
+    deleted_checkpoints: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ..., deleted_checkpoints: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KillTrialRequest(_message.Message):
+    __slots__ = ("trial_id",)
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    def __init__(self, trial_id: _Optional[int] = ...) -> None: ...
+
+class KillTrialResponse(_message.Message):
+    __slots__ = ("trial",)
+    TRIAL_FIELD_NUMBER: _ClassVar[int]
+    trial: Trial
+    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ...) -> None: ...
 
 class SetAgentEnabledRequest(_message.Message):
     __slots__ = ("agent_id", "slot_id", "enabled")

@@ -65,6 +65,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
                 )
+        self.KillTrial = channel.unary_unary(
+                '/pedl.v1.SchedulerService/KillTrial',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.FromString,
+                )
         self.ListTrialDetails = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListTrialDetails',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
@@ -161,6 +166,14 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def KillTrial(self, request, context):
+        """Stops one trial for good (owner or admin): it ends CANCELED and the searcher hears it exited
+        early, so the experiment goes on with its other trials.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTrialDetails(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -245,6 +258,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.DeleteExperiment,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.SerializeToString,
+            ),
+            'KillTrial': grpc.unary_unary_rpc_method_handler(
+                    servicer.KillTrial,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.SerializeToString,
             ),
             'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTrialDetails,
@@ -449,6 +467,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteExperiment',
             pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.DeleteExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def KillTrial(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/KillTrial',
+            pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

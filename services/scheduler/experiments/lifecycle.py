@@ -126,6 +126,29 @@ class ExperimentLifecycle:
             self.maybe_finish(exp)
         self.state.notify()
 
+    def kill_trial(self, trial_id: int) -> None:
+        """Stops one trial for good: it ends CANCELED (once its run exits, if it has one) and the
+        searcher hears it exited early, so the search goes on without it."""
+        state = trial_ops.trial_state(self.db, trial_id)
+        if state is None:
+            raise NotFound(f"trial {trial_id} not found")
+        trial = self.trials.get(trial_id)
+        if trial is None or trial.terminal:
+            raise UserError(f"trial {trial_id} has already ended ({state})")
+        if trial.killing:
+            return
+        trial.killing = True
+        exp = self.experiments[trial.experiment_id]
+        with self.work.transaction():
+            if trial.running:
+                self.runs.kill_run(trial)  # its exit ends it (TrialRuns.on_exit)
+            else:
+                self.runs.end_trial(trial, "CANCELED", "")
+                self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+                self.maybe_finish(exp)
+        self.state.wake.set()
+        self.state.notify()
+
     def pause_experiment(self, exp_id: int) -> None:
         exp = self._live_experiment(exp_id)
         if exp.state != "ACTIVE":

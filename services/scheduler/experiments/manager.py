@@ -129,6 +129,9 @@ class ExperimentManager:
     def pause_experiment(self, exp_id: int) -> None:
         self.lifecycle.pause_experiment(exp_id)
 
+    def kill_trial(self, trial_id: int) -> None:
+        self.lifecycle.kill_trial(trial_id)
+
     def activate_experiment(self, exp_id: int) -> None:
         self.lifecycle.activate_experiment(exp_id)
 

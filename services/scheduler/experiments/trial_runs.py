@@ -233,6 +233,8 @@ class TrialRuns:
         with self.work.transaction():
             if trial.killing:
                 self.end_trial(trial, "CANCELED", "")
+                if exp.state != "CANCELED":  # `det trial kill`: the search goes on without it
+                    self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
             elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.completed:
                 self.work.log_line(
                     trial,
