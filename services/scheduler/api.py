@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -88,10 +89,23 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         try:
             updates = experiment_patch.changes(row, request)
+            config = experiment_patch.config_change(row, request)
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        gc = request.HasField("gc_policy")
+        if request.dry_run:
+            doomed = self.manager.reconfigure(exp_id, config, collect=gc, dry_run=True) if config else []
+            return scheduler_pb2.PatchExperimentResponse(
+                experiment=self._experiment(exp_id), deleted_checkpoints=doomed
+            )
+        if config is not None:
+            updates.update(config_json=json.dumps(config.raw), config_yaml=config.masked_yaml())
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
-        return scheduler_pb2.PatchExperimentResponse(experiment=self._experiment(exp_id))
+        self.db.flush()
+        doomed = self.manager.reconfigure(exp_id, config, collect=gc) if config is not None else []
+        return scheduler_pb2.PatchExperimentResponse(
+            experiment=self._experiment(exp_id), deleted_checkpoints=doomed
+        )
 
     async def DeleteExperiment(self, request, context):  # noqa: N802
         exp_id = request.experiment_id

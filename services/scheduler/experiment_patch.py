@@ -40,3 +40,39 @@ def changes(row: dict[str, Any], request: Any) -> dict[str, Any]:
             )
         out["archived"] = request.archived
     return out
+
+
+# PatchExperimentRequest field -> where it lives in the config.
+_RESOURCE_KNOBS = {"max_slots": "max_slots", "weight": "weight", "priority": "priority"}
+
+
+def config_change(row: dict[str, Any], request: Any) -> Any | None:
+    """The experiment's config with the request's resources.* / checkpoint_storage.save_* values, validated
+    as at creation (an ExperimentConfig), or None when the request changes none of them."""
+    from pedl.config import ConfigError
+    from pedl.config.stored import parse_stored_config
+
+    knobs = [name for name in _RESOURCE_KNOBS if request.HasField(name)]
+    if not knobs and not request.HasField("gc_policy"):
+        return None
+    if knobs and row["state"] in ENDED:
+        raise PatchError(
+            f"experiment {row['id']} has ended ({row['state']}): "
+            f"resources.{knobs[0]} matters only while it runs"
+        )
+    raw = json.loads(row["config_json"])
+    resources = raw.setdefault("resources", {})
+    for name in knobs:
+        value = getattr(request, name)
+        if name == "max_slots" and value == 0:
+            resources.pop("max_slots", None)  # `det e set max-slots ID none`: no cap
+        else:
+            resources[_RESOURCE_KNOBS[name]] = value
+    if request.HasField("gc_policy"):
+        storage = raw.setdefault("checkpoint_storage", {})
+        for name in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
+            storage[name] = getattr(request.gc_policy, name)
+    try:
+        return parse_stored_config(raw)
+    except ConfigError as e:
+        raise PatchError(str(e)) from None

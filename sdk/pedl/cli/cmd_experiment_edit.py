@@ -1,36 +1,20 @@
-"""`det e set description|max-slots|weight|priority|gc-policy`, `det e label add|remove` and
-`det e archive|unarchive|delete`: what may change after creation goes through PatchExperiment (owner or
-admin); the scheduling knobs pedl does not have are refused with one line."""
+"""`det e label add|remove` and `det e archive|unarchive|delete` (and `det e set`, in cmd_experiment_set):
+what may change after creation goes through PatchExperiment or DeleteExperiment (owner or admin)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from pedl.cli import cmd_experiment_set
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect
 from pedl.cli.errors import CliError
 from pedl.v1 import scheduler_pb2
 
-_NO_KNOB = {
-    "max-slots": "pedl has no per-experiment slot cap; set resources.slots_per_trial in the config",
-    "weight": "pedl's fair share has no per-experiment weight",
-    "priority": "pedl's scheduler has no experiment priorities",
-    "gc-policy": "the checkpoint GC policy is fixed at creation (checkpoint_storage.save_* in the config)",
-}
-
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    set_ = commands.add_parser("set", parents=[common], help="change an experiment's settings")
-    settings = set_.add_subparsers(dest="setting", required=True, metavar="SETTING")
-    description = settings.add_parser("description", parents=[common], help="replace the description")
-    description.add_argument("experiment_id", type=positive_int, metavar="ID")
-    description.add_argument("description", metavar="DESCRIPTION")
-    description.set_defaults(func=set_description)
-    for knob, why in _NO_KNOB.items():
-        parser = settings.add_parser(knob, parents=[common], help=f"(not in pedl) {why}")
-        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        parser.set_defaults(func=_refuse(f"`det experiment set {knob}`: {why}"))
+    cmd_experiment_set.register(commands, common)
 
     label = commands.add_parser("label", parents=[common], help="add or remove an experiment's labels")
     actions = label.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -70,23 +54,6 @@ def delete_experiment(args: argparse.Namespace) -> int:
     with connect(args) as client:
         deleted = client.delete_experiment(args.experiment_id)
     print(f"Deleted experiment {args.experiment_id} and its {deleted} checkpoint(s)")
-    return 0
-
-
-def _refuse(message: str):  # type: ignore[no-untyped-def]
-    def refuse(args: argparse.Namespace) -> int:
-        raise CliError(message)
-
-    return refuse
-
-
-def set_description(args: argparse.Namespace) -> int:
-    request = scheduler_pb2.PatchExperimentRequest(
-        experiment_id=args.experiment_id, description=args.description
-    )
-    with connect(args) as client:
-        client.patch_experiment(request)
-    print(f"Set description of experiment {args.experiment_id} to {args.description!r}")
     return 0
 
 

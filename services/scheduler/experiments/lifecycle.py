@@ -149,6 +149,14 @@ class ExperimentLifecycle:
         self.state.wake.set()
         self.state.notify()
 
+    def reconfigure(self, exp_id: int, config: Any, collect: bool, dry_run: bool) -> list[str]:
+        exp = self.experiments.get(exp_id)
+        if exp is not None and not dry_run:
+            exp.config = config
+            exp.start_config = None
+            self.state.wake.set()  # a new cap, weight or priority may change what runs
+        return self.checkpoints.apply_policy(exp_id, config, dry_run) if collect else []
+
     def pause_experiment(self, exp_id: int) -> None:
         exp = self._live_experiment(exp_id)
         if exp.state != "ACTIVE":

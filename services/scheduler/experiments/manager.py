@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pedl._server_auth import ANONYMOUS, Principal
+from pedl.config import ExperimentConfig
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
@@ -131,6 +132,13 @@ class ExperimentManager:
 
     def kill_trial(self, trial_id: int) -> None:
         self.lifecycle.kill_trial(trial_id)
+
+    def reconfigure(
+        self, exp_id: int, config: ExperimentConfig, collect: bool = False, dry_run: bool = False
+    ) -> list[str]:
+        """`det e set max-slots|weight|priority|gc-policy`: the experiment runs on under `config` (already
+        stored); with `collect`, its checkpoints are collected under the new save_* policy (the uuids)."""
+        return self.lifecycle.reconfigure(exp_id, config, collect, dry_run)
 
     def activate_experiment(self, exp_id: int) -> None:
         self.lifecycle.activate_experiment(exp_id)

@@ -1,5 +1,6 @@
 """PatchExperiment's rules: labels added once and removed only if present, archiving only ended
-experiments, the description replaced (even by an empty one)."""
+experiments, the description replaced (even by an empty one); resources knobs and the GC policy
+changed in the config and checked as at creation."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import pytest
 
 from pedl.v1 import scheduler_pb2
-from pedl_scheduler.experiment_patch import PatchError, changes
+from pedl_scheduler.experiment_patch import PatchError, changes, config_change
 
 ROW = {"id": 4, "state": "COMPLETED", "labels_json": '["a"]'}
 
@@ -43,3 +44,46 @@ def test_only_ended_experiments_are_archived_but_any_can_be_unarchived() -> None
 def test_description_is_replaced_even_by_an_empty_one() -> None:
     assert changes(ROW, request(description="")) == {"description": ""}
     assert changes(ROW, request()) == {}
+
+
+CONFIG = {
+    "hyperparameters": {},
+    "searcher": {"name": "single", "metric": "error", "max_length": {"batches": 10}},
+    "resources": {"max_slots": 4},
+}
+RUNNING = {"id": 4, "state": "ACTIVE", "labels_json": "[]", "config_json": json.dumps(CONFIG)}
+
+
+def test_resources_knobs_change_the_config_as_at_creation() -> None:
+    config = config_change(RUNNING, request(weight=2.5, priority=10))
+    assert config.resources["weight"] == 2.5 and config.resources["priority"] == 10
+    assert config.resources["max_slots"] == 4
+    assert config_change(RUNNING, request(max_slots=2)).resources["max_slots"] == 2
+    assert "max_slots" not in config_change(RUNNING, request(max_slots=0)).resources  # `none`: no cap
+    assert "max_slots: 2" in config_change(RUNNING, request(max_slots=2)).masked_yaml()
+    assert config_change(RUNNING, request(description="x")) is None
+
+
+def test_bad_values_name_the_field() -> None:
+    with pytest.raises(PatchError, match="resources.priority: must be at most 99"):
+        config_change(RUNNING, request(priority=100))
+    with pytest.raises(PatchError, match="resources.weight: must be greater than 0"):
+        config_change(RUNNING, request(weight=0.0))
+    with pytest.raises(PatchError, match="resources.max_slots: must be at least 1"):
+        config_change(RUNNING, request(max_slots=-1))
+    policy = scheduler_pb2.CheckpointGcPolicy(save_trial_best=-1)
+    with pytest.raises(PatchError, match="checkpoint_storage.save_trial_best: must be at least 0"):
+        config_change(RUNNING, request(gc_policy=policy))
+
+
+def test_an_ended_experiment_takes_a_gc_policy_but_no_resources() -> None:
+    ended = {**RUNNING, "state": "COMPLETED"}
+    policy = scheduler_pb2.CheckpointGcPolicy(save_experiment_best=1, save_trial_best=0, save_trial_latest=2)
+    storage = config_change(ended, request(gc_policy=policy)).checkpoint_storage
+    assert (storage["save_experiment_best"], storage["save_trial_best"], storage["save_trial_latest"]) == (
+        1,
+        0,
+        2,
+    )
+    with pytest.raises(PatchError, match="experiment 4 has ended \\(COMPLETED\\): resources.weight matters"):
+        config_change(ended, request(weight=2.0))

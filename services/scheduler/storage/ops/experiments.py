@@ -140,9 +140,13 @@ def patch_experiment(
     description: str | None = None,
     labels_json: str | None = None,
     archived: bool | None = None,
+    config_json: str | None = None,
+    config_yaml: str | None = None,
 ) -> None:
     """Changes what users may change after creation; None leaves a field as it is."""
     values: dict[str, object] = {}
+    if config_json is not None and config_yaml is not None:
+        values.update(config_json=config_json, config_yaml=config_yaml)
     if description is not None:
         values["description"] = description
     if labels_json is not None:
