@@ -15,6 +15,7 @@ from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.storage.ops import agents as agent_ops
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -228,9 +229,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can enable or disable agents"
             )
         try:
-            agent = self.cluster.set_enabled(request.agent_id, request.slot_id, request.enabled)
+            agent, slot_id = self.cluster.set_enabled(request.agent_id, request.slot_id, request.enabled)
         except KeyError as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e.args[0]))
+        agent_ops.set_disabled(self.db, agent.id, slot_id, not request.enabled)  # survives a restart
         if request.enabled:
             self.manager.wake.set()  # queued trials may fit now
         return scheduler_pb2.SetAgentEnabledResponse(agent=agent.to_proto())

@@ -126,8 +126,17 @@ class Cluster:
             return True
         return False
 
-    def set_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> AgentHandle:
-        """Enables or disables a connected agent (or one of its slots); KeyError names what is unknown."""
+    def restore_disabled(self, disabled: list[tuple[str, str]]) -> None:
+        """What admins disabled before a restart (agent id, slot id; "" for the whole agent)."""
+        for agent_id, slot_id in disabled:
+            if slot_id:
+                self.disabled_slots.setdefault(agent_id, set()).add(slot_id)
+            else:
+                self.disabled_agents.add(agent_id)
+
+    def set_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> tuple[AgentHandle, str]:
+        """Enables or disables a connected agent (or one of its slots): the agent and the slot's id ("" for
+        the whole agent), to be stored; KeyError names what is unknown."""
         agent = self.agents.get(agent_id)
         if agent is None:
             raise KeyError(f"agent {agent_id!r} is not connected")
@@ -141,7 +150,7 @@ class Cluster:
         else:
             agent.disabled = not enabled
             (self.disabled_agents.discard if enabled else self.disabled_agents.add)(agent_id)
-        return agent
+        return agent, slot_id
 
     def heartbeat(self, agent: AgentHandle) -> None:
         agent.last_heartbeat = utc_now()

@@ -25,6 +25,7 @@ from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.storage import open_storage
+from pedl_scheduler.storage.ops import agents as agent_ops
 
 METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
 
@@ -149,6 +150,7 @@ async def serve(args: argparse.Namespace) -> None:
         db.close()
         raise SystemExit(f"pedl-scheduler: error: {e}") from None
     cluster = Cluster()
+    cluster.restore_disabled(agent_ops.disabled(db))
     manager = ExperimentManager(
         db,
         cluster,

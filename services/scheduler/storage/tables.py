@@ -172,3 +172,12 @@ searcher_events = Table(
     Column("event_json", Text, nullable=False),
     PrimaryKeyConstraint("experiment_id", "seq"),
 )
+
+# `det agent|slot disable`, kept across scheduler restarts; slot_id "" stands for the whole agent.
+disabled_slots = Table(
+    "disabled_slots",
+    metadata,
+    Column("agent_id", Text, nullable=False),
+    Column("slot_id", Text, nullable=False),
+    PrimaryKeyConstraint("agent_id", "slot_id"),
+)

@@ -54,3 +54,30 @@ def test_unknown_agents_and_slots_are_named() -> None:
         cluster.set_enabled("zz", "", False)
     with pytest.raises(KeyError, match="agent 'a1' has no slot '5'"):
         cluster.set_enabled("a1", "5", False)
+
+
+def test_what_was_disabled_is_stored_and_restored_by_a_new_scheduler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pedl_scheduler.storage import open_storage
+    from pedl_scheduler.storage.ops import agents as agent_ops
+
+    db = open_storage(str(tmp_path / "pedl.db"))
+    try:
+        cluster = Cluster()
+        slots = [common_pb2.Slot(id="cpu0"), common_pb2.Slot(id="cpu1")]
+        cluster.connect(agent_pb2.RegisterAgent(agent_id="a1", slots=slots))
+        cluster.connect(register("a2"))
+        for agent_id, slot, enabled in (("a1", "1", False), ("a2", "", False), ("a2", "", False)):
+            agent, slot_id = cluster.set_enabled(agent_id, slot, enabled)
+            agent_ops.set_disabled(db, agent.id, slot_id, not enabled)
+        assert agent_ops.disabled(db) == [("a1", "cpu1"), ("a2", "")]  # the slot by its id, once
+
+        restarted = Cluster()
+        restarted.restore_disabled(agent_ops.disabled(db))
+        a1 = restarted.connect(agent_pb2.RegisterAgent(agent_id="a1", slots=slots))
+        a2 = restarted.connect(register("a2"))
+        assert a1.free_slots() == ("cpu0",) and a2.free_slots() == () and a2.to_proto().disabled
+
+        agent_ops.set_disabled(db, "a2", "", False)
+        assert agent_ops.disabled(db) == [("a1", "cpu1")]
+    finally:
+        db.close()
