@@ -41,6 +41,29 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.cluster_id = cluster_id
 
     async def CreateExperiment(self, request, context):  # noqa: N802
+        return await self._create(request, context)
+
+    async def UploadExperiment(self, request_iterator, context):  # noqa: N802
+        request, parts, size = scheduler_pb2.CreateExperimentRequest(), [], 0
+        limit = self.manager.model_definition_limit
+        async for chunk in request_iterator:
+            if not parts:
+                request.config_yaml, request.model_definition_name = (
+                    chunk.config_yaml,
+                    chunk.model_definition_name,
+                )
+            size += len(chunk.model_definition)
+            if size > limit:  # refused before it is all held in memory
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"the model definition is over the scheduler's limit of {limit / 2**20:.0f} MiB "
+                    "compressed; leave large files out with .pedlignore",
+                )
+            parts.append(chunk.model_definition)
+        request.model_definition = b"".join(parts)
+        return await self._create(request, context)
+
+    async def _create(self, request, context):
         try:
             await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
         except StorageCheckError as e:

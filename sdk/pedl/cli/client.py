@@ -23,6 +23,8 @@ _RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _TIMEOUT = 30.0
 # Uploading a model definition near the 96 MiB context limit takes a while on slow links.
 _UPLOAD_TIMEOUT = 600.0
+# The parts a model definition is sent in (the progress bar moves by one).
+UPLOAD_CHUNK = 256 * 1024
 
 
 def resolve_master(explicit: str | None) -> str:
@@ -74,8 +76,32 @@ class SchedulerClient(_grpc.Client):
         return True
 
     def create_experiment(
-        self, config_yaml: str, model_definition: bytes, model_definition_name: str
+        self,
+        config_yaml: str,
+        model_definition: bytes,
+        model_definition_name: str,
+        sent: Callable[[int], None] | None = None,
     ) -> scheduler_pb2.Experiment:
+        """Sends the model definition in parts (UploadExperiment), calling `sent` with each part's size as
+        gRPC takes it; a scheduler without that call gets it in one CreateExperiment."""
+
+        def chunks() -> Iterator[scheduler_pb2.UploadExperimentChunk]:
+            for start in range(0, max(len(model_definition), 1), UPLOAD_CHUNK):
+                part = model_definition[start : start + UPLOAD_CHUNK]
+                head = start == 0
+                yield scheduler_pb2.UploadExperimentChunk(
+                    config_yaml=config_yaml if head else "",
+                    model_definition_name=model_definition_name if head else "",
+                    model_definition=part,
+                )
+                if sent is not None:
+                    sent(len(part))
+
+        try:
+            return self._stub.UploadExperiment(chunks(), timeout=_UPLOAD_TIMEOUT).experiment
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
+                raise
         request = scheduler_pb2.CreateExperimentRequest(
             config_yaml=config_yaml,
             model_definition=model_definition,

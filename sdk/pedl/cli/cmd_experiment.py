@@ -153,8 +153,8 @@ def create_experiment(args: argparse.Namespace) -> int:
 
         return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:
-        with transfer_bar.upload("Uploading the model definition", len(packed.data)):
-            experiment = client.create_experiment(config_yaml, packed.data, packed.name)
+        with transfer_bar.upload("Uploading the model definition", len(packed.data)) as sent:
+            experiment = client.create_experiment(config_yaml, packed.data, packed.name, sent)
         print(f"Created experiment {experiment.id}", flush=True)
         if args.follow:
             return follow(client, experiment.id)

@@ -74,7 +74,12 @@ def download(label: str, target: Path, total: int) -> Iterator[None]:
 
 
 @contextmanager
-def upload(label: str, size: int) -> Iterator[None]:
-    """The model definition goes in one call, so its bytes cannot be counted: size and time so far."""
-    with _ticker(lambda elapsed: f"{label} ({render.human_bytes(size)}) … {elapsed:.0f} s"):
-        yield
+def upload(label: str, size: int) -> Iterator[Callable[[int], None]]:
+    """A bar over the bytes sent so far: the caller reports each part through the function it gets."""
+    sent = [0]
+
+    def advance(count: int) -> None:
+        sent[0] += count
+
+    with _ticker(lambda elapsed: bar_line(label, sent[0], size, elapsed)):
+        yield advance

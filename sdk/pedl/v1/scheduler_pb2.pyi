@@ -335,6 +335,16 @@ class PatchExperimentResponse(_message.Message):
     deleted_checkpoints: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ..., deleted_checkpoints: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class UploadExperimentChunk(_message.Message):
+    __slots__ = ("config_yaml", "model_definition_name", "model_definition")
+    CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_NAME_FIELD_NUMBER: _ClassVar[int]
+    MODEL_DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    config_yaml: str
+    model_definition_name: str
+    model_definition: bytes
+    def __init__(self, config_yaml: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., model_definition: _Optional[bytes] = ...) -> None: ...
+
 class KillTrialRequest(_message.Message):
     __slots__ = ("trial_id",)
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]

@@ -20,6 +20,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
                 )
+        self.UploadExperiment = channel.stream_unary(
+                '/pedl.v1.SchedulerService/UploadExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
+                )
         self.ListExperiments = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListExperiments',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListExperimentsRequest.SerializeToString,
@@ -103,6 +108,13 @@ class SchedulerServiceServicer(object):
 
     def CreateExperiment(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UploadExperiment(self, request_iterator, context):
+        """CreateExperiment with the model definition sent in parts, so a client can show the bytes sent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -214,6 +226,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.SerializeToString,
             ),
+            'UploadExperiment': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.SerializeToString,
+            ),
             'ListExperiments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListExperiments,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ListExperimentsRequest.FromString,
@@ -313,6 +330,23 @@ class SchedulerService(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/CreateExperiment',
             pedl_dot_v1_dot_scheduler__pb2.CreateExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UploadExperiment(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/pedl.v1.SchedulerService/UploadExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
