@@ -53,13 +53,14 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     description.set_defaults(func=set_description)
 
     for knob, kind, help_text in (
-        ("max-slots", max_slots, "cap the slots the experiment's trials hold at once ('none': no cap)"),
-        ("weight", weight, "its fair-share weight among experiments of one priority"),
-        ("priority", priority, "its priority, 1-99 (smaller runs first and may preempt)"),
+        ("max-slots", max_slots, "most slots its trials hold at once ('none': no cap)"),
+        ("weight", weight, "fair-share weight among experiments of one priority"),
+        ("priority", priority, "1-99; a smaller number runs first and may preempt"),
     ):
-        parser = settings.add_parser(knob, parents=[common], help=f"set resources.{knob.replace('-', '_')}")
+        field = knob.replace("-", "_")
+        parser = settings.add_parser(knob, parents=[common], help=f"resources.{field}: {help_text}")
         parser.add_argument("experiment_id", type=positive_int, metavar="ID")
-        parser.add_argument("value", type=kind, metavar=knob.replace("-", "_").upper(), help=help_text)
+        parser.add_argument("value", type=kind, metavar=field.upper(), help=help_text)
         parser.set_defaults(func=set_resource)
 
     gc = settings.add_parser(

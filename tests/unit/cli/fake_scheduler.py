@@ -25,6 +25,9 @@ class Script:
     created: list[scheduler_pb2.CreateExperimentRequest] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
     log_requests: list[scheduler_pb2.GetTrialLogsRequest] = field(default_factory=list)
+    # Whether UploadExperiment is served (else UNIMPLEMENTED, as from an older scheduler); parts seen.
+    uploads: bool = False
+    upload_parts: list[int] = field(default_factory=list)
 
 
 def _next(snapshots: list, context: grpc.ServicerContext, what: str):  # type: ignore[no-untyped-def]
@@ -40,6 +43,18 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
     def CreateExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         self.script.created.append(request)
         return scheduler_pb2.CreateExperimentResponse(experiment=scheduler_pb2.Experiment(id=7, state=1))
+
+    def UploadExperiment(self, request_iterator, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        if not self.script.uploads:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        chunks = list(request_iterator)
+        self.script.upload_parts.extend(len(c.model_definition) for c in chunks)
+        request = scheduler_pb2.CreateExperimentRequest(
+            config_yaml=chunks[0].config_yaml,
+            model_definition_name=chunks[0].model_definition_name,
+            model_definition=b"".join(c.model_definition for c in chunks),
+        )
+        return self.CreateExperiment(request, context)
 
     def ListExperiments(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return scheduler_pb2.ListExperimentsResponse(

@@ -82,6 +82,12 @@ def test_commands(argv: list[str], func: object, fields: dict[str, object]) -> N
         ["experiment", "create", "only-config.yaml"],
         ["experiment", "describe", "abc"],
         ["experiment", "kill", "0"],
+        ["e", "set", "priority", "3", "100"],
+        ["e", "set", "weight", "3", "0"],
+        ["e", "set", "max-slots", "3", "0"],
+        ["e", "set", "gc-policy", "3", "--save-experiment-best", "1"],
+        "e set gc-policy 3 --save-experiment-best -1 --save-trial-best 0 --save-trial-latest 0".split(),
+        ["t", "kill", "x"],
         ["experiment", "download-model-def", "1"],
         ["trial", "logs"],
         ["cluster", "up", "--slots-per-agent", "0"],
@@ -118,3 +124,18 @@ def test_the_not_logged_in_hint_is_given_once() -> None:
         == 1
     )
     assert "log in with `pedl user login`" in rpc_error_message(Error("expired"), "m:1")
+
+
+def test_experiment_set_takes_determineds_argument_forms() -> None:
+    from pedl.cli import cmd_experiment_set
+
+    assert parse("e", "set", "max-slots", "3", "none").value == 0  # no cap
+    assert parse("e", "set", "max-slots", "3", "4").value == 4
+    assert parse("e", "set", "weight", "3", "0.5").value == 0.5
+    assert parse("e", "set", "priority", "3", "10").func is cmd_experiment_set.set_resource
+    gc = parse(
+        "e", "set", "gc-policy", "3", "--save-experiment-best", "1", "--save-trial-best", "0",
+        "--save-trial-latest", "2", "--yes",
+    )  # fmt: skip
+    assert (gc.save_experiment_best, gc.save_trial_best, gc.save_trial_latest, gc.yes) == (1, 0, 2, True)
+    assert parse("t", "kill", "5").func is cmd_trial.kill_trial

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 
@@ -73,3 +74,41 @@ def test_csv_flattens_nested_values() -> None:
 def test_states_use_the_short_names_tables_show() -> None:
     assert records.trial_state(common_pb2.TRIAL_STATE_COMPLETED) == "COMPLETED"
     assert records.checkpoint_state(common_pb2.CHECKPOINT_STATE_DELETED) == "DELETED"
+
+
+@pytest.mark.parametrize("uploads", [True, False])
+def test_the_model_definition_goes_up_in_parts_the_bar_counts(uploads: bool) -> None:
+    """A scheduler without UploadExperiment still gets the whole definition in one CreateExperiment."""
+    from pedl.cli.client import UPLOAD_CHUNK, SchedulerClient
+
+    from .fake_scheduler import Script, serve
+
+    data = bytes(range(256)) * (UPLOAD_CHUNK * 2 // 256 + 7)
+    script, sent = Script(uploads=uploads), []
+    with serve(script) as address, SchedulerClient(address) as client:
+        assert client.create_experiment("a: 1\n", data, "model", sent.append).id == 7
+    (request,) = script.created
+    assert (request.config_yaml, request.model_definition_name, request.model_definition) == (
+        "a: 1\n",
+        "model",
+        data,
+    )
+    if uploads:
+        assert script.upload_parts == sent == [UPLOAD_CHUNK, UPLOAD_CHUNK, len(data) - 2 * UPLOAD_CHUNK]
+
+
+def test_the_upload_bar_shows_the_bytes_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = []
+    monkeypatch.setattr(transfer_bar, "_ticker", lambda draw: _capture(drawn, draw))
+    with transfer_bar.upload("Uploading", 4 * 2**20) as sent:
+        sent(2**20)
+        sent(2**20)
+    line = drawn[0](3.0)
+    assert "50%" in line and line.startswith("Uploading [") and "3 s" in line
+    assert transfer_bar.bar_line("x", 2 * 2**20, 4 * 2**20, 3.0) == line.replace("Uploading", "x", 1)
+
+
+@contextlib.contextmanager
+def _capture(drawn: list, draw):  # type: ignore[no-untyped-def]
+    drawn.append(draw)
+    yield
