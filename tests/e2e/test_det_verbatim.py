@@ -151,6 +151,7 @@ def _typed_trial(t: dict[str, Any]) -> bool:
 
 
 EXP = r"^\s*{exp}\s+COMPLETED"
+GC = "det e set gc-policy {{exp}} --save-experiment-best 1 --save-trial-best 0 --save-trial-latest 0{yes}"
 TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] = [
     ("det e", out(EXP)),
     ("det experiment list", out(EXP)),
@@ -216,8 +217,8 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det user list", out(r"admin")),
     ("det u list --json", as_json(lambda d, c: any(u["admin"] is True for u in d))),
     ("det tensorboard start {exp} --help", out(r"EXPERIMENT_ID")),
-    # Determined's commands pedl does not have: one line each.
-    ("det t kill {trial}", refused("det e kill")),
+    ("det t kill {trial}", refused("has already ended (COMPLETED)")),
+    ("det t kill 9999", refused("trial 9999 not found")),
     ("det agent disable agent-1", out(r"^Disabled agent agent-1")),
     ("det agent list --json", as_json(lambda d, c: d[0]["enabled"] is False)),
     ("det agent enable --all", out(r"^Enabled agent agent-1")),
@@ -230,10 +231,8 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det user deactivate admin", refused("cannot deactivate themself")),
     ("det e set description {exp} 'first grid'", out(r"^Set description of experiment {exp}")),
     ("det e describe {exp} --json", as_json(lambda d, c: d["experiment"]["description"] == "first grid")),
-    ("det e set max-slots {exp} 2", refused("experiment set max-slots")),
-    ("det e set weight {exp} 2", refused("experiment set weight")),
-    ("det e set priority {exp} 2", refused("experiment set priority")),
-    ("det e set gc-policy {exp} --save-experiment-best 1", refused("experiment set gc-policy")),
+    ("det e set max-slots {exp} 2", refused("has ended (COMPLETED): resources.max_slots")),
+    ("det e set priority {exp} 100", lambda c, r: r.returncode == 2 or pytest.fail(r.stderr)),
     ("det e label add {exp} mine", out(r"labels: mine")),
     ("det e label add {exp} best", out(r"labels: mine, best")),
     ("det e label remove {exp} mine", out(r"labels: best\)")),
@@ -244,6 +243,13 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det e list --all", out(EXP)),
     ("det e unarchive {exp}", out(r"^Unarchived experiment {exp}")),
     ("det e", out(EXP)),
+    # A new GC policy for the ended experiment: previewed (a script must confirm), then applied.
+    (GC.format(yes=""), refused("pass --yes")),
+    (
+        GC.format(yes=" --yes"),
+        out(r"^Set the checkpoint GC policy .*: [1-9]\d* checkpoint\(s\) deleted"),
+    ),
+    ("det e config {exp}", out(r"save_experiment_best: 1\n(.|\n)*save_trial_latest: 0")),
     ("det notebook list", refused("notebook")),
     ("det shell start", refused("shell")),
     ("det cmd run echo hi", refused("command")),
@@ -256,6 +262,21 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det e create {grid} {model} --test-mode -f", out(r"COMPLETED")),
     ("det experiment create {long} {model}", out(r"^Created experiment \d+")),
     ("det e archive {long_id}", refused("only an ended experiment")),
+    ("det e set max-slots {long_id} 1", out(r"^Set resources.max_slots of experiment {long_id} to 1")),
+    ("det e set weight {long_id} 2.5", out(r"resources.weight of experiment {long_id} to 2.5")),
+    ("det e set priority {long_id} 10", out(r"resources.priority of experiment {long_id} to 10")),
+    ("det e describe {long_id}", out(r"^  resources:.*max_slots=1 .*priority=10")),
+    (
+        "det e describe {long_id} --json",
+        as_json(
+            lambda d, c: (
+                d["experiment"]["config"]["resources"] | {"weight": 2.5, "priority": 10, "max_slots": 1}
+                == d["experiment"]["config"]["resources"]
+            )
+        ),
+    ),
+    ("det e set max-slots {long_id} none", out(r"to none \(no cap\)")),
+    ("det e set priority {long_id} 0", lambda c, r: r.returncode == 2 or pytest.fail(r.stderr)),
     ("det e pause {long_id}", out(r"^Paused experiment")),
     ("det e activate {long_id}", out(r"^Activated experiment")),
     ("det e delete {long_id} --yes", refused("only an ended experiment can be deleted")),
