@@ -61,7 +61,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 )
             parts.append(chunk.model_definition)
         request.model_definition = b"".join(parts)
-        return await self._create(request, context)
+        created = await self._create(request, context)
+        return scheduler_pb2.UploadExperimentResponse(experiment=created.experiment)
 
     async def _create(self, request, context):
         try:

@@ -85,11 +85,11 @@ class SchedulerClient(_grpc.Client):
         """Sends the model definition in parts (UploadExperiment), calling `sent` with each part's size as
         gRPC takes it; a scheduler without that call gets it in one CreateExperiment."""
 
-        def chunks() -> Iterator[scheduler_pb2.UploadExperimentChunk]:
+        def chunks() -> Iterator[scheduler_pb2.UploadExperimentRequest]:
             for start in range(0, max(len(model_definition), 1), UPLOAD_CHUNK):
                 part = model_definition[start : start + UPLOAD_CHUNK]
                 head = start == 0
-                yield scheduler_pb2.UploadExperimentChunk(
+                yield scheduler_pb2.UploadExperimentRequest(
                     config_yaml=config_yaml if head else "",
                     model_definition_name=model_definition_name if head else "",
                     model_definition=part,

@@ -335,7 +335,7 @@ class PatchExperimentResponse(_message.Message):
     deleted_checkpoints: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ..., deleted_checkpoints: _Optional[_Iterable[str]] = ...) -> None: ...
 
-class UploadExperimentChunk(_message.Message):
+class UploadExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition_name", "model_definition")
     CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
     MODEL_DEFINITION_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -344,6 +344,12 @@ class UploadExperimentChunk(_message.Message):
     model_definition_name: str
     model_definition: bytes
     def __init__(self, config_yaml: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., model_definition: _Optional[bytes] = ...) -> None: ...
+
+class UploadExperimentResponse(_message.Message):
+    __slots__ = ("experiment",)
+    EXPERIMENT_FIELD_NUMBER: _ClassVar[int]
+    experiment: Experiment
+    def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
 
 class KillTrialRequest(_message.Message):
     __slots__ = ("trial_id",)

@@ -22,8 +22,8 @@ class SchedulerServiceStub(object):
                 )
         self.UploadExperiment = channel.stream_unary(
                 '/pedl.v1.SchedulerService/UploadExperiment',
-                request_serializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.SerializeToString,
-                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentResponse.FromString,
                 )
         self.ListExperiments = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListExperiments',
@@ -228,8 +228,8 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
             ),
             'UploadExperiment': grpc.stream_unary_rpc_method_handler(
                     servicer.UploadExperiment,
-                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.FromString,
-                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.SerializeToString,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.UploadExperimentResponse.SerializeToString,
             ),
             'ListExperiments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListExperiments,
@@ -346,8 +346,8 @@ class SchedulerService(object):
             timeout=None,
             metadata=None):
         return grpc.experimental.stream_unary(request_iterator, target, '/pedl.v1.SchedulerService/UploadExperiment',
-            pedl_dot_v1_dot_scheduler__pb2.UploadExperimentChunk.SerializeToString,
-            pedl_dot_v1_dot_scheduler__pb2.CreateExperimentResponse.FromString,
+            pedl_dot_v1_dot_scheduler__pb2.UploadExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.UploadExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -54,7 +54,8 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
             model_definition_name=chunks[0].model_definition_name,
             model_definition=b"".join(c.model_definition for c in chunks),
         )
-        return self.CreateExperiment(request, context)
+        created = self.CreateExperiment(request, context)
+        return scheduler_pb2.UploadExperimentResponse(experiment=created.experiment)
 
     def ListExperiments(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return scheduler_pb2.ListExperimentsResponse(
