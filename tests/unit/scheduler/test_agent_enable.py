@@ -56,11 +56,11 @@ def test_unknown_agents_and_slots_are_named() -> None:
         cluster.set_enabled("a1", "5", False)
 
 
-def test_what_was_disabled_is_stored_and_restored_by_a_new_scheduler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_was_disabled_is_stored_and_restored_by_a_new_scheduler(database_url: str) -> None:
     from pedl_scheduler.storage import open_storage
     from pedl_scheduler.storage.ops import agents as agent_ops
 
-    db = open_storage(str(tmp_path / "pedl.db"))
+    db = open_storage(database_url)
     try:
         cluster = Cluster()
         slots = [common_pb2.Slot(id="cpu0"), common_pb2.Slot(id="cpu1")]
