@@ -12,11 +12,11 @@
 
 A user's token is never judged here: the store asks the scheduler (`AuthService.Authorize`, the
 rule in services/scheduler/authz.py; READ is everyone unless the scheduler runs with
-`--private-experiments`) and remembers the answer for a few seconds. A trial's token carries its
-scope, signed (pedl._trial_token), and is checked here; whether its run is still live (not ended,
-no newer run) the store asks the scheduler too. While the scheduler cannot be reached, a trial's
-signed scope stands until the token expires (so a scheduler restart does not fail uploads) and a
-user's call is refused with UNAVAILABLE.
+`--private-experiments`) on every call, so deactivation and `logout --all` act at once. A trial's
+token carries its scope, signed (pedl._trial_token), and is checked here; whether its run is
+still live (not ended, no newer run) the store asks the scheduler too, remembering a yes for a few
+seconds. While the scheduler cannot be reached, a trial's signed scope stands until the token
+expires (so a scheduler restart does not fail uploads) and a user's call is refused (UNAVAILABLE).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_checkpoint_store.authz import SchedulerAsker, StoreAuthz, principal_for_trial
 from pedl_checkpoint_store.config import Config
 
-CACHE_SECONDS = 10.0
+# 0: a deactivated user or a session ended by `logout --all` is refused at once.
+CACHE_SECONDS = 0.0
 VALIDATE_TIMEOUT_SECONDS = 10.0
 
 

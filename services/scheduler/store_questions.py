@@ -20,7 +20,9 @@ from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.users import Session, Users
 
-CACHE_SECONDS = 10.0
+# A user's answer is not remembered (deactivation and `logout --all` take effect at once); a trial
+# run's for a few seconds (its token is revoked that long after the run ends).
+TRIAL_CACHE_SECONDS = 5.0
 LIVE_TRIAL_STATES = ("ACTIVE", "PAUSED")  # a pausing trial still uploads its last checkpoint
 _ACCESS = {"read": authz.Access.READ, "write": authz.Access.MANAGE, "delete": authz.Access.MANAGE}
 
@@ -43,15 +45,14 @@ class StoreQuestions:
             return _no(f"{session}: log in again with `pedl user login`")
         principal = Principal(session.user.username, session.user.admin)
         user = auth_pb2.User(username=session.user.username, admin=session.user.admin, active=True)
-        ttl = min(CACHE_SECONDS, max(0.0, session.expires_at - self.users.clock()))
         exp_id = request.experiment_id
         if exp_id == 0:
             every = principal.admin or (access is authz.Access.READ and not self.private)
-            return auth_pb2.AuthorizeResponse(allowed=every, user=user, cache_seconds=ttl)
+            return auth_pb2.AuthorizeResponse(allowed=every, user=user)
         owner = experiment_ops.experiment_owner(self.db, exp_id)
         if authz.may(principal, access, owner, self.private):
-            return auth_pb2.AuthorizeResponse(allowed=True, user=user, cache_seconds=ttl)
-        return _no(authz.refusal(principal, access, exp_id, owner), user, ttl)
+            return auth_pb2.AuthorizeResponse(allowed=True, user=user)
+        return _no(authz.refusal(principal, access, exp_id, owner), user, ttl=0.0)
 
     def _trial(self, token: str) -> auth_pb2.AuthorizeResponse:
         claim = _trial_token.verify(self.secret, token)
@@ -63,10 +64,10 @@ class StoreQuestions:
             return _no(f"trial {claim.trial_id} does not exist", user)
         if row["run_id"] != claim.run_id or row["state"] not in LIVE_TRIAL_STATES:
             return _no(f"run {claim.run_id} of trial {claim.trial_id} has ended: its token is revoked", user)
-        return auth_pb2.AuthorizeResponse(allowed=True, user=user, cache_seconds=CACHE_SECONDS)
+        return auth_pb2.AuthorizeResponse(allowed=True, user=user, cache_seconds=TRIAL_CACHE_SECONDS)
 
 
 def _no(
-    reason: str, user: auth_pb2.User | None = None, ttl: float = CACHE_SECONDS
+    reason: str, user: auth_pb2.User | None = None, ttl: float = TRIAL_CACHE_SECONDS
 ) -> auth_pb2.AuthorizeResponse:
     return auth_pb2.AuthorizeResponse(allowed=False, reason=reason, user=user, cache_seconds=ttl)
