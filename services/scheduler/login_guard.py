@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Limits:
-    free_per_user: int = 5
+    free_per_user: int = 5  # failures before the first wait
     free_per_address: int = 20
     base_delay: float = 1.0
     max_delay: float = 300.0
@@ -81,7 +81,7 @@ class AttemptLimits:
             f = self._failures.setdefault(key, _Failures())
             f.count += 1
             f.last = now
-            excess = f.count - free
+            excess = f.count - free + 1  # the free-th failure starts the waits
             if excess > 0:
                 delay = min(self.limits.max_delay, self.limits.base_delay * 2 ** min(excess - 1, 30))
                 f.next_allowed = now + delay
