@@ -6,13 +6,22 @@ Login; a trial's token is recognised only to be refused. What each may call is `
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
 from pedl import _trial_token
 from pedl._server_auth import CLUSTER, Denied, Principal, bearer_token, current_principal, is_secret
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler import authz
-from pedl_scheduler.login_guard import AttemptLimits, Busy, HashPool, peer_address, retry_message
+from pedl_scheduler.login_guard import (
+    TARPIT_SECONDS,
+    AttemptLimits,
+    Busy,
+    HashPool,
+    peer_address,
+    retry_message,
+)
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import (
     Session,
@@ -97,11 +106,13 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         address = peer_address(context.peer() or "")
         wait = self.limits.wait(request.username, address)
         if wait > 0:
+            await asyncio.sleep(min(wait, TARPIT_SECONDS))
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, retry_message(wait))
         row = self.users.lookup(request.username)
         try:
             good, rehash = await self.hash_pool.run(verify, request.password, row)
         except Busy as e:
+            await asyncio.sleep(TARPIT_SECONDS)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         if not good or row is None:
             self.limits.failed(request.username, address)

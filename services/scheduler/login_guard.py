@@ -5,8 +5,9 @@ loop, and at most `workers + queue` logins are in flight: the rest are refused a
 attempts count per username (known or not, so a refusal tells nothing about which users exist)
 and per client address; past a few free failures each further attempt must wait a delay that
 doubles with every failure (capped), and a failure-free window forgets them. A good login clears
-its user's and address's counts. Refusals are answered without hashing, so a storm of wrong
-logins costs the scheduler almost nothing.
+its user's and address's counts. Refusals are answered without hashing, after a short tarpit, so a
+storm of wrong logins costs the scheduler little; hashing threads run at a lower priority than
+the event loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
+HASH_THREAD_NICENESS = 10
+# A refused login is answered after this long (or its wait, if shorter): a client hammering the
+# scheduler then costs it one sleeping coroutine per connection, not a busy loop of refusals.
+TARPIT_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -104,12 +110,22 @@ class Busy(Exception):
     """More logins in flight than the pool takes."""
 
 
+def _lower_priority() -> None:
+    """Hashing threads yield the CPU to the event loop's thread when both want it (Linux: per thread)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASH_THREAD_NICENESS)
+    except (OSError, AttributeError):
+        pass
+
+
 class HashPool:
     """Runs password hashing off the event loop, `workers` at a time, `queue` more waiting."""
 
     def __init__(self, workers: int | None = None, queue: int = 16) -> None:
         self.workers = workers or default_workers()
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="pedl-login")
+        self._executor = ThreadPoolExecutor(
+            self.workers, thread_name_prefix="pedl-login", initializer=_lower_priority
+        )
         self._capacity = self.workers + queue
         self._in_flight = 0
 

@@ -14,7 +14,7 @@ from pedl import _trial_token, auth
 from pedl._server_auth import AuthInterceptor
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler.auth_service import LOGIN, AuthServicer, SchedulerAuthenticator
-from pedl_scheduler.login_guard import HashPool
+from pedl_scheduler.login_guard import AttemptLimits, HashPool, Limits
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import UserError, Users
@@ -66,6 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=int(env("PEDL_SCHEDULER_LOGIN_WORKERS", "0")),
         help="threads that hash passwords, off the event loop (default: one per four cores, at least 1)",
     )
+    p.add_argument(
+        "--login-free-failures",
+        default=env("PEDL_SCHEDULER_LOGIN_FREE_FAILURES", "5,20"),
+        metavar="PER_USER,PER_ADDRESS",
+        help="failed logins before each further try must wait (1 s, doubling to 5 min): per username, "
+        "per client address (default 5,20)",
+    )
     p.add_argument("--tls-cert", default=env("PEDL_SCHEDULER_TLS_CERT", ""), help="serve TLS: cert PEM")
     p.add_argument("--tls-key", default=env("PEDL_SCHEDULER_TLS_KEY", ""), help="serve TLS: key PEM")
     p.add_argument("--tls-ca", default="", help="CA to verify the checkpoint store with (or env PEDL_TLS_CA)")
@@ -89,6 +96,16 @@ def server_tls(cert: str, key: str) -> tuple[bytes, bytes] | None:
     if not cert:
         return None
     return auth.read_pem(cert, "TLS certificate"), auth.read_pem(key, "TLS private key")
+
+
+def free_failures(text: str) -> Limits:
+    try:
+        per_user, per_address = (int(x) for x in text.split(","))
+    except ValueError:
+        per_user = per_address = 0
+    if per_user < 1 or per_address < 1:
+        raise auth.AuthConfigError(f"--login-free-failures must be two counts >= 1 like 5,20, got {text!r}")
+    return Limits(free_per_user=per_user, free_per_address=per_address)
 
 
 def setup(args: argparse.Namespace, db: Storage) -> Security:
@@ -123,7 +140,8 @@ def setup(args: argparse.Namespace, db: Storage) -> Security:
         trial_token_ttl_seconds=args.trial_token_ttl_hours * 3600,
     )
     questions = StoreQuestions(db, users, secret, sec.private_experiments) if secret else None
-    servicer = AuthServicer(users, not args.no_auth, questions, HashPool(args.login_workers or None))
+    limits = AttemptLimits(free_failures(args.login_free_failures))
+    servicer = AuthServicer(users, not args.no_auth, questions, HashPool(args.login_workers or None), limits)
     sec.register.append(lambda s: auth_pb2_grpc.add_AuthServiceServicer_to_server(servicer, s))
     sec.service_names.append(auth_pb2.DESCRIPTOR.services_by_name["AuthService"].full_name)
     if not args.no_auth:
