@@ -122,6 +122,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 grpc.StatusCode.PERMISSION_DENIED, authz.refusal(principal, access, exp_id, owner)
             )
 
+    async def _check_owner(self, exp_id: int, context) -> None:
+        """A change to the experiment: its owner or an admin (authz.Access.MANAGE)."""
+        await self._require(exp_id, Access.MANAGE, context)
+
     async def _require_trial(self, trial_id: int, context) -> None:
         row = trial_ops.trial(self.db, trial_id)
         if row is not None:
