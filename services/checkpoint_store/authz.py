@@ -83,6 +83,7 @@ class StoreAuthz:
     def __init__(self, secret: str | None, asker: SchedulerAsker | None) -> None:
         self.secret = secret
         self.asker = asker
+        self._warned_unreachable = False
 
     async def check(
         self,
@@ -119,8 +120,11 @@ class StoreAuthz:
         try:
             reply = await self.asker.ask(token, "run", claim.experiment_id)
         except Refusal as r:
-            log.warning("scheduler unreachable: the trial token's signed scope stands", error=r.message)
+            if not self._warned_unreachable:  # once per outage, not per call
+                log.warning("scheduler unreachable: trial tokens' signed scope stands", error=r.message)
+            self._warned_unreachable = True
             return
+        self._warned_unreachable = False
         if not reply.allowed:
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED, reply.reason)
 
