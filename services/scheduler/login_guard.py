@@ -33,7 +33,7 @@ TARPIT_SECONDS = 1.0
 class Limits:
     free_per_user: int = 5  # failures before the first wait
     free_per_address: int = 20
-    base_delay: float = 1.0
+    base_delay: float = 2.0
     max_delay: float = 300.0
     forget_after: float = 900.0
     max_tracked: int = 100_000

@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--login-free-failures",
         default=env("PEDL_SCHEDULER_LOGIN_FREE_FAILURES", "5,20"),
         metavar="PER_USER,PER_ADDRESS",
-        help="failed logins before each further try must wait (1 s, doubling to 5 min): per username, "
+        help="failed logins before each further try must wait (2 s, doubling to 5 min): per username, "
         "per client address (default 5,20)",
     )
     p.add_argument("--tls-cert", default=env("PEDL_SCHEDULER_TLS_CERT", ""), help="serve TLS: cert PEM")
