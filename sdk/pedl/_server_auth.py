@@ -30,9 +30,6 @@ class Principal:
     kind: str = "user"  # "user" | "cluster" | "trial" | "anonymous" (authentication off)
     experiment_id: int = 0
 
-    def may_manage(self, owner: str) -> bool:
-        return self.admin or (self.kind == "user" and self.username == owner)
-
 
 ANONYMOUS = Principal("", admin=True, kind="anonymous")
 CLUSTER = Principal("", admin=True, kind="cluster")

@@ -63,8 +63,8 @@ async def serve(config: Config) -> None:
         finished_deletes=len(report.finished_deletes),
         unreadable=len(report.unreadable),
     )
-    servicer = CheckpointStoreServicer(store)
-    interceptors, tls = security.setup(config)
+    interceptors, tls, authz = security.setup(config)
+    servicer = CheckpointStoreServicer(store, authz=authz)
     server, port = _grpc.aio_server(
         [lambda s: checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(servicer, s)],
         [SERVICE_NAME],

@@ -1,5 +1,6 @@
-"""Who may call the checkpoint store: pedl services (cluster secret), trials (the token the
-scheduler minted for them) and users (session tokens, checked with the scheduler and cached)."""
+"""Who is calling the checkpoint store: pedl services (cluster secret), trials (the token the
+scheduler minted for their run) and users (session tokens, checked with the scheduler and cached).
+What each may do to which checkpoint is `authz.py`."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import grpc.aio
 from pedl import _grpc, _trial_token, auth
 from pedl._server_auth import CLUSTER, AuthInterceptor, Denied, Principal, is_secret
 from pedl.v1 import auth_pb2, auth_pb2_grpc
+from pedl_checkpoint_store.authz import SchedulerAsker, StoreAuthz, principal_for_trial
 from pedl_checkpoint_store.config import Config
 
-CACHE_SECONDS = 10.0
+# 0: a deactivated user or a session ended by `logout --all` is refused at once.
+CACHE_SECONDS = 0.0
 VALIDATE_TIMEOUT_SECONDS = 10.0
-DELETE = "/pedl.v1.CheckpointStoreService/DeleteCheckpoint"
 
 
 class TokenValidator:
@@ -71,17 +73,17 @@ class StoreAuthenticator:
         if is_secret(token, self.secret):
             return CLUSTER
         if _trial_token.is_trial_token(token):
-            ids = _trial_token.verify(self.secret, token)
-            if ids is None:
-                raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid")
-            if method == DELETE:
-                raise Denied(grpc.StatusCode.PERMISSION_DENIED, "trials may not delete checkpoints")
-            return Principal(f"trial-{ids[1]}", admin=False, kind="trial", experiment_id=ids[0])
+            claim = _trial_token.verify(self.secret, token)
+            if claim is None:
+                raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
+            return principal_for_trial(claim)
         return await self.validator.validate(token)
 
 
-def setup(config: Config) -> tuple[list[grpc.aio.ServerInterceptor], tuple[bytes, bytes] | None]:
-    """The interceptors and TLS key pair the config asks for; raises auth.AuthConfigError."""
+def setup(
+    config: Config,
+) -> tuple[list[grpc.aio.ServerInterceptor], tuple[bytes, bytes] | None, StoreAuthz]:
+    """The interceptors, TLS key pair and authorisation the config asks for; raises auth.AuthConfigError."""
     if bool(config.tls_cert) != bool(config.tls_key):
         raise auth.AuthConfigError("--tls-cert and --tls-key go together")
     tls = None
@@ -93,12 +95,17 @@ def setup(config: Config) -> tuple[list[grpc.aio.ServerInterceptor], tuple[bytes
     secret = auth.cluster_secret(config.cluster_secret_file or None)
     if config.no_auth:
         auth.configure_process(credential=secret, tls_ca=config.tls_ca or None)
-        return [], tls
+        return [], tls, StoreAuthz(None, None)
     if secret is None:
         raise auth.AuthConfigError(
             "authentication is on, but no cluster secret is configured: pass --cluster-secret-file FILE "
             "or set PEDL_CLUSTER_SECRET (or run with --no-auth for development)"
         )
     auth.configure_process(credential=secret, tls_ca=config.tls_ca or None)
-    validator = TokenValidator(config.master or os.environ.get("PEDL_MASTER", ""))
-    return [AuthInterceptor(StoreAuthenticator(secret, validator))], tls
+    master = config.master or os.environ.get("PEDL_MASTER", "")
+    validator = TokenValidator(master)
+    return (
+        [AuthInterceptor(StoreAuthenticator(secret, validator))],
+        tls,
+        StoreAuthz(secret, SchedulerAsker(master)),
+    )

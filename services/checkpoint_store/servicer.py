@@ -13,9 +13,9 @@ import grpc.aio
 from google.protobuf import json_format
 
 from pedl import _log
-from pedl._server_auth import current_principal
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
+from pedl_checkpoint_store.authz import DELETE, READ, WRITE, StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
@@ -38,9 +38,12 @@ def _code(error: StoreError) -> grpc.StatusCode:
 
 
 class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
-    def __init__(self, store: CheckpointStore, chunk_size: int = CHUNK_SIZE) -> None:
+    def __init__(
+        self, store: CheckpointStore, chunk_size: int = CHUNK_SIZE, authz: StoreAuthz | None = None
+    ) -> None:
         self.store = store
         self.chunk_size = chunk_size
+        self.authz = authz or StoreAuthz(None, None)  # without one: authentication is off
 
     async def UploadCheckpoint(
         self, request_iterator: AsyncIterator[pb.UploadCheckpointRequest], context: grpc.aio.ServicerContext
@@ -53,7 +56,8 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
                 if kind == "header":
                     if upload is not None:
                         raise InvalidArgument("upload stream carries a second header")
-                    await _check_may_store(context, request.header.experiment_id)
+                    header = request.header
+                    await self.authz.check(context, WRITE, header.experiment_id, header.trial_id, header.uuid)
                     upload = await asyncio.to_thread(self._begin, request.header)
                 elif kind == "chunk":
                     if upload is None:
@@ -89,7 +93,8 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
     async def BeginUpload(
         self, request: pb.BeginUploadRequest, context: grpc.aio.ServicerContext
     ) -> pb.BeginUploadResponse:
-        await _check_may_store(context, request.header.experiment_id)
+        header = request.header
+        await self.authz.check(context, WRITE, header.experiment_id, header.trial_id, header.uuid)
         files = [(f.path, f.size) for f in request.files]
         async with _storage_errors(context, "direct upload rejected"):
             upload = await asyncio.to_thread(
@@ -112,7 +117,9 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
         files = [UploadedFile(f.path, f.sha256, list(f.etags)) for f in request.files]
         async with _storage_errors(context, "direct upload rejected", uuid=request.uuid):
             upload = self.store.direct_uploads.get(request.uuid)
-            await _check_may_store(context, upload.checkpoint.experiment_id)
+            await self.authz.check(
+                context, WRITE, upload.checkpoint.experiment_id, upload.checkpoint.trial_id
+            )
             checkpoint = await asyncio.to_thread(self.store.direct_uploads.finish, request.uuid, files)
         _log_stored(checkpoint, upload.started, direct=True)
         return pb.FinishUploadResponse(checkpoint=checkpoint)
@@ -124,7 +131,7 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
             upload = self.store.direct_uploads.get(request.uuid)
         except NotFound:
             return pb.AbortUploadResponse()
-        await _check_may_store(context, upload.checkpoint.experiment_id)
+        await self.authz.check(context, WRITE, upload.checkpoint.experiment_id, upload.checkpoint.trial_id)
         await asyncio.to_thread(self.store.direct_uploads.abort, request.uuid)
         log.warning("direct upload aborted by the client", uuid=request.uuid)
         return pb.AbortUploadResponse()
@@ -134,6 +141,8 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
     ) -> AsyncIterator[pb.DownloadCheckpointResponse]:
         chunks: Iterator[DownloadItem] | None = None
         try:
+            record = self.store.get(request.uuid)
+            await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
             checkpoint, chunks = await asyncio.to_thread(
                 self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
             )
@@ -159,36 +168,36 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
         self, request: pb.GetCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCheckpointResponse:
         try:
-            return pb.GetCheckpointResponse(checkpoint=self.store.get(request.uuid))
+            record = self.store.get(request.uuid)
         except StoreError as e:
             await context.abort(_code(e), str(e))
             raise  # unreachable: abort raises
+        await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
+        return pb.GetCheckpointResponse(checkpoint=record)
 
     async def ListCheckpoints(
         self, request: pb.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListCheckpointsResponse:
         checkpoints = self.store.list(experiment_id=request.experiment_id, trial_id=request.trial_id)
-        return pb.ListCheckpointsResponse(checkpoints=checkpoints)
+        return pb.ListCheckpointsResponse(
+            checkpoints=await self.authz.visible(context, list(checkpoints), request.trial_id)
+        )
 
     async def DeleteCheckpoint(
         self, request: pb.DeleteCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteCheckpointResponse:
+        try:
+            record = self.store.get(request.uuid)
+        except StoreError as e:
+            await context.abort(_code(e), str(e))
+            raise  # unreachable: abort raises
+        await self.authz.check(context, DELETE, record.experiment_id, record.trial_id, record.uuid)
         try:
             await asyncio.to_thread(self.store.delete, request.uuid)
         except StoreError as e:
             await context.abort(_code(e), str(e))
         log.info("checkpoint deleted", uuid=request.uuid)
         return pb.DeleteCheckpointResponse()
-
-
-async def _check_may_store(context: grpc.aio.ServicerContext, experiment_id: int) -> None:
-    """A trial may store (and abort) only its own experiment's checkpoints."""
-    caller = current_principal()
-    if caller.kind == "trial" and experiment_id != caller.experiment_id:
-        await context.abort(
-            grpc.StatusCode.PERMISSION_DENIED,
-            f"trials of experiment {caller.experiment_id} may store only its checkpoints",
-        )
 
 
 def _header_fields(header: pb.UploadHeader) -> dict[str, Any]:

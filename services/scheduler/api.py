@@ -12,7 +12,8 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
+from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
+from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.storage.ops import agents as agent_ops
@@ -32,6 +33,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         cluster: Cluster,
         cluster_id: str,
         storage_roots: Sequence[Path] | None = None,
+        private: bool = False,
     ) -> None:
         self.manager = manager
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -39,6 +41,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.db = manager.db
         self.cluster = cluster
         self.cluster_id = cluster_id
+        # --private-experiments: users who are not admins read only their own (authz.py).
+        self.private = private
 
     async def CreateExperiment(self, request, context):  # noqa: N802
         return await self._create(request, context)
@@ -84,11 +88,14 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
 
     async def ListExperiments(self, request, context):  # noqa: N802
         rows = experiment_ops.experiments_with_trial_counts(self.db)
+        principal = current_principal()
+        rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
             experiments=[convert.experiment(r, r["num_trials"]) for r in rows]
         )
 
     async def GetExperiment(self, request, context):  # noqa: N802
+        await self._require(request.experiment_id, Access.READ, context)
         exp = await self._experiment_or_abort(request.experiment_id, context)
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
         trials = [convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]) for r in rows]
@@ -108,7 +115,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
 
     async def PatchExperiment(self, request, context):  # noqa: N802
         exp_id = request.experiment_id
-        await self._check_owner(exp_id, context)
+        await self._require(exp_id, Access.MANAGE, context)
         row = experiment_ops.experiment(self.db, exp_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
@@ -134,7 +141,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
 
     async def DeleteExperiment(self, request, context):  # noqa: N802
         exp_id = request.experiment_id
-        await self._check_owner(exp_id, context)
+        await self._require(exp_id, Access.MANAGE, context)
         if experiment_ops.experiment_state(self.db, exp_id) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         try:
@@ -155,17 +162,26 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             trial=convert.trial(row, self.manager.trial_agent(row["id"]), 0)
         )
 
-    async def _check_owner(self, exp_id: int, context) -> None:
-        stored_owner = experiment_ops.experiment_owner(self.db, exp_id)
-        if stored_owner is not None and not current_principal().may_manage(stored_owner):
-            owner = f"user {stored_owner!r}" if stored_owner else "no user"
+    async def _require(self, exp_id: int, access: Access, context) -> None:
+        """The object half of authz: an experiment that does not exist is left to NOT_FOUND."""
+        owner = experiment_ops.experiment_owner(self.db, exp_id)
+        principal = current_principal()
+        if owner is not None and not authz.may(principal, access, owner, self.private):
             await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"experiment {exp_id} belongs to {owner}: only its owner or an admin may change it",
+                grpc.StatusCode.PERMISSION_DENIED, authz.refusal(principal, access, exp_id, owner)
             )
 
+    async def _check_owner(self, exp_id: int, context) -> None:
+        """A change to the experiment: its owner or an admin (authz.Access.MANAGE)."""
+        await self._require(exp_id, Access.MANAGE, context)
+
+    async def _require_trial(self, trial_id: int, context) -> None:
+        row = trial_ops.trial(self.db, trial_id)
+        if row is not None:
+            await self._require(row["experiment_id"], Access.READ, context)
+
     async def _lifecycle(self, action, exp_id: int, context) -> None:
-        await self._check_owner(exp_id, context)
+        await self._require(exp_id, Access.MANAGE, context)
         try:
             action(exp_id)
         except NotFound as e:
@@ -174,6 +190,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
 
     async def GetModelDefinition(self, request, context):  # noqa: N802
+        await self._require(request.experiment_id, Access.READ, context)
         row = experiment_ops.model_definition(self.db, request.experiment_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {request.experiment_id} not found")
@@ -183,6 +200,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     async def GetTrial(self, request, context):  # noqa: N802
+        await self._require_trial(request.trial_id, context)
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
@@ -197,6 +215,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     async def ListTrialDetails(self, request, context):  # noqa: N802
+        await self._require(request.experiment_id, Access.READ, context)
         await self._experiment_or_abort(request.experiment_id, context)
         if request.limit < 0 or request.after_trial_id < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit and after_trial_id must be >= 0")
@@ -224,6 +243,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     async def GetTrialLogs(self, request, context) -> AsyncIterator[scheduler_pb2.GetTrialLogsResponse]:  # noqa: N802
+        await self._require_trial(request.trial_id, context)
         if not trial_ops.trial_exists(self.db, request.trial_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         after = request.after_id
@@ -248,7 +268,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.ListAgentsResponse(agents=[a.to_proto() for a in self.cluster.agents.values()])
 
     async def SetAgentEnabled(self, request, context):  # noqa: N802
-        if not current_principal().admin:
+        if not current_principal().admin:  # authz.RULES says so; kept for --no-auth's test servers
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can enable or disable agents"
             )

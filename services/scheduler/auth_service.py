@@ -1,19 +1,42 @@
-"""Who may call the scheduler, and AuthService: logins, users, and token checks for other services.
+"""Who is calling the scheduler, and AuthService: logins, users, and token checks for other services.
 
 Agents and the checkpoint store present the cluster secret; users present a session token from
-Login. AgentLinkService and ValidateToken accept only the cluster secret.
+Login; a trial's token is recognised only to be refused. What each may call is `authz.RULES`.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
+from pedl import _trial_token
 from pedl._server_auth import CLUSTER, Denied, Principal, bearer_token, current_principal, is_secret
 from pedl.v1 import auth_pb2, auth_pb2_grpc
-from pedl_scheduler.users import Session, User, UserError, UserExists, UserNotFound, Users, rfc3339
+from pedl_scheduler import authz
+from pedl_scheduler.login_guard import (
+    TARPIT_SECONDS,
+    AttemptLimits,
+    Busy,
+    HashPool,
+    peer_address,
+    retry_message,
+)
+from pedl_scheduler.store_questions import StoreQuestions
+from pedl_scheduler.users import (
+    Session,
+    User,
+    UserError,
+    UserExists,
+    UserNotFound,
+    Users,
+    hash_password,
+    rfc3339,
+    verify,
+)
 
 LOGIN = "/pedl.v1.AuthService/Login"
-CLUSTER_ONLY = frozenset({"/pedl.v1.AgentLinkService/Connect", "/pedl.v1.AuthService/ValidateToken"})
+CLUSTER_ONLY = frozenset(m for m, rule in authz.RULES.items() if rule.who is authz.Who.CLUSTER)
 NO_CREDENTIAL = (
     "this call needs a credential: log in with `pedl user login` "
     "(or send metadata `authorization: Bearer <token>`)"
@@ -32,24 +55,44 @@ class SchedulerAuthenticator:
         self.secret = cluster_secret
 
     async def __call__(self, method: str, token: str | None) -> Principal:
+        principal = await self._identify(method, token)
+        authz.check_call(principal, method)
+        return principal
+
+    async def _identify(self, method: str, token: str | None) -> Principal:
         if token is None:
             raise Denied(grpc.StatusCode.UNAUTHENTICATED, NO_CREDENTIAL)
         if is_secret(token, self.secret):
             return CLUSTER
+        if _trial_token.is_trial_token(token):
+            claim = _trial_token.verify(self.secret, token)
+            if claim is None:
+                raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
+            return Principal(
+                f"trial-{claim.trial_id}", False, kind="trial", experiment_id=claim.experiment_id
+            )
         session = self.users.session(token)
-        if method in CLUSTER_ONLY:
-            if isinstance(session, Session):
-                raise Denied(grpc.StatusCode.PERMISSION_DENIED, f"{method} is for pedl services only")
-            raise Denied(grpc.StatusCode.UNAUTHENTICATED, "wrong cluster secret")
         if not isinstance(session, Session):
+            if method in CLUSTER_ONLY:
+                raise Denied(grpc.StatusCode.UNAUTHENTICATED, "wrong cluster secret")
             raise Denied(grpc.StatusCode.UNAUTHENTICATED, f"{session}: log in again with `pedl user login`")
         return Principal(session.user.username, session.user.admin)
 
 
 class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
-    def __init__(self, users: Users, enabled: bool) -> None:
+    def __init__(
+        self,
+        users: Users,
+        enabled: bool,
+        store_questions: StoreQuestions | None = None,
+        hash_pool: HashPool | None = None,
+        limits: AttemptLimits | None = None,
+    ) -> None:
         self.users = users
         self.enabled = enabled
+        self.store_questions = store_questions
+        self.hash_pool = hash_pool or HashPool()
+        self.limits = limits or AttemptLimits()
 
     async def _need_auth(self, context) -> None:  # type: ignore[no-untyped-def]
         if not self.enabled:
@@ -58,11 +101,24 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             )
 
     async def Login(self, request, context):  # noqa: N802
+        """Refused at once while the user or address must wait; hashing runs in the pool."""
         await self._need_auth(context)
-        result = self.users.login(request.username, request.password)
-        if result is None:
+        address = peer_address(context.peer() or "")
+        wait = self.limits.wait(request.username, address)
+        if wait > 0:
+            await asyncio.sleep(min(wait, TARPIT_SECONDS))
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, retry_message(wait))
+        row = self.users.lookup(request.username)
+        try:
+            good, rehash = await self.hash_pool.run(verify, request.password, row)
+        except Busy as e:
+            await asyncio.sleep(TARPIT_SECONDS)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+        if not good or row is None:
+            self.limits.failed(request.username, address)
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong username or password")
-        token, session = result
+        self.limits.succeeded(request.username, address)
+        token, session = self.users.open_session(row, rehash)
         return auth_pb2.LoginResponse(
             token=token, user=_user_proto(session.user), expires_at=rfc3339(session.expires_at)
         )
@@ -70,9 +126,16 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     async def Logout(self, request, context):  # noqa: N802
         await self._need_auth(context)
         token = bearer_token(context.invocation_metadata())
+        principal = current_principal()
+        if request.all:
+            if principal.kind != "user":
+                await context.abort(
+                    grpc.StatusCode.FAILED_PRECONDITION, "only a user's session can log out --all"
+                )
+            return auth_pb2.LogoutResponse(ended=self.users.logout_all(principal.username))
         if token:
             self.users.logout(token)
-        return auth_pb2.LogoutResponse()
+        return auth_pb2.LogoutResponse(ended=1 if principal.kind == "user" else 0)
 
     async def WhoAmI(self, request, context):  # noqa: N802
         p = current_principal()
@@ -83,11 +146,14 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if not current_principal().admin:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only an admin can create users")
         try:
-            user = self.users.create(request.username, request.password, request.admin)
+            password_hash = await self.hash_pool.run(hash_password, request.password)
+            user = self.users.create(request.username, request.password, request.admin, password_hash)
         except UserExists as e:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(e))
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Busy as e:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return auth_pb2.CreateUserResponse(user=_user_proto(user))
 
     async def ListUsers(self, request, context):  # noqa: N802
@@ -95,17 +161,19 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
 
     async def SetUserPassword(self, request, context):  # noqa: N802
         await self._need_auth(context)
-        principal = current_principal()
-        if not principal.admin and principal.username != request.username:
+        if not authz.may_change_password(current_principal(), request.username):
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can change another user's password"
             )
         try:
-            self.users.change_password(request.username, request.password)
+            new_hash = await self.hash_pool.run(hash_password, request.password)
+            self.users.change_password(request.username, request.password, new_hash)
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Busy as e:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return auth_pb2.SetUserPasswordResponse()
 
     async def SetUserActive(self, request, context):  # noqa: N802
@@ -132,3 +200,8 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             user=_user_proto(session.user),
             expires_in_seconds=max(0.0, session.expires_at - self.users.clock()),
         )
+
+    async def Authorize(self, request, context):  # noqa: N802
+        await self._need_auth(context)
+        assert self.store_questions is not None
+        return self.store_questions.answer(request)

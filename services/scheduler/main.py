@@ -159,10 +159,13 @@ async def serve(args: argparse.Namespace) -> None:
         reconnect_grace=args.agent_reconnect_grace,
     )
     manager.cluster_secret = sec.secret
+    manager.state.trial_token_ttl_seconds = sec.trial_token_ttl_seconds
     manager.recover()
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
     roots = parse_roots(args.allowed_storage_root, _env("ALLOWED_STORAGE_ROOT", "")) or [str(DEFAULT_ROOT)]
-    api = SchedulerApi(manager, cluster, cluster_id, storage_roots=resolved_roots(roots))
+    api = SchedulerApi(
+        manager, cluster, cluster_id, storage_roots=resolved_roots(roots), private=sec.private_experiments
+    )
     link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
     server, port = _grpc.aio_server(
         [

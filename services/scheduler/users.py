@@ -1,12 +1,16 @@
 """Users and their sessions in the scheduler's database.
 
-Passwords are kept as salted scrypt hashes; session tokens are random and only their SHA-256 is
-stored, so a copy of the database lets nobody log in.
+Passwords are kept as salted scrypt hashes at OWASP's cost (N = 2^17, r = 8, p = 1: 128 MiB and
+a few hundred milliseconds per hash), and a hash made at a lower cost is replaced at the user's
+next good login. Session tokens are random and only their SHA-256 is stored, so a copy of the
+database lets nobody log in. Hashing is slow on purpose: the AuthService runs it in a small worker
+pool off the event loop (`login_guard.py`); the `*_password` functions are safe in any thread.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -22,7 +26,9 @@ from pedl_scheduler.storage.ops import users as user_ops
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD_CHARS = 8
 TOKEN_PREFIX = "pedl_"
-_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+_SCRYPT = {"n": 2**17, "r": 8, "p": 1}
+# OpenSSL refuses scrypt past `maxmem` (default 32 MiB); N = 2^17, r = 8 needs 128 MiB.
+_MAXMEM = 2**28
 
 
 class UserError(ValueError):
@@ -58,7 +64,7 @@ def _b64(data: bytes) -> str:
 
 def hash_password(password: str) -> str:
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
+    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, maxmem=_MAXMEM, **_SCRYPT)
     return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
 
 
@@ -67,11 +73,28 @@ def check_password(password: str, stored: str) -> bool:
         scheme, n, r, p, salt, digest = stored.split("$")
         expected = base64.b64decode(digest)
         actual = hashlib.scrypt(
-            password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(expected)
+            password.encode(),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            dklen=len(expected),
+            maxmem=_MAXMEM,
         )
     except ValueError:
         return False
     return scheme == "scrypt" and hmac.compare_digest(actual, expected)
+
+
+def needs_rehash(stored: str) -> bool:
+    """True for a hash made at a lower cost than today's (upgraded at the next good login)."""
+    parts = stored.split("$")
+    if len(parts) != 6 or parts[0] != "scrypt":
+        return True
+    try:
+        return (int(parts[1]), int(parts[2]), int(parts[3])) < (_SCRYPT["n"], _SCRYPT["r"], _SCRYPT["p"])
+    except ValueError:
+        return True
 
 
 def hash_token(token: str) -> str:
@@ -82,8 +105,20 @@ def rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-# Spent on logins for unknown users too, so timing does not tell which usernames exist.
-_DUMMY_HASH = hash_password(secrets.token_hex(8))
+@functools.cache
+def _dummy_hash() -> str:
+    """Checked for unknown users too, at today's cost, so timing does not tell which usernames exist."""
+    return hash_password(secrets.token_hex(8))
+
+
+def verify(password: str, row: dict | None) -> tuple[bool, str]:  # type: ignore[type-arg]
+    """(password right and user active, a new hash when the stored one is weaker than today's).
+    The slow part of a login, free of the database: AuthService runs it in its worker pool."""
+    if row is None:
+        check_password(password, _dummy_hash())
+        return False, ""
+    good = check_password(password, row["password_hash"]) and bool(row.get("active", 1))
+    return good, hash_password(password) if good and needs_rehash(row["password_hash"]) else ""
 
 
 class Users:
@@ -104,7 +139,8 @@ class Users:
     def list(self) -> list[User]:
         return [self._user(r) for r in user_ops.all_users(self.db)]
 
-    def create(self, username: str, password: str, admin: bool = False) -> User:
+    def create(self, username: str, password: str, admin: bool = False, password_hash: str = "") -> User:
+        """`password_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
         if not USERNAME.match(username):
             raise UserError(
                 f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
@@ -115,7 +151,9 @@ class Users:
         with self.db.transaction():
             if self.get(username) is not None:
                 raise UserExists(f"user {username!r} already exists")
-            user_ops.create_user(self.db, username, hash_password(password), admin, utc_now())
+            user_ops.create_user(
+                self.db, username, password_hash or hash_password(password), admin, utc_now()
+            )
         user = self.get(username)
         assert user is not None
         return user
@@ -128,13 +166,18 @@ class Users:
         return True
 
     def login(self, username: str, password: str) -> tuple[str, Session] | None:
-        """A new session token for good credentials; None otherwise."""
-        row = user_ops.user_by_name(self.db, username)
-        if row is None:
-            check_password(password, _DUMMY_HASH)
-            return None
-        if not check_password(password, row["password_hash"]) or not row.get("active", 1):
-            return None
+        """A new session token for good credentials; None otherwise. Hashes on the calling thread."""
+        row = self.lookup(username)
+        good, rehash = verify(password, row)
+        return self.open_session(row, rehash) if good and row is not None else None
+
+    def lookup(self, username: str) -> dict | None:  # type: ignore[type-arg]
+        return user_ops.user_by_name(self.db, username)
+
+    def open_session(self, row: dict, rehash: str = "") -> tuple[str, Session]:  # type: ignore[type-arg]
+        """After `verify` said yes: stores an upgraded hash, starts a session."""
+        if rehash:
+            user_ops.set_password(self.db, row["id"], rehash)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = self.clock()
         expires = now + self.session_ttl
@@ -152,11 +195,12 @@ class Users:
             return "the session has expired"
         return Session(self._user(row), float(row["expires_at"]))
 
-    def change_password(self, username: str, password: str) -> None:
+    def change_password(self, username: str, password: str, new_hash: str = "") -> None:
+        """`new_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
         user = self._existing(username)
         if len(password) < MIN_PASSWORD_CHARS:
             raise UserError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
-        user_ops.set_password(self.db, user.id, hash_password(password))
+        user_ops.set_password(self.db, user.id, new_hash or hash_password(password))
 
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)
@@ -170,3 +214,7 @@ class Users:
 
     def logout(self, token: str) -> None:
         user_ops.end_session(self.db, hash_token(token))
+
+    def logout_all(self, username: str) -> int:
+        """Ends every session of the user (`pedl user logout --all`); how many there were."""
+        return user_ops.end_user_sessions(self.db, self._existing(username).id)

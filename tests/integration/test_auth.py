@@ -91,10 +91,10 @@ def test_calls_without_a_valid_token_are_unauthenticated(cluster: LocalCluster) 
     assert code_of(lambda: scheduler(cluster.master, "pedl_forged").ListExperiments(list_request)) == (
         grpc.StatusCode.UNAUTHENTICATED
     )
-    # A trial's token is for the checkpoint store only; the cluster secret's bearer is not a user.
-    trial = _trial_token.mint(cluster.secret_file.read_text().strip(), 1, 1)
+    # A trial's token is for the checkpoint store only (tests/integration/test_rpc_authorization.py).
+    trial = _trial_token.mint(cluster.secret_file.read_text().strip(), 1, 1, 1)
     assert code_of(lambda: scheduler(cluster.master, trial).ListExperiments(list_request)) == (
-        grpc.StatusCode.UNAUTHENTICATED
+        grpc.StatusCode.PERMISSION_DENIED
     )
     # Health stays open for probes (reflection too: see test_grpcurl).
     health = health_pb2_grpc.HealthStub(_raw(cluster.master, None))
@@ -103,18 +103,21 @@ def test_calls_without_a_valid_token_are_unauthenticated(cluster: LocalCluster) 
 
     store = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub
     list_ckpts = checkpoint_store_pb2.ListCheckpointsRequest()
-    for bad in (None, "pedl_forged", "pedlt1.1.1.99999999999.forged"):
+    for bad in (None, "pedl_forged", "pedlt1.1.1.99999999999.forged", "pedlt2.1.1.1.99999999999..forged"):
         assert code_of(
             lambda bad=bad: store(_raw(cluster.store.address, bad)).ListCheckpoints(list_ckpts)
         ) == (grpc.StatusCode.UNAUTHENTICATED), bad
-    # A user's token is checked with the scheduler; a trial's own token works without it.
+    # A user's token is checked with the scheduler; a trial's token only for a live run of its trial.
     assert (
         store(_raw(cluster.store.address, cluster.token)).ListCheckpoints(list_ckpts, timeout=10) is not None
     )
-    assert store(_raw(cluster.store.address, trial)).ListCheckpoints(list_ckpts, timeout=10) is not None
+    own = checkpoint_store_pb2.ListCheckpointsRequest(trial_id=1)
+    assert code_of(lambda: store(_raw(cluster.store.address, trial)).ListCheckpoints(own)) == (
+        grpc.StatusCode.PERMISSION_DENIED  # no such run
+    )
     delete = checkpoint_store_pb2.DeleteCheckpointRequest(uuid="x")
     assert code_of(lambda: store(_raw(cluster.store.address, trial)).DeleteCheckpoint(delete)) == (
-        grpc.StatusCode.PERMISSION_DENIED
+        grpc.StatusCode.NOT_FOUND  # a real one: PERMISSION_DENIED (test_rpc_authorization.py)
     )
 
 

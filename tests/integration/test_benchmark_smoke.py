@@ -63,3 +63,13 @@ def test_the_search_quality_benchmark_runs_in_smoke_mode() -> None:
     assert "ASHA's compute to reach the target, as a fraction of random search's" in out
     # Whether 4 short trials reach 0.05 depends on the draw: either figure line is the right shape.
     assert re.search(rf"error <= 0\.05: ({NUMBER} over 1 of 1 seeds|not reached by both searchers)", out), out
+
+
+def test_the_login_storm_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("login_storm.py")
+    assert "== login storm: 32 clients sending wrong logins" in out
+    for phase in ("idle", "storm, limits as deployed", "storm, every attempt hashed"):
+        assert re.search(
+            rf"^{re.escape(phase)} +p50 +{NUMBER} ms  p99 +{NUMBER} ms  \(\d+ calls\)", out, re.M
+        ), out
+    assert "goal: p99 under 50 ms during the storm" in out

@@ -200,6 +200,7 @@ def local_cluster(
     reconnect_grace: float = 3.0,
     tls: TlsFiles | None = None,
     agent_args: list[str] | None = None,
+    scheduler_args: list[str] | None = None,
 ) -> Iterator[LocalCluster]:
     """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports.
 
@@ -256,6 +257,7 @@ def local_cluster(
             "1",
             "--heartbeat-timeout",
             "10",
+            *(scheduler_args or []),
         ]
         cluster.start_scheduler()
         with _env(**tls_env):

@@ -25,7 +25,9 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     login.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     login.set_defaults(func=user_login)
 
-    commands.add_parser("logout", parents=[common], help="end this session").set_defaults(func=user_logout)
+    logout = commands.add_parser("logout", parents=[common], help="end this session")
+    logout.add_argument("--all", action="store_true", help="end every session of this user, on every machine")
+    logout.set_defaults(func=user_logout)
     commands.add_parser("whoami", parents=[common], help="who this login is").set_defaults(func=user_whoami)
     commands.add_parser(
         "token", parents=[common], help="print this login's token (for grpcurl's -H 'authorization: Bearer')"
@@ -93,11 +95,12 @@ def user_logout(args: argparse.Namespace) -> int:
         if auth.load_logins().get(args.master_address) is None:
             print(f"Not logged in to {args.master_address}")
             return 0
-        stub.Logout(auth_pb2.LogoutRequest(), timeout=_TIMEOUT)
+        reply = stub.Logout(auth_pb2.LogoutRequest(all=args.all), timeout=_TIMEOUT)
     finally:
         auth.forget_login(args.master_address)
         channel.close()  # type: ignore[attr-defined]
-    print(f"Logged out of {args.master_address}")
+    ended = f" (ended {reply.ended} session{'s' if reply.ended != 1 else ''})" if args.all else ""
+    print(f"Logged out of {args.master_address}{ended}")
     return 0
 
 

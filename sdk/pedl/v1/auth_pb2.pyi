@@ -36,12 +36,16 @@ class LoginResponse(_message.Message):
     def __init__(self, token: _Optional[str] = ..., user: _Optional[_Union[User, _Mapping]] = ..., expires_at: _Optional[str] = ...) -> None: ...
 
 class LogoutRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("all",)
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    all: bool
+    def __init__(self, all: bool = ...) -> None: ...
 
 class LogoutResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("ended",)
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    ended: int
+    def __init__(self, ended: _Optional[int] = ...) -> None: ...
 
 class WhoAmIRequest(_message.Message):
     __slots__ = ()
@@ -118,3 +122,27 @@ class SetUserActiveResponse(_message.Message):
     USER_FIELD_NUMBER: _ClassVar[int]
     user: User
     def __init__(self, user: _Optional[_Union[User, _Mapping]] = ...) -> None: ...
+
+class AuthorizeRequest(_message.Message):
+    __slots__ = ("token", "action", "experiment_id", "trial_id")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    action: str
+    experiment_id: int
+    trial_id: int
+    def __init__(self, token: _Optional[str] = ..., action: _Optional[str] = ..., experiment_id: _Optional[int] = ..., trial_id: _Optional[int] = ...) -> None: ...
+
+class AuthorizeResponse(_message.Message):
+    __slots__ = ("allowed", "reason", "user", "cache_seconds")
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    reason: str
+    user: User
+    cache_seconds: float
+    def __init__(self, allowed: bool = ..., reason: _Optional[str] = ..., user: _Optional[_Union[User, _Mapping]] = ..., cache_seconds: _Optional[float] = ...) -> None: ...

@@ -56,6 +56,11 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenResponse.FromString,
                 )
+        self.Authorize = channel.unary_unary(
+                '/pedl.v1.AuthService/Authorize',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.AuthorizeRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.AuthorizeResponse.FromString,
+                )
 
 
 class AuthServiceServicer(object):
@@ -71,7 +76,7 @@ class AuthServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Logout(self, request, context):
-        """Ends the caller's session: its token stops working at once.
+        """Ends the caller's session (with `all`, every session of the caller): the tokens stop working at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -112,6 +117,15 @@ class AuthServiceServicer(object):
 
     def ValidateToken(self, request, context):
         """Called with the cluster secret by other services (the checkpoint store) to check a user's token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Authorize(self, request, context):
+        """Called with the cluster secret by the checkpoint store: may the holder of `token` (a user's
+        session or a trial's token) do `action` to a checkpoint of `experiment_id`? The scheduler's
+        rule (services/scheduler/authz.py) answers, so the store never judges a user token itself.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -159,6 +173,11 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.ValidateToken,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenResponse.SerializeToString,
+            ),
+            'Authorize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Authorize,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.AuthorizeRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.AuthorizeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -305,5 +324,22 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/ValidateToken',
             pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.ValidateTokenResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Authorize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/Authorize',
+            pedl_dot_v1_dot_auth__pb2.AuthorizeRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.AuthorizeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

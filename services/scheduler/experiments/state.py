@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from pedl import _trial_token
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
@@ -26,6 +27,7 @@ class SchedulerState:
         self.reconnect_grace = reconnect_grace
         # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
         self.cluster_secret: str | None = None
+        self.trial_token_ttl_seconds: float = _trial_token.DEFAULT_TTL_SECONDS
         self.experiments: dict[int, ExperimentRuntime] = {}
         self.trials: dict[int, TrialRuntime] = {}
         # Indexes the hot paths use instead of scanning every live trial (a search may queue

@@ -106,7 +106,7 @@ class TrialRuns:
                         world_size=world_size,
                         rendezvous_address=rendezvous,
                         environment="" if env == "default" else env,
-                        checkpoint_token=self._checkpoint_token(exp.id, trial.id),
+                        checkpoint_token=self._checkpoint_token(exp, trial),
                         after=[
                             agent_pb2.RunRef(trial_id=h, run_id=self.trials[h].run_id)
                             for h in after.get(member.id, ())
@@ -126,9 +126,15 @@ class TrialRuns:
     def _record_run_started(self, trial: TrialRuntime) -> None:
         trial_ops.start_run(self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now())
 
-    def _checkpoint_token(self, exp_id: int, trial_id: int) -> str:
+    def _checkpoint_token(self, exp: ExperimentRuntime, trial: TrialRuntime) -> str:
+        """Good for this run's own checkpoints and the ones it starts from, until it ends or expires."""
         secret = self.state.cluster_secret
-        return _trial_token.mint(secret, exp_id, trial_id) if secret else ""
+        if not secret:
+            return ""
+        grants = (trial.latest_checkpoint_uuid, "" if trial.latest_checkpoint_uuid else exp.warm_start_uuid)
+        return _trial_token.mint(
+            secret, exp.id, trial.id, trial.run_id, grants, self.state.trial_token_ttl_seconds
+        )
 
     def _model_definition_name(self, exp: ExperimentRuntime) -> str:
         if exp.model_definition_name is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pedl._server_auth import Principal
+from pedl_scheduler import authz
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.storage.connection import Storage
 from pedl_scheduler.storage.ops import results as result_ops
@@ -36,7 +37,7 @@ def resolve_source(db: Storage, config: Any, requester: Principal) -> str:
         what = f"trial {trial_id}"
     else:
         return ""
-    if not requester.may_manage(row["owner"]):
+    if not authz.may(requester, authz.Access.MANAGE, row["owner"], private=True):
         owner = f"user {row['owner']!r}" if row["owner"] else "no user"
         raise UserError(
             f"searcher: {what} belongs to experiment {row['experiment_id']} of {owner}: only its owner or "

@@ -145,7 +145,7 @@ def test_finish_checks_what_was_sent(
 
 def test_trials_plan_only_their_experiments_checkpoints(s3_store: tuple[Service, str]) -> None:
     service, _ = s3_store
-    token = _trial_token.mint(os.environ["PEDL_CLUSTER_SECRET"], 5, 1)
+    token = _trial_token.mint(os.environ["PEDL_CLUSTER_SECRET"], 5, 1, run_id=1)
     with pytest.raises(grpc.RpcError) as info:
         begin(service.address, experiment_id=6, token=token)
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED

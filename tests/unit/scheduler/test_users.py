@@ -100,3 +100,39 @@ def test_password_change_and_deactivation(database_url: str) -> None:
     with pytest.raises(UserNotFound, match="user 'nobody' not found"):
         users.set_active("nobody", True)
     db.close()
+
+
+def test_hashes_are_at_owasp_cost_and_old_ones_upgrade_at_the_next_good_login(database_url: str) -> None:
+    import base64
+    import hashlib
+
+    from pedl_scheduler.storage.ops import users as user_ops
+    from pedl_scheduler.users import needs_rehash
+
+    assert hash_password("correct horse").split("$")[1:4] == [str(2**17), "8", "1"]
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=60)
+    users.create("olduser", "old-password")
+    salt = b"0123456789abcdef"
+    digest = hashlib.scrypt(b"old-password", salt=salt, n=2**14, r=8, p=1, dklen=32)
+    weak = f"scrypt${2**14}$8$1${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}"
+    user_ops.set_password(db, users._existing("olduser").id, weak)
+    assert users.login("olduser", "wrong-password") is None
+    assert users.lookup("olduser")["password_hash"] == weak  # a failed login changes nothing
+    assert users.login("olduser", "old-password") is not None
+    upgraded = users.lookup("olduser")["password_hash"]
+    assert upgraded != weak and not needs_rehash(upgraded) and check_password("old-password", upgraded)
+    db.close()
+
+
+def test_logout_all_ends_every_session_of_that_user_only(database_url: str) -> None:
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=60)
+    users.create("dave", "davepassword")
+    users.create("erin", "erinpassword")
+    daves = [users.login("dave", "davepassword")[0] for _ in range(3)]  # type: ignore[index]
+    erins, _ = users.login("erin", "erinpassword")  # type: ignore[misc]
+    assert users.logout_all("dave") == 3
+    assert not any(isinstance(users.session(t), Session) for t in daves)
+    assert isinstance(users.session(erins), Session)
+    db.close()

@@ -18,6 +18,7 @@ _SESSION = (
     .where(sessions.c.token_hash == bindparam("hash"))
 )
 _DROP_SESSION = delete(sessions).where(sessions.c.token_hash == bindparam("hash"))
+_USER_SESSIONS = select(sessions.c.token_hash).where(sessions.c.user_id == bindparam("user_id"))
 _DROP_USER_SESSIONS = delete(sessions).where(sessions.c.user_id == bindparam("user_id"))
 _SET_PASSWORD = (
     update(users).where(users.c.id == bindparam("user_id")).values(password_hash=bindparam("new_hash"))
@@ -64,6 +65,14 @@ def session_user(s: Storage, token_hash: str) -> Row | None:
 
 def end_session(s: Storage, token_hash: str) -> None:
     s.run(_DROP_SESSION, {"hash": token_hash})
+
+
+def end_user_sessions(s: Storage, user_id: int) -> int:
+    """Ends every session of the user; how many there were."""
+    with s.transaction():
+        count = len(s.rows(_USER_SESSIONS, {"user_id": user_id}))
+        s.run(_DROP_USER_SESSIONS, {"user_id": user_id})
+    return count
 
 
 def set_password(s: Storage, user_id: int, password_hash: str) -> None:

@@ -1,0 +1,132 @@
+"""Who may do what on the scheduler: the one authorisation rule, for every RPC it serves.
+
+Identities (`pedl._server_auth.Principal.kind`): no credential; a user's session (its owner or
+another user, admin or not); the cluster secret (agents, the checkpoint store, operators' scripts);
+a trial's token (scoped to one trial run, for the checkpoint store only).
+
+| call                                                     | needs                                    |
+|----------------------------------------------------------|------------------------------------------|
+| Login, health, reflection                                | nothing                                  |
+| WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,   | a user session or the cluster secret     |
+| CreateExperiment                                         |                                          |
+| SetUserPassword                                          | that user's session, or an admin         |
+| CreateUser, SetUserActive, SetAgentEnabled               | an admin                                 |
+| ListExperiments, GetExperiment, GetTrial, ListTrialDetails, | READ the experiment (below)           |
+| GetTrialLogs, GetModelDefinition                         |                                          |
+| Kill/Pause/Activate/Patch/DeleteExperiment               | MANAGE the experiment: owner or admin    |
+| AgentLinkService.Connect, ValidateToken, Authorize       | the cluster secret                       |
+
+READ: every signed-in user reads every experiment (Determined's open-source default); with
+`--private-experiments` a user who is not an admin sees only the experiments they own (lists
+are filtered, and so are the checkpoints the store lists and serves). MANAGE (every mutation:
+kill, pause, activate, description/labels/archive, delete, checkpoint delete in the store, and a
+model definition: it is only ever written at create) needs the experiment's owner or an admin.
+The cluster secret acts as an admin. A trial token calls nothing here: the scheduler refuses it
+for every RPC, and the store asks `Authorize` whether the trial's run is still live.
+
+A method without a row is refused at run time (default deny), and the RPC table test
+(tests/integration/test_rpc_authorization.py) fails for it, so a new RPC needs its rule here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import grpc
+
+from pedl._server_auth import Denied, Principal
+
+
+class Who(Enum):
+    OPEN = "anyone"
+    SIGNED_IN = "a user session or the cluster secret"
+    SELF_OR_ADMIN = "that user or an admin"
+    ADMIN = "an admin"
+    CLUSTER = "the cluster secret (pedl services)"
+
+
+class Access(Enum):
+    """What a call does to the experiment it names; checked by the servicer once it knows the owner."""
+
+    NONE = "none"
+    READ = "read"
+    MANAGE = "manage"
+
+
+@dataclass(frozen=True)
+class Rule:
+    who: Who
+    access: Access = Access.NONE
+
+
+_S, _A, _L = "/pedl.v1.SchedulerService/", "/pedl.v1.AuthService/", "/pedl.v1.AgentLinkService/"
+RULES: dict[str, Rule] = {
+    _A + "Login": Rule(Who.OPEN),
+    _A + "Logout": Rule(Who.SIGNED_IN),
+    _A + "WhoAmI": Rule(Who.SIGNED_IN),
+    _A + "ListUsers": Rule(Who.SIGNED_IN),
+    _A + "SetUserPassword": Rule(Who.SELF_OR_ADMIN),
+    _A + "CreateUser": Rule(Who.ADMIN),
+    _A + "SetUserActive": Rule(Who.ADMIN),
+    _A + "ValidateToken": Rule(Who.CLUSTER),
+    _A + "Authorize": Rule(Who.CLUSTER),
+    _L + "Connect": Rule(Who.CLUSTER),
+    _S + "CreateExperiment": Rule(Who.SIGNED_IN),
+    _S + "UploadExperiment": Rule(Who.SIGNED_IN),
+    _S + "ListAgents": Rule(Who.SIGNED_IN),
+    _S + "GetClusterInfo": Rule(Who.SIGNED_IN),
+    _S + "SetAgentEnabled": Rule(Who.ADMIN),
+    _S + "ListExperiments": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "GetExperiment": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "GetTrial": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "ListTrialDetails": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "GetTrialLogs": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "GetModelDefinition": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "KillExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "PauseExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "ActivateExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "PatchExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "DeleteExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "KillTrial": Rule(Who.SIGNED_IN, Access.MANAGE),
+}
+
+
+def check_call(principal: Principal, method: str) -> None:
+    """Raises Denied unless `principal` may call `method` at all (object checks come later)."""
+    rule = RULES.get(method)
+    if rule is None:
+        raise Denied(grpc.StatusCode.PERMISSION_DENIED, f"{method} has no authorisation rule: refused")
+    if principal.kind == "anonymous" or rule.who is Who.OPEN:
+        return
+    if principal.kind == "trial":
+        raise Denied(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"a trial's token may not call {method}: it is good only for its own checkpoints",
+        )
+    if rule.who is Who.CLUSTER and principal.kind != "cluster":
+        raise Denied(grpc.StatusCode.PERMISSION_DENIED, f"{method} is for pedl services only")
+    if rule.who is Who.ADMIN and not principal.admin:
+        raise Denied(grpc.StatusCode.PERMISSION_DENIED, f"{method.rsplit('/', 1)[-1]} needs an admin")
+
+
+def may(principal: Principal, access: Access, owner: str | None, private: bool) -> bool:
+    """The object rule. `owner` None: the experiment does not exist (only admins pass)."""
+    if principal.admin or access is Access.NONE:
+        return True
+    is_owner = principal.kind == "user" and owner is not None and principal.username == owner
+    if access is Access.MANAGE:
+        return is_owner
+    return is_owner or (not private and principal.kind == "user")
+
+
+def refusal(principal: Principal, access: Access, exp_id: int, owner: str | None) -> str:
+    """The one line a refused caller reads."""
+    whose = f"user {owner!r}" if owner else "no user"
+    if access is Access.MANAGE:
+        return f"experiment {exp_id} belongs to {whose}: only its owner or an admin may change it"
+    return f"experiment {exp_id} is private to its owner (the scheduler runs with --private-experiments)"
+
+
+def may_change_password(principal: Principal, username: str) -> bool:
+    return principal.admin or (principal.kind == "user" and principal.username == username)

@@ -1,0 +1,118 @@
+"""Sessions a user or an admin can end, and logins that cannot be guessed quickly, on real services:
+`pedl user logout --all` / `det user logout --all`, deactivation, and per-user and per-address
+attempt limits that treat unknown users exactly as known ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from pedl._bearer import BearerInterceptor
+from pedl.v1 import auth_pb2, auth_pb2_grpc, checkpoint_store_pb2, checkpoint_store_pb2_grpc
+from support.processes import BIN, LocalCluster, local_cluster, login
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[LocalCluster]:  # type: ignore[no-untyped-def]
+    with local_cluster(tmp_path_factory.mktemp("sessions") / "cluster", agents=0) as c:
+        try:
+            yield c
+        except BaseException:
+            print(c.logs())
+            raise
+
+
+def _channel(address: str, token: str | None) -> grpc.Channel:
+    channel = grpc.insecure_channel(address)
+    return grpc.intercept_channel(channel, BearerInterceptor(token)) if token else channel
+
+
+def works(cluster: LocalCluster, token: str) -> tuple[bool, bool]:
+    """(the scheduler accepts `token`, the checkpoint store accepts it)."""
+    results = []
+    for call in (
+        lambda: auth_pb2_grpc.AuthServiceStub(_channel(cluster.master, token)).WhoAmI(
+            auth_pb2.WhoAmIRequest(), timeout=30
+        ),
+        lambda: checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(
+            _channel(cluster.store.address, token)
+        ).ListCheckpoints(checkpoint_store_pb2.ListCheckpointsRequest(), timeout=30),
+    ):
+        try:
+            call()
+            results.append(True)
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.UNAUTHENTICATED, e
+            results.append(False)
+    return results[0], results[1]
+
+
+def create(cluster: LocalCluster, name: str) -> None:
+    stub = auth_pb2_grpc.AuthServiceStub(_channel(cluster.master, cluster.token))
+    stub.CreateUser(auth_pb2.CreateUserRequest(username=name, password=name * 4), timeout=60)
+
+
+@pytest.mark.parametrize("cli", ["pedl", "det"])
+def test_logout_all_ends_every_session_of_the_user(cluster: LocalCluster, tmp_path: Path, cli: str) -> None:
+    name = f"user{cli}"
+    create(cluster, name)
+    elsewhere = login(cluster.master, name, name * 4)  # another machine's session
+    someone_else = login(cluster.master, "admin", cluster.admin_password)
+    env = {k: v for k, v in os.environ.items() if k not in ("PEDL_TOKEN", "PEDL_CLUSTER_SECRET")}
+    env.update(PEDL_HOME=str(tmp_path / "home"), PEDL_MASTER=cluster.master, DET_MASTER=cluster.master)
+
+    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / cli), *args], input=stdin, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert run("user", "login", name, "--password-stdin", stdin=name * 4 + "\n").returncode == 0
+    here = run("user", "token").stdout.strip()
+    assert works(cluster, here) == works(cluster, elsewhere) == (True, True)
+    out = run("user", "logout", "--all")
+    assert out.returncode == 0, out.stderr
+    assert "ended 2 sessions" in out.stdout
+    assert works(cluster, here) == works(cluster, elsewhere) == (False, False)
+    assert works(cluster, someone_else) == (True, True)
+
+
+def test_deactivation_ends_sessions_at_once_everywhere(cluster: LocalCluster) -> None:
+    create(cluster, "grace")
+    token = login(cluster.master, "grace", "grace" * 4)
+    assert works(cluster, token) == (True, True)
+    admin = auth_pb2_grpc.AuthServiceStub(_channel(cluster.master, cluster.token))
+    admin.SetUserActive(auth_pb2.SetUserActiveRequest(username="grace", active=False), timeout=30)
+    assert works(cluster, token) == (False, False)  # no grace period in the store's cache either
+    admin.SetUserActive(auth_pb2.SetUserActiveRequest(username="grace", active=True), timeout=30)
+    assert works(cluster, token) == (False, False)  # reactivation does not bring sessions back
+    assert works(cluster, login(cluster.master, "grace", "grace" * 4)) == (True, True)
+
+
+def _login_code(cluster: LocalCluster, name: str, password: str) -> tuple[grpc.StatusCode, str]:
+    stub = auth_pb2_grpc.AuthServiceStub(_channel(cluster.master, None))
+    try:
+        stub.Login(auth_pb2.LoginRequest(username=name, password=password), timeout=60)
+    except grpc.RpcError as e:
+        return e.code(), e.details() or ""
+    return grpc.StatusCode.OK, ""
+
+
+def test_repeated_wrong_logins_must_wait_for_known_and_unknown_users_alike(cluster: LocalCluster) -> None:
+    create(cluster, "heidi")
+    for name in ("heidi", "no-such-user"):
+        answers = [_login_code(cluster, name, "wrong-password") for _ in range(5)]
+        assert [code for code, _ in answers] == [grpc.StatusCode.UNAUTHENTICATED] * 5, answers
+        # The 5th failure starts a 2 s wait: until it ends every try is refused unchecked, even
+        # heidi's right password (answered after a 1 s tarpit).
+        password = "heidi" * 4 if name == "heidi" else "wrong-password"
+        code, message = _login_code(cluster, name, password)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "try again in" in message, (code, message)
+    # Other users still log in from the same address (10 failures < 20 free for an address).
+    assert _login_code(cluster, "admin", cluster.admin_password)[0] == grpc.StatusCode.OK
