@@ -51,7 +51,9 @@ def test_an_address_spraying_usernames_is_slowed_down_too() -> None:
 
 def test_unknown_and_known_users_are_limited_alike_and_failures_are_forgotten() -> None:
     clock = Clock()
-    limits = AttemptLimits(Limits(free_per_user=2, free_per_address=100, base_delay=1, forget_after=60), clock)
+    limits = AttemptLimits(
+        Limits(free_per_user=2, free_per_address=100, base_delay=1, forget_after=60), clock
+    )
     for name in ("alice", "no-such-user"):
         limits.failed(name, "a")
         limits.failed(name, "b")
