@@ -8,7 +8,6 @@ Layout of a checkpoint directory:
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pedl._metrics import to_plain
-from pedl.pytorch._trial import PyTorchTrial
 
 if TYPE_CHECKING:
     from pedl.pytorch._controller import PyTorchTrialController
@@ -90,40 +88,47 @@ def warm_start(controller: PyTorchTrialController, path: Path) -> None:
 def load_trial_from_checkpoint_path(
     path: str | Path,
     *,
-    trial_class: type[PyTorchTrial] | None = None,
+    trial_class: type[Any] | None = None,
     model_definition_dir: str | Path | None = None,
     map_location: str | torch.device | None = "cpu",
-) -> PyTorchTrial:
+) -> Any:
     """The trial saved in a checkpoint directory, with its trained model as `trial.model`.
 
-    The trial class is `trial_class` if given; else it is loaded from `model_definition_dir`
-    (the model definition's directory, as for an experiment); else its module, recorded in the
-    checkpoint's metadata.json as "trial_class", must be importable (e.g. put the model
-    definition's parent directory on sys.path).
+    Every PyTorch interface loads: the seed's and PEDL 0.11's (`TrialClass(hparams)`,
+    `build_model`), and Determined's (`TrialClass(context)`, models wrapped through the context,
+    which then hold the trained weights). The trial class comes from `trial_class`, else
+    `model_definition_dir`, else the checkpoint's model_definition/ directory (pedl.harness.checkpoint_trial).
     """
-    path = Path(path)
-    metadata = read_metadata(path)
-    if trial_class is None and model_definition_dir is not None:
-        from pedl.model_def import load_model_definition
+    from pedl.harness.checkpoint_trial import read_saved_trial
 
-        trial_class = load_model_definition(model_definition_dir, metadata["entrypoint"]).trial_class  # type: ignore[assignment]
-    if trial_class is None:
-        module_name, _, qualname = metadata["trial_class"].partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ImportError(
-                f"cannot import {module_name!r}, the module of the checkpoint's trial class; pass "
-                "model_definition_dir= or trial_class=, or put the model definition's parent on sys.path"
-            ) from exc
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        trial_class = obj
-    assert trial_class is not None
-    trial = trial_class(metadata["hparams"])
-    model = trial.build_model(trial.hparams)
-    model.load_state_dict(torch.load(path / MODEL_FILE, map_location=map_location, weights_only=True))
+    path = Path(path)
+    saved = read_saved_trial(path, (FRAMEWORK,), trial_class, model_definition_dir)
+    read_metadata(path)
+    state = torch.load(path / MODEL_FILE, map_location=map_location, weights_only=True)
+    trial = saved.construct()
+    if not saved.uses_context or callable(getattr(saved.trial_class, "build_model", None)):
+        model = trial_model(trial, saved.uses_context)
+    else:
+        models = list(trial.context.models)
+        if not models:
+            raise TypeError(
+                f"{saved.trial_class.__qualname__}.__init__ called no context.wrap_model(); "
+                "there is no model to load the checkpoint's weights into"
+            )
+        model = models[0] if len(models) == 1 else torch.nn.ModuleList(models)
+    model.load_state_dict(state)
     if map_location is not None:
         model.to(map_location)
     trial.model = model
     return trial
+
+
+def trial_model(trial: Any, uses_context: bool) -> torch.nn.Module:
+    """`build_model` of any generation: `build_model(self, hparams)` or `build_model(self)`."""
+    model = trial.build_model() if uses_context else trial.build_model(trial.hparams)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"{type(trial).__qualname__}.build_model must return a torch.nn.Module, "
+            f"got {type(model).__name__}"
+        )
+    return model

@@ -13,6 +13,7 @@ from determined._trial_context import DistributedContext, TrialContext
 from pedl.frameworks.keras import apply_session_config, unwrap_data
 from pedl.keras import _distributed
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._load import load_model_from_checkpoint_path as _load_model
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 
@@ -102,4 +103,15 @@ class TFKerasTrial(KerasTrial):
         return KerasTrialController.from_trial(trial, loaders, origin, build=trial.build_model)
 
 
-__all__ = ["TFKerasTrial", "TFKerasTrialContext"]
+def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) -> Any:
+    """The trial's compiled model (its `build_model()`, with a context of the checkpoint's
+    hyperparameters) holding the checkpoint's trained weights."""
+    if tags is not None:
+        raise ValueError(
+            "load_model_from_checkpoint_path(tags=...): pedl's Keras checkpoints hold weights, not a "
+            "TensorFlow SavedModel with tagged graphs; leave tags out"
+        )
+    return _load_model(path)
+
+
+__all__ = ["TFKerasTrial", "TFKerasTrialContext", "load_model_from_checkpoint_path"]
