@@ -1,11 +1,11 @@
 """The trial of a downloaded checkpoint, rebuilt outside any cluster for inference or inspection.
 
 A checkpoint of a Trial class holds metadata.json (framework, hyperparameters, trial class) and,
-since pedl writes them (`pedl.harness.model_code`), the model definition under model_definition/ and the
-experiment config. The trial class is taken from, in order: the `trial_class` argument, the
-`model_definition_dir` argument, the checkpoint's model_definition/, or the module metadata.json names (when it
-is importable). Trials built with a context (Determined's Trial APIs) get a context of the saved
-hyperparameters and config; the others get the hyperparameters.
+since pedl writes them (`pedl.harness.model_code`), the model definition under model_definition/
+and the experiment config. The trial class is taken from, in order: the `trial_class` argument,
+the `model_definition_dir` argument, the checkpoint's model_definition/, or the module that
+metadata.json names (when it is importable). Trials built with a context (Determined's Trial APIs)
+get a context of the saved hyperparameters and config; the others get the hyperparameters.
 """
 
 from __future__ import annotations
