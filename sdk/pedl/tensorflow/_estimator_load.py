@@ -17,9 +17,7 @@ def load_estimator_from_checkpoint_path(path: str | Path, tags: list[str] | None
 
     path = Path(path)
     read_metadata(path, FRAMEWORK)
-    found = sorted(
-        p for p in path.rglob("saved_model.pb") if CODE_DIR not in p.relative_to(path).parts[:1]
-    )
+    found = sorted(p for p in path.rglob("saved_model.pb") if CODE_DIR not in p.relative_to(path).parts[:1])
     if not found:
         raise ValueError(
             f"{path} holds no SavedModel: the trial's build_serving_input_receiver_fns() returned no "
