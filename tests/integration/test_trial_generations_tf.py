@@ -5,6 +5,7 @@ TensorFlow 2.15 environment (scripts/build-tf215-env) that an agent offers as `t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -131,3 +132,45 @@ def test_a_determined_estimator_trial_is_stopped_at_a_rung_and_resumed_by_adapti
         config = asha("digits_determined_estimator")
         exp_id = submit(cluster, EXAMPLES / "digits_determined_estimator", config)
         stopped_at_the_rung_then_resumed(cluster, exp_id)
+
+
+class SchedulerSource:
+    """pedl.tensorboard.MetricsSource over the cluster's scheduler stub."""
+
+    def __init__(self, cluster) -> None:
+        self.stub = stub(cluster)
+
+    def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
+        return self.stub.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id))
+
+    def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
+        return self.stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id))
+
+
+def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_tensorboard(tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from pedl.tensorboard import MetricsSync, run_dir
+
+    model = Path(shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "det_keras_tb"))
+    source = (model / "model_def.py").read_text()
+    callback = "det_keras.callbacks.TensorBoard(update_freq='batch')"
+    source += f"\n    def keras_callbacks(self):\n        return [{callback}]\n"
+    (model / "model_def.py").write_text(source)
+    with local_cluster(tmp_path / "cluster", agents=1) as cluster:
+        exp_id = submit(cluster, model, small("digits_determined_keras", 40))
+        result = wait(cluster, exp_id, timeout=300)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        sync = MetricsSync(SchedulerSource(cluster), tmp_path / "logdir", [exp_id])
+        assert sync.refresh() is True
+        sync.close()
+    (trial,) = result.trials
+    curves = {}
+    for kind in ("training", "validation"):
+        accumulator = EventAccumulator(str(run_dir(tmp_path / "logdir", exp_id, trial.id, kind)))
+        accumulator.Reload()
+        curves[kind] = {
+            tag: [e.step for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]
+        }
+    assert curves["training"]["accuracy"] == [10, 20, 30, 40]
+    assert curves["validation"]["accuracy"] == [20, 40]
