@@ -1,6 +1,9 @@
-"""Determined's TFKerasTrial and EstimatorTrial (with their contexts) run unchanged on a local
-cluster and resume exactly after their agent is killed with SIGKILL mid-trial; EstimatorTrial in the
-TensorFlow 2.15 environment (scripts/build-tf215-env) that an agent offers as `tf215`."""
+"""Determined's TFKerasTrial and EstimatorTrial (with their contexts) and PEDL 0.11's TFKerasTrial
+run unchanged on a local cluster: they resume exactly after their agent is killed with SIGKILL
+mid-trial, adaptive_asha stops them at a rung and resumes the best from its checkpoint, and a
+trial returning the TensorBoard callback has its curves in pedl's TensorBoard files.
+EstimatorTrial runs in the TensorFlow 2.15 environment (scripts/build-tf215-env) that an agent
+offers as `tf215`."""
 
 from __future__ import annotations
 
