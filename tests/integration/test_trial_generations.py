@@ -128,3 +128,38 @@ def test_a_trial_trains_on_two_slots_over_gloo(tmp_path, generation: str) -> Non
         steps, validations = trial_history(cluster, exp_id)
         assert [b for b, _ in steps] == [10, 20, 30, 40]
         assert 0.0 <= validations[-1][1]["validation_error"] <= 1.0
+
+
+def test_a_pedl011_model_definition_searched_with_adaptive_simple_completes(tmp_path) -> None:
+    """The PEDL 0.11 config form of a search: `adaptive_simple` with `max_steps` and `max_trials`,
+    the `entrypoints:` mapping, sampled hyperparameters of each type."""
+    config = """
+entrypoints:
+  trial_class: model_def:DigitsTrial
+  data_loaders_function: data:make_data_loaders
+  download_data_function: data:download_data
+hyperparameters:
+  learning_rate: {type: log, minval: -2.5, maxval: -0.5, base: 10}
+  n_filters: {type: int, minval: 2, maxval: 6}
+  dropout: {type: double, minval: 0.0, maxval: 0.4}
+  batch_size: {type: categorical, vals: [16, 32]}
+searcher:
+  name: adaptive_simple
+  metric: validation_error
+  smaller_is_better: true
+  max_steps: 4
+  max_trials: 4
+  max_rungs: 2
+  divisor: 4
+  mode: aggressive
+batches_per_step: 10
+reproducibility: {experiment_seed: 5}
+"""
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+        exp_id = submit(cluster, EXAMPLES / "digits_pytorch_pedl011", config)
+        result = wait(cluster, exp_id, timeout=420)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        assert len({str(t.hparams) for t in result.trials}) == 4
+        batches = sorted(t.total_batches for t in result.trials)
+        assert batches[0] == 10 and batches[-1] == 40  # stopped at the rung; the best went to the top
+        assert all(0.0 <= t.best_validation_metric <= 1.0 for t in result.trials)
