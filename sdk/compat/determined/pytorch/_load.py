@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from pedl.harness.checkpoint_trial import read_saved_trial
-from pedl.pytorch._checkpoint import FRAMEWORK, MODEL_FILE, read_metadata, trial_model
+from pedl.pytorch._checkpoint import FRAMEWORK, MODEL_FILE, read_metadata
+from pedl.pytorch._load import trial_model
 
 
 def load_trial_from_checkpoint_path(path: str, **kwargs: Any) -> Any:
