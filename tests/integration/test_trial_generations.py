@@ -1,17 +1,23 @@
 """Model definitions written for PEDL 0.11 and for Determined's PyTorchTrial, run unchanged on a
-local cluster: searched with adaptive_asha, distributed over gloo, and resumed exactly after an
-agent is killed with SIGKILL mid-trial."""
+local cluster: searched with adaptive_asha (and PEDL 0.11's adaptive_simple), distributed over
+gloo, resumed exactly after an agent is killed with SIGKILL mid-trial, and loaded back from a
+downloaded checkpoint as Determined documents."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from test_cluster import stub, submit, wait, wait_for_steps
 from test_faults import trial_history
 
+from pedl.experimental.client import get_experiment
+from pedl.harness.compat import pythonpath_with_compat
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.processes import local_cluster
 
@@ -163,3 +169,44 @@ reproducibility: {experiment_seed: 5}
         batches = sorted(t.total_batches for t in result.trials)
         assert batches[0] == 10 and batches[-1] == 40  # stopped at the rung; the best went to the top
         assert all(0.0 <= t.best_validation_metric <= 1.0 for t in result.trials)
+
+
+LOAD_SCRIPT = """
+import json, sys
+import torch
+import determined as det
+
+trial = det.pytorch.load_trial_from_checkpoint_path(sys.argv[1], map_location="cpu")
+trial.model.eval()
+with torch.no_grad():
+    loader = trial.build_validation_data_loader()
+    errors = [float(trial.evaluate_batch(b, i)["validation_error"]) for i, b in enumerate(loader)]
+hidden = trial.context.get_hparam("hidden_size")
+print(json.dumps({"class": type(trial).__name__, "hidden": hidden, "error": sum(errors) / len(errors)}))
+"""
+
+
+def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_documents(tmp_path) -> None:
+    """Determined's flow: the experiment's top checkpoint, downloaded, then
+    `det.pytorch.load_trial_from_checkpoint_path(path)` in another process with no model
+    definition on its path: the trial comes back with its hyperparameters and trained weights."""
+    config = DETERMINED + SINGLE.replace("batches: 60", "batches: 30").replace("batches: 20", "batches: 30")
+    with local_cluster(tmp_path / "cluster", agents=1) as cluster:
+        exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
+        experiment = get_experiment(exp_id, master=cluster.master)
+        assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
+        top = experiment.top_checkpoint()
+        path = top.download(tmp_path / "downloaded")
+    env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, path],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded["class"] == "DigitsTrial" and loaded["hidden"] == 32
+    assert loaded["error"] == pytest.approx(top.validation_metrics["validation_error"], abs=1e-6)
