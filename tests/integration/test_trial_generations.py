@@ -175,8 +175,12 @@ LOAD_SCRIPT = """
 import json, sys
 import torch
 import determined as det
+from determined.experimental import client
 
-trial = det.pytorch.load_trial_from_checkpoint_path(sys.argv[1], map_location="cpu")
+client.login(master=sys.argv[1])
+checkpoint = client.get_experiment(int(sys.argv[2])).top_checkpoint()
+path = checkpoint.download()
+trial = det.pytorch.load_trial_from_checkpoint_path(path, map_location="cpu")
 trial.model.eval()
 with torch.no_grad():
     loader = trial.build_validation_data_loader()
@@ -187,25 +191,26 @@ print(json.dumps({"class": type(trial).__name__, "hidden": hidden, "error": sum(
 
 
 def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_documents(tmp_path) -> None:
-    """Determined's flow: the experiment's top checkpoint, downloaded, then
-    `det.pytorch.load_trial_from_checkpoint_path(path)` in another process with no model
-    definition on its path: the trial comes back with its hyperparameters and trained weights."""
+    """Determined's flow, in another process with no model definition on its path:
+    `client.get_experiment(id).top_checkpoint().download()`, then
+    `det.pytorch.load_trial_from_checkpoint_path(path)`: the trial comes back with its
+    hyperparameters and trained weights, and validates as reported."""
     config = DETERMINED + SINGLE.replace("batches: 60", "batches: 30").replace("batches: 20", "batches: 30")
+    env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
+    env.pop("PEDL_MASTER", None)
     with local_cluster(tmp_path / "cluster", agents=1) as cluster:
         exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
         experiment = get_experiment(exp_id, master=cluster.master)
         assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
         top = experiment.top_checkpoint()
-        path = top.download(tmp_path / "downloaded")
-    env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
-    done = subprocess.run(
-        [sys.executable, "-c", LOAD_SCRIPT, path],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=env,
-    )
+        done = subprocess.run(
+            [sys.executable, "-c", LOAD_SCRIPT, cluster.master, str(exp_id)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env=env,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded["class"] == "DigitsTrial" and loaded["hidden"] == 32
