@@ -128,3 +128,16 @@ def test_a_checkpoint_of_another_framework_is_refused_naming_both(tmp_path) -> N
 def test_a_directory_that_is_no_checkpoint_is_refused(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match=r"not a pedl checkpoint .*metadata\.json"):
         det.pytorch.load_trial_from_checkpoint_path(str(tmp_path))
+
+
+def test_the_python_client_finds_checkpoints_as_determined_documents() -> None:
+    """`from determined.experimental import client`: login(master=...), get_experiment(id); TLS
+    arguments, which pedl takes from PEDL_TLS_CA, are refused naming them."""
+    from determined.experimental import client
+
+    assert callable(client.get_experiment) and callable(client.login)
+    with pytest.raises(ValueError, match=r"cert_path=/noverify="):
+        client.login(master="127.0.0.1:1", cert_path="/tmp/ca.pem")
+    with pytest.raises(ValueError, match="password"):
+        client.login(master="127.0.0.1:1", user="determined")
+    client.login(master=None)
