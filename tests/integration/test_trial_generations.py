@@ -196,9 +196,10 @@ def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_document
     `det.pytorch.load_trial_from_checkpoint_path(path)`: the trial comes back with its
     hyperparameters and trained weights, and validates as reported."""
     config = DETERMINED + SINGLE.replace("batches: 60", "batches: 30").replace("batches: 20", "batches: 30")
-    env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
-    env.pop("PEDL_MASTER", None)
     with local_cluster(tmp_path / "cluster", agents=1) as cluster:
+        # The test's session token (PEDL_TOKEN) is in the environment while the cluster runs.
+        env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
+        env.pop("PEDL_MASTER", None)
         exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
         experiment = get_experiment(exp_id, master=cluster.master)
         assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
