@@ -11,6 +11,7 @@ alone must be enough, as a checkpoint downloaded onto another machine is."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,22 @@ def test_the_python_client_finds_checkpoints_as_determined_documents() -> None:
     with pytest.raises(ValueError, match="password"):
         client.login(master="127.0.0.1:1", user="determined")
     client.login(master=None)
+
+
+def test_a_checkpoint_without_its_model_definition_loads_given_the_directory(tmp_path) -> None:
+    """Checkpoints written before pedl kept the model definition in them: pedl's loader takes the
+    model definition's directory; Determined's, which has no such argument, says so."""
+    source = write_determined_model(tmp_path / "kept")
+    model_def = Path(shutil.copytree(source, tmp_path / "elsewhere" / "ctx_model"))
+    path, _ = train(source, CONFIG, tmp_path)
+    shutil.rmtree(path / "model_definition")
+    for name in [m for m in sys.modules if m == "kept" or m.startswith("kept.")]:
+        del sys.modules[name]  # as in a fresh process
+    with pytest.raises(ImportError, match="model_definition_dir="):
+        det.pytorch.load_trial_from_checkpoint_path(str(path))
+    from pedl.pytorch import load_trial_from_checkpoint_path
+
+    trial = load_trial_from_checkpoint_path(path, model_definition_dir=model_def)
+    assert trial.context.get_hparam("hidden") == 6
+    saved = torch.load(path / "model_state_dict.pt", weights_only=True)
+    assert all(torch.equal(trial.model.state_dict()[k], saved[k]) for k in saved)

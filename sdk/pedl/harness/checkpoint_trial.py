@@ -98,9 +98,11 @@ def _import_recorded(metadata: dict[str, Any]) -> type:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(
-            f"the checkpoint has no {CODE_DIR}/ directory and its trial class's module {module_name!r} "
-            "cannot be imported; pass model_definition_dir= or trial_class=, or put the model "
-            "definition's parent directory on sys.path"
+            f"the checkpoint has no {CODE_DIR}/ directory (written before pedl kept the model definition "
+            f"in checkpoints) and its trial class's module {module_name!r} cannot be imported; load it with "
+            "pedl.pytorch.load_trial_from_checkpoint_path or pedl.keras.load_model_from_checkpoint_path "
+            "and model_definition_dir= (or trial_class=), or put the model definition's parent directory "
+            "on sys.path"
         ) from exc
     for part in qualname.split("."):
         obj = getattr(obj, part)
