@@ -50,3 +50,13 @@ class DigitsTrial(estimator.EstimatorTrial):
 
     def build_validation_spec(self) -> tf.estimator.EvalSpec:
         return tf.estimator.EvalSpec(input_fn=self._input_fn(train=False), steps=None)
+
+    def build_serving_input_receiver_fns(self) -> dict[str, Any]:
+        """Each checkpoint exports a SavedModel taking raw pixels (det.estimator's
+        load_estimator_from_checkpoint_path loads it)."""
+
+        def pixels() -> tf.estimator.export.ServingInputReceiver:
+            images = tf.compat.v1.placeholder(tf.float32, [None, 64], name=FEATURES)
+            return tf.estimator.export.ServingInputReceiver({FEATURES: images}, {FEATURES: images})
+
+        return {"pixels": pixels}

@@ -200,3 +200,22 @@ def test_an_entrypoints_mapping_naming_a_determined_trial_is_refused_as_mixing_g
         ModelDefinitionError, match="mixes PEDL 0.11's entrypoints mapping with a Determined trial"
     ):
         run(model, config)
+
+
+def test_determined_tensorboard_metric_writers_are_refused_at_create_naming_the_import(tmp_path) -> None:
+    """Determined's docs log extra scalars with `determined.tensorboard.metric_writers.pytorch.
+    TorchWriter`; pedl's TensorBoard shows reported metrics only, so the import is refused."""
+    from pedl.model_def.static_check import check_model_definition
+
+    model = write_determined_model(tmp_path / "writer")
+    source = (model / "model_def.py").read_text()
+    (model / "model_def.py").write_text(
+        "from determined.tensorboard.metric_writers.pytorch import TorchWriter\n" + source
+    )
+    with pytest.raises(ModelDefinitionError) as err:
+        check_model_definition(model, "model_def:MyTrial")
+    message = str(err.value)
+    assert message.count("\n") == 0
+    assert message.startswith("model_def.py, line 1: imports determined.tensorboard.metric_writers.pytorch")
+    with pytest.raises(ImportError, match="determined.tensorboard .*not supported by pedl"):
+        import determined.tensorboard  # noqa: F401

@@ -3,7 +3,10 @@
 (`build_estimator(self, hparams)`, `build_train_spec`, `build_validation_spec`, `wrap_dataset`,
 `wrap_optimizer`) and Determined's `det.estimator.EstimatorTrial` with its context
 (`build_estimator(self)`, `context.get_hparam`, `get_per_slot_batch_size`, `wrap_dataset`,
-`wrap_optimizer`). One interpreter runs every case, to pay TensorFlow's start-up once."""
+`wrap_optimizer`, `build_serving_input_receiver_fns`, and `det.estimator.
+load_estimator_from_checkpoint_path(path, tags=None)` giving the exported SavedModel as
+`tf.compat.v1.saved_model.load_v2` does). One interpreter runs every case, to pay TensorFlow's
+start-up once."""
 
 from __future__ import annotations
 
@@ -67,6 +70,22 @@ from pedl.config.test_mode import test_mode_config
 from pedl.experimental import run_local
 from pedl.harness.build import load_for_config
 
+
+
+def loaded_accuracy(path):
+    # The exported SavedModel's accuracy on the digits example's validation images.
+    import numpy as np
+    import tensorflow as tf
+    import determined as det
+    from sklearn.datasets import load_digits
+
+    model = det.estimator.load_estimator_from_checkpoint_path(path)
+    images, labels = load_digits(return_X_y=True)
+    rows = np.random.default_rng(0).permutation(len(labels))[: len(labels) // 5]
+    predicted = model.signatures["predict"](pixels=tf.constant(images[rows] / 16.0, tf.float32))["class_ids"]
+    return float((predicted.numpy()[:, 0] == labels[rows]).mean())
+
+
 out = {}
 for name, directory, config in json.loads(sys.argv[1]):
     try:
@@ -75,6 +94,13 @@ for name, directory, config in json.loads(sys.argv[1]):
         out[name] = {"state": result.state, "validation": result.trials[0].validations[-1][1]}
     except Exception as exc:
         out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        continue
+    trial = result.trials[0]
+    checkpoint = result.checkpoint_dir / f"trial-{trial.trial_id}" / trial.checkpoints[-1]
+    try:
+        out[name]["loaded_accuracy"] = loaded_accuracy(str(checkpoint))
+    except Exception as exc:
+        out[name]["load_error"] = f"{type(exc).__name__}: {exc}"
 print("RESULTS " + json.dumps(out))
 """
 
@@ -120,6 +146,18 @@ def test_a_pedl011_estimator_trial_trains_validates_and_restores(results: dict) 
 def test_a_determined_estimator_trial_with_its_context_trains_validates_and_restores(results: dict) -> None:
     assert results["determined"].get("state") == "COMPLETED", results["determined"]
     assert "accuracy" in results["determined"]["validation"]
+
+
+def test_a_determined_checkpoint_loads_as_its_exported_saved_model(results: dict) -> None:
+    """det.estimator.load_estimator_from_checkpoint_path: the SavedModel that the trial's
+    build_serving_input_receiver_fns() exported with the checkpoint, predicting as validated."""
+    determined = results["determined"]
+    assert "load_error" not in determined, determined
+    assert determined["loaded_accuracy"] == pytest.approx(determined["validation"]["accuracy"], abs=1e-6)
+
+
+def test_a_checkpoint_without_serving_functions_is_refused_naming_them(results: dict) -> None:
+    assert "build_serving_input_receiver_fns() returned no" in results["pedl011"]["load_error"]
 
 
 def test_a_validation_spec_of_the_wrong_type_fails_naming_the_method(results: dict) -> None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -73,4 +74,57 @@ def test_a_determined_tfkeras_trial_missing_its_data_loaders_is_refused_naming_t
     source = (model / "model_def.py").read_text().replace("def build_validation_data_loader", "def _unused")
     (model / "model_def.py").write_text(source)
     with pytest.raises(Exception, match="build_validation_data_loader"):
+        run(model)
+
+
+def with_callbacks(tmp_path: Path, example: str, callbacks: str, imports: str) -> Path:
+    model = shutil.copytree(EXAMPLES / example, tmp_path / f"tb_{example}")
+    init = "model_def.py" if (model / "model_def.py").is_file() else "__init__.py"
+    future = "from __future__ import annotations\n"
+    source = (model / init).read_text().replace(future, future + imports + "\n", 1)
+    source += f"\n    def keras_callbacks(self):\n        return [{callbacks}]\n"
+    (model / init).write_text(source)
+    return model
+
+
+def test_a_determined_trial_returning_the_tensorboard_callback_trains_unchanged(tmp_path) -> None:
+    """Determined's docs: `keras_callbacks()` returns `det.keras.callbacks.TensorBoard(...)` (or the
+    older `det.keras.TFKerasTensorBoard`) with tf.keras.callbacks.TensorBoard's arguments."""
+    callbacks = (
+        'callbacks.TensorBoard(update_freq="batch", profile_batch=0, histogram_freq=0), '
+        "det_keras.TFKerasTensorBoard(write_graph=False)"
+    )
+    model = with_callbacks(
+        tmp_path, "digits_determined_keras", callbacks, "from determined.keras import callbacks"
+    )
+    _, result = run(model)
+    assert result.state == "COMPLETED"
+    assert set(result.trials[0].validations[-1][1]) == {"loss", "accuracy"}
+
+
+def test_a_pedl011_trial_returning_tfkeras_tensorboard_trains_unchanged(tmp_path) -> None:
+    model = with_callbacks(
+        tmp_path,
+        "digits_keras_pedl011",
+        "TFKerasTensorBoard()",
+        "from pedl.frameworks.keras import TFKerasTensorBoard",
+    )
+    _, result = run(model)
+    assert result.state == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("argument", "named"),
+    [("histogram_freq=1", "histogram_freq=1"), ("profile_batch=(2, 4)", "profile_batch=(2, 4)")],
+)
+def test_tensorboard_options_beyond_metric_curves_are_refused_naming_them(
+    tmp_path, argument: str, named: str
+) -> None:
+    model = with_callbacks(
+        tmp_path,
+        "digits_determined_keras",
+        f"callbacks.TensorBoard({argument})",
+        "from determined.keras import callbacks",
+    )
+    with pytest.raises(ValueError, match=re.escape(f"TensorBoard({named})")):
         run(model)

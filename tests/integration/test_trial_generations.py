@@ -1,17 +1,23 @@
 """Model definitions written for PEDL 0.11 and for Determined's PyTorchTrial, run unchanged on a
-local cluster: searched with adaptive_asha, distributed over gloo, and resumed exactly after an
-agent is killed with SIGKILL mid-trial."""
+local cluster: searched with adaptive_asha (and PEDL 0.11's adaptive_simple), distributed over
+gloo, resumed exactly after an agent is killed with SIGKILL mid-trial, and loaded back from a
+downloaded checkpoint as Determined documents."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from test_cluster import stub, submit, wait, wait_for_steps
 from test_faults import trial_history
 
+from pedl.experimental.client import get_experiment
+from pedl.harness.compat import pythonpath_with_compat
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.processes import local_cluster
 
@@ -128,3 +134,85 @@ def test_a_trial_trains_on_two_slots_over_gloo(tmp_path, generation: str) -> Non
         steps, validations = trial_history(cluster, exp_id)
         assert [b for b, _ in steps] == [10, 20, 30, 40]
         assert 0.0 <= validations[-1][1]["validation_error"] <= 1.0
+
+
+def test_a_pedl011_model_definition_searched_with_adaptive_simple_completes(tmp_path) -> None:
+    """The PEDL 0.11 config form of a search: `adaptive_simple` with `max_steps` and `max_trials`,
+    the `entrypoints:` mapping, sampled hyperparameters of each type."""
+    config = """
+entrypoints:
+  trial_class: model_def:DigitsTrial
+  data_loaders_function: data:make_data_loaders
+  download_data_function: data:download_data
+hyperparameters:
+  learning_rate: {type: log, minval: -2.5, maxval: -0.5, base: 10}
+  n_filters: {type: int, minval: 2, maxval: 6}
+  dropout: {type: double, minval: 0.0, maxval: 0.4}
+  batch_size: {type: categorical, vals: [16, 32]}
+searcher:
+  name: adaptive_simple
+  metric: validation_error
+  smaller_is_better: true
+  max_steps: 4
+  max_trials: 4
+  max_rungs: 2
+  divisor: 4
+  mode: aggressive
+batches_per_step: 10
+reproducibility: {experiment_seed: 5}
+"""
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+        exp_id = submit(cluster, EXAMPLES / "digits_pytorch_pedl011", config)
+        result = wait(cluster, exp_id, timeout=420)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        assert len({str(t.hparams) for t in result.trials}) == 4
+        batches = sorted(t.total_batches for t in result.trials)
+        assert batches[0] == 10 and batches[-1] == 40  # stopped at the rung; the best went to the top
+        assert all(0.0 <= t.best_validation_metric <= 1.0 for t in result.trials)
+
+
+LOAD_SCRIPT = """
+import json, sys
+import torch
+import determined as det
+from determined.experimental import client
+
+client.login(master=sys.argv[1])
+checkpoint = client.get_experiment(int(sys.argv[2])).top_checkpoint()
+path = checkpoint.download()
+trial = det.pytorch.load_trial_from_checkpoint_path(path, map_location="cpu")
+trial.model.eval()
+with torch.no_grad():
+    loader = trial.build_validation_data_loader()
+    errors = [float(trial.evaluate_batch(b, i)["validation_error"]) for i, b in enumerate(loader)]
+hidden = trial.context.get_hparam("hidden_size")
+print(json.dumps({"class": type(trial).__name__, "hidden": hidden, "error": sum(errors) / len(errors)}))
+"""
+
+
+def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_documents(tmp_path) -> None:
+    """Determined's flow, in another process with no model definition on its path:
+    `client.get_experiment(id).top_checkpoint().download()`, then
+    `det.pytorch.load_trial_from_checkpoint_path(path)`: the trial comes back with its
+    hyperparameters and trained weights, and validates as reported."""
+    config = DETERMINED + SINGLE.replace("batches: 60", "batches: 30").replace("batches: 20", "batches: 30")
+    with local_cluster(tmp_path / "cluster", agents=1) as cluster:
+        # The test's session token (PEDL_TOKEN) is in the environment while the cluster runs.
+        env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
+        env.pop("PEDL_MASTER", None)
+        exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
+        experiment = get_experiment(exp_id, master=cluster.master)
+        assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
+        top = experiment.top_checkpoint()
+        done = subprocess.run(
+            [sys.executable, "-c", LOAD_SCRIPT, cluster.master, str(exp_id)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded["class"] == "DigitsTrial" and loaded["hidden"] == 32
+    assert loaded["error"] == pytest.approx(top.validation_metrics["validation_error"], abs=1e-6)

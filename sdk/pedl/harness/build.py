@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pedl import _trial_context
+from pedl.harness import model_code
 from pedl.harness.controller import TrialController
 from pedl.harness.controllers import create_controller
 from pedl.model_def import ModelDefinition, ModelDefinitionError, describe, load_model_definition
@@ -47,6 +48,10 @@ def build_controller(
     """Runs download_data (once per machine) and make_data_loaders, then builds the controller."""
     _trial_context.set_experiment_config(experiment_config)
     root = model_def.directory
+    if model_def.package:  # a Trial class (not a script): its checkpoints carry its code
+        model_code.record(root, experiment_config)
+    else:
+        model_code.forget()
     reproducibility = experiment_config.get("reproducibility") or {}
     _trial_context.set_replay_mismatch(reproducibility.get("replay_mismatch"))
     download = model_def.download_data

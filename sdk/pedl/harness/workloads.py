@@ -9,6 +9,7 @@ from typing import Protocol
 
 from pedl import _log
 from pedl._metrics import to_struct
+from pedl.harness import model_code
 from pedl.harness.controller import TrialController
 from pedl.v1 import common_pb2
 
@@ -50,6 +51,7 @@ def run_workload(
         with tempfile.TemporaryDirectory(prefix="pedl-checkpoint-") as tmp:
             directory = Path(tmp)
             controller.save(directory)
+            model_code.add_to_checkpoint(directory)
             result.checkpoint.CopyFrom(checkpoints.store(directory, controller.batches_trained))
     else:
         raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")

@@ -29,7 +29,8 @@ What PEDL does with them:
   their compiled names (`loss`, `accuracy`, ...), which is what `searcher.metric` names.
 - Checkpoints hold the weights (`model.weights.h5`, loadable with `model.load_weights`), every
   model and optimizer variable, the batch count and the training data position; a restored
-  trial continues exactly where the checkpoint was taken.
+  trial continues exactly where the checkpoint was taken. `load_model_from_checkpoint_path(path)`
+  rebuilds the trained model from a downloaded checkpoint.
 - The trial seed seeds Python, NumPy, TensorFlow and Keras before `make_data_loaders` and
   `build_model`; a `tf.data` shuffle without an explicit seed is reproducible too.
 - With `resources.slots_per_trial > 1` each slot runs a worker of a
@@ -39,6 +40,7 @@ What PEDL does with them:
 """
 
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._load import load_model_from_checkpoint_path
 from pedl.keras._trial import KerasTrial
 
-__all__ = ["KerasTrial", "KerasTrialController"]
+__all__ = ["KerasTrial", "KerasTrialController", "load_model_from_checkpoint_path"]

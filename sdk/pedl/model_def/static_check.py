@@ -23,10 +23,38 @@ UNSUPPORTED_BASES = {
     "PyTorchLightningAdapter": "Determined's PyTorch Lightning adapter",
 }
 
+# Modules of Determined that pedl does not provide, refused before submission with the reason.
+UNSUPPORTED_MODULES = {
+    "determined.tensorboard": (
+        "Determined's TensorBoard metric writers), which pedl does not support: pedl's TensorBoard "
+        "(`pedl tensorboard EXPERIMENT_ID`) shows the metrics a trial reports, so return the values "
+        "from train_batch/evaluate_batch instead"
+    ),
+}
+
+
+def _imported_modules(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return []
+
+
+def _refuse_unsupported_import(node: ast.AST, rel: Path) -> None:
+    for module in _imported_modules(node):
+        for refused, why in UNSUPPORTED_MODULES.items():
+            if module == refused or module.startswith(refused + "."):
+                raise ModelDefinitionError(f"{rel}, line {node.lineno}: imports {module} ({why}")  # type: ignore[attr-defined]
+
 
 def _refuse_unsupported(trees: dict[Path, ast.Module], root: Path) -> None:
     for path, tree in trees.items():
         for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                _refuse_unsupported_import(
+                    node, path.relative_to(root) if path.is_relative_to(root) else path
+                )
             if not isinstance(node, ast.ClassDef):
                 continue
             for base in node.bases:

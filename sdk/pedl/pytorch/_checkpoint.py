@@ -8,7 +8,6 @@ Layout of a checkpoint directory:
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pedl._metrics import to_plain
-from pedl.pytorch._trial import PyTorchTrial
 
 if TYPE_CHECKING:
     from pedl.pytorch._controller import PyTorchTrialController
@@ -85,45 +83,3 @@ def warm_start(controller: PyTorchTrialController, path: Path) -> None:
     controller.model.load_state_dict(state)
     training = torch.load(path / TRAINING_FILE, map_location=controller.device, weights_only=False)
     controller._restore_weights_state(training)
-
-
-def load_trial_from_checkpoint_path(
-    path: str | Path,
-    *,
-    trial_class: type[PyTorchTrial] | None = None,
-    model_definition_dir: str | Path | None = None,
-    map_location: str | torch.device | None = "cpu",
-) -> PyTorchTrial:
-    """The trial saved in a checkpoint directory, with its trained model as `trial.model`.
-
-    The trial class is `trial_class` if given; else it is loaded from `model_definition_dir`
-    (the model definition's directory, as for an experiment); else its module, recorded in the
-    checkpoint's metadata.json as "trial_class", must be importable (e.g. put the model
-    definition's parent directory on sys.path).
-    """
-    path = Path(path)
-    metadata = read_metadata(path)
-    if trial_class is None and model_definition_dir is not None:
-        from pedl.model_def import load_model_definition
-
-        trial_class = load_model_definition(model_definition_dir, metadata["entrypoint"]).trial_class  # type: ignore[assignment]
-    if trial_class is None:
-        module_name, _, qualname = metadata["trial_class"].partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ImportError(
-                f"cannot import {module_name!r}, the module of the checkpoint's trial class; pass "
-                "model_definition_dir= or trial_class=, or put the model definition's parent on sys.path"
-            ) from exc
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        trial_class = obj
-    assert trial_class is not None
-    trial = trial_class(metadata["hparams"])
-    model = trial.build_model(trial.hparams)
-    model.load_state_dict(torch.load(path / MODEL_FILE, map_location=map_location, weights_only=True))
-    if map_location is not None:
-        model.to(map_location)
-    trial.model = model
-    return trial

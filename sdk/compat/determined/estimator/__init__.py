@@ -11,6 +11,7 @@ from pedl.frameworks._arity import accept_hparams
 from pedl.frameworks.tensorflow import ESTIMATOR_METHODS
 from pedl.tensorflow._estimator import EstimatorTrial as _SeedEstimatorTrial
 from pedl.tensorflow._estimator import EstimatorTrialController
+from pedl.tensorflow._estimator_load import load_estimator_from_checkpoint_path
 
 
 class EstimatorTrialContext(TrialContext):
@@ -66,4 +67,4 @@ def _seed_graph(estimator: Any, seed: int) -> None:
         estimator._config = config.replace(tf_random_seed=seed % 2**31)
 
 
-__all__ = ["EstimatorTrial", "EstimatorTrialContext"]
+__all__ = ["EstimatorTrial", "EstimatorTrialContext", "load_estimator_from_checkpoint_path"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from determined.experimental import client
+from determined.experimental.client import Determined
 from pedl.experimental import Checkpoint, ExperimentClient, LocalExperimentResult, get_experiment
 from pedl.experimental import create as _pedl_create
 
@@ -38,4 +40,12 @@ def create(
     )
 
 
-__all__ = ["Checkpoint", "ExperimentClient", "LocalExperimentResult", "create", "get_experiment"]
+__all__ = [
+    "Checkpoint",
+    "Determined",
+    "ExperimentClient",
+    "LocalExperimentResult",
+    "client",
+    "create",
+    "get_experiment",
+]

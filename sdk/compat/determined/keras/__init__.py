@@ -1,7 +1,9 @@
 """Determined's Keras API (`det.keras.TFKerasTrial` with a TFKerasTrialContext) on pedl's Keras
 controller: the trial wraps its model and optimizer through the context in `build_model(self)`,
 compiles the model, and builds its own data (`tf.data.Dataset`, Keras Sequence/PyDataset, or
-arrays batched at the per-slot batch size)."""
+arrays batched at the per-slot batch size). `keras_callbacks()` may return the TensorBoard callback
+(`callbacks.TensorBoard`, or `TFKerasTensorBoard`): the trial's metric curves are in `pedl
+tensorboard` (pedl.keras._tensorboard)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from determined._trial_context import DistributedContext, TrialContext
+from determined.keras import callbacks
 from pedl.frameworks.keras import apply_session_config, unwrap_data
 from pedl.keras import _distributed
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._load import load_model_from_checkpoint_path as _load_model
+from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 
@@ -88,11 +93,7 @@ class TFKerasTrial(KerasTrial):
         if not hasattr(trial, "context"):
             trial.context = context
         trial.hparams = context.get_hparams()
-        if trial.keras_callbacks():
-            raise TypeError(
-                f"{describe(cls.keras_callbacks)} returned callbacks; pedl trains batch by batch and "
-                "does not run Keras callbacks (report metrics from the compiled model instead)"
-            )
+        check_callbacks(trial.keras_callbacks(), describe(cls.keras_callbacks))
         apply_session_config(trial.session_config())
         loaders = [
             unwrap_data(trial.build_training_data_loader()),
@@ -102,4 +103,25 @@ class TFKerasTrial(KerasTrial):
         return KerasTrialController.from_trial(trial, loaders, origin, build=trial.build_model)
 
 
-__all__ = ["TFKerasTrial", "TFKerasTrialContext"]
+class TFKerasTensorBoard(TensorBoard):
+    """Determined's older name for `det.keras.callbacks.TensorBoard`."""
+
+
+def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) -> Any:
+    """The trial's compiled model (its `build_model()`, with a context of the checkpoint's
+    hyperparameters) holding the checkpoint's trained weights."""
+    if tags is not None:
+        raise ValueError(
+            "load_model_from_checkpoint_path(tags=...): pedl's Keras checkpoints hold weights, not a "
+            "TensorFlow SavedModel with tagged graphs; leave tags out"
+        )
+    return _load_model(path)
+
+
+__all__ = [
+    "TFKerasTensorBoard",
+    "TFKerasTrial",
+    "TFKerasTrialContext",
+    "callbacks",
+    "load_model_from_checkpoint_path",
+]

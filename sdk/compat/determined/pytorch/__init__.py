@@ -2,6 +2,7 @@
 
 from determined.pytorch._context import DistributedContext, PyTorchTrialContext
 from determined.pytorch._data import Batch, DataLoader, Epoch
+from determined.pytorch._load import load_trial_from_checkpoint_path
 from determined.pytorch._trainer import Trainer, init
 from determined.pytorch._trial import PyTorchTrial
 from pedl.frameworks.pytorch import reset_parameters
@@ -20,6 +21,7 @@ __all__ = [
     "TorchData",
     "Trainer",
     "init",
+    "load_trial_from_checkpoint_path",
     "reset_parameters",
     "to_device",
 ]

@@ -12,7 +12,13 @@ from pedl.frameworks._arity import accept_hparams
 from pedl.frameworks.keras import data
 from pedl.frameworks.keras.data import KerasDataAdapter
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
+from pedl.model_def.errors import describe
+
+
+class TFKerasTensorBoard(TensorBoard):
+    """PEDL 0.11's TensorBoard callback for `keras_callbacks()`; its curves are in `pedl tensorboard`."""
 
 
 def wrap_dataset(dataset: Any) -> Any:
@@ -63,15 +69,12 @@ class TFKerasTrial(KerasTrial):
     ) -> KerasTrialController:
         trial = cls(hparams)
         callbacks = getattr(trial, "keras_callbacks", None)
-        if callable(callbacks) and callbacks():
-            raise TypeError(
-                f"{cls.__qualname__}.keras_callbacks returned callbacks; pedl trains batch by batch and "
-                "does not run Keras callbacks (report metrics from the compiled model instead)"
-            )
+        if callable(callbacks):
+            check_callbacks(callbacks(), describe(cls.keras_callbacks))  # type: ignore[attr-defined]
         apply_session_config(trial.session_config())
         if isinstance(data_loaders, (tuple, list)):
             data_loaders = [unwrap_data(d) for d in data_loaders]
         return KerasTrialController.from_trial(trial, data_loaders, origin)
 
 
-__all__ = ["KerasDataAdapter", "TFKerasTrial", "data", "wrap_dataset"]
+__all__ = ["KerasDataAdapter", "TFKerasTensorBoard", "TFKerasTrial", "data", "wrap_dataset"]
