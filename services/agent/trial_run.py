@@ -25,6 +25,7 @@ import structlog
 import pedl._grpc
 from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
+from pedl.harness.store_retry import BUDGET_ENV, DEFAULT_BUDGET_S
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .credentials import harness_credentials, harness_environment
@@ -111,6 +112,8 @@ class RunSettings:
     model_definitions: ModelDefinitionCache
     send: Send
     kill_grace_seconds: float = 10.0
+    # How long harnesses wait out an unreachable checkpoint store (pedl.harness.store_retry).
+    store_retry_budget_seconds: float = DEFAULT_BUDGET_S
     gpus: list[Gpu] = field(default_factory=list)
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
@@ -330,6 +333,7 @@ class TrialRun:
             PEDL_RUN_ID=str(self.run_id),
             PYTHONUNBUFFERED="1",
         )
+        env[BUDGET_ENV] = f"{self._s.store_retry_budget_seconds:g}"
         harness_credentials(env, self.start.checkpoint_token)
         if r.distributed:
             slots = slots[index : index + 1]

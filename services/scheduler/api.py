@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -65,7 +66,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
     async def GetExperiment(self, request, context):  # noqa: N802
         exp = await self._experiment_or_abort(request.experiment_id, context)
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
-        trials = [convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]) for r in rows]
+        trials = [self._trial(r, r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
 
     async def KillExperiment(self, request, context):  # noqa: N802
@@ -133,6 +134,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             model_definition_name=row["model_definition_name"],
         )
 
+    def _trial(self, row: dict[str, Any], num_steps: int) -> scheduler_pb2.Trial:
+        trial_id = row["id"]
+        return convert.trial(
+            row, self.manager.trial_agent(trial_id), num_steps, self.manager.trial_waiting_reason(trial_id)
+        )
+
     async def GetTrial(self, request, context):  # noqa: N802
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
@@ -141,7 +148,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         vals = result_ops.validations_of(self.db, row["id"])
         ckpts = result_ops.checkpoints_of(self.db, row["id"])
         return scheduler_pb2.GetTrialResponse(
-            trial=convert.trial(row, self.manager.trial_agent(row["id"]), len(steps)),
+            trial=self._trial(row, len(steps)),
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
@@ -163,7 +170,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
         details = [
             scheduler_pb2.GetTrialResponse(
-                trial=convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]),
+                trial=self._trial(r, r["num_steps"]),
                 steps=[convert.step(x) for x in by_trial[r["id"]]["steps"]],
                 validations=[convert.validation(x) for x in by_trial[r["id"]]["validations"]],
                 checkpoints=[convert.checkpoint(x) for x in by_trial[r["id"]]["checkpoints"]],

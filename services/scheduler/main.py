@@ -24,6 +24,7 @@ from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.storage import open_storage
 
 METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
@@ -69,6 +70,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=float(_env("AGENT_RECONNECT_GRACE", "30")),
         help="seconds a disconnected agent's trials wait for it to reconnect before they restart elsewhere",
     )
+    p.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=float(_env("RESTART_BACKOFF", "1")),
+        metavar="SECONDS",
+        help="wait before a failed trial's first restart; each further restart in a row waits twice as "
+        "long (times a random 0.5-1), up to --restart-backoff-max (default 1; 0 restarts at once)",
+    )
+    p.add_argument(
+        "--restart-backoff-max",
+        type=float,
+        default=float(_env("RESTART_BACKOFF_MAX", "60")),
+        metavar="SECONDS",
+        help="the longest wait before a restart (default 60)",
+    )
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
@@ -86,7 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
     )
     security.add_arguments(p)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for flag in ("restart_backoff", "restart_backoff_max"):
+        value = getattr(args, flag)
+        if not 0 <= value < float("inf"):
+            p.error(f"--{flag.replace('_', '-')} must be a number of seconds >= 0, got {value}")
+    return args
 
 
 def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: Any) -> Callable[[], None]:
@@ -155,6 +176,7 @@ async def serve(args: argparse.Namespace) -> None:
         args.checkpoint_store,
         int(args.model_definition_limit_mb * 1024 * 1024),
         reconnect_grace=args.agent_reconnect_grace,
+        restart_backoff=RestartBackoff(args.restart_backoff, args.restart_backoff_max),
     )
     manager.cluster_secret = sec.secret
     manager.recover()

@@ -29,6 +29,7 @@ from pedl_scheduler.experiments.adoption import RunAdoption
 from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
 from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle, check_environment
 from pedl_scheduler.experiments.recovery import Recovery
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.experiments.result_intake import ResultIntake
 from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
 from pedl_scheduler.experiments.search_driver import SearchDriver
@@ -46,9 +47,10 @@ class ExperimentManager:
         checkpoint_store_address: str,
         model_definition_limit: int = 96 * 1024 * 1024,
         reconnect_grace: float = 30.0,
+        restart_backoff: RestartBackoff | None = None,
     ) -> None:
         self.state = state = SchedulerState(
-            db, cluster, checkpoint_store_address, model_definition_limit, reconnect_grace
+            db, cluster, checkpoint_store_address, model_definition_limit, reconnect_grace, restart_backoff
         )
         self.work = work = UnitOfWork(db)
         self.lifecycle = ExperimentLifecycle(state, work)
@@ -134,6 +136,10 @@ class ExperimentManager:
 
     def trial_agent(self, trial_id: int) -> str:
         return self.runs.trial_agent(trial_id)
+
+    def trial_waiting_reason(self, trial_id: int) -> str:
+        trial = self.trials.get(trial_id)
+        return trial.waiting_reason if trial is not None else ""
 
     # ---- the scheduling loop ----------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
 
@@ -18,12 +19,14 @@ class SchedulerState:
         checkpoint_store_address: str,
         model_definition_limit: int,
         reconnect_grace: float,
+        restart_backoff: RestartBackoff | None = None,
     ) -> None:
         self.db = db
         self.cluster = cluster
         self.checkpoint_store_address = checkpoint_store_address
         self.model_definition_limit = model_definition_limit
         self.reconnect_grace = reconnect_grace
+        self.restart_backoff = restart_backoff or RestartBackoff()
         # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
         self.cluster_secret: str | None = None
         self.experiments: dict[int, ExperimentRuntime] = {}
