@@ -23,6 +23,7 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
+from pedl._parent_death import die_with_parent
 from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.harness.store_retry import BUDGET_ENV, DEFAULT_BUDGET_S
@@ -384,6 +385,9 @@ class TrialRun:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                # No harness outlives its agent, in any phase (bwrap's --die-with-parent does the same
+                # inside the sandbox); forked from the event loop's thread, which lives as long as we do.
+                preexec_fn=die_with_parent(),
                 **group,  # type: ignore[arg-type]
             )
         except OSError as e:
