@@ -1,14 +1,18 @@
-"""Children that die with their parent: no harness (or script) runs on once its agent is gone.
+"""No harness outlives its agent: two independent ways for a harness to learn that its agent died.
 
-`die_with_parent(pid)` is a `preexec_fn` for `subprocess.Popen` / `asyncio.create_subprocess_exec`:
-between fork and exec the child asks the kernel (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`) to be
-killed when its parent dies, then checks the parent is still the one that forked it, since a parent
-killed before the request was made would never send the signal. The signal survives exec (not that
-of a setuid program; bubblewrap's own `--die-with-parent` covers the sandboxed harness).
+1. A lifeline pipe. The agent opens a pipe per harness it spawns (`Lifeline`), keeps the write end and
+   hands the read end to the harness (inherited, named by `PEDL_LIFELINE_FD`). Nothing is ever
+   written: when the agent dies, however it dies, the kernel closes its end and the harness's read
+   returns EOF; the harness then kills its process group (itself, its ranks on this machine, its
+   data-loader workers and scripts). It works through a `--harness-command` wrapper and through the
+   bubblewrap sandbox, and there is no window: the pipe exists before the harness does.
+2. The parent-death signal. The harness asks the kernel (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
+   to be killed when its parent dies: that needs no Python thread to run, so a harness stuck in C
+   code holding the GIL dies too. Under bubblewrap the parent is bwrap, which `--die-with-parent`
+   ties to the agent the same way.
 
-The kernel sends it when the *thread* that forked the child ends, not the process: fork from a
-thread that lives as long as the parent (the event loop's, the main thread), never from a pool
-thread. libc's `prctl` is looked up here, at import, so the child runs no loader code after fork.
+Neither uses a `preexec_fn`: Python code run between fork and exec in a process with gRPC's threads
+runs gRPC's fork handlers and crashes a few children in a hundred (measured: SIGSEGV/SIGABRT).
 """
 
 from __future__ import annotations
@@ -17,32 +21,71 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
+import threading
 
+LIFELINE_ENV = "PEDL_LIFELINE_FD"
 PR_SET_PDEATHSIG = 1
-# Exit code of a child whose parent was already gone when it started.
-ORPHANED_EXIT_CODE = 1
 
-_prctl: Callable[..., int] | None = None
-if sys.platform.startswith("linux"):
+
+class Lifeline:
+    """The agent's side: one pipe per harness process; `close()` once that process has exited."""
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()  # both non-inheritable; pass_fds makes read_fd inherited
+        self._open = True
+
+    def env(self) -> dict[str, str]:
+        return {LIFELINE_ENV: str(self.read_fd)}
+
+    def spawned(self) -> None:
+        """The child holds its copy of the read end; ours would only keep the pipe from breaking."""
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+    def close(self) -> None:
+        self.spawned()
+        if self._open:
+            os.close(self._write_fd)
+            self._open = False
+
+
+def die_with_agent() -> None:
+    """The harness's side, first thing at start: arm the parent-death signal and watch the lifeline."""
+    _arm_parent_death_signal()
+    text = os.environ.pop(LIFELINE_ENV, "")
+    if not text:
+        return
     try:
-        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        fd = int(text)
+        os.set_inheritable(fd, False)  # the harness's own children (scripts, workers) do not hold it
+    except (ValueError, OSError):
+        print(f"pedl.harness: {LIFELINE_ENV}={text!r} is not an open file descriptor", file=sys.stderr)
+        return
+    threading.Thread(target=_watch, args=(fd,), name="agent-lifeline", daemon=True).start()
+
+
+def _watch(fd: int) -> None:
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    try:  # likely unread (the agent read our stderr): a broken pipe must not stop the exit
+        print("pedl.harness: the agent that started this harness is gone; exiting", file=sys.stderr)
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 (exiting regardless)
+        pass
+    try:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+
+def _arm_parent_death_signal() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
-        _prctl = None
-
-
-def die_with_parent(parent_pid: int | None = None) -> Callable[[], None] | None:
-    """The preexec_fn arming the parent-death signal for a child of `parent_pid` (default: this
-    process); None where the platform has no such signal."""
-    if _prctl is None:
-        return None
-    parent = os.getpid() if parent_pid is None else parent_pid
-    prctl = _prctl
-    kill = int(signal.SIGKILL)
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(ORPHANED_EXIT_CODE)
-
-    return arm
+        pass

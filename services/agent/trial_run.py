@@ -23,7 +23,7 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
-from pedl._parent_death import die_with_parent
+from pedl._parent_death import Lifeline
 from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
 from pedl.harness.store_retry import BUDGET_ENV, DEFAULT_BUDGET_S
@@ -166,6 +166,8 @@ class TrialRun:
         self._kill_reason = ""
         self._proc: asyncio.subprocess.Process | None = None  # the group leader (the first rank)
         self._procs: list[asyncio.subprocess.Process] = []
+        # One per harness process: its read end tells the harness when this agent is gone.
+        self._lifelines: list[Lifeline] = []
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
@@ -282,6 +284,8 @@ class TrialRun:
                 self.socket_path.unlink()
             if self._s.sandbox is not None:
                 self._s.sandbox.release(self.trial_dir)
+            for lifeline in self._lifelines:
+                lifeline.close()
         return outcome
 
     async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
@@ -377,21 +381,23 @@ class TrialRun:
         group: dict[str, object] = {"start_new_session": True}
         if self._ranks.local > 1:
             group = {"process_group": self._proc.pid if self._proc is not None else 0}
+        lifeline = Lifeline()  # no harness outlives this agent (pedl._parent_death)
+        self._lifelines.append(lifeline)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=model_dir,
-                env=self._environment(index),
+                env={**self._environment(index), **lifeline.env()},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                # No harness outlives its agent, in any phase (bwrap's --die-with-parent does the same
-                # inside the sandbox); forked from the event loop's thread, which lives as long as we do.
-                preexec_fn=die_with_parent(),
+                pass_fds=(lifeline.read_fd,),
                 **group,  # type: ignore[arg-type]
             )
         except OSError as e:
             raise RuntimeError(f"cannot start the harness {' '.join(argv)!r}: {e}") from e
+        finally:
+            lifeline.spawned()
         rank = self._ranks.first_rank + index
         self._log.info("harness started", pid=proc.pid, cwd=str(model_dir), rank=rank)
         return proc

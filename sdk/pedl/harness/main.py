@@ -13,6 +13,7 @@ import yaml
 
 from pedl import _log
 from pedl._metrics import from_struct
+from pedl._parent_death import die_with_agent
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
@@ -161,6 +162,7 @@ def _exit_code(exc: BaseException) -> int:
 
 
 def main() -> int:
+    die_with_agent()  # first: a harness whose agent dies exits in every phase, this one included
     socket_path = os.environ.get(SOCKET_ENV)
     if not socket_path:
         print(f"pedl.harness: environment variable {SOCKET_ENV} is not set", file=sys.stderr)

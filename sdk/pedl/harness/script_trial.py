@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -32,7 +33,6 @@ from typing import Any
 
 from pedl import _log
 from pedl._metrics import to_struct
-from pedl._parent_death import die_with_parent
 from pedl.harness.agent_link import StoreCheckpoints
 from pedl.v1 import common_pb2
 
@@ -55,6 +55,16 @@ class ScriptSettings:
     # Lengths of the legacy searcher operations (searcher.max_length); empty when the script decides.
     operation_lengths: list[int] = field(default_factory=list)
     start_progress: int = 0
+
+
+def _set_parent_death_signal() -> None:
+    """The script dies with its harness even when the harness is SIGKILLed (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 class ScriptTrial:
@@ -93,7 +103,7 @@ class ScriptTrial:
                 cwd=self.settings.model_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent(),  # the script dies with its harness, even a SIGKILLed one
+                preexec_fn=_set_parent_death_signal,
             )
         except OSError as e:
             raise ScriptFailed(f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {e}") from e
