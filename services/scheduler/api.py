@@ -15,6 +15,7 @@ from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -40,6 +41,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.cluster_id = cluster_id
 
     async def CreateExperiment(self, request, context):  # noqa: N802
+        try:  # before anything parses the config
+            self.manager.request_limits.check_config_size(request.config_yaml)
+        except LimitExceeded as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         try:
             await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
         except StorageCheckError as e:
@@ -88,7 +93,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         try:
-            updates = experiment_patch.changes(row, request)
+            limits = self.manager.request_limits
+            updates = experiment_patch.changes(
+                row, request, limits.max_description_length, limits.max_label_length
+            )
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         experiment_ops.patch_experiment(self.db, exp_id, **updates)

@@ -25,6 +25,7 @@ from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
+from pedl_scheduler.request_limits import LimitExceeded, RequestLimits
 from pedl_scheduler.storage import open_storage
 
 METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
@@ -102,7 +103,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
     )
     security.add_arguments(p)
+    RequestLimits.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        args.request_limits = RequestLimits.from_args(args)
+    except LimitExceeded as e:
+        p.error(str(e))
     for flag in ("restart_backoff", "restart_backoff_max"):
         value = getattr(args, flag)
         if not 0 <= value < float("inf"):
@@ -177,6 +183,7 @@ async def serve(args: argparse.Namespace) -> None:
         int(args.model_definition_limit_mb * 1024 * 1024),
         reconnect_grace=args.agent_reconnect_grace,
         restart_backoff=RestartBackoff(args.restart_backoff, args.restart_backoff_max),
+        request_limits=args.request_limits,
     )
     manager.cluster_secret = sec.secret
     manager.recover()

@@ -36,6 +36,7 @@ from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.trial_runs import TrialRuns
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.storage import Storage
 
 
@@ -48,9 +49,16 @@ class ExperimentManager:
         model_definition_limit: int = 96 * 1024 * 1024,
         reconnect_grace: float = 30.0,
         restart_backoff: RestartBackoff | None = None,
+        request_limits: RequestLimits | None = None,
     ) -> None:
         self.state = state = SchedulerState(
-            db, cluster, checkpoint_store_address, model_definition_limit, reconnect_grace, restart_backoff
+            db,
+            cluster,
+            checkpoint_store_address,
+            model_definition_limit,
+            reconnect_grace,
+            restart_backoff,
+            request_limits,
         )
         self.work = work = UnitOfWork(db)
         self.lifecycle = ExperimentLifecycle(state, work)
@@ -90,6 +98,10 @@ class ExperimentManager:
     @property
     def model_definition_limit(self) -> int:
         return self.state.model_definition_limit
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        return self.state.request_limits
 
     @property
     def reconnect_grace(self) -> float:

@@ -7,6 +7,7 @@ import asyncio
 
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
+from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
 
@@ -20,6 +21,7 @@ class SchedulerState:
         model_definition_limit: int,
         reconnect_grace: float,
         restart_backoff: RestartBackoff | None = None,
+        request_limits: RequestLimits | None = None,
     ) -> None:
         self.db = db
         self.cluster = cluster
@@ -27,6 +29,7 @@ class SchedulerState:
         self.model_definition_limit = model_definition_limit
         self.reconnect_grace = reconnect_grace
         self.restart_backoff = restart_backoff or RestartBackoff()
+        self.request_limits = request_limits or RequestLimits()
         # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
         self.cluster_secret: str | None = None
         self.experiments: dict[int, ExperimentRuntime] = {}
