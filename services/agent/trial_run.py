@@ -32,7 +32,7 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
-from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
+from .log_relay import MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
 from .sandbox import Sandbox
 
@@ -115,6 +115,8 @@ class RunSettings:
     kill_grace_seconds: float = 10.0
     # How long harnesses wait out an unreachable checkpoint store (pedl.harness.store_retry).
     store_retry_budget_seconds: float = DEFAULT_BUDGET_S
+    # A longer line of a harness's output is split into lines of this many bytes.
+    max_log_line_bytes: int = MAX_LINE_BYTES
     gpus: list[Gpu] = field(default_factory=list)
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
@@ -412,8 +414,9 @@ class TrialRun:
         for index, proc in enumerate(procs):
             assert proc.stdout is not None and proc.stderr is not None
             prefix = f"[rank {self._ranks.first_rank + index}] " if many else ""
-            pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix)))
-            pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, tails[index])))
+            limit, tail = self._s.max_log_line_bytes, tails[index]
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix, limit)))
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, limit, tail)))
         exits = await self._all_exited(procs)
         self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
@@ -471,9 +474,14 @@ class TrialRun:
 
 
 async def _pump(
-    relay: LogRelay, stream: asyncio.StreamReader, source: str, prefix: str, tail: deque[str] | None = None
+    relay: LogRelay,
+    stream: asyncio.StreamReader,
+    source: str,
+    prefix: str,
+    max_line_bytes: int,
+    tail: deque[str] | None = None,
 ) -> None:
-    async for line in iter_lines(stream):
+    async for line in iter_lines(stream, max_line_bytes):
         relay.add(source, prefix + line)
         if tail is not None:
             tail.append(line)
