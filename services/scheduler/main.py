@@ -138,6 +138,15 @@ def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: An
     return stop
 
 
+def receive_limit(args: argparse.Namespace) -> int:
+    """The largest message the scheduler takes: a create at its model definition and config limits,
+    with headroom for the request's other fields (and for agents' batches of results and logs)."""
+    return max(
+        int(args.model_definition_limit_mb * 2**20) + args.request_limits.max_config_bytes + 2**20,
+        64 * 2**20,
+    )
+
+
 async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
     """Acts on scheduling decisions in ticks: woken early by events, at least once per `tick`.
 
@@ -205,6 +214,7 @@ async def serve(args: argparse.Namespace) -> None:
         f"{args.host}:{args.port}",
         interceptors=[metrics.RpcMetricsInterceptor(), *sec.interceptors],
         tls=sec.tls,
+        max_receive_bytes=receive_limit(args),
     )
     stop_metrics = _start_metrics(args, manager, log)
     # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)
