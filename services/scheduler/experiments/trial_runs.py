@@ -283,13 +283,14 @@ class TrialRuns:
         trial.infrastructure_failures += 1
         delay = self._back_off(trial, trial.infrastructure_failures)
         detail = reason.strip().splitlines()[-1] if reason.strip() else cause
+        why = cause if detail == cause else f"{cause} ({detail})"
         trial.waiting_reason = (
-            f"waiting for the infrastructure: {cause} ({detail}); restarting in {delay:.0f} s "
+            f"waiting for the infrastructure: {why}; restarting in {delay:.0f} s "
             f"(failure {trial.infrastructure_failures} in a row, not counted against max_restarts)"
         )
         self.work.log_line(
             trial,
-            f"trial {trial.id}'s run failed because {cause}: {detail}; restarting from "
+            f"trial {trial.id}'s run failed because {why}; restarting from "
             f"{self._origin(trial)} in {delay:.1f} s, which does not count against max_restarts",
         )
         log.warning(
