@@ -83,3 +83,20 @@ def test_the_budget_comes_from_the_agent_or_defaults_to_two_minutes() -> None:
     assert budget_from_env({"PEDL_STORE_RETRY_BUDGET_S": "20"}) == 20.0
     with pytest.raises(ValueError, match="PEDL_STORE_RETRY_BUDGET_S must be a number of seconds"):
         budget_from_env({"PEDL_STORE_RETRY_BUDGET_S": "soon"})
+
+
+def test_a_core_api_call_that_found_the_store_gone_is_remembered(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A script that then fails fails because of the store: its harness exits as the store's failure."""
+    from pedl.harness.core_api_server import CoreApiServer
+
+    def store_checkpoint() -> None:
+        raise StoreUnavailable("uploading the checkpoint: store gone")
+
+    server = CoreApiServer(tmp_path / "core.sock", {"store": store_checkpoint, "ok": lambda: 1})
+    try:
+        assert server.answer("ok", {}) == ("ok", 1) and server.store_unavailable is None
+        assert server.answer("store", {}) == ("error", "uploading the checkpoint: store gone")
+        assert isinstance(server.store_unavailable, StoreUnavailable)
+        assert _exit_code(server.store_unavailable) == STORE_UNAVAILABLE_EXIT_CODE
+    finally:
+        server.close()
