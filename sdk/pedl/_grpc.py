@@ -13,7 +13,15 @@ from grpc_reflection.v1alpha import reflection
 from pedl import auth
 from pedl._bearer import BearerInterceptor, aio_interceptors
 
-# Model definitions (up to the context limit) and checkpoint chunks travel in messages.
+# Message limits, chosen per direction (gRPC's own default, 4 MiB received, is too small for a model
+# definition and would fail a create with a transport error instead of the scheduler's clear one):
+# - Clients (CLI, SDK, agents, harnesses) send and receive up to MAX_MESSAGE_BYTES: the largest
+#   request is a model definition (the scheduler's --model-definition-limit-mb, 96 MiB by default)
+#   with its config; the largest answers are lists the scheduler's request limits keep far below.
+# - Servers send up to MAX_MESSAGE_BYTES and receive up to what each says it needs (`aio_server`'s
+#   `max_receive_bytes`): the scheduler its model definition and config limits plus headroom, the
+#   checkpoint store and the harness socket the default. A message over a limit fails that call
+#   alone with RESOURCE_EXHAUSTED, naming both sizes.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 _OPTIONS = [
@@ -28,6 +36,12 @@ _SERVER_OPTIONS = _OPTIONS + [
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.so_reuseport", 0),
 ]
+
+
+def _server_options(max_receive_bytes: int) -> list[tuple[str, int]]:
+    return [
+        (k, max_receive_bytes if k == "grpc.max_receive_message_length" else v) for k, v in _SERVER_OPTIONS
+    ]
 
 
 def _client_setup(address: str, token: str | None, tls_ca: str | None) -> tuple[str | None, bytes | None]:
@@ -88,15 +102,18 @@ def aio_server(
     address: str,
     interceptors: Iterable[grpc.aio.ServerInterceptor] = (),
     tls: tuple[bytes, bytes] | None = None,
+    max_receive_bytes: int = MAX_MESSAGE_BYTES,
 ) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server with health and reflection, bound to `address`; returns it and its port.
 
     `register` callables add the servicers (e.g. `lambda s: add_FooServicer_to_server(x, s)`);
     `service_names` are their full names, for reflection and health; `interceptors` wrap every
     call (e.g. the scheduler's RPC latency metrics); `tls` = (certificate chain PEM, private key PEM)
-    serves TLS instead of plaintext.
+    serves TLS instead of plaintext; `max_receive_bytes` is the largest request message it takes.
     """
-    server = grpc.aio.server(options=_SERVER_OPTIONS, interceptors=list(interceptors) or None)
+    server = grpc.aio.server(
+        options=_server_options(max_receive_bytes), interceptors=list(interceptors) or None
+    )
     for add in register:
         add(server)
     health_servicer = health.aio.HealthServicer()

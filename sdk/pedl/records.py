@@ -133,6 +133,7 @@ def trial_record(trial: scheduler_pb2.Trial, hparam_space: Any = None) -> dict[s
         "start_time": trial.start_time or None,
         "end_time": trial.end_time or None,
         "error": trial.error or None,
+        "waiting_reason": trial.waiting_reason or None,
     }
 
 

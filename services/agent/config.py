@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pedl import auth
+from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
 
+from .log_relay import MAX_LINE_BYTES
 from .sandbox import ISOLATION_MODES, default_isolation
 
 DEFAULT_MASTER = "127.0.0.1:8080"
@@ -33,6 +35,9 @@ class AgentConfig:
     address: str = ""
     log_level: str = "info"
     kill_grace_seconds: float = 10.0
+    # How long a harness waits out an unreachable checkpoint store before it gives up (store_retry).
+    store_retry_budget_seconds: float = DEFAULT_STORE_RETRY_BUDGET_S
+    max_log_line_bytes: int = MAX_LINE_BYTES
     reconnect_backoff_cap_seconds: float = 5.0
     # Presented to the scheduler; never handed to harnesses.
     cluster_secret: str | None = field(default=None, repr=False)
@@ -89,6 +94,22 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--address", help="address other machines reach this host on (default: auto)")
     p.add_argument("--kill-grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument(
+        "--store-retry-budget",
+        type=float,
+        default=DEFAULT_STORE_RETRY_BUDGET_S,
+        metavar="SECONDS",
+        help="how long a harness retries a checkpoint restore or upload while the checkpoint store (or "
+        "its S3) is unreachable before its run ends as an infrastructure failure, which does not "
+        f"spend the trial's max_restarts (default {DEFAULT_STORE_RETRY_BUDGET_S:g})",
+    )
+    p.add_argument(
+        "--max-log-line-bytes",
+        type=int,
+        default=MAX_LINE_BYTES,
+        metavar="N",
+        help=f"a longer line of a trial's output is split into lines of N bytes (default {MAX_LINE_BYTES})",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--cluster-secret-file", help="the cluster's shared secret (or env PEDL_CLUSTER_SECRET)")
     p.add_argument("--tls-ca", help="CA bundle to verify the scheduler and store with (or env PEDL_TLS_CA)")
@@ -137,6 +158,10 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         parser.error(f"--slots must be >= 0, got {ns.slots}")
     if ns.kill_grace < 0:
         parser.error(f"--kill-grace must be >= 0, got {ns.kill_grace}")
+    if ns.max_log_line_bytes < 1:
+        parser.error(f"--max-log-line-bytes must be at least 1, got {ns.max_log_line_bytes}")
+    if not 0 <= ns.store_retry_budget < float("inf"):
+        parser.error(f"--store-retry-budget must be a number of seconds >= 0, got {ns.store_retry_budget}")
     agent_id = ns.agent_id or socket.gethostname()
     if not agent_id or "/" in agent_id:
         parser.error(f"--agent-id must be a non-empty name without '/', got {agent_id!r}")
@@ -174,6 +199,8 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         address=ns.address or "",
         log_level=ns.log_level,
         kill_grace_seconds=ns.kill_grace,
+        store_retry_budget_seconds=ns.store_retry_budget,
+        max_log_line_bytes=ns.max_log_line_bytes,
         cluster_secret=secret,
         tls_ca=str(Path(tls_ca).resolve()) if tls_ca else "",
         environments=environments,

@@ -13,27 +13,28 @@ from pedl.v1 import agent_pb2, common_pb2
 
 FLUSH_SECONDS = 0.2
 FLUSH_LINES = 200
-# Longer lines are split so one runaway line cannot exhaust memory.
+# Longer lines are split so one runaway line cannot exhaust memory (pedl-agent --max-log-line-bytes).
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_LINES = 40
 
 
-async def iter_lines(stream: asyncio.StreamReader) -> AsyncIterator[str]:
-    """Decoded lines without their line ending, including a last unterminated one."""
+async def iter_lines(stream: asyncio.StreamReader, max_bytes: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
+    """Decoded lines without their line ending, including a last unterminated one; a line longer
+    than `max_bytes` comes as several."""
     buf = b""
     while True:
-        chunk = await stream.read(MAX_LINE_BYTES)
+        chunk = await stream.read(max_bytes)
         if not chunk:
             break
         buf += chunk
         while True:
-            nl = buf.find(b"\n", 0, MAX_LINE_BYTES + 1)
+            nl = buf.find(b"\n", 0, max_bytes + 1)
             if nl >= 0:
                 yield buf[:nl].rstrip(b"\r").decode("utf-8", errors="replace")
                 buf = buf[nl + 1 :]
-            elif len(buf) >= MAX_LINE_BYTES:
-                yield buf[:MAX_LINE_BYTES].decode("utf-8", errors="replace")
-                buf = buf[MAX_LINE_BYTES:]
+            elif len(buf) >= max_bytes:
+                yield buf[:max_bytes].decode("utf-8", errors="replace")
+                buf = buf[max_bytes:]
             else:
                 break
     if buf:

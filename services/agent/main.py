@@ -86,6 +86,8 @@ async def run_agent(cfg: AgentConfig) -> None:
         model_definitions=ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
         send=outbox.put,
         kill_grace_seconds=cfg.kill_grace_seconds,
+        store_retry_budget_seconds=cfg.store_retry_budget_seconds,
+        max_log_line_bytes=cfg.max_log_line_bytes,
         gpus=gpus,
         environments=cfg.environment_argvs(),
         address=cfg.address,

@@ -23,14 +23,16 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
+from pedl._parent_death import Lifeline
 from pedl.config.env_vars import trial_variables_from_text
 from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
+from pedl.harness.store_retry import BUDGET_ENV, DEFAULT_BUDGET_S
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
 from .harness_service import HarnessServicer
-from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
+from .log_relay import MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
 from .sandbox import Sandbox
 
@@ -111,6 +113,10 @@ class RunSettings:
     model_definitions: ModelDefinitionCache
     send: Send
     kill_grace_seconds: float = 10.0
+    # How long harnesses wait out an unreachable checkpoint store (pedl.harness.store_retry).
+    store_retry_budget_seconds: float = DEFAULT_BUDGET_S
+    # A longer line of a harness's output is split into lines of this many bytes.
+    max_log_line_bytes: int = MAX_LINE_BYTES
     gpus: list[Gpu] = field(default_factory=list)
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
@@ -162,6 +168,8 @@ class TrialRun:
         self._kill_reason = ""
         self._proc: asyncio.subprocess.Process | None = None  # the group leader (the first rank)
         self._procs: list[asyncio.subprocess.Process] = []
+        # One per harness process: its read end tells the harness when this agent is gone.
+        self._lifelines: list[Lifeline] = []
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
@@ -278,6 +286,8 @@ class TrialRun:
                 self.socket_path.unlink()
             if self._s.sandbox is not None:
                 self._s.sandbox.release(self.trial_dir)
+            for lifeline in self._lifelines:
+                lifeline.close()
         return outcome
 
     async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
@@ -330,6 +340,7 @@ class TrialRun:
             PEDL_RUN_ID=str(self.run_id),
             PYTHONUNBUFFERED="1",
         )
+        env[BUDGET_ENV] = f"{self._s.store_retry_budget_seconds:g}"
         harness_credentials(env, self.start.checkpoint_token)
         if r.distributed:
             slots = slots[index : index + 1]
@@ -372,18 +383,23 @@ class TrialRun:
         group: dict[str, object] = {"start_new_session": True}
         if self._ranks.local > 1:
             group = {"process_group": self._proc.pid if self._proc is not None else 0}
+        lifeline = Lifeline()  # no harness outlives this agent (pedl._parent_death)
+        self._lifelines.append(lifeline)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=model_dir,
-                env=self._environment(index),
+                env={**self._environment(index), **lifeline.env()},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                pass_fds=(lifeline.read_fd,),
                 **group,  # type: ignore[arg-type]
             )
         except OSError as e:
             raise RuntimeError(f"cannot start the harness {' '.join(argv)!r}: {e}") from e
+        finally:
+            lifeline.spawned()
         rank = self._ranks.first_rank + index
         self._log.info("harness started", pid=proc.pid, cwd=str(model_dir), rank=rank)
         return proc
@@ -398,8 +414,9 @@ class TrialRun:
         for index, proc in enumerate(procs):
             assert proc.stdout is not None and proc.stderr is not None
             prefix = f"[rank {self._ranks.first_rank + index}] " if many else ""
-            pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix)))
-            pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, tails[index])))
+            limit, tail = self._s.max_log_line_bytes, tails[index]
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix, limit)))
+            pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, limit, tail)))
         exits = await self._all_exited(procs)
         self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
@@ -457,9 +474,14 @@ class TrialRun:
 
 
 async def _pump(
-    relay: LogRelay, stream: asyncio.StreamReader, source: str, prefix: str, tail: deque[str] | None = None
+    relay: LogRelay,
+    stream: asyncio.StreamReader,
+    source: str,
+    prefix: str,
+    max_line_bytes: int,
+    tail: deque[str] | None = None,
 ) -> None:
-    async for line in iter_lines(stream):
+    async for line in iter_lines(stream, max_line_bytes):
         relay.add(source, prefix + line)
         if tail is not None:
             tail.append(line)

@@ -37,6 +37,12 @@ def _code(error: StoreError) -> grpc.StatusCode:
     return grpc.StatusCode.FAILED_PRECONDITION
 
 
+def _storage_failure(error: OSError) -> grpc.StatusCode:
+    """UNAVAILABLE when storage was unreachable or failing for now (the caller may retry: a harness
+    then waits for storage instead of spending the trial's restarts), else INTERNAL."""
+    return grpc.StatusCode.UNAVAILABLE if getattr(error, "transient", False) else grpc.StatusCode.INTERNAL
+
+
 class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
     def __init__(
         self, store: CheckpointStore, chunk_size: int = CHUNK_SIZE, authz: StoreAuthz | None = None
@@ -77,7 +83,7 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
             log.error("upload failed in storage", uuid=upload.uuid if upload else None, error=str(e))
-            await context.abort(grpc.StatusCode.INTERNAL, f"checkpoint storage failed: {e}")
+            await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
         except BaseException:
             # Client gone (cancellation) or a storage failure: leave nothing behind.
             if upload is not None:
@@ -156,7 +162,7 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
             await context.abort(_code(e), str(e))
         except OSError as e:
             log.error("download failed in storage", uuid=request.uuid, error=str(e))
-            await context.abort(grpc.StatusCode.INTERNAL, f"reading checkpoint {request.uuid} failed: {e}")
+            await context.abort(_storage_failure(e), f"reading checkpoint {request.uuid} failed: {e}")
         finally:
             if chunks is not None and hasattr(chunks, "close"):
                 try:
@@ -224,7 +230,7 @@ async def _storage_errors(
         await context.abort(_code(e), str(e))
     except OSError as e:
         log.error("direct upload failed in storage", uuid=uuid, error=str(e))
-        await context.abort(grpc.StatusCode.INTERNAL, f"checkpoint storage failed: {e}")
+        await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
 
 
 def _log_stored(checkpoint: common_pb2.Checkpoint, started: float, *, direct: bool) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -16,6 +17,7 @@ from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, 
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage.ops import agents as agent_ops
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
@@ -61,7 +63,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"the model definition is over the scheduler's limit of {limit / 2**20:.0f} MiB "
-                    "compressed; leave large files out with .pedlignore",
+                    "compressed (--model-definition-limit-mb raises it); leave large files out "
+                    "with .pedlignore",
                 )
             parts.append(chunk.model_definition)
         request.model_definition = b"".join(parts)
@@ -69,6 +72,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.UploadExperimentResponse(experiment=created.experiment)
 
     async def _create(self, request, context):
+        try:  # before anything parses the config
+            self.manager.request_limits.check_config_size(request.config_yaml)
+        except LimitExceeded as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         try:
             await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
         except StorageCheckError as e:
@@ -98,7 +105,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._require(request.experiment_id, Access.READ, context)
         exp = await self._experiment_or_abort(request.experiment_id, context)
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
-        trials = [convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]) for r in rows]
+        trials = [self._trial(r, r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
 
     async def KillExperiment(self, request, context):  # noqa: N802
@@ -120,7 +127,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         try:
-            updates = experiment_patch.changes(row, request)
+            limits = self.manager.request_limits
+            updates = experiment_patch.changes(
+                row, request, limits.max_description_length, limits.max_label_length
+            )
             config = experiment_patch.config_change(row, request)
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
@@ -158,9 +168,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         await self._lifecycle(lambda _: self.manager.kill_trial(row["id"]), row["experiment_id"], context)
         row = trial_ops.trial(self.db, request.trial_id)
-        return scheduler_pb2.KillTrialResponse(
-            trial=convert.trial(row, self.manager.trial_agent(row["id"]), 0)
-        )
+        return scheduler_pb2.KillTrialResponse(trial=self._trial(row, 0))
 
     async def _require(self, exp_id: int, access: Access, context) -> None:
         """The object half of authz: an experiment that does not exist is left to NOT_FOUND."""
@@ -199,6 +207,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             model_definition_name=row["model_definition_name"],
         )
 
+    def _trial(self, row: dict[str, Any], num_steps: int) -> scheduler_pb2.Trial:
+        trial_id = row["id"]
+        return convert.trial(
+            row, self.manager.trial_agent(trial_id), num_steps, self.manager.trial_waiting_reason(trial_id)
+        )
+
     async def GetTrial(self, request, context):  # noqa: N802
         await self._require_trial(request.trial_id, context)
         row = trial_ops.trial(self.db, request.trial_id)
@@ -208,7 +222,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         vals = result_ops.validations_of(self.db, row["id"])
         ckpts = result_ops.checkpoints_of(self.db, row["id"])
         return scheduler_pb2.GetTrialResponse(
-            trial=convert.trial(row, self.manager.trial_agent(row["id"]), len(steps)),
+            trial=self._trial(row, len(steps)),
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
@@ -231,7 +245,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
         details = [
             scheduler_pb2.GetTrialResponse(
-                trial=convert.trial(r, self.manager.trial_agent(r["id"]), r["num_steps"]),
+                trial=self._trial(r, r["num_steps"]),
                 steps=[convert.step(x) for x in by_trial[r["id"]]["steps"]],
                 validations=[convert.validation(x) for x in by_trial[r["id"]]["validations"]],
                 checkpoints=[convert.checkpoint(x) for x in by_trial[r["id"]]["checkpoints"]],

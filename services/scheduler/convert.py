@@ -45,7 +45,9 @@ def _description(row: dict[str, Any], config: dict[str, Any]) -> str:
     return str(patched) if patched is not None else str(config.get("description") or "")
 
 
-def trial(row: dict[str, Any], agent_id: str = "", num_steps: int = 0) -> scheduler_pb2.Trial:
+def trial(
+    row: dict[str, Any], agent_id: str = "", num_steps: int = 0, waiting_reason: str = ""
+) -> scheduler_pb2.Trial:
     message = scheduler_pb2.Trial(
         id=row["id"],
         experiment_id=row["experiment_id"],
@@ -61,6 +63,7 @@ def trial(row: dict[str, Any], agent_id: str = "", num_steps: int = 0) -> schedu
         num_steps=num_steps,
         error=row["error"],
         seed=row["seed"],
+        waiting_reason=waiting_reason,
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]

@@ -14,18 +14,27 @@ class PatchError(ValueError):
     pass
 
 
-def changes(row: dict[str, Any], request: Any) -> dict[str, Any]:
-    """Keyword arguments for storage's patch_experiment; PatchError names what is wrong."""
+def changes(
+    row: dict[str, Any], request: Any, max_description: int = MAX_DESCRIPTION, max_label: int = MAX_LABEL
+) -> dict[str, Any]:
+    """Keyword arguments for storage's patch_experiment; PatchError names what is wrong. The limits are
+    the scheduler's --max-description-length and --max-label-length."""
     out: dict[str, Any] = {}
     if request.HasField("description"):
-        if len(request.description) > MAX_DESCRIPTION:
-            raise PatchError(f"description is longer than {MAX_DESCRIPTION} characters")
+        if len(request.description) > max_description:
+            raise PatchError(
+                f"description is longer than {max_description} characters "
+                "(--max-description-length raises the limit)"
+            )
         out["description"] = request.description
     if request.add_labels or request.remove_labels:
         labels = list(json.loads(row.get("labels_json") or "[]"))
         for label in request.add_labels:
-            if not label.strip() or len(label) > MAX_LABEL:
-                raise PatchError(f"label {label!r} must be 1-{MAX_LABEL} characters, not blank")
+            if not label.strip() or len(label) > max_label:
+                raise PatchError(
+                    f"label {label[:40]!r} must be 1-{max_label} characters, not blank "
+                    "(--max-label-length raises the limit)"
+                )
             if label not in labels:
                 labels.append(label)
         missing = [label for label in request.remove_labels if label not in labels]

@@ -24,6 +24,8 @@ from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
+from pedl_scheduler.request_limits import LimitExceeded, RequestLimits
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import agents as agent_ops
 
@@ -70,6 +72,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=float(_env("AGENT_RECONNECT_GRACE", "30")),
         help="seconds a disconnected agent's trials wait for it to reconnect before they restart elsewhere",
     )
+    p.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=float(_env("RESTART_BACKOFF", "1")),
+        metavar="SECONDS",
+        help="wait before a failed trial's first restart; each further restart in a row waits twice as "
+        "long (times a random 0.5-1), up to --restart-backoff-max (default 1; 0 restarts at once)",
+    )
+    p.add_argument(
+        "--restart-backoff-max",
+        type=float,
+        default=float(_env("RESTART_BACKOFF_MAX", "60")),
+        metavar="SECONDS",
+        help="the longest wait before a restart (default 60)",
+    )
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
@@ -87,7 +104,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
     )
     security.add_arguments(p)
-    return p.parse_args(argv)
+    RequestLimits.add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        args.request_limits = RequestLimits.from_args(args)
+    except LimitExceeded as e:
+        p.error(str(e))
+    for flag in ("restart_backoff", "restart_backoff_max"):
+        value = getattr(args, flag)
+        if not 0 <= value < float("inf"):
+            p.error(f"--{flag.replace('_', '-')} must be a number of seconds >= 0, got {value}")
+    return args
 
 
 def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: Any) -> Callable[[], None]:
@@ -110,6 +137,15 @@ def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: An
         tmp.replace(args.metrics_port_file)
     log.info("metrics serving", address=f"http://{args.metrics_host}:{bound}/metrics")
     return stop
+
+
+def receive_limit(args: argparse.Namespace) -> int:
+    """The largest message the scheduler takes: a create at its model definition and config limits,
+    with headroom for the request's other fields (and for agents' batches of results and logs)."""
+    return max(
+        int(args.model_definition_limit_mb * 2**20) + args.request_limits.max_config_bytes + 2**20,
+        64 * 2**20,
+    )
 
 
 async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
@@ -157,6 +193,8 @@ async def serve(args: argparse.Namespace) -> None:
         args.checkpoint_store,
         int(args.model_definition_limit_mb * 1024 * 1024),
         reconnect_grace=args.agent_reconnect_grace,
+        restart_backoff=RestartBackoff(args.restart_backoff, args.restart_backoff_max),
+        request_limits=args.request_limits,
     )
     manager.cluster_secret = sec.secret
     manager.state.trial_token_ttl_seconds = sec.trial_token_ttl_seconds
@@ -181,6 +219,7 @@ async def serve(args: argparse.Namespace) -> None:
         f"{args.host}:{args.port}",
         interceptors=[metrics.RpcMetricsInterceptor(), *sec.interceptors],
         tls=sec.tls,
+        max_receive_bytes=receive_limit(args),
     )
     stop_metrics = _start_metrics(args, manager, log)
     # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)

@@ -78,6 +78,13 @@ class TrialRuntime:
     # How the previous run failed (None: it did not, or without a signature); in memory only, so a
     # scheduler restart costs a deterministic failure one more run.
     last_failure: RunFailure | None = None
+    # A restarted trial is not placed before this monotonic time (restart_policy.RestartBackoff).
+    not_before: float | None = None
+    # Failures of the infrastructure in a row (the store unreachable, the agent lost): they pace the
+    # backoff and never spend `max_restarts`. Reset by the next workload result.
+    infrastructure_failures: int = 0
+    # Why the trial waits instead of training (shown by describe); "" while nothing holds it up.
+    waiting_reason: str = ""
 
     def gang_agents(self) -> list[str]:
         return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]

@@ -95,7 +95,7 @@ def test_a_script_on_a_killed_agent_resumes_from_its_last_store_path_checkpoint(
 
         result = wait(cluster, exp_id, timeout=240)
         assert result.experiment.state == COMPLETED, cluster.logs()
-        assert result.trials[0].restarts == 1
+        assert result.trials[0].restarts == 0  # a lost agent does not spend max_restarts
         text = logs(cluster, trial.id)
         resumed = [line for line in text.splitlines() if "resumed at step" in line]
         assert resumed and int(resumed[0].split("resumed at step ")[1].split()[0]) >= 20, text

@@ -71,5 +71,5 @@ def test_a_script_trial_on_a_killed_agent_resumes_with_the_same_metrics(tmp_path
 
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        assert result.trials[0].restarts == 1
+        assert result.trials[0].restarts == 0  # a lost agent does not spend max_restarts
         assert trial_history(cluster, exp_id) == trial_history(cluster, reference)

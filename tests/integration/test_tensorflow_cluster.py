@@ -62,7 +62,7 @@ def test_a_keras_trial_on_a_killed_agent_resumes_with_the_same_metrics(tmp_path)
 
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        assert result.trials[0].restarts == 1
+        assert result.trials[0].restarts == 0  # a lost agent does not spend max_restarts
         history = trial_history(cluster, exp_id)
         assert history == trial_history(cluster, reference)
         assert set(history[1][-1][1]) == {"loss", "accuracy"}

@@ -94,6 +94,7 @@ class LocalCluster:
     tls: TlsFiles | None = None
     # Extra pedl-agent flags for every agent (e.g. ["--environment", "tf215=/path/to/python"]).
     agent_args: list[str] = field(default_factory=list)
+    store_args: list[str] = field(default_factory=list)
 
     @property
     def secret_file(self) -> Path:
@@ -116,6 +117,20 @@ class LocalCluster:
         """SIGKILL, as a crash would: no clean-up runs."""
         os.kill(self.scheduler.process.pid, signal.SIGKILL)
         self.scheduler.process.wait(timeout=10)
+
+    def kill_store(self) -> None:
+        """SIGKILL the checkpoint store, as a crash would."""
+        os.kill(self.store.process.pid, signal.SIGKILL)
+        self.store.process.wait(timeout=10)
+
+    def start_store(self) -> None:
+        """Starts the checkpoint store again on its port and storage (harnesses reconnect to it)."""
+        port = self.store.address.rpartition(":")[2]
+        port_file = self.workdir / "store.port"
+        port_file.unlink(missing_ok=True)
+        args = list(self.store_args)
+        args[args.index("--port") + 1] = port
+        self.store = start("checkpoint_store", args, self.workdir, port_file)
 
     def start_scheduler(self) -> None:
         """Starts the scheduler on the same port and database (agents reconnect to it)."""
@@ -212,26 +227,24 @@ def local_cluster(
     _write_secret(workdir / "admin-password")
     scheduler_port = free_port()
     tls_args = tls.server_args() if tls else []
-    store = start(
-        "checkpoint_store",
-        [
-            "pedl-checkpoint-store",
-            "--port",
-            "0",
-            "--storage-path",
-            str(workdir / "checkpoints"),
-            "--port-file",
-            str(workdir / "store.port"),
-            "--cluster-secret-file",
-            str(workdir / "cluster-secret"),
-            "--master",
-            f"127.0.0.1:{scheduler_port}",
-            *tls_args,
-        ],
-        workdir,
-        workdir / "store.port",
+    store_args = [
+        "pedl-checkpoint-store",
+        "--port",
+        "0",
+        "--storage-path",
+        str(workdir / "checkpoints"),
+        "--port-file",
+        str(workdir / "store.port"),
+        "--cluster-secret-file",
+        str(workdir / "cluster-secret"),
+        "--master",
+        f"127.0.0.1:{scheduler_port}",
+        *tls_args,
+    ]
+    store = start("checkpoint_store", store_args, workdir, workdir / "store.port")
+    cluster = LocalCluster(
+        store, store, [], workdir, [], tls=tls, agent_args=list(agent_args or []), store_args=store_args
     )
-    cluster = LocalCluster(store, store, [], workdir, [], tls=tls, agent_args=list(agent_args or []))
     tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
     try:
         cluster.scheduler_args = [
@@ -257,6 +270,11 @@ def local_cluster(
             "1",
             "--heartbeat-timeout",
             "10",
+            # Restarts back off as in production, only shorter, so that tests of failing trials stay quick.
+            "--restart-backoff",
+            "0.2",
+            "--restart-backoff-max",
+            "2",
             *(scheduler_args or []),
         ]
         cluster.start_scheduler()

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import argparse
 
+# Ids and counts travel as protobuf int32 (the API's experiment, trial and run ids, limits); a larger
+# value would fail inside the request builder with a traceback, so the parser refuses it first.
+MAX_INT = 2**31 - 1
+
 
 def positive_int(text: str) -> int:
+    """An id or a count: 1 to MAX_INT."""
+    message = f"expected a positive integer up to {MAX_INT}, got {text!r}"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(message) from None
+    if not 1 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(message)
     return value
 
 
 def non_negative_int(text: str) -> int:
+    message = f"expected an integer from 0 to {MAX_INT}, got {text!r}"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(message) from None
+    if not 0 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(message)
     return value
 
 

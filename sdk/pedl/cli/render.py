@@ -306,6 +306,7 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
                 ("Latest checkpoint", trial.latest_checkpoint_uuid),
                 ("Started", short_time(trial.start_time)),
                 ("Ended", short_time(trial.end_time)),
+                ("Waiting", trial.waiting_reason),
                 ("Error", trial.error),
             ]
         )
@@ -336,6 +337,9 @@ def describe_experiment(
 ) -> str:
     parts = [experiment_summary(response.experiment)]
     parts.append(f"Trials:\n{trials_table(response.trials)}" if response.trials else "Trials: none")
+    waiting = [f"trial {t.id}: {t.waiting_reason}" for t in response.trials if t.waiting_reason]
+    if waiting:
+        parts.append("Waiting:\n" + "\n".join(waiting))
     parts.extend(trial_details(d, heading=True, steps=steps) for d in details)
     return "\n\n".join(parts)
 

@@ -241,8 +241,9 @@ def resolve_master(master: str | None = None) -> str:
 
 def get_experiment(experiment_id: int, master: str | None = None) -> ExperimentClient:
     """A handle on experiment `experiment_id`; fails at once if the scheduler does not know it."""
-    if isinstance(experiment_id, bool) or not isinstance(experiment_id, int) or experiment_id < 1:
-        raise ValueError(f"experiment_id must be a positive integer, got {experiment_id!r}")
+    valid = isinstance(experiment_id, int) and not isinstance(experiment_id, bool)
+    if not valid or not 1 <= experiment_id < 2**31:
+        raise ValueError(f"experiment_id must be a positive integer up to 2147483647, got {experiment_id!r}")
     session = _Session(resolve_master(master))
     client = ExperimentClient(experiment_id, session)
     try:

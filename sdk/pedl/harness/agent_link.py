@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
 from pedl import _grpc
+from pedl.harness.store_retry import budget_from_env, unreachable, with_store_retries
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
+
+T = TypeVar("T")
 
 # How long to wait for the agent's socket to accept the first call.
 CONNECT_TIMEOUT_S = 60.0
@@ -52,12 +57,19 @@ class AgentWorkloadSource:
 
 
 class StoreCheckpoints:
-    """A `CheckpointStorage` backed by the checkpoint store service."""
+    """A `CheckpointStorage` backed by the checkpoint store service; every call waits out an outage of
+    the store within the retry budget (`pedl.harness.store_retry`)."""
 
     def __init__(
-        self, address: str, experiment_id: int, trial_id: int, storage: dict[str, Any] | None = None
+        self,
+        address: str,
+        experiment_id: int,
+        trial_id: int,
+        storage: dict[str, Any] | None = None,
+        retry_budget_s: float | None = None,
     ) -> None:
         self._address = address
+        self._retry_budget_s = budget_from_env() if retry_budget_s is None else retry_budget_s
         # The experiment's checkpoint_storage config; None for the store's default.
         self._storage = storage
         self._experiment_id = experiment_id
@@ -81,25 +93,48 @@ class StoreCheckpoints:
         extra_metadata: dict[str, str] | None = None,
     ) -> common_pb2.Checkpoint:
         """`uuid`: one chosen beforehand (a Core API script's storage_id); else the store picks one."""
-        return self._store_client().upload(
-            directory,
-            experiment_id=self._experiment_id,
-            trial_id=self._trial_id,
-            total_batches=total_batches,
-            metadata={**checkpoint_metadata(directory), **(extra_metadata or {})},
-            storage=self._storage,
-            uuid=uuid,
+        metadata = {**checkpoint_metadata(directory), **(extra_metadata or {})}
+        return self._retrying(
+            lambda: self._store_client().upload(
+                directory,
+                experiment_id=self._experiment_id,
+                trial_id=self._trial_id,
+                total_batches=total_batches,
+                metadata=metadata,
+                storage=self._storage,
+                uuid=uuid,
+            ),
+            f"uploading the checkpoint at batch {total_batches}",
         )
 
     def get(self, uuid: str) -> common_pb2.Checkpoint:
-        return self._store_client().get(uuid)
+        return self._retrying(lambda: self._store_client().get(uuid), f"reading checkpoint {uuid}")
 
     def fetch(self, uuid: str, directory: Path) -> None:
-        self._store_client().download(uuid, directory)
+        self._retrying(
+            lambda: self._store_client().download(uuid, directory), f"restoring checkpoint {uuid}"
+        )
+
+    def _retrying(self, call: Callable[[], T], what: str) -> T:
+        def attempt() -> T:
+            try:
+                return call()
+            except Exception as e:
+                if unreachable(e):
+                    self.close()  # a fresh channel next time, not one in gRPC's reconnect backoff
+                raise
+
+        return with_store_retries(attempt, what, self._retry_budget_s, on_retry=_say)
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+            self._client = None
+
+
+def _say(line: str) -> None:
+    """To the trial's log (the agent relays stderr), so `pedl trial logs` shows why it waits."""
+    print(f"pedl.harness: waiting for the checkpoint store: {line}", file=sys.stderr, flush=True)
 
 
 def checkpoint_metadata(directory: Path) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import _log
+from pedl.harness.store_retry import StoreUnavailable
 
 
 class CoreApiServer:
@@ -28,6 +29,9 @@ class CoreApiServer:
             socket_path.unlink()
         self._listener = Listener(str(socket_path), family="AF_UNIX", authkey=self.key)
         self._closed = False
+        # Set when a call failed because the checkpoint store stayed unreachable: if the script then
+        # fails, that is why (the harness exits as an infrastructure failure, not the script's).
+        self.store_unavailable: StoreUnavailable | None = None
         self._log = _log.get_logger(component="harness")
         threading.Thread(target=self._accept, name="core-api-accept", daemon=True).start()
 
@@ -56,6 +60,10 @@ class CoreApiServer:
             return ("error", f"unknown Core API call {method!r}")
         try:
             return ("ok", handler(**kwargs))
+        except StoreUnavailable as e:
+            self.store_unavailable = e
+            self._log.warning("core api call failed: the checkpoint store is unavailable", method=method)
+            return ("error", str(e))
         except Exception as e:
             self._log.warning("core api call refused", method=method, error=str(e))
             return ("error", str(e))

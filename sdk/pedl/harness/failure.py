@@ -16,10 +16,11 @@ from types import TracebackType
 
 import pedl
 from pedl.harness.distributed import is_peer_failure
+from pedl.harness.store_retry import StoreUnavailable
 from pedl.v1 import agent_pb2
 
 # Exception classes whose cause is outside the trial, whatever frame raised them.
-TRANSIENT = (ConnectionError, TimeoutError, socket.gaierror, urllib.error.URLError)
+TRANSIENT = (ConnectionError, TimeoutError, socket.gaierror, urllib.error.URLError, StoreUnavailable)
 _PEDL_DIR = Path(pedl.__file__).resolve().parent
 
 

@@ -13,6 +13,7 @@ import yaml
 
 from pedl import _log
 from pedl._metrics import from_struct
+from pedl._parent_death import die_with_agent
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
@@ -28,6 +29,7 @@ from pedl.harness.failure import failure_signature
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.script_trial import ScriptFailed
+from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE, StoreUnavailable
 from pedl.harness.workloads import run_workloads
 
 SOCKET_ENV = "PEDL_HARNESS_SOCKET"
@@ -148,7 +150,19 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         source.close()
 
 
+def _exit_code(exc: BaseException) -> int:
+    """1 for the trial's own failure; STORE_UNAVAILABLE_EXIT_CODE when the checkpoint store stayed
+    unreachable (the scheduler then waits for it without spending `max_restarts`)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, StoreUnavailable):
+            return STORE_UNAVAILABLE_EXIT_CODE
+        seen = seen.__cause__ or seen.__context__
+    return 1
+
+
 def main() -> int:
+    die_with_agent()  # first: a harness whose agent dies exits in every phase, this one included
     socket_path = os.environ.get(SOCKET_ENV)
     if not socket_path:
         print(f"pedl.harness: environment variable {SOCKET_ENV} is not set", file=sys.stderr)
@@ -159,8 +173,11 @@ def main() -> int:
         launch = launch_from_env()
         code = run(socket_path, launch)
     except Exception as exc:
+        code = _exit_code(exc)
         if isinstance(exc, ScriptFailed):  # the script's own traceback is already above
             print(f"pedl.harness: {exc}", file=sys.stderr)
+        elif code == STORE_UNAVAILABLE_EXIT_CODE:
+            print(f"pedl.harness: the checkpoint store is unavailable: {exc}", file=sys.stderr)
         else:
             traceback.print_exc()
         sys.stderr.flush()
@@ -168,8 +185,8 @@ def main() -> int:
             # A rank that only lost a peer says so, so that the agent reports the peer's error; and
             # it skips interpreter teardown, which can hang or abort on a broken process group.
             sys.stdout.flush()
-            os._exit(PEER_FAILED_EXIT_CODE if is_peer_failure(exc) else 1)
-        return 1
+            os._exit(PEER_FAILED_EXIT_CODE if is_peer_failure(exc) else code)
+        return code
     if launch is not None:
         # The process group is already torn down (after a barrier); interpreter teardown with gloo's
         # threads still around can abort (SIGABRT) a run that completed, so skip it.

@@ -19,7 +19,7 @@ from pedl import _log
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
 from pedl.harness.distributed import Launch
-from pedl.harness.script_trial import ScriptSettings, ScriptTrial, handlers, script_environment
+from pedl.harness.script_trial import ScriptFailed, ScriptSettings, ScriptTrial, handlers, script_environment
 from pedl.v1 import agent_pb2, common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -109,7 +109,10 @@ def run_script(
         script.start(script_environment(dict(os.environ), str(server.socket_path), server.key, info_path))
         log.info("script started", command=" ".join(settings.command), rank=rank)
         if not chief:
-            return script.wait_for_exit()
+            code = script.wait_for_exit()
+            if code and server.store_unavailable is not None:
+                raise server.store_unavailable
+            return code
         try:
             while True:
                 workload = source.next_workload()
@@ -125,6 +128,10 @@ def run_script(
                     reports=len(result.script_reports),
                 )
                 source.complete(result)
+        except ScriptFailed as e:
+            if server.store_unavailable is not None:  # the script failed because the store did
+                raise server.store_unavailable from e
+            raise
         finally:
             script.kill()
     finally:

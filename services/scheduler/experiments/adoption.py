@@ -89,6 +89,5 @@ class RunAdoption:
             if trial.unconfirmed_until is not None and now >= trial.unconfirmed_until:
                 trial.unconfirmed_until = None
                 if trial.agent_id is not None:
-                    self.runs.on_exit(
-                        trial, exit_code=-1, error=f"agent {trial.agent_id} was lost", killed=False
-                    )
+                    lost = f"agent {trial.agent_id} was lost"
+                    self.runs.on_exit(trial, exit_code=-1, error=lost, killed=False, infrastructure=lost)

@@ -21,6 +21,7 @@ from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.warm_start import resolve_source
+from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.scheduling.labels import check_label, offered_keys, placement_key
 from pedl_scheduler.scheduling.placement import PoolSlots
@@ -56,8 +57,13 @@ class ExperimentLifecycle:
         owner: str = "",
         requester: Principal = ANONYMOUS,
     ) -> int:
+        limits = self.state.request_limits
         try:
+            limits.check_config_size(config_yaml)
             config = parse_experiment_config(config_yaml)
+            limits.check_config(config)
+        except LimitExceeded as e:
+            raise UserError(str(e)) from e
         except ConfigError as e:
             raise UserError(f"invalid experiment config: {e}") from e
         if not model_definition:
@@ -66,7 +72,7 @@ class ExperimentLifecycle:
         if len(model_definition) > limit:
             raise UserError(
                 f"the model definition is {len(model_definition) / 2**20:.1f} MiB compressed, over the "
-                f"scheduler's limit of {limit / 2**20:.0f} MiB; "
+                f"scheduler's limit of {limit / 2**20:.0f} MiB (--model-definition-limit-mb raises it); "
                 "leave large files out with .pedlignore"
             )
         if not name.isidentifier():

@@ -30,12 +30,14 @@ from pedl_scheduler.experiments.adoption import RunAdoption
 from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
 from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle, check_environment
 from pedl_scheduler.experiments.recovery import Recovery
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.experiments.result_intake import ResultIntake
 from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.trial_runs import TrialRuns
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.storage import Storage
 
 
@@ -47,9 +49,17 @@ class ExperimentManager:
         checkpoint_store_address: str,
         model_definition_limit: int = 96 * 1024 * 1024,
         reconnect_grace: float = 30.0,
+        restart_backoff: RestartBackoff | None = None,
+        request_limits: RequestLimits | None = None,
     ) -> None:
         self.state = state = SchedulerState(
-            db, cluster, checkpoint_store_address, model_definition_limit, reconnect_grace
+            db,
+            cluster,
+            checkpoint_store_address,
+            model_definition_limit,
+            reconnect_grace,
+            restart_backoff,
+            request_limits,
         )
         self.work = work = UnitOfWork(db)
         self.lifecycle = ExperimentLifecycle(state, work)
@@ -89,6 +99,10 @@ class ExperimentManager:
     @property
     def model_definition_limit(self) -> int:
         return self.state.model_definition_limit
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        return self.state.request_limits
 
     @property
     def reconnect_grace(self) -> float:
@@ -145,6 +159,10 @@ class ExperimentManager:
 
     def trial_agent(self, trial_id: int) -> str:
         return self.runs.trial_agent(trial_id)
+
+    def trial_waiting_reason(self, trial_id: int) -> str:
+        trial = self.trials.get(trial_id)
+        return trial.waiting_reason if trial is not None else ""
 
     # ---- the scheduling loop ----------------------------------------------------------------
 

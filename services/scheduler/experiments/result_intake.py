@@ -92,6 +92,7 @@ class ResultIntake:
         if trial is None:
             return
         trial.busy_unknown = False
+        trial.infrastructure_failures, trial.waiting_reason = 0, ""  # whatever held it up is over
         self.runs.retire(trial, w)
         kind = KIND_NAMES.get(w.kind)
         now = self._batch_time or utc_now()

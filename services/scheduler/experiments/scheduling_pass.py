@@ -3,6 +3,7 @@ and the queue, and acting on its decision (starts, preemptions, idle slots given
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from pedl_scheduler import scheduling
@@ -82,6 +83,7 @@ class SchedulingPass:
                 )
             )
         experiments = self.state.experiments
+        now = time.monotonic()  # restarted trials wait out their backoff (TrialRuntime.not_before)
         for exp in experiments.values():
             if exp.state != "ACTIVE":
                 continue
@@ -95,6 +97,7 @@ class SchedulingPass:
                     and not t.killing
                     and t.unconfirmed_until is None
                     and t.waiting_on is None
+                    and (t.not_before is None or t.not_before <= now)
                     and self.has_work(t)
                 ):
                     shown += 1

@@ -7,6 +7,8 @@ import asyncio
 
 from pedl import _trial_token
 from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
+from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
 
@@ -19,12 +21,16 @@ class SchedulerState:
         checkpoint_store_address: str,
         model_definition_limit: int,
         reconnect_grace: float,
+        restart_backoff: RestartBackoff | None = None,
+        request_limits: RequestLimits | None = None,
     ) -> None:
         self.db = db
         self.cluster = cluster
         self.checkpoint_store_address = checkpoint_store_address
         self.model_definition_limit = model_definition_limit
         self.reconnect_grace = reconnect_grace
+        self.restart_backoff = restart_backoff or RestartBackoff()
+        self.request_limits = request_limits or RequestLimits()
         # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
         self.cluster_secret: str | None = None
         self.trial_token_ttl_seconds: float = _trial_token.DEFAULT_TTL_SECONDS

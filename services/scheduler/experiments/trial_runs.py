@@ -4,6 +4,7 @@ killing it, and what its exit means (stopped to resume later, completed, restart
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING
 
 import structlog
@@ -15,6 +16,7 @@ from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
+from pedl_scheduler.experiments.restart_policy import infrastructure_cause
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
@@ -225,8 +227,15 @@ class TrialRuns:
         self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
 
     def on_exit(
-        self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
+        self,
+        trial: TrialRuntime,
+        exit_code: int,
+        error: str,
+        killed: bool,
+        failure: RunFailure | None = None,
+        infrastructure: str = "",
     ) -> None:
+        """`infrastructure`: why the infrastructure failed the run, when the scheduler knows (agent lost)."""
         exp = self.state.experiments[trial.experiment_id]
         if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
             self.kill_run(trial)  # one member of a gang failed: the others cannot go on
@@ -256,26 +265,60 @@ class TrialRuns:
                 reason = error.strip() or f"the trial process exited with code {exit_code}"
                 if exit_code == 0:
                     reason = "the trial process exited before it was told to stop"
-                self._on_failure(trial, exp, reason, failure)
+                cause = infrastructure or infrastructure_cause(exit_code)
+                if cause:
+                    self._on_infrastructure_failure(trial, cause, reason)
+                else:
+                    self._on_failure(trial, exp, reason, failure)
             self.lifecycle.maybe_finish(exp)
         self.state.wake.set()
         self.state.notify()
 
     def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
-        """Queues the trial again; its next run resumes from its latest complete checkpoint."""
+        """Queues the trial again after its backoff; the next run resumes from its latest checkpoint."""
         trial.restarts += 1
         self._record_restarts(trial)
-        origin = (
-            f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
-            if trial.latest_checkpoint_uuid
-            else "the beginning"
+        delay = self._back_off(trial, trial.restarts)
+        self.work.log_line(
+            trial,
+            f"restarting trial {trial.id} from {self._origin(trial)} in {delay:.1f} s "
+            f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
+        )
+        log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts, delay_s=round(delay, 2))
+
+    def _on_infrastructure_failure(self, trial: TrialRuntime, cause: str, reason: str) -> None:
+        """The infrastructure failed the run: the trial waits and restarts without spending a restart."""
+        trial.infrastructure_failures += 1
+        delay = self._back_off(trial, trial.infrastructure_failures)
+        detail = reason.strip().splitlines()[-1] if reason.strip() else cause
+        why = cause if detail == cause else f"{cause} ({detail})"
+        trial.waiting_reason = (
+            f"waiting for the infrastructure: {why}; restarting in {delay:.0f} s "
+            f"(failure {trial.infrastructure_failures} in a row, not counted against max_restarts)"
         )
         self.work.log_line(
             trial,
-            f"restarting trial {trial.id} from {origin} "
-            f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
+            f"trial {trial.id}'s run failed because {why}; restarting from "
+            f"{self._origin(trial)} in {delay:.1f} s, which does not count against max_restarts",
         )
-        log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts)
+        log.warning(
+            "trial waits for the infrastructure",
+            trial_id=trial.id,
+            cause=cause,
+            failures=trial.infrastructure_failures,
+            delay_s=round(delay, 2),
+        )
+
+    def _back_off(self, trial: TrialRuntime, attempt: int) -> float:
+        delay = self.state.restart_backoff.delay(attempt)
+        trial.not_before = time.monotonic() + delay
+        return delay
+
+    @staticmethod
+    def _origin(trial: TrialRuntime) -> str:
+        if trial.latest_checkpoint_uuid:
+            return f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
+        return "the beginning"
 
     def _on_failure(
         self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None

@@ -242,7 +242,8 @@ def test_endpoint_gone_fails_the_upload_and_keeps_earlier_checkpoints(
                 resume.set()  # the last chunk makes the store complete the object: S3 is gone
                 with pytest.raises(grpc.RpcError) as info:
                     call.result(timeout=120)
-                assert info.value.code() == grpc.StatusCode.INTERNAL
+                # UNAVAILABLE: S3 may come back, so a harness waits for it instead of failing its trial.
+                assert info.value.code() == grpc.StatusCode.UNAVAILABLE
                 assert "checkpoint storage failed" in (info.value.details() or "")
                 assert "unreachable" in (info.value.details() or "")
             finally:

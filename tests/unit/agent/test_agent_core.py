@@ -10,6 +10,7 @@ import pytest
 
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2
 from pedl_agent.agent import Agent
+from pedl_agent.config import parse_args
 from pedl_agent.harness_service import HarnessServicer
 from pedl_agent.log_relay import MAX_LINE_BYTES, LogRelay, iter_lines
 from pedl_agent.outbox import Outbox
@@ -178,6 +179,18 @@ def test_lines_are_split_decoded_and_capped() -> None:
     assert lines[:3] == ["first", "second", "\ufffd bad utf8"]
     assert [len(x) for x in lines[3:5]] == [MAX_LINE_BYTES, 5]
     assert lines[5] == "last, unterminated"
+
+
+def test_an_operator_sets_the_log_line_limit_with_max_log_line_bytes(tmp_path: Path) -> None:
+    async def scenario() -> list[str]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(b"y" * 25 + b"\nshort\n")
+        reader.feed_eof()
+        return [line async for line in iter_lines(reader, 10)]
+
+    assert [len(line) for line in asyncio.run(scenario())] == [10, 10, 5, 5]
+    cfg = parse_args(["--max-log-line-bytes", "1048576", "--work-dir", str(tmp_path)], environ={})
+    assert cfg.max_log_line_bytes == 1048576
 
 
 def test_log_relay_batches_lines_and_writes_trial_log(tmp_path: Path) -> None:

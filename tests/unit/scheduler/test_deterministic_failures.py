@@ -10,6 +10,7 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
+from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -61,7 +62,9 @@ def fail_runs(tmp_path: Path, failures: list[agent_pb2.FailureSignature | None])
     async def scenario() -> None:
         cluster = Cluster()
         agent = cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
-        manager = ExperimentManager(open_storage(str(tmp_path / "pedl.db")), cluster, "127.0.0.1:1")
+        manager = ExperimentManager(
+            open_storage(str(tmp_path / "pedl.db")), cluster, "127.0.0.1:1", restart_backoff=RestartBackoff(0)
+        )
         manager.create_experiment(CONFIG, b"m", "m")
         for failure in failures:
             manager.tick(0)

@@ -1,0 +1,44 @@
+"""Which failed runs spend a trial's `max_restarts`, and how long any restarted trial waits.
+
+Only a failure of the trial's own code spends `max_restarts`. A run that ended because the
+infrastructure failed it (the checkpoint store or its S3 unreachable for the harness's whole retry
+budget, the agent lost) restarts without spending one, however often: the user's budget is for their
+bugs, not for an outage. Every restart waits first, exponentially longer each time (with jitter, so
+the trials of a cluster-wide outage do not come back in lockstep), up to a cap: a trial failing at
+every start no longer burns through its restarts in a second, and one waiting for storage does not
+hammer it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE
+
+# What a harness's exit code says about the infrastructure (the text `describe` shows).
+INFRASTRUCTURE_EXITS = {STORE_UNAVAILABLE_EXIT_CODE: "the checkpoint store is unreachable"}
+
+
+@dataclass(frozen=True)
+class RestartBackoff:
+    """The wait before restart number n (1, 2, ...): base * 2**(n-1), capped, times a jitter in [0.5, 1]."""
+
+    base_s: float = 1.0
+    cap_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not (self.base_s >= 0 and self.cap_s >= 0):
+            raise ValueError(f"restart backoff must be >= 0 s, got base {self.base_s}, cap {self.cap_s}")
+
+    def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
+        if attempt < 1 or self.base_s == 0:
+            return 0.0
+        full = min(self.cap_s, self.base_s * 2 ** min(attempt - 1, 62))
+        return full * (0.5 + 0.5 * rand())
+
+
+def infrastructure_cause(exit_code: int) -> str | None:
+    """Why a run with this exit code failed, when the infrastructure failed it; None for the trial's own."""
+    return INFRASTRUCTURE_EXITS.get(exit_code)
