@@ -45,7 +45,8 @@ class RigTrial(PyTorchTrial):
     def validation_metrics(self, predictions, labels, losses):
         weights = torch.cat([p.detach().flatten() for p in self.model.parameters()]).double()
         digest = hashlib.sha256(np.round(weights.numpy(), 6).tobytes()).hexdigest()[:16]
-        print(f"weights digest {digest}", flush=True)
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+        print(f"rank {rank} weights digest {digest}", flush=True)
         return {"validation_loss": losses, "error": (predictions.argmax(1) != labels).float().mean()}
 
 
@@ -97,22 +98,16 @@ def agents_of(text: str) -> set[str]:
 
 
 def digests(text: str) -> dict[int, set[str]]:
-    """Each rank's weight digests (ranks printed by the agent's "[rank r] " prefix; none: rank 0)."""
+    """Each rank's weight digests, as the trial's ranks printed them at each validation."""
     out: dict[int, set[str]] = {}
-    for rank, digest in re.findall(r"(?:\[rank (\d+)\] )?weights digest (\w+)", text):
-        out.setdefault(int(rank or 0), set()).add(digest)
+    for rank, digest in re.findall(r"rank (\d+) weights digest (\w+)", text):
+        out.setdefault(int(rank), set()).add(digest)
     return out
 
 
 def steps_of(rig: Rig, trial_id: int) -> list[int]:
     detail = stub(rig).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id))
     return [s.total_batches for s in detail.steps]
-
-
-def set_slots(rig: Rig, slot: str, enabled: bool) -> None:
-    for agent in ("host1", "host2"):
-        request = scheduler_pb2.SetAgentEnabledRequest(agent_id=agent, slot_id=slot, enabled=enabled)
-        stub(rig).SetAgentEnabled(request, timeout=30)
 
 
 def lose_host_and_resume(rig: Rig, model: Path) -> None:

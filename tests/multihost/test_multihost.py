@@ -13,7 +13,6 @@ from rig_support import (
     digests,
     lose_host_and_resume,
     rig_config,
-    set_slots,
     steps_of,
     write_rig_model,
 )
@@ -33,7 +32,7 @@ COMPLETED = common_pb2.EXPERIMENT_STATE_COMPLETED
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    with multihost_rig(tmp_path_factory.mktemp("rig"), block=1, agents=2, slots=2) as r:
+    with multihost_rig(tmp_path_factory.mktemp("rig"), block=1, agents=2, slots=1) as r:
         yield r
 
 
@@ -93,12 +92,8 @@ def test_a_search_spreads_over_the_agents(rig: Rig, model) -> None:
 
 
 def test_a_two_slot_trial_spans_two_hosts_with_equal_weights_on_both_ranks(rig: Rig, model) -> None:
-    set_slots(rig, "cpu1", False)  # one slot per host: the two ranks must be on two machines
-    try:
-        exp_id = submit(rig, model, rig_config(max_batches=40, slots=2))
-        result = wait(rig, exp_id, timeout=240)
-    finally:
-        set_slots(rig, "cpu1", True)
+    exp_id = submit(rig, model, rig_config(max_batches=40, slots=2))  # one slot per host
+    result = wait(rig, exp_id, timeout=240)
     (trial,) = result.trials
     text = logs(rig, trial.id)
     assert result.experiment.state == COMPLETED, text
@@ -109,26 +104,10 @@ def test_a_two_slot_trial_spans_two_hosts_with_equal_weights_on_both_ranks(rig: 
     assert set(found) == {0, 1} and found[0] == found[1], found
 
 
-def test_a_four_slot_gang_on_two_hosts_of_two_slots_trains_equal_weights(rig: Rig, model) -> None:
-    exp_id = submit(rig, model, rig_config(max_batches=20, slots=4))
-    result = wait(rig, exp_id, timeout=240)
-    (trial,) = result.trials
-    text = logs(rig, trial.id)
-    assert result.experiment.state == COMPLETED, text
-    assert agents_of(text) == {"host1", "host2"}
-    assert steps_of(rig, trial.id) == [10, 20]
-    found = digests(text)
-    assert set(found) == {0, 1, 2, 3} and all(found[r] == found[0] for r in range(4)), found
-
-
 def test_ranks_that_cannot_reach_each_other_fail_once_naming_every_address(rig: Rig, model) -> None:
-    set_slots(rig, "cpu1", False)
     loopback = "environment:\n  environment_variables:\n    - GLOO_SOCKET_IFNAME=lo\n"
-    try:
-        exp_id = submit(rig, model, rig_config(max_batches=20, slots=2, extra=loopback))
-        result = wait(rig, exp_id, timeout=240)
-    finally:
-        set_slots(rig, "cpu1", True)
+    exp_id = submit(rig, model, rig_config(max_batches=20, slots=2, extra=loopback))
+    result = wait(rig, exp_id, timeout=240)
     (trial,) = result.trials
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
     assert trial.restarts == 0, logs(rig, trial.id)
@@ -138,6 +117,19 @@ def test_ranks_that_cannot_reach_each_other_fail_once_naming_every_address(rig: 
     )
     assert re.search(r"rank 1 listens on 127\.0\.0\.1:\d+", trial.error), trial.error
     assert "GLOO_SOCKET_IFNAME" in trial.error and "--address" in trial.error
+
+
+def test_a_four_slot_gang_on_two_hosts_of_two_slots_trains_equal_weights(rig: Rig, model) -> None:
+    rig.restart_agents(slots=2)
+    exp_id = submit(rig, model, rig_config(max_batches=20, slots=4))
+    result = wait(rig, exp_id, timeout=240)
+    (trial,) = result.trials
+    text = logs(rig, trial.id)
+    assert result.experiment.state == COMPLETED, text
+    assert agents_of(text) == {"host1", "host2"}
+    assert steps_of(rig, trial.id) == [10, 20]
+    found = digests(text)
+    assert set(found) == {0, 1, 2, 3} and all(found[r] == found[0] for r in range(4)), found
 
 
 def test_a_lost_host_s_trial_resumes_on_the_other_from_its_checkpoint(rig: Rig, model) -> None:

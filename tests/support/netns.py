@@ -112,9 +112,7 @@ class Rig:
         }
         return {**keep, "PEDL_HOME": str(host.home)}
 
-    def start(
-        self, host: Host | None, name: str, argv: list[str], wait_for: Path | None = None
-    ) -> Service:
+    def start(self, host: Host | None, name: str, argv: list[str], wait_for: Path | None = None) -> Service:
         """Starts `argv` on `host` (None: outside the rig, in the test's directory)."""
         root = host.root if host else self.workdir
         log_path = root / f"{name}.log"
@@ -141,6 +139,16 @@ class Rig:
         target = host.root / source.name
         shutil.copy2(source, target)
         return target
+
+    def restart_agents(self, slots: int) -> None:
+        """Stops every agent and starts it again offering `slots` slots, as an operator would."""
+        agents = [s for s in self.services if s.name.startswith("agent-") and s.process.poll() is None]
+        for service in agents:
+            stop(service.process)
+            self.services.remove(service)
+        for service in agents:
+            self.start_agent(self.hosts[service.name.removeprefix("agent-")], slots)
+        wait_for_agents(self, len(agents), slots)
 
     def start_agent(self, host: Host, slots: int, extra: list[str] | None = None) -> Service:
         secret = self.copy_to(host, self.hosts["server"].root / "cluster-secret")
@@ -257,7 +265,7 @@ def multihost_rig(
             with _env(PEDL_TOKEN=rig.token):
                 for i in range(1, agents + 1):
                     rig.start_agent(hosts[f"host{i}"], slots)
-                wait_for_agents(rig, agents)
+                wait_for_agents(rig, agents, slots)
                 yield rig
     finally:
         for service in reversed(rig.services if rig else []):
@@ -266,7 +274,8 @@ def multihost_rig(
             _remove_namespace(namespace)
 
 
-def wait_for_agents(rig: Rig, count: int, timeout: float = 60) -> None:
+def wait_for_agents(rig: Rig, count: int, slots: int | None = None, timeout: float = 60) -> None:
+    """Until `count` agents are connected (each with `slots` slots, if given)."""
     from pedl import _grpc
     from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
@@ -274,7 +283,8 @@ def wait_for_agents(rig: Rig, count: int, timeout: float = 60) -> None:
         stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if len(stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=5).agents) >= count:
+            agents = stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=5).agents
+            if len([a for a in agents if slots is None or len(a.slots) == slots]) >= count:
                 return
             time.sleep(0.1)
     raise RuntimeError(f"agents did not register:\n{rig.logs()}")
