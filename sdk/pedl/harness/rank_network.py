@@ -128,7 +128,9 @@ def _finish(store: Any, rank: int, world_size: int) -> None:
 
 
 def unreachable_message(everyone: list[Listening], outcome: Mapping[int, Mapping[str, str]]) -> str:
-    lines = ["the trial's ranks cannot reach each other, so it is not restarted (every run would fail so):"]
+    lines = [
+        "the trial's ranks cannot reach each other; not restarted, as every run would fail the same way:"
+    ]
     lines += [
         f"  rank {r.rank} listens on {r.address} ({r.reason})" if r.port else f"  rank {r.rank} {r.reason}"
         for r in everyone
