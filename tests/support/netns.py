@@ -14,6 +14,7 @@ The test process is on no host: it reaches the scheduler through a forwarder tha
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -196,6 +197,16 @@ def _make_hosts(tag: str, block: int, names: list[str], workdir: Path) -> tuple[
     return bridge, hosts
 
 
+def remove_orphans() -> None:
+    """Removes the namespaces of rigs whose test process is gone (killed before its finalizer ran)."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        name = line.split()[0] if line.split() else ""
+        owner = re.fullmatch(r"pedl(\d+)b\d+-\w+", name)
+        if owner is not None and not Path(f"/proc/{owner[1]}").exists():
+            _remove_namespace(name)
+
+
 def _remove_namespace(namespace: str) -> None:
     """Kills what still runs in the namespace (by `ip netns pids`), then deletes it."""
     out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout
@@ -219,6 +230,7 @@ def multihost_rig(
     workdir.mkdir(parents=True, exist_ok=True)
     namespaces = [f"{tag}-br", *[f"{tag}-{n}" for n in names]]
     rig: Rig | None = None
+    remove_orphans()
     try:
         _, hosts = _make_hosts(tag, block, names, workdir)
         server = hosts["server"]
