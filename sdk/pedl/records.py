@@ -194,6 +194,7 @@ def agent_record(agent: scheduler_pb2.Agent) -> dict[str, Any]:
     return {
         "id": agent.id,
         "hostname": agent.hostname,
+        "address": agent.address,
         "resource_pool": agent.resource_pool,
         "num_slots": len(agent.slots),
         "used_slots": sum(1 for s in agent.slots if s.trial_id),

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pedl import auth
+from pedl import _interfaces, auth
 from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
 
 from .log_relay import MAX_LINE_BYTES
@@ -145,6 +145,19 @@ def _check_master(master: str) -> str:
     return master
 
 
+def check_address(address: str, interfaces: dict[str, list[str]] | None = None) -> str:
+    """`--address` as given, if it is this machine's: a trial's ranks here listen on the interface
+    carrying it, so an address of another machine (or a typo) would only fail later, in a gang."""
+    if not _interfaces.resolve(address):
+        raise ValueError(f"--address {address!r} does not resolve to an IP address")
+    if _interfaces.interface_for(address, interfaces) is None:
+        raise ValueError(
+            f"--address {address} is not an address of this machine (its interfaces: "
+            f"{_interfaces.describe(interfaces)}); give the address other machines reach this one on"
+        )
+    return address
+
+
 def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> AgentConfig:
     """Parses flags; bad values exit with a usage error naming the flag."""
     env = os.environ if environ is None else environ
@@ -154,6 +167,11 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         master = _check_master(ns.master or env.get("PEDL_MASTER") or DEFAULT_MASTER)
     except ValueError as e:
         parser.error(str(e))
+    if ns.address:
+        try:
+            check_address(ns.address)
+        except ValueError as e:
+            parser.error(str(e))
     if ns.slots is not None and ns.slots < 0:
         parser.error(f"--slots must be >= 0, got {ns.slots}")
     if ns.kill_grace < 0:

@@ -79,6 +79,7 @@ async def run_agent(cfg: AgentConfig) -> None:
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
     outbox = Outbox()
+    address = cfg.address or local_address(cfg.master)
     settings = RunSettings(
         harness_argv=cfg.harness_argv(),
         work_dir=cfg.work_dir,
@@ -90,14 +91,14 @@ async def run_agent(cfg: AgentConfig) -> None:
         max_log_line_bytes=cfg.max_log_line_bytes,
         gpus=gpus,
         environments=cfg.environment_argvs(),
-        address=cfg.address,
+        address=address,
         sandbox=sandbox,
     )
     agent = Agent(
         agent_id=cfg.agent_id,
         slots=slots,
         hostname=socket.gethostname(),
-        address=cfg.address or local_address(cfg.master),
+        address=address,
         resource_pool=cfg.resource_pool,
         label=cfg.label,
         run_factory=lambda start: TrialRun(start, settings),
@@ -114,6 +115,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         harness=cfg.harness_argv(),
         environments=cfg.environments,
         isolation=cfg.isolation,
+        address=address,
         version=AGENT_VERSION,
     )
 

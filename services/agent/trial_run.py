@@ -121,7 +121,8 @@ class RunSettings:
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
     environments: dict[str, list[str]] = field(default_factory=dict)
-    # The address other machines reach this agent on (pedl-agent --address), handed to ranks.
+    # The address other machines reach this agent on (--address or the detected one), handed to
+    # ranks: those of a trial spanning machines listen on the interface carrying it.
     address: str = ""
     # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
     sandbox: Sandbox | None = None

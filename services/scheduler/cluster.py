@@ -86,6 +86,7 @@ class AgentHandle:
             isolation=self.isolation,
             disabled=self.disabled,
             label=self.label,
+            address=self.address,
         )
 
 

@@ -30,11 +30,12 @@ def make_ca(directory: Path, name: str = "ca") -> tuple[Path, Path]:
     return directory / f"{name}.pem", directory / f"{name}.key"
 
 
-def make_tls(directory: Path) -> TlsFiles:
-    """A CA and a server certificate it signed, valid for 127.0.0.1 and localhost."""
+def make_tls(directory: Path, ips: list[str] | None = None) -> TlsFiles:
+    """A CA and a server certificate it signed, valid for 127.0.0.1, localhost and `ips`."""
     ca, ca_key = make_ca(directory)
+    names = ",".join(["IP:127.0.0.1", "DNS:localhost", *(f"IP:{ip}" for ip in ips or [])])
     (directory / "server.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        f"subjectAltName={names}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
     )
     csr = ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]
     _openssl("req", *_EC, *csr, cwd=directory)

@@ -182,6 +182,7 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
         (
             a.id,
             a.hostname,
+            a.address or "-",
             len(a.slots),
             sum(1 for s in a.slots if s.trial_id),
             a.resource_pool,
@@ -196,6 +197,7 @@ def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
         [
             "ID",
             "HOSTNAME",
+            "ADDRESS",
             "SLOTS",
             "USED",
             "RESOURCE POOL",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pedl.harness import rank_network
 from pedl.harness.workloads import CheckpointStorage, WorkloadSource
 from pedl.v1 import common_pb2
 
@@ -36,6 +37,9 @@ PEER_FAILED_EXIT_CODE = 3
 # Ranks other than the chief wait on the chief's next workload, which can take as long as the
 # scheduler keeps the trial idle; a dead chief still fails them at once (its connections close).
 WORKLOAD_WAIT = datetime.timedelta(days=30)
+# torch's own for a tcp:// rendezvous: a rank may start long before the chief (a handoff waits for
+# the slot's previous run to exit).
+RENDEZVOUS_TIMEOUT = datetime.timedelta(minutes=30)
 # Tries at a worker address list without two ranks on one port.
 ADDRESS_ATTEMPTS = 3
 _PEER_FAILURE_TEXT = (
@@ -107,6 +111,8 @@ def launch_from_env(environ: Mapping[str, str] = os.environ) -> Launch | None:
 
 def is_peer_failure(exc: BaseException) -> bool:
     """Whether `exc` only reflects another rank's death (a collective lost its peer)."""
+    if isinstance(exc, rank_network.RanksUnreachable):  # every rank fails so, each for itself
+        return False
     lost: tuple[type[BaseException], ...] = ()
     torch_distributed = sys.modules.get("torch.distributed")  # not there: no group was started
     if torch_distributed is not None:
@@ -215,12 +221,25 @@ class ProcessGroup:
         if torch.cuda.is_available():
             backend = "nccl"
             torch.cuda.set_device(self.launch.local_rank % torch.cuda.device_count())
-        dist.init_process_group(
-            backend,
-            init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
-            rank=self.launch.rank,
-            world_size=self.launch.world_size,
-        )
+        launch = self.launch
+        if not rank_network.spans_machines(launch.world_size, launch.local_world_size):
+            dist.init_process_group(
+                backend,
+                init_method=f"tcp://{launch.master_addr}:{launch.master_port}",
+                rank=launch.rank,
+                world_size=launch.world_size,
+            )
+        else:  # other machines must reach this rank: listen where they can, and prove they do
+            rank_network.choose_interfaces(os.environ)
+            store = dist.TCPStore(
+                launch.master_addr,
+                launch.master_port,
+                launch.world_size,
+                is_master=launch.is_chief,
+                timeout=RENDEZVOUS_TIMEOUT,
+            )
+            rank_network.check_reachable(store, launch.rank, launch.world_size)
+            dist.init_process_group(backend, store=store, rank=launch.rank, world_size=launch.world_size)
         self._control = dist.new_group(backend="gloo", timeout=WORKLOAD_WAIT)
 
     def finish(self) -> None:

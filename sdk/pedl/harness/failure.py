@@ -5,6 +5,8 @@ The scheduler does not restart a trial whose runs fail with the same signature b
 there on every restart. Errors that a restart can cure are never given a signature: those raised
 outside the model definition (pedl's own code reaching the agent or checkpoint store, a library
 reached without passing through user code) and the network's (connection, timeout, DNS, gRPC).
+One network error is the exception: ranks that cannot reach each other (`RanksUnreachable`) fail
+the same way on every run, so its signature is `permanent`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from types import TracebackType
 
 import pedl
 from pedl.harness.distributed import is_peer_failure
+from pedl.harness.rank_network import RanksUnreachable
 from pedl.harness.store_retry import StoreUnavailable
 from pedl.v1 import agent_pb2
 
@@ -27,15 +30,18 @@ _PEDL_DIR = Path(pedl.__file__).resolve().parent
 def failure_signature(exc: BaseException, model_dir: Path) -> agent_pb2.FailureSignature | None:
     """The exception's qualified type and its innermost frame inside `model_dir`; None when the error
     is transient or did not pass through the model definition's code."""
+    if isinstance(exc, RanksUnreachable):
+        return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
     if _transient(exc) or is_peer_failure(exc):
         return None
     location = _innermost_user_frame(exc.__traceback__, model_dir.resolve())
     if location is None:
         return None
-    kind = type(exc)
-    return agent_pb2.FailureSignature(
-        exception_type=f"{kind.__module__}.{kind.__qualname__}", location=location
-    )
+    return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), location=location)
+
+
+def _qualified(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _transient(exc: BaseException) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import _log
+from pedl.harness import rank_network
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
 from pedl.harness.distributed import Launch
@@ -106,7 +107,10 @@ def run_script(
     server = CoreApiServer(socket_dir / "core.sock", handlers(script))
     log = _log.get_logger(component="harness")
     try:
-        script.start(script_environment(dict(os.environ), str(server.socket_path), server.key, info_path))
+        env = script_environment(dict(os.environ), str(server.socket_path), server.key, info_path)
+        if launch is not None and rank_network.spans_machines(launch.world_size, launch.local_world_size):
+            rank_network.choose_interfaces(env)  # the script's own gloo/NCCL group spans machines too
+        script.start(env)
         log.info("script started", command=" ".join(settings.command), rank=rank)
         if not chief:
             code = script.wait_for_exit()

@@ -136,14 +136,16 @@ class TrialExited(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ..., failure: _Optional[_Union[FailureSignature, _Mapping]] = ...) -> None: ...
 
 class FailureSignature(_message.Message):
-    __slots__ = ("exception_type", "location", "trained")
+    __slots__ = ("exception_type", "location", "trained", "permanent")
     EXCEPTION_TYPE_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
     TRAINED_FIELD_NUMBER: _ClassVar[int]
+    PERMANENT_FIELD_NUMBER: _ClassVar[int]
     exception_type: str
     location: str
     trained: bool
-    def __init__(self, exception_type: _Optional[str] = ..., location: _Optional[str] = ..., trained: bool = ...) -> None: ...
+    permanent: bool
+    def __init__(self, exception_type: _Optional[str] = ..., location: _Optional[str] = ..., trained: bool = ..., permanent: bool = ...) -> None: ...
 
 class AgentRegistered(_message.Message):
     __slots__ = ("cluster_id", "heartbeat_interval_seconds", "accepts_batches")

@@ -104,7 +104,7 @@ class Validation(_message.Message):
     def __init__(self, step_id: _Optional[int] = ..., total_batches: _Optional[int] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., end_time: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "disabled", "label")
+    __slots__ = ("id", "slots", "connected_at", "last_heartbeat", "hostname", "environments", "resource_pool", "isolation", "disabled", "label", "address")
     ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +115,7 @@ class Agent(_message.Message):
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
     id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     connected_at: str
@@ -125,7 +126,8 @@ class Agent(_message.Message):
     isolation: str
     disabled: bool
     label: str
-    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., disabled: bool = ..., label: _Optional[str] = ...) -> None: ...
+    address: str
+    def __init__(self, id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., connected_at: _Optional[str] = ..., last_heartbeat: _Optional[str] = ..., hostname: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., isolation: _Optional[str] = ..., disabled: bool = ..., label: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class CreateExperimentRequest(_message.Message):
     __slots__ = ("config_yaml", "model_definition", "model_definition_name")

@@ -20,9 +20,12 @@ class RunFailure:
     exception_type: str
     location: str  # "file.py:LINE" inside the model definition
     trained: bool
+    # The harness knows no restart can help (ranks that cannot reach each other): end at once.
+    permanent: bool = False
 
     def describe(self) -> str:
-        return f"{self.exception_type.removeprefix('builtins.')} at {self.location}"
+        where = f" at {self.location}" if self.location else ""
+        return f"{self.exception_type.removeprefix('builtins.')}{where}"
 
 
 def run_failure(exited: agent_pb2.TrialExited) -> RunFailure | None:
@@ -30,6 +33,8 @@ def run_failure(exited: agent_pb2.TrialExited) -> RunFailure | None:
     if not exited.HasField("failure"):
         return None
     f = exited.failure
+    if f.permanent and f.exception_type:
+        return RunFailure(f.exception_type, f.location, f.trained, permanent=True)
     if not f.exception_type or not f.location:
         return None
     return RunFailure(f.exception_type, f.location, f.trained)

@@ -326,6 +326,12 @@ class TrialRuns:
         """A failed run: the trial restarts, unless restarts are used up or cannot help."""
         previous, trial.last_failure = trial.last_failure, failure
         max_restarts = exp.config.max_restarts
+        if failure is not None and failure.permanent:
+            cause = f"trial {trial.id} failed with {failure.describe()}, which no restart can cure"
+            self.work.log_line(trial, cause, source="pedl")
+            self.end_trial(trial, "ERROR", f"{reason} (not restarted)")
+            self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+            return
         if (
             trial.restarts < max_restarts
             and failure is not None

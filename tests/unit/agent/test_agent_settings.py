@@ -103,3 +103,14 @@ def test_label_is_sent_at_registration_and_a_bad_one_is_refused(capsys) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--agent-id", "a1", "--label", "gpu@rack"], environ={})
     assert "--label 'gpu@rack'" in capsys.readouterr().err
+
+
+def test_an_address_of_another_machine_is_refused_at_start(capsys) -> None:
+    assert parse_args(["--agent-id", "a1", "--address", "127.0.0.1"], environ={}).address == "127.0.0.1"
+    with pytest.raises(SystemExit):
+        parse_args(["--agent-id", "a1", "--address", "198.18.0.250"], environ={})
+    err = capsys.readouterr().err
+    assert "--address 198.18.0.250 is not an address of this machine (its interfaces: lo 127.0.0.1" in err
+    with pytest.raises(SystemExit):
+        parse_args(["--agent-id", "a1", "--address", "no-such-host.invalid"], environ={})
+    assert "--address 'no-such-host.invalid' does not resolve" in capsys.readouterr().err

@@ -121,9 +121,12 @@ def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_agent_and_slot_list(capsys: pytest.CaptureFixture[str]) -> None:
-    agent = scheduler_pb2.Agent(id="agent-1", hostname="h", slots=[common_pb2.Slot(id="0", type="cpu")])
+    agent = scheduler_pb2.Agent(
+        id="agent-1", hostname="h", address="10.0.0.5", slots=[common_pb2.Slot(id="0", type="cpu")]
+    )
     assert run(Script(agents=[agent]), "agent", "list") == 0
-    assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "h", "1", "0", "-", "yes"]
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert row == ["agent-1", "h", "10.0.0.5", "1", "0", "-", "yes"]
     assert run(Script(agents=[agent]), "slot", "list") == 0
     assert capsys.readouterr().out.splitlines()[2].split() == ["agent-1", "0", "cpu", "yes", "free"]
 

@@ -82,10 +82,10 @@ def test_agents_and_slots_tables() -> None:
     agent = scheduler_pb2.Agent(
         id="agent-1", hostname="box", resource_pool="default", last_heartbeat="2024-05-01T12:00:03Z",
         slots=[common_pb2.Slot(id="0", type="cpu", trial_id=5), common_pb2.Slot(id="1", type="cpu")],
-        isolation="bwrap",
+        isolation="bwrap", address="198.18.0.2",
     )  # fmt: skip
     assert render.agents_table([agent]).splitlines()[2].split() == [
-        "agent-1", "box", "2", "1", "default", "-", "yes", "bwrap", "2024-05-01", "12:00:03",
+        "agent-1", "box", "198.18.0.2", "2", "1", "default", "-", "yes", "bwrap", "2024-05-01", "12:00:03",
     ]  # fmt: skip
     agent.isolation = "none"
     assert "none (trials unsandboxed)" in render.agents_table([agent])

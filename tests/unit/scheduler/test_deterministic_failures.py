@@ -110,3 +110,13 @@ def test_an_infrastructure_failure_between_two_build_errors_does_not_make_them_a
 ) -> None:
     row, _ = fail_runs(tmp_path, [SIGNATURE, None, SIGNATURE, SIGNATURE])
     assert row["state"] == "ERROR" and row["restarts"] == 3
+
+
+def test_ranks_that_cannot_reach_each_other_end_the_trial_at_the_first_failure(tmp_path: Path) -> None:
+    """The harness marks it `permanent`: the network between the ranks' machines needs fixing."""
+    unreachable = agent_pb2.FailureSignature(
+        exception_type="pedl.harness.rank_network.RanksUnreachable", permanent=True
+    )
+    row, logs = fail_runs(tmp_path, [unreachable] * 6)
+    assert row["state"] == "ERROR" and row["restarts"] == 0 and "not restarted" in row["error"]
+    assert any("RanksUnreachable, which no restart can cure" in line for line in logs)
