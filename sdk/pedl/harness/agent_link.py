@@ -111,9 +111,7 @@ class StoreCheckpoints:
         return self._retrying(lambda: self._store_client().get(uuid), f"reading checkpoint {uuid}")
 
     def fetch(self, uuid: str, directory: Path) -> None:
-        self._retrying(
-            lambda: self._store_client().download(uuid, directory), f"restoring checkpoint {uuid}"
-        )
+        self._retrying(lambda: self._store_client().download(uuid, directory), f"restoring checkpoint {uuid}")
 
     def _retrying(self, call: Callable[[], T], what: str) -> T:
         def attempt() -> T:
