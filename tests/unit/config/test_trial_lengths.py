@@ -123,7 +123,8 @@ def test_a_trial_stopped_before_it_measured_its_epoch_terminates() -> None:
 def test_asha_counts_rungs_in_epochs() -> None:
     c = parse(
         "hyperparameters: {global_batch_size: 32}\n"
-        "searcher: {name: adaptive_asha, metric: loss, max_trials: 64, max_length: {epochs: 16}, max_rungs: 3}\n"
+        "searcher: {name: adaptive_asha, metric: loss, max_trials: 64, max_rungs: 3,\n"
+        "           max_length: {epochs: 16}}\n"
     )
     search = ASHASearch(c, 0)
     assert sorted({n for bracket in search.brackets for n in bracket.rung_lengths}) == [1, 4, 16]
@@ -137,7 +138,8 @@ def test_lengths_that_cannot_be_counted_are_refused_in_one_line() -> None:
             "searcher.budget",
         ),
         (
-            "searcher: {name: async_halving, metric: m, max_trials: 2, num_rungs: 3, max_length: {epochs: 2}}\n",
+            "searcher: {name: async_halving, metric: m, max_trials: 2, num_rungs: 3,\n"
+            "           max_length: {epochs: 2}}\n",
             "searcher.num_rungs",
         ),
     ]
