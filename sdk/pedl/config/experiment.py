@@ -121,8 +121,22 @@ class ExperimentConfig:
         by_records = bool(self.records_per_epoch) and _has_int_batch_size(self.hyperparameters)
         return "epochs" in units and not by_records
 
+    @property
+    def script_length_unit(self) -> str:
+        """The unit a Core API script counts its searcher lengths in: searcher.max_length's, as written."""
+        value = self.searcher.get("max_length")
+        return next(iter(value)) if isinstance(value, dict) and len(value) == 1 else "batches"
+
     def describe_lengths(self) -> list[str]:
         """The lengths as the trials count them, for `describe` (records and epochs each trial converts)."""
+        command = self.entrypoint_spec is not None and self.entrypoint_spec.kind == "command"
+        if command:
+            unit = self.script_length_unit
+            return (
+                [f"max_length {_amount(self.max_length, unit)}, counted by the script"]
+                if self.max_length
+                else []
+            )
         out = [f"max_length {_amount(self.max_length, self.length_unit)}"] if self.max_length else []
         for key, value in (
             ("min_validation_period", self.min_validation_period),

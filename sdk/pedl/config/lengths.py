@@ -6,7 +6,8 @@ records with a const `hyperparameters.global_batch_size`, epochs with that and `
 each trial converts it (`TrialLengths`): records by the trial's own `global_batch_size`, epochs by
 `records_per_epoch` and that batch size, or else, as Determined does since 0.2x, by the length of the
 chief's training data loader, which the harness reports when the trial starts. A Core API script
-(a command entrypoint) counts in the config's unit itself, as Determined's scripts do.
+(a command entrypoint) gets every length as written and counts in its unit itself, as Determined's
+scripts do (`get_configured_units`).
 A partial final batch counts as a batch (records are rounded up to whole batches).
 """
 
@@ -69,7 +70,8 @@ def resolve_length(value: Any, path: FieldPath, ctx: LengthContext, *, allow_zer
     if is_int(value):
         return Length(value)
     unit, amount = next(iter(value.items()))
-    if unit == "batches":
+    if unit == "batches" or ctx.command:
+        # A Core API script counts in the unit as written (Determined hands it the length unchanged).
         return Length(amount)
     if unit == "records" and ctx.global_batch_size is None and not ctx.batch_size_per_trial:
         raise FieldError(
@@ -83,8 +85,6 @@ def resolve_length(value: Any, path: FieldPath, ctx: LengthContext, *, allow_zer
         if batches == 0 and not allow_zero:
             raise FieldError((*path, unit), "is less than one batch")
         return Length(batches)
-    if ctx.command:
-        return Length(amount)  # the script's own unit: Determined hands it the length as written
     return Length(amount, unit)
 
 

@@ -149,9 +149,12 @@ def test_lengths_that_cannot_be_counted_are_refused_in_one_line() -> None:
         assert info.value.path == field and "\n" not in str(info.value)
 
 
-def test_a_core_api_script_gets_the_length_in_the_configs_own_unit() -> None:
-    c = parse("searcher: {name: single, metric: m, max_length: {epochs: 3}}\nentrypoint: python3 train.py\n")
-    assert (c.max_length, c.length_unit) == (3, "batches") and not c.needs_trial_epoch_length
+def test_a_core_api_script_gets_the_length_as_written_and_counts_its_unit_itself() -> None:
+    script = "entrypoint: python3 train.py\nsearcher: {name: single, metric: m, max_length: {epochs: 3}}\n"
+    for config in (script, script + "records_per_epoch: 1000\nhyperparameters: {global_batch_size: 10}\n"):
+        c = parse(config)
+        assert (c.max_length, c.script_length_unit) == (3, "epochs") and not c.needs_trial_epoch_length
+        assert c.describe_lengths() == ["max_length 3 epochs, counted by the script"]
 
 
 def test_a_trial_without_a_data_loader_length_is_refused_naming_records_per_epoch() -> None:
