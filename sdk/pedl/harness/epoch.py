@@ -23,6 +23,8 @@ class EpochLengthUnavailable(ValueError):
 
 def needs_epoch_length(config: dict[str, Any]) -> bool:
     """Whether the (stored, validated) config has lengths in epochs that only the trial can measure."""
+    if "epochs" not in repr(config):
+        return False  # the common case, without parsing the config again
     from pedl.config.stored import parse_stored_config
 
     return parse_stored_config(config).needs_trial_epoch_length
