@@ -9,6 +9,11 @@ trial runs (the validation at a searcher target after the step that reaches it; 
 terminate of a closing or stopping trial), so the harness runs them back to back instead of
 waiting a scheduler round trip for each. It is derived from `next_workload` alone, so local,
 test and cluster mode sequence identically.
+
+Searcher targets and the validation/checkpoint periods count batches, or records or epochs where only
+the trial can convert them (`pedl.config.lengths`): by its `global_batch_size`, or by its training
+data loader's length, which the harness reports at the trial's start (`learn_epoch_length`). Until
+then nothing needing that length is sent. The searcher hears back in its own unit.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
+
+from pedl.config.lengths import TrialLengths, trial_batch_size
 
 
 class Kind(str, Enum):
@@ -65,21 +72,71 @@ class TrialSequencer:
     # the experiment (the caller, who sees all its trials, says which: `best_validation_at`).
     checkpoint_after_best_validation: bool = False
     best_validation_at: int = -1
+    # Units of `targets`/`goal` (the searcher's) and of the two periods: batches, records or epochs.
+    target_unit: str = "batches"
+    validation_period_unit: str = "batches"
+    checkpoint_period_unit: str = "batches"
+    # What converts them: the trial's global_batch_size, records_per_epoch, and its training data
+    # loader's length in batches once the harness reported it (0: not yet).
+    global_batch_size: int = 0
+    records_per_epoch: int = 0
+    epoch_batches: int = 0
+    # The searcher's length at the target the last validation answered (what the searcher hears).
+    answered_length: int = 0
 
     @classmethod
-    def for_config(cls, config: Any) -> TrialSequencer:
-        """A new trial's sequencer for an ExperimentConfig (periods, initial validation, policy)."""
+    def for_config(cls, config: Any, hparams: dict[str, Any] | None = None) -> TrialSequencer:
+        """A new trial's sequencer for an ExperimentConfig (periods, initial validation, policy);
+        `hparams`, the trial's, give the batch size that lengths in records or epochs convert by."""
         return cls(
             batches_per_step=config.batches_per_step,
-            min_validation_period=config.min_validation_period_batches,
-            min_checkpoint_period=config.min_checkpoint_period_batches,
+            min_validation_period=config.min_validation_period.amount,
+            min_checkpoint_period=config.min_checkpoint_period.amount,
             initial_validation=bool(config.raw.get("perform_initial_validation", False)),
             checkpoint_after_validation=config.raw.get("checkpoint_policy") == "all",
             checkpoint_after_best_validation=config.raw.get("checkpoint_policy") == "best",
-            open_ended=config.max_length_batches == 0,
+            open_ended=config.max_length == 0,
+            target_unit=config.length_unit,
+            validation_period_unit=config.min_validation_period.unit,
+            checkpoint_period_unit=config.min_checkpoint_period.unit,
+            global_batch_size=trial_batch_size(hparams or {}),
+            records_per_epoch=config.records_per_epoch or 0,
         )
 
+    @property
+    def lengths(self) -> TrialLengths:
+        return TrialLengths(self.global_batch_size, self.records_per_epoch, self.epoch_batches)
+
+    @property
+    def needs_epoch_length(self) -> bool:
+        """Some length is in epochs that only the harness's report of its data loader can measure."""
+        units = (self.target_unit, self.validation_period_unit, self.checkpoint_period_unit)
+        if units == ("batches", "batches", "batches"):
+            return False
+        lengths = self.lengths
+        return not all(lengths.known(u) for u in units)
+
+    @property
+    def awaits_epoch_length(self) -> bool:
+        """Training is due but waits for the harness's report of its epoch (a run that starts sends it)."""
+        return self.needs_epoch_length and not self.terminated and bool(self.targets or self.goal)
+
+    def learn_epoch_length(self, batches: int) -> None:
+        """The harness measured the trial's epoch: its training data loader's length in batches."""
+        if batches < 1:
+            raise ValueError(f"an epoch of {batches} batches: the training data loader is empty")
+        self.epoch_batches = batches
+
+    def _target_batches(self, length: int) -> int:
+        if self.target_unit == "batches":
+            return length
+        return self.lengths.to_batches(length, self.target_unit)
+
+    def _period_batches(self, period: int, unit: str) -> int:
+        return period if unit == "batches" else self.lengths.to_batches(period, unit)
+
     def add_target(self, length: int) -> None:
+        """A searcher target, in the searcher's unit (`target_unit`)."""
         self.targets.append(length)
         self.goal = max(self.goal, length)
 
@@ -114,6 +171,8 @@ class TrialSequencer:
             return self._make(Kind.TERMINATE)
         if self.initial_validation and b == 0 and self.last_validation < 0 and (self.targets or self.goal):
             return self._make(Kind.COMPUTE_VALIDATION_METRICS)
+        if self.needs_epoch_length:
+            return None  # until the harness reports its training data loader's length
         if (
             self._checkpoint_follows_validation()
             and b > 0
@@ -122,18 +181,22 @@ class TrialSequencer:
             return self._make(Kind.CHECKPOINT_MODEL)
         if self.open_ended:
             return Next(Kind.RUN_STEP, self.step_id + 1, b + self.batches_per_step)
-        if self.targets and b < self.targets[0]:
-            if self._due(self.min_validation_period, self.last_validation):
+        target = self._target_batches(self.targets[0]) if self.targets else 0
+        if self.targets and b < target:
+            validation_period = self._period_batches(self.min_validation_period, self.validation_period_unit)
+            if self._due(validation_period, self.last_validation):
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
-            if self._due(self.min_checkpoint_period, self.last_checkpoint):
+            checkpoint_period = self._period_batches(self.min_checkpoint_period, self.checkpoint_period_unit)
+            if self._due(checkpoint_period, self.last_checkpoint):
                 return self._make(Kind.CHECKPOINT_MODEL)
-            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(self.targets[0]))
+            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(target))
         if self.targets:
             if self.last_validation != b:
                 return self._make(Kind.COMPUTE_VALIDATION_METRICS)
             return None  # validated at the target; the searcher has not answered yet
-        if b < self.goal:
-            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(self.goal))
+        goal = self._target_batches(self.goal)
+        if b < goal:
+            return Next(Kind.RUN_STEP, self.step_id + 1, self._step_end(goal))
         if self.closing:
             if self.last_checkpoint != b and b > 0:
                 return self._make(Kind.CHECKPOINT_MODEL)
@@ -172,7 +235,11 @@ class TrialSequencer:
         if w.kind is Kind.RUN_STEP:
             self.on_step_completed(w.step_id, w.total_batches)
         elif w.kind is Kind.COMPUTE_VALIDATION_METRICS:
-            if self.targets and w.total_batches >= self.targets[0] and not self._last_target_of_closed():
+            if (
+                self.targets
+                and w.total_batches >= self._target_batches(self.targets[0])
+                and not self._last_target_of_closed()
+            ):
                 return False  # the searcher hears this one first
             self.on_validation_completed(w.total_batches)
             if self.checkpoint_after_best_validation:
@@ -196,7 +263,8 @@ class TrialSequencer:
             and self.closing
             and not self.open_ended  # a script that has not finished was paused or preempted
             and not self.targets
-            and self.batches_trained >= self.goal
+            and not self.needs_epoch_length
+            and self.batches_trained >= self._target_batches(self.goal)
         )
 
     def checkpoint_due_before_stop(self) -> bool:
@@ -209,12 +277,13 @@ class TrialSequencer:
 
     def on_validation_completed(self, total_batches: int, best: bool = False) -> bool:
         """Records the validation (`best`: better than every earlier one of the experiment); True when
-        it answers the searcher's current target."""
+        it answers the searcher's current target (`answered_length` is then what the searcher hears)."""
         self.last_validation = total_batches
         if best:
             self.best_validation_at = total_batches
-        if self.targets and total_batches >= self.targets[0]:
-            self.targets.pop(0)
+        if self.targets and total_batches >= self._target_batches(self.targets[0]):
+            target = self.targets.pop(0)
+            self.answered_length = total_batches if self.target_unit == "batches" else target
             return True
         return False
 
@@ -244,10 +313,19 @@ class TrialSequencer:
         self.stop_requested = False
 
     def _step_end(self, limit: int) -> int:
-        """Steps end at `limit`, and at a requested checkpoint a restarted run has to train back to."""
+        """Steps end at `limit`, at a requested checkpoint a restarted run has to train back to, and
+        at the end of a period in records or epochs (a validation "every epoch" comes at the epoch's end)."""
         end = min(self.batches_trained + self.batches_per_step, limit)
         if self.checkpoint_requested and self.batches_trained < self.checkpoint_requested_at:
             end = min(end, self.checkpoint_requested_at)
+        for period, unit, last in (
+            (self.min_validation_period, self.validation_period_unit, self.last_validation),
+            (self.min_checkpoint_period, self.checkpoint_period_unit, self.last_checkpoint),
+        ):
+            if period and unit != "batches":
+                boundary = max(last, 0) + self._period_batches(period, unit)
+                if boundary > self.batches_trained:
+                    end = min(end, boundary)
         return end
 
     def _due(self, period: int, last: int) -> bool:

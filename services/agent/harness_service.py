@@ -17,10 +17,12 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self,
         start: agent_pb2.StartTrial,
         on_result: Callable[[common_pb2.WorkloadResult], None],
+        on_epoch_length: Callable[[int], None] = lambda batches: None,
     ) -> None:
         self.start = start
         self.model_definition_dir = ""
         self._on_result = on_result
+        self._on_epoch_length = on_epoch_length
         self._workloads: asyncio.Queue[common_pb2.Workload] = asyncio.Queue()
         self._in_progress: common_pb2.Workload | None = None
         # Workloads queued or running, by (kind, step, batches): their results are still to come.
@@ -93,6 +95,16 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
             self.failure = agent_pb2.FailureSignature()
             self.failure.CopyFrom(request.failure)
         return harness_pb2.ReportFailureResponse()
+
+    async def ReportEpochLength(
+        self, request: harness_pb2.ReportEpochLengthRequest, context: grpc.aio.ServicerContext
+    ) -> harness_pb2.ReportEpochLengthResponse:
+        if request.batches < 1:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"an epoch of {request.batches} batches cannot be trained"
+            )
+        self._on_epoch_length(request.batches)
+        return harness_pb2.ReportEpochLengthResponse()
 
     def failure_report(self) -> agent_pb2.FailureSignature | None:
         """The reported error with whether training had begun, for TrialExited (None: none reported)."""

@@ -162,7 +162,9 @@ class TrialRun:
         self._s = settings
         self.trial_dir = settings.work_dir / "trials" / f"{self.trial_id}-{self.run_id}"
         self.socket_path = settings.socket_dir / f"{self.trial_id}-{self.run_id}.sock"
-        self.servicer = HarnessServicer(start, on_result=self._on_result)
+        self.servicer = HarnessServicer(
+            start, on_result=self._on_result, on_epoch_length=self._on_epoch_length
+        )
         self._log = structlog.get_logger(trial_id=self.trial_id, run_id=self.run_id)
         self._kill_requested = asyncio.Event()
         self._killed_by_scheduler = False
@@ -190,6 +192,10 @@ class TrialRun:
 
     def _on_result(self, result: common_pb2.WorkloadResult) -> None:
         self._s.send(agent_pb2.ConnectRequest(workload_completed=agent_pb2.WorkloadCompleted(result=result)))
+
+    def _on_epoch_length(self, batches: int) -> None:
+        length = agent_pb2.EpochLength(trial_id=self.trial_id, run_id=self.run_id, batches=batches)
+        self._s.send(agent_pb2.ConnectRequest(epoch_length=length))
 
     # --- killing -------------------------------------------------------------------------------
 

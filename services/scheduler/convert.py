@@ -67,6 +67,9 @@ def trial(
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]
+    sequencer = row.get("sequencer_json") or ""
+    if '"epoch_batches"' in sequencer:
+        message.epoch_batches = json.loads(sequencer).get("epoch_batches") or 0
     return message
 
 

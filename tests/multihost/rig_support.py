@@ -130,7 +130,11 @@ def lose_host_and_resume(rig: Rig, model: Path) -> None:
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, text
     assert steps_of(rig, trial.id) == [10, 20, 30, 40, 50, 60]
     assert agents_of(text) == {"host1", "host2"}, text
-    resumed = re.search(rf"restarting trial {trial.id} from checkpoint (\S+) \(batch (\d+)\)", text)
+    # "restarting trial N from checkpoint U (batch B)" or, for a lost agent, "trial N's run failed ...;
+    # restarting from checkpoint U (batch B) in S s".
+    resumed = re.search(
+        rf"trial {trial.id}\b.*?restarting (?:trial {trial.id} )?from checkpoint (\S+) \(batch (\d+)\)", text
+    )
     assert resumed is not None, text
     detail = stub(rig).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
     assert (resumed[1], int(resumed[2])) in {(c.uuid, c.total_batches) for c in detail.checkpoints}

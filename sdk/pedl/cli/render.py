@@ -275,19 +275,29 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
     config = from_struct(experiment.config)
     if config:
         lines += ["Configuration:", *config_summary(config)]
-        lines += [f"Warning: {w}" for w in config_warnings(experiment.config_yaml)]
+        parsed = _parsed_config(experiment.config_yaml)
+        if parsed is not None:
+            lengths = "; ".join(parsed.describe_lengths())
+            lines += [f"Lengths: {lengths}"] if lengths else []
+            lines += [f"Warning: {w}" for w in parsed.warnings]
     return "\n".join(lines)
 
 
-def config_warnings(config_yaml: str) -> tuple[str, ...]:
-    """The fields the experiment sets that have no effect in pedl (as `create` printed them); read
-    from the stored YAML, since the Struct form turns integers into floats."""
+def _parsed_config(config_yaml: str) -> Any:
+    """The stored config parsed (None when it no longer parses); read from the stored YAML, since the
+    Struct form turns integers into floats."""
     from pedl.config import ConfigError, parse_experiment_config
 
     try:
-        return parse_experiment_config(config_yaml).warnings if config_yaml else ()
+        return parse_experiment_config(config_yaml) if config_yaml else None
     except ConfigError:
-        return ()
+        return None
+
+
+def config_warnings(config_yaml: str) -> tuple[str, ...]:
+    """The fields the experiment sets that have no effect in pedl (as `create` printed them)."""
+    parsed = _parsed_config(config_yaml)
+    return parsed.warnings if parsed is not None else ()
 
 
 def trial_summary(trial: scheduler_pb2.Trial) -> str:
@@ -299,6 +309,12 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
                 ("State", trial_state(trial.state)),
                 ("Hyperparameters", format_hparams(from_struct(trial.hparams))),
                 ("Batches", trial.total_batches),
+                (
+                    "Epoch",
+                    f"{trial.epoch_batches} batches (its training data loader)"
+                    if trial.epoch_batches
+                    else "",
+                ),
                 ("Steps", trial.num_steps),
                 ("Restarts", trial.restarts),
                 ("Run", trial.run_id),

@@ -3,7 +3,8 @@
 `ExperimentConfig.raw` is what user code receives as `experiment_config`; parsing it again gives
 the same config, so it can be stored and reloaded (`parse_experiment_config(config.raw)`).
 Bare integers for `min_validation_period` / `min_checkpoint_period` count steps of `batches_per_step`
-(PEDL's format; Determined writes `{batches: N}`); a bare `max_length` counts batches.
+(PEDL's format; Determined writes `{batches: N}`); a bare `max_length` counts batches. Lengths only
+a trial can convert (`pedl.config.lengths`) keep their unit: the searcher then counts in it.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from pedl.config._source import load_source
 from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
-from pedl.config.lengths import LengthContext, length_to_batches
+from pedl.config.lengths import Length, LengthContext, resolve_length
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
-from pedl.config.searcher import budget_batches, check_searcher_for_entrypoint, validate_searcher
+from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
 
@@ -82,13 +83,70 @@ TOP_LEVEL_FIELDS = (
 @dataclass(frozen=True)
 class ExperimentConfig:
     raw: dict[str, Any]
-    max_length_batches: int
-    min_validation_period_batches: int
-    min_checkpoint_period_batches: int
-    budget_batches: int | None
+    # The trial length the searcher works with, in `length_unit`: batches, or records or epochs when
+    # only each trial can count them in batches (its sequencer converts; `pedl.config.lengths`).
+    max_length: int
+    min_validation_period: Length
+    min_checkpoint_period: Length
+    budget: int | None  # the adaptive searcher's, in `length_unit`
     entrypoint_spec: Entrypoint | None
     # Fields accepted that have no effect in pedl (fields.FIELDS status "warn"); `create` prints them.
     warnings: tuple[str, ...] = ()
+
+    length_unit: str = "batches"
+
+    @property
+    def max_length_batches(self) -> int | None:
+        """The trial length in batches where the config decides it (None: each trial converts)."""
+        return self.max_length if self.length_unit == "batches" else None
+
+    @property
+    def min_validation_period_batches(self) -> int | None:
+        p = self.min_validation_period
+        return p.amount if p.unit == "batches" else None
+
+    @property
+    def min_checkpoint_period_batches(self) -> int | None:
+        p = self.min_checkpoint_period
+        return p.amount if p.unit == "batches" else None
+
+    @property
+    def budget_batches(self) -> int | None:
+        return self.budget if self.length_unit == "batches" else None
+
+    @property
+    def needs_trial_epoch_length(self) -> bool:
+        """Some length is in epochs that only the trial's training data loader can measure."""
+        units = (self.length_unit, self.min_validation_period.unit, self.min_checkpoint_period.unit)
+        by_records = bool(self.records_per_epoch) and _has_int_batch_size(self.hyperparameters)
+        return "epochs" in units and not by_records
+
+    @property
+    def script_length_unit(self) -> str:
+        """The unit a Core API script counts its searcher lengths in: searcher.max_length's, as written."""
+        value = self.searcher.get("max_length")
+        return next(iter(value)) if isinstance(value, dict) and len(value) == 1 else "batches"
+
+    def describe_lengths(self) -> list[str]:
+        """The lengths as the trials count them, for `describe` (records and epochs each trial converts)."""
+        command = self.entrypoint_spec is not None and self.entrypoint_spec.kind == "command"
+        if command:
+            unit = self.script_length_unit
+            return (
+                [f"max_length {_amount(self.max_length, unit)}, counted by the script"]
+                if self.max_length
+                else []
+            )
+        out = [f"max_length {_amount(self.max_length, self.length_unit)}"] if self.max_length else []
+        for key, value in (
+            ("min_validation_period", self.min_validation_period),
+            ("min_checkpoint_period", self.min_checkpoint_period),
+        ):
+            if value.amount:
+                out.append(f"{key} {_amount(value.amount, value.unit)}")
+        if self.needs_trial_epoch_length:
+            out.append("an epoch is each trial's training data loader's length, measured when it starts")
+        return out
 
     @property
     def description(self) -> str:
@@ -205,38 +263,41 @@ def _build(data: Any) -> ExperimentConfig:
     raw["batches_per_step"] = _batches_per_step(raw)
     if "records_per_epoch" in raw:
         expect_int(raw["records_per_epoch"], ("records_per_epoch",), minimum=0)
+    entrypoint = parse_config_entrypoint(raw)
     ctx = LengthContext(
         batches_per_step=raw["batches_per_step"],
         global_batch_size=_global_batch_size(raw["hyperparameters"]),
         records_per_epoch=raw.get("records_per_epoch") or None,
+        batch_size_per_trial=_has_int_batch_size(raw["hyperparameters"]),
+        command=entrypoint is not None and entrypoint.kind == "command",
     )
     raw["searcher"], max_length = validate_searcher(raw["searcher"], ctx)
     if raw["searcher"]["name"] == "grid":
         check_grid(raw["hyperparameters"])
     periods = {
-        key: _period_batches(raw.get(key), key, ctx)
-        for key in ("min_validation_period", "min_checkpoint_period")
+        key: _period(raw.get(key), key, ctx) for key in ("min_validation_period", "min_checkpoint_period")
     }
     raw["checkpoint_storage"] = storage.validate_checkpoint_storage(raw.get("checkpoint_storage"))
     raw["resources"] = sections.validate_resources(raw.get("resources"))
     raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
     expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
-    entrypoint = parse_config_entrypoint(raw)
     check_searcher_for_entrypoint(
         raw["searcher"],
-        max_length,
-        entrypoint is not None and entrypoint.kind == "command",
-        periods["min_checkpoint_period"],
+        max_length.amount,
+        ctx.command,
+        periods["min_checkpoint_period"].amount,
     )
     _validate_optional_sections(raw)
+    budget = searcher_budget(raw["searcher"], ctx)
     return ExperimentConfig(
         raw=raw,
-        max_length_batches=max_length,
-        min_validation_period_batches=periods["min_validation_period"],
-        min_checkpoint_period_batches=periods["min_checkpoint_period"],
-        budget_batches=budget_batches(raw["searcher"], ctx),
+        max_length=max_length.amount,
+        min_validation_period=periods["min_validation_period"],
+        min_checkpoint_period=periods["min_checkpoint_period"],
+        budget=budget.amount if budget is not None else None,
         entrypoint_spec=entrypoint,
         warnings=tuple(warnings),
+        length_unit=max_length.unit,
     )
 
 
@@ -308,10 +369,29 @@ def _check_json(value: Any, path: FieldPath) -> None:
     raise FieldError(path, f"cannot be stored as JSON: {describe(value)}")
 
 
-def _period_batches(value: Any, key: str, ctx: LengthContext) -> int:
+def _period(value: Any, key: str, ctx: LengthContext) -> Length:
     """A bare integer is PEDL's count of steps; a mapping is Determined's `{batches|records|epochs: N}`."""
     if value is None:
-        return 0
+        return Length(0)
     if is_int(value):
-        return expect_int(value, (key,), minimum=0) * ctx.batches_per_step
-    return length_to_batches(value, (key,), ctx, allow_zero=True)
+        return Length(expect_int(value, (key,), minimum=0) * ctx.batches_per_step)
+    return resolve_length(value, (key,), ctx, allow_zero=True)
+
+
+def _amount(amount: int, unit: str) -> str:
+    return f"{amount} {unit.removesuffix('es' if unit == 'batches' else 's') if amount == 1 else unit}"
+
+
+def _has_int_batch_size(space: dict[str, Any]) -> bool:
+    """Every trial gets an integer `global_batch_size`: const, int, or categorical of integers."""
+    leaf = space.get("global_batch_size")
+    if not isinstance(leaf, dict):
+        return False
+    kind = leaf.get("type")
+    if kind == "const":
+        return is_int(leaf.get("val"))
+    if kind == "int":
+        return True
+    if kind == "categorical":
+        return all(is_int(v) and v > 0 for v in leaf.get("vals") or ())
+    return False

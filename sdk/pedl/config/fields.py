@@ -52,7 +52,9 @@ FIELDS: dict[str, Field] = {
     "hyperparameters": _s("const/int/double/log/categorical, nested mappings and lists"),
     "entrypoint": _s("Trial class `module:Class`, a script, or a command"),
     "max_restarts": _s("restarts of a failed trial, default 5"),
-    "records_per_epoch": _s("converts `{epochs: N}` lengths to records"),
+    "records_per_epoch": _s(
+        "converts `{epochs: N}` lengths to records; without it a PyTorch trial's epoch is its loader's length"
+    ),
     "scheduling_unit": _s("batches per training step (Determined's name), default 100"),
     "batches_per_step": _s("PEDL's name for scheduling_unit"),
     "min_validation_period": _s("validate at least this often: `{batches|records|epochs: N}` or steps"),
@@ -223,7 +225,7 @@ FIELDS: dict[str, Field] = {
     "searcher.name=custom": _r("pedl has no custom (user-code) searcher; use a built-in searcher"),
     "searcher.metric": _s("validation metric to optimize"),
     "searcher.smaller_is_better": _s("default true"),
-    "searcher.max_length": _s("a trial's length: `{batches|records|epochs: N}`"),
+    "searcher.max_length": _s("a trial's length: `{batches|records|epochs: N}`, the searcher's unit"),
     "searcher.max_trials": _s("random, adaptive_asha, adaptive_simple"),
     "searcher.max_concurrent_trials": _s("trials running at once (0: no limit)"),
     "searcher.mode": _s("aggressive | standard | conservative"),

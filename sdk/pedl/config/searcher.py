@@ -20,7 +20,7 @@ from pedl.config._checks import (
     expect_str,
 )
 from pedl.config.errors import FieldError, FieldPath
-from pedl.config.lengths import LengthContext, length_to_batches, steps_to_batches
+from pedl.config.lengths import Length, LengthContext, resolve_length, steps_to_batches
 
 SEARCHER_NAMES = (
     "single",
@@ -106,8 +106,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 
 def validate_searcher(
     value: Any, ctx: LengthContext, path: FieldPath = ("searcher",)
-) -> tuple[dict[str, Any], int]:
-    """Return (searcher with defaults filled, trial length in batches).
+) -> tuple[dict[str, Any], Length]:
+    """Return (searcher with defaults filled, trial length): in batches, or in records or epochs
+    when only each trial can convert it (the searcher then counts in that unit).
 
     For pbt the length is one round's training; for adaptive it is the target trial length.
     """
@@ -129,31 +130,31 @@ def validate_searcher(
     if name == "async_halving":
         _check_async_halving(searcher, path, length)
     if name == "adaptive":
-        _adaptive_budget(searcher, path, ctx)
+        _adaptive_budget(searcher, path, ctx, length.unit)
     if name == "pbt":
         _check_pbt(searcher, path)
     return searcher, length
 
 
-def budget_batches(
+def searcher_budget(
     searcher: dict[str, Any], ctx: LengthContext, path: FieldPath = ("searcher",)
-) -> int | None:
-    """The adaptive searcher's total budget in batches (`budget` or old `step_budget`), else None."""
+) -> Length | None:
+    """The adaptive searcher's total budget (`budget` or old `step_budget`), else None."""
     if "budget" in searcher:
-        return length_to_batches(searcher["budget"], (*path, "budget"), ctx)
+        return resolve_length(searcher["budget"], (*path, "budget"), ctx)
     if "step_budget" in searcher:
-        return steps_to_batches(searcher["step_budget"], (*path, "step_budget"), ctx)
+        return Length(steps_to_batches(searcher["step_budget"], (*path, "step_budget"), ctx))
     return None
 
 
-def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthContext) -> int:
-    """The trial length in batches; 0 for a searcher without one (the trial's script decides)."""
+def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthContext) -> Length:
+    """The trial length; 0 batches for a searcher without one (the trial's script decides)."""
     if name == "adaptive_asha" and ("time_metric" in searcher or "max_time" in searcher):
-        return _time_length(searcher, path)
+        return Length(_time_length(searcher, path))
     fields = _LENGTH_FIELDS.get(name, _DEFAULT_LENGTH_FIELDS)
     given = [(f, in_steps) for f, in_steps in fields if f in searcher]
     if not given and name in _LENGTH_OPTIONAL:
-        return 0
+        return Length(0)
     if not given:
         options = " or ".join(f for f, _ in fields)
         if name == "adaptive_asha":
@@ -163,8 +164,8 @@ def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthCon
         raise FieldError((*path, given[1][0]), f"give only one of {', '.join(f for f, _ in given)}")
     field, in_steps = given[0]
     if in_steps:
-        return steps_to_batches(searcher[field], (*path, field), ctx)
-    return length_to_batches(searcher[field], (*path, field), ctx)
+        return Length(steps_to_batches(searcher[field], (*path, field), ctx))
+    return resolve_length(searcher[field], (*path, field), ctx)
 
 
 def _time_length(searcher: dict[str, Any], path: FieldPath) -> int:
@@ -245,12 +246,18 @@ def _check_common(searcher: dict[str, Any], path: FieldPath) -> None:
             expect_int(rungs, (*path, "bracket_rungs", i), minimum=1)
 
 
-def _adaptive_budget(searcher: dict[str, Any], path: FieldPath, ctx: LengthContext) -> None:
+def _adaptive_budget(searcher: dict[str, Any], path: FieldPath, ctx: LengthContext, unit: str) -> None:
     if "budget" in searcher and "step_budget" in searcher:
         raise FieldError((*path, "step_budget"), "give only one of budget, step_budget")
-    if budget_batches(searcher, ctx, path) is None:
+    budget = searcher_budget(searcher, ctx, path)
+    if budget is None:
         raise FieldError(
             (*path, "budget"), "is required for the adaptive searcher (give budget or step_budget)"
+        )
+    if budget.unit != unit:
+        raise FieldError(
+            (*path, "budget"),
+            f"counts {budget.unit} but max_length counts {unit}; write both in the same unit",
         )
 
 
@@ -270,14 +277,15 @@ def _check_pbt(searcher: dict[str, Any], path: FieldPath) -> None:
         expect_number(explore[key], (*explore_path, key), minimum=0, maximum=1)
 
 
-def _check_async_halving(searcher: dict[str, Any], path: FieldPath, length: int) -> None:
-    """One bracket: the first rung, max_length / divisor^(num_rungs-1), must be at least a batch."""
+def _check_async_halving(searcher: dict[str, Any], path: FieldPath, length: Length) -> None:
+    """One bracket: the first rung, max_length / divisor^(num_rungs-1), must be at least one unit."""
     if "num_rungs" not in searcher:
         raise FieldError((*path, "num_rungs"), "is required for the async_halving searcher")
-    first = length / searcher["divisor"] ** (searcher["num_rungs"] - 1)
+    first = length.amount / searcher["divisor"] ** (searcher["num_rungs"] - 1)
+    unit = {"batches": "batch", "records": "record", "epochs": "epoch"}[length.unit]
     if first < 1:
         raise FieldError(
             (*path, "num_rungs"),
             f"{searcher['num_rungs']} rungs with divisor {searcher['divisor']} put the first rung below one "
-            f"batch of max_length ({length} batches); use fewer rungs or a longer max_length",
+            f"{unit} of max_length ({length.amount} {length.unit}); use fewer rungs or a longer max_length",
         )

@@ -18,6 +18,7 @@ from pedl.config import ExperimentConfig, env_vars
 from pedl.experimental._local_checkpoints import LocalCheckpoints
 from pedl.harness.build import build_controller, seed_all
 from pedl.harness.controller import TrialController
+from pedl.harness.epoch import epoch_length
 from pedl.harness.workloads import run_workload
 from pedl.model_def import ModelDefinition
 from pedl.searcher import (
@@ -146,7 +147,7 @@ class _LocalRunner:
                     LocalTrialResult(trial_id, op.hparams),
                     op.request_id,
                     op.seed,
-                    TrialSequencer.for_config(self.config),
+                    TrialSequencer.for_config(self.config, op.hparams),
                     LocalCheckpoints(self.root / f"trial-{trial_id}", trial_id),
                 )
                 pending.extend(self.searcher.on_trial_created(op.request_id))
@@ -160,6 +161,10 @@ class _LocalRunner:
 
     def run(self) -> None:
         while True:
+            for t in self.trials.values():
+                if t.result.state == "ACTIVE" and t.sequencer.awaits_epoch_length:
+                    # As a harness does at a trial's start: measure the epoch before any workload.
+                    t.sequencer.learn_epoch_length(epoch_length(self._controller(t)))
             ready = [
                 t
                 for t in self.trials.values()
@@ -220,7 +225,8 @@ class _LocalRunner:
             self._best_validation = value
         self.on_event(("validation", result, total_batches, metrics))
         if trial.sequencer.on_validation_completed(total_batches, best=best):
-            self.apply(self.searcher.on_validation_completed(trial.request_id, value, total_batches))
+            length = trial.sequencer.answered_length
+            self.apply(self.searcher.on_validation_completed(trial.request_id, value, length))
 
     def _verify_restore(self, trial: _Trial, uuid: str) -> None:
         """Loads the checkpoint into a fresh trial, which must validate exactly as the original."""

@@ -42,6 +42,10 @@ class AgentWorkloadSource:
     def complete(self, result: common_pb2.WorkloadResult) -> None:
         self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result))
 
+    def report_epoch_length(self, batches: int) -> None:
+        """Tells the scheduler (through the agent) the trial's epoch in batches, before any workload."""
+        self._stub.ReportEpochLength(harness_pb2.ReportEpochLengthRequest(batches=batches))
+
     def report_failure(self, failure: agent_pb2.FailureSignature) -> None:
         """Tells the agent where the error the harness exits with arose; best effort (the exit and
         its stderr are the report that always reaches the scheduler)."""

@@ -25,6 +25,7 @@ from pedl.harness.distributed import (
     launch_from_env,
     start_framework,
 )
+from pedl.harness.epoch import epoch_length, needs_epoch_length, refusal_signature
 from pedl.harness.failure import failure_signature
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
@@ -116,6 +117,8 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
                 checkpoints,
                 warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
             )
+            if launch.is_chief and needs_epoch_length(config):
+                source.report_epoch_length(epoch_length(controller))
             try:
                 run_workloads(controller, group.workloads(source), group.checkpoints(checkpoints))
             finally:
@@ -136,13 +139,17 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
                 restore_dir,
                 warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
             )
+        if needs_epoch_length(config):
+            source.report_epoch_length(epoch_length(controller))
         try:
             run_workloads(controller, source, checkpoints)
         finally:
             getattr(checkpoints, "close", lambda: None)()
         return 0
     except Exception as exc:
-        failure = failure_signature(exc, model_dir) if model_dir is not None else None
+        failure = refusal_signature(exc)
+        if failure is None and model_dir is not None:
+            failure = failure_signature(exc, model_dir)
         if failure is not None:
             source.report_failure(failure)
         raise

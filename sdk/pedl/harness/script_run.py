@@ -97,6 +97,7 @@ def run_script(
         time_metric=searcher.get("time_metric"),
         operation_lengths=operation_lengths(parsed),
         start_progress=trial.latest_checkpoint_batches,
+        configured_unit=f"UNIT_{parsed.script_length_unit.upper()}",
     )
     script = ScriptTrial(settings, checkpoints, work_dir, trial.run_id)
     rank = launch.rank if launch else 0

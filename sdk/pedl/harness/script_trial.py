@@ -55,6 +55,8 @@ class ScriptSettings:
     # Lengths of the legacy searcher operations (searcher.max_length); empty when the script decides.
     operation_lengths: list[int] = field(default_factory=list)
     start_progress: int = 0
+    # The unit those lengths count, as the config writes searcher.max_length (Determined's Unit value).
+    configured_unit: str = "UNIT_BATCHES"
 
 
 def _set_parent_death_signal() -> None:
@@ -332,7 +334,7 @@ class ScriptTrial:
             self._cv.notify_all()
 
     def configured_units(self) -> str | None:
-        return "UNIT_BATCHES" if self.settings.operation_lengths else None
+        return self.settings.configured_unit if self.settings.operation_lengths else None
 
     def acknowledge_preemption(self) -> None:
         self._log.info("the script acknowledged the preemption signal")

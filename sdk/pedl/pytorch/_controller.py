@@ -181,6 +181,14 @@ class PyTorchTrialController:
         training, validation = _check_loaders(data_loaders, origin)
         return cls(trial_class(hparams), training, validation, device)
 
+    def epoch_batches(self) -> int | None:
+        """One epoch in batches: this rank's training data loader's length (None: it has no length).
+        Determined's definition of a PyTorch trial's epoch where records_per_epoch does not give one."""
+        try:
+            return len(self.training_loader)
+        except TypeError:
+            return None
+
     @property
     def batches_trained(self) -> int:
         return self._batches_trained

@@ -43,14 +43,14 @@ class AdaptiveSearch(ASHASearch):
         )
 
     def plan_brackets(self) -> list[BracketPlan]:
-        budget = self.config.budget_batches
+        budget = self.config.budget
         if not budget:
             raise SearcherError("searcher.budget: the adaptive searcher needs a budget")
         brackets = _brackets(self)
         share = budget / len(brackets)
         plans = []
         for rungs in brackets:
-            lengths = rung_lengths(self.config.max_length_batches, self.divisor, rungs)
+            lengths = rung_lengths(self.config.max_length, self.divisor, rungs)
             cost = expected_batches_per_trial(lengths, self.divisor)
             plans.append(BracketPlan(rungs, max(int(share / cost), 1)))
         return plans
@@ -61,6 +61,6 @@ def _brackets(search: ASHASearch) -> list[int]:
     if searcher.get("bracket_rungs"):
         return sorted(searcher["bracket_rungs"], reverse=True)
     max_rungs = min(
-        int(searcher.get("max_rungs", 5)), rungs_fitting(search.config.max_length_batches, search.divisor)
+        int(searcher.get("max_rungs", 5)), rungs_fitting(search.config.max_length, search.divisor)
     )
     return mode_brackets(searcher.get("mode", "standard"), max_rungs)

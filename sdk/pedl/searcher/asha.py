@@ -110,7 +110,7 @@ class ASHASearch(SearchMethod):
         self.max_concurrent: int = searcher.get("max_concurrent_trials") or 0
         self.rescue_stragglers = not self.stop_once
         self.sign = 1.0 if config.smaller_is_better else -1.0
-        max_length = config.max_length_batches
+        max_length = config.max_length
         self.brackets = [
             _Bracket(rung_lengths(max_length, self.divisor, plan.num_rungs), plan.max_trials)
             for plan in self.plan_brackets()
@@ -134,7 +134,7 @@ class ASHASearch(SearchMethod):
         else:
             max_rungs = min(
                 int(searcher.get("max_rungs", 5)),
-                rungs_fitting(self.config.max_length_batches, self.divisor),
+                rungs_fitting(self.config.max_length, self.divisor),
                 rungs_fitting(max_trials, self.divisor),
             )
             brackets = mode_brackets(searcher.get("mode", "standard"), max_rungs)

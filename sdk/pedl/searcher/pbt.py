@@ -1,6 +1,6 @@
 """`pbt`: population-based training (Jaderberg et al., 2017) with truncation selection.
 
-`population_size` trials train one round (`length_per_round`, i.e. config.max_length_batches) at a
+`population_size` trials train one round (`length_per_round`: config.max_length, in its length_unit) at a
 time. When the whole population has reported a round, the bottom `truncate_fraction` is closed and
 replaced by copies of the top fraction with explored hyperparameters; everyone else trains on.
 
@@ -33,7 +33,7 @@ class PBTSearch(SearchMethod):
         searcher = config.searcher
         self.population_size = int(searcher["population_size"])
         self.num_rounds = int(searcher["num_rounds"])
-        self.round_length = config.max_length_batches
+        self.round_length = config.max_length
         self.truncate_fraction = float(searcher["replace_function"]["truncate_fraction"])
         self.resample_probability = float(searcher["explore_function"]["resample_probability"])
         self.perturb_factor = float(searcher["explore_function"]["perturb_factor"])

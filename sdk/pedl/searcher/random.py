@@ -43,7 +43,7 @@ class RandomSearch(SearchMethod):
     def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
         # Every trial is closed when it is created; closing again is harmless and covers trials
         # an older version created without it.
-        if length >= self.config.max_length_batches:
+        if length >= self.config.max_length:
             return [Close(request_id)]
         return []
 
@@ -70,8 +70,8 @@ class RandomSearch(SearchMethod):
             self.created += 1
             self.open[request_id] = None
             ops.append(Create(request_id, hparams, self.new_trial_seed()))
-            if self.config.max_length_batches:  # without a length, the trial's script decides
-                ops.append(ValidateAfter(request_id, self.config.max_length_batches))
+            if self.config.max_length:  # without a length, the trial's script decides
+                ops.append(ValidateAfter(request_id, self.config.max_length))
             ops.append(Close(request_id))
         if not self.open and self.created >= self.max_trials and not self.shutdown:
             self.shutdown = True

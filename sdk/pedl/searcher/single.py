@@ -19,13 +19,13 @@ class SingleSearch(SearchMethod):
         self.request_id = self.new_request_id()
         hparams = self.sample_hparams()
         ops: list[Operation] = [Create(self.request_id, hparams, self.new_trial_seed())]
-        if self.config.max_length_batches:
-            ops.append(ValidateAfter(self.request_id, self.config.max_length_batches))
+        if self.config.max_length:
+            ops.append(ValidateAfter(self.request_id, self.config.max_length))
         ops.append(Close(self.request_id))  # decided now: see `random`
         return ops
 
     def on_validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
-        if length >= self.config.max_length_batches:
+        if length >= self.config.max_length:
             return [Close(request_id)]
         return []
 

@@ -8,20 +8,22 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ConnectRequest(_message.Message):
-    __slots__ = ("register", "heartbeat", "workload_completed", "trial_logs", "trial_exited", "batch")
+    __slots__ = ("register", "heartbeat", "workload_completed", "trial_logs", "trial_exited", "batch", "epoch_length")
     REGISTER_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     TRIAL_LOGS_FIELD_NUMBER: _ClassVar[int]
     TRIAL_EXITED_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_LENGTH_FIELD_NUMBER: _ClassVar[int]
     register: RegisterAgent
     heartbeat: Heartbeat
     workload_completed: WorkloadCompleted
     trial_logs: TrialLogs
     trial_exited: TrialExited
     batch: ConnectRequestBatch
-    def __init__(self, register: _Optional[_Union[RegisterAgent, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., workload_completed: _Optional[_Union[WorkloadCompleted, _Mapping]] = ..., trial_logs: _Optional[_Union[TrialLogs, _Mapping]] = ..., trial_exited: _Optional[_Union[TrialExited, _Mapping]] = ..., batch: _Optional[_Union[ConnectRequestBatch, _Mapping]] = ...) -> None: ...
+    epoch_length: EpochLength
+    def __init__(self, register: _Optional[_Union[RegisterAgent, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., workload_completed: _Optional[_Union[WorkloadCompleted, _Mapping]] = ..., trial_logs: _Optional[_Union[TrialLogs, _Mapping]] = ..., trial_exited: _Optional[_Union[TrialExited, _Mapping]] = ..., batch: _Optional[_Union[ConnectRequestBatch, _Mapping]] = ..., epoch_length: _Optional[_Union[EpochLength, _Mapping]] = ...) -> None: ...
 
 class ConnectRequestBatch(_message.Message):
     __slots__ = ("messages",)
@@ -102,6 +104,16 @@ class RegisterAgent(_message.Message):
 class Heartbeat(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class EpochLength(_message.Message):
+    __slots__ = ("trial_id", "run_id", "batches")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    run_id: int
+    batches: int
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., batches: _Optional[int] = ...) -> None: ...
 
 class WorkloadCompleted(_message.Message):
     __slots__ = ("result",)

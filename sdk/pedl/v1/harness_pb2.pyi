@@ -47,3 +47,13 @@ class ReportFailureRequest(_message.Message):
 class ReportFailureResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ReportEpochLengthRequest(_message.Message):
+    __slots__ = ("batches",)
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    batches: int
+    def __init__(self, batches: _Optional[int] = ...) -> None: ...
+
+class ReportEpochLengthResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -35,6 +35,11 @@ class HarnessServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.FromString,
                 )
+        self.ReportEpochLength = channel.unary_unary(
+                '/pedl.v1.HarnessService/ReportEpochLength',
+                request_serializer=pedl_dot_v1_dot_harness__pb2.ReportEpochLengthRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_harness__pb2.ReportEpochLengthResponse.FromString,
+                )
 
 
 class HarnessServiceServicer(object):
@@ -67,6 +72,14 @@ class HarnessServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportEpochLength(self, request, context):
+        """The trial's epoch in batches (its training data loader's length), before its first workload,
+        when the config has lengths in epochs that only the trial can measure.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HarnessServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +102,11 @@ def add_HarnessServiceServicer_to_server(servicer, server):
                     servicer.ReportFailure,
                     request_deserializer=pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.SerializeToString,
+            ),
+            'ReportEpochLength': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportEpochLength,
+                    request_deserializer=pedl_dot_v1_dot_harness__pb2.ReportEpochLengthRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_harness__pb2.ReportEpochLengthResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -166,5 +184,22 @@ class HarnessService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.HarnessService/ReportFailure',
             pedl_dot_v1_dot_harness__pb2.ReportFailureRequest.SerializeToString,
             pedl_dot_v1_dot_harness__pb2.ReportFailureResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReportEpochLength(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.HarnessService/ReportEpochLength',
+            pedl_dot_v1_dot_harness__pb2.ReportEpochLengthRequest.SerializeToString,
+            pedl_dot_v1_dot_harness__pb2.ReportEpochLengthResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

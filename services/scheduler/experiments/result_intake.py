@@ -67,6 +67,8 @@ class ResultIntake:
                         self._trial_logs(message.trial_logs)
                     elif kind == "trial_exited":
                         self.runs.on_trial_exited(agent, message.trial_exited)
+                    elif kind == "epoch_length":
+                        self._epoch_length(agent, message.epoch_length)
         finally:
             self._batch_time = None
         self.state.notify()
@@ -111,6 +113,23 @@ class ResultIntake:
         self.work.save_trial(trial)
         self.work.dispatch(trial)
 
+    def _epoch_length(self, agent: AgentHandle, message: agent_pb2.EpochLength) -> None:
+        """The harness measured the trial's epoch: lengths in epochs now count batches."""
+        trial = self.runs.current(agent, message.trial_id, message.run_id)
+        if trial is None or message.batches < 1:
+            return
+        before = trial.sequencer.epoch_batches
+        if before != message.batches:
+            was = f" (was {before})" if before else ""
+            self.work.log_line(
+                trial,
+                f"trial {trial.id}: one epoch is {message.batches} batches{was}, its training data "
+                "loader's length; the config's lengths in epochs count that",
+            )
+            trial.sequencer.learn_epoch_length(message.batches)
+            self.work.save_trial(trial)
+        self.work.dispatch(trial)
+
     def _record_step(
         self,
         trial: TrialRuntime,
@@ -153,7 +172,9 @@ class ResultIntake:
         if trial.sequencer.on_validation_completed(w.total_batches, best=best):
             self.search.apply(
                 exp,
-                exp.journal.call("on_validation_completed", trial.request_id, float(value), w.total_batches),
+                exp.journal.call(
+                    "on_validation_completed", trial.request_id, float(value), trial.sequencer.answered_length
+                ),
             )
 
     def _record_checkpoint(

@@ -139,6 +139,7 @@ class SchedulingPass:
                 trial.running
                 and not trial.in_flight
                 and not trial.sequencer.stop_requested
+                and not trial.sequencer.awaits_epoch_length  # its harness is measuring its data
                 and trial.sequencer.next_workload() is None
             ):
                 self.work.log_line(
@@ -156,7 +157,7 @@ class SchedulingPass:
         if trial.has_work is None:
             probe = trial.sequencer.clone()
             probe.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
-            trial.has_work = probe.next_workload() is not None
+            trial.has_work = probe.next_workload() is not None or probe.awaits_epoch_length
         return trial.has_work
 
 

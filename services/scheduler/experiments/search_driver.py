@@ -74,7 +74,7 @@ class SearchDriver:
         cfg = exp.config
         sequencers = []
         for op, decided in batch:
-            sequencer = TrialSequencer.for_config(cfg)
+            sequencer = TrialSequencer.for_config(cfg, op.hparams)
             for d in decided:
                 if isinstance(d, ValidateAfter):
                     sequencer.add_target(d.length)

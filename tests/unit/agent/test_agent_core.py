@@ -265,3 +265,18 @@ def test_a_reported_failure_goes_on_with_whether_the_run_had_begun_training() ->
         assert report is not None and report.trained
 
     asyncio.run(scenario())
+
+
+def test_the_harness_measured_epoch_goes_on_to_the_scheduler() -> None:
+    reported: list[int] = []
+
+    async def scenario() -> None:
+        svc = HarnessServicer(
+            agent_pb2.StartTrial(trial_id=5, run_id=3), lambda result: None, reported.append
+        )
+        await svc.ReportEpochLength(harness_pb2.ReportEpochLengthRequest(batches=32), FakeContext())
+        with pytest.raises(RuntimeError, match="INVALID_ARGUMENT: an epoch of 0 batches"):
+            await svc.ReportEpochLength(harness_pb2.ReportEpochLengthRequest(batches=0), FakeContext())
+
+    asyncio.run(scenario())
+    assert reported == [32]

@@ -90,10 +90,16 @@ CASES: list[tuple[str, int, str]] = [
     (S + "searcher:\n  name: random\n", 6, "searcher"),
     (S + "resources:\n  slots_per_trial: 1\n  slots_per_trial: 2\n", 8, "resources.slots_per_trial"),
     # lengths in units that cannot be converted
-    (
-        "searcher:\n  name: single\n  metric: loss\n  max_length:\n    epochs: 2\n",
-        5,
-        "searcher.max_length.epochs",
+    (  # records with a batch size that is not a whole number
+        "hyperparameters:\n  global_batch_size:\n    type: double\n    minval: 8\n    maxval: 64\n"
+        "searcher:\n  name: single\n  metric: loss\n  max_length:\n    records: 640\n",
+        10,
+        "searcher.max_length.records",
+    ),
+    (  # the adaptive searcher's budget in another unit than its max_length
+        "searcher:\n  name: adaptive\n  metric: loss\n  max_length:\n    epochs: 2\n  budget:\n    batches: 900\n",
+        6,
+        "searcher.budget",
     ),
     (
         "searcher:\n  name: single\n  metric: loss\n  max_length:\n    records: 640\n",
@@ -101,7 +107,7 @@ CASES: list[tuple[str, int, str]] = [
         "searcher.max_length.records",
     ),
     ("searcher:\n  name: single\n  metric: loss\n  max_length:\n    minutes: 5\n", 4, "searcher.max_length"),
-    (S + "min_validation_period:\n  epochs: 1\n", 7, "min_validation_period.epochs"),
+    (S + "min_validation_period:\n  records: 100\n", 7, "min_validation_period.records"),
     # unsupported features, refused naming the field
     (S + "checkpoint_storage:\n  type: gcs\n  bucket: b\n", 7, "checkpoint_storage.type"),
     (S + "checkpoint_storage:\n  type: azure\n  container: c\n", 7, "checkpoint_storage.type"),

@@ -123,3 +123,25 @@ def test_describe_trial_without_results() -> None:
     text = render.describe_trial(scheduler_pb2.GetTrialResponse(trial=trial(3)))
     assert "Hyperparameters: layers=2, lr=0.1" in text
     assert "Training steps: none" in text and "Checkpoints: none" in text
+
+
+def test_describe_shows_lengths_in_epochs_and_each_trials_measured_epoch() -> None:
+    config_yaml = (
+        "hyperparameters: {global_batch_size: 32}\n"
+        "searcher: {name: single, metric: loss, max_length: {epochs: 2}}\n"
+        "min_validation_period: {epochs: 1}\n"
+    )
+    experiment = scheduler_pb2.Experiment(
+        id=7,
+        searcher_metric="loss",
+        config_yaml=config_yaml,
+        config=to_struct({"searcher": {"name": "single"}}),
+    )
+    text = render.describe_experiment(scheduler_pb2.GetExperimentResponse(experiment=experiment), [])
+    assert (
+        "Lengths: max_length 2 epochs; min_validation_period 1 epoch; an epoch is each trial's training "
+        "data loader's length, measured when it starts"
+    ) in text
+    summary = render.trial_summary(trial(3, epoch_batches=45))
+    assert re.search(r"Epoch: +45 batches", summary)
+    assert "Epoch:" not in render.trial_summary(trial(4))

@@ -246,17 +246,14 @@ def test_records_and_epochs_convert_with_const_global_batch_size() -> None:
     assert c.max_length_batches == 2 and c.min_validation_period_batches == 32
 
 
-def test_records_need_const_global_batch_size_and_epochs_need_records_per_epoch() -> None:
-    err = error(
-        "hyperparameters: {global_batch_size: {type: int, minval: 16, maxval: 64}}\n"
-        "searcher: {name: single, metric: m, max_length: {records: 64}}\n"
-    )
+def test_records_need_an_integer_global_batch_size() -> None:
+    err = error("searcher: {name: single, metric: m, max_length: {records: 64}}\n")
     assert err.path == "searcher.max_length.records" and "global_batch_size" in err.message
     err = error(
-        "hyperparameters: {global_batch_size: 32}\n"
-        "searcher: {name: single, metric: m, max_length: {epochs: 1}}\n"
+        "hyperparameters: {global_batch_size: {type: log, minval: 1, maxval: 2}}\n"
+        "searcher: {name: single, metric: m, max_length: {records: 64}}\n"
     )
-    assert "records_per_epoch" in err.message
+    assert err.path == "searcher.max_length.records"
 
 
 def test_scheduling_unit_alias() -> None:

@@ -114,7 +114,8 @@ class SearcherContext:
         )
 
     def get_configured_units(self) -> Unit | None:
-        """BATCHES for a searcher with a max_length; None for one whose trials decide their own length."""
+        """The unit of the searcher's max_length as the config writes it (batches, records or epochs);
+        None for a searcher whose trials decide their own length."""
         if self._dummy:
             return Unit.BATCHES
         units = self._link.call("configured_units")
