@@ -173,6 +173,14 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
     async def DeleteCheckpoint(
         self, request: pb.DeleteCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteCheckpointResponse:
+        if current_principal().kind not in ("cluster", "anonymous"):
+            # The scheduler owns a checkpoint's lifecycle: deleting here behind its back left it
+            # listing, and resuming trials from, checkpoints whose bytes were gone.
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "checkpoints are deleted through the scheduler (`pedl checkpoint delete UUID`), "
+                "which checks ownership and that no trial needs them",
+            )
         try:
             await asyncio.to_thread(self.store.delete, request.uuid)
         except StoreError as e:

@@ -10,6 +10,7 @@ import grpc
 
 from pedl import __version__
 from pedl._server_auth import current_principal
+from pedl.checkpoints import CheckpointError
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
@@ -105,6 +106,30 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         except experiment_delete.DeleteError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         return scheduler_pb2.DeleteExperimentResponse(deleted_checkpoints=deleted)
+
+    async def DeleteCheckpoints(self, request, context):  # noqa: N802
+        uuids = list(request.checkpoint_uuids)
+        if not uuids or not all(uuids):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
+        try:
+            rows = self.manager.checkpoint_rows(uuids)
+        except NotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        for exp_id in sorted({r["experiment_id"] for r in rows}):
+            await self._check_owner(exp_id, context)
+        try:
+            self.manager.refuse_deleting_needed(rows)
+        except UserError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        try:
+            await self.manager.delete_checkpoints([r["uuid"] for r in rows])
+        except CheckpointError as e:
+            await context.abort(
+                grpc.StatusCode.ABORTED, f"the checkpoint store failed ({e}); run the delete again"
+            )
+        return scheduler_pb2.DeleteCheckpointsResponse(
+            checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
+        )
 
     async def _check_owner(self, exp_id: int, context) -> None:
         stored_owner = experiment_ops.experiment_owner(self.db, exp_id)

@@ -1,21 +1,28 @@
-"""Which stored checkpoints an experiment keeps (its save_* policy) and their deletion."""
+"""Which stored checkpoints an experiment keeps (its save_* policy), and every checkpoint deletion:
+garbage collection and users' deletes both go DELETING -> the store -> DELETED (`CheckpointDeleter`)."""
 
 from __future__ import annotations
 
 import json
 
-from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
+from pedl_scheduler.checkpoint_deleter import DELETED, CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
+from pedl_scheduler.checkpoint_reconciler import COMPLETED, MISSING
+from pedl_scheduler.experiments.checkpoint_needs import needed_by
+from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.state import SchedulerState
-from pedl_scheduler.runtime import ExperimentRuntime
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.storage.connection import Row
 from pedl_scheduler.storage.ops import results as result_ops
 
 
 class CheckpointLifecycle:
-    def __init__(self, state: SchedulerState) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
         self.state = state
+        self.work = work
         self.db = state.db
-        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark_deleted)
+        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark)
 
     def collect_garbage(self, exp: ExperimentRuntime) -> None:
         """Applies the experiment's save_* policy to its stored checkpoints."""
@@ -41,10 +48,66 @@ class CheckpointLifecycle:
             ledger.add_checkpoint(CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]))
         return ledger
 
-    def mark_deleted(self, uuid: str) -> None:
-        """The deleter removed the checkpoint's bytes: the ledger and the row say so."""
-        for exp in self.state.experiments.values():
-            if exp.gc is not None and exp.gc.deleted(uuid):
-                break
-        result_ops.mark_checkpoint_deleted(self.db, uuid)
+    def rows(self, uuids: list[str]) -> list[Row]:
+        """The checkpoints' rows (NotFound for one unknown or already deleted)."""
+        rows = []
+        for uuid in dict.fromkeys(uuids):
+            row = result_ops.checkpoint_source(self.db, uuid)
+            if row is None or row["state"] == DELETED:
+                raise NotFound(f"checkpoint {uuid} not found" + (" (already deleted)" if row else ""))
+            rows.append(row)
+        return rows
+
+    def refuse_if_needed(self, rows: list[Row]) -> None:
+        """UserError naming what still needs one of these checkpoints."""
+        for row in rows:
+            if row["state"] == "COMPLETED":
+                reason = needed_by(self.state, row)
+                if reason is not None:
+                    raise UserError(f"checkpoint {row['uuid']} cannot be deleted now: {reason}")
+
+    async def delete(self, uuids: list[str]) -> None:
+        """A user's delete, after the owner check and `refuse_if_needed` (CheckpointError: store failed)."""
+        await self.deleter.delete_now(uuids)
+
+    def mark(self, uuids: list[str], state: str) -> None:
+        """Writes and commits the checkpoints' new state; a deleted one leaves its experiment's ledger."""
+        if state == DELETED:
+            for uuid in uuids:
+                for exp in self.state.experiments.values():
+                    if exp.gc is not None and exp.gc.discard(uuid):
+                        break
+        if state == MISSING:
+            self.state.lost_checkpoints.update(uuids)
+        elif state == COMPLETED:
+            self.state.lost_checkpoints.difference_update(uuids)
+        result_ops.set_checkpoint_state(self.db, uuids, state)
         self.db.flush()
+
+    def load_lost(self) -> None:
+        """At start-up: the checkpoints an earlier run found missing from the store."""
+        self.state.lost_checkpoints = set(result_ops.checkpoints_in_state(self.db, MISSING))
+
+    def usable_checkpoint(self, trial: TrialRuntime) -> None:
+        """A trial whose latest checkpoint the store lost resumes from its newest one still stored,
+        or from scratch, never from the lost one."""
+        lost = trial.latest_checkpoint_uuid
+        if lost not in self.state.lost_checkpoints:
+            return
+        own = result_ops.checkpoints_of(self.db, trial.id)  # COMPLETED ones only
+        if own:
+            row = own[-1]
+            trial.latest_checkpoint_uuid = row["uuid"]
+            trial.latest_checkpoint_batches = row["total_batches"]
+            trial.latest_checkpoint_step = row["step_id"]
+        else:
+            trial.latest_checkpoint_uuid = ""
+            trial.latest_checkpoint_batches = trial.latest_checkpoint_step = 0
+            exp = self.state.experiments.get(trial.experiment_id)
+            if exp is not None:
+                exp.checkpointed.pop(trial.id, None)
+        where = f"checkpoint {trial.latest_checkpoint_uuid}" if own else "scratch"
+        self.work.log_line(
+            trial, f"checkpoint {lost} is gone from the store: trial {trial.id} resumes from {where}"
+        )
+        self.work.save_trial(trial)
