@@ -65,7 +65,10 @@ class CheckpointReconciler:
         if todo.found_again:
             self.mark(todo.found_again, COMPLETED)
         if todo.orphans_kept:
-            log.warning("orphan checkpoints of running experiments kept", uuids=todo.orphans_kept)
+            log.warning(
+                "orphan checkpoints kept: their experiment still runs, or is not this scheduler's",
+                uuids=todo.orphans_kept,
+            )
         for uuid in todo.orphans_to_delete:
             await self._delete_orphan(uuid)
         try:
