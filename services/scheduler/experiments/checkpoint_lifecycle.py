@@ -28,11 +28,11 @@ class CheckpointLifecycle:
         """Applies the experiment's save_* policy to its stored checkpoints."""
         if exp.gc is None:
             exp.gc = self._load_ledger(exp)
-        # Live trials without a checkpoint have nothing to keep.
-        doomed = exp.gc.collect(
-            live_trial_ids=set(exp.checkpointed),
-            protected={t.latest_checkpoint_uuid for t in exp.checkpointed.values()},
-        )
+        # Live trials without a checkpoint have nothing to keep; live experiments' warm-start sources
+        # (maybe this experiment's checkpoints) are kept while they run.
+        protected = {t.latest_checkpoint_uuid for t in exp.checkpointed.values()}
+        protected.update(e.warm_start_uuid for e in self.state.experiments.values() if e.warm_start_uuid)
+        doomed = exp.gc.collect(live_trial_ids=set(exp.checkpointed), protected=protected)
         if doomed:
             self.deleter.delete(doomed)
 

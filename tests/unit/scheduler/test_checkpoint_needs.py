@@ -153,3 +153,31 @@ async def test_a_trial_never_resumes_from_a_checkpoint_the_store_lost(tmp_path) 
         f"checkpoint {lost} is gone from the store: trial {trial_id} resumes from checkpoint {older}" in logs
     )
     manager.db.close()
+
+
+@on_loop
+async def test_garbage_collection_keeps_what_a_running_experiment_warm_starts_from(tmp_path) -> None:
+    manager, agent = start(str(tmp_path / "s.db"))
+    keep_one = SINGLE + "checkpoint_storage: {save_trial_best: 0, save_trial_latest: 1}\n"
+    source_exp = manager.create_experiment(keep_one, b"model", "model")
+    manager.schedule()
+    (source_trial,) = manager.trials
+    while len(checkpoints(manager, source_trial)) < 2:
+        assert agent.answer_one()
+    first, second = checkpoints(manager, source_trial)
+    warm = SINGLE.replace(
+        "max_length: {batches: 60}}", f"max_length: {{batches: 60}}, source_checkpoint_uuid: {first}}}"
+    )
+    manager.create_experiment(warm, b"model", "model")
+    assert refusal(manager, first) is not None and "warm-starts its trials from it" in str(
+        refusal(manager, first)
+    )
+    while source_exp in manager.experiments:
+        manager.schedule()
+        assert agent.answer_one()
+        await asyncio.sleep(0)
+    for _ in range(5):
+        await asyncio.sleep(0)  # the deleter's task marks what it deletes
+    left = checkpoints(manager, source_trial)
+    assert first in left and second not in left  # the save_* policy dropped the other older one
+    manager.db.close()
