@@ -125,7 +125,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await self.manager.delete_checkpoints([r["uuid"] for r in rows])
         except CheckpointError as e:
             await context.abort(
-                grpc.StatusCode.ABORTED, f"the checkpoint store failed ({e}); run the delete again"
+                grpc.StatusCode.ABORTED,
+                f"the checkpoint store failed ({e}); the checkpoints are no longer listed, and the "
+                "scheduler finishes deleting them once the store is back",
             )
         return scheduler_pb2.DeleteCheckpointsResponse(
             checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
