@@ -25,7 +25,8 @@ from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStor
 log = structlog.get_logger(component="checkpoint_gc")
 
 CRASH_ENV = "PEDL_SCHEDULER_CRASH_AT"
-DELETING, DELETED = "DELETING", "DELETED"
+# A checkpoint row's states; listings show COMPLETED ones only. MISSING: the store lost its bytes.
+COMPLETED, DELETING, DELETED, MISSING = "COMPLETED", "DELETING", "DELETED", "MISSING"
 
 # mark(uuids, state): writes and commits the rows' new state (and tells the GC ledgers).
 Mark = Callable[[list[str], str], None]

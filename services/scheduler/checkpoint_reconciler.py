@@ -17,7 +17,7 @@ import structlog
 
 from pedl.checkpoints import CheckpointError, CheckpointNotFound
 from pedl.v1 import common_pb2
-from pedl_scheduler.checkpoint_deleter import CheckpointDeleter, Mark
+from pedl_scheduler.checkpoint_deleter import COMPLETED, MISSING, CheckpointDeleter, Mark
 from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -27,7 +27,6 @@ log = structlog.get_logger(component="checkpoint_reconciler")
 
 # Until the first pass succeeds (the store may start after the scheduler), it is retried this often.
 FIRST_PASS_RETRY_SECONDS = 5.0
-MISSING, COMPLETED = "MISSING", "COMPLETED"
 
 
 class CheckpointReconciler:

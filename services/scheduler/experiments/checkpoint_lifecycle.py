@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from pedl_scheduler.checkpoint_deleter import DELETED, CheckpointDeleter
+from pedl_scheduler.checkpoint_deleter import COMPLETED, DELETED, MISSING, CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
-from pedl_scheduler.checkpoint_reconciler import COMPLETED, MISSING
 from pedl_scheduler.experiments.checkpoint_needs import needed_by
 from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.state import SchedulerState
@@ -61,7 +60,7 @@ class CheckpointLifecycle:
     def refuse_if_needed(self, rows: list[Row]) -> None:
         """UserError naming what still needs one of these checkpoints."""
         for row in rows:
-            if row["state"] == "COMPLETED":
+            if row["state"] == COMPLETED:
                 reason = needed_by(self.state, row)
                 if reason is not None:
                     raise UserError(f"checkpoint {row['uuid']} cannot be deleted now: {reason}")
