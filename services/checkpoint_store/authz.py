@@ -8,7 +8,12 @@
 |                                         |         | latest, a PBT parent's, a warm |                |
 |                                         |         | start's)                       |                |
 | ListCheckpoints                         | yes     | its own trial (trial_id = its) | READ, filtered |
-| DeleteCheckpoint                        | yes     | never                          | owner or admin |
+| DeleteCheckpoint                        | yes     | never                          | never (*)      |
+
+(*) Users delete through the scheduler (`DeleteCheckpoints`), which owns a checkpoint's lifecycle:
+it checks ownership and that nothing still needs the checkpoint, then deletes here with the cluster
+secret. A delete here behind its back left it listing, and resuming trials from, checkpoints whose
+bytes were gone.
 
 A user's token is never judged here: the store asks the scheduler (`AuthService.Authorize`, the
 rule in services/scheduler/authz.py; READ is everyone unless the scheduler runs with
@@ -111,6 +116,12 @@ class StoreAuthz:
             _trial_scope(claim, action, experiment_id, trial_id, uuid)
             await self._run_is_live(token, claim)
             return
+        if action == DELETE:
+            raise Refusal(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "checkpoints are deleted through the scheduler (`pedl checkpoint delete UUID`), "
+                "which checks ownership and that no trial needs them",
+            )
         reply = await self.asker.ask(token, action, experiment_id)
         if not reply.allowed:
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED, reply.reason)

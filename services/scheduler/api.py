@@ -12,6 +12,7 @@ import grpc
 
 from pedl import __version__
 from pedl._server_auth import current_principal
+from pedl.checkpoints import CheckpointError
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.authz import Access
@@ -169,6 +170,32 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._lifecycle(lambda _: self.manager.kill_trial(row["id"]), row["experiment_id"], context)
         row = trial_ops.trial(self.db, request.trial_id)
         return scheduler_pb2.KillTrialResponse(trial=self._trial(row, 0))
+
+    async def DeleteCheckpoints(self, request, context):  # noqa: N802
+        uuids = list(request.checkpoint_uuids)
+        if not uuids or not all(uuids):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
+        try:
+            rows = self.manager.checkpoint_rows(uuids)
+        except NotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        for exp_id in sorted({r["experiment_id"] for r in rows}):
+            await self._check_owner(exp_id, context)
+        try:
+            self.manager.refuse_deleting_needed(rows)
+        except UserError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        try:
+            await self.manager.delete_checkpoints([r["uuid"] for r in rows])
+        except CheckpointError as e:
+            await context.abort(
+                grpc.StatusCode.ABORTED,
+                f"the checkpoint store failed ({e}); the checkpoints are no longer listed, and the "
+                "scheduler finishes deleting them once the store is back",
+            )
+        return scheduler_pb2.DeleteCheckpointsResponse(
+            checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
+        )
 
     async def _require(self, exp_id: int, access: Access, context) -> None:
         """The object half of authz: an experiment that does not exist is left to NOT_FOUND."""

@@ -89,6 +89,7 @@ RULES: dict[str, Rule] = {
     _S + "PatchExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "DeleteExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "KillTrial": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "DeleteCheckpoints": Rule(Who.SIGNED_IN, Access.MANAGE),
 }
 
 

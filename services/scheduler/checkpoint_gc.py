@@ -167,6 +167,12 @@ class CheckpointLedger:
         """The store confirmed the deletion; True when the checkpoint was this experiment's."""
         return self._doomed.pop(uuid, None) is not None
 
+    def discard(self, uuid: str) -> bool:
+        """Deleted another way (by a user): forget it; True when it was this experiment's."""
+        if uuid in self._owner:
+            self._forget(uuid)
+        return self.deleted(uuid)
+
     def collect(self, live_trial_ids: Collection[int], protected: Collection[str]) -> list[str]:
         """Uuids to delete now: newly doomed ones and earlier ones not yet confirmed deleted."""
         live, kept = frozenset(live_trial_ids), frozenset(protected)

@@ -1,7 +1,8 @@
 """Deleting an ended experiment: its checkpoints leave the store first, then its rows the database.
 
-If the store cannot delete one, nothing is removed from the database, so `det e delete` can be
-run again; a checkpoint the store never had counts as deleted.
+Its checkpoints are marked DELETING (committed) first, as every deletion is: if the store cannot delete
+one, or the scheduler dies midway, the rows stay, so `det e delete` can be run again and the
+reconciler finishes what was started; a checkpoint the store never had counts as deleted.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import asyncio
 
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
+from pedl_scheduler.checkpoint_deleter import DELETING
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
 
 ENDED = ("COMPLETED", "ERROR", "CANCELED")
 
@@ -28,6 +31,8 @@ async def delete_experiment(db: Storage, store_address: str, exp_id: int, live: 
         )
     uuids = experiment_ops.undeleted_checkpoints(db, exp_id)
     if uuids:
+        result_ops.set_checkpoint_state(db, uuids, DELETING)
+        db.flush()
         await asyncio.to_thread(_delete_checkpoints, store_address, uuids)
     experiment_ops.delete_experiment(db, exp_id)
     return len(uuids)

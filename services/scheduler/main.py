@@ -22,6 +22,7 @@ from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resol
 from pedl_scheduler import metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
+from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
@@ -103,9 +104,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
     )
+    p.add_argument(
+        "--checkpoint-reconcile-interval",
+        type=float,
+        default=float(_env("CHECKPOINT_RECONCILE_INTERVAL", "300")),
+        help="seconds between comparisons of the checkpoint records with the store's listing (the "
+        "first runs at start-up: it finishes deletions a crash interrupted)",
+    )
+    p.add_argument(
+        "--orphan-checkpoint-grace",
+        type=float,
+        default=float(_env("ORPHAN_CHECKPOINT_GRACE", "3600")),
+        help="seconds a stored checkpoint without a record may wait to be recorded before it counts as "
+        "an orphan (deleted once its experiment is gone or ended)",
+    )
     security.add_arguments(p)
     RequestLimits.add_arguments(p)
     args = p.parse_args(argv)
+    if args.checkpoint_reconcile_interval <= 0:
+        p.error(f"--checkpoint-reconcile-interval must be > 0, got {args.checkpoint_reconcile_interval}")
+    if args.orphan_checkpoint_grace < 0:
+        p.error(f"--orphan-checkpoint-grace must be >= 0, got {args.orphan_checkpoint_grace}")
     try:
         args.request_limits = RequestLimits.from_args(args)
     except LimitExceeded as e:
@@ -248,9 +267,14 @@ async def serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ticker = asyncio.create_task(_scheduling_loop(manager, cluster, args.tick, args.heartbeat_timeout))
+    reconciler = CheckpointReconciler(
+        db, manager.deleter, manager.checkpoints.mark, args.orphan_checkpoint_grace
+    )
+    reconciling = asyncio.create_task(reconciler.run_forever(args.checkpoint_reconcile_interval))
     await stop.wait()
     log.info("scheduler stopping")
     ticker.cancel()
+    reconciling.cancel()
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
     await server.stop(grace=2)

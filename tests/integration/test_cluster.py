@@ -139,7 +139,9 @@ def test_checkpoints_beyond_the_save_policy_are_deleted_from_storage(cluster, tm
     result = wait(cluster, exp_id)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
     detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=result.trials[0].id))
-    assert [c.total_batches for c in detail.checkpoints] == [20, 40, 60]
+    # Listed: the COMPLETED ones, which garbage collection (marking them DELETING first) may have begun on.
+    assert {c.total_batches for c in detail.checkpoints} <= {20, 40, 60}
+    assert detail.checkpoints[-1].total_batches == 60
     # Defaults keep the trial's latest and its best (validated at 20, 40, 60): at most two survive.
     deadline = time.monotonic() + 30
     while True:

@@ -112,6 +112,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "PatchExperiment": manage(),
         s + "DeleteExperiment": manage(),
         s + "KillTrial": manage(),
+        s + "DeleteCheckpoints": manage(),
         s + "ListTrialDetails": read(private),
         s + "GetTrialLogs": read(private),
         s + "ListAgents": signed_in(),
@@ -129,7 +130,8 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
             **store_read(private),
             "other": OK,
         },  # filtered: test_private_lists_show_only_ones_own
-        c + "DeleteCheckpoint": row(UNAUTH, DENIED, OK, OK, OK, DENIED, DENIED, DENIED),
+        # Users delete through the scheduler (DeleteCheckpoints): at the store only the cluster secret.
+        c + "DeleteCheckpoint": row(UNAUTH, DENIED, DENIED, DENIED, OK, DENIED, DENIED, DENIED),
         # Served only by the agent, on each trial's own Unix socket inside its sandbox: never over TCP.
         **{f"/pedl.v1.HarnessService/{m}": row(*[UNIMPLEMENTED] * 8) for m in _harness_methods()},
     }
@@ -277,6 +279,14 @@ def _killed_experiment(w: World) -> int:
     return exp_id
 
 
+def _ended_checkpoint(w: World) -> str:
+    """A checkpoint of the owner's killed experiment: nothing needs it, so an allowed delete succeeds."""
+    exp_id = w.new_experiment()
+    uuid = w.new_checkpoint(exp_id)
+    w.scheduler("admin").KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id), timeout=30)
+    return uuid
+
+
 def _paused_experiment(w: World) -> int:
     exp_id = w.new_experiment()
     w.scheduler("admin").PauseExperiment(
@@ -357,6 +367,10 @@ def _call(w: World, method: str, caller: str) -> Any:
                 )
             ]
             return s.UploadExperiment(iter(parts), timeout=t)
+        if name == "DeleteCheckpoints":
+            return s.DeleteCheckpoints(
+                sp.DeleteCheckpointsRequest(checkpoint_uuids=[_ended_checkpoint(w)]), timeout=t
+            )
         if name == "KillTrial":
             trial_id = w.trial_of(w.new_experiment())[0]
             return s.KillTrial(sp.KillTrialRequest(trial_id=trial_id), timeout=t)
@@ -446,6 +460,11 @@ def test_bob_cannot_delete_alices_checkpoint_and_it_stays(world: World) -> None:
     request = checkpoint_store_pb2.DeleteCheckpointRequest(uuid=uuid)
     with pytest.raises(grpc.RpcError) as info:
         world.store("other").DeleteCheckpoint(request, timeout=30)
+    assert info.value.code() == DENIED
+    assert "through the scheduler" in (info.value.details() or "")
+    through_scheduler = scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=[uuid])
+    with pytest.raises(grpc.RpcError) as info:
+        world.scheduler("other").DeleteCheckpoints(through_scheduler, timeout=30)
     assert info.value.code() == DENIED
     assert "only its owner or an admin" in (info.value.details() or "")
     get = checkpoint_store_pb2.GetCheckpointRequest(uuid=uuid)

@@ -136,6 +136,10 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.DeleteExperimentRequest(experiment_id=experiment_id)
         return int(self._stub.DeleteExperiment(request, timeout=_UPLOAD_TIMEOUT).deleted_checkpoints)
 
+    def delete_checkpoints(self, uuids: list[str]) -> list[common_pb2.Checkpoint]:
+        request = scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
+        return list(self._stub.DeleteCheckpoints(request, timeout=_UPLOAD_TIMEOUT).checkpoints)
+
     def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
         return self._stub.PauseExperiment(request, timeout=_TIMEOUT).experiment

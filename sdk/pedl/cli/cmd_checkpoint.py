@@ -6,8 +6,6 @@ import argparse
 import re
 from pathlib import Path
 
-import grpc
-
 from pedl import _grpc, records
 from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
@@ -15,7 +13,7 @@ from pedl.cli import output, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import connect, resolve_master
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
-from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
 _UUID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]*$")
 _INFO_TIMEOUT = 30.0
@@ -38,12 +36,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     _store_argument(download)
     download.set_defaults(func=download_checkpoint)
 
-    delete = commands.add_parser("delete", parents=[common], help="delete a checkpoint from the store")
-    delete.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
-    delete.add_argument(
-        "--force", action="store_true", help="delete even the checkpoint a live trial would restart from"
+    delete = commands.add_parser(
+        "delete",
+        parents=[common],
+        help="delete checkpoints (owner or admin); refused while a trial still needs one",
     )
-    _store_argument(delete)
+    delete.add_argument("uuids", type=checkpoint_uuids, metavar="UUID[,UUID...]")
     delete.set_defaults(func=delete_checkpoint)
 
 
@@ -53,6 +51,11 @@ def checkpoint_uuid(text: str) -> str:
     if not _UUID.match(value):
         raise argparse.ArgumentTypeError(f"expected a checkpoint UUID, got {text!r}")
     return value
+
+
+def checkpoint_uuids(text: str) -> list[str]:
+    """Comma-separated uuids, as Determined's `det checkpoint delete` takes them."""
+    return [checkpoint_uuid(part) for part in text.split(",")]
 
 
 def _store_argument(parser: argparse.ArgumentParser) -> None:
@@ -134,31 +137,10 @@ def fetch_checkpoint(args: argparse.Namespace, uuid: str, output: Path) -> None:
 
 
 def delete_checkpoint(args: argparse.Namespace) -> int:
-    address = store_address(args)
-    try:
-        with CheckpointStoreClient(address) as store:
-            if not args.force:
-                _refuse_restart_point(args, store.get(args.uuid))
-            store.delete(args.uuid)
-    except CheckpointNotFound:
-        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
-    except CheckpointError as e:
-        raise CliError(str(e)) from None
-    print(f"Deleted checkpoint {args.uuid} from the checkpoint store at {address}")
-    return 0
-
-
-def _refuse_restart_point(args: argparse.Namespace, checkpoint: common_pb2.Checkpoint) -> None:
-    """A live trial's latest checkpoint is what it restarts from after a failure; keep it."""
+    """Through the scheduler, which owns checkpoints' lifecycle: it checks the owner, refuses one a
+    trial still needs, and deletes the bytes through the store (users cannot delete at the store)."""
     with connect(args) as client:
-        try:
-            trial = client.get_trial(checkpoint.trial_id).trial
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:  # type: ignore[attr-defined]
-                return  # a trial this scheduler does not know cannot restart from it
-            raise
-    if trial.state not in render.TERMINAL_TRIAL_STATES and trial.latest_checkpoint_uuid == checkpoint.uuid:
-        raise CliError(
-            f"checkpoint {checkpoint.uuid} is the latest of trial {trial.id}, which is "
-            f"{render.trial_state(trial.state)} and would restart from it; pass --force to delete it anyway"
-        )
+        deleted = client.delete_checkpoints(args.uuids)
+    for c in deleted:
+        print(f"Deleted checkpoint {c.uuid} (trial {c.trial_id}, batches {c.total_batches})")
+    return 0

@@ -51,6 +51,11 @@ class SearchMethod(ABC):
     @abstractmethod
     def on_trial_exited_early(self, request_id: str) -> list[Operation]: ...
 
+    def resumable_requests(self) -> set[str]:
+        """Request ids of ended trials a later `Create.checkpoint_from` may name: their latest
+        checkpoints must stay (the scheduler refuses to delete them). None by default."""
+        return set()
+
     @abstractmethod
     def progress(self) -> float:
         """Fraction of the search done, 0.0 to 1.0."""

@@ -234,6 +234,18 @@ class ASHASearch(SearchMethod):
         config = self.configs[entry[0]]
         return not entry[2] and entry[1] is not None and not config.live and not config.exited
 
+    def resumable_requests(self) -> set[str]:
+        """Stopped trials ASHA may still promote (any unpromoted result below its bracket's top rung)."""
+        if self.stop_once or self.shutdown:
+            return set()
+        return {
+            self.configs[entry[0]].request_id
+            for bracket in self.brackets
+            for rung in bracket.rungs[:-1]
+            for entry in rung
+            if self._resumable(entry)
+        }
+
     # ---- starting trials ---------------------------------------------------------------------
 
     def _fill(self) -> list[Operation]:

@@ -396,3 +396,15 @@ class DeleteExperimentResponse(_message.Message):
     DELETED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     deleted_checkpoints: int
     def __init__(self, deleted_checkpoints: _Optional[int] = ...) -> None: ...
+
+class DeleteCheckpointsRequest(_message.Message):
+    __slots__ = ("checkpoint_uuids",)
+    CHECKPOINT_UUIDS_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_uuids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, checkpoint_uuids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ...) -> None: ...

@@ -75,6 +75,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.FromString,
                 )
+        self.DeleteCheckpoints = channel.unary_unary(
+                '/pedl.v1.SchedulerService/DeleteCheckpoints',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
+                )
         self.ListTrialDetails = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListTrialDetails',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
@@ -186,6 +191,15 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteCheckpoints(self, request, context):
+        """Checkpoints' bytes from the store (owner or admin). Refused, deleting none, while a live or
+        queued trial, a PBT child, an ASHA promotion or a warm start needs one of them. Each is marked
+        DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTrialDetails(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -280,6 +294,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.KillTrial,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.SerializeToString,
+            ),
+            'DeleteCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCheckpoints,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.SerializeToString,
             ),
             'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTrialDetails,
@@ -518,6 +537,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/KillTrial',
             pedl_dot_v1_dot_scheduler__pb2.KillTrialRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.KillTrialResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteCheckpoints',
+            pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,31 +1,35 @@
-"""Which stored checkpoints an experiment keeps (its save_* policy) and their deletion."""
+"""Which stored checkpoints an experiment keeps (its save_* policy), and every checkpoint deletion:
+garbage collection and users' deletes both go DELETING -> the store -> DELETED (`CheckpointDeleter`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
+from pedl_scheduler.checkpoint_deleter import COMPLETED, DELETED, MISSING, CheckpointDeleter
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
+from pedl_scheduler.experiments.checkpoint_needs import needed_by
+from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.state import SchedulerState
-from pedl_scheduler.runtime import ExperimentRuntime
+from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.storage.connection import Row
 from pedl_scheduler.storage.ops import results as result_ops
 
 
 class CheckpointLifecycle:
-    def __init__(self, state: SchedulerState) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
         self.state = state
+        self.work = work
         self.db = state.db
-        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark_deleted)
+        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark)
 
     def collect_garbage(self, exp: ExperimentRuntime) -> None:
         """Applies the experiment's save_* policy to its stored checkpoints."""
         if exp.gc is None:
             exp.gc = self._load_ledger(exp.id, exp.config)
-        # Live trials without a checkpoint have nothing to keep.
         doomed = exp.gc.collect(
-            live_trial_ids=set(exp.checkpointed),
-            protected={t.latest_checkpoint_uuid for t in exp.checkpointed.values()},
+            live_trial_ids=set(exp.checkpointed), protected=self._protected(exp.checkpointed)
         )
         if doomed:
             self.deleter.delete(doomed)
@@ -36,15 +40,20 @@ class CheckpointLifecycle:
         exp = self.state.experiments.get(exp_id)
         ledger = self._load_ledger(exp_id, config)
         live = exp.checkpointed if exp is not None else {}
-        doomed = ledger.collect(
-            live_trial_ids=set(live), protected={t.latest_checkpoint_uuid for t in live.values()}
-        )
+        doomed = ledger.collect(live_trial_ids=set(live), protected=self._protected(live))
         if not dry_run:
             if exp is not None:
                 exp.gc = ledger
             if doomed:
                 self.deleter.delete(doomed)
         return doomed
+
+    def _protected(self, live: dict[int, TrialRuntime]) -> set[str]:
+        """Kept whatever the policy says: live trials' latest checkpoints (live trials without one have
+        nothing to keep) and the warm-start sources of live experiments (maybe this one's)."""
+        protected = {t.latest_checkpoint_uuid for t in live.values()}
+        protected.update(e.warm_start_uuid for e in self.state.experiments.values() if e.warm_start_uuid)
+        return protected
 
     def _load_ledger(self, exp_id: int, config: Any) -> CheckpointLedger:
         """The experiment's checkpoints and metrics as stored (once per experiment and scheduler)."""
@@ -56,10 +65,66 @@ class CheckpointLifecycle:
             ledger.add_checkpoint(CheckpointRef(r["uuid"], r["trial_id"], r["total_batches"]))
         return ledger
 
-    def mark_deleted(self, uuid: str) -> None:
-        """The deleter removed the checkpoint's bytes: the ledger and the row say so."""
-        for exp in self.state.experiments.values():
-            if exp.gc is not None and exp.gc.deleted(uuid):
-                break
-        result_ops.mark_checkpoint_deleted(self.db, uuid)
+    def rows(self, uuids: list[str]) -> list[Row]:
+        """The checkpoints' rows (NotFound for one unknown or already deleted)."""
+        rows = []
+        for uuid in dict.fromkeys(uuids):
+            row = result_ops.checkpoint_source(self.db, uuid)
+            if row is None or row["state"] == DELETED:
+                raise NotFound(f"checkpoint {uuid} not found" + (" (already deleted)" if row else ""))
+            rows.append(row)
+        return rows
+
+    def refuse_if_needed(self, rows: list[Row]) -> None:
+        """UserError naming what still needs one of these checkpoints."""
+        for row in rows:
+            if row["state"] == COMPLETED:
+                reason = needed_by(self.state, row)
+                if reason is not None:
+                    raise UserError(f"checkpoint {row['uuid']} cannot be deleted now: {reason}")
+
+    async def delete(self, uuids: list[str]) -> None:
+        """A user's delete, after the owner check and `refuse_if_needed` (CheckpointError: store failed)."""
+        await self.deleter.delete_now(uuids)
+
+    def mark(self, uuids: list[str], state: str) -> None:
+        """Writes and commits the checkpoints' new state; a deleted one leaves its experiment's ledger."""
+        if state == DELETED:
+            for uuid in uuids:
+                for exp in self.state.experiments.values():
+                    if exp.gc is not None and exp.gc.discard(uuid):
+                        break
+        if state == MISSING:
+            self.state.lost_checkpoints.update(uuids)
+        elif state == COMPLETED:
+            self.state.lost_checkpoints.difference_update(uuids)
+        result_ops.set_checkpoint_state(self.db, uuids, state)
         self.db.flush()
+
+    def load_lost(self) -> None:
+        """At start-up: the checkpoints an earlier run found missing from the store."""
+        self.state.lost_checkpoints = set(result_ops.checkpoints_in_state(self.db, MISSING))
+
+    def usable_checkpoint(self, trial: TrialRuntime) -> None:
+        """A trial whose latest checkpoint the store lost resumes from its newest one still stored,
+        or from scratch, never from the lost one."""
+        lost = trial.latest_checkpoint_uuid
+        if lost not in self.state.lost_checkpoints:
+            return
+        own = result_ops.checkpoints_of(self.db, trial.id)  # COMPLETED ones only
+        if own:
+            row = own[-1]
+            trial.latest_checkpoint_uuid = row["uuid"]
+            trial.latest_checkpoint_batches = row["total_batches"]
+            trial.latest_checkpoint_step = row["step_id"]
+        else:
+            trial.latest_checkpoint_uuid = ""
+            trial.latest_checkpoint_batches = trial.latest_checkpoint_step = 0
+            exp = self.state.experiments.get(trial.experiment_id)
+            if exp is not None:
+                exp.checkpointed.pop(trial.id, None)
+        where = f"checkpoint {trial.latest_checkpoint_uuid}" if own else "scratch"
+        self.work.log_line(
+            trial, f"checkpoint {lost} is gone from the store: trial {trial.id} resumes from {where}"
+        )
+        self.work.save_trial(trial)

@@ -68,7 +68,7 @@ class ExperimentManager:
         self.adoption = RunAdoption(state, work)
         self.intake = ResultIntake(state, work)
         self.search = SearchDriver(state, work)
-        self.checkpoints = CheckpointLifecycle(state)
+        self.checkpoints = CheckpointLifecycle(state, work)
         self.recovery = Recovery(state, self.search)
         # The calls between rooms, in one place.
         work.dispatch_now = self.runs.dispatch_now
@@ -121,6 +121,7 @@ class ExperimentManager:
 
     def recover(self) -> None:
         self.recovery.recover()
+        self.checkpoints.load_lost()
 
     # ---- user requests ----------------------------------------------------------------------
 
@@ -156,6 +157,17 @@ class ExperimentManager:
 
     def activate_experiment(self, exp_id: int) -> None:
         self.lifecycle.activate_experiment(exp_id)
+
+    def checkpoint_rows(self, uuids: list[str]) -> list[dict]:
+        """The checkpoints' rows with their experiment and owner (NotFound: one is unknown or deleted)."""
+        return self.checkpoints.rows(uuids)
+
+    def refuse_deleting_needed(self, rows: list[dict]) -> None:
+        """UserError when a live or queued trial, a PBT child, ASHA or a warm start needs one of them."""
+        self.checkpoints.refuse_if_needed(rows)
+
+    async def delete_checkpoints(self, uuids: list[str]) -> None:
+        await self.checkpoints.delete(uuids)
 
     def trial_agent(self, trial_id: int) -> str:
         return self.runs.trial_agent(trial_id)

@@ -149,7 +149,7 @@ class SearchDriver:
             self.wait_for(child, parent_id)
             return
         row = self._latest_checkpoint_of(parent_id)
-        if row and row["latest_checkpoint_uuid"]:
+        if row and row["latest_checkpoint_uuid"] and row["state"] == "COMPLETED":
             self.copy_checkpoint(
                 child,
                 parent_id,
@@ -162,7 +162,7 @@ class SearchDriver:
         self.work.save_trial(child)
         self.work.log_line(
             child,
-            f"trial {child.id} starts from scratch: trial {parent_id} ended without saving a checkpoint",
+            f"trial {child.id} starts from scratch: trial {parent_id} ended without a stored checkpoint",
         )
         self.state.wake.set()
 

@@ -40,6 +40,8 @@ class SchedulerState:
         # thousands): the trials holding slots, and the children waiting on each parent's checkpoint.
         self.running: dict[int, TrialRuntime] = {}
         self.children: dict[int, set[int]] = {}
+        # Checkpoints whose bytes the store lost (MISSING): a trial never resumes from one.
+        self.lost_checkpoints: set[str] = set()
         # Whether the last scheduling pass left trials queued: a run told to terminate then wakes
         # the scheduler, so one of them can take its slots over (a handoff).
         self.trials_waiting = False

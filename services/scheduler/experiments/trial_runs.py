@@ -67,6 +67,7 @@ class TrialRuns:
         trial.slot_ids = slot_ids
         trial.peers = tuple((a.id, slots) for a, slots in others)
         trial.outstanding, trial.busy_unknown = [], False
+        self.checkpoints.usable_checkpoint(trial)
         trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
         after: dict[str, list[int]] = {}  # per agent: trials whose slots this run takes over as they exit
         for member, slots in gang:

@@ -32,7 +32,8 @@ def resolve_source(db: Storage, config: Any, requester: Principal) -> str:
         row = result_ops.trial_source(db, int(trial_id))
         if row is None:
             raise UserError(f"searcher.source_trial_id: trial {trial_id} does not exist")
-        if not row["uuid"]:
+        latest = result_ops.checkpoint_source(db, row["uuid"]) if row["uuid"] else None
+        if latest is None or latest["state"] != "COMPLETED":
             raise UserError(f"searcher.source_trial_id: trial {trial_id} has no checkpoint to start from")
         what = f"trial {trial_id}"
     else:

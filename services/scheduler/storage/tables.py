@@ -123,7 +123,10 @@ checkpoints = Table(
     Column("state", Text, nullable=False),
     Column("checkpoint_json", Text, nullable=False),
     Column("created_at", Text, nullable=False),
+    # When `state` last changed (RFC 3339; "" for never): how long a DELETING one has waited.
+    Column("state_changed_at", Text, nullable=False, server_default=""),
     Index("checkpoints_trial", "trial_id"),
+    Index("checkpoints_state", "state"),
 )
 
 trial_logs = Table(

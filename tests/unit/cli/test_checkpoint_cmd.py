@@ -76,11 +76,26 @@ class FakeStore(checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
 
 
 class ClusterScheduler(FakeScheduler):
-    """FakeScheduler plus GetClusterInfo naming `store_address`."""
+    """FakeScheduler plus GetClusterInfo naming `store_address`, and DeleteCheckpoints, which deletes
+    through `store` unless the uuid is in `needed` (the real scheduler's checks are tested there)."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, store: FakeStore) -> None:
         super().__init__(script)
         self.store_address = ""
+        self.store = store
+        self.needed: dict[str, str] = {}
+
+    def DeleteCheckpoints(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        found = [self.store._find(uuid, context) for uuid in request.checkpoint_uuids]
+        for uuid in request.checkpoint_uuids:
+            if uuid in self.needed:
+                context.abort(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"checkpoint {uuid} cannot be deleted now: {self.needed[uuid]}",
+                )
+        for c in found:
+            self.store.DeleteCheckpoint(checkpoint_store_pb2.DeleteCheckpointRequest(uuid=c.uuid), context)
+        return scheduler_pb2.DeleteCheckpointsResponse(checkpoints=found)
 
     def GetClusterInfo(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return scheduler_pb2.GetClusterInfoResponse(
@@ -89,9 +104,12 @@ class ClusterScheduler(FakeScheduler):
 
 
 @contextmanager
-def serve(script: Script, store: FakeStore, store_address: str | None = None) -> Iterator[str]:
+def serve(
+    script: Script, store: FakeStore, store_address: str | None = None, needed: dict[str, str] | None = None
+) -> Iterator[str]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    scheduler = ClusterScheduler(script)
+    scheduler = ClusterScheduler(script, store)
+    scheduler.needed = dict(needed or {})
     scheduler_pb2_grpc.add_SchedulerServiceServicer_to_server(scheduler, server)
     checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(store, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -145,8 +163,8 @@ def test_parser() -> None:
     assert (args.func, args.uuid, args.output_dir) == (cmd_checkpoint.download_checkpoint, "abc-1", "out")
     args = build_parser().parse_args(["checkpoint", "list", "7"])
     assert (args.func, args.experiment_id) == (cmd_checkpoint.list_checkpoints, 7)
-    args = build_parser().parse_args(["checkpoint", "delete", "abc", "--checkpoint-store", "h:1"])
-    assert (args.func, args.checkpoint_store) == (cmd_checkpoint.delete_checkpoint, "h:1")
+    args = build_parser().parse_args(["checkpoint", "delete", "abc,def"])
+    assert (args.func, args.uuids) == (cmd_checkpoint.delete_checkpoint, ["abc", "def"])
 
 
 @pytest.mark.parametrize("bad", ["../etc", "", "a b", "/abs"])
@@ -231,60 +249,39 @@ def test_explicit_store_address_skips_the_schedulers(
     # The scheduler names an address nothing listens on; --checkpoint-store overrides it.
     script, store = experiment_script()
     with serve(script, store, store_address=unused_address) as address:
-        argv = ["--master", address, "checkpoint", "delete", "c3-100"]
-        assert main(argv) == 1
+        argv = ["--master", address, "checkpoint", "download", "c3-100", "-o"]
+        assert main([*argv, str(tmp_path / "a")]) == 1
         assert "unreachable" in capsys.readouterr().err
-        assert main([*argv, "--checkpoint-store", address]) == 0
-    assert store.deleted == ["c3-100"]
+        assert main([*argv, str(tmp_path / "b"), "--checkpoint-store", address]) == 0
+    assert (tmp_path / "b" / "state.pt").read_bytes() == FILES["state.pt"]
 
 
-def test_delete(capsys: pytest.CaptureFixture[str]) -> None:
-    code, store = run("checkpoint", "delete", "c4-150")
-    assert code == 0 and store.deleted == ["c4-150"]
-    assert capsys.readouterr().out.startswith(
-        "Deleted checkpoint c4-150 from the checkpoint store at 127.0.0.1:"
-    )
+def test_delete_goes_through_the_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
+    code, store = run("checkpoint", "delete", "c4-150,c3-100")
+    assert code == 0 and store.deleted == ["c4-150", "c3-100"]
+    assert capsys.readouterr().out.splitlines() == [
+        "Deleted checkpoint c4-150 (trial 4, batches 150)",
+        "Deleted checkpoint c3-100 (trial 3, batches 100)",
+    ]
 
 
-def test_delete_refuses_a_live_trials_restart_point(capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_the_scheduler_refuses_names_why(capsys: pytest.CaptureFixture[str]) -> None:
     script, store = experiment_script()
-    script.trials[4][0].trial.latest_checkpoint_uuid = "c4-150"
-    with serve(script, store) as address:
+    why = "trial 4 is running and restarts from it after a failure"
+    with serve(script, store, needed={"c4-150": why}) as address:
         assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 1
-        assert capsys.readouterr().err.strip() == (
-            "error: checkpoint c4-150 is the latest of trial 4, which is ACTIVE and would restart from it; "
-            "pass --force to delete it anyway"
-        )
-        assert main(["--master", address, "checkpoint", "delete", "c4-100"]) == 0
-        script.trials[4][0].trial.state = common_pb2.TRIAL_STATE_COMPLETED
-        assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 0
-    assert store.deleted == ["c4-100", "c4-150"]
-
-
-def test_delete_with_force(capsys: pytest.CaptureFixture[str]) -> None:
-    script, store = experiment_script()
-    script.trials[4][0].trial.latest_checkpoint_uuid = "c4-150"
-    with serve(script, store) as address:
-        assert main(["--master", address, "checkpoint", "delete", "c4-150", "--force"]) == 0
-    assert store.deleted == ["c4-150"]
-
-
-def test_delete_of_a_checkpoint_of_a_trial_the_scheduler_does_not_know() -> None:
-    script, store = experiment_script()
-    del script.trials[4]
-    with serve(script, store) as address:
-        assert main(["--master", address, "checkpoint", "delete", "c4-150"]) == 0
-    assert store.deleted == ["c4-150"]
+    assert capsys.readouterr().err.strip() == f"error: checkpoint c4-150 cannot be deleted now: {why}"
+    assert store.deleted == []
 
 
 def test_delete_of_an_unknown_uuid(capsys: pytest.CaptureFixture[str]) -> None:
     code, store = run("checkpoint", "delete", "nope")
     assert code == 1 and store.deleted == []
-    assert "error: checkpoint nope not found in the checkpoint store" in capsys.readouterr().err
+    assert "error: checkpoint nope not found" in capsys.readouterr().err
 
 
-def test_scheduler_without_a_store(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = run("checkpoint", "delete", "c4-150", store_address="")
+def test_scheduler_without_a_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _ = run("checkpoint", "download", "c4-150", "-o", str(tmp_path / "x"), store_address="")
     assert code == 1
     assert "names no checkpoint store" in capsys.readouterr().err
 

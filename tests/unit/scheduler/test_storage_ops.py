@@ -98,6 +98,7 @@ def test_a_child_finds_its_parents_stored_checkpoint() -> None:
         "latest_checkpoint_uuid": "u1",
         "latest_checkpoint_batches": 200,
         "latest_checkpoint_step": 2,
+        "state": "COMPLETED",
     }
     assert trial_ops.trial(s, child)["waiting_on_trial_id"] == parent  # type: ignore[index]
 
@@ -114,7 +115,27 @@ def test_the_checkpoint_ledger_reads_and_deletions() -> None:
     assert result_ops.experiment_checkpoints(s, exp_id) == [
         {"uuid": "ua", "trial_id": a, "total_batches": 100}
     ]
-    assert [c["state"] for c in result_ops.checkpoints_of(s, b)] == ["DELETED"]
+    # Listings hold COMPLETED checkpoints only; the reconciler's view holds every state.
+    assert result_ops.checkpoints_of(s, b) == []
+    assert result_ops.checkpoints_of_trials(s, [a, b]) == result_ops.checkpoints_of(s, a)
+    assert {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(s)} == {
+        "ua": "COMPLETED",
+        "ub": "DELETED",
+    }
+
+
+def test_checkpoint_states_move_through_deleting_and_missing() -> None:
+    s, exp_id, (a,) = storage_with_trials("a")
+    for uuid in ("u1", "u2", "u3"):
+        result_ops.record_checkpoint(s, uuid, a, 1, 100, "{}", "t1")
+    result_ops.set_checkpoint_state(s, ["u1", "u2"], "DELETING")
+    result_ops.set_checkpoint_state(s, ["u3"], "MISSING")
+    s.flush()
+    assert result_ops.checkpoints_in_state(s, "DELETING") == ["u1", "u2"]
+    assert result_ops.checkpoints_of(s, a) == [] and result_ops.experiment_checkpoints(s, exp_id) == []
+    source = result_ops.checkpoint_source(s, "u1")
+    assert source is not None and (source["state"], source["trial_id"]) == ("DELETING", a)
+    assert experiment_ops.experiment_states(s) == {exp_id: "ACTIVE"}
 
 
 def test_logs_are_read_after_an_id_in_pages() -> None:

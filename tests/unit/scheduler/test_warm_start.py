@@ -4,6 +4,7 @@ every trial of the new experiment is started from it at batch 0 unless it has a 
 from __future__ import annotations
 
 import asyncio
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +13,7 @@ from pedl._server_auth import Principal
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from tests.unit.scheduler.test_pbt_restart import ScriptedAgent, start
 
@@ -137,3 +139,17 @@ def test_another_users_checkpoint_is_refused_at_create(source) -> None:
         )
     with pytest.raises(UserError, match="only its owner or an admin"):
         manager.create_experiment(warm(f"source_trial_id: {trial.id}"), b"m", "model", "bob", BOB)
+
+
+@pytest.mark.parametrize("state", ["DELETING", "DELETED", "MISSING"])
+def test_a_source_whose_bytes_are_going_or_gone_is_refused(source, state) -> None:
+    manager, _, trial = source
+    uuid = trial.latest_checkpoint_uuid
+    result_ops.set_checkpoint_state(manager.db, [uuid], state)
+    manager.db.flush()
+    for line, message in [
+        (f"source_checkpoint_uuid: {uuid}", f"checkpoint {uuid} does not exist (it is {state})"),
+        (f"source_trial_id: {trial.id}", f"trial {trial.id} has no checkpoint to start from"),
+    ]:
+        with pytest.raises(UserError, match=re.escape(message)):
+            manager.create_experiment(warm(line), b"m", "model", "alice", ALICE)

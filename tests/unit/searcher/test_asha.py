@@ -209,3 +209,24 @@ def test_async_halving_runs_one_bracket_of_num_rungs_with_every_trial() -> None:
     check_promotions(sim, [30, 90, 270], 3, stop_once=False)
     best = min(sim.trials.values(), key=lambda t: t.hparams["x"])
     assert max(t.trained for t in sim.trials.values() if t.root == best.root) == 270
+
+
+def test_stopped_trials_asha_may_still_promote_keep_their_checkpoints() -> None:
+    """The scheduler refuses to delete the latest checkpoint of a trial ASHA may resume."""
+    cfg = config("max_trials: 2, max_length: 160, divisor: 2, mode: aggressive", max_concurrent_trials=1)
+    asha = make_search_method(cfg, seed=0)
+    asha.initial_operations()
+    assert asha.resumable_requests() == set()  # r1 is training
+    asha.on_validation_completed("r1", 0.5, 80)
+    asha.on_trial_closed("r1")
+    assert asha.resumable_requests() == {"r1"}  # stopped, alone in its rung: promotable later
+    asha.on_validation_completed("r2", 0.7, 80)
+    ops = asha.on_trial_closed("r2")
+    assert any(isinstance(op, Create) and op.checkpoint_from == "r1" for op in ops)
+    assert asha.resumable_requests() == {"r2"}  # r1 was promoted; r2 may still be
+    once = make_search_method(
+        config("max_trials: 2, max_length: 160, divisor: 2, mode: aggressive, stop_once: true"), seed=0
+    )
+    once.initial_operations()
+    once.on_validation_completed("r1", 0.5, 80)
+    assert once.resumable_requests() == set()  # stop_once never resumes a stopped trial

@@ -37,6 +37,7 @@ _STATE_COUNTS = select(experiments.c.state, func.count().label("n")).group_by(ex
 _SET_STATE = (
     update(experiments).where(experiments.c.id == bindparam("exp_id")).values(state=bindparam("new_state"))
 )
+_ALL_STATES = select(experiments.c.id, experiments.c.state)
 _TRIAL_IDS = select(trials.c.id).where(trials.c.experiment_id == bindparam("exp_id")).scalar_subquery()
 _UNDELETED_CHECKPOINTS = (
     select(checkpoints.c.uuid)
@@ -173,6 +174,11 @@ def save_searcher_snapshot(s: Storage, exp_id: int, snapshot: str, seq: int) -> 
 def experiment_state_counts(s: Storage) -> dict[str, int]:
     """How many experiments are in each state (states with none left out)."""
     return {r["state"]: int(r["n"]) for r in s.rows(_STATE_COUNTS)}
+
+
+def experiment_states(s: Storage) -> dict[int, str]:
+    """Every experiment's state by id (the reconciler decides which orphans may go)."""
+    return {r["id"]: r["state"] for r in s.rows(_ALL_STATES)}
 
 
 def undeleted_checkpoints(s: Storage, exp_id: int) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, func, insert, select, update
 
+from pedl._timeutil import utc_now
 from pedl_scheduler.storage.connection import Positional, Row, Storage
 from pedl_scheduler.storage.ops._insert import insert_new
 from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
@@ -34,14 +35,16 @@ _VALIDATIONS_OF_MANY = (
     .where(validations.c.trial_id.in_(bindparam("ids", expanding=True)))
     .order_by(validations.c.trial_id, validations.c.total_batches)
 )
+# Listings show COMPLETED checkpoints only: one being deleted, deleted, or whose bytes the store lost
+# (MISSING) cannot be downloaded or resumed from.
 _CHECKPOINTS_OF_MANY = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)), checkpoints.c.state == "COMPLETED")
     .order_by(checkpoints.c.trial_id, checkpoints.c.total_batches)
 )
 _CHECKPOINTS_OF = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id == bindparam("trial_id"))
+    .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state == "COMPLETED")
     .order_by(checkpoints.c.total_batches)
 )
 _LOGS_AFTER = (
@@ -61,7 +64,16 @@ _EXPERIMENT_CHECKPOINTS = (
     .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
 )
 _CHECKPOINT_SOURCE = (
-    select(checkpoints.c.uuid, checkpoints.c.state, trials.c.experiment_id, experiments.c.owner)
+    select(
+        checkpoints.c.uuid,
+        checkpoints.c.state,
+        checkpoints.c.trial_id,
+        checkpoints.c.checkpoint_json,
+        trials.c.experiment_id,
+        trials.c.request_id,
+        trials.c.latest_checkpoint_uuid,
+        experiments.c.owner,
+    )
     .select_from(
         checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id).join(
             experiments, experiments.c.id == trials.c.experiment_id
@@ -75,8 +87,14 @@ _TRIAL_SOURCE = (
     .where(trials.c.id == bindparam("trial_id"))
 )
 _STEP_COUNT = select(func.count()).select_from(steps)
-_MARK_DELETED = (
-    update(checkpoints).where(checkpoints.c.uuid == bindparam("ckpt_uuid")).values(state="DELETED")
+_SET_CHECKPOINT_STATE = (
+    update(checkpoints)
+    .where(checkpoints.c.uuid == bindparam("ckpt_uuid"))
+    .values(state=bindparam("new_state"), state_changed_at=bindparam("now"))
+)
+_CHECKPOINT_STATES = select(checkpoints.c.uuid, checkpoints.c.state, checkpoints.c.created_at)
+_CHECKPOINTS_IN_STATE = (
+    select(checkpoints.c.uuid).where(checkpoints.c.state == bindparam("state")).order_by(checkpoints.c.uuid)
 )
 
 
@@ -187,11 +205,28 @@ def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
 
 def mark_checkpoint_deleted(s: Storage, uuid: str) -> None:
     """The store has confirmed the checkpoint is gone (or never had it)."""
-    s.defer(_MARK_DELETED, {"ckpt_uuid": uuid})
+    set_checkpoint_state(s, [uuid], "DELETED")
+
+
+def set_checkpoint_state(s: Storage, uuids: list[str], state: str) -> None:
+    """COMPLETED, DELETING (the store is asked to delete it), DELETED, or MISSING (the store lost it)."""
+    now = utc_now()
+    for uuid in uuids:
+        s.defer(_SET_CHECKPOINT_STATE, {"ckpt_uuid": uuid, "new_state": state, "now": now})
+
+
+def checkpoint_states(s: Storage) -> list[Row]:
+    """`uuid`, `state` and `created_at` of every checkpoint the scheduler recorded (the reconciler's view)."""
+    return s.rows(_CHECKPOINT_STATES)
+
+
+def checkpoints_in_state(s: Storage, state: str) -> list[str]:
+    return [r["uuid"] for r in s.rows(_CHECKPOINTS_IN_STATE, {"state": state})]
 
 
 def checkpoint_source(s: Storage, uuid: str) -> Row | None:
-    """A checkpoint's `uuid`, `state`, and its experiment's `experiment_id` and `owner`; None if unknown."""
+    """A checkpoint's `uuid`, `state`, `trial_id`, `checkpoint_json`, its trial's `experiment_id`,
+    `request_id` and `latest_checkpoint_uuid`, and its experiment's `owner`; None if unknown."""
     return s.row(_CHECKPOINT_SOURCE, {"ckpt_uuid": uuid})
 
 

@@ -25,9 +25,16 @@ _STATE = select(trials.c.state).where(trials.c.id == bindparam("trial_id"))
 _BY_REQUEST = select(trials.c.id).where(
     trials.c.experiment_id == bindparam("exp_id"), trials.c.request_id == bindparam("request_id")
 )
-_LATEST_CHECKPOINT = select(
-    trials.c.latest_checkpoint_uuid, trials.c.latest_checkpoint_batches, trials.c.latest_checkpoint_step
-).where(trials.c.id == bindparam("trial_id"))
+_LATEST_CHECKPOINT = (
+    select(
+        trials.c.latest_checkpoint_uuid,
+        trials.c.latest_checkpoint_batches,
+        trials.c.latest_checkpoint_step,
+        checkpoints.c.state,
+    )
+    .select_from(trials.outerjoin(checkpoints, checkpoints.c.uuid == trials.c.latest_checkpoint_uuid))
+    .where(trials.c.id == bindparam("trial_id"))
+)
 _PARENT_CHECKPOINT = (
     select(
         trials.c.id,
@@ -156,7 +163,8 @@ def trial_id_of_request(s: Storage, exp_id: int, request_id: str) -> int | None:
 
 
 def latest_checkpoint(s: Storage, trial_id: int) -> Row | None:
-    """The trial's `latest_checkpoint_uuid`, `_batches` and `_step` as stored."""
+    """The trial's `latest_checkpoint_uuid`, `_batches` and `_step` as stored, and that checkpoint's
+    `state` (None if unrecorded)."""
     return s.row(_LATEST_CHECKPOINT, {"trial_id": trial_id})
 
 

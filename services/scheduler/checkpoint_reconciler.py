@@ -1,0 +1,113 @@
+"""Brings the scheduler's checkpoint records and the store's listing back into agreement: at start-up
+(so a deletion a crash interrupted is finished) and then every `--checkpoint-reconcile-interval`.
+
+What to repair is decided in `checkpoint_reconcile.plan`; here both sides are read (the store's
+listing first, then the rows, so a checkpoint recorded in between is never taken for an orphan) and
+the repairs go through the same paths as every other change: deletions through `CheckpointDeleter`
+(DELETING, the store, DELETED), states through `CheckpointLifecycle.mark`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from datetime import datetime, timedelta, timezone
+
+import structlog
+
+from pedl.checkpoints import CheckpointError, CheckpointNotFound
+from pedl.v1 import common_pb2
+from pedl_scheduler.checkpoint_deleter import COMPLETED, MISSING, CheckpointDeleter, Mark
+from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan
+from pedl_scheduler.storage import Storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
+
+log = structlog.get_logger(component="checkpoint_reconciler")
+
+# Until the first pass succeeds (the store may start after the scheduler), it is retried this often.
+FIRST_PASS_RETRY_SECONDS = 5.0
+
+
+class CheckpointReconciler:
+    def __init__(self, db: Storage, deleter: CheckpointDeleter, mark: Mark, grace_seconds: float) -> None:
+        self.db = db
+        self.deleter = deleter
+        self.mark = mark
+        self.grace = timedelta(seconds=grace_seconds)
+
+    async def run_forever(self, interval: float) -> None:
+        done_once = False
+        while True:
+            try:
+                await self.run_once()
+                done_once = True
+            except CheckpointError as e:
+                log.warning("checkpoint reconciliation could not reach the store; will retry", error=str(e))
+            except Exception:
+                log.exception("checkpoint reconciliation failed; will retry")
+            await asyncio.sleep(interval if done_once else min(interval, FIRST_PASS_RETRY_SECONDS))
+
+    async def run_once(self) -> Plan:
+        """One pass; raises CheckpointError when the store cannot be listed."""
+        listing = await asyncio.to_thread(self.deleter.store().list)
+        stored = [s for s in map(_stored, listing) if s is not None]
+        rows = {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(self.db)}
+        todo = plan(stored, rows, experiment_ops.experiment_states(self.db), _now(), self.grace)
+        if todo.empty():
+            return todo
+        log.info("checkpoint records and store disagree; repairing", **asdict(todo))
+        missing = [u for u in todo.maybe_missing if await self._gone(u)]
+        if missing:
+            log.error("checkpoints lost from the store; no longer listed or resumed from", uuids=missing)
+            self.mark(missing, MISSING)
+        if todo.found_again:
+            self.mark(todo.found_again, COMPLETED)
+        if todo.orphans_kept:
+            log.warning(
+                "orphan checkpoints kept: their experiment still runs, or is not this scheduler's",
+                uuids=todo.orphans_kept,
+            )
+        for uuid in todo.orphans_to_delete:
+            await self._delete_orphan(uuid)
+        try:
+            await self.deleter.delete_now(todo.finish_deleting + todo.delete_again)
+        except CheckpointError as e:
+            log.warning("unfinished checkpoint deletions still fail; will retry", error=str(e))
+        todo.maybe_missing = missing
+        return todo
+
+    async def _gone(self, uuid: str) -> bool:
+        """Asked now, after the rows were read: a row exists only for what the store had listed."""
+        try:
+            await asyncio.to_thread(self.deleter.store().get, uuid)
+        except CheckpointNotFound:
+            return True
+        return False
+
+    async def _delete_orphan(self, uuid: str) -> None:
+        if result_ops.checkpoint_source(self.db, uuid) is not None:
+            return  # recorded since the rows were read
+        try:
+            await asyncio.to_thread(self.deleter.store().delete, uuid)
+        except CheckpointNotFound:
+            return
+        except CheckpointError as e:
+            log.warning("orphan checkpoint not deleted; will retry", uuid=uuid, error=str(e))
+            return
+        log.info("orphan checkpoint deleted", uuid=uuid)
+
+
+def _stored(c: common_pb2.Checkpoint) -> Stored | None:
+    try:
+        created = datetime.fromisoformat(c.created_at)
+    except ValueError:
+        log.warning("stored checkpoint with an unreadable created_at skipped", uuid=c.uuid)
+        return None
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    return Stored(c.uuid, c.experiment_id, created)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
