@@ -80,7 +80,12 @@ def test_the_checkpoint_store_uses_the_minio_bucket(services) -> None:
     assert store["environment"]["AWS_SECRET_ACCESS_KEY"] == minio["MINIO_ROOT_PASSWORD"]
 
 
-def test_the_agent_connects_to_the_scheduler(services) -> None:
+def test_the_agent_connects_to_the_scheduler(services, monkeypatch) -> None:
+    # `--address agent` names the agent's container: it resolves inside compose's network, not here,
+    # and the agent checks it against its own interfaces only where it runs.
+    import pedl_agent.config
+
+    monkeypatch.setattr(pedl_agent.config, "check_address", lambda address, interfaces=None: address)
     config = parse_agent_args(services["agent"]["command"][1:], environ={})
     assert config.master == f"scheduler:{parse_scheduler_args(services['scheduler']['command'][1:]).port}"
 
