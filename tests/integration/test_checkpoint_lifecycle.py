@@ -55,8 +55,18 @@ class World:
         return [c.uuid for c in detail.checkpoints]
 
     def stored(self) -> set[str]:
-        with CheckpointStoreClient(self.cluster.store.address) as store:
-            return {c.uuid for c in store.list()}
+        """The store's own listing, read with the cluster secret: a user's token is checked with the
+        scheduler, which some tests have killed."""
+        before = os.environ.get("PEDL_TOKEN")
+        os.environ["PEDL_TOKEN"] = self.cluster.secret_file.read_text().strip()
+        try:
+            with CheckpointStoreClient(self.cluster.store.address) as store:
+                return {c.uuid for c in store.list()}
+        finally:
+            if before is None:
+                del os.environ["PEDL_TOKEN"]
+            else:
+                os.environ["PEDL_TOKEN"] = before
 
     def s3_keys(self, uuid: str) -> list[str]:
         listing = self.s3.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{PREFIX}/{uuid}")
