@@ -1,11 +1,21 @@
 from google.protobuf import struct_pb2 as _struct_pb2
 from pedl.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class MetricKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    METRIC_KIND_UNSPECIFIED: _ClassVar[MetricKind]
+    METRIC_KIND_TRAINING: _ClassVar[MetricKind]
+    METRIC_KIND_VALIDATION: _ClassVar[MetricKind]
+METRIC_KIND_UNSPECIFIED: MetricKind
+METRIC_KIND_TRAINING: MetricKind
+METRIC_KIND_VALIDATION: MetricKind
 
 class Experiment(_message.Message):
     __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner", "labels", "archived")
@@ -390,3 +400,39 @@ class DeleteExperimentResponse(_message.Message):
     DELETED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     deleted_checkpoints: int
     def __init__(self, deleted_checkpoints: _Optional[int] = ...) -> None: ...
+
+class GetMetricsRequest(_message.Message):
+    __slots__ = ("trial_id", "experiment_id", "from_batches", "follow", "page_size", "kind")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    experiment_id: int
+    from_batches: int
+    follow: bool
+    page_size: int
+    kind: MetricKind
+    def __init__(self, trial_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., from_batches: _Optional[int] = ..., follow: bool = ..., page_size: _Optional[int] = ..., kind: _Optional[_Union[MetricKind, str]] = ...) -> None: ...
+
+class MetricSeries(_message.Message):
+    __slots__ = ("trial_id", "kind", "total_batches", "metrics_json", "end_time")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_JSON_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    kind: MetricKind
+    total_batches: _containers.RepeatedScalarFieldContainer[int]
+    metrics_json: _containers.RepeatedScalarFieldContainer[str]
+    end_time: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, trial_id: _Optional[int] = ..., kind: _Optional[_Union[MetricKind, str]] = ..., total_batches: _Optional[_Iterable[int]] = ..., metrics_json: _Optional[_Iterable[str]] = ..., end_time: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetMetricsResponse(_message.Message):
+    __slots__ = ("series",)
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    series: _containers.RepeatedCompositeFieldContainer[MetricSeries]
+    def __init__(self, series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ...) -> None: ...
