@@ -73,6 +73,16 @@ def channel(address: str, *, token: str | None = None, tls_ca: str | None = None
     return grpc.intercept_channel(ch, BearerInterceptor(token)) if token else ch
 
 
+def passthrough_channel(address: str, *, tls_ca: str | None = None) -> grpc.Channel:
+    """A blocking channel with no credential of its own: a gateway (the web UI) sends each call with
+    the token of the user it acts for, and a call without one is refused, never someone else's."""
+    ca_path = tls_ca or auth.tls_ca()
+    if ca_path:
+        creds = grpc.ssl_channel_credentials(auth.read_pem(ca_path, "TLS CA bundle"))
+        return grpc.secure_channel(address, creds, options=_OPTIONS)
+    return grpc.insecure_channel(address, options=_OPTIONS)
+
+
 def aio_channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.aio.Channel:
     token, ca = _client_setup(address, token, tls_ca)
     interceptors = aio_interceptors(token) if token else None

@@ -61,6 +61,7 @@ def trial(row: dict[str, Any], agent_id: str = "", num_steps: int = 0) -> schedu
         num_steps=num_steps,
         error=row["error"],
         seed=row["seed"],
+        parent_trial_id=row.get("parent_trial_id") or 0,
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]

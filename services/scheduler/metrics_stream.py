@@ -147,6 +147,8 @@ async def stream(
             for rows in _read(db, query, kind, ids, cursor, since_marks=not first):
                 yield scheduler_pb2.GetMetricsResponse(series=_pages(rows, kind))
                 await asyncio.sleep(0)  # a long history does not hold the event loop in one go
+        if first:
+            yield scheduler_pb2.GetMetricsResponse(caught_up=True)
         cursor.seen = set(states)
         cursor.live = {t for t, state in states.items() if not result_ops.is_terminal(state)}
         if not query.follow or _ended(db, query, cursor):

@@ -52,7 +52,7 @@ class Experiment(_message.Message):
     def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
 
 class Trial(_message.Message):
-    __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed")
+    __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed", "parent_trial_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,7 @@ class Trial(_message.Message):
     NUM_STEPS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    PARENT_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     experiment_id: int
     state: _common_pb2.TrialState
@@ -83,7 +84,8 @@ class Trial(_message.Message):
     num_steps: int
     error: str
     seed: int
-    def __init__(self, id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.TrialState, str]] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., total_batches: _Optional[int] = ..., run_id: _Optional[int] = ..., restarts: _Optional[int] = ..., agent_id: _Optional[str] = ..., latest_checkpoint_uuid: _Optional[str] = ..., start_time: _Optional[str] = ..., end_time: _Optional[str] = ..., best_validation_metric: _Optional[float] = ..., num_steps: _Optional[int] = ..., error: _Optional[str] = ..., seed: _Optional[int] = ...) -> None: ...
+    parent_trial_id: int
+    def __init__(self, id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.TrialState, str]] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., total_batches: _Optional[int] = ..., run_id: _Optional[int] = ..., restarts: _Optional[int] = ..., agent_id: _Optional[str] = ..., latest_checkpoint_uuid: _Optional[str] = ..., start_time: _Optional[str] = ..., end_time: _Optional[str] = ..., best_validation_metric: _Optional[float] = ..., num_steps: _Optional[int] = ..., error: _Optional[str] = ..., seed: _Optional[int] = ..., parent_trial_id: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "total_batches", "num_batches", "metrics", "end_time")
@@ -432,7 +434,9 @@ class MetricSeries(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., kind: _Optional[_Union[MetricKind, str]] = ..., total_batches: _Optional[_Iterable[int]] = ..., metrics_json: _Optional[_Iterable[str]] = ..., end_time: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetMetricsResponse(_message.Message):
-    __slots__ = ("series",)
+    __slots__ = ("series", "caught_up")
     SERIES_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
     series: _containers.RepeatedCompositeFieldContainer[MetricSeries]
-    def __init__(self, series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ...) -> None: ...
+    caught_up: bool
+    def __init__(self, series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., caught_up: bool = ...) -> None: ...
