@@ -48,9 +48,10 @@ _ClientT = TypeVar("_ClientT", bound="Client")
 class Client:
     """A blocking client of one service: opens its channel, closes it, works as a context manager."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, token: str | None = None) -> None:
+        """`token`: call as that user (the web UI acting for one) instead of pedl.auth's default."""
         self.address = address
-        self._channel = channel(address)
+        self._channel = channel(address, token=token)
 
     def __enter__(self: _ClientT) -> _ClientT:
         return self
