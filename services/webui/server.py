@@ -142,6 +142,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._static(path.removeprefix("/static/"))
             if path == "/login":
                 return self._page("login.html")
+            if path == "/favicon.ico":
+                return self._send(204, b"", "image/x-icon")
             if path == "/healthz":
                 return self._send(200, b"ok\n", "text/plain")
             token = self._token()

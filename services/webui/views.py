@@ -23,7 +23,14 @@ def _length_batches(config: dict[str, Any]) -> int | None:
     length = searcher.get("max_length")
     if isinstance(length, dict):
         length = length.get("batches")
-    return int(length) if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None
+    steps, per_step = searcher.get("max_steps"), config.get("batches_per_step") or 100
+    if length is None and _positive_int(steps) and _positive_int(per_step):
+        length = steps * per_step  # PEDL's lengths are in steps of batches_per_step
+    return int(length) if _positive_int(length) else None
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def progress(trials: Sequence[dict[str, Any]], config: dict[str, Any]) -> float | None:

@@ -76,7 +76,7 @@ class CurvesChart {
     this.shape = shape;
     const series = [{ label: "batches" }].concat(shown.map((id, i) => ({
       label: "trial " + id, stroke: trialColor(i, shown.length), width: 1.5, spanGaps: true,
-      points: { show: shown.length <= 20 ? undefined : false },
+      points: { show: shown.length <= 20, size: 5 },
     })));
     this.plot = new uPlot({
       width: chartWidth(this.container), height: 340,
@@ -165,11 +165,17 @@ class ParallelChart {
 
 // A <select> of metric keys that keeps the user's pick as new metrics appear.
 function fillMetricPicker(select, keys, preferred) {
+  // The user's own pick stays; until there is one, the searcher metric is shown once it exists.
+  if (!select.dataset.watched) {
+    select.dataset.watched = "1";
+    select.addEventListener("change", () => { select.dataset.userPicked = "1"; });
+  }
   const current = select.value;
   const have = [...select.options].map((o) => o.value).join("|");
-  if (have === keys.join("|")) return current;
+  const keep = select.dataset.userPicked && keys.includes(current);
+  if (have === keys.join("|") && (keep || current === preferred || !keys.includes(preferred))) return current;
   select.replaceChildren(...keys.map((k) => pedl.el("option", { value: k, text: metricLabel(k) })));
-  const pick = keys.includes(current) ? current : keys.includes(preferred) ? preferred : keys[0];
+  const pick = keep ? current : keys.includes(preferred) ? preferred : keys.includes(current) ? current : keys[0];
   if (pick) select.value = pick;
   return select.value;
 }
