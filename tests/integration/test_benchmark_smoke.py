@@ -63,3 +63,14 @@ def test_the_search_quality_benchmark_runs_in_smoke_mode() -> None:
     assert "ASHA's compute to reach the target, as a fraction of random search's" in out
     # Whether 4 short trials reach 0.05 depends on the draw: either figure line is the right shape.
     assert re.search(rf"error <= 0\.05: ({NUMBER} over 1 of 1 seeds|not reached by both searchers)", out), out
+
+
+def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("webui_page.py")
+    if "webui_page: skipped" in out:
+        import pytest
+
+        pytest.skip(out.strip())
+    assert re.search(rf"20 trials x 10 validations \(200 rows from 20 trials\): interactive in {NUMBER} s", out), out
+    assert re.search(rf"ratio {NUMBER}$", out, re.M), out
+    assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out

@@ -45,6 +45,9 @@ function trialColor(index, count) {
   return `hsl(${hue}, 65%, ${count > 50 ? 55 : 45}%)`;
 }
 
+// Tick steps for batch counts: whole numbers only.
+const BATCH_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map((e) => m * e)).sort((a, b) => a - b);
+
 function chartWidth(container) {
   return Math.max(320, container.clientWidth - 2);
 }
@@ -81,7 +84,7 @@ class CurvesChart {
     this.plot = new uPlot({
       width: chartWidth(this.container), height: 340,
       scales: { x: { time: false }, y: { distr: logScale ? 3 : 1 } },
-      axes: [{ label: "batches" }, { label: metricLabel(key), size: 70 }],
+      axes: [{ label: "batches", incrs: BATCH_INCRS }, { label: metricLabel(key), size: 70 }],
       legend: { show: shown.length <= 20 },
       series,
     }, data, this.container);
@@ -165,11 +168,8 @@ class ParallelChart {
 
 // A <select> of metric keys that keeps the user's pick as new metrics appear.
 function fillMetricPicker(select, keys, preferred) {
-  // The user's own pick stays; until there is one, the searcher metric is shown once it exists.
-  if (!select.dataset.watched) {
-    select.dataset.watched = "1";
-    select.addEventListener("change", () => { select.dataset.userPicked = "1"; });
-  }
+  // The user's own pick (the page marks it as data-user-picked) stays; until there is one, the
+  // searcher metric is shown once it exists.
   const current = select.value;
   const have = [...select.options].map((o) => o.value).join("|");
   const keep = select.dataset.userPicked && keys.includes(current);

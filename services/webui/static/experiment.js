@@ -31,7 +31,7 @@
     curves.draw(store, key, $("log-scale").checked);
     $("points").textContent = fmt(store.rows) + " rows from " + fmt(store.trials.size) + " trials";
   }
-  $("metric").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
+  $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redrawCurves(); });
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
   $("hparam").addEventListener("change", () => drawHparams(true));
 

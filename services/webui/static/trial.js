@@ -18,7 +18,7 @@
     curves.draw(store, key, $("log-scale").checked);
     $("points").textContent = fmt(store.rows) + " rows";
   }
-  $("metric").addEventListener("change", () => { drawnVersion = -1; redraw(); });
+  $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redraw(); });
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redraw(); });
 
   function keyValueTable(entries) {
