@@ -211,7 +211,8 @@ def main() -> None:
             browser.close()
             cost = (watched - idle) / args.window * 100
             print(f"scheduler CPU on a live experiment: {idle / args.window * 100:.2f}% of a core "
-                  f"without a page, {watched / args.window * 100:.2f}% with the page open ({rows_before} -> {rows_after}); "
+                  f"without a page, {watched / args.window * 100:.2f}% with the page open "
+                  f"({rows_before} -> {rows_after}); "
                   f"the page costs {cost:+.2f}% of a core over {args.window:.0f} s, target < 1%")  # fmt: skip
         finally:
             for proc in reversed(procs):

@@ -71,6 +71,7 @@ def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
         import pytest
 
         pytest.skip(out.strip())
-    assert re.search(rf"20 trials x 10 validations \(200 rows from 20 trials\): interactive in {NUMBER} s", out), out
+    line = rf"20 trials x 10 validations \(200 rows from 20 trials\): interactive in {NUMBER} s"
+    assert re.search(line, out), out
     assert re.search(rf"ratio {NUMBER}$", out, re.M), out
     assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out
