@@ -10,6 +10,7 @@ docs/ARCHITECTURE.md, "Web UI").
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -23,9 +24,23 @@ from pedl_webui.server import WebServer
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="pedl-webui", description=__doc__.split("\n\n")[0])
-    p.add_argument("--master", required=True, help="the scheduler's gRPC address, HOST:PORT")
-    p.add_argument("--host", default="127.0.0.1", help="address to serve HTTP on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8100, help="HTTP port; 0 picks a free one (default 8100)")
+    env = os.environ.get
+    p.add_argument(
+        "--master",
+        default=env("PEDL_WEBUI_MASTER") or env("PEDL_MASTER"),
+        help="the scheduler's gRPC address, HOST:PORT (env PEDL_WEBUI_MASTER, else PEDL_MASTER)",
+    )
+    p.add_argument(
+        "--host",
+        default=env("PEDL_WEBUI_HOST", "127.0.0.1"),
+        help="address to serve HTTP on (env PEDL_WEBUI_HOST; default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=int(env("PEDL_WEBUI_PORT", "8100")),
+        help="HTTP port; 0 picks a free one (env PEDL_WEBUI_PORT; default 8100)",
+    )
     p.add_argument("--port-file", type=Path, help="write the bound port here once serving")
     p.add_argument("--tls-ca", help="CA bundle to verify the scheduler's TLS certificate")
     p.add_argument(
@@ -35,6 +50,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
+    if not args.master:
+        p.error("name the scheduler with --master HOST:PORT (or PEDL_WEBUI_MASTER)")
     if not 0 <= args.port <= 65535:
         p.error(f"--port must be 0-65535, got {args.port}")
     return args
