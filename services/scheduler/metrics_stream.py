@@ -11,7 +11,7 @@ includes whatever its final transaction stored.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from pedl.v1 import scheduler_pb2
@@ -129,6 +129,24 @@ def _read(
     return pages
 
 
+def _read_experiment(
+    db: Storage, query: MetricsQuery, kind: str, cursor: _Cursor
+) -> Iterator[list[tuple[int, int, str, str]]]:
+    """Pages of `kind` rows of every trial of the experiment (its whole stored history)."""
+    after = (0, -1)
+    while True:
+        rows = result_ops.experiment_metric_rows(
+            db, kind, query.experiment_id or 0, query.from_batches, after, query.page_size
+        )
+        if rows:
+            for r in rows:
+                cursor.last[(kind, r[0])] = r[1]
+            yield rows
+        if len(rows) < query.page_size:
+            return
+        after = (rows[-1][0], rows[-1][1])
+
+
 async def stream(
     db: Storage, query: MetricsQuery, wait_for_change: Callable[[], Awaitable[None]]
 ) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:
@@ -144,7 +162,11 @@ async def stream(
     while True:
         ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
         for kind in query.kinds:
-            for rows in _read(db, query, kind, ids, cursor, since_marks=not first):
+            if first and query.experiment_id is not None:
+                pages = _read_experiment(db, query, kind, cursor)
+            else:
+                pages = _read(db, query, kind, ids, cursor, since_marks=not first)
+            for rows in pages:
                 yield scheduler_pb2.GetMetricsResponse(series=_pages(rows, kind))
                 await asyncio.sleep(0)  # a long history does not hold the event loop in one go
         if first:

@@ -5,7 +5,7 @@
   const { api, el, fmt, poll, follow, stateBadge } = pedl;
   const id = pedl.idFromPath();
   const $ = (name) => document.getElementById(name);
-  await pedl.setupNav();
+  pedl.setupNav(); // not awaited: the data streams meanwhile
 
   const store = new MetricStore();
   const curves = new CurvesChart($("curves"));
@@ -24,7 +24,7 @@
   const table = new pedl.SortableTable($("trials"), fixedColumns, { sortKey: "id" });
 
   function redrawCurves() {
-    if (!caughtUp || drawnVersion === store.version) return;
+    if (!caughtUp || !detail || drawnVersion === store.version) return;
     drawnVersion = store.version;
     const preferred = detail && detail.searcher_metric ? "v:" + detail.searcher_metric : "t:loss";
     const key = fillMetricPicker($("metric"), store.keys(), preferred);
@@ -99,18 +99,31 @@
     });
   }
 
-  await refresh();
+  // The history streams while the trials load: neither waits for the other.
+  const mark = (name) => { (window.__marks = window.__marks || {})[name] = Math.round(performance.now()); };
   follow(`/api/experiments/${id}/metrics`, {
     onData: (event) => {
+      if (!window.__marks || !window.__marks.firstData) mark("firstData");
       store.add(event);
       if (event.caught_up) {
+        mark("caughtUp");
         caughtUp = true;
-        redrawCurves();
-        document.body.dataset.ready = String(performance.now());
+        if (detail) finishLoad();
       }
     },
     onReset: () => { store.reset(); caughtUp = false; },
   });
+  let loaded = false;
+  function finishLoad() {
+    if (loaded) return;
+    loaded = true;
+    redrawCurves();
+    mark("curves");
+    document.body.dataset.ready = String(performance.now());
+  }
+  await refresh();
+  mark("trials");
+  if (caughtUp) finishLoad();
   setInterval(redrawCurves, 1000);
-  poll(refresh, 3000, (error) => { $("action-error").textContent = error.message; });
+  setTimeout(() => poll(refresh, 3000, (error) => { $("action-error").textContent = error.message; }), 3000);
 })();
