@@ -76,21 +76,28 @@ def build(db: Path, trials: int, validations: int) -> int:
     try:
         exp_id = manager.create_experiment(CONFIG.format(trials=trials, length=validations * 100), b"m", "m")
         s = manager.db
+        best: dict[int, float] = {}
         with s.transaction():
             for n, trial_id in enumerate(sorted(manager.trials)):
-                best = 1.0
+                best[trial_id] = 1.0
                 for v in range(1, validations + 1):
                     error = 0.9 / (1 + v * (1 + n % 7) / 20) + 0.01 * (n % 13)
-                    best = min(best, error)
+                    best[trial_id] = min(best[trial_id], error)
                     metrics = json.dumps({"error": error, "accuracy": 1 - error})
                     result_ops.record_validation(s, trial_id, v, v * 100, metrics, "2026-01-01T00:00:00Z")
-                trial_ops.save_trial(s, trial_id, total_batches=validations * 100, checkpoint_uuid="",
-                                     checkpoint_batches=0, checkpoint_step=0, sequencer_json="{}",
-                                     best_validation=best, waiting_on=None)  # fmt: skip
         manager.kill_experiment(exp_id)
-        return exp_id
     finally:
         manager.db.close()
+    s = open_storage(str(db))  # the ended trials' rows, as a finished search leaves them
+    try:
+        with s.transaction():
+            for trial_id, value in best.items():
+                trial_ops.save_trial(s, trial_id, total_batches=validations * 100, checkpoint_uuid="",
+                                     checkpoint_batches=0, checkpoint_step=0, sequencer_json="{}",
+                                     best_validation=value, waiting_on=None)  # fmt: skip
+    finally:
+        s.close()
+    return exp_id
 
 
 def spawn(tmp: Path, name: str, argv: list[str], port_file: Path | None = None) -> subprocess.Popen:
