@@ -65,14 +65,16 @@ const pedl = (() => {
     return String(a).localeCompare(String(b), undefined, { numeric: true });
   }
 
-  // A table whose header cells sort it; keeps its sort across re-renders with fresh rows.
+  // A table whose header cells sort it (all rows, then shown a page at a time: a 1,000-trial search
+  // is 1,000 rows); keeps its sort and page across re-renders with fresh rows.
   class SortableTable {
-    constructor(container, columns, { sortKey = null, desc = false, rowLink = null } = {}) {
+    constructor(container, columns, { sortKey = null, desc = false, pageSize = 100 } = {}) {
       this.container = container;
       this.columns = columns;
       this.sortKey = sortKey;
       this.desc = desc;
-      this.rowLink = rowLink;
+      this.pageSize = pageSize;
+      this.page = 0;
       this.rows = [];
     }
     setColumns(columns) { this.columns = columns; }
@@ -89,17 +91,27 @@ const pedl = (() => {
         th.addEventListener("click", () => {
           this.desc = this.sortKey === c.key ? !this.desc : false;
           this.sortKey = c.key;
+          this.page = 0;
           this.render(this.rows);
         });
         return th;
       }));
-      const body = sorted.map((row) => el("tr", { "data-id": row.id }, this.columns.map((c) => {
+      const pages = Math.max(1, Math.ceil(sorted.length / this.pageSize));
+      this.page = Math.min(this.page, pages - 1);
+      const first = this.page * this.pageSize;
+      const shown = sorted.slice(first, first + this.pageSize);
+      const body = shown.map((row) => el("tr", { "data-id": row.id }, this.columns.map((c) => {
         const value = c.get(row);
         const content = c.render ? c.render(row) : fmt(value);
         return el("td", { class: typeof value === "number" ? "num" : "" }, content);
       })));
       const table = el("table", {}, el("thead", {}, head), el("tbody", {}, body));
-      this.container.replaceChildren(el("div", { class: "table-wrap" }, table));
+      const turn = (delta) => () => { this.page += delta; this.render(this.rows); };
+      const pager = pages > 1 ? el("div", { class: "toolbar pager" },
+        el("button", { type: "button", class: "prev", disabled: this.page === 0, onclick: turn(-1) }, "Previous"),
+        el("span", { class: "muted", text: `rows ${first + 1}-${first + shown.length} of ${sorted.length}` }),
+        el("button", { type: "button", class: "next", disabled: this.page >= pages - 1, onclick: turn(1) }, "Next")) : null;
+      this.container.replaceChildren(el("div", { class: "table-wrap" }, table), ...(pager ? [pager] : []));
     }
   }
 
