@@ -11,6 +11,7 @@ includes whatever its final transaction stored.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 
 DEFAULT_PAGE, MAX_PAGE = 5000, 50_000
+# Seconds between a follower's reads at most (a page redraws once a second anyway).
+FOLLOW_INTERVAL = 0.5
 # Trial ids per query: far under SQLite's bound-parameter limit.
 ID_CHUNK = 500
 KIND_NAMES = {
@@ -148,10 +151,14 @@ def _read_experiment(
 
 
 async def stream(
-    db: Storage, query: MetricsQuery, wait_for_change: Callable[[], Awaitable[None]]
+    db: Storage,
+    query: MetricsQuery,
+    wait_for_change: Callable[[], Awaitable[None]],
+    min_interval: float = FOLLOW_INTERVAL,
 ) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:
     """The stored rows, then (following) new ones until the target ends. Raises LookupError for an
-    unknown trial or experiment."""
+    unknown trial or experiment. Following reads at most once per `min_interval` seconds, so a
+    trial reporting many results a second costs a follower a few reads, not one per commit."""
     cursor = _Cursor()
     states = _states(db, query)
     if not states and query.trial_id is not None:
@@ -176,7 +183,9 @@ async def stream(
         if not query.follow or _ended(db, query, cursor):
             return
         first = False
+        read_at = time.monotonic()
         await wait_for_change()
+        await asyncio.sleep(max(0.0, read_at + min_interval - time.monotonic()))
         states = _states(db, query)
 
 

@@ -26,7 +26,7 @@ def collect(db, q, on_wait=None) -> list[tuple[int, str, int, dict]]:
 
     async def run() -> list[tuple[int, str, int, dict]]:
         rows = []
-        async for response in metrics_stream.stream(db, q, wait):
+        async for response in metrics_stream.stream(db, q, wait, min_interval=0):
             for s in response.series:
                 kind = "training" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "validation"
                 for b, m in zip(s.total_batches, s.metrics_json, strict=True):
