@@ -7,8 +7,10 @@ Also the Python SDK's metrics, ranking and actions against the same running expe
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
+import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,6 +152,13 @@ def test_a_trials_logs_show_what_it_prints_apart_from_pedls_lines(env: Env) -> N
     system = page.inner_text("#system-logs")
     assert "started on agent" in system and PRINTED not in system
     assert "workload completed" not in page.inner_text("#user-logs")
+    link = page.locator("#checkpoints a").first
+    link.wait_for(timeout=240_000)
+    uuid = page.locator("#checkpoints td").first.inner_text()
+    download = page.request.get(env.url + link.get_attribute("href"))
+    assert download.status == 200 and download.headers["content-type"] == "application/gzip"
+    with tarfile.open(fileobj=io.BytesIO(download.body()), mode="r:gz") as tar:
+        assert any(name.startswith(f"{uuid}/") for name in tar.getnames())
     page.screenshot(path=str(env.shots / "trial.png"), full_page=True)
 
 
