@@ -14,4 +14,6 @@ packages: list[str] = []
 for name, path in ROOTS.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(path)]
 
-setup(packages=packages, package_dir=ROOTS, package_data={"pedl.v1": ["*.pyi"], "pedl_webui": ["static/*", "static/vendor/*"]})
+# The web UI's pages, scripts and vendored chart library are served from the installed package.
+PACKAGE_DATA = {"pedl.v1": ["*.pyi"], "pedl_webui": ["static/*", "static/vendor/*"]}
+setup(packages=packages, package_dir=ROOTS, package_data=PACKAGE_DATA)

@@ -184,9 +184,8 @@ def test_up_gives_up_on_a_service_that_never_serves(reap: list[int], tmp_path: P
         reap.append(proc.pid)
         return proc
 
-    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, timeout_seconds=1, command=fake_command(**{
-        "checkpoint-store": "hang"
-    }))  # fmt: skip
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, timeout_seconds=1,
+                        command=fake_command(**{"checkpoint-store": "hang"}))  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(processes, "spawn", spawn)
         with pytest.raises(ClusterError, match="checkpoint-store did not come up within 1 s"):
