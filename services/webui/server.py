@@ -167,6 +167,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(e.status, e.message)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        except Exception:  # a bug here is a 500 with a log line, never a dropped connection
+            log.exception("request failed", path=path)
+            self._error(500, "the web UI failed on this request; see its log")
 
     def do_POST(self) -> None:  # noqa: N802
         path = urlsplit(self.path).path
@@ -190,6 +193,9 @@ class Handler(BaseHTTPRequestHandler):
             raise GatewayError(404, f"no action at {path}")
         except GatewayError as e:
             self._error(e.status, e.message)
+        except Exception:
+            log.exception("request failed", path=path)
+            self._error(500, "the web UI failed on this request; see its log")
 
     def _login(self, body: dict[str, Any]) -> None:
         username, password = body.get("username"), body.get("password")
