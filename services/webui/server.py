@@ -151,8 +151,10 @@ class Handler(BaseHTTPRequestHandler):
                 if token is None:
                     raise GatewayError(401, "not logged in")
                 return self._api_get(path, token)
-            if token is None or self.server.gateway.whoami(token) is None:
+            if token is None:
                 return self._redirect(f"/login?next={quote(path)}")
+            # A session that has ended shows as a 401 from the first call made with it: the id check
+            # here, else the page's first API call (its script then goes to the login page).
             if path == "/":
                 return self._redirect("/experiments")
             if path in _PAGES:
@@ -160,7 +162,12 @@ class Handler(BaseHTTPRequestHandler):
             match = _DETAIL_PAGE.match(path)
             if match and match.group(2).isdigit() and len(match.group(2)) < 10:
                 kind, ident = match.group(1), int(match.group(2))
-                api.exists(self.server.gateway, token, kind, ident)  # a 404 page for an unknown id
+                try:
+                    api.exists(self.server.gateway, token, kind, ident)  # a 404 page for an unknown id
+                except GatewayError as e:
+                    if e.status == 401:
+                        return self._redirect(f"/login?next={quote(path)}")
+                    raise
                 return self._page("experiment.html" if kind == "experiments" else "trial.html")
             raise GatewayError(404, f"no page at {path}")
         except GatewayError as e:

@@ -196,7 +196,9 @@ def metrics_event(response: scheduler_pb2.GetMetricsResponse) -> str:
     parts = []
     for s in response.series:
         kind = "t" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "v"
-        objects = ",".join(_finite_json(m) for m in s.metrics_json)
+        objects = ",".join(s.metrics_json)
+        if "NaN" in objects or "Infinity" in objects:  # rare: only then look at each row
+            objects = ",".join(_finite_json(m) for m in s.metrics_json)
         parts.append(f'[{s.trial_id},"{kind}",[{",".join(map(str, s.total_batches))}],[{objects}]]')
     return f'{{"series":[{",".join(parts)}],"caught_up":{"true" if response.caught_up else "false"}}}'
 
