@@ -7,10 +7,13 @@ ROOTS = {
     "pedl_scheduler": "services/scheduler",
     "pedl_agent": "services/agent",
     "pedl_checkpoint_store": "services/checkpoint_store",
+    "pedl_webui": "services/webui",
 }
 
 packages: list[str] = []
 for name, path in ROOTS.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(path)]
 
-setup(packages=packages, package_dir=ROOTS, package_data={"pedl.v1": ["*.pyi"]})
+# The web UI's pages, scripts and vendored chart library are served from the installed package.
+PACKAGE_DATA = {"pedl.v1": ["*.pyi"], "pedl_webui": ["static/*", "static/vendor/*"]}
+setup(packages=packages, package_dir=ROOTS, package_data=PACKAGE_DATA)

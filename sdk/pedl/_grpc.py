@@ -62,9 +62,10 @@ _ClientT = TypeVar("_ClientT", bound="Client")
 class Client:
     """A blocking client of one service: opens its channel, closes it, works as a context manager."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, token: str | None = None) -> None:
+        """`token`: call as that user (the web UI acting for one) instead of pedl.auth's default."""
         self.address = address
-        self._channel = channel(address)
+        self._channel = channel(address, token=token)
 
     def __enter__(self: _ClientT) -> _ClientT:
         return self
@@ -85,6 +86,16 @@ def channel(address: str, *, token: str | None = None, tls_ca: str | None = None
     else:
         ch = grpc.insecure_channel(address, options=_OPTIONS)
     return grpc.intercept_channel(ch, BearerInterceptor(token)) if token else ch
+
+
+def passthrough_channel(address: str, *, tls_ca: str | None = None) -> grpc.Channel:
+    """A blocking channel with no credential of its own: a gateway (the web UI) sends each call with
+    the token of the user it acts for, and a call without one is refused, never someone else's."""
+    ca_path = tls_ca or auth.tls_ca()
+    if ca_path:
+        creds = grpc.ssl_channel_credentials(auth.read_pem(ca_path, "TLS CA bundle"))
+        return grpc.secure_channel(address, creds, options=_OPTIONS)
+    return grpc.insecure_channel(address, options=_OPTIONS)
 
 
 def aio_channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.aio.Channel:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -134,6 +135,7 @@ def trial_record(trial: scheduler_pb2.Trial, hparam_space: Any = None) -> dict[s
         "end_time": trial.end_time or None,
         "error": trial.error or None,
         "waiting_reason": trial.waiting_reason or None,
+        "parent_trial_id": trial.parent_trial_id or None,
     }
 
 
@@ -154,6 +156,29 @@ def validation_record(validation: scheduler_pb2.Validation) -> dict[str, Any]:
         "metrics": from_struct(validation.metrics),
         "end_time": validation.end_time or None,
     }
+
+
+def metric_kind(value: int) -> str:
+    """ "training" or "validation" (the GetMetrics kinds, lower case as the SDK's records have them)."""
+    return _enum_name(scheduler_pb2.MetricKind, value, "METRIC_KIND_").lower()
+
+
+def metric_records(series: scheduler_pb2.MetricSeries) -> list[dict[str, Any]]:
+    """One record per stored step or validation of a GetMetrics series (metrics as the trial reported
+    them: numbers stay numbers, NaN stays NaN)."""
+    kind = metric_kind(series.kind)
+    return [
+        {
+            "trial_id": series.trial_id,
+            "kind": kind,
+            "total_batches": batches,
+            "metrics": json.loads(metrics),
+            "end_time": end_time or None,
+        }
+        for batches, metrics, end_time in zip(
+            series.total_batches, series.metrics_json, series.end_time, strict=True
+        )
+    ]
 
 
 def checkpoint_record(

@@ -14,7 +14,7 @@ from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.checkpoints import CheckpointError
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
+from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, metrics_stream, trial_results
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
@@ -328,6 +328,29 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             checkpoint_store_address=self.manager.checkpoint_store_address,
             cluster_id=self.cluster_id,
         )
+
+    async def GetMetrics(self, request, context) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:  # noqa: N802
+        try:
+            query = metrics_stream.MetricsQuery.from_request(request)
+        except metrics_stream.MetricsRequestError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        if request.HasField("trial_id"):
+            await self._require_trial(request.trial_id, context)
+        else:
+            await self._require(request.experiment_id, Access.READ, context)
+        try:
+            async for response in metrics_stream.stream(self.db, query, self._wait_for_change):
+                yield response
+        except LookupError as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e.args[0]))
+
+    async def _wait_for_change(self) -> None:
+        """Until the next committed change (results, states), or a second at most."""
+        async with self.manager.changed:
+            try:
+                await asyncio.wait_for(self.manager.changed.wait(), timeout=1.0)
+            except asyncio.TimeoutError:
+                pass
 
     def _experiment(self, exp_id: int) -> scheduler_pb2.Experiment:
         row = experiment_ops.experiment(self.db, exp_id)

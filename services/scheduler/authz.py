@@ -82,6 +82,7 @@ RULES: dict[str, Rule] = {
     _S + "GetTrial": Rule(Who.SIGNED_IN, Access.READ),
     _S + "ListTrialDetails": Rule(Who.SIGNED_IN, Access.READ),
     _S + "GetTrialLogs": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "GetMetrics": Rule(Who.SIGNED_IN, Access.READ),
     _S + "GetModelDefinition": Rule(Who.SIGNED_IN, Access.READ),
     _S + "KillExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "PauseExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),

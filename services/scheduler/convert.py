@@ -64,6 +64,7 @@ def trial(
         error=row["error"],
         seed=row["seed"],
         waiting_reason=waiting_reason,
+        parent_trial_id=row.get("parent_trial_id") or 0,
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]

@@ -79,9 +79,7 @@ class Cli:
         self._configs = 0
 
     def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["pedl", *args], env=self.env, capture_output=True, text=True, timeout=timeout
-        )
+        return subprocess.run(["pedl", *args], env=self.env, capture_output=True, text=True, timeout=timeout)
 
     def ok(self, *args: str, timeout: float = 600) -> str:
         done = self.run(*args, timeout=timeout)

@@ -79,7 +79,9 @@ def compiled_model(hparams):
     return model
 '''
 
-PACKAGE = COMMON + '''
+PACKAGE = (
+    COMMON
+    + '''
 
 def download_data(experiment_config, hparams):
     """Writes the data set once per machine and returns its directory."""
@@ -150,8 +152,11 @@ class SeedKerasTrial(pedl.keras.KerasTrial):
     def batch_size(self):
         return 32
 '''
+)
 
-SINGLE_FILE = COMMON + '''
+SINGLE_FILE = (
+    COMMON
+    + """
 
 def make_data_loaders(experiment_config, hparams):
     remember_kill(experiment_config, hparams)
@@ -167,7 +172,8 @@ class SingleFileTrial(pedl.keras.KerasTrial):
 
     def batch_size(self):
         return 40
-'''
+"""
+)
 
 FORMS = ["arrays", "dataset", "pydataset", "generator_function", "started_generator"]
 

@@ -74,7 +74,9 @@ def load(experiment_config, hparams):
         return data["x"], data["y"]
 '''
 
-PACKAGE = COMMON + '''
+PACKAGE = (
+    COMMON
+    + '''
 
 def as_form(form, x, y):
     """One (input, target) batch in the seed's batch form `form`, from NumPy rows."""
@@ -175,8 +177,11 @@ class SeedTrial(PyTorchTrial):
                                  for k in range(2)])
         return {"accuracy": right.mean(), "class_accuracy": per_class, "loss": losses["loss"]}
 '''
+)
 
-NESTED = COMMON + '''
+NESTED = (
+    COMMON
+    + '''
 
 def make_data_loaders(experiment_config, hparams):
     x, y = load(experiment_config, hparams)
@@ -209,6 +214,7 @@ class classes:  # noqa: N801 - the seed's example names it so
         def validation_metrics(self, predictions, labels, losses):
             return {"loss": losses, "accuracy": (predictions.argmax(dim=1) == labels).float().mean()}
 '''
+)
 
 FORMS = ["ndarray", "tensor", "tuple", "list", "dict", "nested"]
 

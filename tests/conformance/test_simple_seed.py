@@ -239,7 +239,7 @@ class Tripwire(keras.layers.Layer):
         return inputs
 '''
 
-DATA = '''
+DATA = """
 import numpy as np
 
 
@@ -247,7 +247,7 @@ def make_data(n):
     rng = np.random.RandomState(1)
     x = rng.normal(size=(n, 8)).astype("float32")
     return x, (x[:, 0] - x[:, 1] > 0).astype("int64")
-'''
+"""
 
 
 def test_a_nested_script_with_every_hyperparameter_type_and_a_pedlignore(cli: Cli, tmp_path: Path) -> None:
@@ -284,7 +284,7 @@ def test_a_nested_script_with_every_hyperparameter_type_and_a_pedlignore(cli: Cl
     assert len(set(sampled)) == 2
 
 
-MISSING_STEPS = '''
+MISSING_STEPS = """
 import keras
 import numpy as np
 
@@ -295,7 +295,7 @@ def batches():
 model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
 model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
 model.fit(batches(), epochs=3, validation_data=(np.zeros((4, 3)), np.zeros((4,))))
-'''
+"""
 
 
 def test_an_endless_generator_without_steps_per_epoch_names_the_fit_line(cli: Cli, tmp_path: Path) -> None:

@@ -62,6 +62,8 @@ def user(tmp_path) -> Iterator[User]:
         str(port),
         "--store-port",
         str(free_port()),
+        "--webui-port",
+        str(free_port()),
     )
     try:
         yield u

@@ -60,7 +60,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     port = free_port()
     user = User(tmp / "home", f"127.0.0.1:{port}")
     up = ["pedl", "cluster", "up", "--agents", "1", "--slots-per-agent", "2"]
-    user.ok(*up, "--port", str(port), "--store-port", str(free_port()))
+    user.ok(*up, "--port", str(port), "--store-port", str(free_port()), "--webui-port", str(free_port()))
     try:
         c = Cluster(user, tmp)
         write_tiny_model(tmp / "model")

@@ -73,3 +73,15 @@ def test_the_login_storm_benchmark_runs_in_smoke_mode() -> None:
             rf"^{re.escape(phase)} +p50 +{NUMBER} ms  p99 +{NUMBER} ms  \(\d+ calls\)", out, re.M
         ), out
     assert "goal: p99 under 50 ms during the storm" in out
+
+
+def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("webui_page.py")
+    if "webui_page: skipped" in out:
+        import pytest
+
+        pytest.skip(out.strip())
+    line = rf"20 trials x 10 validations \(200 rows from 20 trials\): interactive in {NUMBER} s"
+    assert re.search(line, out), out
+    assert re.search(rf"ratio {NUMBER}$", out, re.M), out
+    assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out

@@ -29,9 +29,7 @@ def trial_of(cluster, exp_id: int) -> scheduler_pb2.Trial:
 def test_a_store_outage_while_a_trial_must_restore_does_not_end_the_experiment(tmp_path) -> None:
     agent_args = ["--store-retry-budget", str(RETRY_BUDGET_S)]
     with local_cluster(tmp_path / "cluster", agent_args=agent_args) as cluster:
-        config = tiny_config(
-            max_batches=80, extra="max_restarts: 0\nmin_checkpoint_period:\n  batches: 20\n"
-        )
+        config = tiny_config(max_batches=80, extra="max_restarts: 0\nmin_checkpoint_period:\n  batches: 20\n")
         exp_id = submit(cluster, write_tiny_model(tmp_path / "tiny"), config)
         wait_for_steps(cluster, exp_id, 2)
         api = stub(cluster)

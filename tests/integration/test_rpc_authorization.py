@@ -115,6 +115,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "DeleteCheckpoints": manage(),
         s + "ListTrialDetails": read(private),
         s + "GetTrialLogs": read(private),
+        s + "GetMetrics": read(private),
         s + "ListAgents": signed_in(),
         s + "SetAgentEnabled": {**admins(), "admin": NOT_FOUND, "cluster": NOT_FOUND},  # no such agent
         s + "GetClusterInfo": signed_in(),
@@ -347,6 +348,8 @@ def _call(w: World, method: str, caller: str) -> Any:
             return getattr(s, name)(request_type(experiment_id=exp_id), timeout=t)
         if name == "GetTrial":
             return s.GetTrial(sp.GetTrialRequest(trial_id=w.trial_id), timeout=t)
+        if name == "GetMetrics":
+            return list(s.GetMetrics(sp.GetMetricsRequest(experiment_id=w.exp_id), timeout=t))
         if name == "GetTrialLogs":
             return list(s.GetTrialLogs(sp.GetTrialLogsRequest(trial_id=w.trial_id), timeout=t))
         if name == "CreateExperiment":

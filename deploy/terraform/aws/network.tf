@@ -78,7 +78,7 @@ resource "aws_security_group" "db" {
 
 locals {
   # port => what it serves, opened to allowed_cidrs on the scheduler instance
-  scheduler_ports = { 8080 = "scheduler API", 8090 = "checkpoint store", 9464 = "Prometheus metrics" }
+  scheduler_ports = { 8080 = "scheduler API", 8090 = "checkpoint store", 8100 = "web UI", 9464 = "Prometheus metrics" }
 }
 
 resource "aws_security_group_rule" "scheduler_from_users" {

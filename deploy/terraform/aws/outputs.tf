@@ -13,6 +13,11 @@ output "checkpoint_store_address" {
   value       = "${aws_instance.scheduler.private_ip}:8090"
 }
 
+output "webui_url" {
+  description = "The web UI (log in with a pedl user); put it behind TLS for anything beyond a trial."
+  value       = "http://${aws_eip.scheduler.public_ip}:8100/"
+}
+
 output "metrics_url" {
   description = "The scheduler's Prometheus endpoint."
   value       = "http://${aws_eip.scheduler.public_ip}:9464/metrics"

@@ -31,10 +31,13 @@ _MESSAGE_ONLY = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, gr
 class CheckpointStoreClient(_grpc.Client):
     """Talks to the checkpoint store at `address` (host:port). Every failure is a CheckpointError."""
 
-    def __init__(self, address: str, chunk_size: int = CHUNK_SIZE, *, direct: bool = True) -> None:
-        """`direct=False`: never move bytes to or from storage itself, always through the store."""
+    def __init__(
+        self, address: str, chunk_size: int = CHUNK_SIZE, *, direct: bool = True, token: str | None = None
+    ) -> None:
+        """`direct=False`: never move bytes to or from storage itself, always through the store;
+        `token`: the user to act as (default: pedl.auth's credential for `address`)."""
         self.chunk_size = chunk_size
-        super().__init__(address)
+        super().__init__(address, token=token)
         self._stub = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(self._channel)
         # Threads start on first use.
         self._fetcher = UrlFetcher() if direct else None

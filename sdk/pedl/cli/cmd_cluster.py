@@ -19,6 +19,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     up.add_argument("--slots-per-agent", type=positive_int, default=1, help="slots per agent (default 1)")
     up.add_argument("--port", type=port, default=8080, help="scheduler port (default 8080; 0 = any free)")
     up.add_argument("--store-port", type=port, default=8090, help="checkpoint store port (default 8090)")
+    up.add_argument("--webui-port", type=port, default=8100, help="web UI port (default 8100; 0 = any free)")
     _home_argument(up)
     up.set_defaults(func=cluster_up)
 
@@ -34,8 +35,9 @@ def _home_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    from pedl.cluster import ClusterError, UpOptions, pedl_home, up
+    from pedl.cluster import ClusterError, UpOptions, credentials, pedl_home, up
     from pedl.cluster.launcher import down_command
+    from pedl.cluster.paths import ClusterPaths
 
     home = pedl_home(args.home)
     options = UpOptions(
@@ -44,6 +46,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         slots_per_agent=args.slots_per_agent,
         port=args.port,
         store_port=args.store_port,
+        webui_port=args.webui_port,
     )
     try:
         state = up(options, out=lambda line: print(line, flush=True))
@@ -53,6 +56,8 @@ def cluster_up(args: argparse.Namespace) -> int:
     print(
         f"pedl cluster is up: master at {state.master}, checkpoint store at {state.checkpoint_store}, "
         f"{args.agents} agent(s) with {args.slots_per_agent} slot(s) each.\n"
+        f"Web UI: {state.webui} (log in as {credentials.ADMIN}, password in "
+        f"{credentials.admin_password_file(ClusterPaths(home))})\n"
         f"Use it from this shell with:\n"
         f"  export PEDL_MASTER={state.master}\n"
         f"{home_line}"

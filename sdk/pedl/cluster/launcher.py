@@ -18,11 +18,12 @@ from pedl.cluster.paths import ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterState, ServiceRecord, StateError, load_state, save_state
 
 HOST = "127.0.0.1"
-STORE, SCHEDULER = "checkpoint-store", "scheduler"
+STORE, SCHEDULER, WEBUI = "checkpoint-store", "scheduler", "webui"
 _COMMANDS = {
     STORE: ("pedl-checkpoint-store", "pedl_checkpoint_store.main"),
     SCHEDULER: ("pedl-scheduler", "pedl_scheduler.main"),
     "agent": ("pedl-agent", "pedl_agent.main"),
+    WEBUI: ("pedl-webui", "pedl_webui.main"),
 }
 
 Output = Callable[[str], None]
@@ -39,6 +40,7 @@ class UpOptions:
     slots_per_agent: int = 1
     port: int = 8080
     store_port: int = 8090
+    webui_port: int = 8100
     timeout_seconds: float = 60.0
     # Overridable so tests can start stand-in programs; maps "checkpoint-store"/"scheduler"/"agent".
     command: Callable[[str], list[str]] | None = None
@@ -121,6 +123,17 @@ class _Starter:
                 raise self.failure(name, f"did not come up within {self.opts.timeout_seconds:.0f} s")
             time.sleep(0.2)
 
+    def wait_port(self, name: str, deadline: float) -> int:
+        """Waits for an HTTP service's port file (written once it listens); returns the port."""
+        while True:
+            self.check_alive(name)
+            port = _read_port(self.paths.port_file(name))
+            if port is not None:
+                return port
+            if time.monotonic() > deadline:
+                raise self.failure(name, f"did not come up within {self.opts.timeout_seconds:.0f} s")
+            time.sleep(0.1)
+
     def wait_agents(self, master: str, names: list[str], deadline: float, token: str | None = None) -> None:
         while True:
             for name in names:
@@ -174,10 +187,11 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
         paths.state_file.unlink(missing_ok=True)
     _check_port_free(opts.port, "--port")
     _check_port_free(opts.store_port, "--store-port")
+    _check_port_free(opts.webui_port, "--webui-port")
     for d in (paths.root, paths.checkpoints, paths.agents):
         d.mkdir(parents=True, exist_ok=True)
     credentials.ensure(paths)
-    for name in (STORE, SCHEDULER):
+    for name in (STORE, SCHEDULER, WEBUI):
         paths.port_file(name).unlink(missing_ok=True)
 
     starter = _Starter(opts, paths)
@@ -214,6 +228,16 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     state.services[-1].address = state.master
     save_state(paths.state_file, state)
     token = _login_admin(state.master, paths, out)
+
+    out(f"Starting the web UI (log: {paths.log(WEBUI)})")
+    starter.start(WEBUI, WEBUI, [
+        "--master", state.master, "--host", HOST, "--port", str(opts.webui_port),
+        "--port-file", str(paths.port_file(WEBUI)),
+    ])  # fmt: skip
+    webui_port = starter.wait_port(WEBUI, time.monotonic() + opts.timeout_seconds)
+    state.webui = f"http://{HOST}:{webui_port}/"
+    state.services[-1].address = state.webui
+    save_state(paths.state_file, state)
 
     names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
     if names:
@@ -256,14 +280,14 @@ def down(home: Path, out: Output = print) -> int:
     if state is None:
         out(f"No pedl cluster is recorded in {paths.home}; nothing to stop")
         return 0
-    order = {STORE: 2, SCHEDULER: 1}
+    order = {STORE: 2, SCHEDULER: 1, WEBUI: 0}
     stopped = 0
     for svc in sorted(state.services, key=lambda s: order.get(s.name, 0)):
         outcome = processes.stop(svc.pid, svc.argv)
         stopped += outcome != "was not running"
         out(f"{svc.name} (pid {svc.pid}) {outcome}")
     paths.state_file.unlink(missing_ok=True)
-    for name in (STORE, SCHEDULER):
+    for name in (STORE, SCHEDULER, WEBUI):
         paths.port_file(name).unlink(missing_ok=True)
     out(f"pedl cluster in {paths.home} is down" + ("" if stopped else " (nothing was running)"))
     return stopped

@@ -27,6 +27,8 @@ class ClusterState:
     home: str
     master: str = ""
     checkpoint_store: str = ""
+    # The web UI's URL (http://host:port/).
+    webui: str = ""
     started_at: str = ""
     services: list[ServiceRecord] = field(default_factory=list)
 

@@ -23,6 +23,7 @@ import grpc
 from pedl import _grpc, records
 from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointStoreClient
+from pedl.experimental import metrics as _metrics
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
 __all__ = ["Checkpoint", "ClientError", "ExperimentClient", "Trial", "get_experiment", "resolve_master"]
@@ -30,6 +31,7 @@ __all__ = ["Checkpoint", "ClientError", "ExperimentClient", "Trial", "get_experi
 DEFAULT_MASTER = "127.0.0.1:8080"
 POLL_SECONDS = 0.5
 _TIMEOUT = 30.0
+_STREAM_TIMEOUT = 600.0
 _TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
 
 
@@ -50,13 +52,7 @@ class _Session:
         try:
             return getattr(self.stub, method)(request, timeout=_TIMEOUT)
         except grpc.RpcError as e:
-            code = e.code()  # type: ignore[attr-defined]
-            details = e.details() or ""  # type: ignore[attr-defined]
-            if code == grpc.StatusCode.UNAVAILABLE:
-                raise ClientError(f"cannot reach the pedl scheduler at {self.master}: {details}") from None
-            if code == grpc.StatusCode.NOT_FOUND:
-                raise ClientError(details or f"{what} not found") from None
-            raise ClientError(f"{what} at {self.master} failed ({code.name}): {details}") from None
+            raise self._error(e, what) from None
 
     def store_address(self) -> str:
         if self._store_address is None:
@@ -65,6 +61,22 @@ class _Session:
                 raise ClientError(f"the scheduler at {self.master} names no checkpoint store")
             self._store_address = info.checkpoint_store_address
         return self._store_address
+
+    def stream(self, method: str, request: Any, what: str) -> list[Any]:
+        """A server stream read to its end, with `call`'s errors."""
+        try:
+            return list(getattr(self.stub, method)(request, timeout=_STREAM_TIMEOUT))
+        except grpc.RpcError as e:
+            raise self._error(e, what) from None
+
+    def _error(self, e: grpc.RpcError, what: str) -> ClientError:
+        code = e.code()  # type: ignore[attr-defined]
+        details = e.details() or ""  # type: ignore[attr-defined]
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return ClientError(f"cannot reach the pedl scheduler at {self.master}: {details}")
+        if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
+            return ClientError(details or f"{what}: {code.name}")
+        return ClientError(f"{what} at {self.master} failed ({code.name}): {details}")
 
     def close(self) -> None:
         self._channel.close()
@@ -114,6 +126,12 @@ class Trial:
         )
         return _checkpoints_of(detail, self._session)
 
+    def metrics(self, kind: str | None = None, from_batches: int = 0) -> _metrics.Metrics:
+        """Its stored training steps and validations (`kind` "training" or "validation" for one),
+        from `from_batches` batches on, oldest first; `.to_pandas()` makes a DataFrame."""
+        request = _metrics.request(trial_id=self.id, kind=kind, from_batches=from_batches)
+        return _metrics.collect(self._session.stream("GetMetrics", request, f"trial {self.id}"))
+
 
 def _checkpoints_of(detail: scheduler_pb2.GetTrialResponse, session: _Session) -> list[Checkpoint]:
     validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
@@ -136,6 +154,14 @@ def _best_checkpoint(
     checkpoints: Sequence[Checkpoint], metric: str, smaller_is_better: bool
 ) -> Checkpoint | None:
     """Best completed checkpoint by `metric`; ties go to the more-trained one, then the lower trial id."""
+    ranked = _ranked_checkpoints(checkpoints, metric, smaller_is_better)
+    return ranked[0] if ranked else None
+
+
+def _ranked_checkpoints(
+    checkpoints: Sequence[Checkpoint], metric: str, smaller_is_better: bool
+) -> list[Checkpoint]:
+    """Completed checkpoints with a value of `metric`, best first (ties as `_best_checkpoint`)."""
     sign = 1.0 if smaller_is_better else -1.0
     scores: dict[str, float] = {}
     for c in checkpoints:
@@ -143,7 +169,7 @@ def _best_checkpoint(
         if c.state == "COMPLETED" and isinstance(value, (int, float)) and not isinstance(value, bool):
             scores[c.uuid] = sign * float(value)
     ranked = [c for c in checkpoints if c.uuid in scores]
-    return min(ranked, key=lambda c: (scores[c.uuid], -c.total_batches, c.trial_id, c.uuid), default=None)
+    return sorted(ranked, key=lambda c: (scores[c.uuid], -c.total_batches, c.trial_id, c.uuid))
 
 
 class ExperimentClient:
@@ -211,6 +237,48 @@ class ExperimentClient:
                 f"({len(candidates)} checkpoint(s) in all)"
             )
         return best
+
+    def top_checkpoints(self, n: int) -> list[Checkpoint]:
+        """Up to `n` completed checkpoints, best searcher metric first (read in pages of trials)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        experiment = self._get().experiment
+        if not experiment.searcher_metric:
+            raise ClientError(f"experiment {self.id} has no searcher metric to rank checkpoints by")
+        candidates: list[Checkpoint] = []
+        after = 0
+        while True:
+            request = scheduler_pb2.ListTrialDetailsRequest(experiment_id=self.id, after_trial_id=after)
+            page = self._session.call("ListTrialDetails", request, f"experiment {self.id}")
+            for detail in page.trials:
+                candidates.extend(_checkpoints_of(detail, self._session))
+            after = page.next_after_trial_id
+            if not after:
+                break
+        ranked = _ranked_checkpoints(candidates, experiment.searcher_metric, experiment.smaller_is_better)
+        return ranked[:n]
+
+    def metrics(self, kind: str | None = None, from_batches: int = 0) -> _metrics.Metrics:
+        """Every trial's stored training steps and validations (`kind` for one of them), from
+        `from_batches` batches on, in one stream; `.to_pandas()` makes a DataFrame."""
+        request = _metrics.request(experiment_id=self.id, kind=kind, from_batches=from_batches)
+        return _metrics.collect(self._session.stream("GetMetrics", request, f"experiment {self.id}"))
+
+    def kill(self) -> str:
+        """Ends the experiment CANCELED (owner or admin); returns its state."""
+        return self._act("KillExperiment", scheduler_pb2.KillExperimentRequest(experiment_id=self.id))
+
+    def pause(self) -> str:
+        """Checkpoints and stops its trials until `activate()` (owner or admin); returns its state."""
+        return self._act("PauseExperiment", scheduler_pb2.PauseExperimentRequest(experiment_id=self.id))
+
+    def activate(self) -> str:
+        """Resumes a paused experiment (owner or admin); returns its state."""
+        return self._act("ActivateExperiment", scheduler_pb2.ActivateExperimentRequest(experiment_id=self.id))
+
+    def _act(self, method: str, request: Any) -> str:
+        reply = self._session.call(method, request, f"experiment {self.id}")
+        return records.experiment_state(reply.experiment.state)
 
     def wait(self, timeout: float | None = None) -> str:
         """Blocks until the experiment ends; returns COMPLETED, ERROR or CANCELED."""

@@ -1,11 +1,21 @@
 from google.protobuf import struct_pb2 as _struct_pb2
 from pedl.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class MetricKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    METRIC_KIND_UNSPECIFIED: _ClassVar[MetricKind]
+    METRIC_KIND_TRAINING: _ClassVar[MetricKind]
+    METRIC_KIND_VALIDATION: _ClassVar[MetricKind]
+METRIC_KIND_UNSPECIFIED: MetricKind
+METRIC_KIND_TRAINING: MetricKind
+METRIC_KIND_VALIDATION: MetricKind
 
 class Experiment(_message.Message):
     __slots__ = ("id", "state", "config_yaml", "config", "description", "created_at", "ended_at", "num_trials", "model_definition_name", "error", "searcher_metric", "smaller_is_better", "owner", "labels", "archived")
@@ -42,7 +52,7 @@ class Experiment(_message.Message):
     def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExperimentState, str]] = ..., config_yaml: _Optional[str] = ..., config: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., created_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., num_trials: _Optional[int] = ..., model_definition_name: _Optional[str] = ..., error: _Optional[str] = ..., searcher_metric: _Optional[str] = ..., smaller_is_better: bool = ..., owner: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., archived: bool = ...) -> None: ...
 
 class Trial(_message.Message):
-    __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed", "waiting_reason", "epoch_batches")
+    __slots__ = ("id", "experiment_id", "state", "hparams", "total_batches", "run_id", "restarts", "agent_id", "latest_checkpoint_uuid", "start_time", "end_time", "best_validation_metric", "num_steps", "error", "seed", "waiting_reason", "epoch_batches", "parent_trial_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +70,7 @@ class Trial(_message.Message):
     SEED_FIELD_NUMBER: _ClassVar[int]
     WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     EPOCH_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    PARENT_TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     experiment_id: int
     state: _common_pb2.TrialState
@@ -77,7 +88,8 @@ class Trial(_message.Message):
     seed: int
     waiting_reason: str
     epoch_batches: int
-    def __init__(self, id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.TrialState, str]] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., total_batches: _Optional[int] = ..., run_id: _Optional[int] = ..., restarts: _Optional[int] = ..., agent_id: _Optional[str] = ..., latest_checkpoint_uuid: _Optional[str] = ..., start_time: _Optional[str] = ..., end_time: _Optional[str] = ..., best_validation_metric: _Optional[float] = ..., num_steps: _Optional[int] = ..., error: _Optional[str] = ..., seed: _Optional[int] = ..., waiting_reason: _Optional[str] = ..., epoch_batches: _Optional[int] = ...) -> None: ...
+    parent_trial_id: int
+    def __init__(self, id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.TrialState, str]] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., total_batches: _Optional[int] = ..., run_id: _Optional[int] = ..., restarts: _Optional[int] = ..., agent_id: _Optional[str] = ..., latest_checkpoint_uuid: _Optional[str] = ..., start_time: _Optional[str] = ..., end_time: _Optional[str] = ..., best_validation_metric: _Optional[float] = ..., num_steps: _Optional[int] = ..., error: _Optional[str] = ..., seed: _Optional[int] = ..., waiting_reason: _Optional[str] = ..., epoch_batches: _Optional[int] = ..., parent_trial_id: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("step_id", "total_batches", "num_batches", "metrics", "end_time")
@@ -408,3 +420,41 @@ class DeleteCheckpointsResponse(_message.Message):
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ...) -> None: ...
+
+class GetMetricsRequest(_message.Message):
+    __slots__ = ("trial_id", "experiment_id", "from_batches", "follow", "page_size", "kind")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    experiment_id: int
+    from_batches: int
+    follow: bool
+    page_size: int
+    kind: MetricKind
+    def __init__(self, trial_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., from_batches: _Optional[int] = ..., follow: bool = ..., page_size: _Optional[int] = ..., kind: _Optional[_Union[MetricKind, str]] = ...) -> None: ...
+
+class MetricSeries(_message.Message):
+    __slots__ = ("trial_id", "kind", "total_batches", "metrics_json", "end_time")
+    TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_JSON_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    trial_id: int
+    kind: MetricKind
+    total_batches: _containers.RepeatedScalarFieldContainer[int]
+    metrics_json: _containers.RepeatedScalarFieldContainer[str]
+    end_time: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, trial_id: _Optional[int] = ..., kind: _Optional[_Union[MetricKind, str]] = ..., total_batches: _Optional[_Iterable[int]] = ..., metrics_json: _Optional[_Iterable[str]] = ..., end_time: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetMetricsResponse(_message.Message):
+    __slots__ = ("series", "caught_up")
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
+    series: _containers.RepeatedCompositeFieldContainer[MetricSeries]
+    caught_up: bool
+    def __init__(self, series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., caught_up: bool = ...) -> None: ...

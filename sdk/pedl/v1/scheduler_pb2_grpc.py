@@ -105,6 +105,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
                 )
+        self.GetMetrics = channel.unary_stream(
+                '/pedl.v1.SchedulerService/GetMetrics',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.FromString,
+                )
 
 
 class SchedulerServiceServicer(object):
@@ -232,6 +237,15 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMetrics(self, request, context):
+        """A trial's or a whole experiment's training steps and validations from `from_batches` on, in pages
+        read from indexed rows; with `follow`, then each new one as it is stored, until the trial (or
+        experiment) ends.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -324,6 +338,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'GetMetrics': grpc.unary_stream_rpc_method_handler(
+                    servicer.GetMetrics,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -639,5 +658,22 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetClusterInfo',
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/pedl.v1.SchedulerService/GetMetrics',
+            pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

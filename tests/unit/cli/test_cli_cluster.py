@@ -113,20 +113,43 @@ def test_up_and_down_with_stand_in_services(
     monkeypatch.setattr(processes, "service_command", lambda script, module: [sys.executable, FAKE, script])
     home = str(tmp_path)
     try:
-        code = main(["cluster", "up", "--home", home, "--agents", "2", "--port", "0", "--store-port", "0"])
+        code = main(
+            [
+                "cluster",
+                "up",
+                "--home",
+                home,
+                "--agents",
+                "2",
+                "--port",
+                "0",
+                "--store-port",
+                "0",
+                "--webui-port",
+                "0",
+            ]
+        )
     finally:
         reap.extend(_recorded_pids(tmp_path))
     out = capsys.readouterr().out
     assert code == 0, out
     state = load_state(ClusterPaths(tmp_path).state_file)
     assert state is not None
-    assert [s.name for s in state.services] == ["checkpoint-store", "scheduler", "agent-1", "agent-2"]
+    assert [s.name for s in state.services] == [
+        "checkpoint-store",
+        "scheduler",
+        "webui",
+        "agent-1",
+        "agent-2",
+    ]
     assert f"export PEDL_MASTER={state.master}" in out
     assert all(processes.is_ours(s.pid, s.argv) for s in state.services)
     assert (tmp_path / "cluster" / "agents" / "agent-2").is_dir()
 
     # A second `up` in the same home refuses and names the running master.
-    assert main(["cluster", "up", "--home", home, "--port", "0", "--store-port", "0"]) == 1
+    assert (
+        main(["cluster", "up", "--home", home, "--port", "0", "--store-port", "0", "--webui-port", "0"]) == 1
+    )
     err = capsys.readouterr().err
     assert "still running" in err and state.master in err
 
@@ -137,7 +160,9 @@ def test_up_and_down_with_stand_in_services(
 
 
 def test_up_reports_a_dying_service_with_its_log(reap: list[int], tmp_path: Path) -> None:
-    options = UpOptions(home=tmp_path, port=0, store_port=0, command=fake_command(scheduler="fail"))
+    options = UpOptions(
+        home=tmp_path, port=0, store_port=0, webui_port=0, command=fake_command(scheduler="fail")
+    )
     with pytest.raises(ClusterError) as exc:
         try:
             launcher.up(options, out=lambda _: None)
@@ -159,9 +184,8 @@ def test_up_gives_up_on_a_service_that_never_serves(reap: list[int], tmp_path: P
         reap.append(proc.pid)
         return proc
 
-    options = UpOptions(home=tmp_path, port=0, store_port=0, timeout_seconds=1, command=fake_command(**{
-        "checkpoint-store": "hang"
-    }))  # fmt: skip
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, timeout_seconds=1,
+                        command=fake_command(**{"checkpoint-store": "hang"}))  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(processes, "spawn", spawn)
         with pytest.raises(ClusterError, match="checkpoint-store did not come up within 1 s"):

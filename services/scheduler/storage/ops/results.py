@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, tuple_, update
 
 from pedl._timeutil import utc_now
 from pedl_scheduler.storage.connection import Positional, Row, Storage
@@ -238,3 +238,104 @@ def trial_source(s: Storage, trial_id: int) -> Row | None:
 def step_count(s: Storage) -> int:
     """How many steps are stored, over every trial."""
     return int(s.scalar(_STEP_COUNT) or 0)
+
+
+# The metrics stream (`GetMetrics`): rows of many trials, paged by (trial, batches) on the tables'
+# primary keys, so a page costs what it returns however long the experiment.
+_METRIC_TABLES = {"training": steps, "validation": validations}
+_TERMINAL_STATES = ("COMPLETED", "ERROR", "CANCELED")
+
+
+def _metric_page(table):  # noqa: ANN001, ANN202 - a SQLAlchemy Table
+    key = tuple_(table.c.trial_id, table.c.total_batches)
+    return (
+        select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
+        .where(
+            table.c.trial_id.in_(bindparam("ids", expanding=True)),
+            table.c.total_batches >= bindparam("from_batches"),
+            key > tuple_(bindparam("after_trial"), bindparam("after_batches")),
+        )
+        .order_by(table.c.trial_id, table.c.total_batches)
+        .limit(bindparam("n"))
+    )
+
+
+def _experiment_metric_page(table):  # noqa: ANN001, ANN202 - a SQLAlchemy Table
+    key = tuple_(table.c.trial_id, table.c.total_batches)
+    return (
+        select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
+        .select_from(table.join(trials, trials.c.id == table.c.trial_id))
+        .where(
+            trials.c.experiment_id == bindparam("exp_id"),
+            table.c.total_batches >= bindparam("from_batches"),
+            key > tuple_(bindparam("after_trial"), bindparam("after_batches")),
+        )
+        .order_by(table.c.trial_id, table.c.total_batches)
+        .limit(bindparam("n"))
+    )
+
+
+_METRIC_PAGES = {kind: _metric_page(table) for kind, table in _METRIC_TABLES.items()}
+_EXPERIMENT_METRIC_PAGES = {kind: _experiment_metric_page(table) for kind, table in _METRIC_TABLES.items()}
+_TRIAL_STATES_OF = (
+    select(trials.c.id, trials.c.state)
+    .where(trials.c.experiment_id == bindparam("exp_id"))
+    .order_by(trials.c.id)
+)
+_TRIAL_STATE_ONE = select(trials.c.id, trials.c.state).where(trials.c.id == bindparam("trial_id"))
+
+
+def metric_rows(
+    s: Storage,
+    kind: str,
+    trial_ids: list[int],
+    from_batches: int,
+    after: tuple[int, int],
+    limit: int,
+) -> list[tuple[int, int, str, str]]:
+    """(trial_id, total_batches, metrics_json, end_time) of `kind` ("training" or "validation") rows
+    of `trial_ids` at or past `from_batches`, after the (trial, batches) key `after`, in key order."""
+    if not trial_ids:
+        return []
+    params = {
+        "ids": trial_ids,
+        "from_batches": from_batches,
+        "after_trial": after[0],
+        "after_batches": after[1],
+        "n": limit,
+    }
+    return [
+        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"])
+        for r in s.rows(_METRIC_PAGES[kind], params)
+    ]
+
+
+def experiment_metric_rows(
+    s: Storage, kind: str, experiment_id: int, from_batches: int, after: tuple[int, int], limit: int
+) -> list[tuple[int, int, str, str]]:
+    """`metric_rows` of every trial of an experiment: one statement per page, read through the
+    driver's cursor (an experiment's whole history is 100,000 rows at 1,000 trials)."""
+    params = {
+        "exp_id": experiment_id,
+        "from_batches": from_batches,
+        "after_trial": after[0],
+        "after_batches": after[1],
+        "n": limit,
+    }
+    return [
+        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"])
+        for r in s.rows_raw(_EXPERIMENT_METRIC_PAGES[kind], params)
+    ]
+
+
+def trial_states(s: Storage, experiment_id: int | None = None, trial_id: int | None = None) -> dict[int, str]:
+    """Trial id -> state, of an experiment's trials or of one trial (empty: none such)."""
+    if trial_id is not None:
+        rows = s.rows(_TRIAL_STATE_ONE, {"trial_id": trial_id})
+    else:
+        rows = s.rows(_TRIAL_STATES_OF, {"exp_id": experiment_id})
+    return {r["id"]: r["state"] for r in rows}
+
+
+def is_terminal(state: str | None) -> bool:
+    return state in _TERMINAL_STATES

@@ -1,0 +1,248 @@
+"""The web UI's experiment page in headless Chromium: how soon it is interactive with a large search,
+and what a page left open on a live experiment costs the scheduler.
+
+1. Builds a SQLite database holding one experiment of N trials x V validations, starts
+   `pedl-scheduler` and `pedl-webui` on it, and loads /experiments/ID in Chromium: the figure is
+   the page's own clock (performance.now(), from navigation start) when every trial's history has
+   arrived and the curves, trials table and hyperparameter charts are drawn (`body[data-ready]`;
+   JavaScript is single-threaded, so the page takes input from then on).
+2. Runs a live digits experiment on an agent and measures the scheduler's CPU (utime + stime from
+   /proc) over a window with no page open, one with the experiment page open (curves following,
+   trials polled) and one without again; the page's cost, in % of one core, is the open window's
+   CPU less what the scheduler spent per batch ingested in the windows without, times the batches
+   the trial trained while watched (a machine shared with others makes the trial's pace vary).
+
+    .venv/bin/python benchmarks/webui_page.py [--trials 1000] [--validations 100] [--repeat 5]
+                                               [--window 30] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from pedl import _grpc  # noqa: E402
+from pedl.context import pack  # noqa: E402
+from pedl.login import login  # noqa: E402
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc  # noqa: E402
+from pedl_scheduler.cluster import Cluster  # noqa: E402
+from pedl_scheduler.experiments import ExperimentManager  # noqa: E402
+from pedl_scheduler.storage import open_storage  # noqa: E402
+from pedl_scheduler.storage.ops import results as result_ops  # noqa: E402
+from pedl_scheduler.storage.ops import trials as trial_ops  # noqa: E402
+from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+
+BIN = Path(sys.executable).parent
+CONFIG = """
+description: web UI benchmark
+hyperparameters:
+  learning_rate: {{type: log, minval: -4, maxval: -1, base: 10}}
+  layers: {{type: int, minval: 1, maxval: 8}}
+  activation: {{type: categorical, vals: [relu, tanh, gelu]}}
+searcher:
+  name: random
+  metric: error
+  smaller_is_better: true
+  max_trials: {trials}
+  max_concurrent_trials: 0
+  max_length:
+    batches: {length}
+"""
+LIVE = """
+description: live digits
+hyperparameters:
+  learning_rate: {type: const, val: 0.003}
+  hidden_size: {type: const, val: 32}
+  dropout: {type: const, val: 0.1}
+  batch_size: {type: const, val: 16}
+searcher: {name: single, metric: validation_error, smaller_is_better: true, max_steps: 100000}
+batches_per_step: 10
+min_validation_period: 5
+"""
+
+
+def build(db: Path, trials: int, validations: int) -> int:
+    manager = ExperimentManager(open_storage(str(db)), Cluster(), "127.0.0.1:1")
+    try:
+        exp_id = manager.create_experiment(CONFIG.format(trials=trials, length=validations * 100), b"m", "m")
+        s = manager.db
+        best: dict[int, float] = {}
+        with s.transaction():
+            for n, trial_id in enumerate(sorted(manager.trials)):
+                best[trial_id] = 1.0
+                for v in range(1, validations + 1):
+                    error = 0.9 / (1 + v * (1 + n % 7) / 20) + 0.01 * (n % 13)
+                    best[trial_id] = min(best[trial_id], error)
+                    metrics = json.dumps({"error": error, "accuracy": 1 - error})
+                    result_ops.record_validation(s, trial_id, v, v * 100, metrics, "2026-01-01T00:00:00Z")
+        manager.kill_experiment(exp_id)
+    finally:
+        manager.db.close()
+    s = open_storage(str(db))  # the ended trials' rows, as a finished search leaves them
+    try:
+        with s.transaction():
+            for trial_id, value in best.items():
+                trial_ops.save_trial(s, trial_id, total_batches=validations * 100, checkpoint_uuid="",
+                                     checkpoint_batches=0, checkpoint_step=0, sequencer_json="{}",
+                                     best_validation=value, waiting_on=None)  # fmt: skip
+    finally:
+        s.close()
+    return exp_id
+
+
+def spawn(tmp: Path, name: str, argv: list[str], port_file: Path | None = None) -> subprocess.Popen:
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / f"{name}.log", "wb"))
+    deadline = time.monotonic() + 60
+    while port_file is not None and not (port_file.exists() and port_file.read_text().strip()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"{name} did not start: see {tmp / f'{name}.log'}")
+        time.sleep(0.1)
+    return proc
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def session_cookie(webui: str, password: str) -> str:
+    body = json.dumps({"username": "admin", "password": password}).encode()
+    request = urllib.request.Request(
+        webui + "/api/login", data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
+
+
+def open_page(browser, webui: str, cookie: str, exp_id: int):  # noqa: ANN001, ANN201
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_cookies([{"name": "pedl_session", "value": cookie, "url": webui}])
+    page = context.new_page()
+    page.goto(f"{webui}/experiments/{exp_id}")
+    page.wait_for_selector("body[data-ready]", timeout=120_000)
+    return context, page
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=1000)
+    p.add_argument("--validations", type=int, default=100)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--window", type=float, default=30.0, help="seconds of each CPU window")
+    p.add_argument("--screenshot", type=Path, help="save the large experiment page here")
+    p.add_argument("--smoke", action="store_true", help="20 trials x 10 validations, 3 s windows")
+    args = p.parse_args()
+    if args.smoke:
+        args.trials, args.validations, args.repeat, args.window = 20, 10, 1, 3.0
+    executable = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        executable = None
+    if executable is None:
+        print("webui_page: skipped, no chromium or Playwright here (scripts/setup-env installs them)")
+        return
+    with tempfile.TemporaryDirectory() as name, sync_playwright() as pw:
+        tmp = Path(name)
+        exp_id = build(tmp / "pedl.db", args.trials, args.validations)
+        password = secrets.token_hex(12)
+        (tmp / "secret").write_text(secrets.token_hex(32))
+        (tmp / "admin").write_text(password)
+        procs = []
+        try:
+            scheduler = spawn(tmp, "scheduler", [
+                str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", "0",
+                "--port-file", str(tmp / "scheduler.port"), "--cluster-secret-file", str(tmp / "secret"),
+                "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1",
+            ], tmp / "scheduler.port")  # fmt: skip
+            procs.append(scheduler)
+            master = f"127.0.0.1:{(tmp / 'scheduler.port').read_text().strip()}"
+            procs.append(spawn(tmp, "webui", [
+                str(BIN / "pedl-webui"), "--master", master, "--port", "0",
+                "--port-file", str(tmp / "webui.port"),
+            ], tmp / "webui.port"))  # fmt: skip
+            webui = f"http://127.0.0.1:{(tmp / 'webui.port').read_text().strip()}"
+            time.sleep(0.5)
+            cookie = session_cookie(webui, password)
+            browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+
+            loads = []
+            for _ in range(args.repeat):
+                context, page = open_page(browser, webui, cookie, exp_id)
+                loads.append(float(page.get_attribute("body", "data-ready")) / 1000)
+                rows = page.inner_text("#points")
+                if args.screenshot:
+                    page.screenshot(path=str(args.screenshot))
+                context.close()
+            median = statistics.median(loads)
+            print(f"experiment page, {args.trials} trials x {args.validations} validations ({rows}): "
+                  f"interactive in {median:.2f} s median of {args.repeat} "
+                  f"(best {min(loads):.2f} s), target < 1 s, ratio {median / 1.0:.2f}")  # fmt: skip
+
+            token = login(master, "admin", password).token
+            procs.append(spawn(tmp, "agent", [
+                str(BIN / "pedl-agent"), "--master", master, "--agent-id", "bench", "--slots", "1",
+                "--work-dir", str(tmp / "agent"), "--cluster-secret-file", str(tmp / "secret"),
+                "--isolation", "none",
+            ]))  # fmt: skip
+            stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(master, token=token))
+            packed = pack(ROOT / "examples" / "digits_pytorch")
+            live = stub.CreateExperiment(scheduler_pb2.CreateExperimentRequest(
+                config_yaml=LIVE, model_definition=packed.data, model_definition_name="digits_pytorch"
+            ), timeout=60).experiment.id  # fmt: skip
+            deadline = time.monotonic() + 120
+            while not stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=args.trials + 1)).steps:
+                if time.monotonic() > deadline:
+                    sys.exit(f"the live trial made no step in 120 s: see {tmp}/agent.log")
+                time.sleep(0.5)
+            live_trial = scheduler_pb2.GetTrialRequest(trial_id=args.trials + 1)
+
+            def window() -> tuple[float, int]:
+                """Scheduler CPU seconds and batches the live trial trained over one window."""
+                cpu, batches = cpu_seconds(scheduler.pid), stub.GetTrial(live_trial).trial.total_batches
+                time.sleep(args.window)
+                trained = stub.GetTrial(live_trial).trial.total_batches - batches
+                return cpu_seconds(scheduler.pid) - cpu, trained
+
+            # Without a page, with one, without again: the scheduler's work per batch ingested comes
+            # from the two windows without, so a trial training faster while watched is not billed
+            # to the page.
+            idle_a = window()
+            context, page = open_page(browser, webui, cookie, live)
+            rows_before = page.inner_text("#points")
+            watched, watched_batches = window()
+            rows_after = page.inner_text("#points")
+            context.close()
+            idle_b = window()
+            browser.close()
+            per_batch = (idle_a[0] + idle_b[0]) / max(1, idle_a[1] + idle_b[1])
+            cost = (watched - per_batch * watched_batches) / args.window * 100
+            idle_pct = (idle_a[0] + idle_b[0]) / (2 * args.window) * 100
+            print(f"scheduler CPU on a live experiment: {idle_pct:.2f}% of a core without a page "
+                  f"({(idle_a[1] + idle_b[1]) / 2:.0f} batches a window), {watched / args.window * 100:.2f}% "
+                  f"with the page open ({watched_batches} batches; page showed {rows_before} -> "
+                  f"{rows_after}); "
+                  f"the page costs {cost:+.2f}% of a core over {args.window:.0f} s, target < 1%")  # fmt: skip
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+if __name__ == "__main__":
+    main()

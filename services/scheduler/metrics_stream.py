@@ -1,0 +1,204 @@
+"""`GetMetrics`: a trial's or an experiment's steps and validations, stored rows first, then live.
+
+The stored rows go in pages keyed by (trial, batches) on the tables' primary keys. Following, the
+stream remembers the last batch count it sent of each trial and kind: a trial's new rows always lie
+past it (steps and validations are stored once per batch count; a restarted trial training back to
+where it was adds nothing), so each wake-up reads only the rows of trials that were still live, past
+their own mark. Trial states are read before rows, so a trial seen ended gets one last read that
+includes whatever its final transaction stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+
+from pedl.v1 import scheduler_pb2
+from pedl_scheduler.storage.connection import Storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
+
+DEFAULT_PAGE, MAX_PAGE = 5000, 50_000
+# Seconds between a follower's reads at most (a page redraws once a second anyway).
+FOLLOW_INTERVAL = 0.5
+# Trial ids per query: far under SQLite's bound-parameter limit.
+ID_CHUNK = 500
+KIND_NAMES = {
+    scheduler_pb2.METRIC_KIND_TRAINING: ("training",),
+    scheduler_pb2.METRIC_KIND_VALIDATION: ("validation",),
+    scheduler_pb2.METRIC_KIND_UNSPECIFIED: ("training", "validation"),
+}
+_KIND_ENUM = {
+    "training": scheduler_pb2.METRIC_KIND_TRAINING,
+    "validation": scheduler_pb2.METRIC_KIND_VALIDATION,
+}
+
+
+class MetricsRequestError(ValueError):
+    pass
+
+
+@dataclass
+class MetricsQuery:
+    """What one `GetMetrics` call asks for, checked."""
+
+    trial_id: int | None
+    experiment_id: int | None
+    from_batches: int
+    page_size: int
+    kinds: tuple[str, ...]
+    follow: bool
+
+    @classmethod
+    def from_request(cls, request: scheduler_pb2.GetMetricsRequest) -> MetricsQuery:
+        target = request.WhichOneof("target")
+        if target is None:
+            raise MetricsRequestError("name a trial_id or an experiment_id")
+        if request.from_batches < 0 or request.page_size < 0:
+            raise MetricsRequestError("from_batches and page_size must be >= 0")
+        if request.kind not in KIND_NAMES:
+            raise MetricsRequestError(f"unknown metric kind {request.kind}")
+        return cls(
+            trial_id=request.trial_id if target == "trial_id" else None,
+            experiment_id=request.experiment_id if target == "experiment_id" else None,
+            from_batches=request.from_batches,
+            page_size=min(request.page_size or DEFAULT_PAGE, MAX_PAGE),
+            kinds=KIND_NAMES[request.kind],
+            follow=request.follow,
+        )
+
+
+@dataclass
+class _Cursor:
+    """The last (batches) sent per trial and kind; trials still worth reading while following."""
+
+    live: set[int] = field(default_factory=set)
+    seen: set[int] = field(default_factory=set)
+    last: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+def _pages(rows: list[tuple[int, int, str, str]], kind: str) -> list[scheduler_pb2.MetricSeries]:
+    """Rows in (trial, batches) order as one column-wise series per trial."""
+    series: list[scheduler_pb2.MetricSeries] = []
+    current: scheduler_pb2.MetricSeries | None = None
+    batches: list[int] = []
+    metrics: list[str] = []
+    times: list[str] = []
+
+    def close() -> None:
+        if current is not None:
+            current.total_batches.extend(batches)
+            current.metrics_json.extend(metrics)
+            current.end_time.extend(times)
+
+    for trial_id, total_batches, metrics_json, end_time in rows:
+        if current is None or current.trial_id != trial_id:
+            close()
+            current = scheduler_pb2.MetricSeries(trial_id=trial_id, kind=_KIND_ENUM[kind])
+            series.append(current)
+            batches, metrics, times = [], [], []
+        batches.append(total_batches)
+        metrics.append(metrics_json)
+        times.append(end_time)
+    close()
+    return series
+
+
+def _read(
+    db: Storage, query: MetricsQuery, kind: str, ids: list[int], cursor: _Cursor, since_marks: bool
+) -> list[list[tuple[int, int, str, str]]]:
+    """Pages of `kind` rows of `ids`; past each trial's mark when `since_marks`."""
+    pages: list[list[tuple[int, int, str, str]]] = []
+    for start in range(0, len(ids), ID_CHUNK):
+        chunk = ids[start : start + ID_CHUNK]
+        floor = query.from_batches
+        if since_marks:
+            marks = [cursor.last.get((kind, t), -1) for t in chunk]
+            floor = max(floor, min(marks) + 1)
+        after = (0, -1)
+        while True:
+            rows = result_ops.metric_rows(db, kind, chunk, floor, after, query.page_size)
+            if since_marks:
+                rows = [r for r in rows if r[1] > cursor.last.get((kind, r[0]), -1)]
+            if rows:
+                pages.append(rows)
+                for r in rows:
+                    cursor.last[(kind, r[0])] = r[1]
+            if len(rows) < query.page_size:
+                break
+            after = (rows[-1][0], rows[-1][1])
+    return pages
+
+
+def _read_experiment(
+    db: Storage, query: MetricsQuery, kind: str, cursor: _Cursor
+) -> Iterator[list[tuple[int, int, str, str]]]:
+    """Pages of `kind` rows of every trial of the experiment (its whole stored history)."""
+    after = (0, -1)
+    while True:
+        rows = result_ops.experiment_metric_rows(
+            db, kind, query.experiment_id or 0, query.from_batches, after, query.page_size
+        )
+        if rows:
+            for r in rows:
+                cursor.last[(kind, r[0])] = r[1]
+            yield rows
+        if len(rows) < query.page_size:
+            return
+        after = (rows[-1][0], rows[-1][1])
+
+
+async def stream(
+    db: Storage,
+    query: MetricsQuery,
+    wait_for_change: Callable[[], Awaitable[None]],
+    min_interval: float = FOLLOW_INTERVAL,
+) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:
+    """The stored rows, then (following) new ones until the target ends. Raises LookupError for an
+    unknown trial or experiment. Following reads at most once per `min_interval` seconds, so a
+    trial reporting many results a second costs a follower a few reads, not one per commit."""
+    cursor = _Cursor()
+    states = _states(db, query)
+    if not states and query.trial_id is not None:
+        raise LookupError(f"trial {query.trial_id} not found")
+    if query.experiment_id is not None and experiment_ops.experiment_state(db, query.experiment_id) is None:
+        raise LookupError(f"experiment {query.experiment_id} not found")
+    first = True
+    while True:
+        ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
+        for kind in query.kinds:
+            if first and query.experiment_id is not None:
+                pages = _read_experiment(db, query, kind, cursor)
+            else:
+                pages = _read(db, query, kind, ids, cursor, since_marks=not first)
+            for rows in pages:
+                yield scheduler_pb2.GetMetricsResponse(series=_pages(rows, kind))
+                await asyncio.sleep(0)  # a long history does not hold the event loop in one go
+        if first:
+            yield scheduler_pb2.GetMetricsResponse(caught_up=True)
+        cursor.seen = set(states)
+        cursor.live = {t for t, state in states.items() if not result_ops.is_terminal(state)}
+        if not query.follow or _ended(db, query, cursor):
+            return
+        first = False
+        read_at = time.monotonic()
+        await wait_for_change()
+        await asyncio.sleep(max(0.0, read_at + min_interval - time.monotonic()))
+        states = _states(db, query)
+
+
+def _states(db: Storage, query: MetricsQuery) -> dict[int, str]:
+    if query.trial_id is not None:
+        return result_ops.trial_states(db, trial_id=query.trial_id)
+    return result_ops.trial_states(db, experiment_id=query.experiment_id)
+
+
+def _ended(db: Storage, query: MetricsQuery, cursor: _Cursor) -> bool:
+    """Nothing more can arrive: the trial ended, or the experiment ended (it makes no more trials)."""
+    if cursor.live:
+        return False
+    if query.trial_id is not None:
+        return True
+    return result_ops.is_terminal(experiment_ops.experiment_state(db, query.experiment_id))

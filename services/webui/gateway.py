@@ -1,0 +1,96 @@
+"""The web UI's one way to the scheduler: each call carries the signed-in user's own token, so the
+scheduler's checks (who may kill, pause, see) are exactly the CLI's; the web UI has no power of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from pedl import _grpc
+from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+
+CALL_TIMEOUT = 30.0
+
+
+class GatewayError(Exception):
+    """A scheduler refusal as the web UI answers it: an HTTP status and the scheduler's own words."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+_HTTP_STATUS = {
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.FAILED_PRECONDITION: 409,
+    grpc.StatusCode.UNAVAILABLE: 503,
+}
+
+
+def error_of(e: grpc.RpcError) -> GatewayError:
+    code = e.code()  # type: ignore[attr-defined]
+    return GatewayError(_HTTP_STATUS.get(code, 502), e.details() or code.name)  # type: ignore[attr-defined]
+
+
+class Gateway:
+    """Shared channel to the scheduler (one HTTP/2 connection however many pages are open)."""
+
+    def __init__(self, master: str, tls_ca: str | None = None) -> None:
+        self.master = master
+        self._channel = _grpc.passthrough_channel(master, tls_ca=tls_ca)
+        self.scheduler = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
+        self.auth = auth_pb2_grpc.AuthServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def login(self, username: str, password: str) -> auth_pb2.LoginResponse:
+        try:
+            return self.auth.Login(
+                auth_pb2.LoginRequest(username=username, password=password), timeout=CALL_TIMEOUT
+            )
+        except grpc.RpcError as e:
+            raise error_of(e) from None
+
+    def call(self, token: str, method: str, request: Any) -> Any:
+        """A unary scheduler (or auth) call as the user `token` belongs to."""
+        stub = self.auth if hasattr(self.auth, method) else self.scheduler
+        try:
+            return getattr(stub, method)(request, timeout=CALL_TIMEOUT, metadata=_bearer(token))
+        except grpc.RpcError as e:
+            raise error_of(e) from None
+
+    def stream(self, token: str, method: str, request: Any) -> Iterator[Any]:
+        """A server stream as the user; cancel it with `.cancel()` on the returned call object."""
+        return getattr(self.scheduler, method)(request, metadata=_bearer(token))
+
+    def logout(self, token: str) -> None:
+        try:
+            self.auth.Logout(auth_pb2.LogoutRequest(), timeout=CALL_TIMEOUT, metadata=_bearer(token))
+        except grpc.RpcError:
+            pass  # an expired session is as good as ended
+
+    def whoami(self, token: str) -> auth_pb2.User | None:
+        """The token's user, or None when it is not (or no longer) a valid session."""
+        try:
+            return self.auth.WhoAmI(
+                auth_pb2.WhoAmIRequest(), timeout=CALL_TIMEOUT, metadata=_bearer(token)
+            ).user
+        except grpc.RpcError as e:
+            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):  # type: ignore[attr-defined]
+                return None
+            raise error_of(e) from None
+
+
+def _bearer(token: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")]
+
+
+__all__ = ["Gateway", "GatewayError", "error_of", "scheduler_pb2"]

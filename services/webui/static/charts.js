@@ -1,0 +1,181 @@
+// Metric histories and the charts drawn from them (uPlot, vendored under /static/vendor).
+"use strict";
+
+// Every trial's rows as the metrics stream sent them: trial id -> {t: training, v: validation},
+// each {b: [batches], m: [metric objects]}.
+class MetricStore {
+  constructor() { this.reset(); }
+  reset() { this.trials = new Map(); this.names = new Set(); this.rows = 0; this.version = 0; }
+  add(event) {
+    for (const [trialId, kind, batches, metrics] of event.series) {
+      let trial = this.trials.get(trialId);
+      if (!trial) this.trials.set(trialId, trial = { t: { b: [], m: [] }, v: { b: [], m: [] } });
+      const series = trial[kind];
+      for (let i = 0; i < batches.length; i++) {
+        series.b.push(batches[i]);
+        series.m.push(metrics[i]);
+      }
+      const seen = new Set();
+      for (const m of metrics) for (const name in m) if (!seen.has(name)) { seen.add(name); this.names.add(kind + ":" + name); }
+      this.rows += batches.length;
+    }
+    this.version++;
+  }
+  // [batches, values] of one trial for a key such as "v:validation_loss" (non-numbers as null).
+  xy(trialId, key, positiveOnly = false) {
+    const kind = key[0], name = key.slice(2);
+    const series = this.trials.get(trialId)[kind];
+    const ys = series.m.map((m) => {
+      const v = m[name];
+      return typeof v === "number" && (!positiveOnly || v > 0) ? v : null;
+    });
+    return [series.b, ys];
+  }
+  keys() {
+    return [...this.names].sort((a, b) => (a[0] === b[0] ? a.localeCompare(b) : a[0] === "v" ? -1 : 1));
+  }
+}
+
+function metricLabel(key) {
+  return (key[0] === "v" ? "validation " : "training ") + key.slice(2);
+}
+
+function trialColor(index, count) {
+  const hue = (index * 137.508) % 360;
+  return `hsl(${hue}, 65%, ${count > 50 ? 55 : 45}%)`;
+}
+
+// Tick steps for batch counts: whole numbers only.
+const BATCH_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map((e) => m * e)).sort((a, b) => a - b);
+
+function chartWidth(container) {
+  return Math.max(320, container.clientWidth - 2);
+}
+
+// Learning curves of many trials overlaid: x = batches trained, one line per trial.
+class CurvesChart {
+  constructor(container) { this.container = container; this.plot = null; this.shape = ""; }
+  draw(store, key, logScale, onlyTrials = null) {
+    if (!key) return;
+    const ids = [...store.trials.keys()].filter((id) => !onlyTrials || onlyTrials.has(id)).sort((a, b) => a - b);
+    const tables = [], shown = [];
+    for (const id of ids) {
+      const xy = store.xy(id, key, logScale);
+      if (xy[0].length) { tables.push(xy); shown.push(id); }
+    }
+    if (!tables.length) {
+      this.destroy();
+      this.container.replaceChildren(pedl.el("p", { class: "muted", text: "No " + metricLabel(key) + " yet." }));
+      return;
+    }
+    const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+    const shape = [key, logScale, shown.join(",")].join("|");
+    if (this.plot && this.shape === shape) {
+      this.plot.setData(data);
+      return;
+    }
+    this.destroy();
+    this.container.replaceChildren();
+    this.shape = shape;
+    const series = [{ label: "batches" }].concat(shown.map((id, i) => ({
+      label: "trial " + id, stroke: trialColor(i, shown.length), width: 1.5, spanGaps: true,
+      points: { show: shown.length <= 20, size: 5 },
+    })));
+    this.plot = new uPlot({
+      width: chartWidth(this.container), height: 340,
+      scales: { x: { time: false }, y: { distr: logScale ? 3 : 1 } },
+      axes: [{ label: "batches", incrs: BATCH_INCRS }, { label: metricLabel(key), size: 70 }],
+      legend: { show: shown.length <= 20 },
+      series,
+    }, data, this.container);
+  }
+  destroy() { if (this.plot) { this.plot.destroy(); this.plot = null; } }
+}
+
+function hparamAxis(trials, name) {
+  // Numbers stay numbers; anything else is placed by its category's index.
+  const values = trials.map((t) => t.hparams[name]);
+  if (values.every((v) => typeof v === "number")) return { values, categories: null };
+  const categories = [...new Set(values.map((v) => pedl.fmt(v)))].sort();
+  return { values: values.map((v) => categories.indexOf(pedl.fmt(v))), categories };
+}
+
+// The searcher metric against one hyperparameter: a point per trial.
+class ScatterChart {
+  constructor(container) { this.container = container; this.plot = null; }
+  draw(trials, hparam, metricName) {
+    if (this.plot) { this.plot.destroy(); this.plot = null; }
+    const rows = trials.filter((t) => typeof t.best_validation_metric === "number" && hparam in t.hparams);
+    if (!rows.length || !hparam) {
+      this.container.replaceChildren(pedl.el("p", { class: "muted", text: "No validated trials yet." }));
+      return;
+    }
+    const axis = hparamAxis(rows, hparam);
+    const pairs = rows.map((t, i) => [axis.values[i], t.best_validation_metric]).sort((a, b) => a[0] - b[0]);
+    this.container.replaceChildren();
+    const xAxis = { label: hparam };
+    if (axis.categories) xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? axis.categories[v] ?? "" : ""));
+    this.plot = new uPlot({
+      width: chartWidth(this.container), height: 340,
+      scales: { x: { time: false, ...(axis.categories ? { range: [-0.5, axis.categories.length - 0.5] } : {}) } },
+      axes: [xAxis, { label: metricName, size: 70 }],
+      legend: { show: false },
+      series: [{ label: hparam }, {
+        label: metricName, stroke: "#2563eb", fill: "#2563eb", paths: () => null,
+        points: { show: true, size: 7, stroke: "#2563eb", fill: "#2563eb" },
+      }],
+    }, [pairs.map((p) => p[0]), pairs.map((p) => p[1])], this.container);
+  }
+}
+
+// Parallel coordinates: an axis per hyperparameter and the metric (each scaled to 0..1), a line
+// per trial, coloured from best (blue) to worst (red).
+class ParallelChart {
+  constructor(container) { this.container = container; this.plot = null; }
+  draw(trials, names, metricName, smallerIsBetter) {
+    if (this.plot) { this.plot.destroy(); this.plot = null; }
+    const rows = trials.filter((t) => typeof t.best_validation_metric === "number");
+    if (!rows.length || !names.length) {
+      this.container.replaceChildren(pedl.el("p", { class: "muted", text: "No validated trials yet." }));
+      return;
+    }
+    const axes = names.map((n) => hparamAxis(rows, n).values).concat([rows.map((t) => t.best_validation_metric)]);
+    const labels = names.concat([metricName]);
+    const scaled = axes.map((values) => {
+      const finite = values.filter((v) => typeof v === "number" && isFinite(v));
+      const lo = Math.min(...finite), hi = Math.max(...finite);
+      return values.map((v) => (typeof v !== "number" ? null : hi > lo ? (v - lo) / (hi - lo) : 0.5));
+    });
+    const metric = scaled[scaled.length - 1];
+    const xs = labels.map((_, i) => i);
+    const series = [{ label: "axis" }], data = [xs];
+    rows.forEach((t, r) => {
+      const goodness = smallerIsBetter ? 1 - metric[r] : metric[r];
+      series.push({ label: "trial " + t.id, stroke: `hsl(${Math.round(goodness * 220)}, 70%, 45%)`, width: 1, points: { show: false } });
+      data.push(scaled.map((column) => column[r]));
+    });
+    this.container.replaceChildren();
+    this.plot = new uPlot({
+      width: chartWidth(this.container), height: 340,
+      scales: { x: { time: false, range: [-0.2, labels.length - 0.8] }, y: { range: [0, 1] } },
+      axes: [{ values: (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? labels[v] ?? "" : "")), incrs: [1] },
+             { label: "scaled 0..1", size: 50 }],
+      legend: { show: false },
+      series,
+    }, data, this.container);
+  }
+}
+
+// A <select> of metric keys that keeps the user's pick as new metrics appear.
+function fillMetricPicker(select, keys, preferred) {
+  // The user's own pick (the page marks it as data-user-picked) stays; until there is one, the
+  // searcher metric is shown once it exists.
+  const current = select.value;
+  const have = [...select.options].map((o) => o.value).join("|");
+  const keep = select.dataset.userPicked && keys.includes(current);
+  if (have === keys.join("|") && (keep || current === preferred || !keys.includes(preferred))) return current;
+  select.replaceChildren(...keys.map((k) => pedl.el("option", { value: k, text: metricLabel(k) })));
+  const pick = keep ? current : keys.includes(preferred) ? preferred : keys.includes(current) ? current : keys[0];
+  if (pick) select.value = pick;
+  return select.value;
+}

@@ -1,0 +1,41 @@
+// The cluster page: agents, every slot and who holds it, and the trials waiting for one.
+"use strict";
+
+(async () => {
+  const { api, el, poll } = pedl;
+  const $ = (name) => document.getElementById(name);
+  await pedl.setupNav();
+  const trialLink = (id) => (id ? el("a", { href: "/trials/" + id, text: String(id) }) : "");
+  const expLink = (id) => (id ? el("a", { href: "/experiments/" + id, text: String(id) }) : "");
+  const agents = new pedl.SortableTable($("agents"), [
+    { key: "id", label: "Agent", get: (a) => a.id },
+    { key: "hostname", label: "Host", get: (a) => a.hostname },
+    { key: "pool", label: "Pool", get: (a) => a.resource_pool },
+    { key: "slots", label: "Slots", get: (a) => a.num_slots },
+    { key: "used", label: "In use", get: (a) => a.used_slots },
+    { key: "enabled", label: "Enabled", get: (a) => a.enabled },
+    { key: "label", label: "Label", get: (a) => a.label },
+    { key: "isolation", label: "Isolation", get: (a) => a.isolation },
+  ], { sortKey: "id" });
+  const slots = new pedl.SortableTable($("slots"), [
+    { key: "agent", label: "Agent", get: (s) => s.agent_id },
+    { key: "slot", label: "Slot", get: (s) => s.slot_id },
+    { key: "type", label: "Type", get: (s) => s.type },
+    { key: "trial", label: "Trial", get: (s) => s.trial_id, render: (s) => trialLink(s.trial_id) },
+    { key: "experiment", label: "Experiment", get: (s) => s.experiment_id, render: (s) => expLink(s.experiment_id) },
+    { key: "owner", label: "Owner", get: (s) => s.owner },
+    { key: "enabled", label: "Enabled", get: (s) => s.enabled },
+  ], { sortKey: "agent" });
+  const queued = new pedl.SortableTable($("queued"), [
+    { key: "trial", label: "Trial", get: (q) => q.trial_id, render: (q) => trialLink(q.trial_id) },
+    { key: "experiment", label: "Experiment", get: (q) => q.experiment_id, render: (q) => expLink(q.experiment_id) },
+    { key: "owner", label: "Owner", get: (q) => q.owner },
+    { key: "batches", label: "Batches", get: (q) => q.total_batches },
+  ], { sortKey: "trial" });
+  poll(async () => {
+    const view = await api("/api/cluster");
+    agents.render(view.agents);
+    slots.render(view.slots);
+    queued.render(view.queued);
+  }, 3000);
+})();

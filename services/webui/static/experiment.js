@@ -1,0 +1,131 @@
+// The experiment page: live learning curves, hyperparameter views, trials, searcher decisions, actions.
+"use strict";
+
+(async () => {
+  const { api, el, fmt, poll, follow, stateBadge } = pedl;
+  const id = pedl.idFromPath();
+  const $ = (name) => document.getElementById(name);
+  pedl.setupNav(); // not awaited: the data streams meanwhile
+
+  const store = new MetricStore();
+  const curves = new CurvesChart($("curves"));
+  const scatter = new ScatterChart($("scatter"));
+  const parallel = new ParallelChart($("parallel"));
+  let detail = null, caughtUp = false, drawnVersion = -1, trialsShape = "";
+
+  const fixedColumns = [
+    { key: "id", label: "Trial", get: (t) => t.id, render: (t) => el("a", { href: "/trials/" + t.id, text: String(t.id) }) },
+    { key: "state", label: "State", get: (t) => t.state },
+    { key: "total_batches", label: "Batches", get: (t) => t.total_batches },
+    { key: "best", label: "Best metric", get: (t) => t.best_validation_metric },
+    { key: "restarts", label: "Restarts", get: (t) => t.restarts },
+    { key: "agent", label: "Agent", get: (t) => t.agent_id },
+  ];
+  const table = new pedl.SortableTable($("trials"), fixedColumns, { sortKey: "id" });
+
+  function redrawCurves() {
+    if (!caughtUp || !detail || drawnVersion === store.version) return;
+    drawnVersion = store.version;
+    const preferred = detail && detail.searcher_metric ? "v:" + detail.searcher_metric : "t:loss";
+    const key = fillMetricPicker($("metric"), store.keys(), preferred);
+    curves.draw(store, key, $("log-scale").checked);
+    $("points").textContent = fmt(store.rows) + " rows from " + fmt(store.trials.size) + " trials";
+  }
+  $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redrawCurves(); });
+  $("log-scale").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
+  $("hparam").addEventListener("change", () => drawHparams(true));
+
+  function drawHparams(force = false) {
+    const shape = JSON.stringify(detail.trials.map((t) => [t.id, t.best_validation_metric])) + $("hparam").value;
+    if (!force && shape === trialsShape) return;
+    trialsShape = shape;
+    scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric);
+    parallel.draw(detail.trials, detail.hparam_names, detail.searcher_metric, detail.smaller_is_better);
+  }
+
+  function render() {
+    document.title = "Experiment " + id + " · pedl";
+    $("title").textContent = "Experiment " + id;
+    $("description").textContent = detail.description || "";
+    stateBadge($("state"), detail.state);
+    const progress = detail.progress === null ? "" : Math.round(detail.progress * 100) + "% · ";
+    $("summary").textContent = progress + detail.num_trials + " trials · " + (detail.searcher || "") +
+      " searcher · owner " + (detail.owner || "(none)") + " · created " + pedl.when(detail.created_at);
+    $("searcher-metric").textContent = (detail.searcher_metric || "") + (detail.smaller_is_better ? " (smaller is better)" : " (larger is better)");
+    $("config").textContent = detail.config_yaml;
+    const live = detail.state === "ACTIVE" || detail.state === "PAUSED";
+    $("kill").disabled = !live;
+    $("pause").disabled = detail.state !== "ACTIVE";
+    $("activate").disabled = detail.state !== "PAUSED";
+
+    const hparamColumns = detail.hparam_names.map((name) => ({ key: "hp:" + name, label: name, get: (t) => t.hparams[name] }));
+    table.setColumns(fixedColumns.concat(hparamColumns));
+    table.render(detail.trials);
+
+    const picker = $("hparam");
+    if ([...picker.options].map((o) => o.value).join("|") !== detail.hparam_names.join("|")) {
+      picker.replaceChildren(...detail.hparam_names.map((n) => el("option", { value: n, text: n })));
+    }
+    drawHparams();
+
+    const decisions = detail.rungs.length || detail.lineage.length;
+    $("searcher-section").hidden = !decisions;
+    $("rungs").replaceChildren(...(detail.rungs.length ? [el("h3", { text: "Stopped at a rung (ASHA)" }),
+      el("table", {}, el("tr", {}, el("th", { text: "Rung (batches)" }), el("th", { text: "Trials stopped there" })),
+        detail.rungs.map((r) => el("tr", {}, el("td", { class: "num", text: fmt(r.batches) }),
+          el("td", {}, r.stopped_trials.flatMap((t, i) => [i ? ", " : "", el("a", { href: "/trials/" + t, text: String(t) })])))))] : []));
+    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: "Started from another trial's checkpoint (PBT)" }),
+      el("table", {}, el("tr", {}, el("th", { text: "Trial" }), el("th", { text: "Copied from" })),
+        detail.lineage.map((l) => el("tr", {}, el("td", {}, el("a", { href: "/trials/" + l.trial_id, text: String(l.trial_id) })),
+          el("td", {}, el("a", { href: "/trials/" + l.parent_trial_id, text: String(l.parent_trial_id) })))))] : []));
+    document.body.dataset.state = detail.state;
+  }
+
+  async function refresh() {
+    detail = await api("/api/experiments/" + id);
+    render();
+  }
+
+  for (const action of ["kill", "pause", "activate"]) {
+    $(action).addEventListener("click", async () => {
+      $("action-error").textContent = "";
+      try {
+        const result = await api(`/api/experiments/${id}/${action}`, { method: "POST", body: {} });
+        stateBadge($("state"), result.state);
+        await refresh();
+      } catch (error) {
+        $("action-error").textContent = error.message;
+      }
+    });
+  }
+
+  // The history streams while the trials load: neither waits for the other.
+  // Load milestones (ms from navigation) for benchmarks/webui_page.py.
+  const mark = (name) => { (window.__marks = window.__marks || {})[name] = Math.round(performance.now()); };
+  follow(`/api/experiments/${id}/metrics`, {
+    onData: (event) => {
+      if (!window.__marks || !window.__marks.firstData) mark("firstData");
+      store.add(event);
+      if (event.caught_up) {
+        mark("caughtUp");
+        caughtUp = true;
+        if (detail) finishLoad();
+      }
+    },
+    onReset: () => { store.reset(); caughtUp = false; },
+  });
+  let loaded = false;
+  function finishLoad() {
+    if (loaded) return;
+    loaded = true;
+    redrawCurves();
+    mark("curves");
+    // Ready once the browser has laid out and painted it all (the frame after the drawing).
+    requestAnimationFrame(() => setTimeout(() => { document.body.dataset.ready = String(performance.now()); }, 0));
+  }
+  await refresh();
+  mark("trials");
+  if (caughtUp) finishLoad();
+  setInterval(redrawCurves, 1000);
+  setTimeout(() => poll(refresh, 3000, (error) => { $("action-error").textContent = error.message; }), 3000);
+})();

@@ -1,0 +1,214 @@
+"""What each page shows, as JSON-ready dicts made from scheduler messages (pure: no network here).
+
+Every value passes through `pedl.records`, the one conversion layer the CLI and SDK use too, so a
+state, a hyperparameter or a count reads the same on a page as in `det e describe --json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pedl import records
+from pedl.v1 import scheduler_pb2
+
+TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
+
+
+def _length_batches(config: dict[str, Any]) -> int | None:
+    """The searcher's per-trial length in batches where the config says it in batches."""
+    searcher = config.get("searcher") or {}
+    length = searcher.get("max_length")
+    if isinstance(length, dict):
+        length = length.get("batches")
+    steps, per_step = searcher.get("max_steps"), config.get("batches_per_step") or 100
+    if length is None and _positive_int(steps) and _positive_int(per_step):
+        length = steps * per_step  # PEDL's lengths are in steps of batches_per_step
+    return int(length) if _positive_int(length) else None
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def progress(trials: Sequence[dict[str, Any]], config: dict[str, Any]) -> float | None:
+    """Fraction of the search done: ended trials count whole, live ones by batches of the searcher's
+    length (when it is given in batches); None before the first trial."""
+    if not trials:
+        return None
+    length = _length_batches(config)
+    searcher = config.get("searcher") or {}
+    planned = searcher.get("max_trials")
+    planned = planned if isinstance(planned, int) and planned >= len(trials) else len(trials)
+    done = 0.0
+    for t in trials:
+        if t["state"] in TERMINAL:
+            done += 1.0
+        elif length:
+            done += min(t["total_batches"] / length, 1.0)
+    return round(done / planned, 4)
+
+
+def best_metric(trials: Iterable[dict[str, Any]], smaller_is_better: bool) -> float | None:
+    values = [t["best_validation_metric"] for t in trials if _finite(t["best_validation_metric"])]
+    if not values:
+        return None
+    return min(values) if smaller_is_better else max(values)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def experiment_summary(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
+    """One row of the experiments page."""
+    exp = records.experiment_record(response.experiment)
+    config = exp.pop("config")
+    trials = [records.trial_record(t) for t in response.trials]
+    searcher = config.get("searcher") or {}
+    return exp | {
+        "searcher": searcher.get("name", ""),
+        "progress": progress(trials, config),
+        "best_metric": best_metric(trials, exp["smaller_is_better"]),
+        "num_trials": len(trials),
+        "active_trials": sum(1 for t in trials if t["state"] == "ACTIVE"),
+    }
+
+
+def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
+    """The experiment page: its record and config, each trial, and what its searcher decided."""
+    summary = experiment_summary(response)
+    config = records.stored_config(response.experiment.config_yaml)
+    space = config.get("hyperparameters")
+    trials = [records.trial_record(t, space) for t in sorted(response.trials, key=lambda t: t.id)]
+    for t in trials:
+        t["hparams"] = flat_hparams(t["hparams"])
+    return summary | {
+        "config_yaml": response.experiment.config_yaml,
+        "trials": trials,
+        "hparam_names": sorted({k for t in trials for k in t["hparams"]}),
+        "rungs": rungs(trials, summary["searcher"], _length_batches(config)),
+        "lineage": lineage(trials),
+    }
+
+
+def flat_hparams(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested hyperparameters as dotted names (a column each in the trials table)."""
+    flat: dict[str, Any] = {}
+    for name, value in hparams.items():
+        if isinstance(value, dict):
+            flat.update(flat_hparams(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = (
+                value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+            )
+    return flat
+
+
+def rungs(trials: Sequence[dict[str, Any]], searcher: str, length: int | None) -> list[dict[str, Any]]:
+    """For ASHA (adaptive*): the trials that ended short of the full length, grouped by where they
+    stopped (a rung), so the page shows which trials were cut at which rung."""
+    if not searcher.startswith(("asha", "adaptive")):
+        return []
+    stopped: dict[int, list[int]] = {}
+    for t in trials:
+        if t["state"] == "COMPLETED" and (length is None or t["total_batches"] < length):
+            stopped.setdefault(t["total_batches"], []).append(t["id"])
+    return [{"batches": b, "stopped_trials": ids} for b, ids in sorted(stopped.items())]
+
+
+def lineage(trials: Sequence[dict[str, Any]]) -> list[dict[str, int]]:
+    """Which trial started from which trial's checkpoint (PBT exploit, ASHA resume)."""
+    return [
+        {"trial_id": t["id"], "parent_trial_id": t["parent_trial_id"]} for t in trials if t["parent_trial_id"]
+    ]
+
+
+def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> dict[str, Any]:
+    """The trial page: its record, hyperparameters, checkpoints (with their validations)."""
+    space = records.stored_config(config_yaml).get("hyperparameters")
+    trial = records.trial_record(response.trial, space)
+    trial["hparams"] = flat_hparams(trial["hparams"])
+    validations = {v.total_batches: records.validation_record(v)["metrics"] for v in response.validations}
+    checkpoints = [
+        {
+            "uuid": c.uuid,
+            "total_batches": c.total_batches,
+            "state": records.checkpoint_state(c.state),
+            "size": c.total_size or sum(f.size for f in c.files),
+            "validation": _json_safe(validations.get(c.total_batches)),
+        }
+        for c in sorted(response.checkpoints, key=lambda c: (c.total_batches, c.uuid))
+    ]
+    return trial | {"checkpoints": checkpoints}
+
+
+def cluster_view(
+    agents: Sequence[scheduler_pb2.Agent], experiments: Sequence[scheduler_pb2.GetExperimentResponse]
+) -> dict[str, Any]:
+    """Agents, their slots and who holds each (trial, experiment, owner), and the queued trials."""
+    holders: dict[int, dict[str, Any]] = {}
+    queued: list[dict[str, Any]] = []
+    for response in experiments:
+        exp = response.experiment
+        for t in response.trials:
+            info = {"trial_id": t.id, "experiment_id": exp.id, "owner": exp.owner}
+            if records.trial_state(t.state) == "ACTIVE" and not t.agent_id:
+                queued.append(info | {"total_batches": t.total_batches})
+            else:
+                holders[t.id] = info
+    slots = records.slot_records(agents)
+    for s in slots:
+        held = holders.get(s["trial_id"] or -1, {})
+        s["experiment_id"], s["owner"] = held.get("experiment_id"), held.get("owner")
+    return {
+        "agents": [records.agent_record(a) | {"label": a.label, "isolation": a.isolation} for a in agents],
+        "slots": slots,
+        "queued": queued,
+    }
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities as null: JSON (and so the browser) has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(_json_safe(value), separators=(",", ":"))
+
+
+def metrics_event(response: scheduler_pb2.GetMetricsResponse) -> str:
+    """A GetMetrics message as one compact JSON event for the page:
+    {"series": [[trial_id, "t"|"v", [batches...], [{metric: value}...]], ...], "caught_up": bool}.
+
+    The stored metric objects are spliced in as the scheduler sent them (no parse, no re-encode: an
+    experiment's 100,000 rows pass in tens of milliseconds); only one holding NaN or an infinity is
+    re-encoded, as null.
+    """
+    parts = []
+    for s in response.series:
+        kind = "t" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "v"
+        objects = ",".join(s.metrics_json)
+        if "NaN" in objects or "Infinity" in objects:  # rare: only then look at each row
+            objects = ",".join(_finite_json(m) for m in s.metrics_json)
+        parts.append(f'[{s.trial_id},"{kind}",[{",".join(map(str, s.total_batches))}],[{objects}]]')
+    return f'{{"series":[{",".join(parts)}],"caught_up":{"true" if response.caught_up else "false"}}}'
+
+
+def _finite_json(text: str) -> str:
+    if "NaN" in text or "Infinity" in text:
+        return dumps(json.loads(text))
+    return text
+
+
+def log_event(lines: Iterable[Any]) -> str:
+    """Log lines, each marked system (pedl's own) or not (the user's output), as one JSON event."""
+    return dumps({"lines": [records.log_record(line) for line in lines]})

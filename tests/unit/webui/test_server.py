@@ -1,0 +1,109 @@
+"""The web UI's HTTP rules, against a stand-in for the scheduler: sessions, refusals, static files."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pedl.v1 import auth_pb2, common_pb2, scheduler_pb2
+from pedl_webui.gateway import GatewayError
+from pedl_webui.server import WebServer
+
+
+class StandInGateway:
+    """Answers as the scheduler would for user "ann" (token "tok-ann"), who owns experiment 1."""
+
+    def login(self, username: str, password: str) -> auth_pb2.LoginResponse:
+        if (username, password) != ("ann", "pw"):
+            raise GatewayError(401, "wrong username or password")
+        return auth_pb2.LoginResponse(token="tok-ann", user=auth_pb2.User(username="ann"))
+
+    def whoami(self, token: str) -> auth_pb2.User | None:
+        return auth_pb2.User(username="ann") if token == "tok-ann" else None
+
+    def logout(self, token: str) -> None:
+        pass
+
+    def call(self, token: str, method: str, request: Any) -> Any:
+        if token != "tok-ann":
+            raise GatewayError(401, "invalid token")
+        if getattr(request, "experiment_id", 1) != 1 or getattr(request, "trial_id", 1) != 1:
+            raise GatewayError(404, "not found")
+        if method == "KillExperiment":
+            exp = scheduler_pb2.Experiment(id=1, state=common_pb2.EXPERIMENT_STATE_CANCELED)
+            return scheduler_pb2.KillExperimentResponse(experiment=exp)
+        exp = scheduler_pb2.Experiment(id=1, state=common_pb2.EXPERIMENT_STATE_ACTIVE, config_yaml="a: 1\n")
+        return scheduler_pb2.GetExperimentResponse(experiment=exp)
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    server = WebServer(("127.0.0.1", 0), StandInGateway())  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def request(url: str, path: str, body: Any = None, cookie: str = "", content_type: str = "application/json"):  # noqa: ANN201
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": content_type} if data is not None else {}
+    if cookie:
+        headers["Cookie"] = cookie
+    req = urllib.request.Request(url + path, data=data, headers=headers, method="POST" if data else "GET")
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        response = opener.open(req, timeout=10)
+        return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any) -> None:  # noqa: ANN401
+        return None
+
+
+def test_login_sets_an_httponly_strict_cookie_and_a_wrong_password_is_refused(url: str) -> None:
+    status, headers, _ = request(url, "/api/login", {"username": "ann", "password": "pw"})
+    assert status == 200
+    assert headers["Set-Cookie"] == "pedl_session=tok-ann; Path=/; HttpOnly; SameSite=Strict"
+    status, _, body = request(url, "/api/login", {"username": "ann", "password": "nope"})
+    assert status == 401 and json.loads(body)["error"] == "wrong username or password"
+
+
+def test_without_a_session_pages_redirect_to_login_and_the_api_answers_401(url: str) -> None:
+    status, headers, _ = request(url, "/experiments/1")
+    assert status == 303 and headers["Location"] == "/login?next=/experiments/1"
+    assert request(url, "/api/experiments")[0] == 401
+    assert request(url, "/api/experiments/1/kill", {}, cookie="pedl_session=stolen")[0] == 401
+
+
+def test_actions_need_a_json_body_so_no_other_site_can_post_a_form(url: str) -> None:
+    cookie = "pedl_session=tok-ann"
+    status, _, _ = request(url, "/api/experiments/1/kill", "x", cookie=cookie, content_type="text/plain")
+    assert status == 415
+    status, _, body = request(url, "/api/experiments/1/kill", {}, cookie=cookie)
+    assert status == 200 and json.loads(body) == {"id": 1, "state": "CANCELED"}
+
+
+def test_unknown_ids_and_paths_are_404_pages_and_static_files_stay_in_their_folder(url: str) -> None:
+    cookie = "pedl_session=tok-ann"
+    for path in ("/experiments/2", "/trials/7", "/experiments/x", "/elsewhere"):
+        status, headers, body = request(url, path, cookie=cookie)
+        assert status == 404 and b"Not found" in body and headers["Content-Type"].startswith("text/html"), (
+            path
+        )
+    assert request(url, "/experiments/1", cookie=cookie)[0] == 200
+    for path in ("/static/../server.py", "/static/%2e%2e/server.py", "/static/experiment.html"):
+        assert request(url, path)[0] == 404, path
+    status, headers, _ = request(url, "/static/vendor/uPlot.iife.min.js")
+    assert status == 200 and "default-src 'self'" in headers["Content-Security-Policy"]

@@ -1,0 +1,82 @@
+"""What the web UI's pages are given: metric events a browser can parse, searcher decisions, progress."""
+
+from __future__ import annotations
+
+import json
+
+from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_webui import views
+
+
+def test_a_metrics_event_is_json_a_browser_parses_with_nan_as_null() -> None:
+    series = scheduler_pb2.MetricSeries(
+        trial_id=3,
+        kind=scheduler_pb2.METRIC_KIND_VALIDATION,
+        total_batches=[100, 200],
+        metrics_json=['{"error": 0.5}', '{"error": NaN, "acc": Infinity}'],
+        end_time=["t1", "t2"],
+    )
+    text = views.metrics_event(scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True))
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {
+        "series": [[3, "v", [100, 200], [{"error": 0.5}, {"error": None, "acc": None}]]],
+        "caught_up": True,
+    }
+
+
+def trial(
+    id_: int, state: str, batches: int, best: float | None = None, parent: int = 0
+) -> scheduler_pb2.Trial:
+    t = scheduler_pb2.Trial(
+        id=id_, experiment_id=1, state=getattr(common_pb2, f"TRIAL_STATE_{state}"), total_batches=batches,
+        parent_trial_id=parent,
+    )  # fmt: skip
+    t.hparams.update({"lr": 0.1, "model": {"layers": 2}})
+    if best is not None:
+        t.best_validation_metric = best
+    return t
+
+
+def experiment(searcher: str, *trials: scheduler_pb2.Trial) -> scheduler_pb2.GetExperimentResponse:
+    config = (
+        "description: '<b>x</b>'\n"
+        f"searcher: {{name: {searcher}, metric: error, max_trials: 4, max_length: {{batches: 1000}}}}\n"
+        "hyperparameters:\n  lr: 0.1\n  model: {layers: {type: int, minval: 1, maxval: 4}}\n"
+    )
+    exp = scheduler_pb2.Experiment(id=1, state=common_pb2.EXPERIMENT_STATE_ACTIVE, config_yaml=config,
+                                   searcher_metric="error", smaller_is_better=True)  # fmt: skip
+    return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=list(trials))
+
+
+def test_asha_shows_which_trials_stopped_at_which_rung_and_progress_counts_planned_trials() -> None:
+    detail = views.experiment_detail(
+        experiment(
+            "adaptive_asha",
+            trial(1, "COMPLETED", 100, 0.4),
+            trial(2, "COMPLETED", 100, 0.5),
+            trial(3, "COMPLETED", 1000, 0.2),
+            trial(4, "ACTIVE", 500, 0.3, parent=1),
+        )
+    )
+    assert detail["rungs"] == [{"batches": 100, "stopped_trials": [1, 2]}]
+    assert detail["lineage"] == [{"trial_id": 4, "parent_trial_id": 1}]
+    assert detail["progress"] == 0.875  # 3 ended + half of one, of 4 planned
+    assert detail["best_metric"] == 0.2
+    assert detail["hparam_names"] == ["lr", "model.layers"]
+    assert detail["trials"][0]["hparams"] == {"lr": 0.1, "model.layers": 2}
+
+
+def test_random_search_has_no_rungs_and_no_trials_no_progress() -> None:
+    assert views.experiment_detail(experiment("random", trial(1, "COMPLETED", 100)))["rungs"] == []
+    assert views.experiment_summary(experiment("random"))["progress"] is None
+
+
+def test_log_events_mark_pedls_lines_apart_from_the_trials_output() -> None:
+    lines = [
+        common_pb2.LogLine(id=1, trial_id=1, source="pedl", message="trial 1 run 1 started on agent a"),
+        common_pb2.LogLine(id=2, trial_id=1, source="stdout", message="<script>alert(1)</script>\n"),
+        common_pb2.LogLine(id=3, trial_id=1, source="stderr", message='{"event": "x", "level": "info"}'),
+    ]
+    event = json.loads(views.log_event(lines))
+    assert [(line["id"], line["system"]) for line in event["lines"]] == [(1, True), (2, False), (3, True)]
+    assert event["lines"][1]["message"] == "<script>alert(1)</script>"  # as text; pages use textContent
