@@ -19,6 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 
 from pedl import _trial_token
 from pedl._bearer import BearerInterceptor
@@ -281,11 +282,19 @@ def _killed_experiment(w: World) -> int:
 
 
 def _ended_checkpoint(w: World) -> str:
-    """A checkpoint of the owner's killed experiment: nothing needs it, so an allowed delete succeeds."""
+    """A checkpoint of the owner's killed experiment, stored and recorded as a trial's report would
+    (no agent runs here): nothing needs it, so an allowed delete succeeds."""
     exp_id = w.new_experiment()
-    uuid = w.new_checkpoint(exp_id)
+    trial_id = w.trial_of(exp_id)[0]
+    stored = upload(w.store("cluster"), exp_id, trial_id).checkpoint
     w.scheduler("admin").KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id), timeout=30)
-    return uuid
+    with sqlite3.connect(w.cluster.workdir / "pedl.db", timeout=30) as db:
+        db.execute(
+            "INSERT INTO checkpoints (uuid, trial_id, step_id, total_batches, state, checkpoint_json,"
+            " created_at, state_changed_at) VALUES (?, ?, 1, 1, 'COMPLETED', ?, '', '')",
+            (stored.uuid, trial_id, json_format.MessageToJson(stored)),
+        )
+    return stored.uuid
 
 
 def _paused_experiment(w: World) -> int:
@@ -459,7 +468,7 @@ def test_private_lists_show_only_ones_own(world: World) -> None:
 
 def test_bob_cannot_delete_alices_checkpoint_and_it_stays(world: World) -> None:
     """The issue's report: another user's `checkpoint delete` is refused and nothing is removed."""
-    uuid = world.new_checkpoint()
+    uuid = _ended_checkpoint(world)  # recorded by the scheduler, so only ownership stands in the way
     request = checkpoint_store_pb2.DeleteCheckpointRequest(uuid=uuid)
     with pytest.raises(grpc.RpcError) as info:
         world.store("other").DeleteCheckpoint(request, timeout=30)
