@@ -13,6 +13,7 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl_checkpoint_store.s3_allow import S3Allowance
 from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
@@ -36,8 +37,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         cluster_id: str,
         storage_roots: Sequence[Path] | None = None,
         private: bool = False,
+        allowed_s3: S3Allowance | None = None,
     ) -> None:
         self.manager = manager
+        # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
+        self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
         self.storage_roots = storage_roots
         self.db = manager.db
@@ -77,7 +81,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         except LimitExceeded as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         try:
-            await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
+            await asyncio.to_thread(
+                check_checkpoint_storage, request.config_yaml, self.storage_roots, self.allowed_s3
+            )
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         try:
