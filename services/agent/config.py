@@ -14,6 +14,7 @@ from pedl import _interfaces, auth
 from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
 
 from .disk import DEFAULT_KEEP_FAILED, DEFAULT_POLL_SECONDS, parse_duration, parse_size
+from .load_limit import DEFAULT_LOAD_TIMEOUT
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES
 from .sandbox import ISOLATION_MODES, default_isolation
 
@@ -61,6 +62,7 @@ class AgentConfig:
     keep_trial_dirs_seconds: float = 0.0
     trial_log_limit_bytes: int = parse_size(DEFAULT_LOG_LIMIT)
     trial_log_file_bytes: int = FILE_BYTES
+    trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -186,6 +188,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the agent's own copy of a run's output (trial.log) moves to trial.log.1 past this size; the "
         f"scheduler holds the whole log (default {FILE_BYTES // 1024 // 1024}M)",
     )
+    p.add_argument(
+        "--trial-load-timeout",
+        default=DEFAULT_LOAD_TIMEOUT,
+        metavar="DURATION",
+        help="longest a run may take from its harness's start to its first workload (importing the model "
+        "definition, restoring its checkpoint, building model and data) before it is killed with a clear "
+        f"error, e.g. 10m (default {DEFAULT_LOAD_TIMEOUT}; 0: no limit)",
+    )
     return p
 
 
@@ -197,6 +207,7 @@ def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace
         ("--trial-log-file-bytes", "trial_log_file_bytes", parse_size),
         ("--keep-failed-trial-dirs", "keep_failed_trial_dirs_seconds", parse_duration),
         ("--keep-trial-dirs", "keep_trial_dirs_seconds", parse_duration),
+        ("--trial-load-timeout", "trial_load_timeout_seconds", parse_duration),
     ]:
         try:
             out[name] = parse(getattr(ns, flag[2:].replace("-", "_")))

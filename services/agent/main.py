@@ -101,6 +101,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         ),
         log_limit_bytes=cfg.trial_log_limit_bytes,
         log_file_bytes=cfg.trial_log_file_bytes,
+        load_timeout_seconds=cfg.trial_load_timeout_seconds,
     )
     agent = Agent(
         agent_id=cfg.agent_id,

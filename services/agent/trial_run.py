@@ -31,10 +31,11 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
-from .disk import DEFAULT_POLL_SECONDS, TrialDirs, over_limit_message, watch_usage
+from .disk import DEFAULT_POLL_SECONDS, TrialDirs
 from .harness_service import HarnessServicer
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
+from .run_limits import RunLimits
 from .sandbox import Sandbox
 
 T = TypeVar("T")
@@ -134,6 +135,8 @@ class RunSettings:
     trial_dirs: TrialDirs | None = None
     log_limit_bytes: int = 0
     log_file_bytes: int = FILE_BYTES
+    # Seconds a run may take from its harness's start to its first workload request (0: no limit).
+    load_timeout_seconds: float = 0.0
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -183,7 +186,12 @@ class TrialRun:
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
         self.exited = False
-        self._disk_over = False  # killed for writing past --trial-disk-limit
+        self._limits = RunLimits(
+            settings.disk_limit_bytes,
+            settings.disk_poll_seconds,
+            settings.load_timeout_seconds,
+            lambda reason: self.kill(by_scheduler=False, reason=reason),
+        )
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
 
     @property
@@ -211,11 +219,6 @@ class TrialRun:
         self._kill_requested.set()
         if self._proc is not None and self._proc.returncode is None:
             self._terminate()
-
-    def _over_disk(self, used: int) -> None:
-        self._log.warning("trial over its disk limit", used=used, limit=self._s.disk_limit_bytes)
-        self._disk_over = True
-        self.kill(by_scheduler=False, reason=over_limit_message(used, self._s.disk_limit_bytes))
 
     def _terminate(self) -> None:
         self._log.info("terminating harness", pid=self.pid, grace_seconds=self._s.kill_grace_seconds)
@@ -257,8 +260,8 @@ class TrialRun:
             if self._proc is not None and self._proc.returncode is None:
                 self._signal_group(signal.SIGKILL)
         self.exited = True
-        if self._disk_over:
-            outcome = _Outcome(outcome.exit_code or 1, self._kill_reason)
+        if self._limits.reason:
+            outcome = _Outcome(outcome.exit_code or 1, self._limits.reason)
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)
         exited = agent_pb2.TrialExited(
@@ -273,7 +276,7 @@ class TrialRun:
             exited.failure.CopyFrom(failure)
         self._s.send(agent_pb2.ConnectRequest(trial_exited=exited))
         if self._s.trial_dirs is not None:
-            failed = outcome.exit_code != 0 and not killed and not self._disk_over
+            failed = outcome.exit_code != 0 and not killed and not self._limits.over_disk
             await asyncio.to_thread(self._s.trial_dirs.finish, self.trial_dir, failed)
 
     async def _run_to_exit(self, after: Sequence[asyncio.Future[None]]) -> _Outcome:
@@ -287,7 +290,6 @@ class TrialRun:
             file_bytes=self._s.log_file_bytes,
         )
         server: grpc.aio.Server | None = None
-        disk_watch: asyncio.Task[None] | None = None
         try:
             try:
                 model_dir = await self._unless_killed(self._prepare())
@@ -296,15 +298,7 @@ class TrialRun:
                     raise _Killed()
                 await self._wait_for_slots(after)
                 await self._spawn_all(model_dir)
-                if self._s.disk_limit_bytes:
-                    disk_watch = asyncio.ensure_future(
-                        watch_usage(
-                            self.trial_dir,
-                            self._s.disk_limit_bytes,
-                            self._over_disk,
-                            self._s.disk_poll_seconds,
-                        )
-                    )
+                self._limits.start(self.trial_dir, self.servicer.loaded)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
             except Exception as e:
@@ -314,10 +308,9 @@ class TrialRun:
             else:
                 outcome = await self._supervise(relay)
         finally:
-            if disk_watch is not None:
-                disk_watch.cancel()
-            if self._disk_over:
-                relay.add("pedl", self._kill_reason)
+            self._limits.stop()
+            if self._limits.reason:
+                relay.add("pedl", self._limits.reason)
             if self._escalation is not None:
                 self._escalation.cancel()
             relay.close()

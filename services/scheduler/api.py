@@ -12,6 +12,8 @@ import grpc
 
 from pedl import __version__
 from pedl._server_auth import current_principal
+from pedl.context.errors import ContextError
+from pedl.context.unpack import check_archive
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import S3Allowance
 from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
@@ -86,6 +88,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             )
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        if request.model_definition:  # what an agent would refuse to unpack is refused here
+            try:
+                await asyncio.to_thread(check_archive, request.model_definition)
+            except ContextError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
         try:
             principal = current_principal()
             exp_id = self.manager.create_experiment(
