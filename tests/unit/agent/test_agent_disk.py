@@ -12,6 +12,7 @@ import pytest
 from pedl.v1 import agent_pb2
 from pedl_agent.config import parse_args
 from pedl_agent.disk import REMOVE_AFTER, TrialDirs, parse_duration, parse_size, usage_bytes, watch_usage
+from pedl_agent.load_limit import watch_load
 from pedl_agent.log_relay import LogRelay
 
 
@@ -99,3 +100,16 @@ def test_log_volume_cap_drops_the_rest_and_says_so_once_and_the_file_is_bounded(
     assert len(notices) == 2
     assert log.stat().st_size <= 600 and (tmp_path / "trial.log.1").stat().st_size <= 600
     assert "dropped 80 lines" in log.read_text()
+
+
+def test_a_run_that_does_not_load_in_time_is_reported_once_and_one_that_loads_is_not() -> None:
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        loaded = asyncio.Event()
+        await watch_load(loaded, 0.05, reasons.append)
+        loaded.set()
+        await watch_load(loaded, 0.05, reasons.append)
+
+    asyncio.run(scenario())
+    assert len(reasons) == 1 and "within 0.05 s" in reasons[0] and "--trial-load-timeout" in reasons[0]
