@@ -13,11 +13,14 @@ from pathlib import Path
 from pedl import _interfaces, auth
 from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
 
-from .log_relay import MAX_LINE_BYTES
+from .disk import DEFAULT_KEEP_FAILED, DEFAULT_POLL_SECONDS, parse_duration, parse_size
+from .load_limit import DEFAULT_LOAD_TIMEOUT
+from .log_relay import FILE_BYTES, MAX_LINE_BYTES
 from .sandbox import ISOLATION_MODES, default_isolation
 
 DEFAULT_MASTER = "127.0.0.1:8080"
 DEFAULT_ENVIRONMENT = "default"
+DEFAULT_LOG_LIMIT = "1G"
 
 
 @dataclass
@@ -52,6 +55,14 @@ class AgentConfig:
     hide_paths: list[Path] = field(default_factory=list)
     # Directories every sandboxed trial may read and write (--bind).
     bind_paths: list[Path] = field(default_factory=list)
+    # Disk hygiene (disk.py, log_relay.py); 0 turns a limit off.
+    trial_disk_limit_bytes: int = 0
+    trial_disk_poll_seconds: float = DEFAULT_POLL_SECONDS
+    keep_failed_trial_dirs_seconds: float = parse_duration(DEFAULT_KEEP_FAILED)
+    keep_trial_dirs_seconds: float = 0.0
+    trial_log_limit_bytes: int = parse_size(DEFAULT_LOG_LIMIT)
+    trial_log_file_bytes: int = FILE_BYTES
+    trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -135,7 +146,76 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a directory sandboxed trials may read and write (shared datasets, scratch), at the same "
         "path; repeatable. The agent's own paths inside it stay hidden",
     )
+    p.add_argument(
+        "--trial-disk-limit",
+        default="0",
+        metavar="SIZE",
+        help="most disk one trial run may fill in its directory (its /tmp included), e.g. 20G; past it "
+        "the run is killed with a clear error and its files removed (default 0: no limit)",
+    )
+    p.add_argument(
+        "--trial-disk-poll",
+        type=float,
+        default=DEFAULT_POLL_SECONDS,
+        metavar="SECONDS",
+        help="how often a run's disk use is measured against --trial-disk-limit "
+        f"(default {DEFAULT_POLL_SECONDS:g})",
+    )
+    p.add_argument(
+        "--keep-failed-trial-dirs",
+        default=DEFAULT_KEEP_FAILED,
+        metavar="DURATION",
+        help="how long a failed run's directory stays for debugging before it is removed, e.g. 24h, 30m, "
+        f"0 (default {DEFAULT_KEEP_FAILED}); other runs' directories go when they end",
+    )
+    p.add_argument(
+        "--keep-trial-dirs",
+        default="0",
+        metavar="DURATION",
+        help="keep every run's directory this long after it ends, for debugging (default 0)",
+    )
+    p.add_argument(
+        "--trial-log-limit",
+        default=DEFAULT_LOG_LIMIT,
+        metavar="SIZE",
+        help="most output one trial run may log; the rest is dropped and one line at the end says how much "
+        f"(default {DEFAULT_LOG_LIMIT}; 0: no limit)",
+    )
+    p.add_argument(
+        "--trial-log-file-bytes",
+        default=str(FILE_BYTES),
+        metavar="SIZE",
+        help="the agent's own copy of a run's output (trial.log) moves to trial.log.1 past this size; the "
+        f"scheduler holds the whole log (default {FILE_BYTES // 1024 // 1024}M)",
+    )
+    p.add_argument(
+        "--trial-load-timeout",
+        default=DEFAULT_LOAD_TIMEOUT,
+        metavar="DURATION",
+        help="longest a run may take from its harness's start to its first workload (importing the model "
+        "definition, restoring its checkpoint, building model and data) before it is killed with a clear "
+        f"error, e.g. 10m (default {DEFAULT_LOAD_TIMEOUT}; 0: no limit)",
+    )
     return p
+
+
+def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for flag, name, parse in [
+        ("--trial-disk-limit", "trial_disk_limit_bytes", parse_size),
+        ("--trial-log-limit", "trial_log_limit_bytes", parse_size),
+        ("--trial-log-file-bytes", "trial_log_file_bytes", parse_size),
+        ("--keep-failed-trial-dirs", "keep_failed_trial_dirs_seconds", parse_duration),
+        ("--keep-trial-dirs", "keep_trial_dirs_seconds", parse_duration),
+        ("--trial-load-timeout", "trial_load_timeout_seconds", parse_duration),
+    ]:
+        try:
+            out[name] = parse(getattr(ns, flag[2:].replace("-", "_")))
+        except ValueError as e:
+            parser.error(f"{flag}: {e}")
+    if not ns.trial_disk_poll > 0:
+        parser.error(f"--trial-disk-poll must be a number of seconds > 0, got {ns.trial_disk_poll}")
+    return out
 
 
 def _check_master(master: str) -> str:
@@ -205,6 +285,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
     for path in binds:
         if not path.is_dir():
             parser.error(f"--bind {path} is not a directory")
+    hygiene = _sizes_and_durations(parser, ns)
     return AgentConfig(
         master=master,
         agent_id=agent_id,
@@ -226,6 +307,8 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         cluster_secret_file=ns.cluster_secret_file or "",
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
         bind_paths=binds,
+        trial_disk_poll_seconds=ns.trial_disk_poll,
+        **hygiene,  # type: ignore[arg-type]
     )
 
 

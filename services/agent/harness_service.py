@@ -30,6 +30,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         # Whether the harness has been handed a training workload, and the error it reported.
         self.trained = False
         self.failure: agent_pb2.FailureSignature | None = None
+        # Set at the harness's first request for a workload: it has loaded (load_limit.py).
+        self.loaded = asyncio.Event()
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -66,6 +68,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
     async def NextWorkload(
         self, request: harness_pb2.NextWorkloadRequest, context: grpc.aio.ServicerContext
     ) -> harness_pb2.NextWorkloadResponse:
+        self.loaded.set()
         workload = await self._workloads.get()
         self._in_progress = workload
         if workload.kind == common_pb2.WORKLOAD_KIND_RUN_STEP:

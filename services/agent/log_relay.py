@@ -1,4 +1,10 @@
-"""A trial's output lines: batched to the scheduler as trial_logs and appended to trial.log."""
+"""A trial's output lines: batched to the scheduler as trial_logs, with a bounded local copy.
+
+The scheduler holds a trial's logs; the agent's trial.log is only a bounded buffer of the latest
+output (for looking at while the scheduler is unreachable): past `file_bytes` it moves to trial.log.1
+and starts again, so at most twice that stays on disk. A run that prints more than `limit_bytes` has
+the rest dropped, and one line at its end says how much.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ FLUSH_LINES = 200
 # Longer lines are split so one runaway line cannot exhaust memory (pedl-agent --max-log-line-bytes).
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_LINES = 40
+# trial.log moves to trial.log.1 past this many bytes (pedl-agent --trial-log-file-bytes).
+FILE_BYTES = 4 * 1024 * 1024
 
 
 async def iter_lines(stream: asyncio.StreamReader, max_bytes: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
@@ -52,8 +60,17 @@ class LogRelay:
         log_file: Path,
         flush_seconds: float = FLUSH_SECONDS,
         flush_lines: int = FLUSH_LINES,
+        limit_bytes: int = 0,
+        file_bytes: int = FILE_BYTES,
     ) -> None:
         self.trial_id = trial_id
+        self._limit = limit_bytes  # 0: no cap (pedl-agent --trial-log-limit)
+        self._shipped_bytes = 0
+        self.dropped_lines = 0
+        self.dropped_bytes = 0
+        self._log_file = log_file
+        self._file_bytes = file_bytes
+        self._written = 0
         self.run_id = run_id
         self._send = send
         self._flush_seconds = flush_seconds
@@ -62,14 +79,29 @@ class LogRelay:
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         log_file.parent.mkdir(parents=True, exist_ok=True)
         self._file: TextIO | None = open(log_file, "a", encoding="utf-8")  # noqa: SIM115
+        self._written = self._file.tell()
         self._timer: asyncio.TimerHandle | None = None
 
     def add(self, source: str, message: str) -> None:
-        ts = utc_now()
         if source == "stderr":
             self.stderr_tail.append(message)
+        if self._limit and source != "pedl":
+            size = len(message.encode("utf-8", errors="replace")) + 1
+            if self._shipped_bytes + size > self._limit:
+                self.dropped_lines += 1
+                self.dropped_bytes += size
+                return
+            self._shipped_bytes += size
+        self._append(source, message)
+
+    def _append(self, source: str, message: str) -> None:
+        ts = utc_now()
         if self._file is not None:
-            self._file.write(f"{ts} [{source}] {message}\n")
+            entry = f"{ts} [{source}] {message}\n"
+            if self._file_bytes and self._written + len(entry) > self._file_bytes and self._written:
+                self._rotate()
+            self._file.write(entry)
+            self._written += len(entry)
         self._pending.append(
             common_pb2.LogLine(
                 trial_id=self.trial_id, run_id=self.run_id, timestamp=ts, source=source, message=message
@@ -95,11 +127,26 @@ class LogRelay:
             )
         )
 
+    def _rotate(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        self._log_file.replace(self._log_file.with_name(self._log_file.name + ".1"))
+        self._file = open(self._log_file, "a", encoding="utf-8")  # noqa: SIM115
+        self._written = 0
+
+    def dropped_summary(self) -> str:
+        return (
+            f"pedl: dropped {self.dropped_lines} lines ({self.dropped_bytes} bytes) of this run's output "
+            f"past the agent's per-trial log limit of {self._limit} bytes (pedl-agent --trial-log-limit)"
+        )
+
     async def pump(self, stream: asyncio.StreamReader, source: str) -> None:
         async for line in iter_lines(stream):
             self.add(source, line)
 
     def close(self) -> None:
+        if self.dropped_lines:
+            self._append("pedl", self.dropped_summary())
         self.flush()
         if self._file is not None:
             self._file.close()

@@ -18,6 +18,7 @@ from pedl.cluster.paths import pedl_home
 from .agent import Agent
 from .config import AgentConfig, local_address, parse_args
 from .devices import detect_gpus, make_slots
+from .disk import TrialDirs
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .outbox import Outbox
@@ -93,6 +94,14 @@ async def run_agent(cfg: AgentConfig) -> None:
         environments=cfg.environment_argvs(),
         address=address,
         sandbox=sandbox,
+        disk_limit_bytes=cfg.trial_disk_limit_bytes,
+        disk_poll_seconds=cfg.trial_disk_poll_seconds,
+        trial_dirs=TrialDirs(
+            cfg.work_dir / "trials", cfg.keep_failed_trial_dirs_seconds, cfg.keep_trial_dirs_seconds
+        ),
+        log_limit_bytes=cfg.trial_log_limit_bytes,
+        log_file_bytes=cfg.trial_log_file_bytes,
+        load_timeout_seconds=cfg.trial_load_timeout_seconds,
     )
     agent = Agent(
         agent_id=cfg.agent_id,
@@ -125,6 +134,11 @@ async def run_agent(cfg: AgentConfig) -> None:
         loop.add_signal_handler(sig, stop_requested.set)
     link_stop = asyncio.Event()
     link_task = asyncio.ensure_future(link.run(link_stop))
+    trial_dirs = settings.trial_dirs
+    assert trial_dirs is not None
+    sweeper = asyncio.ensure_future(
+        trial_dirs.sweep_forever(lambda: [trial_dirs.root / f"{t}-{r}" for t, r in list(agent.runs)])
+    )
     try:
         await stop_requested.wait()
         log.info("agent stopping", running_trials=len(agent.runs))
@@ -132,6 +146,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         if link.connected.is_set():
             await outbox.drained(SHUTDOWN_FLUSH_SECONDS)
     finally:
+        sweeper.cancel()
         link_stop.set()
         try:
             await asyncio.wait_for(link_task, 5.0)

@@ -31,9 +31,11 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
+from .disk import DEFAULT_POLL_SECONDS, TrialDirs
 from .harness_service import HarnessServicer
-from .log_relay import MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
+from .log_relay import FILE_BYTES, MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
+from .run_limits import RunLimits
 from .sandbox import Sandbox
 
 T = TypeVar("T")
@@ -126,6 +128,15 @@ class RunSettings:
     address: str = ""
     # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
     sandbox: Sandbox | None = None
+    # Disk hygiene (disk.py): a run's disk limit (0: none), how its directory goes when it ends, and
+    # how much output one run may log (0: no limit) and the agent keeps locally.
+    disk_limit_bytes: int = 0
+    disk_poll_seconds: float = DEFAULT_POLL_SECONDS
+    trial_dirs: TrialDirs | None = None
+    log_limit_bytes: int = 0
+    log_file_bytes: int = FILE_BYTES
+    # Seconds a run may take from its harness's start to its first workload request (0: no limit).
+    load_timeout_seconds: float = 0.0
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -177,6 +188,12 @@ class TrialRun:
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
         self.exited = False
+        self._limits = RunLimits(
+            settings.disk_limit_bytes,
+            settings.disk_poll_seconds,
+            settings.load_timeout_seconds,
+            lambda reason: self.kill(by_scheduler=False, reason=reason),
+        )
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
 
     @property
@@ -249,6 +266,8 @@ class TrialRun:
             if self._proc is not None and self._proc.returncode is None:
                 self._signal_group(signal.SIGKILL)
         self.exited = True
+        if self._limits.reason:
+            outcome = _Outcome(outcome.exit_code or 1, self._limits.reason)
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)
         exited = agent_pb2.TrialExited(
@@ -262,10 +281,20 @@ class TrialRun:
         if failure is not None and outcome.exit_code != 0 and not self._kill_requested.is_set():
             exited.failure.CopyFrom(failure)
         self._s.send(agent_pb2.ConnectRequest(trial_exited=exited))
+        if self._s.trial_dirs is not None:
+            failed = outcome.exit_code != 0 and not killed and not self._limits.over_disk
+            await asyncio.to_thread(self._s.trial_dirs.finish, self.trial_dir, failed)
 
     async def _run_to_exit(self, after: Sequence[asyncio.Future[None]]) -> _Outcome:
         self.trial_dir.mkdir(parents=True, exist_ok=True)
-        relay = LogRelay(self.trial_id, self.run_id, self._s.send, self.trial_dir / "trial.log")
+        relay = LogRelay(
+            self.trial_id,
+            self.run_id,
+            self._s.send,
+            self.trial_dir / "trial.log",
+            limit_bytes=self._s.log_limit_bytes,
+            file_bytes=self._s.log_file_bytes,
+        )
         server: grpc.aio.Server | None = None
         try:
             try:
@@ -275,6 +304,7 @@ class TrialRun:
                     raise _Killed()
                 await self._wait_for_slots(after)
                 await self._spawn_all(model_dir)
+                self._limits.start(self.trial_dir, self.servicer.loaded)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
             except Exception as e:
@@ -284,6 +314,9 @@ class TrialRun:
             else:
                 outcome = await self._supervise(relay)
         finally:
+            self._limits.stop()
+            if self._limits.reason:
+                relay.add("pedl", self._limits.reason)
             if self._escalation is not None:
                 self._escalation.cancel()
             relay.close()

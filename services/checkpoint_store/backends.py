@@ -17,6 +17,7 @@ from typing import Any
 from pedl_checkpoint_store import s3
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.local import LocalFilesystemBackend
+from pedl_checkpoint_store.s3_allow import S3Allowance, S3NotAllowed
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.storage_roots import OutsideAllowedRoots, check_shared_fs
 
@@ -49,6 +50,7 @@ def _shared_fs_create(config: Mapping[str, Any]) -> StorageBackend:
 
 
 ALLOW_FLAG = "pedl-checkpoint-store --allowed-storage-root"
+S3_FLAGS = "pedl-checkpoint-store --allowed-s3-bucket and --allowed-s3-endpoint"
 
 # type -> how to validate its configs and build its backends.
 BACKEND_FACTORIES: dict[str, BackendFactory] = {
@@ -61,11 +63,21 @@ class BackendResolver:
     """Resolves storage configs to backends, reusing one backend per distinct normalized config.
 
     `allowed_roots` (resolved directories) bound where a shared_fs config may point; None allows only
-    the default backend's own root when it has one.
+    the default backend's own root when it has one. `allowed_s3` likewise bounds S3 configs; None
+    allows only the default backend's own bucket and endpoint when it is S3.
     """
 
-    def __init__(self, default: StorageBackend, allowed_roots: Sequence[Path] | None = None) -> None:
+    def __init__(
+        self,
+        default: StorageBackend,
+        allowed_roots: Sequence[Path] | None = None,
+        allowed_s3: S3Allowance | None = None,
+    ) -> None:
         self.default = default
+        if allowed_s3 is None:
+            settings = getattr(default, "settings", None)
+            allowed_s3 = S3Allowance.from_store(settings.record() if settings is not None else None)
+        self.allowed_s3 = allowed_s3
         if allowed_roots is None:
             root = getattr(default, "root", None)
             allowed_roots = [root] if isinstance(root, Path) else []
@@ -96,6 +108,11 @@ class BackendResolver:
             try:
                 check_shared_fs(normalized, self.allowed_roots, ALLOW_FLAG)
             except OutsideAllowedRoots as e:
+                raise InvalidArgument(str(e)) from None
+        if kind == "s3":
+            try:
+                self.allowed_s3.check(normalized, S3_FLAGS)
+            except S3NotAllowed as e:
                 raise InvalidArgument(str(e)) from None
         key = json.dumps(normalized, sort_keys=True)
         with self._lock:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pedl_checkpoint_store.errors import InvalidArgument
+from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.storage_roots import parse_roots
 
@@ -39,6 +40,9 @@ class Config:
     tls_ca: str = ""
     # Where shared_fs checkpoint storage may point (--allowed-storage-root); empty: storage_path only.
     allowed_storage_roots: tuple[Path, ...] = ()
+    # Which S3 buckets and endpoints experiments may name (--allowed-s3-bucket/-endpoint); None:
+    # the default backend's own (none for a local store).
+    allowed_s3: S3Allowance | None = None
 
     @property
     def address(self) -> str:
@@ -81,7 +85,27 @@ def _parser() -> argparse.ArgumentParser:
         f"(symlinks followed); repeatable, or env {ENV_PREFIX}ALLOWED_STORAGE_ROOT joined by "
         f"'{os.pathsep}' (default: --storage-path only)",
     )
+    p.add_argument(
+        "--allowed-s3-bucket",
+        action="append",
+        default=[],
+        metavar="BUCKET",
+        help="an S3 bucket experiments' checkpoint_storage may name; repeatable, or env "
+        f"{ENV_PREFIX}ALLOWED_S3_BUCKET joined by ',' (default: --s3-bucket when --storage s3, else none)",
+    )
+    p.add_argument(
+        "--allowed-s3-endpoint",
+        action="append",
+        default=[],
+        metavar="URL",
+        help=f"an S3 endpoint_url experiments may name ('{AWS}': AWS's own); repeatable, or env "
+        f"{ENV_PREFIX}ALLOWED_S3_ENDPOINT joined by ',' (default: --s3-endpoint-url, else '{AWS}')",
+    )
     return p
+
+
+def _listed(values: Sequence[str], env_value: str) -> list[str]:
+    return [v for v in values if v] or [v for v in env_value.split(",") if v.strip()]
 
 
 def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
@@ -136,8 +160,18 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         s3=s3,
         no_auth=bool(args["no_auth"]),
         allowed_storage_roots=tuple(Path(r).expanduser() for r in roots),
+        allowed_s3=_allowed_s3(args, env, s3),
         **{name: values[name][0] for name in _AUTH_FIELDS if name in values},
     )
+
+
+def _allowed_s3(args: dict, env: Mapping[str, str], s3: dict[str, str] | None) -> S3Allowance | None:
+    buckets = _listed(args["allowed_s3_bucket"], env.get(ENV_PREFIX + "ALLOWED_S3_BUCKET", ""))
+    endpoints = _listed(args["allowed_s3_endpoint"], env.get(ENV_PREFIX + "ALLOWED_S3_ENDPOINT", ""))
+    if not buckets and not endpoints:
+        return None
+    own = S3Allowance.from_store(s3)
+    return S3Allowance.of(buckets or own.buckets, endpoints or (own.endpoints if s3 else [AWS]))
 
 
 def _storage(values: dict[str, tuple[str, str]]) -> tuple[str, dict[str, str] | None]:

@@ -53,7 +53,7 @@ async def serve(config: Config) -> None:
     log = _log.get_logger(service="checkpoint_store")
     backend = await asyncio.to_thread(default_backend, config)
     roots = resolved_roots(config.allowed_storage_roots) if config.allowed_storage_roots else None
-    store = CheckpointStore(backend, BackendResolver(backend, roots))
+    store = CheckpointStore(backend, BackendResolver(backend, roots, config.allowed_s3))
     report = await asyncio.to_thread(store.recover)
     log.info(
         "storage recovered",

@@ -13,7 +13,10 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.checkpoints import CheckpointError
+from pedl.context.errors import ContextError
+from pedl.context.unpack import check_archive
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl_checkpoint_store.s3_allow import S3Allowance
 from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, metrics_stream, trial_results
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
@@ -37,8 +40,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         cluster_id: str,
         storage_roots: Sequence[Path] | None = None,
         private: bool = False,
+        allowed_s3: S3Allowance | None = None,
     ) -> None:
         self.manager = manager
+        # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
+        self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
         self.storage_roots = storage_roots
         self.db = manager.db
@@ -78,9 +84,16 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         except LimitExceeded as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         try:
-            await asyncio.to_thread(check_checkpoint_storage, request.config_yaml, self.storage_roots)
+            await asyncio.to_thread(
+                check_checkpoint_storage, request.config_yaml, self.storage_roots, self.allowed_s3
+            )
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        if request.model_definition:  # what an agent would refuse to unpack is refused here
+            try:
+                await asyncio.to_thread(check_archive, request.model_definition)
+            except ContextError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
         try:
             principal = current_principal()
             exp_id = self.manager.create_experiment(

@@ -18,6 +18,7 @@ import structlog
 from pedl import _grpc
 from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
 from pedl_scheduler import metrics, security
 from pedl_scheduler.agent_link import AgentLink
@@ -35,6 +36,16 @@ METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is 
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(f"PEDL_SCHEDULER_{name}", default)
+
+
+def _allowed_s3(args: argparse.Namespace) -> S3Allowance:
+    def listed(values: list[str], name: str) -> list[str]:
+        return [v for v in values if v] or [v for v in _env(name, "").split(",") if v.strip()]
+
+    return S3Allowance.of(
+        listed(args.allowed_s3_bucket, "ALLOWED_S3_BUCKET"),
+        listed(args.allowed_s3_endpoint, "ALLOWED_S3_ENDPOINT") or [AWS],
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,6 +75,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"PEDL_SCHEDULER_ALLOWED_STORAGE_ROOT joined by '{os.pathsep}' (default: the checkpoint "
         f"store's default root {DEFAULT_ROOT}; list the store's --storage-path and "
         "--allowed-storage-root here too)",
+    )
+    p.add_argument(
+        "--allowed-s3-bucket",
+        action="append",
+        default=[],
+        metavar="BUCKET",
+        help="an S3 bucket experiments' checkpoint_storage may name, checked at experiment create; "
+        "repeatable, or env PEDL_SCHEDULER_ALLOWED_S3_BUCKET joined by ',' (default none: experiments "
+        "use the store's own storage; list the store's --allowed-s3-bucket here too)",
+    )
+    p.add_argument(
+        "--allowed-s3-endpoint",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an S3 endpoint_url experiments may name ('aws': AWS's own); repeatable, or env "
+        "PEDL_SCHEDULER_ALLOWED_S3_ENDPOINT joined by ',' (default 'aws')",
     )
     p.add_argument("--heartbeat-interval", type=float, default=float(_env("HEARTBEAT_INTERVAL", "5")))
     p.add_argument("--heartbeat-timeout", type=float, default=float(_env("HEARTBEAT_TIMEOUT", "30")))
@@ -221,7 +249,12 @@ async def serve(args: argparse.Namespace) -> None:
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
     roots = parse_roots(args.allowed_storage_root, _env("ALLOWED_STORAGE_ROOT", "")) or [str(DEFAULT_ROOT)]
     api = SchedulerApi(
-        manager, cluster, cluster_id, storage_roots=resolved_roots(roots), private=sec.private_experiments
+        manager,
+        cluster,
+        cluster_id,
+        storage_roots=resolved_roots(roots),
+        private=sec.private_experiments,
+        allowed_s3=_allowed_s3(args),
     )
     link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
     server, port = _grpc.aio_server(

@@ -12,17 +12,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pedl.config import ConfigError, parse_experiment_config
+from pedl_checkpoint_store.s3_allow import S3Allowance, S3NotAllowed
 from pedl_checkpoint_store.storage_roots import OutsideAllowedRoots, check_shared_fs
 
 ALLOW_FLAG = "pedl-scheduler --allowed-storage-root"
+S3_FLAGS = "pedl-scheduler --allowed-s3-bucket and --allowed-s3-endpoint"
 
 
 class StorageCheckError(ValueError):
     pass
 
 
-def check_checkpoint_storage(config_yaml: str, roots: Sequence[Path] | None = None) -> None:
-    """Raises StorageCheckError; `roots` (resolved) bound shared_fs host_paths, None allows any."""
+def check_checkpoint_storage(
+    config_yaml: str, roots: Sequence[Path] | None = None, allowed_s3: S3Allowance | None = None
+) -> None:
+    """Raises StorageCheckError; `roots` (resolved) bound shared_fs host_paths and `allowed_s3` S3
+    buckets and endpoints, None allows any."""
     try:
         storage = parse_experiment_config(config_yaml).checkpoint_storage
     except ConfigError:
@@ -34,6 +39,11 @@ def check_checkpoint_storage(config_yaml: str, roots: Sequence[Path] | None = No
             raise StorageCheckError(str(e)) from None
     if storage.get("type") != "s3":
         return
+    if allowed_s3 is not None:
+        try:
+            allowed_s3.check(storage, S3_FLAGS)
+        except S3NotAllowed as e:
+            raise StorageCheckError(str(e)) from None
     from pedl_checkpoint_store.s3 import check_access
 
     try:

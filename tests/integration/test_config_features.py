@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from test_auth import create_user, scheduler
-from test_cluster import stub, submit, wait
+from test_cluster import logs, stub, submit, wait
 
 from pedl._metrics import from_struct
 from pedl.context import pack
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.integration
 
 CHECK_ENV = (
     "import os; assert os.environ.get('GREETING_29') == 'hello', dict(os.environ); "
-    "assert os.environ.get('API_TOKEN') == 's3cr3t'"
+    "assert os.environ.get('API_TOKEN') == 's3cr3t'; "
+    "print('fetching https://bob:hunter22@data.example/x?signature=QQQ&page=2 with API_TOKEN=s3cr3t')"
 )
 FEATURES = """\
 perform_initial_validation: true
@@ -30,6 +31,8 @@ environment:
   environment_variables:
     - GREETING_29=hello
     - API_TOKEN=s3cr3t
+data:
+  url: https://reader:pa55word@data.example/set?token=abc123&split=train
 """
 
 
@@ -47,6 +50,13 @@ def test_config_features_work_end_to_end_and_refused_fields_create_nothing(tmp_p
         shown = from_struct(result.experiment.config)["environment"]["environment_variables"]
         assert shown == ["GREETING_29=hello", "API_TOKEN=********"]
         assert "s3cr3t" not in result.experiment.config_yaml
+        # ... and the password and token in a URL, in the config and in the trial's own log lines
+        shown_url = from_struct(result.experiment.config)["data"]["url"]
+        assert shown_url == "https://reader:********@data.example/set?token=********&split=train"
+        assert "pa55word" not in result.experiment.config_yaml and "abc123" not in str(result.experiment)
+        printed = logs(cluster, trial.id)
+        assert "https://bob:********@data.example/x?signature=********&page=2" in printed, printed
+        assert "hunter22" not in printed and "QQQ" not in printed and "s3cr3t" not in printed
 
         before = stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest())
         refused = tiny_config(extra="checkpoint_storage:\n  type: gcs\n  bucket: b\n")

@@ -32,7 +32,9 @@ RECORD_LIFETIME = """import atexit, os, time
 
 def test_trials_take_over_a_slot_as_its_run_exits_and_never_share_it(tmp_path) -> None:
     model = write_tiny_model(tmp_path / "tiny", RECORD_LIFETIME)
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+    with local_cluster(
+        tmp_path / "cluster", agents=1, slots=1, agent_args=["--keep-trial-dirs", "1h"]
+    ) as cluster:
         try:
             exp_id = submit(cluster, model, CONFIG)
             response = wait(cluster, exp_id, timeout=180)

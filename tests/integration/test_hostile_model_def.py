@@ -138,7 +138,8 @@ def test_a_hostile_model_definition_reaches_nothing_outside_its_trial(
 ) -> None:
     pedl_home = home / "home"
     monkeypatch.setenv("PEDL_HOME", str(pedl_home))
-    with local_cluster(pedl_home / "cluster") as cluster:
+    # Finished runs' directories stay (--keep-trial-dirs): the probe targets one and leaves a report.
+    with local_cluster(pedl_home / "cluster", agent_args=["--keep-trial-dirs", "1h"]) as cluster:
         try:
             _check_hostile_trial(cluster, home, pedl_home)
         except BaseException:

@@ -24,30 +24,35 @@ def with_storage(config: str, storage: dict) -> str:
 
 
 def test_s3_checkpoints_and_bad_buckets_or_keys_are_refused_at_create(tmp_path) -> None:
-    with seaweedfs(tmp_path / "s3") as s3, local_cluster(tmp_path / "cluster", agents=2) as cluster:
-        s3.create_bucket("ckpts")
-        model = write_tiny_model(tmp_path / "tiny")
+    with seaweedfs(tmp_path / "s3") as s3:
+        allow = ["--allowed-s3-bucket", "ckpts", "--allowed-s3-bucket", "no-such-bucket"]
+        allow += ["--allowed-s3-endpoint", s3.endpoint_url]
+        with local_cluster(tmp_path / "cluster", agents=2, scheduler_args=allow, store_args=allow) as cluster:
+            run_experiments(s3, cluster, tmp_path)
 
-        for storage, expected in [
-            (s3.storage_config("no-such-bucket"), "does not exist"),
-            ({**s3.storage_config("ckpts"), "secret_key": "wrong"}, "checkpoint_storage"),
-        ]:
-            with pytest.raises(grpc.RpcError) as error:
-                submit(cluster, model, with_storage(tiny_config(), storage))
-            assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert expected in error.value.details() and "wrong" not in error.value.details()
-        assert not stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments
 
-        config = with_storage(
-            tiny_config(max_batches=40, extra="min_checkpoint_period:\n  batches: 20\n"),
-            s3.storage_config("ckpts", prefix="exp"),
-        )
-        exp_id = submit(cluster, model, config)
-        result = wait(cluster, exp_id, timeout=180)
-        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket="ckpts").get("Contents", [])]
-        assert any(k.startswith("exp/") for k in keys), keys
-        assert (
-            "wrong" not in result.experiment.config_yaml
-            and s3.secret_key not in result.experiment.config_yaml
-        )
+def run_experiments(s3, cluster, tmp_path) -> None:
+    s3.create_bucket("ckpts")
+    model = write_tiny_model(tmp_path / "tiny")
+
+    for storage, expected in [
+        (s3.storage_config("someone-elses"), "not among the S3 storage this cluster allows: buckets "),
+        (s3.storage_config("no-such-bucket"), "does not exist"),
+        ({**s3.storage_config("ckpts"), "secret_key": "wrong"}, "checkpoint_storage"),
+    ]:
+        with pytest.raises(grpc.RpcError) as error:
+            submit(cluster, model, with_storage(tiny_config(), storage))
+        assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert expected in error.value.details() and "wrong" not in error.value.details()
+    assert not stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments
+
+    config = with_storage(
+        tiny_config(max_batches=40, extra="min_checkpoint_period:\n  batches: 20\n"),
+        s3.storage_config("ckpts", prefix="exp"),
+    )
+    exp_id = submit(cluster, model, config)
+    result = wait(cluster, exp_id, timeout=180)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket="ckpts").get("Contents", [])]
+    assert any(k.startswith("exp/") for k in keys), keys
+    assert "wrong" not in result.experiment.config_yaml and s3.secret_key not in result.experiment.config_yaml

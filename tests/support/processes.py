@@ -216,6 +216,7 @@ def local_cluster(
     tls: TlsFiles | None = None,
     agent_args: list[str] | None = None,
     scheduler_args: list[str] | None = None,
+    store_args: list[str] | None = None,
 ) -> Iterator[LocalCluster]:
     """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports.
 
@@ -240,6 +241,7 @@ def local_cluster(
         "--master",
         f"127.0.0.1:{scheduler_port}",
         *tls_args,
+        *(store_args or []),
     ]
     store = start("checkpoint_store", store_args, workdir, workdir / "store.port")
     cluster = LocalCluster(

@@ -1,4 +1,10 @@
-"""Hide secrets before a config is shown to people (CLI output, web UI, logs)."""
+"""Hide secrets before a config or a log line is shown to people (CLI output, web UI, logs, JSON API).
+
+The one place that decides what looks secret: values under secret-named keys, `NAME=value` with a
+secret NAME (environment variables), passwords in URLs (`scheme://user:password@host`) and URL query
+parameters named like a token, key, secret, signature or password. Every reader (the scheduler's
+stored configs and trial logs, the CLI, the web UI) calls `mask_secrets` or `mask_text` from here.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +29,43 @@ def is_secret_key(key: str) -> bool:
     return any(w in _SECRET_WORDS for w in words) or "_".join(words[-2:]) in _SECRET_NAMES
 
 
+# Query parameters need a wider net than config keys: `key`, `sig` and AWS's `X-Amz-Signature`.
+_QUERY_WORDS = _SECRET_WORDS | {"key", "signature", "sig", "apikey", "pwd", "pass"}
+# scheme://user:password@host: the password runs up to the last '@' before the path.
+_URL_CREDENTIALS = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<secret>[^\s/?#]+)(?=@)")
+_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.\-]+)=)(?P<value>[^&#\s\"'<>]+)")
+# NAME=value or NAME: value inside free text, e.g. `export AWS_SECRET_ACCESS_KEY=...` in a log line.
+_ASSIGNMENT = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=|: ?)[\"']?)"
+    r"(?P<value>[^\s\"',;&]+)"
+)
+
+
+# Every secret word, query word and name above contains one of these.
+_HINTS = ("pass", "pwd", "token", "secret", "credential", "key", "sig", "auth", "connection_string")
+
+
+def is_secret_query_param(name: str) -> bool:
+    words = _words(name)
+    return is_secret_key(name) or any(w in _QUERY_WORDS for w in words)
+
+
+def mask_text(text: str) -> str:
+    """`text` with URL passwords, secret query parameters and secret NAME=value assignments masked."""
+    lowered = text.lower()
+    if "://" not in text and not any(hint in lowered for hint in _HINTS):
+        return text  # most log lines: a few substring scans, no regex
+    text = _URL_CREDENTIALS.sub(lambda m: m["head"] + MASK, text)
+    text = _QUERY_PARAM.sub(
+        lambda m: m["head"] + MASK if is_secret_query_param(m["name"]) and m["value"] != MASK else m[0], text
+    )
+    return _ASSIGNMENT.sub(
+        lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] != MASK else m[0], text
+    )
+
+
 def mask_secrets(value: Any) -> Any:
-    """A copy with secret-named keys (and NAME=value strings with a secret NAME) replaced by MASK."""
+    """A copy with secret-named keys replaced by MASK, and every string passed through `mask_text`."""
     if isinstance(value, dict):
         return {
             k: (MASK if isinstance(k, str) and is_secret_key(k) and v is not None else mask_secrets(v))
@@ -32,8 +73,9 @@ def mask_secrets(value: Any) -> Any:
         }
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
-    if isinstance(value, str) and "=" in value:
-        name, _, _ = value.partition("=")
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and is_secret_key(name):
+    if isinstance(value, str):
+        name, eq, _ = value.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and is_secret_key(name):
             return f"{name}={MASK}"
+        return mask_text(value)
     return value

@@ -5,6 +5,7 @@ Checked explicitly (not relying on tarfile's extraction filters, absent on Pytho
 - types: only files, directories, symlinks and hard links; devices and FIFOs are refused;
 - links: hard links must name a file extracted earlier (it is copied); symlinks are created last,
   and after all exist each must resolve inside the destination, or all are removed again;
+- names that are not valid UTF-8 are refused (they could not be shown or stored as text);
 - bombs: entry count and declared sizes are checked before reading, and the decompressed stream
   itself is capped, so a huge header cannot exhaust memory.
 On error the destination may hold part of the archive; nothing outside it is touched.
@@ -71,6 +72,30 @@ def unpack(
     extractor.create_symlinks()
 
 
+def check_archive(
+    data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_entries: int = DEFAULT_MAX_ENTRIES
+) -> int:
+    """The checks `unpack` makes, without writing anything (the scheduler runs them at create, so a
+    hostile archive is refused there with the same message instead of failing on an agent).
+    Symlinks are checked by their text alone (one through another symlink is refused).
+    Returns the number of entries; raises ContextError."""
+    raw: io.BufferedIOBase = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        raw = gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb")  # type: ignore[assignment]
+    stream = _CappedReader(raw, max_bytes + max_entries * _HEADER_ALLOWANCE + _STREAM_SLACK)
+    checker = _Extractor("/", max_bytes, max_entries)
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                checker.check(member)
+        checker.check_symlinks()
+    except tarfile.TarError as e:
+        raise ContextError(f"not a valid model definition archive: {e}") from None
+    except (EOFError, OSError, gzip.BadGzipFile) as e:
+        raise ContextError(f"model definition archive is corrupt or truncated: {e}") from None
+    return checker.entries
+
+
 class _Extractor:
     def __init__(self, root: str, max_bytes: int, max_entries: int) -> None:
         self.root = root
@@ -80,6 +105,8 @@ class _Extractor:
         self.total = 0
         self.files: set[str] = set()
         self.symlinks: list[tuple[str, str]] = []
+        self.sizes: dict[str, int] = {}  # by file, for `check`
+        self.link_names: set[str] = set()  # symlinks, for `check`
 
     def add(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
         self.entries += 1
@@ -101,6 +128,67 @@ class _Extractor:
             self._write(rel, source, member.mode, member.name)
         else:
             raise ContextError(f"archive entry {member.name!r} is a device, FIFO or other special file")
+
+    def check(self, member: tarfile.TarInfo) -> None:
+        """`add` without writing: names, types, sizes, link targets."""
+        self.entries += 1
+        if self.entries > self.max_entries:
+            raise ContextError(f"archive has more than {self.max_entries} entries")
+        rel = _safe_name(member.name)
+        if rel is None:
+            return
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in self.link_names:
+                raise ContextError(
+                    f"archive entry {member.name!r} would be written through {parts[i - 1]!r}, "
+                    "not a directory"
+                )
+        if member.isdir():
+            return
+        if member.issym():
+            self.link_names.add(rel)
+            self.symlinks.append((rel, member.linkname))
+        elif member.islnk():
+            try:
+                source_rel = _safe_name(member.linkname)
+            except ContextError:
+                source_rel = None
+            if source_rel is None or source_rel not in self.files:
+                raise ContextError(
+                    f"archive entry {member.name!r} is a hard link to {member.linkname!r}, "
+                    "which is not a file earlier in the archive"
+                )
+            self._charge(self.sizes[source_rel], member.name)
+            self.files.add(rel)
+            self.sizes[rel] = self.sizes[source_rel]
+        elif member.isreg() and not member.issparse():
+            self._charge(member.size, member.name)
+            self.files.add(rel)
+            self.sizes[rel] = member.size
+        else:
+            raise ContextError(f"archive entry {member.name!r} is a device, FIFO or other special file")
+
+    def check_symlinks(self) -> None:
+        """Each symlink's target, by its text: inside the archive and not through another symlink
+        (whose own target could lead anywhere; refusing is simpler than resolving chains)."""
+        for rel, linkname in self.symlinks:
+            if not linkname or linkname.startswith("/") or "\x00" in linkname:
+                raise ContextError(f"archive entry {rel!r} is a symlink to {linkname!r}, outside the archive")
+            current = rel.split("/")[:-1]
+            for part in PurePosixPath(linkname).parts:
+                if part == "..":
+                    if not current:
+                        raise ContextError(
+                            f"archive entry {rel!r} is a symlink to {linkname!r}, outside the archive"
+                        )
+                    current.pop()
+                elif part != ".":
+                    current.append(part)
+                    if "/".join(current) in self.link_names:
+                        raise ContextError(
+                            f"archive entry {rel!r} is a symlink to {linkname!r}, through another symlink"
+                        )
 
     def _charge(self, size: int, name: str) -> None:
         self.total += size
@@ -179,7 +267,13 @@ class _Extractor:
 
 
 def _safe_name(name: str) -> str | None:
-    """`name` as a clean relative POSIX path, None for the archive root; refuses escapes."""
+    """`name` as a clean relative POSIX path, None for the archive root; refuses escapes and names
+    that are not valid UTF-8 (tarfile hands their bytes over as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = name.encode("utf-8", "surrogateescape")
+        raise ContextError(f"archive entry {shown!r} has a name that is not valid UTF-8") from None
     if (
         "\x00" in name
         or name.startswith("/")

@@ -225,6 +225,7 @@ def start_agent(scheduler: FakeScheduler, tmp_path: Path) -> Iterator[Callable[.
             "--work-dir", str(work_dir),
             "--harness-command", harness,
             "--kill-grace", "1",
+            "--keep-trial-dirs", "1h",  # the tests look into finished runs' directories
             *extra,
         ]  # fmt: skip
         with open(log_path, "wb") as log:

@@ -25,6 +25,9 @@ def start_store(
     port_file = workdir / f"store-{uuidlib.uuid4().hex[:6]}.port"
     args = ["pedl-checkpoint-store", "--port", "0", "--port-file", str(port_file)]
     args += ["--storage-path", str(workdir / "catalog")]
+    for bucket in (DEFAULT_BUCKET, EXPERIMENT_BUCKET, "no-such-bucket"):  # the buckets these tests name
+        args += ["--allowed-s3-bucket", bucket]
+    args += ["--allowed-s3-endpoint", weed.endpoint_url]
     if prefix is not None:
         args += ["--storage", "s3", "--s3-bucket", DEFAULT_BUCKET, "--s3-endpoint-url", weed.endpoint_url]
         args += ["--s3-prefix", prefix]

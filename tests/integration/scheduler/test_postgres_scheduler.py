@@ -7,6 +7,8 @@ The ExperimentManager creates, runs and finishes an experiment against PostgreSQ
 from __future__ import annotations
 
 import asyncio
+import io
+import tarfile
 import uuid
 
 import pytest
@@ -23,7 +25,19 @@ from support.models import tiny_config
 
 pytestmark = pytest.mark.integration
 
-MODEL = bytes(range(256)) * 64  # every byte value, as a tar.gz would have
+
+def _model() -> bytes:
+    """A plain tar (the scheduler refuses anything else) holding every byte value."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = bytes(range(256)) * 64
+        info = tarfile.TarInfo("model_def.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+MODEL = _model()
 
 
 def answer_workloads(manager: ExperimentManager, agent: AgentHandle) -> list[Kind]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pedl.context import ContextError, unpack
+from pedl.context.unpack import check_archive
 
 
 def tarball(*members: tuple[tarfile.TarInfo, bytes | None], gz: bool = True) -> bytes:
@@ -141,3 +142,31 @@ def test_safe_links_and_uncompressed_tar_accepted(tmp_path: Path) -> None:
 def test_hardlink_error_names_the_link_entry(tmp_path: Path) -> None:
     with pytest.raises(ContextError, match=r"entry 'h' is a hard link to '\.\./victim\.txt'"):
         unpack(tarball(special("h", tarfile.LNKTYPE, "../victim.txt")), tmp_path / "dest")
+
+
+@pytest.mark.parametrize("form", sorted(MALICIOUS))
+def test_the_schedulers_check_refuses_what_unpacking_would(form: str) -> None:
+    with pytest.raises(ContextError, match="archive entry"):
+        check_archive(tarball(*MALICIOUS[form]))
+
+
+def test_names_that_are_not_utf8_are_refused_by_check_and_unpack(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, errors="surrogateescape") as tar:
+        tar.addfile(tarfile.TarInfo(b"bad\xff.py".decode("utf-8", "surrogateescape")), io.BytesIO())
+    for attempt in (lambda: check_archive(buf.getvalue()), lambda: unpack(buf.getvalue(), tmp_path / "d")):
+        with pytest.raises(
+            ContextError, match=r"archive entry b'bad\\xff.py' has a name that is not valid UTF-8"
+        ):
+            attempt()
+
+
+def test_the_check_accepts_an_ordinary_archive(tmp_path: Path) -> None:
+    ok = tarball(
+        special("pkg", tarfile.DIRTYPE),
+        file("pkg/a.py", b"x = 1\n"),
+        special("b.py", tarfile.SYMTYPE, "pkg/a.py"),
+    )
+    assert check_archive(ok) == 3
+    unpack(ok, tmp_path / "d")
+    assert (tmp_path / "d" / "b.py").read_text() == "x = 1\n"

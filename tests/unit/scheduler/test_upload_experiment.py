@@ -4,6 +4,8 @@ scheduler's limit is refused as soon as the parts pass it, naming the limit."""
 from __future__ import annotations
 
 import asyncio
+import io
+import tarfile
 from pathlib import Path
 
 import grpc
@@ -20,6 +22,20 @@ CONFIG = """
 hyperparameters: {x: 1}
 searcher: {name: single, metric: error, max_length: {batches: 20}}
 """
+
+
+def _archive() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"x = 1\n"
+        info = tarfile.TarInfo("model_def.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+ARCHIVE = _archive()  # the scheduler refuses what is not a model-definition archive
+LIMIT = 4096
 
 
 class Aborted(Exception):
@@ -43,7 +59,7 @@ def upload(tmp_path: Path, *chunks: bytes) -> bytes:
         cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
         db = open_storage(str(tmp_path / "pedl.db"))
         try:
-            manager = ExperimentManager(db, cluster, "127.0.0.1:1", model_definition_limit=10)
+            manager = ExperimentManager(db, cluster, "127.0.0.1:1", model_definition_limit=LIMIT)
             api = SchedulerApi(manager, cluster, "cluster")
             response = await api.UploadExperiment(parts(*chunks), Context())
             return experiment_ops.model_definition(db, response.experiment.id)["model_definition"]
@@ -54,11 +70,12 @@ def upload(tmp_path: Path, *chunks: bytes) -> bytes:
 
 
 def test_the_parts_are_joined_in_order(tmp_path: Path) -> None:
-    assert upload(tmp_path, b"abcd", b"efgh", b"ij") == b"abcdefghij"
+    a, b = len(ARCHIVE) // 3, 2 * len(ARCHIVE) // 3
+    assert upload(tmp_path, ARCHIVE[:a], ARCHIVE[a:b], ARCHIVE[b:]) == ARCHIVE
 
 
 def test_a_definition_over_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(Aborted) as refused:
-        upload(tmp_path, b"abcd", b"efgh", b"ijk")
+        upload(tmp_path, ARCHIVE, b"e" * LIMIT, b"never read")
     code, details = refused.value.args
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "over the scheduler's limit of 0 MiB" in details

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, func, insert, select, tuple_, update
 
 from pedl._timeutil import utc_now
+from pedl.config.masking import mask_text
 from pedl_scheduler.storage.connection import Positional, Row, Storage
 from pedl_scheduler.storage.ops._insert import insert_new
 from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
@@ -158,7 +159,7 @@ def record_log(s: Storage, trial_id: int, run_id: int, timestamp: str, source: s
             "run_id": run_id,
             "timestamp": timestamp,
             "source": source,
-            "message": message,
+            "message": mask_text(message),  # a trial printing its env or a URL with a password
         },
     )
 
