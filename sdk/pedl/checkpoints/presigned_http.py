@@ -5,7 +5,6 @@ jitter (as botocore's `standard` mode, which the store uses for its own S3 calls
 from __future__ import annotations
 
 import os
-import random
 import re
 import time
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
+from pedl._backoff import backoff_seconds
 from pedl.checkpoints.errors import CheckpointError
 
 PART_SIZE = 8 * 1024 * 1024  # the store's S3 part size, and boto3's multipart_chunksize
@@ -53,9 +53,7 @@ def with_retries(attempt: Callable[[], T], what: str, max_attempts: int = MAX_AT
     error = ""
     for n in range(max_attempts):
         if n:
-            time.sleep(
-                random.uniform(0.5, 1.0) * min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (n - 1))
-            )
+            time.sleep(backoff_seconds(n, BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS))
         try:
             return attempt()
         except Retry as e:
