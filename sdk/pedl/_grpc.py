@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -32,6 +34,57 @@ _OPTIONS = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
+
+# gRPC's own retries (gRFC A6), declared in every client channel's service config: a call refused
+# with UNAVAILABLE (the server restarting, a connection reset) is tried again, and an idempotent read
+# also after DEADLINE_EXCEEDED, with gRPC's capped exponential backoff, as pedl._backoff computes for
+# the loops gRPC cannot cover (the agent's long-lived stream). 5 attempts is gRPC's own ceiling.
+RETRY_ATTEMPTS = 5
+_READ_PREFIXES = ("Get", "List", "Download")
+_READS = frozenset({"WhoAmI", "ValidateToken", "Authorize"})
+
+
+def _retry_policy(codes: list[str]) -> dict[str, Any]:
+    return {
+        "maxAttempts": RETRY_ATTEMPTS,
+        "initialBackoff": "0.2s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": codes,
+    }
+
+
+def is_idempotent_read(method: str) -> bool:
+    return method.startswith(_READ_PREFIXES) or method in _READS
+
+
+@functools.cache
+def service_config(wait_for_ready: bool = False) -> str:
+    """Every pedl method retried on UNAVAILABLE, reads also on DEADLINE_EXCEEDED; `wait_for_ready`:
+    a call made while the server is down waits (up to its deadline) for it to come back."""
+    from pedl.v1 import agent_pb2, auth_pb2, checkpoint_store_pb2, harness_pb2, scheduler_pb2
+
+    reads = [
+        {"service": service.full_name, "method": method.name}
+        for module in (agent_pb2, auth_pb2, checkpoint_store_pb2, harness_pb2, scheduler_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        for method in service.methods
+        if is_idempotent_read(method.name)
+    ]
+    configs: list[dict[str, Any]] = [
+        {"name": [{}], "retryPolicy": _retry_policy(["UNAVAILABLE"])},
+        {"name": reads, "retryPolicy": _retry_policy(["UNAVAILABLE", "DEADLINE_EXCEEDED"])},
+    ]
+    if wait_for_ready:
+        for config in configs:
+            config["waitForReady"] = True
+    return json.dumps({"methodConfig": configs})
+
+
+def _client_options(wait_for_ready: bool) -> list[tuple[str, int | str]]:
+    return [*_OPTIONS, ("grpc.enable_retries", 1), ("grpc.service_config", service_config(wait_for_ready))]
+
+
 _SERVER_OPTIONS = _OPTIONS + [
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.so_reuseport", 0),
@@ -77,14 +130,18 @@ class Client:
         self._channel.close()
 
 
-def channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.Channel:
+def channel(
+    address: str, *, token: str | None = None, tls_ca: str | None = None, wait_for_ready: bool = False
+) -> grpc.Channel:
     """A blocking channel; `address` is host:port or unix:///path. Every call carries `token`
-    (default: pedl.auth.credential_for); TLS verified against `tls_ca` (default $PEDL_TLS_CA)."""
+    (default: pedl.auth.credential_for); TLS verified against `tls_ca` (default $PEDL_TLS_CA).
+    Calls are retried as `service_config` says."""
     token, ca = _client_setup(address, token, tls_ca)
+    options = _client_options(wait_for_ready)
     if ca is not None:
-        ch = grpc.secure_channel(address, grpc.ssl_channel_credentials(ca), options=_OPTIONS)
+        ch = grpc.secure_channel(address, grpc.ssl_channel_credentials(ca), options=options)
     else:
-        ch = grpc.insecure_channel(address, options=_OPTIONS)
+        ch = grpc.insecure_channel(address, options=options)
     return grpc.intercept_channel(ch, BearerInterceptor(token)) if token else ch
 
 
@@ -94,17 +151,20 @@ def passthrough_channel(address: str, *, tls_ca: str | None = None) -> grpc.Chan
     ca_path = tls_ca or auth.tls_ca()
     if ca_path:
         creds = grpc.ssl_channel_credentials(auth.read_pem(ca_path, "TLS CA bundle"))
-        return grpc.secure_channel(address, creds, options=_OPTIONS)
-    return grpc.insecure_channel(address, options=_OPTIONS)
+        return grpc.secure_channel(address, creds, options=_client_options(False))
+    return grpc.insecure_channel(address, options=_client_options(False))
 
 
-def aio_channel(address: str, *, token: str | None = None, tls_ca: str | None = None) -> grpc.aio.Channel:
+def aio_channel(
+    address: str, *, token: str | None = None, tls_ca: str | None = None, wait_for_ready: bool = False
+) -> grpc.aio.Channel:
     token, ca = _client_setup(address, token, tls_ca)
     interceptors = aio_interceptors(token) if token else None
+    options = _client_options(wait_for_ready)
     if ca is not None:
         creds = grpc.ssl_channel_credentials(ca)
-        return grpc.aio.secure_channel(address, creds, options=_OPTIONS, interceptors=interceptors)
-    return grpc.aio.insecure_channel(address, options=_OPTIONS, interceptors=interceptors)
+        return grpc.aio.secure_channel(address, creds, options=options, interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
 
 
 def aio_server(

@@ -10,6 +10,7 @@ import grpc.aio
 import structlog
 
 import pedl._grpc
+from pedl._backoff import backoff_seconds as _backoff
 from pedl.v1 import agent_pb2, agent_pb2_grpc
 
 from .agent import Agent
@@ -23,8 +24,9 @@ BATCH_MAX_BYTES = 4 * 1024 * 1024
 
 
 def backoff_seconds(failures: int, cap: float) -> float:
-    """0.1 s, 0.2 s, 0.4 s, ... up to `cap` after `failures` consecutive failed attempts."""
-    return min(cap, FIRST_BACKOFF_SECONDS * (2 ** min(failures, 30)))
+    """0.1 s, 0.2 s, 0.4 s, ... up to `cap` after `failures` consecutive failed attempts (pedl._backoff;
+    no jitter: the scheduler's own accept loop spreads reconnecting agents)."""
+    return _backoff(failures + 1, FIRST_BACKOFF_SECONDS, cap, jitter=False)
 
 
 class SchedulerLink:

@@ -43,7 +43,8 @@ class ModelDefinitionCache:
             return data
 
     async def _fetch(self, experiment_id: int) -> bytes:
-        channel = pedl._grpc.aio_channel(self._master)
+        # Waits (up to FETCH_TIMEOUT_SECONDS) for a scheduler that is restarting to come back.
+        channel = pedl._grpc.aio_channel(self._master, wait_for_ready=True)
         try:
             stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
             resp = await stub.GetModelDefinition(

@@ -25,10 +25,6 @@ DELETING = "deleting.json"
 FORMAT_VERSION = 1
 
 
-def data_prefix(uuid: str) -> str:
-    return f"{uuid}/data"
-
-
 def data_key(uuid: str, path: str) -> str:
     return f"{uuid}/data/{path}"
 

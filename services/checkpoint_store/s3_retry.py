@@ -9,13 +9,13 @@ transiently (S3 unreachable, throttling, 5xx) is made again here, with backoff, 
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from pedl import _log
+from pedl._backoff import backoff_seconds
 from pedl_checkpoint_store.s3_errors import S3StorageError, translated
 
 log = _log.get_logger(component="checkpoint_store.s3")
@@ -42,8 +42,8 @@ def call(
             first_failure = first_failure or now
             if not e.transient or now - first_failure >= outage_seconds:
                 raise
-            delay = random.uniform(0.5, 1.0) * min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)
             attempt += 1
+            delay = backoff_seconds(attempt, BACKOFF_BASE_SECONDS, BACKOFF_MAX_SECONDS)
             log.warning("S3 unavailable, trying again", action=action, retry_in=round(delay, 2), error=str(e))
             if stop is None:
                 time.sleep(delay)

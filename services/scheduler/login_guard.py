@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pedl._backoff import backoff_seconds
+
 T = TypeVar("T")
 HASH_THREAD_NICENESS = 10
 # A refused login is answered after this long (or its wait, if shorter): a client hammering the
@@ -89,7 +91,7 @@ class AttemptLimits:
             f.last = now
             excess = f.count - free + 1  # the free-th failure starts the waits
             if excess > 0:
-                delay = min(self.limits.max_delay, self.limits.base_delay * 2 ** min(excess - 1, 30))
+                delay = backoff_seconds(excess, self.limits.base_delay, self.limits.max_delay, jitter=False)
                 f.next_allowed = now + delay
 
     def succeeded(self, username: str, address: str) -> None:

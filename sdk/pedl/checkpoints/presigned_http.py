@@ -1,15 +1,14 @@
 """HTTP on the store's presigned URLs, shared by direct downloads and uploads: one connection pool,
-and retries of connection errors, timeouts, throttling and 5xx answers with exponential backoff and
-jitter (as botocore's `standard` mode, which the store uses for its own S3 calls)."""
+and urllib3's own `Retry` for connection errors, timeouts, a body cut short, throttling and 5xx
+answers, with exponential backoff and jitter (as botocore's `standard` mode, which the store uses for
+its own S3 calls). Bodies are read inside the request (preloaded), so a body cut short is retried
+by urllib3 like any other read error, and no loop of our own is needed."""
 
 from __future__ import annotations
 
 import os
-import random
 import re
-import time
-from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
@@ -19,14 +18,12 @@ from pedl.checkpoints.errors import CheckpointError
 PART_SIZE = 8 * 1024 * 1024  # the store's S3 part size, and boto3's multipart_chunksize
 MAX_CONCURRENCY = 8  # parts in flight, as the store's S3 transfers
 MAX_ATTEMPTS = 8
-BACKOFF_BASE_SECONDS = 0.25  # attempt n waits up to 0.25 * 2**n s: ~16-32 s in all over 8 attempts
+BACKOFF_BASE_SECONDS = 0.25  # attempt n waits about 0.25 * 2**(n-1) s: ~16-32 s in all over 8 attempts
 BACKOFF_MAX_SECONDS = 20.0
 CONNECT_TIMEOUT_SECONDS = 10.0
 READ_TIMEOUT_SECONDS = 60.0
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _S3_ERROR = re.compile(rb"<Code>([^<]*)</Code>(?:.*?<Message>([^<]*)</Message>)?", re.DOTALL)
-
-T = TypeVar("T")
 
 
 class TransferError(CheckpointError):
@@ -34,42 +31,50 @@ class TransferError(CheckpointError):
     able to move the bytes itself."""
 
 
-class Retry(Exception):
-    """Raised by an attempt whose failure is worth another try."""
+def retries(max_attempts: int = MAX_ATTEMPTS) -> urllib3.Retry:
+    """Every method is retried (a part is re-sent from its buffer); the last answer of a retried
+    status is returned, for `refused` to explain."""
+    return urllib3.Retry(
+        total=max_attempts - 1,
+        redirect=0,
+        allowed_methods=None,
+        status_forcelist=RETRY_STATUSES,
+        backoff_factor=BACKOFF_BASE_SECONDS,
+        backoff_max=BACKOFF_MAX_SECONDS,
+        backoff_jitter=BACKOFF_BASE_SECONDS,
+        raise_on_status=False,
+    )
 
 
-def pool_manager(concurrency: int = MAX_CONCURRENCY) -> urllib3.PoolManager:
+def pool_manager(concurrency: int = MAX_CONCURRENCY, max_attempts: int = MAX_ATTEMPTS) -> urllib3.PoolManager:
     return urllib3.PoolManager(
         maxsize=concurrency,
-        retries=False,  # with_retries() decides, also for failures while reading a body
+        retries=retries(max_attempts),
         timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS),
         ca_certs=os.environ.get("AWS_CA_BUNDLE") or None,  # as boto3 would use for the same endpoint
     )
 
 
-def with_retries(attempt: Callable[[], T], what: str, max_attempts: int = MAX_ATTEMPTS) -> T:
-    """`attempt()` until it returns; it raises Retry, a urllib3 HTTPError or an OSError to be retried,
-    anything else to give up at once. Raises TransferError when no attempt is left."""
-    error = ""
-    for n in range(max_attempts):
-        if n:
-            time.sleep(
-                random.uniform(0.5, 1.0) * min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (n - 1))
-            )
-        try:
-            return attempt()
-        except Retry as e:
-            error = str(e)
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            error = f"{type(e).__name__}: {e}"
-    raise TransferError(f"{what} failed after {max_attempts} attempts: {error}")
+def request(
+    http: urllib3.PoolManager, method: str, url: str, what: str, **kw: Any
+) -> urllib3.BaseHTTPResponse:
+    """One request with the pool's retries, its body read; TransferError when they are spent
+    without an answer."""
+    try:
+        return http.request(method, url, preload_content=True, **kw)
+    except urllib3.exceptions.MaxRetryError as e:
+        attempts = http.connection_pool_kw["retries"].total + 1
+        raise TransferError(f"{what} failed after {attempts} attempts: {e.reason}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise TransferError(f"{what} failed: {type(e).__name__}: {e}") from None
 
 
-def refused(response: urllib3.BaseHTTPResponse, what: str) -> Exception:
-    """The error for an unexpected answer (its body read): Retry where worth another try."""
+def refused(response: urllib3.BaseHTTPResponse, what: str) -> TransferError:
+    """The error for an unexpected answer; a retried status is the last of its attempts."""
     message = f"HTTP {response.status} {s3_error(response.data)}"
+    attempts = len(response.retries.history) + 1 if response.retries is not None else 1
     if response.status in RETRY_STATUSES:
-        return Retry(message)
+        return TransferError(f"{what} failed after {attempts} attempts: {message}")
     return TransferError(f"{what} failed: {message}")
 
 

@@ -22,8 +22,6 @@ import grpc
 from pedl.checkpoints import presigned_http as http
 from pedl.checkpoints.errors import CheckpointError
 
-_READ_SIZE = 1024 * 1024  # urllib3 reads through a temporary this large
-
 
 class ShortObject(CheckpointError):
     """Storage holds fewer bytes than the record says: the file is corrupt, retrying cannot help."""
@@ -68,7 +66,7 @@ class UrlFetcher:
         self.part_size = part_size
         self.concurrency = concurrency
         self.max_attempts = max_attempts
-        self._http = http.pool_manager(concurrency)
+        self._http = http.pool_manager(concurrency, max_attempts)
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="pedl-checkpoint-get")
 
     def close(self) -> None:
@@ -112,7 +110,7 @@ class UrlFetcher:
         """One range of one file into `view`, then onto disk; any failure retries the whole range."""
         if view:  # else an empty file: nothing to GET
             what = f"fetching {http.where(f.target.url)}"
-            http.with_retries(lambda: self._read_range(f.target, start, view, what), what, self.max_attempts)
+            self._read_range(f.target, start, view, what)
             written = 0
             try:
                 while written < len(view):
@@ -123,32 +121,19 @@ class UrlFetcher:
 
     def _read_range(self, target: Target, start: int, view: memoryview, what: str) -> None:
         end = start + len(view) - 1
-        response = self._http.request(
-            "GET", target.url, headers={"Range": f"bytes={start}-{end}"}, preload_content=False
+        response = http.request(
+            self._http, "GET", target.url, what, headers={"Range": f"bytes={start}-{end}"}
         )
-        complete = False
-        try:
-            if response.status == 416:
-                raise ShortObject(target.path, f"storage holds fewer than {end + 1} bytes")
-            if response.status != 206 and not (response.status == 200 and start == 0):
-                complete = True  # refused() reads the (short) error body
-                raise http.refused(response, what)
-            length = int(response.headers.get("Content-Length", -1))
-            if length < len(view):
-                raise ShortObject(target.path, f"storage answered {length} bytes for bytes {start}-{end}")
-            if length > len(view):
-                raise http.TransferError(f"{what}: {length} bytes answered for bytes {start}-{end}")
-            got = 0
-            while got < len(view):
-                n = response.readinto(view[got : got + _READ_SIZE])
-                if not n:
-                    raise http.Retry(f"the connection closed after {got} of {len(view)} bytes")
-                got += n
-            complete = True
-        finally:
-            if not complete:
-                response.close()  # bytes left unread: the connection cannot be reused
-            response.release_conn()
+        if response.status == 416:
+            raise ShortObject(target.path, f"storage holds fewer than {end + 1} bytes")
+        if response.status != 206 and not (response.status == 200 and start == 0):
+            raise http.refused(response, what)
+        data = response.data
+        if len(data) < len(view):
+            raise ShortObject(target.path, f"storage answered {len(data)} bytes for bytes {start}-{end}")
+        if len(data) > len(view):
+            raise http.TransferError(f"{what}: {len(data)} bytes answered for bytes {start}-{end}")
+        view[:] = data
 
 
 def _create(target: Target) -> int:

@@ -43,7 +43,7 @@ class UrlUploader:
     ) -> None:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
-        self._http = http.pool_manager(concurrency)
+        self._http = http.pool_manager(concurrency, max_attempts)
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="pedl-checkpoint-put")
 
     def close(self) -> None:
@@ -90,10 +90,12 @@ class UrlUploader:
 
     def _put_part(self, url: str, view: memoryview) -> str:
         what = f"sending to {http.where(url)}"
-        return http.with_retries(lambda: self._put(url, view, what), what, self.max_attempts)
+        return self._put(url, view, what)
 
     def _put(self, url: str, view: memoryview, what: str) -> str:
-        response = self._http.request("PUT", url, body=view, headers={"Content-Length": str(len(view))})
+        response = http.request(
+            self._http, "PUT", url, what, body=view, headers={"Content-Length": str(len(view))}
+        )
         if response.status != 200:
             raise http.refused(response, what)
         etag = response.headers.get("ETag")

@@ -50,27 +50,34 @@ class SchedulerClient(_grpc.Client):
         self._down_since: float | None = None
 
     def _read(self, call: Callable[..., _T], request: Any, timeout: float = 30.0) -> _T:
-        """A read-only call; when riding out restarts, UNAVAILABLE is waited out (gRPC's
-        wait_for_ready holds the call until the channel reconnects) for up to OUTAGE_SECONDS."""
+        """A read-only call, retried by the channel's retryPolicy (pedl._grpc). When riding out
+        restarts, a scheduler that stays down is waited for by gRPC's wait_for_ready, for up to
+        OUTAGE_SECONDS in all."""
         if not self.ride_out_restarts:
             return call(request, timeout=timeout)  # type: ignore[no-any-return]
-        while True:
-            try:
-                result = call(request, timeout=timeout, wait_for_ready=True)
-                self._down_since = None
-                return result  # type: ignore[no-any-return]
-            except grpc.RpcError as e:
-                if e.code() not in _RETRIED or not self._still_waiting():  # type: ignore[attr-defined]
-                    raise
+        try:
+            return call(request, timeout=timeout, wait_for_ready=True)  # type: ignore[no-any-return]
+        except grpc.RpcError as e:
+            if e.code() not in _RETRIED:  # type: ignore[attr-defined]
+                raise
+        self._say_waiting()
+        result = call(request, timeout=max(OUTAGE_SECONDS - timeout, timeout), wait_for_ready=True)
+        self._down_since = None
+        return result  # type: ignore[no-any-return]
 
-    def _still_waiting(self) -> bool:
-        now = time.monotonic()
+    def _say_waiting(self) -> None:
         if self._down_since is None:
-            self._down_since = now
+            self._down_since = time.monotonic()
             print(
                 f"the scheduler at {self.address} is unreachable; waiting for it", file=sys.stderr, flush=True
             )
-        if now - self._down_since > OUTAGE_SECONDS:
+
+    def _still_waiting(self) -> bool:
+        """For a followed log stream that broke: whether to reconnect (after a second), until the
+        scheduler has been gone OUTAGE_SECONDS."""
+        self._say_waiting()
+        assert self._down_since is not None
+        if time.monotonic() - self._down_since > OUTAGE_SECONDS:
             return False
         time.sleep(1.0)
         return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -360,19 +359,6 @@ def describe_experiment(
         parts.append("Waiting:\n" + "\n".join(waiting))
     parts.extend(trial_details(d, heading=True, steps=steps) for d in details)
     return "\n\n".join(parts)
-
-
-def describe_json(
-    response: scheduler_pb2.GetExperimentResponse, details: Sequence[scheduler_pb2.GetTrialResponse]
-) -> str:
-    from pedl.records import experiment_record, stored_config, trial_detail_record
-
-    space = stored_config(response.experiment.config_yaml).get("hyperparameters")
-    data = {
-        "experiment": experiment_record(response.experiment),
-        "trials": [trial_detail_record(d, space) for d in details],
-    }
-    return json.dumps(data, indent=2, sort_keys=True)
 
 
 def experiment_checkpoints_table(details: Iterable[scheduler_pb2.GetTrialResponse], metric: str) -> str:

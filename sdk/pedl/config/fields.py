@@ -261,6 +261,3 @@ FIELDS: dict[str, Field] = {
 # Fields whose values are the user's own (not walked for statuses).
 OPAQUE = ("data", "hyperparameters", "labels", "entrypoint")
 
-
-def field_status(path: str) -> Field | None:
-    return FIELDS.get(path)

@@ -10,13 +10,13 @@ and restarts without spending the user's `max_restarts`.
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import grpc
 
+from pedl._backoff import backoff_seconds
 from pedl.checkpoints.errors import CheckpointError
 
 # EX_TEMPFAIL (sysexits.h): the failure is temporary and outside the program.
@@ -63,7 +63,6 @@ def with_store_retries(
 ) -> T:
     """`call()` until it returns, retrying while the store is unreachable and the budget lasts."""
     deadline = clock() + budget_s
-    delay = FIRST_DELAY_S
     attempts = 0
     while True:
         attempts += 1
@@ -78,8 +77,7 @@ def with_store_retries(
                     f"{what}: {e} (still unreachable after {attempts} attempts over {budget_s:g} s, "
                     f"the harness's store retry budget, {BUDGET_ENV})"
                 ) from e
-            pause = min(left, delay * random.uniform(0.5, 1.0))
+            pause = min(left, backoff_seconds(attempts, FIRST_DELAY_S, MAX_DELAY_S))
             if on_retry is not None:
                 on_retry(f"{what}: {e}; retrying in {pause:.1f} s ({left:.0f} s of the retry budget left)")
             sleep(pause)
-            delay = min(delay * 2, MAX_DELAY_S)

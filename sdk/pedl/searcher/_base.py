@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from pedl.config.hyperparameters import normalize_space, sample
@@ -22,6 +23,16 @@ class SearchMethod(ABC):
         self.rng = random.Random(seed)
         self._next_request = 0
         self._space: dict[str, Any] | None = None
+        self._room: Callable[[int], bool] | None = None
+
+    def bound_by(self, room: Callable[[int], bool]) -> None:
+        """Called by a wrapper that bounds open trials (`pedl.searcher.concurrency`)."""
+        self._room = room
+
+    def has_room(self, open_trials: int) -> bool:
+        """Whether one more trial may start while `open_trials` are open. A method that chooses
+        what to start when a slot frees asks before each start; others need not ask."""
+        return self._room is None or self._room(open_trials)
 
     def sample_hparams(self) -> dict[str, Any]:
         """A random point of the config's space (normalized once, not per trial)."""

@@ -7,6 +7,7 @@ from typing import Any
 from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher.adaptive import AdaptiveSearch, AdaptiveSimpleSearch
 from pedl.searcher.asha import ASHASearch, AsyncHalvingSearch
+from pedl.searcher.concurrency import limit_concurrency
 from pedl.searcher.grid import GridSearch
 from pedl.searcher.pbt import PBTSearch
 from pedl.searcher.random import RandomSearch
@@ -32,7 +33,7 @@ def make_search_method(config: Any, seed: int) -> SearchMethod:
         raise SearcherError(
             f"searcher.name: {name!r} is not available yet; available: {', '.join(sorted(_METHODS))}"
         )
-    return method(config, seed)
+    return limit_concurrency(method(config, seed), config)
 
 
 def restore_search_method(config: Any, seed: int, snapshot: dict[str, Any]) -> SearchMethod:

@@ -18,8 +18,8 @@ hyperparameters and seed, continuing at absolute lengths. A trial promotable whe
 goes on. If a bracket ends with nobody at its top rung (trials exited early), its best stopped trial
 is resumed until one gets there, so every bracket yields a fully trained model.
 
-`max_concurrent_trials` (0 = no limit) bounds the open trials of all brackets together; a freed
-slot goes to the bracket with the fewest open trials, so brackets progress evenly.
+Under a concurrency limit (`pedl.searcher.concurrency`) on the open trials of all brackets together,
+a freed slot goes to the bracket with the fewest open trials, so brackets progress evenly.
 """
 
 from __future__ import annotations
@@ -107,7 +107,6 @@ class ASHASearch(SearchMethod):
         searcher = config.searcher
         self.divisor = float(searcher.get("divisor", 4))
         self.stop_once = bool(searcher.get("stop_once", False))
-        self.max_concurrent: int = searcher.get("max_concurrent_trials") or 0
         self.rescue_stragglers = not self.stop_once
         self.sign = 1.0 if config.smaller_is_better else -1.0
         max_length = config.max_length
@@ -254,7 +253,7 @@ class ASHASearch(SearchMethod):
         for config in self.configs:
             if config.live:
                 open_trials[config.bracket] += 1
-        while self.max_concurrent <= 0 or sum(open_trials) < self.max_concurrent:
+        while self.has_room(sum(open_trials)):
             ready = [b for b in range(len(self.brackets)) if self._has_work(b, open_trials[b])]
             if not ready:
                 break

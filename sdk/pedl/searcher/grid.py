@@ -1,8 +1,8 @@
 """`grid`: one trial per point of the hyperparameter grid, each trained to the max length.
 
 The grid is the product of `count` evenly spaced values per numeric hyperparameter, every
-categorical value and each const. Trials are created in grid order; `max_concurrent_trials`
-limits how many are open at once, as for `random`.
+categorical value and each const. Trials are created in grid order, as many at once
+as a concurrency limit allows, as for `random`.
 """
 
 from __future__ import annotations

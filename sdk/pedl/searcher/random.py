@@ -1,7 +1,7 @@
 """`random`: `max_trials` independent samples of the space, each trained to the max length.
 
-With `max_concurrent_trials` (0 = no limit) only that many trials are open at once; the next one is
-created when an open one closes or exits, so the scheduler never holds more than the limit.
+Under a concurrency limit (`pedl.searcher.concurrency`) the next trial is created when an open one
+closes or exits.
 A trial that exits early counts toward `max_trials` and is not replaced, so a trial that always
 fails cannot keep the search alive forever.
 
@@ -22,9 +22,7 @@ from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 class RandomSearch(SearchMethod):
     def __init__(self, config: Any, seed: int) -> None:
         super().__init__(config, seed)
-        searcher = config.searcher
         self.max_trials: int = self._total_trials()
-        self.max_concurrent: int = searcher.get("max_concurrent_trials") or 0
         self.created = 0
         self.open: dict[str, None] = {}  # request ids in creation order (an ordered set)
         self.finished = 0
@@ -62,9 +60,7 @@ class RandomSearch(SearchMethod):
 
     def _fill(self) -> list[Operation]:
         ops: list[Operation] = []
-        while self.created < self.max_trials and (
-            self.max_concurrent <= 0 or len(self.open) < self.max_concurrent
-        ):
+        while self.created < self.max_trials and self.has_room(len(self.open)):
             hparams = self._next_hparams()
             request_id = self.new_request_id()
             self.created += 1

@@ -239,17 +239,20 @@ class ExperimentLifecycle:
         self.db.flush()
 
 
-def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> None:
-    """A Python environment no connected agent offers could never run (checked, like slots, only
-    while agents are connected, so that experiments may be queued before agents join)."""
-    if not name or name == "default" or not agents:
-        return
-    offered = sorted({e for a in agents.values() for e in a.environments})
-    if name not in offered:
+def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> list[str]:
+    """The connected agents that can start the Python environment `name`. One no connected agent
+    offers could never run (checked, like slots, only while agents are connected, so that
+    experiments may be queued before agents join: with none, none are named and nothing is refused)."""
+    if not name or name == "default":
+        return sorted(agents)
+    able = sorted(a.id for a in agents.values() if name in a.environments)
+    if agents and not able:
+        offered = sorted({e for a in agents.values() for e in a.environments})
         raise UserError(
             f"environment {name!r} is not offered by any connected agent; they offer: "
             f"{', '.join(offered)} (agents offer more with --environment {name}=/path/to/python)"
         )
+    return able
 
 
 def check_agent_label(agents: Mapping[str, AgentHandle], config: Any) -> None:

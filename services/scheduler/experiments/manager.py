@@ -28,7 +28,7 @@ from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.experiments.adoption import RunAdoption
 from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
-from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle, check_environment
+from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
 from pedl_scheduler.experiments.recovery import Recovery
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.experiments.result_intake import ResultIntake
@@ -134,10 +134,6 @@ class ExperimentManager:
         requester: Principal = ANONYMOUS,
     ) -> int:
         return self.lifecycle.create_experiment(config_yaml, model_definition, name, owner, requester)
-
-    def _check_environment(self, name: str | None) -> None:
-        """Kept on the manager for callers that check an environment against `self.cluster` alone."""
-        check_environment(self.cluster.agents, name)
 
     def kill_experiment(self, exp_id: int) -> None:
         self.lifecycle.kill_experiment(exp_id)

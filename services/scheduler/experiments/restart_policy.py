@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pedl._backoff import backoff_seconds
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE
 
 # What a harness's exit code says about the infrastructure (the text `describe` shows).
@@ -33,10 +34,7 @@ class RestartBackoff:
             raise ValueError(f"restart backoff must be >= 0 s, got base {self.base_s}, cap {self.cap_s}")
 
     def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
-        if attempt < 1 or self.base_s == 0:
-            return 0.0
-        full = min(self.cap_s, self.base_s * 2 ** min(attempt - 1, 62))
-        return full * (0.5 + 0.5 * rand())
+        return backoff_seconds(attempt, self.base_s, self.cap_s, rand=rand)
 
 
 def infrastructure_cause(exit_code: int) -> str | None:

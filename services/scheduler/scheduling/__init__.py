@@ -4,7 +4,6 @@ The scheduler builds a `ClusterState` once per tick, calls `decide`, then starts
 assigned trials and asks the preempted ones to checkpoint and stop.
 """
 
-from pedl_scheduler.scheduling.legacy import AgentCapacity, Assignment, assign
 from pedl_scheduler.scheduling.policy import decide
 from pedl_scheduler.scheduling.share import weighted_shares
 from pedl_scheduler.scheduling.state import (
@@ -26,16 +25,13 @@ __all__ = [
     "DEFAULT_POOL",
     "DEFAULT_PRIORITY",
     "Agent",
-    "AgentCapacity",
     "Allocation",
-    "Assignment",
     "ClusterState",
     "Decision",
     "ExperimentResources",
     "QueuedTrial",
     "RunningTrial",
     "SchedulingPolicy",
-    "assign",
     "decide",
     "weighted_shares",
 ]

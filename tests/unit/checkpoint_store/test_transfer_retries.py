@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+
 import pytest
 import urllib3
 from botocore.exceptions import ClientError, EndpointConnectionError
@@ -32,28 +37,69 @@ def flaky(failures: list[BaseException], result: str = "ok"):  # type: ignore[no
     return attempt, calls
 
 
-def test_client_retries_connection_errors_and_5xx_then_succeeds() -> None:
-    attempt, calls = flaky(
-        [urllib3.exceptions.NewConnectionError(None, "refused"), presigned_http.Retry("503")]
-    )  # type: ignore[arg-type]
-    assert presigned_http.with_retries(attempt, "fetching x", max_attempts=3) == "ok"
-    assert len(calls) == 3
+class Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers each request with the next scripted (status, body, declared length) of its server."""
+
+    def do_GET(self) -> None:
+        self.server.requests += 1  # type: ignore[attr-defined]  # set by serving()
+        status, body, length = self.server.script.pop(0) if self.server.script else (200, b"ok", 2)  # type: ignore[attr-defined]
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self.wfile.write(body)  # fewer bytes than declared: the body is cut short
+        self.close_connection = True
+
+    do_PUT = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
 
 
-def test_client_gives_up_with_the_last_error() -> None:
-    attempt, calls = flaky([presigned_http.Retry("HTTP 503 SlowDown")] * 5)
+@pytest.fixture
+def serving() -> Iterator[http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    server.script, server.requests = [], 0  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def get(server: http.server.ThreadingHTTPServer, max_attempts: int = 3) -> urllib3.BaseHTTPResponse:
+    pool = presigned_http.pool_manager(1, max_attempts)
+    return presigned_http.request(pool, "GET", f"http://127.0.0.1:{server.server_port}/k", "fetching x")
+
+
+def test_client_retries_5xx_and_a_body_cut_short_then_succeeds(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(503, b"", 0), (200, b"hal", 6)]
+    response = get(serving)
+    assert (response.status, response.data, serving.requests) == (200, b"ok", 3)
+
+
+def test_client_gives_up_with_the_last_error(serving) -> None:  # type: ignore[no-untyped-def]
+    body = b"<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>"
+    serving.script = [(503, body, len(body))] * 5
     with pytest.raises(
         presigned_http.TransferError, match="fetching x failed after 3 attempts: HTTP 503 SlowDown"
     ):
-        presigned_http.with_retries(attempt, "fetching x", max_attempts=3)
-    assert len(calls) == 3
+        raise presigned_http.refused(get(serving), "fetching x")
+    assert serving.requests == 3
 
 
-def test_client_does_not_retry_what_retrying_cannot_fix() -> None:
-    attempt, calls = flaky([presigned_http.TransferError("HTTP 403 AccessDenied")])
-    with pytest.raises(presigned_http.TransferError, match="403"):
-        presigned_http.with_retries(attempt, "fetching x")
-    assert len(calls) == 1
+def test_client_does_not_retry_what_retrying_cannot_fix(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(403, b"<Code>AccessDenied</Code>", 25)]
+    error = presigned_http.refused(get(serving), "fetching x")
+    assert str(error) == "fetching x failed: HTTP 403 AccessDenied" and serving.requests == 1
+
+
+def test_unreachable_storage_is_a_transfer_error_after_every_attempt() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    pool = presigned_http.pool_manager(1, 2)
+    with pytest.raises(presigned_http.TransferError, match="fetching x failed after 2 attempts"):
+        presigned_http.request(pool, "GET", f"http://127.0.0.1:{port}/k", "fetching x")
 
 
 def test_urls_are_shown_without_their_signature() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 
+from pedl import records
 from pedl._metrics import to_struct
 from pedl.cli import render
 from pedl.v1 import common_pb2, scheduler_pb2
@@ -114,9 +114,8 @@ def test_describe_experiment_and_json() -> None:
     assert "Error:" in text and "trial 3 failed" in text
     assert "Trial 3\n\nTraining steps:" in text
     assert "val_loss" in text and "abc" in text and "2.0 KB" in text
-    data = json.loads(render.describe_json(response, [detail]))
-    assert data["experiment"]["id"] == 7
-    assert data["trials"][0]["steps"][0]["metrics"] == {"loss": 0.5}
+    assert records.experiment_record(response.experiment)["id"] == 7
+    assert records.trial_detail_record(detail, {"lr": 0.1})["steps"][0]["metrics"] == {"loss": 0.5}
 
 
 def test_describe_trial_without_results() -> None:

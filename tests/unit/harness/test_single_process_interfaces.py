@@ -23,5 +23,10 @@ def test_a_single_process_interface_on_several_slots_names_the_fix(base: type) -
         start_framework(trial_class, group(2))  # type: ignore[arg-type]
 
 
-def test_pytorch_trials_need_no_framework_runtime() -> None:
-    start_framework(type("MyTrial", (PyTorchTrial,), {}), group(2))  # type: ignore[arg-type]
+def test_pytorch_trials_run_on_several_slots_and_a_framework_hook_gets_the_group() -> None:
+    assert getattr(PyTorchTrial, "several_slots", True) and not hasattr(PyTorchTrial, "start_workers")
+    started: list[object] = []
+    hooked = type("MyTrial", (PyTorchTrial,), {"start_workers": staticmethod(started.append)})
+    two = group(2)
+    start_framework(hooked, two)  # type: ignore[arg-type]
+    assert started == [two]

@@ -1,27 +1,40 @@
-"""Slot assignment decisions, alone."""
+"""Slot assignment decisions over free slots, alone (`decide` with no preemption)."""
 
-from pedl_scheduler.scheduling import AgentCapacity, Assignment, QueuedTrial, assign
+from __future__ import annotations
+
+from pedl_scheduler.scheduling import Agent, Allocation, ClusterState, QueuedTrial, SchedulingPolicy, decide
+
+
+def free_agent(agent_id: str, slots: tuple[str, ...], pool: str = "default") -> Agent:
+    return Agent(agent_id, slots, slots, pool)
+
+
+def placed(queued: list[QueuedTrial], agents: list[Agent]) -> dict[int, tuple[Allocation, ...]]:
+    decision = decide(ClusterState(agents=agents, queued=queued), SchedulingPolicy(priority_preemption=False))
+    return {trial_id: tuple(allocation) for trial_id, allocation in decision.assignments.items()}
 
 
 def test_queued_trials_fill_free_slots_in_order() -> None:
     queued = [QueuedTrial(1, 1, 1), QueuedTrial(2, 1, 1), QueuedTrial(3, 1, 1)]
-    agents = [AgentCapacity("a", ("cpu0", "cpu1"))]
-    assert assign(queued, agents) == [Assignment(1, "a", ("cpu0",)), Assignment(2, "a", ("cpu1",))]
+    agents = [free_agent("a", ("cpu0", "cpu1"))]
+    assert placed(queued, agents) == {1: (Allocation("a", ("cpu0",)),), 2: (Allocation("a", ("cpu1",)),)}
 
 
-def test_multi_slot_trials_get_all_their_slots_on_one_agent_or_wait() -> None:
+def test_multi_slot_trials_get_all_their_slots_on_one_agent_first() -> None:
     queued = [QueuedTrial(1, 1, 2), QueuedTrial(2, 1, 1)]
-    agents = [AgentCapacity("a", ("cpu0",)), AgentCapacity("b", ("cpu0", "cpu1"))]
-    assert assign(queued, agents) == [Assignment(1, "b", ("cpu0", "cpu1")), Assignment(2, "a", ("cpu0",))]
-    assert assign([QueuedTrial(3, 1, 3)], agents) == []
+    agents = [free_agent("a", ("cpu0",)), free_agent("b", ("cpu0", "cpu1"))]
+    assert placed(queued, agents) == {
+        1: (Allocation("b", ("cpu0", "cpu1")),),
+        2: (Allocation("a", ("cpu0",)),),
+    }
 
 
 def test_best_fit_keeps_large_blocks_free() -> None:
-    agents = [AgentCapacity("big", ("0", "1", "2", "3")), AgentCapacity("small", ("0",))]
-    assert assign([QueuedTrial(1, 1, 1)], agents) == [Assignment(1, "small", ("0",))]
+    agents = [free_agent("big", ("0", "1", "2", "3")), free_agent("small", ("0",))]
+    assert placed([QueuedTrial(1, 1, 1)], agents) == {1: (Allocation("small", ("0",)),)}
 
 
 def test_resource_pools_are_respected() -> None:
-    agents = [AgentCapacity("a", ("0",), "gpu-pool")]
-    assert assign([QueuedTrial(1, 1, 1, "default")], agents) == []
-    assert assign([QueuedTrial(1, 1, 1, "gpu-pool")], agents) == [Assignment(1, "a", ("0",))]
+    agents = [free_agent("a", ("0",), "gpu-pool")]
+    assert placed([QueuedTrial(1, 1, 1, "default")], agents) == {}
+    assert placed([QueuedTrial(1, 1, 1, "gpu-pool")], agents) == {1: (Allocation("a", ("0",)),)}

@@ -9,6 +9,8 @@ from searcher_sim import SimTrial, Simulator
 
 from pedl.config import parse_experiment_config
 from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method
+from pedl.searcher.asha import AsyncHalvingSearch
+from pedl.searcher.concurrency import ConcurrencyLimiter
 
 
 def config(searcher: str, **fields: Any) -> Any:
@@ -201,7 +203,8 @@ def test_async_halving_runs_one_bracket_of_num_rungs_with_every_trial() -> None:
     cfg = async_halving("num_rungs: 3, max_trials: 27, max_length: 270, divisor: 3, max_concurrent_trials: 4")
     assert cfg.searcher["stop_once"] is False  # Determined's defaults filled
     search = make_search_method(cfg, seed=1)
-    assert [(len(b.rung_lengths), b.max_trials) for b in search.brackets] == [(3, 27)]
+    assert isinstance(search, ConcurrencyLimiter) and isinstance(search.method, AsyncHalvingSearch)
+    assert [(len(b.rung_lengths), b.max_trials) for b in search.method.brackets] == [(3, 27)]
     sim = Simulator(search, by_x, seed=2).run()
     assert rung_lengths(sim) == {30, 90, 270}
     assert len([c for c in sim.created() if c.checkpoint_from is None]) == 27
