@@ -66,6 +66,17 @@ class ConcurrencyLimiter(SearchMethod):
     def progress(self) -> float:
         return self.method.progress()
 
+    def resumable_requests(self) -> set[str]:
+        # The method's: held trials have no checkpoint yet, so only its stopped trials count.
+        return self.method.resumable_requests()
+
+    def __getattr__(self, name: str) -> Any:
+        """Whatever else the scheduler asks of a search method (its length unit, its rungs) is the
+        wrapped method's."""
+        if name == "method":  # not yet set (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.method, name)
+
     def _pass(self, ops: list[Operation]) -> list[Operation]:
         out: list[Operation] = []
         for op in ops:
