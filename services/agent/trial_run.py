@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import socket
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ Send = Callable[[agent_pb2.ConnectRequest], None]
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
+# When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
+TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
 # Never inherited from the agent's environment: the agent sets the first six per rank; a Keras
 # trial's harness sets TF_CONFIG itself, from ports its ranks pick and share at the rendezvous.
 DISTRIBUTED_ENV = (
@@ -165,8 +168,26 @@ class TrialRun:
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
+        self._exit_started: float | None = None  # TERMINATE handed to the harness, or it died
         self.exited = False
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
+        self._timeline: list[common_pb2.TimelinePhase] = []
+        self._phase("start received", time.time())
+
+    def _phase(self, name: str, start: float, end: float | None = None) -> None:
+        self._timeline.append(
+            common_pb2.TimelinePhase(
+                name=name,
+                start=start,
+                end=time.time() if end is None else end,
+                source="agent",
+                run_id=self.run_id,
+            )
+        )
+
+    def timeline(self) -> list[common_pb2.TimelinePhase]:
+        """The agent's and the harness's phases of this run, in the order they started."""
+        return sorted([*self._timeline, *self.servicer.timeline], key=lambda p: p.start)
 
     @property
     def pid(self) -> int | None:
@@ -233,6 +254,8 @@ class TrialRun:
             outcome = _Outcome(1, f"the agent failed to run the trial: {type(e).__name__}: {e}")
             if self._proc is not None and self._proc.returncode is None:
                 self._signal_group(signal.SIGKILL)
+        if self._exit_started is not None:
+            self._phase("exit", self._exit_started)
         self.exited = True
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)
@@ -242,6 +265,7 @@ class TrialRun:
             exit_code=outcome.exit_code,
             error=outcome.error,
             killed=killed,
+            timeline=self.timeline(),
         )
         failure = self.servicer.failure_report()
         if failure is not None and outcome.exit_code != 0 and not self._kill_requested.is_set():
@@ -254,12 +278,18 @@ class TrialRun:
         server: grpc.aio.Server | None = None
         try:
             try:
+                started = time.time()
                 model_dir = await self._unless_killed(self._prepare())
                 server = await self._serve()
+                self._phase("model definition fetched and unpacked", started)
                 if self._kill_requested.is_set():
                     raise _Killed()
-                await self._wait_for_slots(after)
-                await self._spawn_all(model_dir)
+                started = time.time()
+                if await self._wait_for_slots(after):
+                    self._phase("waiting for the slots' previous runs", started)
+                started = time.time()
+                await self._spawn_all(model_dir, started)
+                self._phase("process spawned", started)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
             except Exception as e:
@@ -280,17 +310,19 @@ class TrialRun:
                 self._s.sandbox.release(self.trial_dir)
         return outcome
 
-    async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
-        """Until the runs this one takes its slots from have ended (prepared and serving meanwhile)."""
+    async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> bool:
+        """Until the runs this one takes its slots from have ended (prepared and serving meanwhile);
+        False when there was nothing to wait for."""
         pending = [f for f in after if not f.done()]
         if not pending:
-            return
+            return False
         self.waiting = True
         self._log.info("waiting for the slots' current runs to exit", runs=len(pending))
         try:
             await self._unless_killed(asyncio.wait(pending))
         finally:
             self.waiting = False
+        return True
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
@@ -350,12 +382,12 @@ class TrialRun:
             env["CUDA_VISIBLE_DEVICES"] = visible
         return env
 
-    async def _spawn_all(self, model_dir: Path) -> None:
+    async def _spawn_all(self, model_dir: Path, started: float) -> None:
         """Starts one harness per local rank; the first leads the process group the others join."""
         self._ranks = plan_ranks(self.start)
         try:
             for index in range(self._ranks.local):
-                proc = await self._spawn(model_dir, index)
+                proc = await self._spawn(model_dir, index, started)
                 if index == 0:
                     self._proc = proc
                 self._procs.append(proc)
@@ -363,8 +395,10 @@ class TrialRun:
             self._signal_group(signal.SIGKILL)
             raise
 
-    async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
+    async def _spawn(self, model_dir: Path, index: int, started: float) -> asyncio.subprocess.Process:
         argv = self._harness_argv
+        env = self._environment(index)
+        env[TIMELINE_T0_ENV] = repr(started)
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
@@ -376,7 +410,7 @@ class TrialRun:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=model_dir,
-                env=self._environment(index),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -401,6 +435,7 @@ class TrialRun:
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix)))
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, tails[index])))
         exits = await self._all_exited(procs)
+        self._exit_started = self.servicer.terminate_sent_at or time.time()
         self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
         for p in late:

@@ -10,12 +10,13 @@ import grpc
 
 from pedl import __version__
 from pedl._server_auth import current_principal
-from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler import convert, experiment_delete, experiment_patch, trial_results
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
@@ -145,6 +146,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
+            timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
         )
 
     async def ListTrialDetails(self, request, context):  # noqa: N802

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 
 from pedl import _grpc
+from pedl.harness import timeline
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 # How long to wait for the agent's socket to accept the first call.
@@ -35,7 +36,9 @@ class AgentWorkloadSource:
         return self._stub.NextWorkload(harness_pb2.NextWorkloadRequest()).workload
 
     def complete(self, result: common_pb2.WorkloadResult) -> None:
-        self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result))
+        self._stub.CompleteWorkload(
+            harness_pb2.CompleteWorkloadRequest(result=result, timeline=timeline.drain())
+        )
 
     def report_failure(self, failure: agent_pb2.FailureSignature) -> None:
         """Tells the agent where the error the harness exits with arose; best effort (the exit and

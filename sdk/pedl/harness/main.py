@@ -13,6 +13,7 @@ import yaml
 
 from pedl import _log
 from pedl._metrics import from_struct
+from pedl.harness import timeline
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
@@ -125,7 +126,8 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             restore_uuid = trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid
             if restore_uuid:
                 restore_dir = Path(tmp)
-                checkpoints.fetch(restore_uuid, restore_dir)
+                with timeline.phase("checkpoint download"):
+                    checkpoints.fetch(restore_uuid, restore_dir)
             controller = start_trial(
                 model_dir,
                 config,
@@ -153,6 +155,9 @@ def main() -> int:
     if not socket_path:
         print(f"pedl.harness: environment variable {SOCKET_ENV} is not set", file=sys.stderr)
         return 2
+    started = timeline.process_started()
+    if started is not None:
+        timeline.record("imports", started)
     _log.configure_logging("harness")
     launch = None
     try:
