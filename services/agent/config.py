@@ -14,6 +14,8 @@ from pedl import auth
 
 from .sandbox import ISOLATION_MODES, default_isolation
 
+HARNESS_STARTS = ("fork", "spawn")
+
 DEFAULT_MASTER = "127.0.0.1:8080"
 DEFAULT_ENVIRONMENT = "default"
 
@@ -47,6 +49,8 @@ class AgentConfig:
     hide_paths: list[Path] = field(default_factory=list)
     # Directories every sandboxed trial may read and write (--bind).
     bind_paths: list[Path] = field(default_factory=list)
+    # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
+    harness_start: str = "fork"
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -113,6 +117,14 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a directory sandboxed trials may read and write (shared datasets, scratch), at the same "
         "path; repeatable. The agent's own paths inside it stay hidden",
+    )
+    p.add_argument(
+        "--harness-start",
+        choices=HARNESS_STARTS,
+        default="fork",
+        help="fork (the default): a single-process trial's harness is forked from a fork server per "
+        "environment that has imported the harness and torch once; spawn: a new interpreter per run "
+        "(what fork falls back to, with the reason in the log, where forking is not possible)",
     )
     return p
 
@@ -181,6 +193,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         cluster_secret_file=ns.cluster_secret_file or "",
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
         bind_paths=binds,
+        harness_start=ns.harness_start,
     )
 
 

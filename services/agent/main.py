@@ -16,13 +16,15 @@ from pedl._log import configure_logging
 from pedl.cluster.paths import pedl_home
 
 from .agent import Agent
-from .config import AgentConfig, local_address, parse_args
+from .config import DEFAULT_ENVIRONMENT, AgentConfig, local_address, parse_args
+from .credentials import harness_environment
 from .devices import detect_gpus, make_slots
+from .fork_server import ForkServers
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .outbox import Outbox
 from .sandbox import make_sandbox
-from .trial_run import RunSettings, TrialRun
+from .trial_run import DISTRIBUTED_ENV, RunSettings, TrialRun
 from .version import AGENT_VERSION
 
 # Unix socket paths must stay under ~104 bytes; "<trial>-<run>.sock" needs up to 24 more.
@@ -78,6 +80,12 @@ async def run_agent(cfg: AgentConfig) -> None:
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
+    fork_servers = None
+    if cfg.harness_start == "fork":
+        env = harness_environment(os.environ, cfg.work_dir / "trials", DISTRIBUTED_ENV)
+        env["PYTHONUNBUFFERED"] = "1"
+        fork_servers = ForkServers(cfg.environment_argvs(), env, sandbox, cfg.work_dir / "trials", sock_dir)
+        await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()
     settings = RunSettings(
         harness_argv=cfg.harness_argv(),
@@ -90,6 +98,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         environments=cfg.environment_argvs(),
         address=cfg.address,
         sandbox=sandbox,
+        fork_servers=fork_servers,
     )
     agent = Agent(
         agent_id=cfg.agent_id,
@@ -112,6 +121,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         harness=cfg.harness_argv(),
         environments=cfg.environments,
         isolation=cfg.isolation,
+        harness_start=cfg.harness_start,
         version=AGENT_VERSION,
     )
 
@@ -133,6 +143,8 @@ async def run_agent(cfg: AgentConfig) -> None:
             await asyncio.wait_for(link_task, 5.0)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             link_task.cancel()
+        if fork_servers is not None:
+            await fork_servers.close()
         if remove_sock_dir:
             shutil.rmtree(sock_dir, ignore_errors=True)
         log.info("agent stopped")

@@ -30,17 +30,22 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
+from .fork_server import ForkedProcess, ForkServers
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
 from .sandbox import Sandbox
 
 T = TypeVar("T")
+# A harness the agent spawned, or one its environment's fork server forked.
+HarnessProcess = asyncio.subprocess.Process | ForkedProcess
 Send = Callable[[agent_pb2.ConnectRequest], None]
 
 # How long to wait for the harness's output pipes to close after it exited (a detached grandchild
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
+# How often exit codes are polled while a run's processes live: each poll may add this to a slot's idle time.
+EXIT_POLL_SECONDS = 0.02
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
 # When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
 TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
@@ -122,6 +127,8 @@ class RunSettings:
     address: str = ""
     # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
     sandbox: Sandbox | None = None
+    # Warm harness processes (one fork server per environment); None spawns every harness.
+    fork_servers: ForkServers | None = None
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -163,8 +170,8 @@ class TrialRun:
         self._kill_requested = asyncio.Event()
         self._killed_by_scheduler = False
         self._kill_reason = ""
-        self._proc: asyncio.subprocess.Process | None = None  # the group leader (the first rank)
-        self._procs: list[asyncio.subprocess.Process] = []
+        self._proc: HarnessProcess | None = None  # the group leader (the first rank)
+        self._procs: list[HarnessProcess] = []
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
@@ -395,10 +402,17 @@ class TrialRun:
             self._signal_group(signal.SIGKILL)
             raise
 
-    async def _spawn(self, model_dir: Path, index: int, started: float) -> asyncio.subprocess.Process:
+    async def _spawn(self, model_dir: Path, index: int, started: float) -> HarnessProcess:
         argv = self._harness_argv
         env = self._environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
+        if self._s.fork_servers is not None and self._ranks.local == 1:
+            forked = await self._s.fork_servers.fork(
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path
+            )
+            if forked is not None:
+                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir))
+                return forked
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
@@ -459,7 +473,7 @@ class TrialRun:
             else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
         )
 
-    async def _all_exited(self, procs: list[asyncio.subprocess.Process]) -> list[tuple[int, int]]:
+    async def _all_exited(self, procs: list[HarnessProcess]) -> list[tuple[int, int]]:
         """(index, exit code) of every process in the order they exited.
 
         A rank failing kills the others at once. A rank that only lost a peer (PEER_FAILED_EXIT_CODE)
@@ -488,7 +502,7 @@ class TrialRun:
                 if killed:
                     self._log.info("a rank failed; killing the others", exits=exits)
                     self._signal_group(signal.SIGKILL)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(EXIT_POLL_SECONDS)
 
 
 async def _pump(
