@@ -35,6 +35,10 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         # The harness's timeline phases, and when it was handed TERMINATE (the start of its exit).
         self.timeline: list[common_pb2.TimelinePhase] = []
         self.terminate_sent_at: float | None = None
+        # Called once the harness has taken its last piece of work: TERMINATE, or a checkpoint with
+        # only TERMINATE behind it (what is left is saving, uploading and exiting).
+        self.on_last_work: Callable[[], None] | None = None
+        self._terminate_queued = False
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -48,6 +52,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         key = _key(workload)
         if key in self._held:
             return True
+        if workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE:
+            self._terminate_queued = True
         self._held.append(key)
         self._workloads.put_nowait(workload)
         return True
@@ -77,6 +83,13 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
             self.trained = True
         elif workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE:
             self.terminate_sent_at = time.time()
+        last = workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE or (
+            workload.kind == common_pb2.WORKLOAD_KIND_CHECKPOINT_MODEL
+            and self._terminate_queued
+            and self._workloads.qsize() == 1
+        )
+        if last and self.on_last_work is not None:
+            self.on_last_work()
         return harness_pb2.NextWorkloadResponse(workload=workload)
 
     async def CompleteWorkload(

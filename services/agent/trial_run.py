@@ -179,7 +179,31 @@ class TrialRun:
         self.exited = False
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
         self._timeline: list[common_pb2.TimelinePhase] = []
+        self._released: asyncio.Future[None] | None = None
+        self._handed_over = False
+        self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
+
+    @property
+    def slot_released(self) -> asyncio.Future[None]:
+        """Done when a run taking over this run's slots may start its harness: at this run's exit, or
+        for a single process on CPU slots as soon as it has taken its last work (a checkpoint then
+        TERMINATE): its save, upload and exit then overlap the next harness's start. A checkpoint is
+        still reported only once stored; a GPU is never shared by two harnesses."""
+        if self._released is None:
+            self._released = asyncio.get_running_loop().create_future()
+            if self.exited or self._handed_over:
+                self._released.set_result(None)
+        return self._released
+
+    def _last_work_taken(self) -> None:
+        on_cpu = cuda_visible_devices(list(self.start.slot_ids), self._s.gpus) is None
+        if not on_cpu or self._ranks.distributed or self._handed_over:
+            return
+        self._handed_over = True
+        self._phase("slot handed over", time.time())
+        if self._released is not None and not self._released.done():
+            self._released.set_result(None)
 
     def _phase(self, name: str, start: float, end: float | None = None) -> None:
         self._timeline.append(
@@ -263,6 +287,8 @@ class TrialRun:
                 self._signal_group(signal.SIGKILL)
         if self._exit_started is not None:
             self._phase("exit", self._exit_started)
+        if self._released is not None and not self._released.done():
+            self._released.set_result(None)
         self.exited = True
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)

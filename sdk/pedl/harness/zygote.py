@@ -19,7 +19,6 @@ sandboxed alone would. The server and every child die with their parent (PR_SET_
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import json
 import os
@@ -148,7 +147,9 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
             # The first process of a PID namespace gets only the signals it handles: SIGTERM must kill.
             signal.signal(signal.SIGTERM, lambda *_: os._exit(128 + signal.SIGTERM))
         code = _run_harness(body["env"], body["cwd"])
-        atexit._run_exitfuncs()  # the user's and the frameworks' exit hooks, not module teardown
+        from pedl.harness.main import exit_now
+
+        exit_now(code)  # the user's and the frameworks' exit hooks, not module teardown
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException:
