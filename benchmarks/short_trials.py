@@ -279,18 +279,28 @@ def main() -> None:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="4 trials of 10 ms batches on 2 slots; Ray only if its environment is already built",
+        help="4 trials of 10 ms batches on 2 slots, pedl only (with --ray, Ray too where already built)",
+    )
+    parser.add_argument(
+        "--ray", action="store_true", help="with --smoke: Ray Tune too, if its environment exists"
     )
     args = parser.parse_args()
     work = Workload(trials=4, sleep=0.01) if args.smoke else Workload(trials=args.trials, sleep=0.25)
     slot_counts = [2] if args.smoke else args.slots
-    python = None if args.no_ray else ray_python(install=not args.smoke)
+    skip_ray = args.no_ray or (args.smoke and not args.ray)
+    python = None if skip_ray else ray_python(install=not args.smoke)
     print(
         f"== {work.trials} trials x {work.steps} steps of {work.per_step} batches of {work.sleep:g} s "
         f"({work.work_seconds():g} s of work each), random search, 1 agent"
     )
     if python is None:
-        why = "--no-ray" if args.no_ray else f"no environment at {RAY_ENV} (a run without --smoke builds it)"
+        why = (
+            "--no-ray"
+            if args.no_ray
+            else "--smoke without --ray"
+            if skip_ray
+            else f"no environment at {RAY_ENV} (a run without --smoke builds it)"
+        )
         print(f"Ray Tune: skipped ({why})")
     medians: dict[int, dict[str, float]] = {}
     for slots in slot_counts:
