@@ -306,12 +306,15 @@ def main() -> None:
     for slots in slot_counts:
         ideal = work.ideal(slots)
         wall, medians[slots] = run_pedl(work, slots, warm_up=not args.smoke)
-        line = f"{slots} slots: ideal {ideal:.1f} s | pedl {wall:.1f} s ({wall / ideal:.2f}x)"
+        print(f"{slots} slots: ideal {ideal:.1f} s | pedl {wall:.1f} s ({wall / ideal:.2f}x)", flush=True)
         if python is not None:
             for reuse, label in ((False, "Ray new process"), (True, "Ray reuse_actors")):
                 ray_wall = run_ray(python, work, slots, reuse)
-                line += f" | {label} {ray_wall:.1f} s ({ray_wall / ideal:.2f}x)"
-        print(line, flush=True)
+                print(
+                    f"{slots} slots: ideal {ideal:.1f} s | {label} {ray_wall:.1f} s "
+                    f"({ray_wall / ideal:.2f}x)",
+                    flush=True,
+                )
     for slots, phases in medians.items():
         print(f"\npedl per-trial phase medians, {slots} slots (seconds; from the trials' timelines):")
         for name, seconds in sorted(phases.items(), key=lambda kv: -kv[1]):
