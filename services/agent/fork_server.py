@@ -123,6 +123,7 @@ class ForkServer:
     _announced: bool = False
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _starting: asyncio.Future[None] | None = None
+    _relays: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
     def running(self) -> bool:
@@ -163,7 +164,7 @@ class ForkServer:
         self._sock = ours
         self._ready = loop.create_future()
         loop.add_reader(ours.fileno(), self._readable)
-        asyncio.ensure_future(self._relay_stderr(self._proc))
+        self._relays.append(asyncio.ensure_future(self._relay_stderr(self._proc)))
 
     async def _relay_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -305,6 +306,8 @@ class ForkServer:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
             await self._proc.wait()
+        if self._relays:  # each server's stderr to its end, so its transport closes with the loop alive
+            await asyncio.wait(self._relays, timeout=5.0)
 
 
 async def _reader(fd: int) -> asyncio.StreamReader:
@@ -339,6 +342,10 @@ class ForkServers:
         server = self._servers.get(name)
         if server is not None:
             self._warming.append(asyncio.ensure_future(self._warm(server)))
+
+    async def ready(self, name: str) -> None:
+        """Until `name`'s server has its imports done; ForkUnavailable when it cannot fork."""
+        await self._servers[name].ready()
 
     async def _warm(self, server: ForkServer) -> None:
         try:

@@ -130,7 +130,7 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
         null = os.open(os.devnull, os.O_RDONLY)
         for fd, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
             os.dup2(fd, target)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if box is None else 1 << 16)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         if box is not None:
             _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box))
             _namespaces.unshare(_namespaces.CLONE_NEWPID)
