@@ -34,7 +34,22 @@ from typing import Any
 from pedl.harness import _namespaces
 
 # Imported before forking, in this order; each is skipped where not installed.
-PRELOAD = ("numpy", "grpc", "yaml", "pedl.harness.main", "pedl.harness.controllers", "torch", "pedl.pytorch")
+# torch._dynamo is what a first optimizer step imports (sympy and more: most of a second); importing
+# it starts no thread. Nothing here runs an op: a thread pool started before fork would hang children.
+PRELOAD = (
+    "numpy",
+    "grpc",
+    "yaml",
+    "pedl.harness.main",
+    "pedl.harness.controllers",
+    "pedl.simple._controller",
+    "torch",
+    "torch.optim",
+    "torch._dynamo",
+    "pedl.pytorch",
+    "pedl.pytorch._controller",
+    "pedl.pytorch._optimizations",
+)
 TENSORFLOW = ("tensorflow", "pedl.keras", "pedl.tensorflow")
 MAX_MESSAGE = 1 << 16
 
