@@ -243,11 +243,15 @@ class ForkServer:
         if "unsafe" in verdict:
             self.unusable = f"forking is unsafe there: {verdict['unsafe']}"
             raise ForkUnavailable(self.unusable)
+        if "ready" not in verdict:  # it died importing (an environment whose pedl has no fork server)
+            self.unusable = (
+                f"its fork server exited before it was ready ({verdict.get('error', 'no reason given')}; "
+                "its output is in this log)"
+            )
+            raise ForkUnavailable(self.unusable)
         if not self._announced:
             self._announced = True
             log.info("fork server ready", environment=self.name, **verdict["ready"])
-        if "ready" not in verdict:
-            raise ForkUnavailable(verdict.get("error", "its fork server did not start"))
 
     async def fork(self, env: dict[str, str], cwd: Path, box: dict[str, Any] | None) -> ForkedProcess:
         # A run never waits for the imports it would pay for by spawning.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pedl_agent.credentials import harness_environment
-from pedl_agent.fork_server import ForkServers
+from pedl_agent.fork_server import ForkServers, ForkUnavailable
 from pedl_agent.sandbox import make_sandbox
 
 pytestmark = pytest.mark.integration
@@ -97,6 +97,30 @@ def test_a_run_that_changes_startup_variables_is_not_forked(tmp_path: Path) -> N
             (trial / "model").mkdir(parents=True)
             run_env = {**env, "PYTHONPATH": "/somewhere/else"}
             assert await servers.fork("", run_env, trial / "model", trial, sock / "3-1.sock") is None
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_environment_whose_server_cannot_start_spawns_from_then_on(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        work, sock = tmp_path / "work", tmp_path / "sock"
+        (work / "trials").mkdir(parents=True)
+        sock.mkdir()
+        python = tmp_path / "python"  # a "Python" whose pedl has no fork server: it exits at once
+        python.write_text("#!/bin/sh\nexit 1\n")
+        python.chmod(0o755)
+        servers = ForkServers(
+            {"default": [str(python), "-m", "pedl.harness"]}, {}, None, work / "trials", sock
+        )
+        try:
+            await servers.warm("default")
+            with pytest.raises(ForkUnavailable, match="exited before it was ready"):
+                await servers.ready("default")
+            trial = work / "trials" / "1-1"
+            assert await servers.fork("", {}, trial, trial, sock / "1-1.sock") is None
+            assert not servers._servers["default"].running  # not started again
         finally:
             await servers.close()
 
