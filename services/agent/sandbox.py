@@ -138,6 +138,9 @@ class Sandbox:
             "shm": f"{FORK_HOST_SHM}/{shm.name}" if shm is not None else "",
             "host_shm": FORK_HOST_SHM if Path("/dev/shm").is_dir() else "",
             "stage": FORK_STAGE,
+            "shared": [
+                str(p) for p in self.shared if p.is_relative_to("/tmp") or p.is_relative_to("/var/tmp")
+            ],
         }
 
     @staticmethod

@@ -118,6 +118,8 @@ class ChildSandbox:
     # Where the fork server's sandbox has the machine's /dev/shm, and a directory to stage binds in.
     host_shm: str = ""
     stage: str = ""
+    # Operator-shared directories (--bind) under /tmp or /var/tmp: bound again over the run's own /tmp.
+    shared: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict) -> ChildSandbox:
@@ -128,6 +130,7 @@ class ChildSandbox:
             shm=str(data.get("shm", "")),
             host_shm=str(data.get("host_shm", "")),
             stage=str(data["stage"]),
+            shared=tuple(str(p) for p in data.get("shared", ())),
         )
 
 
@@ -148,8 +151,14 @@ def narrow_mounts(box: ChildSandbox) -> None:
     if box.shm:
         (stage / "shm").mkdir()
         bind(box.shm, str(stage / "shm"))
+    for index, path in enumerate(box.shared):
+        (stage / f"shared{index}").mkdir()
+        bind(path, str(stage / f"shared{index}"))
     bind(str(stage / "trial" / ".tmp"), "/tmp")
     bind(str(stage / "trial" / ".tmp"), "/var/tmp")
+    for index, path in enumerate(box.shared):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        bind(str(stage / f"shared{index}"), path)
     for path in box.covered:
         Path(path).mkdir(parents=True, exist_ok=True)
         mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")

@@ -150,17 +150,18 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
             _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box))
             _namespaces.unshare(_namespaces.CLONE_NEWPID)
             pid = os.fork()
-            if pid:  # waits for the harness (PID 1 of its namespace) and exits as it did
+            if pid:  # waits for the namespace's init and ends as the harness did
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_IGN)
                 _, status = os.waitpid(pid, 0)
-                code = _exit_code(status)
-                os._exit(code if code >= 0 else 128 - code)
+                _exit_as(_exit_code(status))
             _namespaces.die_with_parent(signal.SIGKILL)
             _namespaces.mount_own_proc()
             _namespaces.drop_all_capabilities()
-            # The first process of a PID namespace gets only the signals it handles: SIGTERM must kill.
-            signal.signal(signal.SIGTERM, lambda *_: os._exit(128 + signal.SIGTERM))
+            harness = os.fork()
+            if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
+                _init(harness)
+            _namespaces.die_with_parent(signal.SIGKILL)
         code = _run_harness(body["env"], body["cwd"])
         from pedl.harness.main import exit_now
 
@@ -176,6 +177,31 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
             except Exception:
                 pass
         os._exit(code)
+
+
+def _exit_as(code: int) -> None:
+    """Exits with `code`, or dies of the signal a code above 128 stands for (as the harness did)."""
+    if code < 0:
+        code = 128 - code
+    if code > 128:
+        signal.signal(code - 128, signal.SIG_DFL)
+        os.kill(os.getpid(), code - 128)
+    os._exit(code)
+
+
+def _init(harness: int) -> None:
+    """The PID namespace's first process: passes termination signals on, reaps orphans, and exits
+    as the harness did (the namespace, and whatever the harness left in it, ends with it)."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: os.kill(harness, number))
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if pid == harness:
+            code = _exit_code(status)
+            os._exit(code if code >= 0 else 128 - code)
 
 
 def serve(control: socket.socket) -> None:

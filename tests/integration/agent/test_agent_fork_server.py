@@ -81,7 +81,7 @@ def test_sigterm_to_a_forked_harness_group_ends_it(tmp_path: Path, isolation: st
             assert proc.returncode is None
             os.killpg(proc.pid, signal.SIGTERM)
             code = await asyncio.wait_for(proc.wait(), 60)
-            assert code in (-signal.SIGTERM, 128 + signal.SIGTERM)
+            assert code == -signal.SIGTERM  # as a spawned harness: it died of the signal
         finally:
             await servers.close()
 
