@@ -127,7 +127,8 @@ class Agent:
             if t == start.trial_id:
                 self._log.info("a newer run replaces this trial's run", trial_id=t, old_run=r, run_id=key[1])
                 old.kill(by_scheduler=True, reason=f"replaced by run {start.run_id}")
-        after = [self._tasks[k] for k in ((r.trial_id, r.run_id) for r in start.after) if k in self._tasks]
+        keys = [(r.trial_id, r.run_id) for r in start.after]
+        after = [self._slot_released(k) for k in keys if k in self._tasks]
         run = self._run_factory(start)
         self.runs[key] = run
         self._log.info(
@@ -139,6 +140,11 @@ class Agent:
         )
         task = asyncio.get_running_loop().create_task(self._run(key, run, after))
         self._tasks[key] = task
+
+    def _slot_released(self, key: tuple[int, int]) -> asyncio.Future[None]:
+        """When the run `key` lets go of its slots: its own `slot_released` where it has one, else its end."""
+        released = getattr(self.runs.get(key), "slot_released", None)
+        return released if released is not None else self._tasks[key]
 
     async def _run(self, key: tuple[int, int], run: RunLike, after: Sequence[asyncio.Future[None]]) -> None:
         try:

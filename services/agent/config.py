@@ -18,6 +18,8 @@ from .load_limit import DEFAULT_LOAD_TIMEOUT
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES
 from .sandbox import ISOLATION_MODES, default_isolation
 
+HARNESS_STARTS = ("fork", "spawn")
+
 DEFAULT_MASTER = "127.0.0.1:8080"
 DEFAULT_ENVIRONMENT = "default"
 DEFAULT_LOG_LIMIT = "1G"
@@ -63,6 +65,8 @@ class AgentConfig:
     trial_log_limit_bytes: int = parse_size(DEFAULT_LOG_LIMIT)
     trial_log_file_bytes: int = FILE_BYTES
     trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
+    # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
+    harness_start: str = "fork"
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -196,6 +200,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "definition, restoring its checkpoint, building model and data) before it is killed with a clear "
         f"error, e.g. 10m (default {DEFAULT_LOAD_TIMEOUT}; 0: no limit)",
     )
+    p.add_argument(
+        "--harness-start",
+        choices=HARNESS_STARTS,
+        default="fork",
+        help="fork (the default): a single-process trial's harness is forked from a fork server per "
+        "environment that has imported the harness and torch once; spawn: a new interpreter per run "
+        "(what fork falls back to, with the reason in the log, where forking is not possible)",
+    )
     return p
 
 
@@ -309,6 +321,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         bind_paths=binds,
         trial_disk_poll_seconds=ns.trial_disk_poll,
         **hygiene,  # type: ignore[arg-type]
+        harness_start=ns.harness_start,
     )
 
 

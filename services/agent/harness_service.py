@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import grpc
 
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
+
+# A harness may report this many timeline phases per run; more are dropped (user code could flood them).
+MAX_PHASES = 2000
 
 
 class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
@@ -32,6 +36,13 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self.failure: agent_pb2.FailureSignature | None = None
         # Set at the harness's first request for a workload: it has loaded (load_limit.py).
         self.loaded = asyncio.Event()
+        # The harness's timeline phases, and when it was handed TERMINATE (the start of its exit).
+        self.timeline: list[common_pb2.TimelinePhase] = []
+        self.terminate_sent_at: float | None = None
+        # Called once the harness has taken its last piece of work: TERMINATE, or a checkpoint with
+        # only TERMINATE behind it (what is left is saving, uploading and exiting).
+        self.on_last_work: Callable[[], None] | None = None
+        self._terminate_queued = False
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -45,6 +56,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         key = _key(workload)
         if key in self._held:
             return True
+        if workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE:
+            self._terminate_queued = True
         self._held.append(key)
         self._workloads.put_nowait(workload)
         return True
@@ -73,6 +86,15 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self._in_progress = workload
         if workload.kind == common_pb2.WORKLOAD_KIND_RUN_STEP:
             self.trained = True
+        elif workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE:
+            self.terminate_sent_at = time.time()
+        last = workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE or (
+            workload.kind == common_pb2.WORKLOAD_KIND_CHECKPOINT_MODEL
+            and self._terminate_queued
+            and self._workloads.qsize() == 1
+        )
+        if last and self.on_last_work is not None:
+            self.on_last_work()
         return harness_pb2.NextWorkloadResponse(workload=workload)
 
     async def CompleteWorkload(
@@ -84,6 +106,16 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"result.workload is for trial {w.trial_id} run {w.run_id}, but this harness runs "
                 f"trial {self.start.trial_id} run {self.start.run_id}",
+            )
+        for phase in request.timeline[: max(0, MAX_PHASES - len(self.timeline))]:
+            self.timeline.append(
+                common_pb2.TimelinePhase(
+                    name=phase.name[:100],
+                    start=phase.start,
+                    end=phase.end,
+                    source="harness",
+                    run_id=self.start.run_id,
+                )
             )
         self._in_progress = None
         if _key(w) in self._held:

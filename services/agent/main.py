@@ -16,14 +16,16 @@ from pedl._log import configure_logging
 from pedl.cluster.paths import pedl_home
 
 from .agent import Agent
-from .config import AgentConfig, local_address, parse_args
+from .config import DEFAULT_ENVIRONMENT, AgentConfig, local_address, parse_args
+from .credentials import harness_environment
 from .devices import detect_gpus, make_slots
 from .disk import TrialDirs
+from .fork_server import ForkServers
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .outbox import Outbox
 from .sandbox import make_sandbox
-from .trial_run import RunSettings, TrialRun
+from .trial_run import DISTRIBUTED_ENV, RunSettings, TrialRun
 from .version import AGENT_VERSION
 
 # Unix socket paths must stay under ~104 bytes; "<trial>-<run>.sock" needs up to 24 more.
@@ -79,6 +81,12 @@ async def run_agent(cfg: AgentConfig) -> None:
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
+    fork_servers = None
+    if cfg.harness_start == "fork":
+        env = harness_environment(os.environ, cfg.work_dir / "trials", DISTRIBUTED_ENV)
+        env["PYTHONUNBUFFERED"] = "1"
+        fork_servers = ForkServers(cfg.environment_argvs(), env, sandbox, cfg.work_dir / "trials", sock_dir)
+        await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()
     address = cfg.address or local_address(cfg.master)
     settings = RunSettings(
@@ -102,6 +110,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         log_limit_bytes=cfg.trial_log_limit_bytes,
         log_file_bytes=cfg.trial_log_file_bytes,
         load_timeout_seconds=cfg.trial_load_timeout_seconds,
+        fork_servers=fork_servers,
     )
     agent = Agent(
         agent_id=cfg.agent_id,
@@ -125,6 +134,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         environments=cfg.environments,
         isolation=cfg.isolation,
         address=address,
+        harness_start=cfg.harness_start,
         version=AGENT_VERSION,
     )
 
@@ -152,6 +162,8 @@ async def run_agent(cfg: AgentConfig) -> None:
             await asyncio.wait_for(link_task, 5.0)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             link_task.cancel()
+        if fork_servers is not None:
+            await fork_servers.close()
         if remove_sock_dir:
             shutil.rmtree(sock_dir, ignore_errors=True)
         log.info("agent stopped")

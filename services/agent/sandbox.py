@@ -21,6 +21,9 @@ from pathlib import Path
 
 BWRAP = "bwrap"
 ISOLATION_MODES = ("bwrap", "none")
+# Inside a fork server's sandbox: the machine's /dev/shm, and where a child stages its own paths.
+FORK_HOST_SHM = "/run/pedl-host-shm"
+FORK_STAGE = "/run/pedl-stage"
 
 
 def bwrap_path() -> str | None:
@@ -74,7 +77,19 @@ class Sandbox:
             out += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
         for path in self.shared:
             out += ["--bind", str(path), str(path)]
-        # Ancestors first: a tmpfs over a parent would cover one already laid over its child.
+        covered = self._covers(out)
+        out += ["--bind", str(trial_dir), str(trial_dir)]
+        out += ["--bind", str(socket_path), str(socket_path)]
+        # Read-only once the run's own paths are bound inside them: nothing written there persists
+        # or can be mistaken for the agent's files.
+        for path in reversed(covered):
+            out += ["--remount-ro", str(path)]
+        out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
+        return out + list(argv)
+
+    def _covers(self, out: list[str]) -> list[Path]:
+        """Adds the hidden paths' covers (and what is bound back in) to `out`; returns the directories
+        covered. Ancestors first: a tmpfs over a parent would cover one already laid over its child."""
         covered: list[Path] = []
         for path in sorted(set(self.hidden), key=lambda p: len(p.parts)):
             if any(path.is_relative_to(c) for c in covered):
@@ -89,14 +104,44 @@ class Sandbox:
                 out += ["--ro-bind", str(path), str(path)]
         for dev in self.devices:
             out += ["--dev-bind", dev, dev]
-        out += ["--bind", str(trial_dir), str(trial_dir)]
-        out += ["--bind", str(socket_path), str(socket_path)]
-        # Read-only once the run's own paths are bound inside them: nothing written there persists
-        # or can be mistaken for the agent's files.
+        return covered
+
+    def wrap_fork_server(self, argv: Sequence[str], trials_root: Path, socket_dir: Path) -> list[str]:
+        """The sandbox of a fork server (`fork_server.py`): as a harness's, but seeing every run's
+        directory and socket, with the machine's /dev/shm at FORK_HOST_SHM, and the capabilities (in
+        its own user namespace) each child needs to narrow that to its own run (`child_plan`)."""
+        out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--dir", FORK_STAGE]
+        if Path("/dev/shm").is_dir():
+            out += ["--bind", "/dev/shm", FORK_HOST_SHM]
+        if Path("/run/systemd/resolve").is_dir():
+            out += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+        for path in self.shared:
+            out += ["--bind", str(path), str(path)]
+        covered = self._covers(out)
+        out += ["--bind", str(trials_root), str(trials_root), "--bind", str(socket_dir), str(socket_dir)]
         for path in reversed(covered):
             out += ["--remount-ro", str(path)]
-        out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
+        out += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--die-with-parent", "--"]
         return out + list(argv)
+
+    def child_plan(self, trial_dir: Path, socket_path: Path, trials_root: Path) -> dict[str, object]:
+        """What a forked harness narrows its fork server's view to (`pedl.harness._namespaces`)."""
+        (trial_dir / ".tmp").mkdir(parents=True, exist_ok=True)
+        shm = self.shm_dir(trial_dir)
+        if shm is not None:
+            shm.mkdir(mode=0o700, exist_ok=True)
+        return {
+            "trial_dir": str(trial_dir),
+            "socket_path": str(socket_path),
+            "covered": [str(trials_root), str(socket_path.parent)],
+            "shm": f"{FORK_HOST_SHM}/{shm.name}" if shm is not None else "",
+            "host_shm": FORK_HOST_SHM if Path("/dev/shm").is_dir() else "",
+            "stage": FORK_STAGE,
+            "shared": [
+                str(p) for p in self.shared if p.is_relative_to("/tmp") or p.is_relative_to("/var/tmp")
+            ],
+        }
 
     @staticmethod
     def shm_dir(trial_dir: Path) -> Path | None:

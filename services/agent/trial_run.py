@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import socket
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 from .credentials import harness_credentials, harness_environment
 from .devices import Gpu, cuda_visible_devices
 from .disk import DEFAULT_POLL_SECONDS, TrialDirs
+from .fork_server import ForkedProcess, ForkServers
 from .harness_service import HarnessServicer
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
@@ -39,12 +41,18 @@ from .run_limits import RunLimits
 from .sandbox import Sandbox
 
 T = TypeVar("T")
+# A harness the agent spawned, or one its environment's fork server forked.
+HarnessProcess = asyncio.subprocess.Process | ForkedProcess
 Send = Callable[[agent_pb2.ConnectRequest], None]
 
 # How long to wait for the harness's output pipes to close after it exited (a detached grandchild
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
+# How often exit codes are polled while a run's processes live: each poll may add this to a slot's idle time.
+EXIT_POLL_SECONDS = 0.02
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
+# When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
+TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
 # Never inherited from the agent's environment: the agent sets the first six per rank; a Keras
 # trial's harness sets TF_CONFIG itself, from ports its ranks pick and share at the rendezvous.
 DISTRIBUTED_ENV = (
@@ -137,6 +145,8 @@ class RunSettings:
     log_file_bytes: int = FILE_BYTES
     # Seconds a run may take from its harness's start to its first workload request (0: no limit).
     load_timeout_seconds: float = 0.0
+    # Warm harness processes (one fork server per environment); None spawns every harness.
+    fork_servers: ForkServers | None = None
 
     def environment_names(self) -> list[str]:
         return ["default", *sorted(n for n in self.environments if n != "default")]
@@ -180,13 +190,14 @@ class TrialRun:
         self._kill_requested = asyncio.Event()
         self._killed_by_scheduler = False
         self._kill_reason = ""
-        self._proc: asyncio.subprocess.Process | None = None  # the group leader (the first rank)
-        self._procs: list[asyncio.subprocess.Process] = []
-        # One per harness process: its read end tells the harness when this agent is gone.
+        self._proc: HarnessProcess | None = None  # the group leader (the first rank)
+        self._procs: list[HarnessProcess] = []
+        # One per spawned harness process: its read end tells the harness when this agent is gone.
         self._lifelines: list[Lifeline] = []
         self._ranks = Ranks(0, 1, 1)
         self._escalation: asyncio.Task[None] | None = None
         self._harness_argv = settings.harness_argv
+        self._exit_started: float | None = None  # TERMINATE handed to the harness, or it died
         self.exited = False
         self._limits = RunLimits(
             settings.disk_limit_bytes,
@@ -195,6 +206,47 @@ class TrialRun:
             lambda reason: self.kill(by_scheduler=False, reason=reason),
         )
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
+        self._timeline: list[common_pb2.TimelinePhase] = []
+        self._released: asyncio.Future[None] | None = None
+        self._handed_over = False
+        self.servicer.on_last_work = self._last_work_taken
+        self._phase("start received", time.time())
+
+    @property
+    def slot_released(self) -> asyncio.Future[None]:
+        """Done when a run taking over this run's slots may start its harness: at this run's exit, or
+        for a single process on CPU slots as soon as it has taken its last work (a checkpoint then
+        TERMINATE): its save, upload and exit then overlap the next harness's start. A checkpoint is
+        still reported only once stored; a GPU is never shared by two harnesses."""
+        if self._released is None:
+            self._released = asyncio.get_running_loop().create_future()
+            if self.exited or self._handed_over:
+                self._released.set_result(None)
+        return self._released
+
+    def _last_work_taken(self) -> None:
+        on_cpu = cuda_visible_devices(list(self.start.slot_ids), self._s.gpus) is None
+        if not on_cpu or self._ranks.distributed or self._handed_over:
+            return
+        self._handed_over = True
+        self._phase("slot handed over", time.time())
+        if self._released is not None and not self._released.done():
+            self._released.set_result(None)
+
+    def _phase(self, name: str, start: float, end: float | None = None) -> None:
+        self._timeline.append(
+            common_pb2.TimelinePhase(
+                name=name,
+                start=start,
+                end=time.time() if end is None else end,
+                source="agent",
+                run_id=self.run_id,
+            )
+        )
+
+    def timeline(self) -> list[common_pb2.TimelinePhase]:
+        """The agent's and the harness's phases of this run, in the order they started."""
+        return sorted([*self._timeline, *self.servicer.timeline], key=lambda p: p.start)
 
     @property
     def pid(self) -> int | None:
@@ -265,6 +317,10 @@ class TrialRun:
             outcome = _Outcome(1, f"the agent failed to run the trial: {type(e).__name__}: {e}")
             if self._proc is not None and self._proc.returncode is None:
                 self._signal_group(signal.SIGKILL)
+        if self._exit_started is not None:
+            self._phase("exit", self._exit_started)
+        if self._released is not None and not self._released.done():
+            self._released.set_result(None)
         self.exited = True
         if self._limits.reason:
             outcome = _Outcome(outcome.exit_code or 1, self._limits.reason)
@@ -276,6 +332,7 @@ class TrialRun:
             exit_code=outcome.exit_code,
             error=outcome.error,
             killed=killed,
+            timeline=self.timeline(),
         )
         failure = self.servicer.failure_report()
         if failure is not None and outcome.exit_code != 0 and not self._kill_requested.is_set():
@@ -298,12 +355,18 @@ class TrialRun:
         server: grpc.aio.Server | None = None
         try:
             try:
+                started = time.time()
                 model_dir = await self._unless_killed(self._prepare())
                 server = await self._serve()
+                self._phase("model definition fetched and unpacked", started)
                 if self._kill_requested.is_set():
                     raise _Killed()
-                await self._wait_for_slots(after)
-                await self._spawn_all(model_dir)
+                started = time.time()
+                if await self._wait_for_slots(after):
+                    self._phase("waiting for the slots' previous runs", started)
+                started = time.time()
+                await self._spawn_all(model_dir, started)
+                self._phase("process spawned", started)
                 self._limits.start(self.trial_dir, self.servicer.loaded)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
@@ -330,17 +393,19 @@ class TrialRun:
                 lifeline.close()
         return outcome
 
-    async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> None:
-        """Until the runs this one takes its slots from have ended (prepared and serving meanwhile)."""
+    async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> bool:
+        """Until the runs this one takes its slots from have ended (prepared and serving meanwhile);
+        False when there was nothing to wait for."""
         pending = [f for f in after if not f.done()]
         if not pending:
-            return
+            return False
         self.waiting = True
         self._log.info("waiting for the slots' current runs to exit", runs=len(pending))
         try:
             await self._unless_killed(asyncio.wait(pending))
         finally:
             self.waiting = False
+        return True
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
@@ -401,12 +466,12 @@ class TrialRun:
             env["CUDA_VISIBLE_DEVICES"] = visible
         return env
 
-    async def _spawn_all(self, model_dir: Path) -> None:
+    async def _spawn_all(self, model_dir: Path, started: float) -> None:
         """Starts one harness per local rank; the first leads the process group the others join."""
         self._ranks = plan_ranks(self.start)
         try:
             for index in range(self._ranks.local):
-                proc = await self._spawn(model_dir, index)
+                proc = await self._spawn(model_dir, index, started)
                 if index == 0:
                     self._proc = proc
                 self._procs.append(proc)
@@ -414,8 +479,17 @@ class TrialRun:
             self._signal_group(signal.SIGKILL)
             raise
 
-    async def _spawn(self, model_dir: Path, index: int) -> asyncio.subprocess.Process:
+    async def _spawn(self, model_dir: Path, index: int, started: float) -> HarnessProcess:
         argv = self._harness_argv
+        env = self._environment(index)
+        env[TIMELINE_T0_ENV] = repr(started)
+        if self._s.fork_servers is not None and self._ranks.local == 1:
+            forked = await self._s.fork_servers.fork(
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path
+            )
+            if forked is not None:
+                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir))
+                return forked
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
@@ -429,7 +503,7 @@ class TrialRun:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=model_dir,
-                env={**self._environment(index), **lifeline.env()},
+                env={**env, **lifeline.env()},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -458,6 +532,7 @@ class TrialRun:
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix, limit)))
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, limit, tail)))
         exits = await self._all_exited(procs)
+        self._exit_started = self.servicer.terminate_sent_at or time.time()
         self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
         for p in late:
@@ -481,7 +556,7 @@ class TrialRun:
             else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
         )
 
-    async def _all_exited(self, procs: list[asyncio.subprocess.Process]) -> list[tuple[int, int]]:
+    async def _all_exited(self, procs: list[HarnessProcess]) -> list[tuple[int, int]]:
         """(index, exit code) of every process in the order they exited.
 
         A rank failing kills the others at once. A rank that only lost a peer (PEER_FAILED_EXIT_CODE)
@@ -510,7 +585,7 @@ class TrialRun:
                 if killed:
                     self._log.info("a rank failed; killing the others", exits=exits)
                     self._signal_group(signal.SIGKILL)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(EXIT_POLL_SECONDS)
 
 
 async def _pump(

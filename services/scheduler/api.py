@@ -15,7 +15,7 @@ from pedl._server_auth import current_principal
 from pedl.checkpoints import CheckpointError
 from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
-from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import S3Allowance
 from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, metrics_stream, trial_results
 from pedl_scheduler.authz import Access
@@ -25,6 +25,7 @@ from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage.ops import agents as agent_ops
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
@@ -266,6 +267,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
+            timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
         )
 
     async def ListTrialDetails(self, request, context):  # noqa: N802

@@ -71,6 +71,8 @@ class TrialRuntime:
     unconfirmed_until: float | None = None
     # When this run started, relative to other runs (younger trials are preempted first).
     started_order: int = 0
+    # When the scheduler gave this run its slots (seconds since the epoch): the timeline's first point.
+    assigned_at: float = 0.0
     # Set while the trial waits for the trial it copies (PBT, ASHA resume) to save a checkpoint.
     waiting_on: int | None = None
     # Cached SchedulingPass.has_work (None: unknown); reset whenever the trial's state changes.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -89,6 +90,26 @@ def test_readme_quick_start(user: User, tmp_path) -> None:
     for expected in ("COMPLETED", "validation_error", "learning_rate", "hidden_size"):
         assert expected in described
     assert user.run("pedl", "experiment", "wait", exp_id).returncode == 0
+    # Where the trial's slot time went, phase by phase, as the scheduler, agent and harness timed it.
+    assert "Timeline" in user.ok("pedl", "trial", "describe", "1")
+    timeline = json.loads(user.ok("pedl", "trial", "describe", "1", "--json"))["timeline"]
+    names = [p["name"] for p in timeline]
+    for phase in (
+        "slot assigned",
+        "model definition fetched and unpacked",
+        "process spawned",
+        "imports",
+        "model definition loaded",
+        "data loaders and model built",
+        "train step",
+        "validation",
+        "checkpoint upload",
+        "exit",
+        "slot free",
+    ):
+        assert phase in names, f"{phase!r} not in the timeline {names}"
+    assert names[0] == "slot assigned" and names[-1] == "slot free"
+    assert all(p["end"] >= p["start"] for p in timeline)
     assert "agent-1" in user.ok("pedl", "agent", "list")
     # pedl's own lines only with --system (the default is the user's output alone).
     assert "started on agent" not in user.ok("pedl", "trial", "logs", "1")

@@ -85,3 +85,14 @@ def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
     assert re.search(line, out), out
     assert re.search(rf"ratio {NUMBER}$", out, re.M), out
     assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out
+
+
+def test_the_short_trials_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("short_trials.py")
+    assert "== 4 trials x 2 steps of 4 batches" in out
+    assert re.search(rf"^2 slots: ideal {NUMBER} s \| pedl {NUMBER} s \({NUMBER}x\)", out, re.M), out
+    # Ray Tune (its own environment, built by a full run) is left out of the smoke run, which says so.
+    assert "Ray Tune: skipped (--smoke without --ray)" in out, out
+    phases = ("slot held", "imports", "model definition loaded", "train step", "checkpoint upload", "exit")
+    for phase in phases:
+        assert re.search(rf"^  {phase} +{NUMBER}$", out, re.M), out

@@ -133,18 +133,31 @@ def _run(
     raise AssertionError(f"experiment {exp_id} did not end")
 
 
+@pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_hostile_model_definition_reaches_nothing_outside_its_trial(
-    home: Path, monkeypatch: pytest.MonkeyPatch
+    start: str, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Forked from the agent's fork server (the default) as spawned: the same sandbox."""
     pedl_home = home / "home"
     monkeypatch.setenv("PEDL_HOME", str(pedl_home))
     # Finished runs' directories stay (--keep-trial-dirs): the probe targets one and leaves a report.
-    with local_cluster(pedl_home / "cluster", agent_args=["--keep-trial-dirs", "1h"]) as cluster:
+    agent_args = ["--keep-trial-dirs", "1h", "--harness-start", start]
+    with local_cluster(pedl_home / "cluster", agent_args=agent_args) as cluster:
         try:
+            if start == "fork":  # until then, runs spawn rather than wait for its imports
+                _wait_for_log(cluster, "fork server ready")
             _check_hostile_trial(cluster, home, pedl_home)
+            assert ("harness forked" in cluster.logs()) == (start == "fork")
         except BaseException:
             print(cluster.logs())
             raise
+
+
+def _wait_for_log(cluster: LocalCluster, text: str, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in cluster.logs():
+        assert time.monotonic() < deadline, f"{text!r} not in the cluster's logs after {seconds} s"
+        time.sleep(0.5)
 
 
 def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> None:

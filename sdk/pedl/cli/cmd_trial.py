@@ -12,6 +12,7 @@ from pedl.cli import output, render
 from pedl.cli.arguments import non_negative_int, positive_int
 from pedl.cli.client import connect
 from pedl.cli.errors import CliError
+from pedl.timeline import timeline_records
 
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -80,6 +81,7 @@ def describe_trial(args: argparse.Namespace) -> int:
         experiment = client.get_experiment(detail.trial.experiment_id).experiment
     space = records.stored_config(experiment.config_yaml).get("hyperparameters")
     record = records.trial_detail_record(detail, space, metrics=args.metrics)
+    record["timeline"] = timeline_records(detail.timeline)
     text = render.describe_trial(detail, steps=args.metrics)
     csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]
     output.emit(args, record, text, csv_rows=csv_rows)

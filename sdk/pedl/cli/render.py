@@ -344,7 +344,20 @@ def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False,
 
 
 def describe_trial(detail: scheduler_pb2.GetTrialResponse, steps: bool = True) -> str:
-    return trial_summary(detail.trial) + "\n\n" + trial_details(detail, steps=steps)
+    text = trial_summary(detail.trial) + "\n\n" + trial_details(detail, steps=steps)
+    if detail.timeline:
+        text += "\n\nTimeline (seconds from the run's slot assignment):\n" + timeline_table(detail.timeline)
+    return text
+
+
+def timeline_table(phases: Iterable[common_pb2.TimelinePhase]) -> str:
+    from pedl.timeline import timeline_records
+
+    rows = [
+        (r["run_id"], f"{r['offset_seconds']:.3f}", f"{r['seconds']:.3f}", r["source"], r["name"])
+        for r in timeline_records(phases)
+    ]
+    return table(["RUN", "AT", "SECONDS", "BY", "PHASE"], rows)
 
 
 def describe_experiment(

@@ -260,4 +260,3 @@ FIELDS: dict[str, Field] = {
 
 # Fields whose values are the user's own (not walked for statuses).
 OPAQUE = ("data", "hyperparameters", "labels", "entrypoint")
-

@@ -1,6 +1,10 @@
 import sys
 
-from pedl.harness.main import main
+from pedl.harness.main import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except SystemExit as e:
+        sys.exit(e.code)
+    exit_now(code)

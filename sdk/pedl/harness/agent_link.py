@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import grpc
 
 from pedl import _grpc
+from pedl.harness import timeline
 from pedl.harness.store_retry import budget_from_env, unreachable, with_store_retries
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
@@ -40,7 +41,9 @@ class AgentWorkloadSource:
         return self._stub.NextWorkload(harness_pb2.NextWorkloadRequest()).workload
 
     def complete(self, result: common_pb2.WorkloadResult) -> None:
-        self._stub.CompleteWorkload(harness_pb2.CompleteWorkloadRequest(result=result))
+        self._stub.CompleteWorkload(
+            harness_pb2.CompleteWorkloadRequest(result=result, timeline=timeline.drain())
+        )
 
     def report_epoch_length(self, batches: int) -> None:
         """Tells the scheduler (through the agent) the trial's epoch in batches, before any workload."""

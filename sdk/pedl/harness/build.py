@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pedl import _trial_context
-from pedl.harness import model_code
+from pedl.harness import model_code, timeline
 from pedl.harness.controller import TrialController
 from pedl.harness.controllers import create_controller
 from pedl.model_def import ModelDefinition, ModelDefinitionError, describe, load_model_definition
@@ -159,15 +159,19 @@ def start_trial(
     before any TensorFlow op)."""
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
-    model_def = load_for_config(model_definition_dir, experiment_config)
+    with timeline.phase("model definition loaded"):
+        model_def = load_for_config(model_definition_dir, experiment_config)
     if before_build is not None:
         before_build(model_def)
     # Again, now that the model definition has imported its framework (torch is not imported
     # before it is needed, so that starting the harness stays fast).
     seed_all(seed)
-    controller = build_controller(model_def, experiment_config, hparams, once_per_machine)
-    if checkpoint_dir is not None and warm_start:
-        controller.warm_start(checkpoint_dir)
-    elif checkpoint_dir is not None:
-        controller.load(checkpoint_dir)
+    with timeline.phase("data loaders and model built"):
+        controller = build_controller(model_def, experiment_config, hparams, once_per_machine)
+    if checkpoint_dir is not None:
+        with timeline.phase("checkpoint restored"):
+            if warm_start:
+                controller.warm_start(checkpoint_dir)
+            else:
+                controller.load(checkpoint_dir)
     return controller

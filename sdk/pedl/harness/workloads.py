@@ -9,7 +9,7 @@ from typing import Protocol
 
 from pedl import _log
 from pedl._metrics import to_struct
-from pedl.harness import model_code
+from pedl.harness import model_code, timeline
 from pedl.harness.controller import TrialController
 from pedl.v1 import common_pb2
 
@@ -37,6 +37,21 @@ class CheckpointStorage(Protocol):
 def run_workload(
     controller: TrialController, workload: common_pb2.Workload, checkpoints: CheckpointStorage
 ) -> common_pb2.WorkloadResult:
+    with timeline.phase(PHASE_NAMES.get(workload.kind, "workload")):
+        return _run_workload(controller, workload, checkpoints)
+
+
+# The timeline's name of each workload's phase.
+PHASE_NAMES = {
+    KIND.WORKLOAD_KIND_RUN_STEP: "train step",
+    KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS: "validation",
+    KIND.WORKLOAD_KIND_CHECKPOINT_MODEL: "checkpoint",
+}
+
+
+def _run_workload(
+    controller: TrialController, workload: common_pb2.Workload, checkpoints: CheckpointStorage
+) -> common_pb2.WorkloadResult:
     started = time.monotonic()
     result = common_pb2.WorkloadResult()
     result.workload.CopyFrom(workload)
@@ -50,9 +65,11 @@ def run_workload(
     elif workload.kind == KIND.WORKLOAD_KIND_CHECKPOINT_MODEL:
         with tempfile.TemporaryDirectory(prefix="pedl-checkpoint-") as tmp:
             directory = Path(tmp)
-            controller.save(directory)
-            model_code.add_to_checkpoint(directory)
-            result.checkpoint.CopyFrom(checkpoints.store(directory, controller.batches_trained))
+            with timeline.phase("checkpoint saved"):
+                controller.save(directory)
+                model_code.add_to_checkpoint(directory)
+            with timeline.phase("checkpoint upload"):
+                result.checkpoint.CopyFrom(checkpoints.store(directory, controller.batches_trained))
     else:
         raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")
     result.duration_seconds = time.monotonic() - started

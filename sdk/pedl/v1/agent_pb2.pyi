@@ -132,20 +132,22 @@ class TrialLogs(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., lines: _Optional[_Iterable[_Union[_common_pb2.LogLine, _Mapping]]] = ...) -> None: ...
 
 class TrialExited(_message.Message):
-    __slots__ = ("trial_id", "run_id", "exit_code", "error", "killed", "failure")
+    __slots__ = ("trial_id", "run_id", "exit_code", "error", "killed", "failure", "timeline")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     KILLED_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     run_id: int
     exit_code: int
     error: str
     killed: bool
     failure: FailureSignature
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ..., failure: _Optional[_Union[FailureSignature, _Mapping]] = ...) -> None: ...
+    timeline: _containers.RepeatedCompositeFieldContainer[_common_pb2.TimelinePhase]
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., killed: bool = ..., failure: _Optional[_Union[FailureSignature, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ...) -> None: ...
 
 class FailureSignature(_message.Message):
     __slots__ = ("exception_type", "location", "trained", "permanent")

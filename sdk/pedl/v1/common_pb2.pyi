@@ -173,6 +173,20 @@ class LogLine(_message.Message):
     message: str
     def __init__(self, id: _Optional[int] = ..., trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., timestamp: _Optional[str] = ..., source: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
+class TimelinePhase(_message.Message):
+    __slots__ = ("name", "start", "end", "source", "run_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: float
+    end: float
+    source: str
+    run_id: int
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., source: _Optional[str] = ..., run_id: _Optional[int] = ...) -> None: ...
+
 class Slot(_message.Message):
     __slots__ = ("id", "type", "device", "trial_id", "disabled")
     ID_FIELD_NUMBER: _ClassVar[int]

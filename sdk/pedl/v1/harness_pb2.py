@@ -16,7 +16,7 @@ from pedl.v1 import agent_pb2 as pedl_dot_v1_dot_agent__pb2
 from pedl.v1 import common_pb2 as pedl_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15pedl/v1/harness.proto\x12\x07pedl.v1\x1a\x13pedl/v1/agent.proto\x1a\x14pedl/v1/common.proto\"\x15\n\x13GetTrialInfoRequest\"X\n\x14GetTrialInfoResponse\x12\"\n\x05trial\x18\x01 \x01(\x0b\x32\x13.pedl.v1.StartTrial\x12\x1c\n\x14model_definition_dir\x18\x02 \x01(\t\"\x15\n\x13NextWorkloadRequest\";\n\x14NextWorkloadResponse\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\"B\n\x17\x43ompleteWorkloadRequest\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.pedl.v1.WorkloadResult\"\x1a\n\x18\x43ompleteWorkloadResponse\"B\n\x14ReportFailureRequest\x12*\n\x07\x66\x61ilure\x18\x01 \x01(\x0b\x32\x19.pedl.v1.FailureSignature\"\x17\n\x15ReportFailureResponse\"+\n\x18ReportEpochLengthRequest\x12\x0f\n\x07\x62\x61tches\x18\x01 \x01(\x03\"\x1b\n\x19ReportEpochLengthResponse2\xaf\x03\n\x0eHarnessService\x12K\n\x0cGetTrialInfo\x12\x1c.pedl.v1.GetTrialInfoRequest\x1a\x1d.pedl.v1.GetTrialInfoResponse\x12K\n\x0cNextWorkload\x12\x1c.pedl.v1.NextWorkloadRequest\x1a\x1d.pedl.v1.NextWorkloadResponse\x12W\n\x10\x43ompleteWorkload\x12 .pedl.v1.CompleteWorkloadRequest\x1a!.pedl.v1.CompleteWorkloadResponse\x12N\n\rReportFailure\x12\x1d.pedl.v1.ReportFailureRequest\x1a\x1e.pedl.v1.ReportFailureResponse\x12Z\n\x11ReportEpochLength\x12!.pedl.v1.ReportEpochLengthRequest\x1a\".pedl.v1.ReportEpochLengthResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15pedl/v1/harness.proto\x12\x07pedl.v1\x1a\x13pedl/v1/agent.proto\x1a\x14pedl/v1/common.proto\"\x15\n\x13GetTrialInfoRequest\"X\n\x14GetTrialInfoResponse\x12\"\n\x05trial\x18\x01 \x01(\x0b\x32\x13.pedl.v1.StartTrial\x12\x1c\n\x14model_definition_dir\x18\x02 \x01(\t\"\x15\n\x13NextWorkloadRequest\";\n\x14NextWorkloadResponse\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\"l\n\x17\x43ompleteWorkloadRequest\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.pedl.v1.WorkloadResult\x12(\n\x08timeline\x18\x02 \x03(\x0b\x32\x16.pedl.v1.TimelinePhase\"\x1a\n\x18\x43ompleteWorkloadResponse\"B\n\x14ReportFailureRequest\x12*\n\x07\x66\x61ilure\x18\x01 \x01(\x0b\x32\x19.pedl.v1.FailureSignature\"\x17\n\x15ReportFailureResponse\"+\n\x18ReportEpochLengthRequest\x12\x0f\n\x07\x62\x61tches\x18\x01 \x01(\x03\"\x1b\n\x19ReportEpochLengthResponse2\xaf\x03\n\x0eHarnessService\x12K\n\x0cGetTrialInfo\x12\x1c.pedl.v1.GetTrialInfoRequest\x1a\x1d.pedl.v1.GetTrialInfoResponse\x12K\n\x0cNextWorkload\x12\x1c.pedl.v1.NextWorkloadRequest\x1a\x1d.pedl.v1.NextWorkloadResponse\x12W\n\x10\x43ompleteWorkload\x12 .pedl.v1.CompleteWorkloadRequest\x1a!.pedl.v1.CompleteWorkloadResponse\x12N\n\rReportFailure\x12\x1d.pedl.v1.ReportFailureRequest\x1a\x1e.pedl.v1.ReportFailureResponse\x12Z\n\x11ReportEpochLength\x12!.pedl.v1.ReportEpochLengthRequest\x1a\".pedl.v1.ReportEpochLengthResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,17 +32,17 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_NEXTWORKLOADRESPONSE']._serialized_start=213
   _globals['_NEXTWORKLOADRESPONSE']._serialized_end=272
   _globals['_COMPLETEWORKLOADREQUEST']._serialized_start=274
-  _globals['_COMPLETEWORKLOADREQUEST']._serialized_end=340
-  _globals['_COMPLETEWORKLOADRESPONSE']._serialized_start=342
-  _globals['_COMPLETEWORKLOADRESPONSE']._serialized_end=368
-  _globals['_REPORTFAILUREREQUEST']._serialized_start=370
-  _globals['_REPORTFAILUREREQUEST']._serialized_end=436
-  _globals['_REPORTFAILURERESPONSE']._serialized_start=438
-  _globals['_REPORTFAILURERESPONSE']._serialized_end=461
-  _globals['_REPORTEPOCHLENGTHREQUEST']._serialized_start=463
-  _globals['_REPORTEPOCHLENGTHREQUEST']._serialized_end=506
-  _globals['_REPORTEPOCHLENGTHRESPONSE']._serialized_start=508
-  _globals['_REPORTEPOCHLENGTHRESPONSE']._serialized_end=535
-  _globals['_HARNESSSERVICE']._serialized_start=538
-  _globals['_HARNESSSERVICE']._serialized_end=969
+  _globals['_COMPLETEWORKLOADREQUEST']._serialized_end=382
+  _globals['_COMPLETEWORKLOADRESPONSE']._serialized_start=384
+  _globals['_COMPLETEWORKLOADRESPONSE']._serialized_end=410
+  _globals['_REPORTFAILUREREQUEST']._serialized_start=412
+  _globals['_REPORTFAILUREREQUEST']._serialized_end=478
+  _globals['_REPORTFAILURERESPONSE']._serialized_start=480
+  _globals['_REPORTFAILURERESPONSE']._serialized_end=503
+  _globals['_REPORTEPOCHLENGTHREQUEST']._serialized_start=505
+  _globals['_REPORTEPOCHLENGTHREQUEST']._serialized_end=548
+  _globals['_REPORTEPOCHLENGTHRESPONSE']._serialized_start=550
+  _globals['_REPORTEPOCHLENGTHRESPONSE']._serialized_end=577
+  _globals['_HARNESSSERVICE']._serialized_start=580
+  _globals['_HARNESSSERVICE']._serialized_end=1011
 # @@protoc_insertion_point(module_scope)

@@ -1,8 +1,9 @@
 from pedl.v1 import agent_pb2 as _agent_pb2
 from pedl.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -29,10 +30,12 @@ class NextWorkloadResponse(_message.Message):
     def __init__(self, workload: _Optional[_Union[_common_pb2.Workload, _Mapping]] = ...) -> None: ...
 
 class CompleteWorkloadRequest(_message.Message):
-    __slots__ = ("result",)
+    __slots__ = ("result", "timeline")
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
     result: _common_pb2.WorkloadResult
-    def __init__(self, result: _Optional[_Union[_common_pb2.WorkloadResult, _Mapping]] = ...) -> None: ...
+    timeline: _containers.RepeatedCompositeFieldContainer[_common_pb2.TimelinePhase]
+    def __init__(self, result: _Optional[_Union[_common_pb2.WorkloadResult, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ...) -> None: ...
 
 class CompleteWorkloadResponse(_message.Message):
     __slots__ = ()

@@ -240,16 +240,18 @@ class GetTrialRequest(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ...) -> None: ...
 
 class GetTrialResponse(_message.Message):
-    __slots__ = ("trial", "steps", "validations", "checkpoints")
+    __slots__ = ("trial", "steps", "validations", "checkpoints", "timeline")
     TRIAL_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     VALIDATIONS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
     trial: Trial
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     validations: _containers.RepeatedCompositeFieldContainer[Validation]
     checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
-    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ...) -> None: ...
+    timeline: _containers.RepeatedCompositeFieldContainer[_common_pb2.TimelinePhase]
+    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ...) -> None: ...
 
 class GetTrialLogsRequest(_message.Message):
     __slots__ = ("trial_id", "follow", "after_id")

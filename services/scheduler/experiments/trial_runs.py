@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -22,6 +23,7 @@ from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
@@ -30,6 +32,14 @@ if TYPE_CHECKING:
     from pedl_scheduler.experiments.search_driver import SearchDriver
 
 log = structlog.get_logger(component="experiments")
+
+# Phases kept per run (an agent could send any number).
+MAX_PHASES = 2000
+
+
+def timeline_phase(name: str, start: float, end: float, source: str, run_id: int) -> dict[str, Any]:
+    return {"name": name[:100], "start": start, "end": end, "source": source, "run_id": run_id}
+
 
 # Rendezvous ports of gangs over several agents: this base plus the trial id modulo 1000.
 RENDEZVOUS_BASE_PORT = 29500
@@ -62,6 +72,7 @@ class TrialRuns:
         trial.run_id += 1
         self._starts += 1
         trial.started_order = self._starts
+        trial.assigned_at = time.time()
         trial.agent_id = agent.id
         self.running[trial.id] = trial
         trial.slot_ids = slot_ids
@@ -225,7 +236,19 @@ class TrialRuns:
         trial = self.current(agent, message.trial_id, message.run_id)
         if trial is None:
             return
+        self._record_timeline(trial, message.timeline)
         self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
+
+    def _record_timeline(self, trial: TrialRuntime, phases: Sequence[common_pb2.TimelinePhase]) -> None:
+        """The run's phases: its slots assigned, what the agent and harness timed, its slots free."""
+        now = time.time()
+        assigned = trial.assigned_at
+        rows = [timeline_phase("slot assigned", assigned, assigned, "scheduler", trial.run_id)]
+        rows.extend(
+            timeline_phase(p.name, p.start, p.end, p.source, trial.run_id) for p in phases[:MAX_PHASES]
+        )
+        rows.append(timeline_phase("slot free", now, now, "scheduler", trial.run_id))
+        timeline_ops.add_run(self.db, trial.id, trial.run_id, rows)
 
     def on_exit(
         self,

@@ -142,6 +142,18 @@ trial_logs = Table(
     sqlite_autoincrement=True,
 )
 
+# One row per run of a trial: its phases (TimelinePhase fields) as a JSON list, written when it exits.
+trial_timelines = Table(
+    "trial_timelines",
+    metadata,
+    auto_id(),
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("phases_json", Text, nullable=False),
+    Index("trial_timelines_trial", "trial_id", "run_id"),
+    sqlite_autoincrement=True,
+)
+
 users = Table(
     "users",
     metadata,

@@ -11,6 +11,7 @@ from pedl_scheduler.storage.tables import (
     searcher_events,
     steps,
     trial_logs,
+    trial_timelines,
     trials,
     validations,
 )
@@ -45,7 +46,10 @@ _UNDELETED_CHECKPOINTS = (
     .order_by(checkpoints.c.uuid)
 )
 _DELETE_ALL = [
-    *(delete(t).where(t.c.trial_id.in_(_TRIAL_IDS)) for t in (trial_logs, steps, validations, checkpoints)),
+    *(
+        delete(t).where(t.c.trial_id.in_(_TRIAL_IDS))
+        for t in (trial_logs, trial_timelines, steps, validations, checkpoints)
+    ),
     delete(searcher_events).where(searcher_events.c.experiment_id == bindparam("exp_id")),
     delete(trials).where(trials.c.experiment_id == bindparam("exp_id")),
     delete(experiments).where(experiments.c.id == bindparam("exp_id")),

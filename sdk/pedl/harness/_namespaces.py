@@ -1,0 +1,181 @@
+"""Linux namespaces, mounts and capabilities through libc: how a forked harness gets its own sandbox.
+
+The agent's fork server runs inside a bubblewrap sandbox that sees every run's directory; each
+harness it forks first narrows that view to what bubblewrap would have given it alone (its trial
+directory, its socket, its /tmp and /dev/shm, its own PID namespace and /proc), then drops every
+capability before any user code runs. Only called in a freshly forked, single-threaded child.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_LAST = 63
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def prctl(option: int, arg: int = 0) -> int:
+    return int(
+        _libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    )
+
+
+def die_with_parent(sig: int) -> None:
+    _check(prctl(PR_SET_PDEATHSIG, sig), "prctl(PR_SET_PDEATHSIG)")
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(
+            None if source is None else source.encode(),
+            target.encode(),
+            None if fstype is None else fstype.encode(),
+            ctypes.c_ulong(flags),
+            None if data is None else data.encode(),
+        ),
+        f"mount {source} on {target}",
+    )
+
+
+def bind(source: str, target: str) -> None:
+    mount(source, target, None, MS_BIND | MS_REC)
+
+
+def umount(target: str) -> None:
+    _check(_libc.umount2(target.encode(), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
+def remount_read_only(target: str) -> None:
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_all_capabilities() -> None:
+    """No capability left (bounding, ambient, effective, permitted, inheritable) and no way to gain
+    one back (no_new_privs), as bubblewrap leaves its sandboxed command."""
+    _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "prctl(PR_SET_NO_NEW_PRIVS)")
+    for cap in range(CAP_LAST + 1):
+        if prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such capability
+            _check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+@dataclass(frozen=True)
+class ChildSandbox:
+    """What one forked harness may see, inside the fork server's sandbox (see Sandbox.child_plan)."""
+
+    trial_dir: str
+    socket_path: str
+    # Directories the fork server sees every run's files in: covered, then only this run's bound back.
+    covered: tuple[str, ...]
+    # This run's /dev/shm, as the fork server sees the machine's /dev/shm ("" for none).
+    shm: str = ""
+    # Where the fork server's sandbox has the machine's /dev/shm, and a directory to stage binds in.
+    host_shm: str = ""
+    stage: str = ""
+    # Operator-shared directories (--bind) under /tmp or /var/tmp: bound again over the run's own /tmp.
+    shared: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ChildSandbox:
+        return cls(
+            trial_dir=str(data["trial_dir"]),
+            socket_path=str(data["socket_path"]),
+            covered=tuple(str(c) for c in data["covered"]),
+            shm=str(data.get("shm", "")),
+            host_shm=str(data.get("host_shm", "")),
+            stage=str(data["stage"]),
+            shared=tuple(str(p) for p in data.get("shared", ())),
+        )
+
+
+def narrow_mounts(box: ChildSandbox) -> None:
+    """In a new mount namespace: only this run's trial directory, socket, /tmp and /dev/shm remain.
+
+    In bubblewrap's order (/tmp first, then the covers, then the run's own paths), so a trial or
+    socket directory under /tmp ends up where `Sandbox.wrap` would have put it."""
+    unshare(CLONE_NEWNS)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the fork server
+    # Stage this run's paths on a private tmpfs before the directories holding them are covered.
+    mount("tmpfs", box.stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
+    stage = Path(box.stage)
+    (stage / "trial").mkdir()
+    (stage / "socket").touch()
+    bind(box.trial_dir, str(stage / "trial"))
+    bind(box.socket_path, str(stage / "socket"))
+    if box.shm:
+        (stage / "shm").mkdir()
+        bind(box.shm, str(stage / "shm"))
+    for index, path in enumerate(box.shared):
+        (stage / f"shared{index}").mkdir()
+        bind(path, str(stage / f"shared{index}"))
+    bind(str(stage / "trial" / ".tmp"), "/tmp")
+    bind(str(stage / "trial" / ".tmp"), "/var/tmp")
+    for index, path in enumerate(box.shared):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        bind(str(stage / f"shared{index}"), path)
+    for path in box.covered:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    Path(box.trial_dir).mkdir(parents=True, exist_ok=True)
+    Path(box.socket_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(box.socket_path).touch()
+    bind(str(stage / "trial"), box.trial_dir)
+    bind(str(stage / "socket"), box.socket_path)
+    if box.shm:
+        bind(str(stage / "shm"), "/dev/shm")
+    for path in reversed(box.covered):
+        remount_read_only(path)
+    if box.host_shm:
+        umount(box.host_shm)
+    umount(box.stage)
+
+
+def mount_own_proc() -> None:
+    """/proc of this PID namespace (called as its first process): no other process shows there."""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

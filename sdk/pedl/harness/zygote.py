@@ -1,0 +1,259 @@
+"""`python -m pedl.harness.zygote FD`: the agent's fork server for one Python environment.
+
+It imports the harness and the frameworks once (torch; TensorFlow where installed and quiet on
+import), then forks a fresh harness per trial run, so a short trial does not pay for `import torch`.
+Each run is still a process of its own: nothing a trial does reaches the next one. Nothing that
+cannot survive a fork exists here before it: no CUDA context, no Python threads, no gRPC channel.
+
+Protocol on FD (a SOCK_SEQPACKET socket to the agent; JSON messages):
+  server -> agent  {"ready": {...}} once preloaded, or {"unsafe": "why"} (then it exits)
+  agent -> server  {"id": N, "box": {...} | null} with three fds: the request body (a pipe: the
+                   run's environment and working directory, read by the child only, so no trial's
+                   token stays in this process for later children to find), stdout, stderr
+  server -> agent  {"id": N, "pid": P} or {"id": N, "error": "why"}; later {"exit": P, "code": C}
+                   (C as `Popen.returncode`: negative for a signal)
+With a "box" the child narrows its mounts and takes a PID namespace of its own before the harness
+starts (`_namespaces`), so a harness forked inside the server's sandbox sees what a harness
+sandboxed alone would. The server and every child die with their parent (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from pedl.harness import _namespaces
+
+# Imported before forking, in this order; each is skipped where not installed.
+# torch._dynamo is what a first optimizer step imports (sympy and more: most of a second); importing
+# it starts no thread. Nothing here runs an op: a thread pool started before fork would hang children.
+PRELOAD = (
+    "numpy",
+    "grpc",
+    "yaml",
+    "pedl.harness.main",
+    "pedl.harness.controllers",
+    "pedl.simple._controller",
+    "torch",
+    "torch.optim",
+    "torch._dynamo",
+    "pedl.pytorch",
+    "pedl.pytorch._controller",
+    "pedl.pytorch._optimizations",
+)
+TENSORFLOW = ("tensorflow", "pedl.keras", "pedl.tensorflow")
+MAX_MESSAGE = 1 << 16
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def preload(tensorflow: bool) -> dict[str, Any]:
+    """Imports what every harness needs; {"unsafe": why} when forking would no longer be safe."""
+    started = time.monotonic()
+    loaded, threads = [], _thread_count()
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except ImportError:
+            pass
+    native = _thread_count()
+    if tensorflow:
+        try:
+            importlib.import_module("tensorflow")
+        except ImportError:
+            pass
+        else:
+            if _thread_count() > native:
+                return {"unsafe": f"importing tensorflow started {_thread_count() - native} threads"}
+            for name in TENSORFLOW:
+                try:
+                    importlib.import_module(name)
+                    loaded.append(name)
+                except ImportError:
+                    pass
+    if threading.active_count() > 1:
+        return {"unsafe": f"{threading.active_count() - 1} Python threads run after the imports"}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return {"unsafe": "CUDA was initialised by the imports"}
+    return {
+        "ready": {
+            "preloaded": loaded,
+            "seconds": round(time.monotonic() - started, 3),
+            "threads_before": threads,
+            "threads": _thread_count(),
+        }
+    }
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(message).encode())
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, MAX_MESSAGE)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _exit_code(status: int) -> int:
+    return os.waitstatus_to_exitcode(status)
+
+
+def _run_harness(env: dict[str, str], cwd: str) -> int:
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = [sys.executable, "-m", "pedl.harness"]
+    sys.path[0] = cwd  # as `python -m` in cwd would have it
+    from pedl.harness.main import main
+
+    return main()
+
+
+def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -> None:
+    """The forked harness (never returns): its own session, its output, its sandbox, then the trial."""
+    code = 1
+    try:
+        os.setsid()
+        _namespaces.die_with_parent(signal.SIGKILL)
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        control.close()
+        body_fd, out_fd, err_fd = fds
+        body = json.loads(_read_all(body_fd))
+        null = os.open(os.devnull, os.O_RDONLY)
+        for fd, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
+            os.dup2(fd, target)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        if box is not None:
+            _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box))
+            _namespaces.unshare(_namespaces.CLONE_NEWPID)
+            pid = os.fork()
+            if pid:  # waits for the namespace's init and ends as the harness did
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_IGN)
+                _, status = os.waitpid(pid, 0)
+                _exit_as(_exit_code(status))
+            _namespaces.die_with_parent(signal.SIGKILL)
+            _namespaces.mount_own_proc()
+            _namespaces.drop_all_capabilities()
+            harness = os.fork()
+            if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
+                _init(harness)
+            _namespaces.die_with_parent(signal.SIGKILL)
+        code = _run_harness(body["env"], body["cwd"])
+        from pedl.harness.main import exit_now
+
+        exit_now(code)  # the user's and the frameworks' exit hooks, not module teardown
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+def _exit_as(code: int) -> None:
+    """Exits with `code`, or dies of the signal a code above 128 stands for (as the harness did)."""
+    if code < 0:
+        code = 128 - code
+    if code > 128:
+        signal.signal(code - 128, signal.SIG_DFL)
+        os.kill(os.getpid(), code - 128)
+    os._exit(code)
+
+
+def _init(harness: int) -> None:
+    """The PID namespace's first process: passes termination signals on, reaps orphans, and exits
+    as the harness did (the namespace, and whatever the harness left in it, ends with it)."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: os.kill(harness, number))
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if pid == harness:
+            code = _exit_code(status)
+            os._exit(code if code >= 0 else 128 - code)
+
+
+def serve(control: socket.socket) -> None:
+    children: set[int] = set()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(control, selectors.EVENT_READ, "control")
+    selector.register(wake_r, selectors.EVENT_READ, "wake")
+    while True:
+        for key, _ in selector.select():
+            if key.data == "wake":
+                os.read(wake_r, 4096)
+            else:
+                message, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 3)
+                if not message:
+                    return  # the agent is gone
+                request = json.loads(message)
+                if len(fds) != 3:
+                    _send(control, {"id": request.get("id"), "error": f"expected 3 fds, got {len(fds)}"})
+                else:
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(control, fds, request.get("box"))
+                    children.add(pid)
+                    _send(control, {"id": request["id"], "pid": pid})
+                for fd in fds:
+                    os.close(fd)
+        for pid in list(children):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                children.discard(pid)
+                _send(control, {"exit": pid, "code": _exit_code(status)})
+
+
+def main() -> int:
+    _namespaces.die_with_parent(signal.SIGKILL)
+    control = socket.socket(fileno=int(sys.argv[1]))
+    if os.getppid() == 1:
+        return 1  # the agent died before PR_SET_PDEATHSIG was in place
+    verdict = preload(tensorflow="--no-tensorflow" not in sys.argv[2:])
+    _send(control, verdict)
+    if "unsafe" in verdict:
+        return 3
+    try:
+        serve(control)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

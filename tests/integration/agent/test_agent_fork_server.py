@@ -1,0 +1,127 @@
+"""A real fork server (`pedl.harness.zygote`): forked harnesses get their output pipes, their own
+environment and working directory, report their exit code, and die with SIGTERM to their group,
+with and without the bubblewrap sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from pedl_agent.credentials import harness_environment
+from pedl_agent.fork_server import ForkServers, ForkUnavailable
+from pedl_agent.sandbox import make_sandbox
+
+pytestmark = pytest.mark.integration
+
+MODES = ["none", *(["bwrap"] if shutil.which("bwrap") else [])]
+
+
+async def _ready(servers: ForkServers) -> None:
+    await servers.warm("default")
+    await asyncio.wait_for(servers.ready("default"), 300)
+
+
+def _servers(tmp_path: Path, isolation: str) -> tuple[ForkServers, dict[str, str], Path, Path]:
+    work, sock = tmp_path / "work", tmp_path / "sock"
+    (work / "trials").mkdir(parents=True)
+    sock.mkdir()
+    sandbox = make_sandbox(isolation, [work, sock], False)
+    env = harness_environment(os.environ, work / "trials", ())
+    env["PYTHONUNBUFFERED"] = "1"
+    servers = ForkServers(
+        {"default": [sys.executable, "-m", "pedl.harness"]}, env, sandbox, work / "trials", sock
+    )
+    return servers, env, work / "trials", sock
+
+
+@pytest.mark.parametrize("isolation", MODES)
+def test_a_forked_harness_has_its_own_environment_output_and_exit_code(
+    tmp_path: Path, isolation: str
+) -> None:
+    async def scenario() -> None:
+        servers, env, trials, sock = _servers(tmp_path, isolation)
+        try:
+            await _ready(servers)
+            trial = trials / "1-1"
+            (trial / "model").mkdir(parents=True)
+            (sock / "1-1.sock").touch()
+            # No PEDL_HARNESS_SOCKET: the harness says so on stderr and exits 2.
+            proc = await servers.fork(
+                "", {**env, "HOME": str(trial)}, trial / "model", trial, sock / "1-1.sock"
+            )
+            assert proc is not None
+            err = await proc.stderr.read()
+            assert await proc.wait() == 2
+            assert b"PEDL_HARNESS_SOCKET is not set" in err
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("isolation", MODES)
+def test_sigterm_to_a_forked_harness_group_ends_it(tmp_path: Path, isolation: str) -> None:
+    async def scenario() -> None:
+        servers, env, trials, sock = _servers(tmp_path, isolation)
+        try:
+            await _ready(servers)
+            trial = trials / "2-1"
+            (trial / "model").mkdir(parents=True)
+            (sock / "2-1.sock").touch()  # nobody serves it: the harness waits to connect
+            run_env = {**env, "HOME": str(trial), "PEDL_HARNESS_SOCKET": str(sock / "2-1.sock")}
+            proc = await servers.fork("", run_env, trial / "model", trial, sock / "2-1.sock")
+            assert proc is not None
+            await asyncio.sleep(1.0)
+            assert proc.returncode is None
+            os.killpg(proc.pid, signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), 60)
+            assert code == -signal.SIGTERM  # as a spawned harness: it died of the signal
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_run_that_changes_startup_variables_is_not_forked(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        servers, env, trials, sock = _servers(tmp_path, "none")
+        try:
+            await _ready(servers)
+            trial = trials / "3-1"
+            (trial / "model").mkdir(parents=True)
+            run_env = {**env, "PYTHONPATH": "/somewhere/else"}
+            assert await servers.fork("", run_env, trial / "model", trial, sock / "3-1.sock") is None
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_environment_whose_server_cannot_start_spawns_from_then_on(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        work, sock = tmp_path / "work", tmp_path / "sock"
+        (work / "trials").mkdir(parents=True)
+        sock.mkdir()
+        python = tmp_path / "python"  # a "Python" whose pedl has no fork server: it exits at once
+        python.write_text("#!/bin/sh\nexit 1\n")
+        python.chmod(0o755)
+        servers = ForkServers(
+            {"default": [str(python), "-m", "pedl.harness"]}, {}, None, work / "trials", sock
+        )
+        try:
+            await servers.warm("default")
+            with pytest.raises(ForkUnavailable, match="exited before it was ready"):
+                await servers.ready("default")
+            trial = work / "trials" / "1-1"
+            assert await servers.fork("", {}, trial, trial, sock / "1-1.sock") is None
+            assert not servers._servers["default"].running  # not started again
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
