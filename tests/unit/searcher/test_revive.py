@@ -64,7 +64,9 @@ def revive(sim: Simulator, name: str, request_ids: list[str]) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SEARCHERS))
-def test_an_experiment_every_trial_of_which_the_infrastructure_ended_completes_once_revived(name: str) -> None:
+def test_an_experiment_every_trial_of_which_the_infrastructure_ended_completes_once_revived(
+    name: str,
+) -> None:
     sim, ended = end_with_outage(name, None)
     assert ended and all(t.state == "ERROR" for t in sim.trials.values())
     created = len(sim.created())
