@@ -20,8 +20,10 @@ from pedl_scheduler.experiments.restart_policy import ended_by_infrastructure
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
+from pedl_scheduler.runtime import TrialRuntime
 from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 
 log = structlog.get_logger(component="experiments")
@@ -50,6 +52,7 @@ class Revival:
             exp = self.recovery.load(experiment_ops.experiment(self.db, exp_id))
             for t in revivable:
                 trial = exp.live[t["request_id"]]
+                self._still_stored_checkpoint(trial)
                 origin = (
                     f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
                     if trial.latest_checkpoint_uuid
@@ -64,6 +67,22 @@ class Revival:
         log.info("experiment revived", experiment_id=exp_id, trials=[t["id"] for t in revivable])
         self.state.wake.set()
         self.state.notify()
+
+    def _still_stored_checkpoint(self, trial: TrialRuntime) -> None:
+        """The ended experiment's save_* policy may have deleted the trial's latest checkpoint: it goes
+        on from its newest one still stored, or from the beginning."""
+        stored = result_ops.checkpoints_of(self.db, trial.id)  # COMPLETED ones, oldest first
+        if any(c["uuid"] == trial.latest_checkpoint_uuid for c in stored) or not trial.latest_checkpoint_uuid:
+            return
+        newest = stored[-1] if stored else None
+        trial.latest_checkpoint_uuid = newest["uuid"] if newest else ""
+        trial.latest_checkpoint_batches = newest["total_batches"] if newest else 0
+        trial.latest_checkpoint_step = newest["step_id"] if newest else 0
+        if newest is None:
+            exp = self.state.experiments.get(trial.experiment_id)
+            if exp is not None:
+                exp.checkpointed.pop(trial.id, None)
+        self.work.save_trial(trial)
 
     def _revivable(self, row: Row) -> list[Row]:
         """The ERROR trials the infrastructure ended that the searcher can take back (tried on a copy)."""

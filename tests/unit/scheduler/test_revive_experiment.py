@@ -20,7 +20,7 @@ from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
-from pedl_scheduler.storage.tables import trials
+from pedl_scheduler.storage.tables import checkpoints, trials
 
 CONFIG = """
 hyperparameters: {x: {type: double, minval: 0, maxval: 1}}
@@ -87,7 +87,7 @@ def run(manager: ExperimentManager, agent: AgentHandle, exp_id: int, error: str 
     return experiment_ops.experiment_state(manager.db, exp_id) or ""
 
 
-async def ended_in_error(db_path: str, error: str, legacy: bool) -> int:
+async def ended_in_error(db_path: str, error: str, legacy: bool, checkpoints_deleted: bool = False) -> int:
     """An experiment whose trials each failed with `error` after a checkpoint at batch 20; with
     `legacy`, its rows say no cause, as an older pedl left them."""
     manager, agent = start(db_path)
@@ -96,6 +96,9 @@ async def ended_in_error(db_path: str, error: str, legacy: bool) -> int:
     if legacy:
         with manager.db.transaction():
             manager.db.defer(update(trials).values(end_cause=""), {})
+    if checkpoints_deleted:  # as a save_* policy keeping none does once the experiment ends
+        with manager.db.transaction():
+            manager.db.defer(update(checkpoints).values(state="DELETED"), {})
     manager.db.close()
     return exp_id
 
@@ -125,7 +128,32 @@ def test_an_experiment_a_store_outage_ended_under_an_older_pedl_completes_once_a
             )
             assert "revived by activate" in logs and "(batch 20)" in logs, logs
             # Its steps are whole: the two before the outage, the two after its checkpoint at batch 20.
-            assert [s["total_batches"] for s in result_ops.steps_of(manager.db, row["id"])] == [10, 20, 30, 40]
+            assert [s["total_batches"] for s in result_ops.steps_of(manager.db, row["id"])] == [
+                10,
+                20,
+                30,
+                40,
+            ]
+        manager.db.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_trial_whose_checkpoint_the_ended_experiments_policy_deleted_starts_over(tmp_path) -> None:
+    async def scenario() -> None:
+        db_path = str(tmp_path / "scheduler.db")
+        exp_id = await ended_in_error(db_path, STORE_DOWN, legacy=True, checkpoints_deleted=True)
+        manager, agent = start(db_path)
+        manager.recover()
+        manager.on_agent_registered(agent, [])
+        manager.activate_experiment(exp_id)
+        assert all(not t.latest_checkpoint_uuid for t in manager.trials.values())
+        assert run(manager, agent, exp_id) == "COMPLETED"
+        for row in trial_ops.trials_of(manager.db, exp_id):
+            logs = "\n".join(
+                r["message"] for r in result_ops.logs_after(manager.db, row["id"], 0, limit=10**6)
+            )
+            assert "it resumes from the beginning" in logs, logs
         manager.db.close()
 
     asyncio.run(scenario())
