@@ -30,6 +30,7 @@ EVENTS = frozenset(
         "on_validation_completed",
         "on_trial_closed",
         "on_trial_exited_early",
+        "on_trial_revived",
     }
 )
 

@@ -75,7 +75,11 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     pause.add_argument("experiment_id", type=positive_int, metavar="ID")
     pause.set_defaults(func=pause_experiment)
 
-    activate = commands.add_parser("activate", parents=[common], help="resume a paused experiment")
+    activate = commands.add_parser(
+        "activate",
+        parents=[common],
+        help="resume a paused experiment, or revive one the infrastructure ended in ERROR",
+    )
     activate.add_argument("experiment_id", type=positive_int, metavar="ID")
     activate.set_defaults(func=activate_experiment)
 

@@ -62,6 +62,12 @@ class SearchMethod(ABC):
     @abstractmethod
     def on_trial_exited_early(self, request_id: str) -> list[Operation]: ...
 
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        """Takes back the early exit of a trial the infrastructure ended (`pedl experiment activate`
+        of an experiment that ended ERROR through it): the trial is open again, as if it had never
+        exited, and goes on from its latest checkpoint. SearcherError when this method cannot."""
+        raise SearcherError(f"the {type(self).__name__} search cannot take a trial back after it exited")
+
     def resumable_requests(self) -> set[str]:
         """Request ids of ended trials a later `Create.checkpoint_from` may name: their latest
         checkpoints must stay (the scheduler refuses to delete them). None by default."""

@@ -191,6 +191,21 @@ class ASHASearch(SearchMethod):
         config = self.configs[index]
         return config if config.live and config.request_id == request_id else None
 
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        index = self.by_request.get(request_id)
+        config = None if index is None else self.configs[index]
+        if config is None or config.live or not config.exited or config.request_id != request_id:
+            raise SearcherError(f"trial {request_id} is not one this search ended")
+        # An exit while training toward a rung left a last-ranked result there: take it back, so the
+        # trial's real result ranks when it gets there. An exit while closing left none to take back.
+        entries = self.brackets[config.bracket].rungs[config.rung]
+        placeholder = next((e for e in entries if e[0] == config.index and e[1] is None), None)
+        if placeholder is not None:
+            entries.remove(placeholder)
+        config.live, config.exited, config.closing = True, False, placeholder is None
+        self.shutdown = False
+        return []
+
     # ---- ranking -----------------------------------------------------------------------------
 
     def _record(self, config: _Config, metric: float | None) -> bool:

@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from pedl.config.hyperparameters import HP_TYPES, sample
-from pedl.searcher._base import SearchMethod
+from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 
@@ -77,6 +77,16 @@ class PBTSearch(SearchMethod):
             self.results[request_id] = None
             ops = self._maybe_end_round()
         return ops + self._maybe_shutdown()
+
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        # Only a member of the current round can come back: a later round already replaced it.
+        exited = request_id in self.results and self.results[request_id] is None
+        if request_id not in self.members or request_id in self.open or not exited:
+            raise SearcherError(f"trial {request_id} is not a member of the last round this search ended")
+        del self.results[request_id]
+        self.open.append(request_id)
+        self.finished = self.shutdown = self.failed = False  # the round ends again with its result
+        return []
 
     def _target(self) -> int:
         return (self.round + 1) * self.round_length

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pedl.searcher._base import SearchMethod
+from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 
@@ -50,6 +50,14 @@ class RandomSearch(SearchMethod):
 
     def on_trial_exited_early(self, request_id: str) -> list[Operation]:
         return self._finish(request_id)
+
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        if request_id in self.open or not 0 < _number(request_id) <= self.created:
+            raise SearcherError(f"trial {request_id} is not one this search ended")
+        self.open[request_id] = None
+        self.finished -= 1
+        self.shutdown = False  # its trial's close ends the search again
+        return []
 
     def _finish(self, request_id: str) -> list[Operation]:
         if request_id not in self.open:
@@ -98,6 +106,10 @@ class RandomSearch(SearchMethod):
             self.open = dict.fromkeys(state["open"])  # a snapshot written before runs
         self.finished = state["finished"]
         self.shutdown = state["shutdown"]
+
+
+def _number(request_id: str) -> int:
+    return int(request_id[1:]) if request_id[1:].isdigit() else 0
 
 
 def _runs(request_ids: Iterable[str]) -> list[list[int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl.searcher._base import SearchMethod
+from pedl.searcher._base import SearcherError, SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 
@@ -36,6 +36,12 @@ class SingleSearch(SearchMethod):
     def on_trial_exited_early(self, request_id: str) -> list[Operation]:
         self.done = True
         return [Shutdown(failure=True)]
+
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        if request_id != self.request_id or not self.done:
+            raise SearcherError(f"trial {request_id} is not one this search ended")
+        self.done = False
+        return []
 
     def progress(self) -> float:
         return 1.0 if self.done else 0.0

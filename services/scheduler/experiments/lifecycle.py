@@ -31,6 +31,7 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
+    from pedl_scheduler.experiments.revival import Revival
     from pedl_scheduler.experiments.search_driver import SearchDriver
     from pedl_scheduler.experiments.trial_runs import TrialRuns
 
@@ -41,6 +42,7 @@ class ExperimentLifecycle:
     search: SearchDriver
     runs: TrialRuns
     checkpoints: CheckpointLifecycle
+    revival: Revival
 
     def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
         self.state = state
@@ -177,6 +179,9 @@ class ExperimentLifecycle:
         self.state.notify()
 
     def activate_experiment(self, exp_id: int) -> None:
+        if exp_id not in self.experiments and experiment_ops.experiment_state(self.db, exp_id) == "ERROR":
+            self.revival.revive(exp_id)  # refused unless the infrastructure ended it
+            return
         exp = self._live_experiment(exp_id)
         if exp.state != "PAUSED":
             return

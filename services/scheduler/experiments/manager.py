@@ -32,6 +32,7 @@ from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
 from pedl_scheduler.experiments.recovery import Recovery
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.experiments.result_intake import ResultIntake
+from pedl_scheduler.experiments.revival import Revival
 from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
 from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
@@ -70,6 +71,7 @@ class ExperimentManager:
         self.search = SearchDriver(state, work)
         self.checkpoints = CheckpointLifecycle(state, work)
         self.recovery = Recovery(state, self.search)
+        self.lifecycle.revival = Revival(state, work, self.search, self.recovery)
         # The calls between rooms, in one place.
         work.dispatch_now = self.runs.dispatch_now
         self.lifecycle.search = self.search

@@ -7,6 +7,7 @@ import json
 
 import structlog
 
+from pedl.config import ExperimentConfig
 from pedl.config.stored import parse_stored_config
 from pedl.searcher import is_better, restore_search_method
 from pedl.sequencer import TrialSequencer
@@ -14,6 +15,7 @@ from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.searcher_journal import SearcherJournal
+from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import searcher as searcher_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -30,48 +32,59 @@ class Recovery:
     def recover(self) -> None:
         """Rebuilds active experiments from the database; their live trials are queued again."""
         for row in experiment_ops.live_experiments(self.db):
-            config = parse_stored_config(json.loads(row["config_json"]))
-            searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
-            exp = ExperimentRuntime(
-                row["id"],
-                config,
-                searcher,
-                state=row["state"],
-                warm_start_uuid=row["warm_start_checkpoint_uuid"],
-            )
-            exp.journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
-            exp.journal.replay(searcher_ops.events_after(self.db, exp.id, row["searcher_seq"]))
-            self.state.experiments[exp.id] = exp
-            for t in trial_ops.trials_of(self.db, exp.id):
-                exp.trial_ids.append(t["id"])
-                if t["best_validation"] is not None and is_better(
-                    t["best_validation"], exp.best_validation, config.smaller_is_better
-                ):
-                    exp.best_validation = t["best_validation"]
-                if t["state"] not in ("ACTIVE", "PAUSED"):
-                    continue
-                trial = TrialRuntime(
-                    id=t["id"],
-                    experiment_id=exp.id,
-                    request_id=t["request_id"],
-                    hparams=json.loads(t["hparams_json"]),
-                    seed=t["seed"],
-                    sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
-                    run_id=t["run_id"],
-                    restarts=t["restarts"],
-                    latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
-                    latest_checkpoint_batches=t["latest_checkpoint_batches"],
-                    latest_checkpoint_step=t["latest_checkpoint_step"],
-                    state=t["state"],
-                    best_validation=t["best_validation"],
-                )
-                self.state.trials[trial.id] = trial
-                exp.live[trial.request_id] = trial
-                self.search.wait_for(trial, t["waiting_on_trial_id"])
-                self.search.holds_checkpoint(trial)
-            for trial_id in exp.trial_ids:
-                child = self.state.trials.get(trial_id)
-                if child is not None and child.waiting_on is not None:
-                    self.search.resume_wait_for_parent(child, child.waiting_on)
-            log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
+            self.load(row)
         self.state.wake.set()
+
+    def restore_searcher(self, row: Row) -> tuple[ExperimentConfig, SearcherJournal]:
+        """The experiment's config and its searcher as it last was (snapshot, then later events)."""
+        config = parse_stored_config(json.loads(row["config_json"]))
+        searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
+        journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
+        journal.replay(searcher_ops.events_after(self.db, row["id"], row["searcher_seq"]))
+        return config, journal
+
+    def load(self, row: Row) -> ExperimentRuntime:
+        """Takes up one live experiment from its row: its searcher, its live trials queued again."""
+        config, journal = self.restore_searcher(row)
+        exp = ExperimentRuntime(
+            row["id"],
+            config,
+            journal.searcher,
+            state=row["state"],
+            warm_start_uuid=row["warm_start_checkpoint_uuid"],
+        )
+        exp.journal = journal
+        self.state.experiments[exp.id] = exp
+        for t in trial_ops.trials_of(self.db, exp.id):
+            exp.trial_ids.append(t["id"])
+            if t["best_validation"] is not None and is_better(
+                t["best_validation"], exp.best_validation, config.smaller_is_better
+            ):
+                exp.best_validation = t["best_validation"]
+            if t["state"] not in ("ACTIVE", "PAUSED"):
+                continue
+            trial = TrialRuntime(
+                id=t["id"],
+                experiment_id=exp.id,
+                request_id=t["request_id"],
+                hparams=json.loads(t["hparams_json"]),
+                seed=t["seed"],
+                sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
+                run_id=t["run_id"],
+                restarts=t["restarts"],
+                latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
+                latest_checkpoint_batches=t["latest_checkpoint_batches"],
+                latest_checkpoint_step=t["latest_checkpoint_step"],
+                state=t["state"],
+                best_validation=t["best_validation"],
+            )
+            self.state.trials[trial.id] = trial
+            exp.live[trial.request_id] = trial
+            self.search.wait_for(trial, t["waiting_on_trial_id"])
+            self.search.holds_checkpoint(trial)
+        for trial_id in exp.trial_ids:
+            child = self.state.trials.get(trial_id)
+            if child is not None and child.waiting_on is not None:
+                self.search.resume_wait_for_parent(child, child.waiting_on)
+        log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
+        return exp

@@ -12,6 +12,7 @@ hammer it.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,3 +41,21 @@ class RestartBackoff:
 def infrastructure_cause(exit_code: int) -> str | None:
     """Why a run with this exit code failed, when the infrastructure failed it; None for the trial's own."""
     return INFRASTRUCTURE_EXITS.get(exit_code)
+
+
+# A trial's recorded `end_cause` when it ended ERROR.
+USER = "user"
+INFRASTRUCTURE = "infrastructure"
+
+# What older pedl versions wrote as the error of a trial the infrastructure ended (they recorded no
+# cause): the harness's store client giving up, or the scheduler losing the trial's agent.
+_LEGACY_INFRASTRUCTURE_ERRORS = re.compile(
+    r"checkpoint store (at \S+ )?(is )?unreachable|^agent \S+ was lost|the checkpoint store is unreachable"
+)
+
+
+def ended_by_infrastructure(end_cause: str, error: str) -> bool:
+    """Whether an ERROR trial ended because of the infrastructure, not its own code."""
+    if end_cause:
+        return end_cause == INFRASTRUCTURE
+    return bool(_LEGACY_INFRASTRUCTURE_ERRORS.search(error))

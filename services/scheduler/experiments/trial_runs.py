@@ -17,7 +17,7 @@ from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
-from pedl_scheduler.experiments.restart_policy import infrastructure_cause
+from pedl_scheduler.experiments.restart_policy import USER, infrastructure_cause
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
@@ -428,4 +428,5 @@ class TrialRuns:
             self.checkpoints.collect_garbage(exp)
 
     def _record_trial_end(self, trial_id: int, state: str, error: str) -> None:
-        trial_ops.end_trial(self.db, trial_id, state, error, utc_now())
+        # The infrastructure never ends a trial (it waits for it instead): an ERROR is the trial's own.
+        trial_ops.end_trial(self.db, trial_id, state, error, utc_now(), USER if state == "ERROR" else "")

@@ -85,6 +85,8 @@ trials = Table(
     Column("end_time", Text, nullable=False, server_default=""),
     Column("parent_trial_id", Integer),  # the trial whose checkpoint this one continues (PBT, ASHA)
     Column("waiting_on_trial_id", Integer),  # the parent this trial waits on to save its state
+    # Why it ended ERROR: "user" (its code) or "infrastructure"; "" otherwise or when an older pedl ended it.
+    Column("end_cause", Text, nullable=False, server_default=""),
     UniqueConstraint("experiment_id", "request_id"),
     Index("trials_experiment", "experiment_id"),
     sqlite_autoincrement=True,

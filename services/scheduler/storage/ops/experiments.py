@@ -60,6 +60,11 @@ _END = (
     .where(experiments.c.id == bindparam("exp_id"))
     .values(state=bindparam("new_state"), error=bindparam("new_error"), ended_at=bindparam("now"))
 )
+_REOPEN = (
+    update(experiments)
+    .where(experiments.c.id == bindparam("exp_id"))
+    .values(state="ACTIVE", error="", ended_at="")
+)
 _SAVE_SNAPSHOT = (
     update(experiments)
     .where(experiments.c.id == bindparam("exp_id"))
@@ -168,6 +173,11 @@ def set_experiment_state(s: Storage, exp_id: int, state: str) -> None:
 
 def end_experiment(s: Storage, exp_id: int, state: str, error: str, now: str) -> None:
     s.defer(_END, {"exp_id": exp_id, "new_state": state, "new_error": error, "now": now})
+
+
+def reopen_experiment(s: Storage, exp_id: int) -> None:
+    """An ended experiment is ACTIVE again (`pedl experiment activate` of one the infrastructure ended)."""
+    s.defer(_REOPEN, {"exp_id": exp_id})
 
 
 def save_searcher_snapshot(s: Storage, exp_id: int, snapshot: str, seq: int) -> None:

@@ -107,7 +107,17 @@ _SAVE = Positional(
 _END = (
     update(trials)
     .where(trials.c.id == bindparam("trial_id"))
-    .values(state=bindparam("new_state"), error=bindparam("new_error"), end_time=bindparam("now"))
+    .values(
+        state=bindparam("new_state"),
+        error=bindparam("new_error"),
+        end_time=bindparam("now"),
+        end_cause=bindparam("new_end_cause"),
+    )
+)
+_REVIVE = (
+    update(trials)
+    .where(trials.c.id == bindparam("trial_id"))
+    .values(state="ACTIVE", error="", end_time="", end_cause="", restarts=0)
 )
 
 
@@ -221,8 +231,17 @@ def save_trial(
     )
 
 
-def end_trial(s: Storage, trial_id: int, state: str, error: str, now: str) -> None:
-    s.defer(_END, {"trial_id": trial_id, "new_state": state, "new_error": error, "now": now})
+def end_trial(s: Storage, trial_id: int, state: str, error: str, now: str, cause: str = "") -> None:
+    """`cause`: why an ERROR happened, "user" or "infrastructure" (restart_policy)."""
+    s.defer(
+        _END,
+        {"trial_id": trial_id, "new_state": state, "new_error": error, "now": now, "new_end_cause": cause},
+    )
+
+
+def revive_trial(s: Storage, trial_id: int) -> None:
+    """An ERROR trial the infrastructure ended is live again, with its restarts unspent."""
+    s.defer(_REVIVE, {"trial_id": trial_id})
 
 
 def trial_state_counts(s: Storage) -> dict[str, int]:
