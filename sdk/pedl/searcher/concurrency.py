@@ -63,6 +63,10 @@ class ConcurrencyLimiter(SearchMethod):
         self.live.pop(request_id, None)
         return self._pass(self.method.on_trial_exited_early(request_id))
 
+    def on_trial_revived(self, request_id: str) -> list[Operation]:
+        self.live[request_id] = None  # open again: it counts against the limit
+        return self._pass(self.method.on_trial_revived(request_id))
+
     def progress(self) -> float:
         return self.method.progress()
 

@@ -56,7 +56,7 @@
     const live = detail.state === "ACTIVE" || detail.state === "PAUSED";
     $("kill").disabled = !live;
     $("pause").disabled = detail.state !== "ACTIVE";
-    $("activate").disabled = detail.state !== "PAUSED";
+    $("activate").disabled = detail.state !== "PAUSED" && detail.state !== "ERROR";  // ERROR: the scheduler revives an experiment the infrastructure ended, or says why not
 
     const hparamColumns = detail.hparam_names.map((name) => ({ key: "hp:" + name, label: name, get: (t) => t.hparams[name] }));
     table.setColumns(fixedColumns.concat(hparamColumns));

@@ -2,8 +2,8 @@
 trials that did not end ERROR, or that an older pedl ended (their error text tells). `pedl experiment
 activate` revives an ERROR experiment only through trials the infrastructure ended.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
