@@ -13,7 +13,7 @@ import grpc
 from pedl import __version__
 from pedl._server_auth import current_principal
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, trial_results
+from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, paging, trial_results
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
@@ -25,7 +25,6 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
-DEFAULT_PAGE, MAX_PAGE = 500, 2000
 
 
 class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
@@ -94,11 +93,20 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
 
     async def ListExperiments(self, request, context):  # noqa: N802
-        rows = experiment_ops.experiments_with_trial_counts(self.db)
+        next_token = ""
+        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
+            rows = experiment_ops.experiments_with_trial_counts(self.db)
+        else:
+            try:
+                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
+            except paging.PageError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            rows = experiment_ops.experiments_page(self.db, after, limit)
+            next_token = paging.next_token([r["id"] for r in rows], limit)
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
-            experiments=[convert.experiment(r, r["num_trials"]) for r in rows]
+            experiments=[convert.experiment(r, r["num_trials"]) for r in rows], next_page_token=next_token
         )
 
     async def GetExperiment(self, request, context):  # noqa: N802
@@ -233,7 +241,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._experiment_or_abort(request.experiment_id, context)
         if request.limit < 0 or request.after_trial_id < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit and after_trial_id must be >= 0")
-        limit = min(request.limit or DEFAULT_PAGE, MAX_PAGE)
+        limit = min(request.limit or paging.DEFAULT_PAGE, paging.MAX_PAGE)
         rows = trial_ops.trials_page(self.db, request.experiment_id, request.after_trial_id, limit)
         ids = [r["id"] for r in rows]
         steps = result_ops.steps_of_trials(self.db, ids) if request.include_steps else []

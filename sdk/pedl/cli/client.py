@@ -109,10 +109,17 @@ class SchedulerClient(_grpc.Client):
         )
         return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
 
-    def list_experiments(self) -> list[scheduler_pb2.Experiment]:
-        return list(
-            self._stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(), timeout=_TIMEOUT).experiments
-        )
+    def list_experiments(self, page_size: int = 1000) -> list[scheduler_pb2.Experiment]:
+        """Every experiment, a page per call, so no reply grows with the number of experiments."""
+        experiments: list[scheduler_pb2.Experiment] = []
+        token = ""
+        while True:
+            request = scheduler_pb2.ListExperimentsRequest(page_size=page_size, page_token=token)
+            reply = self._stub.ListExperiments(request, timeout=_TIMEOUT)
+            experiments.extend(reply.experiments)
+            token = reply.next_page_token
+            if not token:
+                return experiments
 
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)

@@ -146,14 +146,20 @@ class CreateExperimentResponse(_message.Message):
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
 
 class ListExperimentsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListExperimentsResponse(_message.Message):
-    __slots__ = ("experiments",)
+    __slots__ = ("experiments", "next_page_token")
     EXPERIMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     experiments: _containers.RepeatedCompositeFieldContainer[Experiment]
-    def __init__(self, experiments: _Optional[_Iterable[_Union[Experiment, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, experiments: _Optional[_Iterable[_Union[Experiment, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetExperimentRequest(_message.Message):
     __slots__ = ("experiment_id",)

@@ -223,3 +223,20 @@ def test_rows_given_as_tuples_land_in_their_columns_whatever_the_statements_orde
     row = trial_ops.trial(s, a)
     assert (row["total_batches"], row["best_validation"]) == (4, 1.0)  # type: ignore[index]
     assert isinstance(row["best_validation"], float)  # type: ignore[index]
+
+
+def test_experiments_are_listed_a_page_at_a_time_without_their_model_definitions() -> None:
+    s, first, _ = storage_with_trials("a", "b")
+    more = [
+        experiment_ops.create_experiment(
+            s, config_yaml="y", config_json="{}", model_definition=b"m" * 1000, model_definition_name="m",
+            seed=1, created_at="t1", owner="bob",
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    page = experiment_ops.experiments_page(s, 0, 2)
+    assert [(r["id"], r["num_trials"]) for r in page] == [(first, 2), (more[0], 0)]
+    assert "model_definition" not in page[0] and "searcher_snapshot" not in page[0]
+    assert [r["id"] for r in experiment_ops.experiments_page(s, more[0], 2)] == more[1:]
+    assert experiment_ops.experiments_page(s, more[-1], 2) == []
+    assert [r["id"] for r in experiment_ops.experiments_with_trial_counts(s)] == [first, *more]
