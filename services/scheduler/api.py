@@ -226,14 +226,29 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
-        steps = result_ops.steps_of(self.db, row["id"])
-        vals = result_ops.validations_of(self.db, row["id"])
-        ckpts = result_ops.checkpoints_of(self.db, row["id"])
+        next_token = ""
+        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
+            steps = result_ops.steps_of(self.db, row["id"])
+            vals = result_ops.validations_of(self.db, row["id"])
+            ckpts = result_ops.checkpoints_of(self.db, row["id"])
+            num_steps = len(steps)
+        else:
+            try:
+                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
+            except paging.PageError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            steps = result_ops.steps_page(self.db, row["id"], after, limit)
+            next_token = paging.next_token([s["total_batches"] for s in steps], limit)
+            upto = int(next_token) if next_token else None
+            vals = result_ops.validations_between(self.db, row["id"], after, upto)
+            ckpts = result_ops.checkpoints_between(self.db, row["id"], after, upto)
+            num_steps = result_ops.step_count_of(self.db, row["id"])
         return scheduler_pb2.GetTrialResponse(
-            trial=self._trial(row, len(steps)),
+            trial=self._trial(row, num_steps),
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
+            next_page_token=next_token,
         )
 
     async def ListTrialDetails(self, request, context):  # noqa: N802

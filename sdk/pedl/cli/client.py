@@ -155,8 +155,20 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
 
-    def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
-        return self._read(self._stub.GetTrial, scheduler_pb2.GetTrialRequest(trial_id=trial_id), _TIMEOUT)
+    def get_trial(self, trial_id: int, page_size: int = 1000) -> scheduler_pb2.GetTrialResponse:
+        """The trial with all its steps, validations and checkpoints, read a page of steps per call."""
+        detail = scheduler_pb2.GetTrialResponse()
+        token = ""
+        while True:
+            request = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=page_size, page_token=token)
+            page = self._read(self._stub.GetTrial, request, _TIMEOUT)
+            detail.trial.CopyFrom(page.trial)
+            detail.steps.extend(page.steps)
+            detail.validations.extend(page.validations)
+            detail.checkpoints.extend(page.checkpoints)
+            token = page.next_page_token
+            if not token:
+                return detail
 
     def trial_details(
         self, experiment_id: int, include_steps: bool = True, page: int = 0

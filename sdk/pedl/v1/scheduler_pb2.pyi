@@ -226,22 +226,28 @@ class GetModelDefinitionResponse(_message.Message):
     def __init__(self, model_definition: _Optional[bytes] = ..., model_definition_name: _Optional[str] = ...) -> None: ...
 
 class GetTrialRequest(_message.Message):
-    __slots__ = ("trial_id",)
+    __slots__ = ("trial_id", "page_size", "page_token")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
-    def __init__(self, trial_id: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, trial_id: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetTrialResponse(_message.Message):
-    __slots__ = ("trial", "steps", "validations", "checkpoints")
+    __slots__ = ("trial", "steps", "validations", "checkpoints", "next_page_token")
     TRIAL_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     VALIDATIONS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     trial: Trial
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     validations: _containers.RepeatedCompositeFieldContainer[Validation]
     checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
-    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetTrialLogsRequest(_message.Message):
     __slots__ = ("trial_id", "follow", "after_id")
