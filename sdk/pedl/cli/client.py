@@ -21,6 +21,8 @@ OUTAGE_SECONDS = 300.0
 _T = TypeVar("_T")
 _RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _TIMEOUT = 30.0
+# Experiments per ListExperiments call (benchmarks/list_scale.py times one such page).
+LIST_PAGE = 500
 # Uploading a model definition near the 96 MiB context limit takes a while on slow links.
 _UPLOAD_TIMEOUT = 600.0
 # The parts a model definition is sent in (the progress bar moves by one).
@@ -109,7 +111,7 @@ class SchedulerClient(_grpc.Client):
         )
         return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
 
-    def list_experiments(self, page_size: int = 1000) -> list[scheduler_pb2.Experiment]:
+    def list_experiments(self, page_size: int = LIST_PAGE) -> list[scheduler_pb2.Experiment]:
         """Every experiment, a page per call, so no reply grows with the number of experiments."""
         experiments: list[scheduler_pb2.Experiment] = []
         token = ""
