@@ -62,7 +62,8 @@ def cluster_up(args: argparse.Namespace) -> int:
         f"Use it from this shell with:\n"
         f"  export PEDL_MASTER={state.master}\n"
         f"{home_line}"
-        f"Logs and state are in {home / 'cluster'}; stop it with `{down_command(home)}`"
+        f"Logs and state are in {home / 'cluster'}; a supervisor restarts a service that dies "
+        f"(`{down_command(home).replace(' down', ' status')}`); stop it with `{down_command(home)}`"
     )
     return 0
 
