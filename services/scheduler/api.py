@@ -17,7 +17,15 @@ from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import S3Allowance
-from pedl_scheduler import authz, convert, experiment_delete, experiment_patch, metrics_stream, trial_results
+from pedl_scheduler import (
+    authz,
+    convert,
+    experiment_delete,
+    experiment_patch,
+    metrics_stream,
+    paging,
+    trial_results,
+)
 from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
@@ -30,7 +38,6 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
-DEFAULT_PAGE, MAX_PAGE = 500, 2000
 
 
 class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
@@ -109,11 +116,20 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
 
     async def ListExperiments(self, request, context):  # noqa: N802
-        rows = experiment_ops.experiments_with_trial_counts(self.db)
+        next_token = ""
+        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
+            rows = experiment_ops.experiments_with_trial_counts(self.db)
+        else:
+            try:
+                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
+            except paging.PageError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            rows = experiment_ops.experiments_page(self.db, after, limit)
+            next_token = paging.next_token([r["id"] for r in rows], limit)
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
-            experiments=[convert.experiment(r, r["num_trials"]) for r in rows]
+            experiments=[convert.experiment(r, r["num_trials"]) for r in rows], next_page_token=next_token
         )
 
     async def GetExperiment(self, request, context):  # noqa: N802
@@ -259,15 +275,30 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
-        steps = result_ops.steps_of(self.db, row["id"])
-        vals = result_ops.validations_of(self.db, row["id"])
-        ckpts = result_ops.checkpoints_of(self.db, row["id"])
+        next_token = ""
+        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
+            steps = result_ops.steps_of(self.db, row["id"])
+            vals = result_ops.validations_of(self.db, row["id"])
+            ckpts = result_ops.checkpoints_of(self.db, row["id"])
+            num_steps = len(steps)
+        else:
+            try:
+                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
+            except paging.PageError as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            steps = result_ops.steps_page(self.db, row["id"], after, limit)
+            next_token = paging.next_token([s["total_batches"] for s in steps], limit)
+            upto = int(next_token) if next_token else None
+            vals = result_ops.validations_between(self.db, row["id"], after, upto)
+            ckpts = result_ops.checkpoints_between(self.db, row["id"], after, upto)
+            num_steps = result_ops.step_count_of(self.db, row["id"])
         return scheduler_pb2.GetTrialResponse(
-            trial=self._trial(row, len(steps)),
+            trial=self._trial(row, num_steps),
             steps=[convert.step(s) for s in steps],
             validations=[convert.validation(v) for v in vals],
             checkpoints=[convert.checkpoint(c) for c in ckpts],
             timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
+            next_page_token=next_token,
         )
 
     async def ListTrialDetails(self, request, context):  # noqa: N802
@@ -275,7 +306,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._experiment_or_abort(request.experiment_id, context)
         if request.limit < 0 or request.after_trial_id < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit and after_trial_id must be >= 0")
-        limit = min(request.limit or DEFAULT_PAGE, MAX_PAGE)
+        limit = min(request.limit or paging.DEFAULT_PAGE, paging.MAX_PAGE)
         rows = trial_ops.trials_page(self.db, request.experiment_id, request.after_trial_id, limit)
         ids = [r["id"] for r in rows]
         steps = result_ops.steps_of_trials(self.db, ids) if request.include_steps else []

@@ -96,3 +96,12 @@ def test_the_short_trials_benchmark_runs_in_smoke_mode() -> None:
     phases = ("slot held", "imports", "model definition loaded", "train step", "checkpoint upload", "exit")
     for phase in phases:
         assert re.search(rf"^  {phase} +{NUMBER}$", out, re.M), out
+
+
+def test_the_list_scale_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("list_scale.py")
+    assert "== list scale: 1000 experiments, one of 100 trials" in out
+    first_page = rf"^experiment list, first page \(\d+\) +median +{NUMBER} ms +\(goal < 200 ms\)"
+    assert re.search(first_page, out, re.M), out
+    assert re.search(rf"^experiment describe \(100 trials\) +median +{NUMBER} s +\(goal < 2 s\)", out, re.M)
+    assert re.search(rf"^scheduler memory \(RSS\) +{NUMBER} MiB", out, re.M), out

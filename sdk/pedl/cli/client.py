@@ -21,6 +21,8 @@ OUTAGE_SECONDS = 300.0
 _T = TypeVar("_T")
 _RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _TIMEOUT = 30.0
+# Experiments per ListExperiments call (benchmarks/list_scale.py times one such page).
+LIST_PAGE = 500
 # Uploading a model definition near the 96 MiB context limit takes a while on slow links.
 _UPLOAD_TIMEOUT = 600.0
 # The parts a model definition is sent in (the progress bar moves by one).
@@ -116,10 +118,17 @@ class SchedulerClient(_grpc.Client):
         )
         return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
 
-    def list_experiments(self) -> list[scheduler_pb2.Experiment]:
-        return list(
-            self._stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(), timeout=_TIMEOUT).experiments
-        )
+    def list_experiments(self, page_size: int = LIST_PAGE) -> list[scheduler_pb2.Experiment]:
+        """Every experiment, a page per call, so no reply grows with the number of experiments."""
+        experiments: list[scheduler_pb2.Experiment] = []
+        token = ""
+        while True:
+            request = scheduler_pb2.ListExperimentsRequest(page_size=page_size, page_token=token)
+            reply = self._stub.ListExperiments(request, timeout=_TIMEOUT)
+            experiments.extend(reply.experiments)
+            token = reply.next_page_token
+            if not token:
+                return experiments
 
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
@@ -159,8 +168,20 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
 
-    def get_trial(self, trial_id: int) -> scheduler_pb2.GetTrialResponse:
-        return self._read(self._stub.GetTrial, scheduler_pb2.GetTrialRequest(trial_id=trial_id), _TIMEOUT)
+    def get_trial(self, trial_id: int, page_size: int = 1000) -> scheduler_pb2.GetTrialResponse:
+        """The trial with all its steps, validations and checkpoints, read a page of steps per call."""
+        detail = scheduler_pb2.GetTrialResponse()
+        token = ""
+        while True:
+            request = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=page_size, page_token=token)
+            page = self._read(self._stub.GetTrial, request, _TIMEOUT)
+            detail.trial.CopyFrom(page.trial)
+            detail.steps.extend(page.steps)
+            detail.validations.extend(page.validations)
+            detail.checkpoints.extend(page.checkpoints)
+            token = page.next_page_token
+            if not token:
+                return detail
 
     def trial_details(
         self, experiment_id: int, include_steps: bool = True, page: int = 0

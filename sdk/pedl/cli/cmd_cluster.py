@@ -1,4 +1,4 @@
-"""`pedl cluster up|down`: a local cluster as background processes."""
+"""`pedl cluster up|down|status`: a local cluster as background processes, kept running by a supervisor."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     _home_argument(down)
     down.set_defaults(func=cluster_down)
+
+    status = commands.add_parser(
+        "status", parents=[common], help="each service of the local cluster: pid, uptime, restarts"
+    )
+    _home_argument(status)
+    status.set_defaults(func=cluster_status)
 
 
 def _home_argument(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +67,8 @@ def cluster_up(args: argparse.Namespace) -> int:
         f"Use it from this shell with:\n"
         f"  export PEDL_MASTER={state.master}\n"
         f"{home_line}"
-        f"Logs and state are in {home / 'cluster'}; stop it with `{down_command(home)}`"
+        f"Logs and state are in {home / 'cluster'}; a supervisor restarts a service that dies "
+        f"(`{down_command(home).replace(' down', ' status')}`); stop it with `{down_command(home)}`"
     )
     return 0
 
@@ -74,3 +81,28 @@ def cluster_down(args: argparse.Namespace) -> int:
     except ClusterError as e:
         raise CliError(f"cluster down failed: {e}") from e
     return 0
+
+
+def cluster_status(args: argparse.Namespace) -> int:
+    """Exit status 1 when a recorded service is not running (so scripts can check)."""
+    from pedl.cli.render import table
+    from pedl.cluster import pedl_home
+    from pedl.cluster.state import StateError
+    from pedl.cluster.status import cluster_status as read_status
+    from pedl.cluster.status import human_duration
+
+    home = pedl_home(args.home)
+    try:
+        rows = read_status(home)
+    except StateError as e:
+        raise CliError(str(e)) from e
+    if rows is None:
+        print(f"No pedl cluster is recorded in {home}")
+        return 1
+    lines = [
+        (r.name, r.pid, "running" if r.running else "down",
+         human_duration(r.uptime_seconds) if r.running else "-", r.restarts, r.address)
+        for r in rows
+    ]  # fmt: skip
+    print(table(["SERVICE", "PID", "STATE", "UPTIME", "RESTARTS", "ADDRESS"], lines))
+    return 0 if all(r.running for r in rows) else 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 
 from pedl import _timeutil
-from pedl.cluster import credentials, health, processes
+from pedl.cluster import credentials, health, processes, supervisor
 from pedl.cluster.paths import ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterState, ServiceRecord, StateError, load_state, save_state
 
@@ -53,9 +53,12 @@ def _command(opts: UpOptions, kind: str) -> list[str]:
 
 
 def _check_port_free(port: int, flag: str) -> None:
+    """Bound as the services bind (SO_REUSEADDR): a port whose old connections sit in TIME_WAIT after
+    `cluster down` is free to them, so `down` then `up` works at once; a listening socket is not."""
     if port == 0:
         return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
         except OSError as e:
@@ -95,7 +98,7 @@ class _Starter:
             raise ClusterError(f"cannot start {name} ({argv[0]}): {e}") from e
         self.children[name] = proc
         self.state.services.append(
-            ServiceRecord(name=name, pid=proc.pid, argv=argv, log=str(log), address=address)
+            ServiceRecord(name, proc.pid, argv, str(log), address, started_at=_timeutil.utc_now())
         )
         save_state(self.paths.state_file, self.state)
         return proc
@@ -148,6 +151,23 @@ class _Starter:
                 )
             time.sleep(0.2)
 
+    def start_supervisor(self, deadline: float) -> None:
+        """Hands the services to the supervisor; returns once it has recorded itself in cluster.json."""
+        argv = supervisor.supervisor_argv(self.paths.home)
+        log = self.paths.log("supervisor")
+        proc = processes.spawn(argv, log, cwd=self.paths.root)
+        self.children["supervisor"] = proc
+        while True:
+            if proc.poll() is not None:
+                raise self.failure("supervisor", f"exited with code {proc.returncode} while starting")
+            recorded = _load(self.paths)
+            if recorded is not None and recorded.supervisor_pid == proc.pid:
+                self.state = recorded
+                return
+            if time.monotonic() > deadline:
+                raise self.failure("supervisor", f"did not start within {self.opts.timeout_seconds:.0f} s")
+            time.sleep(0.1)
+
     def undo(self) -> None:
         for name in reversed(list(self.children)):
             processes.stop_child(self.children[name])
@@ -176,6 +196,8 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
     previous = _load(paths)
     if previous is not None:
         alive = running(previous)
+        if processes.is_ours(previous.supervisor_pid, previous.supervisor_argv):
+            alive.append(ServiceRecord("supervisor", previous.supervisor_pid, previous.supervisor_argv, ""))
         if alive:
             names = ", ".join(f"{s.name} (pid {s.pid})" for s in alive)
             raise ClusterError(
@@ -197,6 +219,7 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
     starter = _Starter(opts, paths)
     try:
         _start_all(starter, opts, paths, out)
+        starter.start_supervisor(time.monotonic() + opts.timeout_seconds)
     except BaseException:
         starter.undo()
         raise
@@ -206,10 +229,13 @@ def up(opts: UpOptions, out: Output = print) -> ClusterState:
 def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Output) -> None:
     state = starter.state
     secret = ["--cluster-secret-file", str(credentials.secret_file(paths))]
-    scheduler_port = opts.port or _free_port()  # the store asks the scheduler about users' tokens
+    # Both ports are fixed before anything starts: the store asks the scheduler about users' tokens,
+    # and a service the supervisor restarts must come back where its clients dial.
+    scheduler_port = opts.port or _free_port()
+    store_port = opts.store_port or _free_port()
     out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
     starter.start(STORE, STORE, [
-        "--host", HOST, "--port", str(opts.store_port), "--storage-path", str(paths.checkpoints),
+        "--host", HOST, "--port", str(store_port), "--storage-path", str(paths.checkpoints),
         "--port-file", str(paths.port_file(STORE)), "--master", f"{HOST}:{scheduler_port}", *secret,
     ])  # fmt: skip
     store_port = starter.wait_serving(STORE, time.monotonic() + opts.timeout_seconds)
@@ -274,12 +300,19 @@ def _login_admin(master: str, paths: ClusterPaths, out: Output) -> str:
 
 
 def down(home: Path, out: Output = print) -> int:
-    """Stops every recorded process (agents first); returns how many were running."""
+    """Stops the supervisor, then every recorded process (agents first); returns how many were running.
+
+    The supervisor goes first so it restarts nothing meanwhile; cluster.json is read again after it
+    exited, so the pids stopped are those of what runs now, restarted services included."""
     paths = ClusterPaths(home)
     state = _load(paths)
     if state is None:
         out(f"No pedl cluster is recorded in {paths.home}; nothing to stop")
         return 0
+    if state.supervisor_pid:
+        outcome = processes.stop(state.supervisor_pid, state.supervisor_argv)
+        out(f"supervisor (pid {state.supervisor_pid}) {outcome}")
+        state = _load(paths) or state
     order = {STORE: 2, SCHEDULER: 1, WEBUI: 0}
     stopped = 0
     for svc in sorted(state.services, key=lambda s: order.get(s.name, 0)):

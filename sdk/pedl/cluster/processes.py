@@ -21,10 +21,13 @@ def service_command(script: str, module: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def spawn(argv: Sequence[str], log_path: Path, cwd: Path) -> subprocess.Popen[bytes]:
-    """Own session, so the service outlives the CLI and a terminal's Ctrl-C does not reach it."""
+def spawn(argv: Sequence[str], log_path: Path, cwd: Path, append: bool = False) -> subprocess.Popen[bytes]:
+    """Own session, so the service outlives the CLI and a terminal's Ctrl-C does not reach it.
+
+    `append` keeps what a crashed predecessor wrote (its last lines say why it died).
+    """
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(log_path, "wb") as log:
+    with open(log_path, "ab" if append else "wb") as log:
         return subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,

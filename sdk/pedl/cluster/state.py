@@ -20,6 +20,9 @@ class ServiceRecord:
     argv: list[str]
     log: str
     address: str = ""
+    # When the running process started (RFC 3339) and how often the supervisor restarted it.
+    started_at: str = ""
+    restarts: int = 0
 
 
 @dataclass
@@ -31,6 +34,9 @@ class ClusterState:
     webui: str = ""
     started_at: str = ""
     services: list[ServiceRecord] = field(default_factory=list)
+    # The process that restarts crashed services (`pedl.cluster.supervisor`); 0 before it runs.
+    supervisor_pid: int = 0
+    supervisor_argv: list[str] = field(default_factory=list)
 
 
 def load_state(path: Path) -> ClusterState | None:

@@ -8,6 +8,7 @@ stored configs and trial logs, the CLI, the web UI) calls `mask_secrets` or `mas
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -21,8 +22,11 @@ def _words(key: str) -> list[str]:
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
-    """By whole words, so `max_tokens` or `tokenizer` stay visible while `auth_token` is hidden."""
+    """By whole words, so `max_tokens` or `tokenizer` stay visible while `auth_token` is hidden.
+
+    Cached: listing a page of experiments asks this of the same few config keys thousands of times."""
     words = _words(key)
     if "_".join(words) in _SECRET_NAMES:
         return True

@@ -160,14 +160,20 @@ class CreateExperimentResponse(_message.Message):
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
 
 class ListExperimentsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListExperimentsResponse(_message.Message):
-    __slots__ = ("experiments",)
+    __slots__ = ("experiments", "next_page_token")
     EXPERIMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     experiments: _containers.RepeatedCompositeFieldContainer[Experiment]
-    def __init__(self, experiments: _Optional[_Iterable[_Union[Experiment, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, experiments: _Optional[_Iterable[_Union[Experiment, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetExperimentRequest(_message.Message):
     __slots__ = ("experiment_id",)
@@ -234,24 +240,30 @@ class GetModelDefinitionResponse(_message.Message):
     def __init__(self, model_definition: _Optional[bytes] = ..., model_definition_name: _Optional[str] = ...) -> None: ...
 
 class GetTrialRequest(_message.Message):
-    __slots__ = ("trial_id",)
+    __slots__ = ("trial_id", "page_size", "page_token")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
-    def __init__(self, trial_id: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, trial_id: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetTrialResponse(_message.Message):
-    __slots__ = ("trial", "steps", "validations", "checkpoints", "timeline")
+    __slots__ = ("trial", "steps", "validations", "checkpoints", "timeline", "next_page_token")
     TRIAL_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     VALIDATIONS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     TIMELINE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     trial: Trial
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     validations: _containers.RepeatedCompositeFieldContainer[Validation]
     checkpoints: _containers.RepeatedCompositeFieldContainer[_common_pb2.Checkpoint]
     timeline: _containers.RepeatedCompositeFieldContainer[_common_pb2.TimelinePhase]
-    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetTrialLogsRequest(_message.Message):
     __slots__ = ("trial_id", "follow", "after_id")

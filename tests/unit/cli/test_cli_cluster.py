@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pedl.cli.main import main
-from pedl.cluster import ClusterError, UpOptions, launcher, processes
+from pedl.cluster import ClusterError, UpOptions, launcher, processes, supervisor
 from pedl.cluster.paths import ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterState, ServiceRecord, load_state, save_state
 
@@ -39,7 +39,7 @@ def reap() -> Iterator[list[int]]:
 
 def _recorded_pids(home: Path) -> list[int]:
     state = load_state(ClusterPaths(home).state_file)
-    return [s.pid for s in state.services] if state else []
+    return [s.pid for s in state.services] + [state.supervisor_pid] if state else []
 
 
 def test_home_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -204,3 +204,79 @@ def test_up_refuses_a_busy_port(tmp_path: Path) -> None:
             ClusterError, match=f"port {port} on 127.0.0.1 is already in use; pick another with --port"
         ):
             launcher.up(UpOptions(home=tmp_path, port=port, store_port=0), out=lambda _: None)
+
+
+def test_restart_backoff_doubles_and_is_capped() -> None:
+    backoff = supervisor.Backoff(first_seconds=1, max_seconds=30)
+    assert [backoff.delay(n) for n in (1, 2, 3, 4, 5, 6, 7)] == [1, 2, 4, 8, 16, 30, 30]
+
+
+def test_the_free_port_check_treats_time_wait_as_free(tmp_path: Path) -> None:
+    """`cluster down && cluster up` at once: the old server's connections sit in TIME_WAIT."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end goes to TIME_WAIT
+        client.recv(1)
+        client.close()
+    launcher._check_port_free(port, "--port")  # no ClusterError
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_killed_service_is_restarted_and_down_stops_the_new_one(
+    reap: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = UpOptions(home=tmp_path, agents=1, port=0, store_port=0, command=fake_command())
+    try:
+        launcher.up(options, out=lambda _: None)
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    paths = ClusterPaths(tmp_path)
+    first = load_state(paths.state_file)
+    assert first is not None and processes.is_ours(first.supervisor_pid, first.supervisor_argv)
+    old = {s.name: s.pid for s in first.services}
+    for name in ("agent-1", "scheduler"):
+        os.kill(old[name], signal.SIGKILL)
+
+    def restarted() -> bool:
+        state = load_state(paths.state_file)
+        assert state is not None
+        return all(s.restarts == 1 and s.pid != old[s.name] for s in state.services if s.name in old and
+                   s.name in ("agent-1", "scheduler"))  # fmt: skip
+
+    _wait_for(restarted)
+    now = load_state(paths.state_file)
+    assert now is not None
+    reap.extend(_recorded_pids(tmp_path))
+    assert all(processes.is_ours(s.pid, s.argv) for s in now.services)
+
+    capsys.readouterr()
+    assert main(["cluster", "status", "--home", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert set(rows) == {"supervisor", "checkpoint-store", "scheduler", "agent-1"}
+    assert rows["agent-1"][1] == str(now.services[-1].pid) and rows["agent-1"][2] == "running"
+    assert rows["scheduler"][-2] == "1" and rows["checkpoint-store"][-2] == "0"
+
+    assert main(["cluster", "down", "--home", str(tmp_path)]) == 0
+    for pid, argv in [(now.supervisor_pid, now.supervisor_argv), *((s.pid, s.argv) for s in now.services)]:
+        assert not processes.is_ours(pid, argv)
+    assert main(["cluster", "status", "--home", str(tmp_path)]) == 1
+
+
+def test_status_names_a_service_that_is_down(reap: list[int], tmp_path: Path, capsys) -> None:
+    paths = ClusterPaths(tmp_path)
+    save_state(paths.state_file, ClusterState(
+        home=str(tmp_path), services=[ServiceRecord("agent-1", 2**22 + 7, ["pedl-agent", "--x"], "")]
+    ))  # fmt: skip
+    assert main(["cluster", "status", "--home", str(tmp_path)]) == 1
+    assert "agent-1" in capsys.readouterr().out.splitlines()[2].split()[0]

@@ -244,3 +244,36 @@ def test_rows_given_as_tuples_land_in_their_columns_whatever_the_statements_orde
     row = trial_ops.trial(s, a)
     assert (row["total_batches"], row["best_validation"]) == (4, 1.0)  # type: ignore[index]
     assert isinstance(row["best_validation"], float)  # type: ignore[index]
+
+
+def test_experiments_are_listed_a_page_at_a_time_without_their_model_definitions() -> None:
+    s, first, _ = storage_with_trials("a", "b")
+    more = [
+        experiment_ops.create_experiment(
+            s, config_yaml="y", config_json="{}", model_definition=b"m" * 1000, model_definition_name="m",
+            seed=1, created_at="t1", owner="bob",
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    page = experiment_ops.experiments_page(s, 0, 2)
+    assert [(r["id"], r["num_trials"]) for r in page] == [(first, 2), (more[0], 0)]
+    assert "model_definition" not in page[0] and "searcher_snapshot" not in page[0]
+    assert [r["id"] for r in experiment_ops.experiments_page(s, more[0], 2)] == more[1:]
+    assert experiment_ops.experiments_page(s, more[-1], 2) == []
+    assert [r["id"] for r in experiment_ops.experiments_with_trial_counts(s)] == [first, *more]
+
+
+def test_a_trials_steps_are_read_a_page_at_a_time_with_the_results_in_their_range() -> None:
+    s, _, (a,) = storage_with_trials("a")
+    with s.transaction():
+        for step in range(1, 6):
+            result_ops.record_step(s, a, step, step * 10, 10, "{}", "t")
+        result_ops.record_validation(s, a, 2, 20, "{}", "t")
+        result_ops.record_validation(s, a, 5, 50, "{}", "t")
+        result_ops.record_checkpoint(s, "u3", a, 3, 30, "{}", "t")
+    assert [r["total_batches"] for r in result_ops.steps_page(s, a, 0, 2)] == [10, 20]
+    assert [r["total_batches"] for r in result_ops.steps_page(s, a, 20, 2)] == [30, 40]
+    assert [r["total_batches"] for r in result_ops.validations_between(s, a, 0, 20)] == [20]
+    assert [r["uuid"] for r in result_ops.checkpoints_between(s, a, 20, 40)] == ["u3"]
+    assert [r["total_batches"] for r in result_ops.validations_between(s, a, 40, None)] == [50]
+    assert result_ops.step_count_of(s, a) == 5

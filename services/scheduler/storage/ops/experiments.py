@@ -26,14 +26,17 @@ _MODEL = select(experiments.c.model_definition, experiments.c.model_definition_n
 )
 _MODEL_NAME = select(experiments.c.model_definition_name).where(experiments.c.id == bindparam("exp_id"))
 _TRIAL_COUNT = select(func.count()).select_from(trials).where(trials.c.experiment_id == bindparam("exp_id"))
+# A listing never reads the model definition or the searcher's snapshot (megabytes per row).
+_LISTED = [c for c in experiments.c if c.name not in ("model_definition", "searcher_snapshot")]
 _WITH_TRIAL_COUNTS = select(
-    experiments,
+    *_LISTED,
     select(func.count())
     .select_from(trials)
     .where(trials.c.experiment_id == experiments.c.id)
     .scalar_subquery()
     .label("num_trials"),
 ).order_by(experiments.c.id)
+_PAGE = _WITH_TRIAL_COUNTS.where(experiments.c.id > bindparam("after_id")).limit(bindparam("n"))
 _STATE_COUNTS = select(experiments.c.state, func.count().label("n")).group_by(experiments.c.state)
 _SET_STATE = (
     update(experiments).where(experiments.c.id == bindparam("exp_id")).values(state=bindparam("new_state"))
@@ -141,6 +144,11 @@ def trial_count(s: Storage, exp_id: int) -> int:
 def experiments_with_trial_counts(s: Storage) -> list[Row]:
     """Every experiment, oldest first, with `num_trials`."""
     return s.rows(_WITH_TRIAL_COUNTS)
+
+
+def experiments_page(s: Storage, after_id: int, limit: int) -> list[Row]:
+    """Up to `limit` experiments with ids above `after_id`, oldest first, with `num_trials`."""
+    return s.rows(_PAGE, {"after_id": after_id, "n": limit})
 
 
 def patch_experiment(

@@ -48,6 +48,30 @@ _CHECKPOINTS_OF = (
     .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state == "COMPLETED")
     .order_by(checkpoints.c.total_batches)
 )
+_STEPS_PAGE = (
+    select(steps)
+    .where(steps.c.trial_id == bindparam("trial_id"), steps.c.total_batches > bindparam("after"))
+    .order_by(steps.c.total_batches)
+    .limit(bindparam("n"))
+)
+_STEP_COUNT_OF = select(func.count()).select_from(steps).where(steps.c.trial_id == bindparam("trial_id"))
+
+
+def _between(table):  # type: ignore[no-untyped-def]
+    return (
+        select(table)
+        .where(
+            table.c.trial_id == bindparam("trial_id"),
+            table.c.total_batches > bindparam("after"),
+            table.c.total_batches <= bindparam("upto"),
+        )
+        .order_by(table.c.total_batches)
+    )
+
+
+_VALIDATIONS_BETWEEN = _between(validations)
+_CHECKPOINTS_BETWEEN = _between(checkpoints)
+_NO_END = 2**62
 _LOGS_AFTER = (
     select(trial_logs)
     .where(trial_logs.c.trial_id == bindparam("trial_id"), trial_logs.c.id > bindparam("after"))
@@ -174,6 +198,26 @@ def validations_of(s: Storage, trial_id: int) -> list[Row]:
 
 def checkpoints_of(s: Storage, trial_id: int) -> list[Row]:
     return s.rows(_CHECKPOINTS_OF, {"trial_id": trial_id})
+
+
+def steps_page(s: Storage, trial_id: int, after_batches: int, limit: int) -> list[Row]:
+    """Up to `limit` of the trial's steps past `after_batches`, by total_batches."""
+    return s.rows(_STEPS_PAGE, {"trial_id": trial_id, "after": after_batches, "n": limit})
+
+
+def step_count_of(s: Storage, trial_id: int) -> int:
+    return int(s.scalar(_STEP_COUNT_OF, {"trial_id": trial_id}) or 0)
+
+
+def validations_between(s: Storage, trial_id: int, after_batches: int, upto: int | None) -> list[Row]:
+    """The trial's validations with after_batches < total_batches <= upto (None: no upper end)."""
+    args = {"trial_id": trial_id, "after": after_batches, "upto": _NO_END if upto is None else upto}
+    return s.rows(_VALIDATIONS_BETWEEN, args)
+
+
+def checkpoints_between(s: Storage, trial_id: int, after_batches: int, upto: int | None) -> list[Row]:
+    args = {"trial_id": trial_id, "after": after_batches, "upto": _NO_END if upto is None else upto}
+    return s.rows(_CHECKPOINTS_BETWEEN, args)
 
 
 def steps_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:
