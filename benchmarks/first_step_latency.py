@@ -135,7 +135,9 @@ def latencies(isolation: str, runs: int, warm_up: bool) -> list[float]:
         model.mkdir()
         (model / "__init__.py").write_text(MODEL)
         packed = pack(model)
-        opts = UpOptions(home=home / "home", port=free_port(), store_port=free_port(), command=command)
+        opts = UpOptions(
+            home=home / "home", port=free_port(), store_port=free_port(), webui_port=0, command=command
+        )
         state = up(opts, out=lambda _: None)
         try:
             # `up` logged this machine in as the admin, in the cluster's own auth.json.

@@ -211,7 +211,9 @@ def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str
         model.mkdir()
         (model / "__init__.py").write_text(MODEL.format(sleep=work.sleep))
         packed = pack(model)
-        opts = UpOptions(home=home / "home", slots_per_agent=slots, port=free_port(), store_port=free_port())
+        opts = UpOptions(
+            home=home / "home", slots_per_agent=slots, port=free_port(), store_port=free_port(), webui_port=0
+        )
         state = up(opts, out=lambda _: None)
         try:
             token = auth.load_logins(opts.home / "auth.json")[state.master]["token"]

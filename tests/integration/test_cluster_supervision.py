@@ -96,7 +96,9 @@ def _experiment(master: str, exp_id: int) -> scheduler_pb2.GetExperimentResponse
 def test_killed_services_come_back_an_experiment_completes_and_down_leaves_nothing(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = launcher.up(UpOptions(home=home, agents=1, port=0, store_port=0), out=lambda _: None)
+    state = launcher.up(
+        UpOptions(home=home, agents=1, port=0, store_port=0, webui_port=0), out=lambda _: None
+    )
     for name in ("checkpoint-store", "scheduler"):
         _kill_and_wait_for_restart(home, name)
 
@@ -128,14 +130,24 @@ def test_killed_services_come_back_an_experiment_completes_and_down_leaves_nothi
     capsys.readouterr()
     assert main(["cluster", "status", "--home", str(home)]) == 0
     restarts = {line.split()[0]: line.split()[4] for line in capsys.readouterr().out.splitlines()[2:]}
-    assert restarts == {"supervisor": "0", "checkpoint-store": "1", "scheduler": "1", "agent-1": "1"}
+    assert restarts == {
+        "supervisor": "0",
+        "checkpoint-store": "1",
+        "scheduler": "1",
+        "webui": "0",
+        "agent-1": "1",
+    }
 
-    ports = (int(state.master.rsplit(":", 1)[1]), int(state.checkpoint_store.rsplit(":", 1)[1]))
+    ports = (
+        int(state.master.rsplit(":", 1)[1]),
+        int(state.checkpoint_store.rsplit(":", 1)[1]),
+        int(state.webui.rstrip("/").rsplit(":", 1)[1]),
+    )
     down(home, out=lambda _: None)
     _wait_for("every process to exit", lambda: not _processes_under(home), home, timeout=30)
 
     # Down, then up at once on the same ports (the old connections sit in TIME_WAIT), then down.
-    options = UpOptions(home=home, agents=1, port=ports[0], store_port=ports[1])
+    options = UpOptions(home=home, agents=1, port=ports[0], store_port=ports[1], webui_port=ports[2])
     again = launcher.up(options, out=lambda _: None)
     assert again.master == state.master and again.checkpoint_store == state.checkpoint_store
     down(home, out=lambda _: None)

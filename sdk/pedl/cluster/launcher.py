@@ -233,6 +233,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     # and a service the supervisor restarts must come back where its clients dial.
     scheduler_port = opts.port or _free_port()
     store_port = opts.store_port or _free_port()
+    webui_port = opts.webui_port or _free_port()
     out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
     starter.start(STORE, STORE, [
         "--host", HOST, "--port", str(store_port), "--storage-path", str(paths.checkpoints),
@@ -257,7 +258,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
 
     out(f"Starting the web UI (log: {paths.log(WEBUI)})")
     starter.start(WEBUI, WEBUI, [
-        "--master", state.master, "--host", HOST, "--port", str(opts.webui_port),
+        "--master", state.master, "--host", HOST, "--port", str(webui_port),
         "--port-file", str(paths.port_file(WEBUI)),
     ])  # fmt: skip
     webui_port = starter.wait_port(WEBUI, time.monotonic() + opts.timeout_seconds)

@@ -203,7 +203,7 @@ def test_up_refuses_a_busy_port(tmp_path: Path) -> None:
         with pytest.raises(
             ClusterError, match=f"port {port} on 127.0.0.1 is already in use; pick another with --port"
         ):
-            launcher.up(UpOptions(home=tmp_path, port=port, store_port=0), out=lambda _: None)
+            launcher.up(UpOptions(home=tmp_path, port=port, store_port=0, webui_port=0), out=lambda _: None)
 
 
 def test_restart_backoff_doubles_and_is_capped() -> None:
@@ -236,7 +236,7 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 30) -> None:
 def test_a_killed_service_is_restarted_and_down_stops_the_new_one(
     reap: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    options = UpOptions(home=tmp_path, agents=1, port=0, store_port=0, command=fake_command())
+    options = UpOptions(home=tmp_path, agents=1, port=0, store_port=0, webui_port=0, command=fake_command())
     try:
         launcher.up(options, out=lambda _: None)
     finally:
@@ -263,7 +263,7 @@ def test_a_killed_service_is_restarted_and_down_stops_the_new_one(
     capsys.readouterr()
     assert main(["cluster", "status", "--home", str(tmp_path)]) == 0
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
-    assert set(rows) == {"supervisor", "checkpoint-store", "scheduler", "agent-1"}
+    assert set(rows) == {"supervisor", "checkpoint-store", "scheduler", "webui", "agent-1"}
     assert rows["agent-1"][1] == str(now.services[-1].pid) and rows["agent-1"][2] == "running"
     assert rows["scheduler"][-2] == "1" and rows["checkpoint-store"][-2] == "0"
 
