@@ -24,8 +24,10 @@ from .fork_server import ForkServers
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .outbox import Outbox
+from .ranks import DISTRIBUTED_ENV
+from .run_settings import RunSettings
 from .sandbox import make_sandbox
-from .trial_run import DISTRIBUTED_ENV, RunSettings, TrialRun
+from .trial_run import TrialRun
 from .version import AGENT_VERSION
 
 # Unix socket paths must stay under ~104 bytes; "<trial>-<run>.sock" needs up to 24 more.

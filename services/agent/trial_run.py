@@ -12,11 +12,10 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -26,141 +25,30 @@ import structlog
 import pedl._grpc
 from pedl._parent_death import Lifeline
 from pedl.config.env_vars import trial_variables_from_text
-from pedl.harness.distributed import PEER_FAILED_EXIT_CODE
-from pedl.harness.store_retry import BUDGET_ENV, DEFAULT_BUDGET_S
+from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
+from . import process_exits
 from .credentials import harness_credentials, harness_environment
-from .devices import Gpu, cuda_visible_devices
-from .disk import DEFAULT_POLL_SECONDS, TrialDirs
-from .fork_server import ForkedProcess, ForkServers
+from .devices import cuda_visible_devices
+from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
-from .log_relay import FILE_BYTES, MAX_LINE_BYTES, STDERR_TAIL_LINES, LogRelay, iter_lines
-from .model_definitions import ModelDefinitionCache, check_name, unpack_fresh
+from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
+from .model_definitions import check_name, unpack_fresh
+from .ranks import DISTRIBUTED_ENV, Ranks, plan_ranks
 from .run_limits import RunLimits
-from .sandbox import Sandbox
+from .run_settings import RunSettings
 
 T = TypeVar("T")
 # A harness the agent spawned, or one its environment's fork server forked.
 HarnessProcess = asyncio.subprocess.Process | ForkedProcess
-Send = Callable[[agent_pb2.ConnectRequest], None]
 
 # How long to wait for the harness's output pipes to close after it exited (a detached grandchild
 # could hold them open; the group is SIGKILLed first, so this is only a safety net).
 PIPE_DRAIN_SECONDS = 5.0
-# How often exit codes are polled while a run's processes live: each poll may add this to a slot's idle time.
-EXIT_POLL_SECONDS = 0.02
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
 # When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
 TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
-# Never inherited from the agent's environment: the agent sets the first six per rank; a Keras
-# trial's harness sets TF_CONFIG itself, from ports its ranks pick and share at the rendezvous.
-DISTRIBUTED_ENV = (
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "TF_CONFIG",
-    "PEDL_AGENT_ADDRESS",
-)
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """The ranks this agent runs of a trial: first_rank .. first_rank + local - 1 of world_size."""
-
-    first_rank: int
-    local: int
-    world_size: int
-    master_addr: str = ""
-    master_port: int = 0
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
-def plan_ranks(start: agent_pb2.StartTrial, free_port: Callable[[], int] = _free_port) -> Ranks:
-    """One process per slot (one for a slot-less trial); the rendezvous the scheduler gave, or a free
-    local port when this agent runs the whole trial from rank 0."""
-    local = max(len(start.slot_ids), 1)
-    world_size = start.world_size or local
-    if world_size <= 1:
-        return Ranks(0, 1, 1)
-    if start.rank < 0 or start.rank + local > world_size:
-        raise ValueError(
-            f"StartTrial gives this agent ranks {start.rank}..{start.rank + local - 1} "
-            f"(one per slot of {list(start.slot_ids)}), which do not fit world_size {world_size}"
-        )
-    if start.rendezvous_address:
-        host, _, port = start.rendezvous_address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"StartTrial.rendezvous_address {start.rendezvous_address!r} is not host:port")
-        return Ranks(start.rank, local, world_size, host.strip("[]"), int(port))
-    if start.rank != 0 or local != world_size:
-        raise ValueError(
-            f"StartTrial for ranks {start.rank}..{start.rank + local - 1} of {world_size} spans several "
-            "agents, so it needs the chief's rendezvous_address (host:port)"
-        )
-    return Ranks(0, local, world_size, "127.0.0.1", free_port())
-
-
-@dataclass
-class RunSettings:
-    """What every trial run on this agent shares."""
-
-    harness_argv: list[str]
-    work_dir: Path
-    socket_dir: Path
-    model_definitions: ModelDefinitionCache
-    send: Send
-    kill_grace_seconds: float = 10.0
-    # How long harnesses wait out an unreachable checkpoint store (pedl.harness.store_retry).
-    store_retry_budget_seconds: float = DEFAULT_BUDGET_S
-    # A longer line of a harness's output is split into lines of this many bytes.
-    max_log_line_bytes: int = MAX_LINE_BYTES
-    gpus: list[Gpu] = field(default_factory=list)
-    # Harness command lines of the other Python environments offered, by name (`harness_argv` is
-    # "default").
-    environments: dict[str, list[str]] = field(default_factory=dict)
-    # The address other machines reach this agent on (--address or the detected one), handed to
-    # ranks: those of a trial spanning machines listen on the interface carrying it.
-    address: str = ""
-    # The bubblewrap sandbox every harness runs in; None runs them as plain processes.
-    sandbox: Sandbox | None = None
-    # Disk hygiene (disk.py): a run's disk limit (0: none), how its directory goes when it ends, and
-    # how much output one run may log (0: no limit) and the agent keeps locally.
-    disk_limit_bytes: int = 0
-    disk_poll_seconds: float = DEFAULT_POLL_SECONDS
-    trial_dirs: TrialDirs | None = None
-    log_limit_bytes: int = 0
-    log_file_bytes: int = FILE_BYTES
-    # Seconds a run may take from its harness's start to its first workload request (0: no limit).
-    load_timeout_seconds: float = 0.0
-    # Warm harness processes (one fork server per environment); None spawns every harness.
-    fork_servers: ForkServers | None = None
-
-    def environment_names(self) -> list[str]:
-        return ["default", *sorted(n for n in self.environments if n != "default")]
-
-    def harness_for(self, environment: str) -> list[str]:
-        """The harness command line for StartTrial.environment ("" is "default")."""
-        name = environment or "default"
-        argv = self.harness_argv if name == "default" else self.environments.get(name)
-        if argv is None:
-            raise ValueError(
-                f"the experiment's environment {name!r} is not offered by this agent; it offers: "
-                f"{', '.join(self.environment_names())} (pedl-agent --environment NAME=PYTHON)"
-            )
-        return argv
 
 
 class _Killed(Exception):
@@ -518,6 +406,10 @@ class TrialRun:
         self._log.info("harness started", pid=proc.pid, cwd=str(model_dir), rank=rank)
         return proc
 
+    def _kill_all_ranks(self, exits: list[tuple[int, int]]) -> None:
+        self._log.info("a rank failed; killing the others", exits=exits)
+        self._signal_group(signal.SIGKILL)
+
     async def _supervise(self, relay: LogRelay) -> _Outcome:
         procs = self._procs
         if self._kill_requested.is_set():  # the kill came while the processes were being started
@@ -531,7 +423,7 @@ class TrialRun:
             limit, tail = self._s.max_log_line_bytes, tails[index]
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stdout, "stdout", prefix, limit)))
             pumps.append(asyncio.ensure_future(_pump(relay, proc.stderr, "stderr", prefix, limit, tail)))
-        exits = await self._all_exited(procs)
+        exits = await process_exits.all_exited(procs, self._s.kill_grace_seconds, self._kill_all_ranks)
         self._exit_started = self.servicer.terminate_sent_at or time.time()
         self._signal_group(signal.SIGKILL)  # whatever the harnesses left behind dies with them
         _, late = await asyncio.wait(pumps, timeout=PIPE_DRAIN_SECONDS)
@@ -541,7 +433,7 @@ class TrialRun:
             await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), PIPE_DRAIN_SECONDS)
         if self._kill_requested.is_set():
             return _Outcome(exits[0][1], self._kill_reason)
-        culprit = _culprit(exits)
+        culprit = process_exits.culprit(exits)
         if culprit is None:
             return _Outcome(0)
         index, code = culprit
@@ -556,37 +448,6 @@ class TrialRun:
             else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
         )
 
-    async def _all_exited(self, procs: list[HarnessProcess]) -> list[tuple[int, int]]:
-        """(index, exit code) of every process in the order they exited.
-
-        A rank failing kills the others at once. A rank that only lost a peer (PEER_FAILED_EXIT_CODE)
-        waits up to the kill grace period for the peer at fault to exit on its own and be reported.
-        Exit codes are polled: `Process.wait()` also waits for the pipes to close, which a surviving
-        child of a harness can delay forever.
-        """
-        exits: list[tuple[int, int]] = []
-        loop = asyncio.get_running_loop()
-        peer_failed_at: float | None = None
-        killed = False
-        while True:
-            for index, proc in enumerate(procs):
-                if proc.returncode is not None and all(i != index for i, _ in exits):
-                    exits.append((index, proc.returncode))
-            if len(exits) == len(procs):
-                return exits
-            codes = [code for _, code in exits if code != 0]
-            if codes and not killed:
-                if any(code != PEER_FAILED_EXIT_CODE for code in codes):
-                    killed = True
-                elif peer_failed_at is None:
-                    peer_failed_at = loop.time()
-                elif loop.time() - peer_failed_at > self._s.kill_grace_seconds:
-                    killed = True
-                if killed:
-                    self._log.info("a rank failed; killing the others", exits=exits)
-                    self._signal_group(signal.SIGKILL)
-            await asyncio.sleep(EXIT_POLL_SECONDS)
-
 
 async def _pump(
     relay: LogRelay,
@@ -600,17 +461,3 @@ async def _pump(
         relay.add(source, prefix + line)
         if tail is not None:
             tail.append(line)
-
-
-def _culprit(exits: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """The failed process whose error to report: a real failure before a lost peer before a signal."""
-    failed = [(i, code) for i, code in exits if code != 0]
-    for wanted in (
-        lambda c: c > 0 and c != PEER_FAILED_EXIT_CODE,
-        lambda c: c == PEER_FAILED_EXIT_CODE,
-        lambda c: True,
-    ):
-        for index, code in failed:
-            if wanted(code):
-                return index, code
-    return None

@@ -9,7 +9,7 @@ import pytest
 
 from pedl_agent.agent import Agent
 from pedl_agent.config import parse_args
-from pedl_agent.trial_run import RunSettings
+from pedl_agent.run_settings import RunSettings
 
 
 def test_environments_are_offered_by_name_with_default_first(tmp_path: Path) -> None:

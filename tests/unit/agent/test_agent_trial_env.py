@@ -9,7 +9,9 @@ import pytest
 
 from pedl.v1 import agent_pb2
 from pedl_agent.model_definitions import ModelDefinitionCache
-from pedl_agent.trial_run import RunSettings, TrialRun, plan_ranks
+from pedl_agent.ranks import plan_ranks
+from pedl_agent.run_settings import RunSettings
+from pedl_agent.trial_run import TrialRun
 
 
 def trial_run(tmp_path: Path, slots: int, config: dict) -> TrialRun:

@@ -6,7 +6,8 @@ import pytest
 
 from pedl.harness.distributed import Launch, is_peer_failure, launch_from_env
 from pedl.v1 import agent_pb2
-from pedl_agent.trial_run import Ranks, _culprit, plan_ranks
+from pedl_agent.process_exits import culprit as _culprit
+from pedl_agent.ranks import Ranks, plan_ranks
 
 
 def start(slots: int, **fields: object) -> agent_pb2.StartTrial:
