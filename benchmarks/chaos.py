@@ -86,7 +86,7 @@ class Sizes:
 
 
 SMOKE = Sizes(10, 10, 3, 40, 2, 20, 4, (3.0, 6.0), (0.5, 2.0))
-LONG = Sizes(10, 20, 6, 160, 4, 60, 24, (3.0, 7.0), (0.5, 3.0))
+LONG = Sizes(10, 20, 8, 240, 5, 80, 30, (2.0, 5.0), (0.5, 3.0))
 
 
 @dataclass
@@ -308,7 +308,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=7, help="seeds the searches and the fault schedule")
-    p.add_argument("--faults", type=int, default=0, help="faults to inject (default 24; 4 with --smoke)")
+    p.add_argument("--faults", type=int, default=0, help="faults to inject (default 30; 4 with --smoke)")
     p.add_argument("--smoke", action="store_true", help="small searches and a handful of faults")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, _interrupt)
