@@ -209,8 +209,9 @@ class Chaos:
 
 
 def run(
-    cluster: LocalCluster, s3: SeaweedFS, model: Path, cfgs: list[str], chaos: Chaos | None, timeout: float
+    cluster: LocalCluster, model: Path, cfgs: list[str], chaos: Chaos | None, timeout: float
 ) -> tuple[list[int], float]:
+    """Submits the searches, injects faults while they run; the ids and the wall time to their end."""
     start = time.monotonic()
     exp_ids = [submit(cluster, model, c) for c in cfgs]
     deadline = start + timeout
@@ -289,7 +290,7 @@ def one_cluster(
     with local_cluster(tmp / name, agents=2, scheduler_args=scheduler_args, reconnect_grace=10) as cluster:
         chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
         try:
-            exp_ids, wall = run(cluster, s3, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
+            exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
             outcome = converge(cluster, s3, bucket, exp_ids, timeout=90)
             outcome.wall = wall
             outcome.orphans = len(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
