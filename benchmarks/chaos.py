@@ -1,0 +1,370 @@
+"""Chaos run: an ASHA and a PBT search on 2 agents, PostgreSQL and S3 (SeaweedFS), while a seeded
+schedule SIGKILLs an agent, the scheduler, the checkpoint store and SeaweedFS at random moments.
+
+Each killed process comes back after a short random delay on its port and data. Afterwards the run
+checks what a user owns survived: every experiment COMPLETED; the trials and their hyperparameters
+equal a fault-free run of the same searches (same seed, run first by this script); each trial's
+step rows are exactly the fault-free run's (none lost, none twice); every checkpoint the scheduler
+lists downloads with matching hashes; and once the reconciler has converged, the bucket holds no
+object that is not one of the scheduler's COMPLETED checkpoints.
+
+    .venv/bin/python benchmarks/chaos.py [--seed 7] [--faults 30] [--smoke]
+
+Prints faults injected, faults survived (all of them when every check passes, else none), steps
+lost, duplicates, orphans, and the wall time against the fault-free run's. Faults stop when the
+searches end, so a short search gets fewer than --faults. Exits 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from pedl import _grpc  # noqa: E402
+from pedl._metrics import from_struct  # noqa: E402
+from pedl.checkpoints import CheckpointStoreClient  # noqa: E402
+from pedl.context import pack  # noqa: E402
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc  # noqa: E402
+from support.models import write_tiny_model  # noqa: E402
+from support.postgres import postgres_server  # noqa: E402
+from support.processes import LocalCluster, local_cluster  # noqa: E402
+from support.seaweedfs import SeaweedFS, seaweedfs  # noqa: E402
+
+COMMON = """
+hyperparameters:
+  learning_rate: {{type: log, minval: -2, maxval: -0.3}}
+reproducibility: {{experiment_seed: {seed}}}
+batches_per_step: {bps}
+min_checkpoint_period: {{batches: {period}}}
+min_validation_period: {{batches: {period}}}
+"""
+# ASHA runs one trial at a time so that its promotions do not depend on which trial reports first;
+# PBT's generations are synchronous. Both are then reproducible from the seed alone.
+ASHA = (
+    "searcher: {{name: adaptive_asha, metric: error, max_trials: {trials}, "
+    "max_length: {{batches: {length}}}, divisor: 2, max_rungs: 2, mode: aggressive, "
+    "max_concurrent_trials: 1}}\n"
+)
+PBT = (
+    "searcher: {{name: pbt, metric: error, population_size: 2, num_rounds: {rounds}, "
+    "length_per_round: {{batches: {length}}}, replace_function: {{truncate_fraction: 0.5}}, "
+    "explore_function: {{resample_probability: 0.5, perturb_factor: 0.2}}}}\n"
+)
+TERMINAL = {
+    common_pb2.EXPERIMENT_STATE_COMPLETED,
+    common_pb2.EXPERIMENT_STATE_ERROR,
+    common_pb2.EXPERIMENT_STATE_CANCELED,
+}
+TARGETS = ("agent", "scheduler", "store", "seaweedfs")
+
+
+@dataclass
+class Sizes:
+    bps: int
+    period: int
+    asha_trials: int
+    asha_length: int
+    pbt_rounds: int
+    pbt_length: int
+    faults: int
+    gap: tuple[float, float]  # seconds between one fault's restart and the next fault
+    down: tuple[float, float]  # seconds a killed process stays down
+
+
+SMOKE = Sizes(10, 10, 3, 40, 2, 20, 4, (3.0, 6.0), (0.5, 2.0))
+LONG = Sizes(10, 20, 8, 240, 5, 80, 30, (2.0, 5.0), (0.5, 3.0))
+
+
+@dataclass
+class Outcome:
+    wall: float
+    states: list[int]
+    trials: list[list[tuple[Any, ...]]]  # per experiment: (hparams, total_batches) per trial by id
+    steps: list[list[list[int]]]  # per experiment, per trial: the steps' total_batches
+    checkpoints: dict[str, common_pb2.Checkpoint] = field(default_factory=dict)
+    orphans: int = 0  # bucket objects of no COMPLETED checkpoint
+    missing: int = 0  # COMPLETED checkpoints with no object in the bucket
+    bad: int = 0  # downloads that failed or whose bytes do not match the listed hashes
+
+
+def stub(cluster: LocalCluster) -> scheduler_pb2_grpc.SchedulerServiceStub:
+    return scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
+
+
+def retrying(call: Callable[[], Any], timeout: float = 120) -> Any:
+    """Calls until the scheduler answers: it may be down for a moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def configs(sizes: Sizes, seed: int, s3: SeaweedFS, bucket: str) -> list[str]:
+    common = COMMON.format(seed=seed, bps=sizes.bps, period=sizes.period)
+    block = yaml.safe_dump({"checkpoint_storage": s3.storage_config(bucket)})
+    return [
+        common + block + ASHA.format(trials=sizes.asha_trials, length=sizes.asha_length),
+        common + block + PBT.format(rounds=sizes.pbt_rounds, length=sizes.pbt_length),
+    ]
+
+
+def submit(cluster: LocalCluster, model: Path, config: str) -> int:
+    packed = pack(model)
+    request = scheduler_pb2.CreateExperimentRequest(
+        config_yaml=config, model_definition=packed.data, model_definition_name=packed.name
+    )
+    return retrying(lambda: stub(cluster).CreateExperiment(request, timeout=30)).experiment.id
+
+
+def states(cluster: LocalCluster, exp_ids: list[int]) -> list[int]:
+    def get(exp_id: int) -> int:
+        request = scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)
+        return stub(cluster).GetExperiment(request, timeout=10).experiment.state
+
+    return [retrying(lambda e=e: get(e)) for e in exp_ids]
+
+
+def collect(cluster: LocalCluster, exp_ids: list[int], wall: float) -> Outcome:
+    api = stub(cluster)
+    outcome = Outcome(wall, states(cluster, exp_ids), [], [])
+    for exp_id in exp_ids:
+        response = api.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id), timeout=30)
+        trials, steps = [], []
+        for trial in sorted(response.trials, key=lambda t: t.id):
+            detail = api.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id), timeout=30)
+            hparams = sorted(from_struct(trial.hparams).items())
+            trials.append((repr(hparams), trial.total_batches))
+            steps.append([s.total_batches for s in detail.steps])
+            for c in detail.checkpoints:
+                if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED:
+                    outcome.checkpoints[c.uuid] = c
+        outcome.trials.append(trials)
+        outcome.steps.append(steps)
+    return outcome
+
+
+class Chaos:
+    """The seeded fault schedule: kill -9 one process, wait, start it again on its port and data."""
+
+    def __init__(self, cluster: LocalCluster, s3: SeaweedFS, rng: random.Random, sizes: Sizes) -> None:
+        self.cluster, self.s3, self.rng, self.sizes = cluster, s3, rng, sizes
+        self.injected = 0
+        self.survived = 0
+        self.log: list[str] = []
+        self.order: list[str] = []
+
+    def fault(self) -> None:
+        # Each run of four faults hits every kind of process once, in a seeded order.
+        if not self.order:
+            self.order = self.rng.sample(TARGETS, len(TARGETS))
+        target = self.order.pop()
+        down = self.rng.uniform(*self.sizes.down)
+        self.injected += 1
+        c = self.cluster
+        if target == "agent":
+            index = self.rng.randrange(len(c.agents))
+            agent = c.agents.pop(index)
+            os.kill(agent.process.pid, signal.SIGKILL)
+            agent.process.wait(timeout=10)
+            what = agent.name
+            time.sleep(down)
+            c.start_agent(int(agent.name.removeprefix("agent")))
+        elif target == "scheduler":
+            what = "scheduler"
+            c.kill_scheduler()
+            time.sleep(down)
+            c.start_scheduler()
+        elif target == "store":
+            what = "checkpoint store"
+            c.kill_store()
+            time.sleep(down)
+            c.start_store()
+        else:
+            what = "SeaweedFS"
+            self.s3.kill()
+            time.sleep(down)
+            self.s3.start()
+        self.survived += 1  # it came back up; whether the work survived is checked after
+        self.log.append(f"fault {self.injected}: kill -9 {what}, down {down:.1f} s")
+        print(self.log[-1], flush=True)
+
+
+def run(
+    cluster: LocalCluster, model: Path, cfgs: list[str], chaos: Chaos | None, timeout: float
+) -> tuple[list[int], float]:
+    """Submits the searches, injects faults while they run; the ids and the wall time to their end."""
+    start = time.monotonic()
+    exp_ids = [submit(cluster, model, c) for c in cfgs]
+    deadline = start + timeout
+    while not all(s in TERMINAL for s in states(cluster, exp_ids)):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"experiments {exp_ids} did not end in {timeout:.0f} s:\n{cluster.logs()}")
+        if chaos is not None and chaos.injected < chaos.sizes.faults:
+            time.sleep(chaos.rng.uniform(*chaos.sizes.gap))
+            if not all(s in TERMINAL for s in states(cluster, exp_ids)):
+                chaos.fault()
+        else:
+            time.sleep(0.3)
+    return exp_ids, time.monotonic() - start
+
+
+def bucket_uuids(s3: SeaweedFS, bucket: str) -> set[str]:
+    keys: set[str] = set()
+    for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        keys.update(o["Key"].split("/", 1)[0] for o in page.get("Contents", []))
+    return keys
+
+
+def converge(
+    cluster: LocalCluster, s3: SeaweedFS, bucket: str, exp_ids: list[int], timeout: float
+) -> Outcome:
+    """The outcome once the bucket and the scheduler's COMPLETED checkpoints agree (or at timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = collect(cluster, exp_ids, 0.0)
+        if bucket_uuids(s3, bucket) == set(outcome.checkpoints) or time.monotonic() > deadline:
+            return outcome
+        time.sleep(1.0)
+
+
+def download_mismatches(
+    cluster: LocalCluster, checkpoints: dict[str, common_pb2.Checkpoint], tmp: Path
+) -> int:
+    bad = 0
+    with CheckpointStoreClient(cluster.store.address) as store:
+        for uuid, listed in checkpoints.items():
+            target = tmp / "downloads" / uuid
+            try:
+                store.download(uuid, target)
+            except Exception as e:  # noqa: BLE001 - a failed download is a figure, not a crash
+                print(f"checkpoint {uuid}: download failed: {e}")
+                bad += 1
+                continue
+            for f in listed.files:
+                digest = hashlib.sha256((target / f.path).read_bytes()).hexdigest()
+                if digest != f.sha256:
+                    print(f"checkpoint {uuid}: {f.path} hashes {digest}, listed {f.sha256}")
+                    bad += 1
+    return bad
+
+
+def step_figures(expected: Outcome, actual: Outcome) -> tuple[int, int]:
+    lost = duplicated = 0
+    for exp_steps, act_steps in zip(expected.steps, actual.steps, strict=False):
+        for want, got in zip(exp_steps, act_steps, strict=False):
+            duplicated += len(got) - len(set(got)) + len(set(got) - set(want))
+            lost += len(set(want) - set(got))
+    return lost, duplicated
+
+
+def one_cluster(
+    tmp: Path, name: str, pg_url: str, s3: SeaweedFS, sizes: Sizes, seed: int, chaos_rng: random.Random | None
+) -> tuple[Outcome, Chaos | None]:
+    bucket = f"chaos-{name}"
+    s3.create_bucket(bucket)
+    scheduler_args = [
+        "--db", pg_url,
+        "--checkpoint-reconcile-interval", "2",
+        "--orphan-checkpoint-grace", "5",
+    ]  # fmt: skip
+    model = write_tiny_model(tmp / "tiny")
+    with local_cluster(tmp / name, agents=2, scheduler_args=scheduler_args, reconnect_grace=10) as cluster:
+        chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
+        try:
+            exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
+            outcome = converge(cluster, s3, bucket, exp_ids, timeout=90)
+            outcome.wall = wall
+            outcome.orphans = len(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
+            outcome.missing = len(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            outcome.bad = download_mismatches(cluster, outcome.checkpoints, tmp / name)
+        except BaseException:
+            print(cluster.logs())
+            raise
+    return outcome, chaos
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every process this run started is stopped by PID on the way out."""
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=7, help="seeds the searches and the fault schedule")
+    p.add_argument("--faults", type=int, default=0, help="faults to inject (default 30; 4 with --smoke)")
+    p.add_argument("--smoke", action="store_true", help="small searches and a handful of faults")
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, _interrupt)
+    sizes = SMOKE if args.smoke else LONG
+    if args.faults:
+        sizes.faults = args.faults
+    with tempfile.TemporaryDirectory(prefix="pedl-chaos-") as d, postgres_server() as pg:
+        tmp = Path(d)
+        import psycopg
+
+        with psycopg.connect(pg.url(), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE baseline")
+            admin.execute("CREATE DATABASE chaos")
+        with seaweedfs(tmp / "s3") as s3:
+            print(
+                f"== chaos run, seed {args.seed}: ASHA + PBT on 2 agents, PostgreSQL, SeaweedFS", flush=True
+            )
+            baseline, _ = one_cluster(tmp, "baseline", pg.url("baseline"), s3, sizes, args.seed, None)
+            print(f"fault-free run: {baseline.wall:.1f} s", flush=True)
+            chaotic, chaos = one_cluster(
+                tmp, "chaos", pg.url("chaos"), s3, sizes, args.seed, random.Random(args.seed)
+            )
+    assert chaos is not None
+    lost, duplicated = step_figures(baseline, chaotic)
+    completed = all(s == common_pb2.EXPERIMENT_STATE_COMPLETED for s in chaotic.states)
+    same_trials = chaotic.trials == baseline.trials
+    orphans, missing, bad = chaotic.orphans, chaotic.missing, chaotic.bad
+    print(f"faults injected:   {chaos.injected}")
+    print(f"faults survived:   {chaos.survived if completed else 0}")
+    names = [common_pb2.ExperimentState.Name(s) for s in chaotic.states]
+    print(f"experiments:       {'all COMPLETED' if completed else names}")
+    print(f"trials, hparams:   {'equal to' if same_trials else 'DIFFERENT from'} the fault-free run")
+    print(f"steps lost:        {lost}")
+    print(f"duplicates:        {duplicated}")
+    print(
+        f"checkpoints:       {len(chaotic.checkpoints)} listed, {bad} failed download/hash, {missing} missing"
+    )
+    print(f"orphans:           {orphans}")
+    ratio = chaotic.wall / baseline.wall
+    print(f"wall time:         {chaotic.wall:.1f} s vs {baseline.wall:.1f} s fault-free, ratio {ratio:.2f}")
+    if not same_trials:
+        print(f"fault-free trials: {baseline.trials}\nchaos trials:      {chaotic.trials}")
+    ok = (
+        completed
+        and same_trials
+        and lost == 0
+        and duplicated == 0
+        and orphans == 0
+        and missing == 0
+        and bad == 0
+    )
+    print("result:            " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
