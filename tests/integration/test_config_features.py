@@ -24,6 +24,8 @@ CHECK_ENV = (
 FEATURES = """\
 perform_initial_validation: true
 checkpoint_policy: all
+checkpoint_storage:
+  save_trial_latest: 10  # every checkpoint taken stays listed (GC keeps them)
 optimizations:
   aggregation_frequency: 2
   mixed_precision: O1
@@ -132,7 +134,12 @@ def test_checkpoint_policy_best_on_a_cluster_checkpoints_after_each_new_best(tmp
         model = write_tiny_model(tmp_path / "tiny")
         # A large learning rate: the validation loss goes up and down, so not every validation is a new best.
         config = (
-            tiny_config(max_batches=80, validation_period=10, extra="checkpoint_policy: best\n")
+            tiny_config(
+                max_batches=80,
+                validation_period=10,
+                # Every checkpoint taken stays listed: garbage collection keeps them.
+                extra="checkpoint_policy: best\ncheckpoint_storage:\n  save_trial_latest: 100\n",
+            )
             .replace("metric: error", "metric: validation_loss")
             .replace("learning_rate: 0.1", "learning_rate: 8.0")
         )

@@ -234,6 +234,8 @@ def test_the_keras_script_example_trains_on_two_slots(cluster) -> None:
         min_validation_period={"batches": 40},
         min_checkpoint_period={"batches": 20},
         resources={"slots_per_trial": 2},
+        # Every checkpoint taken stays listed: garbage collection keeps them.
+        checkpoint_storage={**raw.get("checkpoint_storage", {}), "save_trial_latest": 10},
     )
     exp_id = submit(cluster, SCRIPT_EXAMPLE, yaml.safe_dump(raw))
     result = wait(cluster, exp_id, timeout=180)
