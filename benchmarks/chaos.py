@@ -286,8 +286,12 @@ def one_cluster(
         "--checkpoint-reconcile-interval", "2",
         "--orphan-checkpoint-grace", "5",
     ]  # fmt: skip
+    # The cluster allows experiments' checkpoints in this bucket on this SeaweedFS (and nowhere else).
+    allow = ["--allowed-s3-bucket", bucket, "--allowed-s3-endpoint", s3.endpoint_url]
     model = write_tiny_model(tmp / "tiny")
-    with local_cluster(tmp / name, agents=2, scheduler_args=scheduler_args, reconnect_grace=10) as cluster:
+    with local_cluster(
+        tmp / name, agents=2, scheduler_args=scheduler_args + allow, store_args=allow, reconnect_grace=10
+    ) as cluster:
         chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
         try:
             exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)

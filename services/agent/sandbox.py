@@ -141,6 +141,11 @@ class Sandbox:
             "shared": [
                 str(p) for p in self.shared if p.is_relative_to("/tmp") or p.is_relative_to("/var/tmp")
             ],
+            "readable": [
+                str(p)
+                for p in self.readable
+                if p.is_file() and (p.is_relative_to("/tmp") or p.is_relative_to("/var/tmp"))
+            ],
         }
 
     @staticmethod

@@ -88,14 +88,22 @@ class CliCluster:
 
 
 def harness_pids(roots: list[int]) -> list[int]:
-    """The `python -m pedl.harness` processes under the given (agent) processes."""
+    """The harness processes under the given (agent) processes: spawned ones run `python -m
+    pedl.harness`; forked ones are children of a fork server (`python -m pedl.harness.zygote`), whose
+    command line they keep."""
     parents: dict[int, int] = {}
+    cmdlines: dict[int, list[bytes]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdlines[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         parents[int(stat.parent.name)] = int(fields[1])
+
+    def zygote(pid: int) -> bool:
+        return b"pedl.harness.zygote" in cmdlines.get(pid, [])
+
     found = []
     for pid in parents:
         ancestor = parents.get(pid)
@@ -103,11 +111,7 @@ def harness_pids(roots: list[int]) -> list[int]:
             ancestor = parents.get(ancestor)
         if not ancestor:
             continue
-        try:
-            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"pedl.harness" in cmdline:
+        if b"pedl.harness" in cmdlines.get(pid, []) or (zygote(pid) and zygote(parents.get(pid, 0))):
             found.append(pid)
     return found
 

@@ -94,19 +94,22 @@ def world(tmp_path_factory) -> Iterator[World]:
         # Reconcile every second; a stored checkpoint without a record is an orphan at once.
         env.setenv("PEDL_SCHEDULER_CHECKPOINT_RECONCILE_INTERVAL", "1")
         env.setenv("PEDL_SCHEDULER_ORPHAN_CHECKPOINT_GRACE", "0")
-        with seaweedfs(tmp / "s3") as s3, local_cluster(tmp / "cluster") as cluster:
-            s3.create_bucket(BUCKET)
-            w = World(cluster, s3, write_tiny_model(tmp / "tiny"), 0, 0)
-            w.exp_id = submit(cluster, w.model, w.config(max_batches=80))
-            result = wait(cluster, w.exp_id, timeout=240)
-            assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-            w.trial_id = result.trials[0].id
-            assert len(w.listed()) == 8, cluster.logs()
-            try:
-                yield w
-            except BaseException:
-                print(cluster.logs())
-                raise
+        with seaweedfs(tmp / "s3") as s3:
+            # The cluster allows experiments' checkpoints in this bucket on this SeaweedFS only.
+            allow = ["--allowed-s3-bucket", BUCKET, "--allowed-s3-endpoint", s3.endpoint_url]
+            with local_cluster(tmp / "cluster", scheduler_args=allow, store_args=allow) as cluster:
+                s3.create_bucket(BUCKET)
+                w = World(cluster, s3, write_tiny_model(tmp / "tiny"), 0, 0)
+                w.exp_id = submit(cluster, w.model, w.config(max_batches=80))
+                result = wait(cluster, w.exp_id, timeout=240)
+                assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+                w.trial_id = result.trials[0].id
+                assert len(w.listed()) == 8, cluster.logs()
+                try:
+                    yield w
+                except BaseException:
+                    print(cluster.logs())
+                    raise
 
 
 def pedl_cli(world: World, token: str, *argv: str) -> subprocess.CompletedProcess[str]:

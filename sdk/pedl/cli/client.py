@@ -179,6 +179,8 @@ class SchedulerClient(_grpc.Client):
             detail.steps.extend(page.steps)
             detail.validations.extend(page.validations)
             detail.checkpoints.extend(page.checkpoints)
+            if not detail.timeline:  # the whole timeline comes with every page
+                detail.timeline.extend(page.timeline)
             token = page.next_page_token
             if not token:
                 return detail

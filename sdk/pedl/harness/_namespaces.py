@@ -120,6 +120,10 @@ class ChildSandbox:
     stage: str = ""
     # Operator-shared directories (--bind) under /tmp or /var/tmp: bound again over the run's own /tmp.
     shared: tuple[str, ...] = ()
+    # Files the harness must read that lie under /tmp or /var/tmp (the TLS CA bundle): copied into
+    # the run's own /tmp at the same path (`Sandbox.wrap` binds them there read-only; a copy leaves
+    # the agent's file out of the trial's reach all the same).
+    readable: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict) -> ChildSandbox:
@@ -131,6 +135,7 @@ class ChildSandbox:
             host_shm=str(data.get("host_shm", "")),
             stage=str(data["stage"]),
             shared=tuple(str(p) for p in data.get("shared", ())),
+            readable=tuple(str(p) for p in data.get("readable", ())),
         )
 
 
@@ -139,6 +144,7 @@ def narrow_mounts(box: ChildSandbox) -> None:
 
     In bubblewrap's order (/tmp first, then the covers, then the run's own paths), so a trial or
     socket directory under /tmp ends up where `Sandbox.wrap` would have put it."""
+    readable = {path: Path(path).read_bytes() for path in box.readable}  # before /tmp is the run's
     unshare(CLONE_NEWNS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the fork server
     # Stage this run's paths on a private tmpfs before the directories holding them are covered.
@@ -169,6 +175,9 @@ def narrow_mounts(box: ChildSandbox) -> None:
     bind(str(stage / "socket"), box.socket_path)
     if box.shm:
         bind(str(stage / "shm"), "/dev/shm")
+    for path, data in readable.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
     for path in reversed(box.covered):
         remount_read_only(path)
     if box.host_shm:

@@ -29,7 +29,12 @@ def _units() -> dict[str, dict[str, dict[str, str]]]:
 
 def test_every_service_restarts_on_failure_and_systemd_never_gives_up() -> None:
     units = _units()
-    assert set(units) == {"pedl-agent.service", "pedl-scheduler.service", "pedl-checkpoint-store.service"}
+    assert set(units) == {
+        "pedl-agent.service",
+        "pedl-scheduler.service",
+        "pedl-checkpoint-store.service",
+        "pedl-webui.service",
+    }
     for name, sections in units.items():
         assert sections["Service"]["Restart"] == "on-failure", name
         assert float(sections["Service"]["RestartSec"]) > 0, name
