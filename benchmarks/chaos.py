@@ -86,7 +86,7 @@ class Sizes:
     down: tuple[float, float]  # seconds a killed process stays down
 
 
-SMOKE = Sizes(10, 10, 3, 40, 2, 20, 4, (3.0, 6.0), (0.5, 2.0))
+SMOKE = Sizes(10, 10, 3, 80, 2, 40, 4, (1.0, 2.5), (0.5, 1.0))
 LONG = Sizes(10, 20, 8, 240, 5, 80, 30, (2.0, 5.0), (0.5, 3.0))
 
 
