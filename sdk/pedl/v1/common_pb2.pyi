@@ -20,6 +20,8 @@ class CheckpointState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHECKPOINT_STATE_UNSPECIFIED: _ClassVar[CheckpointState]
     CHECKPOINT_STATE_COMPLETED: _ClassVar[CheckpointState]
     CHECKPOINT_STATE_DELETED: _ClassVar[CheckpointState]
+    CHECKPOINT_STATE_DELETING: _ClassVar[CheckpointState]
+    CHECKPOINT_STATE_MISSING: _ClassVar[CheckpointState]
 
 class ScriptReportKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -53,6 +55,8 @@ WORKLOAD_KIND_TERMINATE: WorkloadKind
 CHECKPOINT_STATE_UNSPECIFIED: CheckpointState
 CHECKPOINT_STATE_COMPLETED: CheckpointState
 CHECKPOINT_STATE_DELETED: CheckpointState
+CHECKPOINT_STATE_DELETING: CheckpointState
+CHECKPOINT_STATE_MISSING: CheckpointState
 SCRIPT_REPORT_KIND_UNSPECIFIED: ScriptReportKind
 SCRIPT_REPORT_KIND_TRAINING: ScriptReportKind
 SCRIPT_REPORT_KIND_VALIDATION: ScriptReportKind
