@@ -57,16 +57,9 @@ class World:
     def stored(self) -> set[str]:
         """The store's own listing, read with the cluster secret: a user's token is checked with the
         scheduler, which some tests have killed."""
-        before = os.environ.get("PEDL_TOKEN")
-        os.environ["PEDL_TOKEN"] = self.cluster.secret_file.read_text().strip()
-        try:
-            with CheckpointStoreClient(self.cluster.store.address) as store:
-                return {c.uuid for c in store.list()}
-        finally:
-            if before is None:
-                del os.environ["PEDL_TOKEN"]
-            else:
-                os.environ["PEDL_TOKEN"] = before
+        secret = self.cluster.secret_file.read_text().strip()
+        with CheckpointStoreClient(self.cluster.store.address, token=secret) as store:
+            return {c.uuid for c in store.list()}
 
     def s3_keys(self, uuid: str) -> list[str]:
         listing = self.s3.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{PREFIX}/{uuid}")
