@@ -17,6 +17,7 @@ from pedl import _log
 from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
 from pedl.harness import timeline
+from pedl.harness._exit import flush_and_exit
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
@@ -221,9 +222,4 @@ def exit_now(code: int) -> None:
     try:
         atexit._run_exitfuncs()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
+        flush_and_exit(code)

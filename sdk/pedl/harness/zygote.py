@@ -32,6 +32,7 @@ import traceback
 from typing import Any
 
 from pedl.harness import _namespaces
+from pedl.harness._exit import flush_and_exit
 
 # Imported before forking, in this order; each is skipped where not installed.
 # torch._dynamo is what a first optimizer step imports (sympy and more: most of a second); importing
@@ -171,12 +172,7 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
     except BaseException:
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
+        flush_and_exit(code)
 
 
 def _exit_as(code: int) -> None:
