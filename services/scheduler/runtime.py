@@ -10,6 +10,7 @@ from pedl.sequencer import Next, TrialSequencer
 from pedl_scheduler.searcher_journal import SearcherJournal
 
 if TYPE_CHECKING:
+    from pedl.v1 import common_pb2
     from pedl_scheduler.experiments.failures import RunFailure
 
 
@@ -87,6 +88,13 @@ class TrialRuntime:
     infrastructure_failures: int = 0
     # Why the trial waits instead of training (shown by describe); "" while nothing holds it up.
     waiting_reason: str = ""
+    # A gang whose work is done ends when every member's agent has reported its exit (each sends
+    # its ranks' last log lines first): the agents not heard from yet, and until when (monotonic)
+    # they are waited for before their ranks are killed. None: no member has exited yet.
+    exits_awaited: set[str] | None = None
+    exits_deadline: float = 0.0
+    # The chief's timeline, kept until the whole gang has exited.
+    exit_timeline: list[common_pb2.TimelinePhase] = field(default_factory=list)
 
     def gang_agents(self) -> list[str]:
         return ([self.agent_id] if self.agent_id else []) + [agent_id for agent_id, _ in self.peers]

@@ -85,9 +85,13 @@ class RunAdoption:
 
     def expire_unconfirmed(self, now: float) -> None:
         """Trials whose agent did not report them in time are treated as lost (and restarted)."""
+        for trial in [t for t in self.trials.values() if t.exits_awaited and now >= t.exits_deadline]:
+            self.runs.end_straggling_gang(trial)
         for trial in [t for t in self.trials.values() if t.unconfirmed_until is not None]:
             if trial.unconfirmed_until is not None and now >= trial.unconfirmed_until:
                 trial.unconfirmed_until = None
-                if trial.agent_id is not None:
+                if trial.exits_awaited:  # the work was done; a member's agent went away while exiting
+                    self.runs.end_straggling_gang(trial)
+                elif trial.agent_id is not None:
                     lost = f"agent {trial.agent_id} was lost"
                     self.runs.on_exit(trial, exit_code=-1, error=lost, killed=False, infrastructure=lost)

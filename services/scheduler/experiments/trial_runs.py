@@ -35,6 +35,8 @@ log = structlog.get_logger(component="experiments")
 
 # Phases kept per run (an agent could send any number).
 MAX_PHASES = 2000
+# How long a gang that finished its work waits for its other members' exits after the first one.
+GANG_EXIT_GRACE_SECONDS = 60.0
 
 
 def timeline_phase(name: str, start: float, end: float, source: str, run_id: int) -> dict[str, Any]:
@@ -236,8 +238,49 @@ class TrialRuns:
         trial = self.current(agent, message.trial_id, message.run_id)
         if trial is None:
             return
-        self._record_timeline(trial, message.timeline)
+        if agent.id == trial.agent_id:
+            trial.exit_timeline = list(message.timeline)
+        if self._gang_still_exiting(trial, agent.id, message):
+            return
+        self._record_timeline(trial, trial.exit_timeline)
         self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
+
+    def _gang_still_exiting(self, trial: TrialRuntime, agent_id: str, message: agent_pb2.TrialExited) -> bool:
+        """Whether a gang that finished its work still waits for other members' exits.
+
+        The trial is only complete once every agent has sent its ranks' last output: until then a
+        user reading the logs of a COMPLETED trial could miss rank 1's final lines, and the slots
+        of a member still exiting would be handed to the next trial.
+        """
+        if not trial.peers or message.exit_code != 0 or message.killed or not trial.sequencer.terminated:
+            return False
+        if trial.exits_awaited is None:
+            trial.exits_awaited = set(trial.gang_agents())
+            trial.exits_deadline = time.monotonic() + GANG_EXIT_GRACE_SECONDS
+        trial.exits_awaited.discard(agent_id)
+        if trial.exits_awaited:
+            log.info(
+                "gang member exited; waiting for the rest",
+                trial_id=trial.id,
+                waiting=sorted(trial.exits_awaited),
+            )
+            return True
+        return False
+
+    def end_straggling_gang(self, trial: TrialRuntime) -> None:
+        """Members not heard from within the grace after the others exited (or whose agent was lost
+        meanwhile) are killed; the work was done, so the trial completes."""
+        waiting = sorted(trial.exits_awaited or ())
+        log.warning("gang members did not report their exit; killing them", trial_id=trial.id, agents=waiting)
+        kill = agent_pb2.ConnectResponse(
+            kill_trial=agent_pb2.KillTrial(trial_id=trial.id, run_id=trial.run_id)
+        )
+        for agent_id in waiting:
+            agent = self.cluster.agents.get(agent_id)
+            if agent is not None:
+                self.work.send(agent, kill)
+        self._record_timeline(trial, trial.exit_timeline)
+        self.on_exit(trial, 0, "", False)
 
     def _record_timeline(self, trial: TrialRuntime, phases: Sequence[common_pb2.TimelinePhase]) -> None:
         """The run's phases: its slots assigned, what the agent and harness timed, its slots free."""
@@ -265,6 +308,7 @@ class TrialRuns:
             self.kill_run(trial)  # one member of a gang failed: the others cannot go on
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
+        trial.exits_awaited, trial.exit_timeline = None, []
         self.running.pop(trial.id, None)
         trial.outstanding, trial.busy_unknown = [], False
         trial.unconfirmed_until = None
