@@ -1,6 +1,6 @@
 """Maps the repository's folders onto importable package names (see pyproject.toml)."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 ROOTS = {
     "pedl": "sdk/pedl",
@@ -14,6 +14,10 @@ packages: list[str] = []
 for name, path in ROOTS.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(path)]
 
-# The web UI's pages, scripts and vendored chart library are served from the installed package.
-PACKAGE_DATA = {"pedl.v1": ["*.pyi"], "pedl_webui": ["static/*", "static/vendor/*"]}
-setup(packages=packages, package_dir=ROOTS, package_data=PACKAGE_DATA)
+# The web UI's pages, scripts and vendored chart library are served from the installed package. Their
+# folders are listed as (namespace) packages of data, so setuptools ships them without a warning.
+STATIC = ["pedl_webui.static"] + [
+    f"pedl_webui.static.{sub}" for sub in find_namespace_packages("services/webui/static")
+]
+PACKAGE_DATA = {"pedl.v1": ["*.pyi"]} | {package: ["*.html", "*.js", "*.css", "*.txt"] for package in STATIC}
+setup(packages=packages + STATIC, package_dir=ROOTS, package_data=PACKAGE_DATA)
