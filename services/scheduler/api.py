@@ -21,6 +21,7 @@ from pedl_scheduler import (
     authz,
     convert,
     experiment_delete,
+    experiment_listing,
     experiment_patch,
     metrics_stream,
     paging,
@@ -117,15 +118,28 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
 
     async def ListExperiments(self, request, context):  # noqa: N802
         next_token = ""
-        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
-            rows = experiment_ops.experiments_with_trial_counts(self.db)
+        filtered = request.newest_first or request.states or request.owner or request.exclude_archived
+        if request.page_size == 0 and not request.page_token and not (filtered or request.text):
+            rows = experiment_ops.experiments_with_trial_counts(self.db)  # a client from before paging
         else:
             try:
                 limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
-            except paging.PageError as e:
+                states = tuple(_state_filter(request.states))
+            except (paging.PageError, ValueError) as e:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-            rows = experiment_ops.experiments_page(self.db, after, limit)
-            next_token = paging.next_token([r["id"] for r in rows], limit)
+
+            def fetch(after_id: int, n: int) -> list[dict[str, Any]]:
+                return experiment_ops.filtered_experiments_page(
+                    self.db,
+                    after_id,
+                    n,
+                    newest_first=request.newest_first,
+                    states=states,
+                    owner=request.owner,
+                    exclude_archived=request.exclude_archived,
+                )
+
+            rows, next_token = experiment_listing.page(fetch, after, limit, request.text.strip())
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
@@ -407,3 +421,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         if experiment_ops.experiment_state(self.db, exp_id) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         return self._experiment(exp_id)
+
+
+def _state_filter(states: Sequence[int]) -> list[str]:
+    names = []
+    for value in states:
+        if value not in convert.STATE_NAMES:
+            raise ValueError(f"states: {value} is not an experiment state")
+        names.append(convert.STATE_NAMES[value])
+    return names

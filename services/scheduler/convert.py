@@ -14,6 +14,7 @@ from pedl.v1 import common_pb2, scheduler_pb2
 EXPERIMENT_STATES = {
     name.removeprefix("EXPERIMENT_STATE_"): value for name, value in common_pb2.ExperimentState.items()
 }
+STATE_NAMES = {value: name for name, value in EXPERIMENT_STATES.items() if value}
 TRIAL_STATES = {name.removeprefix("TRIAL_STATE_"): value for name, value in common_pb2.TrialState.items()}
 
 
@@ -25,7 +26,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         state=EXPERIMENT_STATES[row["state"]],
         config_yaml=row["config_yaml"],
         config=to_struct(mask_secrets(config)),  # the raw config holds e.g. S3 keys
-        description=_description(row, config),
+        description=description(row, config),
         created_at=row["created_at"],
         ended_at=row["ended_at"],
         num_trials=num_trials,
@@ -39,7 +40,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
     )
 
 
-def _description(row: dict[str, Any], config: dict[str, Any]) -> str:
+def description(row: dict[str, Any], config: dict[str, Any]) -> str:
     """The one PatchExperiment set, else the config's."""
     patched = row.get("description")
     return str(patched) if patched is not None else str(config.get("description") or "")

@@ -160,12 +160,22 @@ class CreateExperimentResponse(_message.Message):
     def __init__(self, experiment: _Optional[_Union[Experiment, _Mapping]] = ...) -> None: ...
 
 class ListExperimentsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token")
+    __slots__ = ("page_size", "page_token", "newest_first", "states", "owner", "exclude_archived", "text")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    newest_first: bool
+    states: _containers.RepeatedScalarFieldContainer[_common_pb2.ExperimentState]
+    owner: str
+    exclude_archived: bool
+    text: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., newest_first: bool = ..., states: _Optional[_Iterable[_Union[_common_pb2.ExperimentState, str]]] = ..., owner: _Optional[str] = ..., exclude_archived: bool = ..., text: _Optional[str] = ...) -> None: ...
 
 class ListExperimentsResponse(_message.Message):
     __slots__ = ("experiments", "next_page_token")

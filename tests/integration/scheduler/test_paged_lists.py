@@ -16,7 +16,7 @@ import pytest
 from pedl import _grpc
 from pedl.cli import client as cli_client
 from pedl.cli.main import main as cli
-from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
@@ -147,3 +147,37 @@ def test_the_cli_reads_every_page(scheduler, monkeypatch: pytest.MonkeyPatch) ->
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert cli(["trial", "describe", str(trial_id), "--json"]) == 0
     assert "ckpt-70" in out.getvalue() and "ckpt-30" in out.getvalue()
+
+
+def _listed(stub, **fields) -> list[list[int]]:  # noqa: ANN001
+    """Every page's ids for one filtered listing."""
+    pages, token = [], ""
+    while True:
+        request = scheduler_pb2.ListExperimentsRequest(page_size=2, page_token=token, **fields)
+        reply = stub.ListExperiments(request, timeout=30)
+        pages.append([e.id for e in reply.experiments])
+        token = reply.next_page_token
+        if not token:
+            return pages
+
+
+def test_filters_and_newest_first_hold_across_pages(scheduler) -> None:
+    stub, ids, _ = scheduler
+    stub.PatchExperiment(scheduler_pb2.PatchExperimentRequest(experiment_id=ids[1], description="Alpha run"))
+    stub.PatchExperiment(scheduler_pb2.PatchExperimentRequest(experiment_id=ids[3], add_labels=["fast"]))
+    stub.PatchExperiment(scheduler_pb2.PatchExperimentRequest(experiment_id=ids[0], archived=True))
+    newest = ids[::-1]
+    assert _listed(stub, newest_first=True) == [newest[:2], newest[2:4], newest[4:]]
+    assert sum(_listed(stub, newest_first=True, exclude_archived=True), []) == newest[:4]
+    assert sum(_listed(stub, text="alpha"), []) == [ids[1]]
+    assert sum(_listed(stub, text="FAST", newest_first=True), []) == [ids[3]]
+    assert sum(_listed(stub, text="single"), []) == ids  # the searcher's name
+    completed, active = common_pb2.EXPERIMENT_STATE_COMPLETED, common_pb2.EXPERIMENT_STATE_ACTIVE
+    assert sum(_listed(stub, states=[completed]), []) == ids
+    assert sum(_listed(stub, states=[active]), []) == []
+    assert sum(_listed(stub, owner="admin", newest_first=True), []) == newest
+    assert sum(_listed(stub, owner="nobody"), []) == []
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(states=[99]), timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.value.details() == "states: 99 is not an experiment state"

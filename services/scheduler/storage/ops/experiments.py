@@ -151,6 +151,34 @@ def experiments_page(s: Storage, after_id: int, limit: int) -> list[Row]:
     return s.rows(_PAGE, {"after_id": after_id, "n": limit})
 
 
+def filtered_experiments_page(
+    s: Storage,
+    after_id: int,
+    limit: int,
+    *,
+    newest_first: bool = False,
+    states: tuple[str, ...] = (),
+    owner: str = "",
+    exclude_archived: bool = False,
+) -> list[Row]:
+    """Up to `limit` experiments past `after_id` (above it oldest first; below it newest first, 0
+    meaning from the newest) that pass the filters, with `num_trials`. Indexed on id: one range scan."""
+    query = _WITH_TRIAL_COUNTS.order_by(None)
+    if newest_first:
+        query = query.order_by(experiments.c.id.desc())
+        if after_id:
+            query = query.where(experiments.c.id < after_id)
+    else:
+        query = query.order_by(experiments.c.id).where(experiments.c.id > after_id)
+    if states:
+        query = query.where(experiments.c.state.in_(states))
+    if owner:
+        query = query.where(experiments.c.owner == owner)
+    if exclude_archived:
+        query = query.where(experiments.c.archived == 0)
+    return s.rows(query.limit(limit))
+
+
 def patch_experiment(
     s: Storage,
     exp_id: int,
