@@ -9,6 +9,7 @@ from google.protobuf import json_format
 
 from pedl._metrics import to_struct
 from pedl.config import mask_secrets
+from pedl.config.masking import mask_text
 from pedl.v1 import common_pb2, scheduler_pb2
 
 EXPERIMENT_STATES = {
@@ -31,7 +32,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         ended_at=row["ended_at"],
         num_trials=num_trials,
         model_definition_name=row["model_definition_name"],
-        error=row["error"],
+        error=mask_text(row["error"] or ""),
         searcher_metric=searcher.get("metric", ""),
         smaller_is_better=bool(searcher.get("smaller_is_better", True)),
         owner=row.get("owner") or "",
@@ -43,7 +44,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
 def description(row: dict[str, Any], config: dict[str, Any]) -> str:
     """The one PatchExperiment set, else the config's."""
     patched = row.get("description")
-    return str(patched) if patched is not None else str(config.get("description") or "")
+    return mask_text(str(patched) if patched is not None else str(config.get("description") or ""))
 
 
 def trial(
@@ -53,7 +54,8 @@ def trial(
         id=row["id"],
         experiment_id=row["experiment_id"],
         state=TRIAL_STATES[row["state"]],
-        hparams=to_struct(json.loads(row["hparams_json"])),
+        # A hyperparameter with a secret-looking name (api_key) shows masked; others as they are.
+        hparams=to_struct(mask_secrets(json.loads(row["hparams_json"]))),
         total_batches=row["total_batches"],
         run_id=row["run_id"],
         restarts=row["restarts"],
@@ -62,7 +64,7 @@ def trial(
         start_time=row["start_time"],
         end_time=row["end_time"],
         num_steps=num_steps,
-        error=row["error"],
+        error=mask_text(row["error"] or ""),
         seed=row["seed"],
         waiting_reason=waiting_reason,
         parent_trial_id=row.get("parent_trial_id") or 0,

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from pedl import records
-from pedl.v1 import scheduler_pb2
+from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import views
 from pedl_webui.gateway import Gateway, GatewayError
 
@@ -39,6 +39,15 @@ class _EndedSummaries:
 _ENDED = _EndedSummaries()
 
 
+# The experiments page's rows per page (the browser asks for one of these; bounded either way).
+PAGE_SIZE, MAX_PAGE_SIZE = 50, 200
+STATES = ("ACTIVE", "PAUSED", "COMPLETED", "ERROR", "CANCELED")
+
+
+def _state_value(name: str) -> int:
+    return common_pb2.ExperimentState.Value("EXPERIMENT_STATE_" + name)
+
+
 def exists(gateway: Gateway, token: str, kind: str, ident: int) -> None:
     """Raises GatewayError(404) when the experiment or trial is unknown (to this user)."""
     if kind == "experiments":  # one trial's page, not all the trials: as cheap at 1,000 trials
@@ -46,13 +55,41 @@ def exists(gateway: Gateway, token: str, kind: str, ident: int) -> None:
             token, "ListTrialDetails", scheduler_pb2.ListTrialDetailsRequest(experiment_id=ident, limit=1)
         )
     else:
-        gateway.call(token, "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=ident))
+        gateway.call(token, "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=ident, page_size=1))
 
 
-def experiments(gateway: Gateway, token: str) -> list[dict[str, Any]]:
-    listed = gateway.call(token, "ListExperiments", scheduler_pb2.ListExperimentsRequest()).experiments
+def list_request(query: dict[str, list[str]]) -> scheduler_pb2.ListExperimentsRequest:
+    """The experiments page's query (?limit, page, order, state, q, archived) as a scheduler request:
+    the filters and the order apply across every page, on the scheduler."""
+
+    def one(name: str, default: str = "") -> str:
+        return (query.get(name) or [default])[0].strip()
+
+    limit, page = one("limit", str(PAGE_SIZE)), one("page")
+    if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE_SIZE:
+        raise GatewayError(400, f"limit must be 1-{MAX_PAGE_SIZE}, got {limit[:20]!r}")
+    if one("order", "newest") not in ("newest", "oldest"):
+        raise GatewayError(400, "order must be newest or oldest")
+    state = one("state").upper()
+    if state and state not in STATES:
+        raise GatewayError(400, f"state must be one of {', '.join(STATES)}, got {state[:20]!r}")
+    return scheduler_pb2.ListExperimentsRequest(
+        page_size=int(limit),
+        page_token=page,
+        newest_first=one("order", "newest") == "newest",
+        states=[_state_value(state)] if state else [],
+        exclude_archived=one("archived") not in ("1", "true"),
+        text=one("q")[:200],
+    )
+
+
+def experiments(
+    gateway: Gateway, token: str, request: scheduler_pb2.ListExperimentsRequest
+) -> dict[str, Any]:
+    """One page of the experiments page: its rows and the token of the next page ("" at the end)."""
+    reply = gateway.call(token, "ListExperiments", request)
     rows = []
-    for exp in sorted(listed, key=lambda e: -e.id):
+    for exp in reply.experiments:
         state = records.experiment_state(exp.state)
         cached = _ENDED.get(token, exp.id)
         if cached is not None and state in views.TERMINAL and cached["archived"] == exp.archived:
@@ -70,7 +107,7 @@ def experiments(gateway: Gateway, token: str) -> list[dict[str, Any]]:
         if row["state"] in views.TERMINAL:
             _ENDED.put(token, exp.id, row)
         rows.append(row)
-    return rows
+    return {"experiments": rows, "next_page": reply.next_page_token}
 
 
 def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
@@ -79,10 +116,21 @@ def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
 
 
 def trial(gateway: Gateway, token: str, trial_id: int) -> dict[str, Any]:
-    response = gateway.call(token, "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial_id))
-    exp = gateway.call(
-        token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=response.trial.experiment_id)
-    ).experiment
+    """The trial page's data without its steps (the curves stream them): the trial from a one-step
+    page of GetTrial, its validations and checkpoints from a one-trial page of ListTrialDetails."""
+    response = gateway.call(token, "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1))
+    exp_id = response.trial.experiment_id
+    exp = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+    exp = exp.experiment
+    details = gateway.call(
+        token,
+        "ListTrialDetails",
+        scheduler_pb2.ListTrialDetailsRequest(experiment_id=exp_id, after_trial_id=trial_id - 1, limit=1),
+    ).trials
+    if details and details[0].trial.id == trial_id:
+        del response.validations[:], response.checkpoints[:]
+        response.validations.extend(details[0].validations)
+        response.checkpoints.extend(details[0].checkpoints)
     detail = views.trial_detail(response, exp.config_yaml)
     return detail | {
         "experiment": {
@@ -105,10 +153,13 @@ def act(gateway: Gateway, token: str, exp_id: int, action: str) -> dict[str, Any
 
 def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
     agents = gateway.call(token, "ListAgents", scheduler_pb2.ListAgentsRequest()).agents
-    listed = gateway.call(token, "ListExperiments", scheduler_pb2.ListExperimentsRequest()).experiments
-    live = []
-    for exp in listed:
-        if records.experiment_state(exp.state) in ("ACTIVE", "PAUSED"):
+    live, page = [], ""
+    while True:  # only live experiments hold slots or queue: the scheduler filters, a page at a time
+        request = scheduler_pb2.ListExperimentsRequest(
+            page_size=MAX_PAGE_SIZE, page_token=page, states=[_state_value(s) for s in STATES[:2]]
+        )
+        reply = gateway.call(token, "ListExperiments", request)
+        for exp in reply.experiments:
             try:
                 live.append(
                     gateway.call(
@@ -118,7 +169,9 @@ def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
             except GatewayError as e:
                 if e.status != 404:
                     raise
-    return views.cluster_view(list(agents), live)
+        page = reply.next_page_token
+        if not page:
+            return views.cluster_view(list(agents), live)
 
 
 def event_json(message: Any) -> str:

@@ -8,6 +8,7 @@ HttpOnly, SameSite=Strict cookie, so page scripts never see it and other sites c
 
 from __future__ import annotations
 
+import itertools
 import json
 import mimetypes
 import queue
@@ -38,7 +39,7 @@ _PAGES = {
     "/cluster": "cluster.html",
 }
 _DETAIL_PAGE = re.compile(r"^/(experiments|trials)/([^/]+)$")
-_API = re.compile(r"^/api/(experiments|trials)/(\d{1,9})(?:/(metrics|logs|kill|pause|activate))?$")
+_API = re.compile(r"^/api/(experiments|trials)/(\d{1,9})(?:/(metrics|logs|logs\.txt|kill|pause|activate))?$")
 _DOWNLOAD = re.compile(r"^/api/checkpoints/([^/]+)/download$")
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
@@ -221,7 +222,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise GatewayError(401, "the session has ended; log in again")
             return self._json(200, {"username": user.username, "admin": user.admin})
         if path == "/api/experiments":
-            return self._json(200, {"experiments": api.experiments(gateway, token)})
+            return self._json(200, api.experiments(gateway, token, api.list_request(query)))
         if path == "/api/cluster":
             return self._json(200, api.cluster(gateway, token))
         download = _DOWNLOAD.match(path)
@@ -248,7 +249,33 @@ class Handler(BaseHTTPRequestHandler):
                 trial_id=ident, follow=True, after_id=int(after) if after.isdigit() else 0
             )
             return self._events("GetTrialLogs", token, request)
+        if kind == "trials" and sub == "logs.txt":
+            return self._log_file(token, ident)
         raise GatewayError(404, f"nothing at {path}")
+
+    def _log_file(self, token: str, trial_id: int) -> None:
+        """The whole log as text (the page keeps only its newest lines), streamed as it is read."""
+        request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=False)
+        call = self.server.gateway.stream(token, "GetTrialLogs", request)
+        try:
+            first = next(call, None)
+        except grpc.RpcError as e:
+            raise error_of(e) from None
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Disposition", f'attachment; filename="trial-{trial_id}.log"')
+        self.send_header("Connection", "close")
+        for name, value in _SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for message in itertools.chain([first] if first is not None else [], call):
+                self.wfile.write("".join(line.message.rstrip("\n") + "\n" for line in message.lines).encode())
+        except grpc.RpcError:
+            self.wfile.write(b"\n[the log was cut short: the scheduler stopped answering]\n")
+        finally:
+            call.cancel()
 
     def _download(self, token: str, uuid: str) -> None:
         with tempfile.TemporaryFile() as spool:  # whole before any byte goes out: failures stay errors

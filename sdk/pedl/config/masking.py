@@ -38,9 +38,10 @@ _QUERY_WORDS = _SECRET_WORDS | {"key", "signature", "sig", "apikey", "pwd", "pas
 # scheme://user:password@host: the password runs up to the last '@' before the path.
 _URL_CREDENTIALS = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)(?P<secret>[^\s/?#]+)(?=@)")
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.\-]+)=)(?P<value>[^&#\s\"'<>]+)")
-# NAME=value or NAME: value inside free text, e.g. `export AWS_SECRET_ACCESS_KEY=...` in a log line.
+# NAME=value or NAME: value inside free text, e.g. `export AWS_SECRET_ACCESS_KEY=...` in a log line,
+# and quoted names as JSON or a printed dict (`os.environ`) writes them: 'NAME': 'value'.
 _ASSIGNMENT = re.compile(
-    r"(?P<head>(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=|: ?)[\"']?)"
+    r"(?P<head>(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_]*)[\"']?(?:=|: ?)[\"']?)"
     r"(?P<value>[^\s\"',;&]+)"
 )
 
@@ -83,3 +84,49 @@ def mask_secrets(value: Any) -> Any:
             return f"{name}={MASK}"
         return mask_text(value)
     return value
+
+
+# Shorter values are left alone in free text: masking every "1" or "abc" in a log hides nothing.
+MIN_SECRET_LENGTH = 4
+
+
+def secret_values(config: Any) -> frozenset[str]:
+    """The secret values a config holds (under secret-named keys, in secret NAME=value entries such as
+    environment variables, URL passwords and secret query parameters), so that a log line holding one
+    verbatim (a trial printing `os.environ` or the token it was given) is masked too."""
+    found: set[str] = set()
+
+    def leaves(value: Any) -> None:
+        if isinstance(value, dict):  # `type` names a hyperparameter's kind (const), never a secret
+            for k, v in value.items():
+                if k != "type":
+                    leaves(v)
+        elif isinstance(value, list):
+            for v in value:
+                leaves(v)
+        elif value is not None and not isinstance(value, bool):
+            found.add(str(value))
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                (leaves if isinstance(k, str) and is_secret_key(k) else walk)(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            name, eq, rest = value.partition("=")
+            if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and is_secret_key(name):
+                found.add(rest)
+            found.update(m["secret"] for m in _URL_CREDENTIALS.finditer(value))
+            found.update(m["value"] for m in _QUERY_PARAM.finditer(value) if is_secret_query_param(m["name"]))
+
+    walk(config)
+    return frozenset(v for v in found if len(v) >= MIN_SECRET_LENGTH and v != MASK)
+
+
+def mask_values(text: str, values: frozenset[str]) -> str:
+    """`text` with each of `values` (from `secret_values`) masked wherever it appears, longest first."""
+    for value in sorted((v for v in values if v in text), key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text

@@ -11,6 +11,7 @@ import structlog
 from google.protobuf import json_format
 
 from pedl._timeutil import utc_now
+from pedl.config import masking
 from pedl.searcher import MetricError, is_better, searcher_metric
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
@@ -47,6 +48,7 @@ class ResultIntake:
         self.trials = state.trials
         # One commit, one timestamp for the rows it writes (set while a batch is handled).
         self._batch_time: str | None = None
+        self._secrets: dict[int, tuple[Any, frozenset[str]]] = {}
 
     def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
         """Handles agent messages that arrived together, in order, in ONE transaction (group commit).
@@ -203,6 +205,7 @@ class ResultIntake:
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):
             return
+        secrets = self._secret_values(message.trial_id)
         for line in message.lines:
             result_ops.record_log(
                 self.db,
@@ -210,8 +213,20 @@ class ResultIntake:
                 message.run_id,
                 line.timestamp or utc_now(),
                 line.source or "stdout",
-                line.message,
+                masking.mask_values(line.message, secrets) if secrets else line.message,
             )
+
+    def _secret_values(self, trial_id: int) -> frozenset[str]:
+        """The secrets in the trial's experiment config, masked wherever a log line shows them."""
+        trial = self.trials.get(trial_id)
+        exp = self.experiments.get(trial.experiment_id) if trial is not None else None
+        if exp is None:
+            return frozenset()
+        cached = self._secrets.get(exp.id)
+        if cached is None or cached[0] is not exp.config:  # a patched config holds other values
+            cached = (exp.config, masking.secret_values(exp.config.raw))
+            self._secrets[exp.id] = cached
+        return cached[1]
 
     def _trial_exists(self, trial_id: int) -> bool:
         return trial_ops.trial_exists(self.db, trial_id)

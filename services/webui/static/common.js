@@ -66,18 +66,21 @@ const pedl = (() => {
   }
 
   // A table whose header cells sort it (all rows, then shown a page at a time: a 1,000-trial search
-  // is 1,000 rows); keeps its sort and page across re-renders with fresh rows.
+  // is 1,000 rows); keeps its sort and page across re-renders with fresh rows. With `serverSort`, the
+  // headers named in its `keys` call its `onSort(desc)` too: the server orders every page by them.
   class SortableTable {
-    constructor(container, columns, { sortKey = null, desc = false, pageSize = 100 } = {}) {
+    constructor(container, columns, { sortKey = null, desc = false, pageSize = 100, serverSort = null } = {}) {
       this.container = container;
       this.columns = columns;
       this.sortKey = sortKey;
       this.desc = desc;
       this.pageSize = pageSize;
+      this.serverSort = serverSort;
       this.page = 0;
       this.rows = [];
     }
     setColumns(columns) { this.columns = columns; }
+    serverSortKey() { return this.serverSort && this.serverSort.keys.includes(this.sortKey) ? this.sortKey : null; }
     render(rows) {
       this.rows = rows;
       const column = this.columns.find((c) => c.key === this.sortKey);
@@ -93,6 +96,7 @@ const pedl = (() => {
           this.sortKey = c.key;
           this.page = 0;
           this.render(this.rows);
+          if (this.serverSortKey()) this.serverSort.onSort(this.desc);
         });
         return th;
       }));

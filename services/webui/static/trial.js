@@ -21,6 +21,17 @@
   $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redraw(); });
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redraw(); });
 
+  // Checkpoints a page of 20 at a time, sortable over all of them.
+  const checkpoints = new pedl.SortableTable($("checkpoints"), [
+    { key: "uuid", label: "UUID", get: (c) => c.uuid },
+    { key: "batches", label: "Batches", get: (c) => c.total_batches },
+    { key: "state", label: "State", get: (c) => c.state },
+    { key: "size", label: "Size", get: (c) => c.size, render: (c) => fmt(c.size) + " B" },
+    { key: "validation", label: "Validation", get: (c) => c.validation ? Object.entries(c.validation).map(([k, v]) => k + "=" + fmt(v)).join(", ") : "" },
+    { key: "download", label: "Download", get: (c) => c.state, render: (c) => c.state === "COMPLETED" ?
+      el("a", { href: `/api/checkpoints/${encodeURIComponent(c.uuid)}/download`, text: "tar.gz" }) : "" },
+  ], { sortKey: "batches", pageSize: 20 });
+
   function keyValueTable(entries) {
     return el("table", {}, entries.map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: fmt(v) }))));
   }
@@ -40,21 +51,25 @@
       ["Restarts", detail.restarts], ["Current run", detail.run_id], ["Seed", detail.seed],
       ["Started from trial", detail.parent_trial_id], ["Error", detail.error],
     ]));
-    $("checkpoints").replaceChildren(detail.checkpoints.length ? el("table", {},
-      el("tr", {}, ["UUID", "Batches", "State", "Size", "Validation", "Download"].map((h) => el("th", { text: h }))),
-      detail.checkpoints.map((c) => el("tr", {},
-        el("td", { text: c.uuid }), el("td", { class: "num", text: fmt(c.total_batches) }), el("td", { text: c.state }),
-        el("td", { class: "num", text: fmt(c.size) + " B" }),
-        el("td", { text: c.validation ? Object.entries(c.validation).map(([k, v]) => k + "=" + fmt(v)).join(", ") : "" }),
-        el("td", {}, c.state === "COMPLETED" ? el("a", { href: `/api/checkpoints/${encodeURIComponent(c.uuid)}/download`, text: "tar.gz" }) : ""),
-      ))) : el("p", { class: "muted", text: "No checkpoints yet." }));
+    if (detail.checkpoints.length) checkpoints.render(detail.checkpoints);
+    else $("checkpoints").replaceChildren(el("p", { class: "muted", text: "No checkpoints yet." }));
     document.body.dataset.state = detail.state;
   }
 
+  // Each pane keeps its newest MAX_LOG_LINES lines (a trial may print millions); the whole log is a
+  // download away (#log-file).
+  const MAX_LOG_LINES = 2000;
+  const dropped = { "user-logs": 0, "system-logs": 0 };
   function appendLines(pre, lines) {
     if (!lines.length) return;
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.append(document.createTextNode(lines.join("\n") + "\n")); // text, never HTML
+    for (const line of lines) pre.append(el("span", { class: "line" }, line + "\n")); // text, never HTML
+    const extra = pre.childElementCount - MAX_LOG_LINES;
+    for (let i = 0; i < extra; i++) pre.firstElementChild.remove();
+    if (extra > 0) {
+      dropped[pre.id] += extra;
+      $(pre.id + "-dropped").textContent = fmt(dropped[pre.id]) + " earlier lines not shown: download the whole log";
+    }
     if (atBottom) pre.scrollTop = pre.scrollHeight;
   }
 
@@ -66,6 +81,7 @@
     onReset: () => { store.reset(); caughtUp = false; },
   });
   setInterval(redraw, 1000);
+  $("log-file").href = `/api/trials/${id}/logs.txt`;
   let lastLog = 0;
   const openLogs = () => follow(`/api/trials/${id}/logs?after=${lastLog}`, {
     onData: (event) => {

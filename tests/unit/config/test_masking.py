@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pedl.config.masking import MASK, mask_secrets, mask_text
+from pedl.config.masking import MASK, mask_secrets, mask_text, mask_values, secret_values
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,40 @@ def test_configs_mask_keys_env_variables_and_urls_at_any_depth() -> None:
     assert shown["environment"]["environment_variables"] == ["A=1", f"GITHUB_TOKEN={MASK}"]
     assert shown["data"] == {"urls": [f"https://x:{MASK}@h/a?token={MASK}&n=1"], "max_tokens": 7}
     assert config["data"]["urls"] == ["https://x:y@h/a?token=t&n=1"]  # a copy: the original is untouched
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("environ({'AWS_SECRET_ACCESS_KEY': 'abc123', 'HOME': '/root'})",
+         f"environ({{'AWS_SECRET_ACCESS_KEY': '{MASK}', 'HOME': '/root'}})"),
+        ('{"api_key":"k-123","lr":0.1}', f'{{"api_key":"{MASK}","lr":0.1}}'),
+    ],
+)  # fmt: skip
+def test_quoted_names_as_printed_dicts_and_json_write_them_are_masked(text: str, shown: str) -> None:
+    assert mask_text(text) == shown
+
+
+CONFIG = {
+    "environment": {"environment_variables": ["AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI", "A=1", "LR=0.001"]},
+    "checkpoint_storage": {"type": "s3", "secret_key": "s3-secret-9", "access_key": {"id": "AKIA77"}},
+    "data": {"url": "https://reader:pa55word@data.example/x.tgz?token=tok-4567&v=2"},
+    "hyperparameters": {
+        "api_key": {"type": "const", "val": "sk-live-42"},
+        "lr": {"type": "const", "val": 0.1},
+    },
+}
+
+
+def test_a_configs_secret_values_are_found_wherever_they_sit() -> None:
+    assert secret_values(CONFIG) == {
+        "wJalrXUtnFEMI", "s3-secret-9", "AKIA77", "pa55word", "tok-4567", "sk-live-42",
+    }  # fmt: skip
+    assert secret_values({"password": "abc", "token": MASK}) == frozenset()  # too short to hunt for; a mask
+
+
+def test_secret_values_are_masked_wherever_a_log_line_shows_them() -> None:
+    values = secret_values(CONFIG)
+    line = "key wJalrXUtnFEMI then sk-live-42, lr 0.001, const"
+    assert mask_values(line, values) == f"key {MASK} then {MASK}, lr 0.001, const"
+    assert mask_values("nothing to hide", values) == "nothing to hide"
