@@ -22,10 +22,11 @@ def test_the_api_config_is_masked_and_carries_the_owner() -> None:
 
 
 def test_a_secret_named_hyperparameter_is_masked_and_the_others_stay_plottable() -> None:
+    hparams = {"api_key": "sk-live-42", "lr": 0.01, "opt": {"name": "sgd", "auth_token": 7}}
     row = {
         "id": 3, "experiment_id": 1, "state": "ACTIVE", "total_batches": 0, "run_id": 1, "restarts": 0,
         "latest_checkpoint_uuid": "", "start_time": "", "end_time": "", "seed": 1, "best_validation": None,
-        "hparams_json": json.dumps({"api_key": "sk-live-42", "lr": 0.01, "opt": {"name": "sgd", "auth_token": 7}}),
+        "hparams_json": json.dumps(hparams),
         "error": "download of https://u:pa55word@h/x failed",
     }  # fmt: skip
     message = convert.trial(row)
