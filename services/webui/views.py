@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pedl import records
+from pedl.config.masking import MASK
 from pedl.v1 import scheduler_pb2
 
 TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
@@ -85,10 +86,13 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
     trials = [records.trial_record(t, space) for t in sorted(response.trials, key=lambda t: t.id)]
     for t in trials:
         t["hparams"] = flat_hparams(t["hparams"])
+    names = sorted({k for t in trials for k in t["hparams"]})
     return summary | {
         "config_yaml": response.experiment.config_yaml,
         "trials": trials,
-        "hparam_names": sorted({k for t in trials for k in t["hparams"]}),
+        "hparam_names": names,
+        # The scatter and parallel coordinates leave out what the scheduler masked (api_key: ****).
+        "plotted_hparams": [n for n in names if any(t["hparams"].get(n, MASK) != MASK for t in trials)],
         "rungs": rungs(trials, summary["searcher"], _length_batches(config)),
         "lineage": lineage(trials),
     }

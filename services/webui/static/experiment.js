@@ -40,7 +40,7 @@
     if (!force && shape === trialsShape) return;
     trialsShape = shape;
     scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric);
-    parallel.draw(detail.trials, detail.hparam_names, detail.searcher_metric, detail.smaller_is_better);
+    parallel.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, detail.smaller_is_better);
   }
 
   function render() {
@@ -63,8 +63,8 @@
     table.render(detail.trials);
 
     const picker = $("hparam");
-    if ([...picker.options].map((o) => o.value).join("|") !== detail.hparam_names.join("|")) {
-      picker.replaceChildren(...detail.hparam_names.map((n) => el("option", { value: n, text: n })));
+    if ([...picker.options].map((o) => o.value).join("|") !== detail.plotted_hparams.join("|")) {
+      picker.replaceChildren(...detail.plotted_hparams.map((n) => el("option", { value: n, text: n })));
     }
     drawHparams();
 
