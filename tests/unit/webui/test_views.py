@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from pedl.config import MASK
 from pedl.v1 import common_pb2, scheduler_pb2
-from pedl_webui import views
+from pedl_webui import api, views
+from pedl_webui.gateway import GatewayError
 
 
 def test_a_metrics_event_is_json_a_browser_parses_with_nan_as_null() -> None:
@@ -80,3 +84,39 @@ def test_log_events_mark_pedls_lines_apart_from_the_trials_output() -> None:
     event = json.loads(views.log_event(lines))
     assert [(line["id"], line["system"]) for line in event["lines"]] == [(1, True), (2, False), (3, True)]
     assert event["lines"][1]["message"] == "<script>alert(1)</script>"  # as text; pages use textContent
+
+
+def test_a_masked_hyperparameter_shows_in_the_table_but_is_not_plotted() -> None:
+    masked = trial(1, "COMPLETED", 100, 0.4)
+    masked.hparams.update({"api_key": MASK})
+    detail = views.experiment_detail(experiment("random", masked))
+    assert detail["hparam_names"] == ["api_key", "lr", "model.layers"]
+    assert detail["plotted_hparams"] == ["lr", "model.layers"]
+    assert detail["trials"][0]["hparams"]["api_key"] == MASK
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ({"limit": ["0"]}, "limit must be 1-200, got '0'"),
+        ({"limit": ["x"]}, "limit must be 1-200, got 'x'"),
+        ({"order": ["sideways"]}, "order must be newest or oldest"),
+        (
+            {"state": ["running"]},
+            "state must be one of ACTIVE, PAUSED, COMPLETED, ERROR, CANCELED, got 'RUNNING'",
+        ),
+    ],
+)
+def test_a_bad_experiments_query_is_refused_naming_the_parameter(query: dict, error: str) -> None:
+    with pytest.raises(GatewayError) as e:
+        api.list_request(query)
+    assert e.value.status == 400 and e.value.message == error
+
+
+def test_the_experiments_query_becomes_one_filtered_scheduler_page() -> None:
+    request = api.list_request({"limit": ["5"], "page": ["42"], "state": ["paused"], "q": [" digits "]})
+    assert (request.page_size, request.page_token, request.newest_first) == (5, "42", True)
+    assert list(request.states) == [common_pb2.EXPERIMENT_STATE_PAUSED]
+    assert request.text == "digits" and request.exclude_archived
+    everything = api.list_request({"order": ["oldest"], "archived": ["1"]})
+    assert not everything.newest_first and not everything.exclude_archived and everything.page_size == 50
