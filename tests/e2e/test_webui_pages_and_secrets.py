@@ -55,6 +55,7 @@ def make_data_loaders(experiment_config, hparams):
     print("env secret:", _os.environ.get("AWS_SECRET_ACCESS_KEY"), flush=True)
     print("environ:", {k: v for k, v in _os.environ.items() if k == "AWS_SECRET_ACCESS_KEY"}, flush=True)
     print("data:", experiment_config["data"], flush=True)
+    print("bare:", _os.environ.get("AWS_SECRET_ACCESS_KEY"), hparams["api_key"], flush=True)
     print("hparams:", dict(hparams), flush=True)
     return _make_data_loaders(experiment_config, hparams)
 """
@@ -241,6 +242,7 @@ def test_every_page_and_its_json_mask_the_configs_secrets(env: Env) -> None:
     logs = page.inner_text("#user-logs")
     assert f"env secret: {MASK}" in logs and f"'AWS_SECRET_ACCESS_KEY': '{MASK}'" in logs
     assert f"'api_key': '{MASK}'" in logs and f"reader:{MASK}@" in logs
+    assert f"bare: {MASK} {MASK}" in logs  # the config's secret values, wherever they show
     hparams = page.inner_text("#hparams")
     assert f"api_key\t{MASK}" in hparams and "learning_rate\t0.10000" in hparams
     env.assert_masked(page.content(), "the trial page")
