@@ -347,7 +347,13 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         await self._require_trial(request.trial_id, context)
         if not trial_ops.trial_exists(self.db, request.trial_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
+        if request.tail < 0:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"tail must be 0 or more, got {request.tail}"
+            )
         after = request.after_id
+        if request.tail:
+            after = max(after, result_ops.log_id_before_tail(self.db, request.trial_id, request.tail))
         while True:
             rows = result_ops.logs_after(self.db, request.trial_id, after)
             if rows:

@@ -34,6 +34,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 COOKIE = "pedl_session"
 # A stream with nothing to send writes a comment this often, so a closed tab is noticed.
 KEEPALIVE_SECONDS = 15.0
+# A trial page asks for its log's newest lines (?tail=), at most these many: the rest is a download.
+MAX_LOG_TAIL = 10_000
 _PAGES = {
     "/experiments": "experiments.html",
     "/cluster": "cluster.html",
@@ -244,9 +246,12 @@ class Handler(BaseHTTPRequestHandler):
             request = scheduler_pb2.GetMetricsRequest(**target, follow=True)
             return self._events("GetMetrics", token, request)
         if kind == "trials" and sub == "logs":
-            after = query.get("after", ["0"])[0]
+            after, tail = query.get("after", ["0"])[0], query.get("tail", ["0"])[0]
             request = scheduler_pb2.GetTrialLogsRequest(
-                trial_id=ident, follow=True, after_id=int(after) if after.isdigit() else 0
+                trial_id=ident,
+                follow=True,
+                after_id=int(after) if after.isdigit() else 0,
+                tail=min(int(tail), MAX_LOG_TAIL) if tail.isdigit() else 0,
             )
             return self._events("GetTrialLogs", token, request)
         if kind == "trials" and sub == "logs.txt":

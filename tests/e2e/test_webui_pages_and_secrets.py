@@ -43,6 +43,7 @@ PASSWORD = "pa55word-xyzzy"
 QUERY_TOKEN = "tok-4567-qwerty"
 API_KEY = "sk-live-4242-hparam"
 DATA_URL = f"https://reader:{PASSWORD}@data.example/x.tgz?token={QUERY_TOKEN}&v=2"
+COUNTED = 5000  # lines the trial prints first: more than the page's log panes keep (2,000)
 FILLERS = 12  # with the secrets experiment, 13 experiments: pages of 5, 5 and 3
 PRINTS = """
 
@@ -52,6 +53,7 @@ _make_data_loaders = make_data_loaders
 
 
 def make_data_loaders(experiment_config, hparams):
+    print("\\n".join(f"count {i}" for i in range(COUNTED)), flush=True)
     print("env secret:", _os.environ.get("AWS_SECRET_ACCESS_KEY"), flush=True)
     print("environ:", {k: v for k, v in _os.environ.items() if k == "AWS_SECRET_ACCESS_KEY"}, flush=True)
     print("data:", experiment_config["data"], flush=True)
@@ -121,7 +123,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
         model = write_tiny_model(tmp / "tiny")
         with open(model / "__init__.py", "a") as f:
-            f.write(PRINTS)
+            f.write(PRINTS.replace("COUNTED", str(COUNTED)))
         packed = pack(model)
 
         def create(config: str) -> int:
@@ -243,6 +245,9 @@ def test_every_page_and_its_json_mask_the_configs_secrets(env: Env) -> None:
     assert f"env secret: {MASK}" in logs and f"'AWS_SECRET_ACCESS_KEY': '{MASK}'" in logs
     assert f"'api_key': '{MASK}'" in logs and f"reader:{MASK}@" in logs
     assert f"bare: {MASK} {MASK}" in logs  # the config's secret values, wherever they show
+    assert f"count {COUNTED - 1}\n" in logs and "count 0\n" not in logs  # the newest lines only
+    assert page.locator("#user-logs span").count() <= 2000
+    assert "earlier lines not shown" in page.inner_text("#user-logs-dropped")
     hparams = page.inner_text("#hparams")
     assert f"api_key\t{MASK}" in hparams and "learning_rate\t0.10000" in hparams
     env.assert_masked(page.content(), "the trial page")
@@ -257,9 +262,8 @@ def test_every_page_and_its_json_mask_the_configs_secrets(env: Env) -> None:
         response = page.request.get(env.url + path)
         assert response.status == 200, path
         env.assert_masked(response.text(), path)
-    assert (
-        f"env secret: {MASK}" in page.request.get(f"{env.url}/api/trials/{env.secret_trial}/logs.txt").text()
-    )
+    whole = page.request.get(f"{env.url}/api/trials/{env.secret_trial}/logs.txt").text()
+    assert f"env secret: {MASK}" in whole and "count 0\n" in whole  # the download has every line
 
 
 def test_the_cli_masks_the_same_secrets(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -276,14 +276,16 @@ class GetTrialResponse(_message.Message):
     def __init__(self, trial: _Optional[_Union[Trial, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[Validation, _Mapping]]] = ..., checkpoints: _Optional[_Iterable[_Union[_common_pb2.Checkpoint, _Mapping]]] = ..., timeline: _Optional[_Iterable[_Union[_common_pb2.TimelinePhase, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetTrialLogsRequest(_message.Message):
-    __slots__ = ("trial_id", "follow", "after_id")
+    __slots__ = ("trial_id", "follow", "after_id", "tail")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
     AFTER_ID_FIELD_NUMBER: _ClassVar[int]
+    TAIL_FIELD_NUMBER: _ClassVar[int]
     trial_id: int
     follow: bool
     after_id: int
-    def __init__(self, trial_id: _Optional[int] = ..., follow: bool = ..., after_id: _Optional[int] = ...) -> None: ...
+    tail: int
+    def __init__(self, trial_id: _Optional[int] = ..., follow: bool = ..., after_id: _Optional[int] = ..., tail: _Optional[int] = ...) -> None: ...
 
 class GetTrialLogsResponse(_message.Message):
     __slots__ = ("lines",)

@@ -82,17 +82,21 @@
   });
   setInterval(redraw, 1000);
   $("log-file").href = `/api/trials/${id}/logs.txt`;
-  let lastLog = 0;
-  const openLogs = () => follow(`/api/trials/${id}/logs?after=${lastLog}`, {
+  // The newest lines only (the panes keep MAX_LOG_LINES each): a long log is not sent whole. A
+  // dropped link reopens the same request, so the panes start again from what it sends.
+  follow(`/api/trials/${id}/logs?tail=${2 * MAX_LOG_LINES}`, {
     onData: (event) => {
       const user = [], system = [];
-      for (const line of event.lines) {
-        lastLog = Math.max(lastLog, line.id);
-        (line.system ? system : user).push(line.message);
-      }
+      for (const line of event.lines) (line.system ? system : user).push(line.message);
       appendLines($("user-logs"), user);
       appendLines($("system-logs"), system);
     },
+    onReset: () => {
+      for (const name of ["user-logs", "system-logs"]) {
+        $(name).replaceChildren();
+        $(name + "-dropped").textContent = "";
+        dropped[name] = 0;
+      }
+    },
   });
-  openLogs();
 })();

@@ -51,6 +51,8 @@ def _populate(db: Path) -> tuple[list[int], int]:
         for batches in (30, 70):
             record = json.dumps({"uuid": f"ckpt-{batches}", "trialId": trial_id, "totalBatches": batches})
             result_ops.record_checkpoint(s, f"ckpt-{batches}", trial_id, batches // 10, batches, record, "t")
+        for i in range(10):
+            result_ops.record_log(s, trial_id, 1, "t", "stdout", f"line {i}")
         trial_ops.end_trial(s, trial_id, "COMPLETED", "", "t")
     s.close()
     return ids, trial_id
@@ -181,3 +183,22 @@ def test_filters_and_newest_first_hold_across_pages(scheduler) -> None:
         stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(states=[99]), timeout=30)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert e.value.details() == "states: 99 is not an experiment state"
+
+
+def test_a_log_tail_sends_only_the_newest_lines(scheduler) -> None:
+    stub, _, trial_id = scheduler
+
+    def lines(**fields) -> list[str]:  # noqa: ANN003
+        request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, **fields)
+        return [line.message for chunk in stub.GetTrialLogs(request, timeout=30) for line in chunk.lines]
+
+    every = lines()
+    assert every == [f"line {i}" for i in range(10)]
+    assert lines(tail=3) == every[-3:]
+    assert lines(tail=50) == every
+    with pytest.raises(grpc.RpcError) as e:
+        lines(tail=-1)
+    assert (
+        e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        and e.value.details() == "tail must be 0 or more, got -1"
+    )

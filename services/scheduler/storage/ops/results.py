@@ -78,6 +78,13 @@ _LOGS_AFTER = (
     .order_by(trial_logs.c.id)
     .limit(bindparam("n"))
 )
+_LOG_BEFORE_TAIL = (
+    select(trial_logs.c.id)
+    .where(trial_logs.c.trial_id == bindparam("trial_id"))
+    .order_by(trial_logs.c.id.desc())
+    .offset(bindparam("n"))
+    .limit(1)
+)
 _EXPERIMENT_VALIDATIONS = (
     select(validations.c.trial_id, validations.c.total_batches, validations.c.metrics_json)
     .select_from(validations.join(trials, trials.c.id == validations.c.trial_id))
@@ -236,6 +243,11 @@ def checkpoints_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:
 def logs_after(s: Storage, trial_id: int, after_id: int, limit: int = 1000) -> list[Row]:
     """The trial's log lines with ids above `after_id`, oldest first, at most `limit`."""
     return s.rows(_LOGS_AFTER, {"trial_id": trial_id, "after": after_id, "n": limit})
+
+
+def log_id_before_tail(s: Storage, trial_id: int, n: int) -> int:
+    """The id after which the trial's newest `n` log lines start (0 when it has no more than `n`)."""
+    return int(s.scalar(_LOG_BEFORE_TAIL, {"trial_id": trial_id, "n": n}) or 0)
 
 
 def experiment_validations(s: Storage, exp_id: int) -> list[Row]:
