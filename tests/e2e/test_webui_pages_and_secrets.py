@@ -210,6 +210,9 @@ def test_the_experiments_page_walks_pages_with_filter_state_and_order_across_the
     _expect(page, newest[:5], "newest first again")
     assert page.input_value("#order") == "newest"
     page.screenshot(path=str(env.shots / "experiments-paged.png"), full_page=True)
+    page.goto(env.url + "/cluster")  # live experiments, found through the same filtered listing
+    page.locator("#agents tbody tr").first.wait_for()
+    assert page.locator("#agents tbody tr").count() == 1
 
 
 def test_every_page_and_its_json_mask_the_configs_secrets(env: Env) -> None:
