@@ -6,17 +6,18 @@ a trial's token (scoped to one trial run, for the checkpoint store only).
 
 The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer knows the owner):
 
-| call                                                     | needs                                    |
-|----------------------------------------------------------|------------------------------------------|
-| Login, health, reflection                                | nothing                                  |
-| WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,   | a user session or the cluster secret     |
-| CreateExperiment                                         |                                          |
-| SetUserPassword                                          | that user's session, or an admin         |
-| CreateUser, SetUserActive, SetAgentEnabled               | an admin                                 |
+| call                                                        | needs                                 |
+|-------------------------------------------------------------|---------------------------------------|
+| Login, health, reflection                                   | nothing                               |
+| WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,      | a user session or the cluster secret  |
+| CreateExperiment, UploadExperiment                          |                                       |
+| SetUserPassword                                             | that user's session, or an admin      |
+| CreateUser, SetUserActive, SetAgentEnabled                  | an admin                              |
 | ListExperiments, GetExperiment, GetTrial, ListTrialDetails, | READ the experiment (below)           |
-| GetTrialLogs, GetModelDefinition                         |                                          |
-| Kill/Pause/Activate/Patch/DeleteExperiment               | MANAGE the experiment: owner or admin    |
-| AgentLinkService.Connect, ValidateToken, Authorize       | the cluster secret                       |
+| GetTrialLogs, GetMetrics, GetModelDefinition                |                                       |
+| Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
+| DeleteCheckpoints                                           |                                       |
+| AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
 
 READ: every signed-in user reads every experiment (Determined's open-source default); with
 `--private-experiments` a user who is not an admin sees only the experiments they own (lists
