@@ -8,6 +8,8 @@ ROOTS = {
     "pedl_agent": "services/agent",
     "pedl_checkpoint_store": "services/checkpoint_store",
     "pedl_webui": "services/webui",
+    # Server-only authentication and authorisation (scheduler, checkpoint store); never in `pedl`.
+    "pedl_server_auth": "services/server_auth",
 }
 
 packages: list[str] = []

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from pedl import _grpc
-from pedl.login import login
+from pedl.auth.login import login
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager

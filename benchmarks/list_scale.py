@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from pedl import _grpc
+from pedl.auth.login import login
 from pedl.cli.client import LIST_PAGE
 from pedl.cli.main import main as cli
-from pedl.login import login
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops

@@ -28,7 +28,7 @@ from pathlib import Path
 import grpc
 
 from pedl import _grpc
-from pedl.login import login
+from pedl.auth.login import login
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 BIN = Path(sys.executable).parent

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pedl import _grpc  # noqa: E402
+from pedl.auth.login import login  # noqa: E402
 from pedl.context import pack  # noqa: E402
-from pedl.login import login  # noqa: E402
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc  # noqa: E402
 from pedl_scheduler.cluster import Cluster  # noqa: E402
 from pedl_scheduler.experiments import ExperimentManager  # noqa: E402

@@ -13,7 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from pedl import auth
-from pedl._bearer import BearerInterceptor, aio_interceptors
+from pedl.auth.bearer import BearerInterceptor, aio_interceptors
 
 # Message limits, chosen per direction (gRPC's own default, 4 MiB received, is too small for a model
 # definition and would fail a create with a transport error instead of the scheduler's clear one):

@@ -1,31 +1,5 @@
-"""Logging a client in: exchange a password for a session token and remember it in auth.json."""
+"""Kept for scripts that call `pedl.login.login(master, user, password)`; the code is pedl.auth.login."""
 
-from __future__ import annotations
+from pedl.auth.login import login
 
-from pathlib import Path
-
-from pedl import _grpc, auth
-from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
-
-TIMEOUT_SECONDS = 30.0
-
-
-def login(master: str, username: str, password: str, auth_path: Path | None = None) -> auth_pb2.LoginResponse:
-    """Raises grpc.RpcError (UNAUTHENTICATED for a wrong password). The saved entry also names the
-    cluster's checkpoint store, so clients present the token there too."""
-    with _grpc.channel(master) as ch:
-        reply = auth_pb2_grpc.AuthServiceStub(ch).Login(
-            auth_pb2.LoginRequest(username=username, password=password), timeout=TIMEOUT_SECONDS
-        )
-    with _grpc.channel(master, token=reply.token) as ch:
-        info = scheduler_pb2_grpc.SchedulerServiceStub(ch).GetClusterInfo(
-            scheduler_pb2.GetClusterInfoRequest(), timeout=TIMEOUT_SECONDS
-        )
-    entry = {
-        "username": reply.user.username,
-        "token": reply.token,
-        "expires_at": reply.expires_at,
-        "checkpoint_store": info.checkpoint_store_address,
-    }
-    auth.save_login(master, entry, auth_path)
-    return reply
+__all__ = ["login"]

@@ -1,50 +1,29 @@
-"""Who may do what to which checkpoint in the store: the store's one authorisation rule.
+"""The checkpoint store's side of authorisation: it enforces the rules of `pedl_server_auth.authz`.
 
-| call                                    | cluster | trial token (its run live)     | user session   |
-|-----------------------------------------|---------|--------------------------------|----------------|
-| UploadCheckpoint, Begin/Finish/AbortUpload | yes  | its own trial's only           | owner or admin |
-| DownloadCheckpoint, GetCheckpoint       | yes     | its own trial's, and those it  | READ (below)   |
-|                                         |         | was granted at dispatch (its   |                |
-|                                         |         | latest, a PBT parent's, a warm |                |
-|                                         |         | start's)                       |                |
-| ListCheckpoints                         | yes     | its own trial (trial_id = its) | READ, filtered |
-| DeleteCheckpoint                        | yes     | never                          | never (*)      |
-
-(*) Users delete through the scheduler (`DeleteCheckpoints`), which owns a checkpoint's lifecycle:
-it checks ownership and that nothing still needs the checkpoint, then deletes here with the cluster
-secret. A delete here behind its back left it listing, and resuming trials from, checkpoints whose
-bytes were gone.
-
-A user's token is never judged here: the store asks the scheduler (`AuthService.Authorize`, the
-rule in services/scheduler/authz.py; READ is everyone unless the scheduler runs with
-`--private-experiments`) on every call, so deactivation and `logout --all` act at once. A trial's
-token carries its scope, signed (pedl._trial_token), and is checked here; whether its run is
-still live (not ended, no newer run) the store asks the scheduler too, remembering a yes for a few
-seconds. While the scheduler cannot be reached, a trial's signed scope stands until the token
-expires (so a scheduler restart does not fail uploads) and a user's call is refused (UNAVAILABLE).
+The rules (the table of who may do what to which checkpoint) are in that one module. A user's
+token is never judged here: the store asks the scheduler (`AuthService.Authorize`, answered from
+the same rules) on every call, so deactivation and `logout --all` act at once. A trial's token
+carries its scope, signed (pedl_server_auth.trial_token), and its scope is checked here with
+`authz.check_trial_scope`; whether its run is still live (not ended, no newer run) the store asks
+the scheduler too, remembering a yes for a few seconds. While the scheduler cannot be reached, a
+trial's signed scope stands until the token expires (so a scheduler restart does not fail
+uploads) and a user's call is refused (UNAVAILABLE).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import grpc
 import grpc.aio
 
-from pedl import _grpc, _log, _trial_token
-from pedl._server_auth import Principal, bearer_token, current_principal
+from pedl import _grpc, _log
 from pedl.v1 import auth_pb2, auth_pb2_grpc, common_pb2
+from pedl_server_auth import Denied, Principal, authz, bearer_token, current_principal, trial_token
+from pedl_server_auth.authz import READ
 
 log = _log.get_logger(component="checkpoint_store")
 ASK_TIMEOUT_SECONDS = 10.0
-READ, WRITE, DELETE = "read", "write", "delete"
-
-
-@dataclass(frozen=True)
-class Refusal(Exception):
-    code: grpc.StatusCode
-    message: str
 
 
 class SchedulerAsker:
@@ -62,7 +41,7 @@ class SchedulerAsker:
         if hit is not None and hit[0] > now:
             return hit[1]
         if not self.master:
-            raise Refusal(
+            raise Denied(
                 grpc.StatusCode.UNAVAILABLE,
                 "this checkpoint store cannot check tokens: it was started without --master",
             )
@@ -74,7 +53,7 @@ class SchedulerAsker:
                 request, timeout=ASK_TIMEOUT_SECONDS
             )
         except grpc.aio.AioRpcError as e:
-            raise Refusal(
+            raise Denied(
                 grpc.StatusCode.UNAVAILABLE,
                 f"cannot check the caller with the scheduler at {self.master}: {e.details()}",
             ) from None
@@ -101,7 +80,7 @@ class StoreAuthz:
         """Aborts the call unless the caller may do `action` to that checkpoint."""
         try:
             await self._check(_token(context), action, experiment_id, trial_id, uuid)
-        except Refusal as r:
+        except Denied as r:
             await context.abort(r.code, r.message)
 
     async def _check(self, token: str, action: str, experiment_id: int, trial_id: int, uuid: str) -> None:
@@ -110,34 +89,29 @@ class StoreAuthz:
             return
         assert self.secret is not None and self.asker is not None
         if principal.kind == "trial":
-            claim = _trial_token.verify(self.secret, token)
+            claim = trial_token.verify(self.secret, token)
             if claim is None:
-                raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
-            _trial_scope(claim, action, experiment_id, trial_id, uuid)
+                raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
+            authz.check_trial_scope(claim, action, experiment_id, trial_id, uuid)
             await self._run_is_live(token, claim)
             return
-        if action == DELETE:
-            raise Refusal(
-                grpc.StatusCode.PERMISSION_DENIED,
-                "checkpoints are deleted through the scheduler (`pedl checkpoint delete UUID`), "
-                "which checks ownership and that no trial needs them",
-            )
+        authz.check_user_in_store(action)
         reply = await self.asker.ask(token, action, experiment_id)
         if not reply.allowed:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, reply.reason)
+            raise Denied(grpc.StatusCode.PERMISSION_DENIED, reply.reason)
 
-    async def _run_is_live(self, token: str, claim: _trial_token.Claim) -> None:
+    async def _run_is_live(self, token: str, claim: trial_token.Claim) -> None:
         assert self.asker is not None
         try:
             reply = await self.asker.ask(token, "run", claim.experiment_id)
-        except Refusal as r:
+        except Denied as r:
             if not self._warned_unreachable:  # once per outage, not per call
                 log.warning("scheduler unreachable: trial tokens' signed scope stands", error=r.message)
             self._warned_unreachable = True
             return
         self._warned_unreachable = False
         if not reply.allowed:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, reply.reason)
+            raise Denied(grpc.StatusCode.PERMISSION_DENIED, reply.reason)
 
     async def visible(
         self, context: grpc.aio.ServicerContext, checkpoints: list[common_pb2.Checkpoint], trial_id: int
@@ -159,33 +133,14 @@ class StoreAuthz:
                 if c.experiment_id not in allowed:
                     allowed[c.experiment_id] = (await self.asker.ask(token, READ, c.experiment_id)).allowed
             return [c for c in checkpoints if allowed[c.experiment_id]]
-        except Refusal as r:
+        except Denied as r:
             await context.abort(r.code, r.message)
             raise  # unreachable: abort raises
-
-
-def _trial_scope(
-    claim: _trial_token.Claim, action: str, experiment_id: int, trial_id: int, uuid: str
-) -> None:
-    own = claim.experiment_id == experiment_id and claim.trial_id == trial_id
-    if action == DELETE:
-        raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "a trial's token may not delete checkpoints")
-    if own or (action == READ and uuid and uuid in claim.grants):
-        return
-    whose = f"trial {claim.trial_id} of experiment {claim.experiment_id}"
-    if action == WRITE:
-        raise Refusal(
-            grpc.StatusCode.PERMISSION_DENIED, f"the token of {whose} may store only that trial's checkpoints"
-        )
-    raise Refusal(
-        grpc.StatusCode.PERMISSION_DENIED,
-        f"the token of {whose} may read only that trial's checkpoints and the ones it was started from",
-    )
 
 
 def _token(context: grpc.aio.ServicerContext) -> str:
     return bearer_token(context.invocation_metadata()) or ""
 
 
-def principal_for_trial(claim: _trial_token.Claim) -> Principal:
+def principal_for_trial(claim: trial_token.Claim) -> Principal:
     return Principal(f"trial-{claim.trial_id}", False, kind="trial", experiment_id=claim.experiment_id)

@@ -10,11 +10,11 @@ import time
 import grpc
 import grpc.aio
 
-from pedl import _grpc, _trial_token, auth
-from pedl._server_auth import CLUSTER, AuthInterceptor, Denied, Principal, is_secret
+from pedl import _grpc, auth
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_checkpoint_store.authz import SchedulerAsker, StoreAuthz, principal_for_trial
 from pedl_checkpoint_store.config import Config
+from pedl_server_auth import CLUSTER, AuthInterceptor, Denied, Principal, is_secret, trial_token
 
 # 0: a deactivated user or a session ended by `logout --all` is refused at once.
 CACHE_SECONDS = 0.0
@@ -72,8 +72,8 @@ class StoreAuthenticator:
             raise Denied(grpc.StatusCode.UNAUTHENTICATED, "this call needs a credential (a pedl token)")
         if is_secret(token, self.secret):
             return CLUSTER
-        if _trial_token.is_trial_token(token):
-            claim = _trial_token.verify(self.secret, token)
+        if trial_token.is_trial_token(token):
+            claim = trial_token.verify(self.secret, token)
             if claim is None:
                 raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
             return principal_for_trial(claim)

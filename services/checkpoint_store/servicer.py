@@ -15,11 +15,12 @@ from google.protobuf import json_format
 from pedl import _log
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
-from pedl_checkpoint_store.authz import DELETE, READ, WRITE, StoreAuthz
+from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
 from pedl_checkpoint_store.upload import Upload
+from pedl_server_auth.authz import DELETE, READ, WRITE
 
 _CODES: list[tuple[type[StoreError], grpc.StatusCode]] = [
     (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),

@@ -11,14 +11,12 @@ from typing import Any
 import grpc
 
 from pedl import __version__
-from pedl._server_auth import current_principal
 from pedl.checkpoints import CheckpointError
 from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import S3Allowance
 from pedl_scheduler import (
-    authz,
     convert,
     experiment_delete,
     experiment_listing,
@@ -27,7 +25,6 @@ from pedl_scheduler import (
     paging,
     trial_results,
 )
-from pedl_scheduler.authz import Access
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
@@ -37,6 +34,8 @@ from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
+from pedl_server_auth import authz, current_principal
+from pedl_server_auth.authz import Access
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
@@ -59,7 +58,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.db = manager.db
         self.cluster = cluster
         self.cluster_id = cluster_id
-        # --private-experiments: users who are not admins read only their own (authz.py).
+        # --private-experiments: users who are not admins read only their own (pedl_server_auth.authz).
         self.private = private
 
     async def CreateExperiment(self, request, context):  # noqa: N802

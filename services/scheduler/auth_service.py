@@ -10,10 +10,7 @@ import asyncio
 
 import grpc
 
-from pedl import _trial_token
-from pedl._server_auth import CLUSTER, Denied, Principal, bearer_token, current_principal, is_secret
 from pedl.v1 import auth_pb2, auth_pb2_grpc
-from pedl_scheduler import authz
 from pedl_scheduler.login_guard import (
     TARPIT_SECONDS,
     AttemptLimits,
@@ -33,6 +30,16 @@ from pedl_scheduler.users import (
     hash_password,
     rfc3339,
     verify,
+)
+from pedl_server_auth import (
+    CLUSTER,
+    Denied,
+    Principal,
+    authz,
+    bearer_token,
+    current_principal,
+    is_secret,
+    trial_token,
 )
 
 LOGIN = "/pedl.v1.AuthService/Login"
@@ -64,8 +71,8 @@ class SchedulerAuthenticator:
             raise Denied(grpc.StatusCode.UNAUTHENTICATED, NO_CREDENTIAL)
         if is_secret(token, self.secret):
             return CLUSTER
-        if _trial_token.is_trial_token(token):
-            claim = _trial_token.verify(self.secret, token)
+        if trial_token.is_trial_token(token):
+            claim = trial_token.verify(self.secret, token)
             if claim is None:
                 raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
             return Principal(

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 import grpc
 import grpc.aio
 
-from pedl import _trial_token, auth
-from pedl._server_auth import AuthInterceptor
+from pedl import auth
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler.auth_service import LOGIN, AuthServicer, SchedulerAuthenticator
 from pedl_scheduler.login_guard import AttemptLimits, HashPool, Limits
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import UserError, Users
+from pedl_server_auth import AuthInterceptor, trial_token
 
 BOOTSTRAP_ADMIN = "admin"
 
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--trial-token-ttl-hours",
         type=float,
         default=float(
-            env("PEDL_SCHEDULER_TRIAL_TOKEN_TTL_HOURS", str(_trial_token.DEFAULT_TTL_SECONDS / 3600))
+            env("PEDL_SCHEDULER_TRIAL_TOKEN_TTL_HOURS", str(trial_token.DEFAULT_TTL_SECONDS / 3600))
         ),
         help="lifetime of a trial run's checkpoint-store token (it also stops when its run ends)",
     )
@@ -84,7 +84,7 @@ class Security:
     users: Users
     tls: tuple[bytes, bytes] | None
     private_experiments: bool = False
-    trial_token_ttl_seconds: float = _trial_token.DEFAULT_TTL_SECONDS
+    trial_token_ttl_seconds: float = trial_token.DEFAULT_TTL_SECONDS
     interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
     register: list[Callable[[grpc.aio.Server], None]] = field(default_factory=list)
     service_names: list[str] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """The scheduler's answers to the checkpoint store's `AuthService.Authorize`: the store holds the
 bytes, the scheduler knows who owns what, so the store asks rather than judging a token itself.
 
-A user's session: the rule of `authz.may` (read: everyone, or owners only with
+A user's session: the rule of `pedl_server_auth.authz.may` (read: everyone, or owners only with
 `--private-experiments`; delete and write: owner or admin). Experiment 0 asks "every experiment?"
 (a listing across experiments: yes for admins and when experiments are not private).
 A trial's token: genuine, unexpired, and its run still the trial's live run (the trial neither
@@ -11,20 +11,17 @@ checkpoints granted at dispatch).
 
 from __future__ import annotations
 
-from pedl import _trial_token
-from pedl._server_auth import Principal
 from pedl.v1 import auth_pb2
-from pedl_scheduler import authz
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.users import Session, Users
+from pedl_server_auth import Principal, authz, trial_token
 
 # A user's answer is not remembered (deactivation and `logout --all` take effect at once); a trial
 # run's for a few seconds (its token is revoked that long after the run ends).
 TRIAL_CACHE_SECONDS = 5.0
 LIVE_TRIAL_STATES = ("ACTIVE", "PAUSED")  # a pausing trial still uploads its last checkpoint
-_ACCESS = {"read": authz.Access.READ, "write": authz.Access.MANAGE, "delete": authz.Access.MANAGE}
 
 
 class StoreQuestions:
@@ -35,11 +32,11 @@ class StoreQuestions:
         self.private = private
 
     def answer(self, request: auth_pb2.AuthorizeRequest) -> auth_pb2.AuthorizeResponse:
-        if _trial_token.is_trial_token(request.token):
+        if trial_token.is_trial_token(request.token):
             return self._trial(request.token)
-        access = _ACCESS.get(request.action)
+        access = authz.STORE_ACCESS.get(request.action)
         if access is None:
-            return _no(f"unknown action {request.action!r}: one of {', '.join(sorted(_ACCESS))}")
+            return _no(f"unknown action {request.action!r}: one of {', '.join(sorted(authz.STORE_ACCESS))}")
         session = self.users.session(request.token)
         if not isinstance(session, Session):
             return _no(f"{session}: log in again with `pedl user login`")
@@ -55,7 +52,7 @@ class StoreQuestions:
         return _no(authz.refusal(principal, access, exp_id, owner), user, ttl=0.0)
 
     def _trial(self, token: str) -> auth_pb2.AuthorizeResponse:
-        claim = _trial_token.verify(self.secret, token)
+        claim = trial_token.verify(self.secret, token)
         if claim is None:
             return _no("the trial token is not valid or has expired")
         row = trial_ops.trial(self.db, claim.trial_id)

@@ -14,8 +14,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from pedl import _grpc, _trial_token
-from pedl._bearer import BearerInterceptor
+from pedl import _grpc
+from pedl.auth.bearer import BearerInterceptor
 from pedl.context import pack
 from pedl.v1 import (
     auth_pb2,
@@ -26,6 +26,7 @@ from pedl.v1 import (
     scheduler_pb2,
     scheduler_pb2_grpc,
 )
+from pedl_server_auth import trial_token
 from support.models import tiny_config, write_tiny_model
 from support.processes import BIN, LocalCluster, local_cluster, login, start, stop
 
@@ -92,7 +93,7 @@ def test_calls_without_a_valid_token_are_unauthenticated(cluster: LocalCluster) 
         grpc.StatusCode.UNAUTHENTICATED
     )
     # A trial's token is for the checkpoint store only (tests/integration/test_rpc_authorization.py).
-    trial = _trial_token.mint(cluster.secret_file.read_text().strip(), 1, 1, 1)
+    trial = trial_token.mint(cluster.secret_file.read_text().strip(), 1, 1, 1)
     assert code_of(lambda: scheduler(cluster.master, trial).ListExperiments(list_request)) == (
         grpc.StatusCode.PERMISSION_DENIED
     )

@@ -21,7 +21,7 @@ import grpc
 import pytest
 
 from pedl import _grpc, auth
-from pedl._bearer import BearerInterceptor
+from pedl.auth.bearer import BearerInterceptor
 from pedl.context import pack
 from pedl.v1 import auth_pb2, auth_pb2_grpc, common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from support.models import tiny_config, write_tiny_model

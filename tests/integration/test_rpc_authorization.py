@@ -21,8 +21,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from pedl import _trial_token
-from pedl._bearer import BearerInterceptor
+from pedl.auth.bearer import BearerInterceptor
 from pedl.context import pack
 from pedl.v1 import (
     agent_pb2,
@@ -35,6 +34,7 @@ from pedl.v1 import (
     scheduler_pb2_grpc,
 )
 from pedl.v1 import agent_pb2_grpc as link_grpc
+from pedl_server_auth import trial_token
 from support.models import tiny_config, write_tiny_model
 from support.processes import LocalCluster, local_cluster, login
 
@@ -153,7 +153,7 @@ def test_every_rpc_has_a_row() -> None:
         table = expected(private)
         assert sorted(all_methods()) == sorted(table), set(all_methods()) ^ set(table)
         assert all(set(outcomes) == set(CALLERS) for outcomes in table.values())
-    from pedl_scheduler import authz
+    from pedl_server_auth import authz
 
     served_by_scheduler = [m for m in all_methods() if "CheckpointStore" not in m and "Harness" not in m]
     assert sorted(served_by_scheduler) == sorted(authz.RULES)
@@ -208,7 +208,7 @@ class World:
 
     def trial_token(self, exp_id: int, grants: tuple[str, ...] = ()) -> str:
         trial_id, run_id = self.trial_of(exp_id)
-        return _trial_token.mint(self.secret, exp_id, trial_id, run_id, grants)
+        return trial_token.mint(self.secret, exp_id, trial_id, run_id, grants)
 
     def new_checkpoint(self, exp_id: int | None = None, caller: str = "cluster") -> str:
         exp_id = exp_id or self.exp_id

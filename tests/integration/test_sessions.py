@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pedl._bearer import BearerInterceptor
+from pedl.auth.bearer import BearerInterceptor
 from pedl.v1 import auth_pb2, auth_pb2_grpc, checkpoint_store_pb2, checkpoint_store_pb2_grpc
 from support.processes import BIN, LocalCluster, local_cluster, login
 

@@ -9,9 +9,9 @@ import grpc
 import grpc.aio
 import pytest
 
-from pedl import _grpc, _trial_token, auth
-from pedl._server_auth import AuthInterceptor, Denied, Principal, bearer_token, current_principal
+from pedl import _grpc, auth
 from pedl.v1 import auth_pb2, auth_pb2_grpc
+from pedl_server_auth import AuthInterceptor, Denied, Principal, bearer_token, current_principal, trial_token
 
 
 @pytest.fixture(autouse=True)
@@ -51,20 +51,20 @@ def test_bad_secret_and_pem_files_are_clear_errors(tmp_path) -> None:
 
 def test_trial_tokens_verify_only_when_genuine_and_unexpired() -> None:
     parent = "0f3c2a9e-5d1b-4c6e-8a7f-1b2c3d4e5f60"
-    token = _trial_token.mint("s" * 32, 7, 11, 3, (parent, ""), ttl_seconds=60, now=1000)
-    claim = _trial_token.verify("s" * 32, token, now=1000)
-    assert claim == _trial_token.Claim(7, 11, 3, 1060, frozenset({parent}))
-    assert _trial_token.verify("t" * 32, token, now=1000) is None  # another cluster's secret
-    assert _trial_token.verify("s" * 32, token, now=1061) is None  # expired
+    token = trial_token.mint("s" * 32, 7, 11, 3, (parent, ""), ttl_seconds=60, now=1000)
+    claim = trial_token.verify("s" * 32, token, now=1000)
+    assert claim == trial_token.Claim(7, 11, 3, 1060, frozenset({parent}))
+    assert trial_token.verify("t" * 32, token, now=1000) is None  # another cluster's secret
+    assert trial_token.verify("s" * 32, token, now=1061) is None  # expired
     forged = token.replace(".7.", ".8.", 1)
-    assert _trial_token.verify("s" * 32, forged, now=1000) is None
+    assert trial_token.verify("s" * 32, forged, now=1000) is None
     widened = token.replace(parent, parent + ",another-checkpoint")
-    assert _trial_token.verify("s" * 32, widened, now=1000) is None  # grants are signed too
-    assert _trial_token.verify("s" * 32, "pedlt1.garbage", now=1000) is None
+    assert trial_token.verify("s" * 32, widened, now=1000) is None  # grants are signed too
+    assert trial_token.verify("s" * 32, "pedlt1.garbage", now=1000) is None
     # The unscoped 30-day tokens of earlier versions are no longer accepted.
-    assert _trial_token.verify("s" * 32, "pedlt1.7.11.99999999999.sig", now=1000) is None
+    assert trial_token.verify("s" * 32, "pedlt1.7.11.99999999999.sig", now=1000) is None
     with pytest.raises(ValueError, match="not a checkpoint uuid"):
-        _trial_token.mint("s" * 32, 7, 11, 3, ("a.b",))
+        trial_token.mint("s" * 32, 7, 11, 3, ("a.b",))
 
 
 def test_bearer_token_parsing() -> None:

@@ -78,7 +78,7 @@ def _stub(args: argparse.Namespace) -> tuple[auth_pb2_grpc.AuthServiceStub, obje
 
 
 def user_login(args: argparse.Namespace) -> int:
-    from pedl.login import login
+    from pedl.auth.login import login
 
     args.master_address = resolve_master(getattr(args, "master", None))
     username = args.username or getpass.getuser()

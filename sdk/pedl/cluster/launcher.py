@@ -287,7 +287,7 @@ def _free_port() -> int:
 
 def _login_admin(master: str, paths: ClusterPaths, out: Output) -> str:
     """Logs this machine's CLI in as the cluster's admin (auth.json beside the cluster's state)."""
-    from pedl.login import login
+    from pedl.auth.login import login
 
     try:
         reply = login(master, credentials.ADMIN, credentials.admin_password(paths), paths.home / "auth.json")

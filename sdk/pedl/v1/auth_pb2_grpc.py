@@ -125,7 +125,7 @@ class AuthServiceServicer(object):
     def Authorize(self, request, context):
         """Called with the cluster secret by the checkpoint store: may the holder of `token` (a user's
         session or a trial's token) do `action` to a checkpoint of `experiment_id`? The scheduler's
-        rule (services/scheduler/authz.py) answers, so the store never judges a user token itself.
+        rule (services/server_auth/authz.py) answers, so the store never judges a user token itself.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

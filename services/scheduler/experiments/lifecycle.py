@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from pedl._server_auth import ANONYMOUS, Principal
 from pedl._timeutil import utc_now
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.searcher import make_search_method
@@ -28,6 +27,7 @@ from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.searcher_journal import SearcherJournal
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
+from pedl_server_auth import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle

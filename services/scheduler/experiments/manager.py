@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pedl._server_auth import ANONYMOUS, Principal
 from pedl.config import ExperimentConfig
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
@@ -40,6 +39,7 @@ from pedl_scheduler.experiments.trial_runs import TrialRuns
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.storage import Storage
+from pedl_server_auth import ANONYMOUS, Principal
 
 
 class ExperimentManager:
@@ -112,7 +112,7 @@ class ExperimentManager:
 
     @property
     def cluster_secret(self) -> str | None:
-        """Signs each run's checkpoint-store credential (pedl._trial_token); None without auth."""
+        """Signs each run's checkpoint-store credential (pedl_server_auth.trial_token); None without auth."""
         return self.state.cluster_secret
 
     @cluster_secret.setter

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from pedl import _trial_token
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
+from pedl_server_auth import trial_token
 
 
 class SchedulerState:
@@ -31,9 +31,9 @@ class SchedulerState:
         self.reconnect_grace = reconnect_grace
         self.restart_backoff = restart_backoff or RestartBackoff()
         self.request_limits = request_limits or RequestLimits()
-        # Signs each run's checkpoint-store credential (pedl._trial_token); None without auth.
+        # Signs each run's checkpoint-store credential (pedl_server_auth.trial_token); None without auth.
         self.cluster_secret: str | None = None
-        self.trial_token_ttl_seconds: float = _trial_token.DEFAULT_TTL_SECONDS
+        self.trial_token_ttl_seconds: float = trial_token.DEFAULT_TTL_SECONDS
         self.experiments: dict[int, ExperimentRuntime] = {}
         self.trials: dict[int, TrialRuntime] = {}
         # Indexes the hot paths use instead of scanning every live trial (a search may queue

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from pedl import _trial_token
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.sequencer import Kind
@@ -25,6 +24,7 @@ from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
+from pedl_server_auth import trial_token
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
@@ -148,7 +148,7 @@ class TrialRuns:
         if not secret:
             return ""
         grants = (trial.latest_checkpoint_uuid, "" if trial.latest_checkpoint_uuid else exp.warm_start_uuid)
-        return _trial_token.mint(
+        return trial_token.mint(
             secret, exp.id, trial.id, trial.run_id, grants, self.state.trial_token_ttl_seconds
         )
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl._server_auth import Principal
-from pedl_scheduler import authz
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.storage.connection import Storage
 from pedl_scheduler.storage.ops import results as result_ops
+from pedl_server_auth import Principal, authz
 
 
 def resolve_source(db: Storage, config: Any, requester: Principal) -> str:

@@ -15,7 +15,7 @@ import pytest
 import urllib3
 from s3_helpers import DEFAULT_BUCKET, MiB, keys, make_tree, multipart_uploads, read_tree, start_store
 
-from pedl import _grpc, _trial_token
+from pedl import _grpc
 from pedl.checkpoints import CheckpointError, CheckpointStoreClient
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc
@@ -24,6 +24,7 @@ from pedl_checkpoint_store.errors import NotFound
 from pedl_checkpoint_store.s3 import S3Backend
 from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.store import CheckpointStore
+from pedl_server_auth import trial_token
 from support.processes import Service, stop
 from support.seaweedfs import SeaweedFS, weed_binary
 
@@ -145,7 +146,7 @@ def test_finish_checks_what_was_sent(
 
 def test_trials_plan_only_their_experiments_checkpoints(s3_store: tuple[Service, str]) -> None:
     service, _ = s3_store
-    token = _trial_token.mint(os.environ["PEDL_CLUSTER_SECRET"], 5, 1, run_id=1)
+    token = trial_token.mint(os.environ["PEDL_CLUSTER_SECRET"], 5, 1, run_id=1)
     with pytest.raises(grpc.RpcError) as info:
         begin(service.address, experiment_id=6, token=token)
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pedl import _trial_token
 from pedl.v1 import auth_pb2
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager
@@ -13,6 +12,7 @@ from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import Users
+from pedl_server_auth import trial_token
 
 SECRET = "s" * 32
 CONFIG = """
@@ -31,13 +31,13 @@ def test_a_trial_token_lives_as_long_as_its_run(tmp_path: Path) -> None:
     q = StoreQuestions(db, Users(db, 60), SECRET, private=False)
     exp_id = manager.create_experiment(CONFIG, b"model", "model", owner="alice")
     trial = trial_ops.trials_of(db, exp_id)[0]
-    token = _trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"])
+    token = trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"])
     assert ask(q, token, "run").allowed
-    assert not ask(q, _trial_token.mint("t" * 32, exp_id, trial["id"], trial["run_id"]), "run").allowed
+    assert not ask(q, trial_token.mint("t" * 32, exp_id, trial["id"], trial["run_id"]), "run").allowed
     trial_ops.start_run(db, trial["id"], trial["run_id"] + 1, "{}", "t")  # a new run: the old token ends
     answer = ask(q, token, "run")
     assert not answer.allowed and "has ended: its token is revoked" in answer.reason
-    newer = _trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"] + 1)
+    newer = trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"] + 1)
     assert ask(q, newer, "run").allowed
     trial_ops.end_trial(db, trial["id"], "CANCELED", "", "t")  # the trial ends: so does every token of it
     assert not ask(q, newer, "run").allowed

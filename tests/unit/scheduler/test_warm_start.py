@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from pedl._server_auth import Principal
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
+from pedl_server_auth import Principal
 from tests.unit.scheduler.test_pbt_restart import ScriptedAgent, start
 
 SOURCE = """

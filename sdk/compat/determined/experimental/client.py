@@ -36,8 +36,8 @@ def login(
     if user is not None:
         if password is None:
             raise ValueError("client.login(user=...) needs password= too")
+        from pedl.auth.login import login as pedl_login
         from pedl.experimental.client import resolve_master
-        from pedl.login import login as pedl_login
 
         pedl_login(resolve_master(_default_master()), user, password)
 

@@ -1,4 +1,4 @@
-"""Server side of authentication, shared by the scheduler and the checkpoint store.
+"""Authentication on a server, shared by the scheduler and the checkpoint store.
 
 A grpc.aio interceptor reads `authorization: Bearer <token>`, asks the service's `authenticate`
 who the caller is, and either refuses the call with that status or runs it with the caller
@@ -7,45 +7,17 @@ available to the servicer through `current_principal()`.
 
 from __future__ import annotations
 
-import contextvars
 import hmac
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 
 import grpc
 import grpc.aio
 
-from pedl._bearer import HEADER
+from pedl.auth.bearer import HEADER
+from pedl_server_auth.principal import Denied, Principal, set_current_principal
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: a user, a service holding the cluster secret, or a trial's harness."""
-
-    username: str
-    admin: bool
-    kind: str = "user"  # "user" | "cluster" | "trial" | "anonymous" (authentication off)
-    experiment_id: int = 0
-
-
-ANONYMOUS = Principal("", admin=True, kind="anonymous")
-CLUSTER = Principal("", admin=True, kind="cluster")
-
-_current: contextvars.ContextVar[Principal] = contextvars.ContextVar("pedl_principal", default=ANONYMOUS)
-
-
-def current_principal() -> Principal:
-    return _current.get()
-
-
-class Denied(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
@@ -106,14 +78,14 @@ def _with_principal(inner: Callable, principal: Principal, streaming: bool) -> C
     if streaming and inspect.isasyncgenfunction(inner):
 
         async def stream(request, context):  # type: ignore[no-untyped-def]
-            _current.set(principal)
+            set_current_principal(principal)
             async for item in inner(request, context):
                 yield item
 
         return stream
 
     async def call(request, context):  # type: ignore[no-untyped-def]
-        _current.set(principal)
+        set_current_principal(principal)
         return await inner(request, context)
 
     return call

@@ -1,17 +1,18 @@
 """Which credential and CA a pedl process presents to which address: the one place clients look.
 
-Users log in with `pedl user login`; the token lands in `$PEDL_HOME/auth.json` (mode 0600), keyed
-by master address and remembering that cluster's checkpoint store, so every channel pedl._grpc
-makes to either picks it up. Services (scheduler, store, agent) present the cluster secret instead.
+Users log in with `pedl user login` (pedl.auth.login); the token lands in the token store
+(pedl.auth.token_store), keyed by master address and remembering that cluster's checkpoint store,
+so every channel pedl._grpc makes to either picks it up. Services (scheduler, store, agent) present
+the cluster secret instead, read here from its file or the environment.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any
+
+from pedl.auth.errors import AuthConfigError
+from pedl.auth.token_store import load_logins
 
 ENV_TOKEN = "PEDL_TOKEN"
 ENV_CLUSTER_SECRET = "PEDL_CLUSTER_SECRET"
@@ -22,66 +23,11 @@ _process_credential: str | None = None
 _process_tls_ca: str | None = None
 
 
-class AuthConfigError(ValueError):
-    """A secret, token or certificate file that cannot be used."""
-
-
 def configure_process(credential: str | None = None, tls_ca: str | None = None) -> None:
     """Services call this at start-up: their channels then carry `credential` and trust `tls_ca`."""
     global _process_credential, _process_tls_ca
     _process_credential = credential or None
     _process_tls_ca = tls_ca or None
-
-
-def auth_file() -> Path:
-    from pedl.cluster.paths import pedl_home  # lazily: pedl.cluster imports pedl._grpc
-
-    return pedl_home() / "auth.json"
-
-
-def load_logins(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Master address -> {username, token, checkpoint_store, expires_at}; empty when none."""
-    path = path or auth_file()
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise AuthConfigError(f"cannot read {path}: {e}") from e
-    masters = data.get("masters") if isinstance(data, dict) else None
-    return masters if isinstance(masters, dict) else {}
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Atomically, and readable by the owner only from the first byte on."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def save_login(master: str, entry: dict[str, Any], path: Path | None = None) -> Path:
-    path = path or auth_file()
-    logins = load_logins(path)
-    logins[master] = entry
-    _write_private(path, json.dumps({"masters": logins}, indent=2) + "\n")
-    return path
-
-
-def forget_login(master: str, path: Path | None = None) -> dict[str, Any] | None:
-    """Removes the login for `master`; returns it (None if there was none)."""
-    path = path or auth_file()
-    logins = load_logins(path)
-    entry = logins.pop(master, None)
-    if entry is not None:
-        _write_private(path, json.dumps({"masters": logins}, indent=2) + "\n")
-    return entry
 
 
 def credential_for(address: str) -> str | None:

@@ -1,14 +1,14 @@
-"""The scheduler's authorisation rule on its own: every RPC has a row, and the object rule."""
+"""The one authorisation rule on its own: every scheduler RPC has a row, the object rule, and what a
+trial's token or a user may do in the checkpoint store."""
 
 from __future__ import annotations
 
 import grpc
 import pytest
 
-from pedl._server_auth import ANONYMOUS, CLUSTER, Denied, Principal
 from pedl.v1 import agent_pb2, auth_pb2, scheduler_pb2
-from pedl_scheduler import authz
-from pedl_scheduler.authz import Access
+from pedl_server_auth import ANONYMOUS, CLUSTER, Denied, Principal, authz, trial_token
+from pedl_server_auth.authz import Access
 
 ALICE = Principal("alice", False)
 BOB = Principal("bob", False)
@@ -69,3 +69,38 @@ def test_owner_or_admin_manage_and_reads_follow_the_private_flag() -> None:
     assert not authz.may(BOB, Access.READ, "alice", private=True)
     assert not authz.may(BOB, Access.MANAGE, "", private=False)  # made with the cluster secret: admins
     assert "only its owner or an admin" in authz.refusal(BOB, Access.MANAGE, 4, "alice")
+
+
+CLAIM = trial_token.Claim(experiment_id=1, trial_id=3, run_id=2, expires_at=0, grants=frozenset({"parent"}))
+
+
+@pytest.mark.parametrize(
+    ("action", "experiment_id", "trial_id", "uuid", "refusal"),
+    [
+        (authz.WRITE, 1, 3, "new", None),
+        (authz.READ, 1, 3, "own", None),
+        (authz.READ, 1, 4, "parent", None),  # granted at dispatch: a PBT parent's
+        (authz.READ, 1, 4, "other", "may read only that trial's checkpoints and the ones it was started"),
+        (authz.WRITE, 1, 4, "parent", "may store only that trial's checkpoints"),
+        (authz.WRITE, 2, 3, "new", "may store only that trial's checkpoints"),
+        (authz.DELETE, 1, 3, "own", "may not delete checkpoints"),
+    ],
+)
+def test_a_trial_token_reaches_its_own_trial_and_its_grants_only(
+    action: str, experiment_id: int, trial_id: int, uuid: str, refusal: str | None
+) -> None:
+    if refusal is None:
+        authz.check_trial_scope(CLAIM, action, experiment_id, trial_id, uuid)
+        return
+    with pytest.raises(Denied, match=refusal) as info:
+        authz.check_trial_scope(CLAIM, action, experiment_id, trial_id, uuid)
+    assert info.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_users_delete_checkpoints_through_the_scheduler_only() -> None:
+    authz.check_user_in_store(authz.READ)
+    authz.check_user_in_store(authz.WRITE)
+    with pytest.raises(Denied, match="pedl checkpoint delete"):
+        authz.check_user_in_store(authz.DELETE)
+    assert authz.STORE_ACCESS[authz.READ] is Access.READ
+    assert authz.STORE_ACCESS[authz.WRITE] is authz.STORE_ACCESS[authz.DELETE] is Access.MANAGE

@@ -1,20 +1,23 @@
-"""Who may do what on the scheduler: the one authorisation rule, for every RPC it serves.
+"""May this identity do this to that object: the one authorisation rule of the scheduler and the store.
 
-Identities (`pedl._server_auth.Principal.kind`): no credential; a user's session (its owner or
+Identities (`pedl_server_auth.Principal.kind`): no credential; a user's session (its owner or
 another user, admin or not); the cluster secret (agents, the checkpoint store, operators' scripts);
 a trial's token (scoped to one trial run, for the checkpoint store only).
 
-| call                                                     | needs                                    |
-|----------------------------------------------------------|------------------------------------------|
-| Login, health, reflection                                | nothing                                  |
-| WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,   | a user session or the cluster secret     |
-| CreateExperiment                                         |                                          |
-| SetUserPassword                                          | that user's session, or an admin         |
-| CreateUser, SetUserActive, SetAgentEnabled               | an admin                                 |
+The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer knows the owner):
+
+| call                                                        | needs                                 |
+|-------------------------------------------------------------|---------------------------------------|
+| Login, health, reflection                                   | nothing                               |
+| WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,      | a user session or the cluster secret  |
+| CreateExperiment, UploadExperiment                          |                                       |
+| SetUserPassword                                             | that user's session, or an admin      |
+| CreateUser, SetUserActive, SetAgentEnabled                  | an admin                              |
 | ListExperiments, GetExperiment, GetTrial, ListTrialDetails, | READ the experiment (below)           |
-| GetTrialLogs, GetModelDefinition                         |                                          |
-| Kill/Pause/Activate/Patch/DeleteExperiment               | MANAGE the experiment: owner or admin    |
-| AgentLinkService.Connect, ValidateToken, Authorize       | the cluster secret                       |
+| GetTrialLogs, GetMetrics, GetModelDefinition                |                                       |
+| Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
+| DeleteCheckpoints                                           |                                       |
+| AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
 
 READ: every signed-in user reads every experiment (Determined's open-source default); with
 `--private-experiments` a user who is not an admin sees only the experiments they own (lists
@@ -26,6 +29,28 @@ for every RPC, and the store asks `Authorize` whether the trial's run is still l
 
 A method without a row is refused at run time (default deny), and the RPC table test
 (tests/integration/test_rpc_authorization.py) fails for it, so a new RPC needs its rule here.
+
+The checkpoint store's calls (services/checkpoint_store/authz.py enforces them; its actions are
+`READ`, `WRITE`, `DELETE`):
+
+| call                                    | cluster | trial token (its run live)     | user session   |
+|-----------------------------------------|---------|--------------------------------|----------------|
+| UploadCheckpoint, Begin/Finish/AbortUpload | yes  | its own trial's only           | MANAGE         |
+| DownloadCheckpoint, GetCheckpoint       | yes     | its own trial's, and those it  | READ           |
+|                                         |         | was granted at dispatch (its   |                |
+|                                         |         | latest, a PBT parent's, a warm |                |
+|                                         |         | start's)                       |                |
+| ListCheckpoints                         | yes     | its own trial (trial_id = its) | READ, filtered |
+| DeleteCheckpoint                        | yes     | never                          | never (*)      |
+
+A user's column is answered by the scheduler (`AuthService.Authorize`, store_questions.py, with
+`may` and `STORE_ACCESS`), never by the store, so deactivation and `logout --all` act at once. A
+trial's column is `check_trial_scope`, which the store runs itself on the token's signed scope;
+the scheduler only says whether the token's run is still live.
+(*) Users delete through the scheduler (`DeleteCheckpoints`), which owns a checkpoint's lifecycle:
+it checks ownership and that nothing still needs the checkpoint, then deletes in the store with the
+cluster secret. A delete in the store behind its back left it listing, and resuming trials from,
+checkpoints whose bytes were gone.
 """
 
 from __future__ import annotations
@@ -35,7 +60,8 @@ from enum import Enum
 
 import grpc
 
-from pedl._server_auth import Denied, Principal
+from pedl_server_auth.principal import Denied, Principal
+from pedl_server_auth.trial_token import Claim
 
 
 class Who(Enum):
@@ -132,3 +158,36 @@ def refusal(principal: Principal, access: Access, exp_id: int, owner: str | None
 
 def may_change_password(principal: Principal, username: str) -> bool:
     return principal.admin or (principal.kind == "user" and principal.username == username)
+
+
+# The checkpoint store's actions (`AuthorizeRequest.action`) and what each needs of the experiment.
+READ, WRITE, DELETE = "read", "write", "delete"
+STORE_ACCESS = {READ: Access.READ, WRITE: Access.MANAGE, DELETE: Access.MANAGE}
+
+
+def check_user_in_store(action: str) -> None:
+    """Raises Denied for what no user may do in the store itself, whoever owns the checkpoint."""
+    if action == DELETE:
+        raise Denied(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "checkpoints are deleted through the scheduler (`pedl checkpoint delete UUID`), "
+            "which checks ownership and that no trial needs them",
+        )
+
+
+def check_trial_scope(claim: Claim, action: str, experiment_id: int, trial_id: int, uuid: str) -> None:
+    """Raises Denied unless a trial's (genuine) token covers `action` on that trial's checkpoint."""
+    own = claim.experiment_id == experiment_id and claim.trial_id == trial_id
+    if action == DELETE:
+        raise Denied(grpc.StatusCode.PERMISSION_DENIED, "a trial's token may not delete checkpoints")
+    if own or (action == READ and uuid and uuid in claim.grants):
+        return
+    whose = f"trial {claim.trial_id} of experiment {claim.experiment_id}"
+    if action == WRITE:
+        raise Denied(
+            grpc.StatusCode.PERMISSION_DENIED, f"the token of {whose} may store only that trial's checkpoints"
+        )
+    raise Denied(
+        grpc.StatusCode.PERMISSION_DENIED,
+        f"the token of {whose} may read only that trial's checkpoints and the ones it was started from",
+    )
