@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -15,6 +15,7 @@ from pedl._timeutil import utc_now
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments import run_exits
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
 from pedl_scheduler.experiments.restart_policy import USER, infrastructure_cause
 from pedl_scheduler.experiments.state import SchedulerState
@@ -32,16 +33,6 @@ if TYPE_CHECKING:
     from pedl_scheduler.experiments.search_driver import SearchDriver
 
 log = structlog.get_logger(component="experiments")
-
-# Phases kept per run (an agent could send any number).
-MAX_PHASES = 2000
-# How long a gang that finished its work waits for its other members' exits after the first one.
-GANG_EXIT_GRACE_SECONDS = 60.0
-
-
-def timeline_phase(name: str, start: float, end: float, source: str, run_id: int) -> dict[str, Any]:
-    return {"name": name[:100], "start": start, "end": end, "source": source, "run_id": run_id}
-
 
 # Rendezvous ports of gangs over several agents: this base plus the trial id modulo 1000.
 RENDEZVOUS_BASE_PORT = 29500
@@ -240,32 +231,11 @@ class TrialRuns:
             return
         if agent.id == trial.agent_id:
             trial.exit_timeline = list(message.timeline)
-        if self._gang_still_exiting(trial, agent.id, message):
+        if run_exits.gang_still_exiting(trial, agent.id, message.exit_code, message.killed, time.monotonic()):
+            log.info("gang member exited; waiting for the rest", trial_id=trial.id, agent_id=agent.id)
             return
         self._record_timeline(trial, trial.exit_timeline)
         self.on_exit(trial, message.exit_code, message.error, message.killed, run_failure(message))
-
-    def _gang_still_exiting(self, trial: TrialRuntime, agent_id: str, message: agent_pb2.TrialExited) -> bool:
-        """Whether a gang that finished its work still waits for other members' exits.
-
-        The trial is only complete once every agent has sent its ranks' last output: until then a
-        user reading the logs of a COMPLETED trial could miss rank 1's final lines, and the slots
-        of a member still exiting would be handed to the next trial.
-        """
-        if not trial.peers or message.exit_code != 0 or message.killed or not trial.sequencer.terminated:
-            return False
-        if trial.exits_awaited is None:
-            trial.exits_awaited = set(trial.gang_agents())
-            trial.exits_deadline = time.monotonic() + GANG_EXIT_GRACE_SECONDS
-        trial.exits_awaited.discard(agent_id)
-        if trial.exits_awaited:
-            log.info(
-                "gang member exited; waiting for the rest",
-                trial_id=trial.id,
-                waiting=sorted(trial.exits_awaited),
-            )
-            return True
-        return False
 
     def end_straggling_gang(self, trial: TrialRuntime) -> None:
         """Members not heard from within the grace after the others exited (or whose agent was lost
@@ -283,15 +253,9 @@ class TrialRuns:
         self.on_exit(trial, 0, "", False)
 
     def _record_timeline(self, trial: TrialRuntime, phases: Sequence[common_pb2.TimelinePhase]) -> None:
-        """The run's phases: its slots assigned, what the agent and harness timed, its slots free."""
-        now = time.time()
-        assigned = trial.assigned_at
-        rows = [timeline_phase("slot assigned", assigned, assigned, "scheduler", trial.run_id)]
-        rows.extend(
-            timeline_phase(p.name, p.start, p.end, p.source, trial.run_id) for p in phases[:MAX_PHASES]
+        timeline_ops.add_run(
+            self.db, trial.id, trial.run_id, run_exits.timeline_rows(trial, phases, time.time())
         )
-        rows.append(timeline_phase("slot free", now, now, "scheduler", trial.run_id))
-        timeline_ops.add_run(self.db, trial.id, trial.run_id, rows)
 
     def on_exit(
         self,

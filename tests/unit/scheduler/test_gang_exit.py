@@ -12,7 +12,7 @@ from pedl._metrics import to_struct
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager, trial_runs
+from pedl_scheduler.experiments import KIND_NAMES, ExperimentManager, run_exits
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
@@ -124,5 +124,5 @@ def test_a_member_that_never_reports_its_exit_is_killed_and_the_trial_completes(
         assert trial_ops.trial_state(manager.db, trial_id) == "COMPLETED"
         assert experiment_ops.experiment_state(manager.db, 1) == "COMPLETED"
 
-    assert trial_runs.GANG_EXIT_GRACE_SECONDS < 10**9
+    assert run_exits.GANG_EXIT_GRACE_SECONDS < 10**9
     run(tmp_path, scenario)
