@@ -41,14 +41,15 @@ def cluster_status(home: Path) -> list[ServiceStatus] | None:
 
 
 def human_duration(seconds: float) -> str:
+    """One word ("1m53s", as kubectl writes ages), so the status table's columns split on spaces."""
     seconds = int(seconds)
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return f"{days}d {hours}h"
+        return f"{days}d{hours}h"
     if hours:
-        return f"{hours}h {minutes}m"
+        return f"{hours}h{minutes}m"
     if minutes:
-        return f"{minutes}m {secs}s"
+        return f"{minutes}m{secs}s"
     return f"{secs}s"
