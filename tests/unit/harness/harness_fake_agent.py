@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 import threading
@@ -11,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
 from google.protobuf import struct_pb2
 
 from pedl import _grpc
@@ -31,7 +31,7 @@ def trial_info(model_dir: Path, config: dict[str, Any], hparams: dict[str, Any],
         trial_id=1,
         run_id=1,
         experiment_id=1,
-        config_yaml=yaml.safe_dump(config),
+        config_json=json.dumps(config),
         hparams=struct,
         trial_seed=7,
         model_definition_name=model_dir.name,
