@@ -25,7 +25,7 @@ def to_json(config: ExperimentConfig) -> str:
 def from_json(text: str, *, source: str = FIELD) -> ExperimentConfig:
     """Loads a config written by `to_json`; ConfigError names `source` and the field that is wrong."""
     if not text:
-        raise ConfigError(f"{source} is empty: the experiment config did not arrive", filename=source)
+        raise ConfigError("is empty (no experiment config arrived)", filename=source)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

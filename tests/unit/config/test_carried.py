@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment_config
-from pedl.config import test_mode
+from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment_config, test_mode
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = ROOT / "tests" / "conformance"
@@ -104,7 +103,7 @@ def test_secrets_travel_unmasked() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", "config_json: config_json is empty"),
+        ("", "config_json: is empty (no experiment config arrived)"),
         ('{"searcher": ', "config_json, line 1: not valid JSON: Expecting value (column 14)"),
         ("[1, 2]", "config_json: must be a JSON object, got list"),
         ('{"searcher": {"name": "single", "metric": "loss"}}', "config_json: searcher.max_length"),

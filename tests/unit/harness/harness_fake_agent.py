@@ -46,6 +46,7 @@ class FakeAgent(harness_pb2_grpc.HarnessServiceServicer):
         self.workloads = list(workloads)
         self.results: list[common_pb2.WorkloadResult] = []
         self.handed_out: list[common_pb2.Workload] = []
+        self.failures: list[agent_pb2.FailureSignature] = []
 
     async def GetTrialInfo(self, request: Any, context: Any) -> harness_pb2.GetTrialInfoResponse:
         return self.info
@@ -58,6 +59,10 @@ class FakeAgent(harness_pb2_grpc.HarnessServiceServicer):
     async def CompleteWorkload(self, request: Any, context: Any) -> harness_pb2.CompleteWorkloadResponse:
         self.results.append(request.result)
         return harness_pb2.CompleteWorkloadResponse()
+
+    async def ReportFailure(self, request: Any, context: Any) -> harness_pb2.ReportFailureResponse:
+        self.failures.append(request.failure)
+        return harness_pb2.ReportFailureResponse()
 
 
 @contextmanager
