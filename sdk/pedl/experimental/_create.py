@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pedl.config import ExperimentConfig, carried, parse_experiment_config
+from pedl.config import ExperimentConfig, parse_experiment_config
 from pedl.config.test_mode import test_mode_config
 from pedl.experimental._local import LocalExperimentResult, run_local
 from pedl.experimental._locate import data_functions, entrypoint_for
@@ -46,8 +46,6 @@ def create(
     parsed = _config(config, entrypoint_for(trial_def, context))
     if test:
         parsed = test_mode_config(parsed)
-    # As the scheduler stores it and its harnesses load it: a local trial gets what a cluster's gets.
-    parsed = carried.carried(parsed)
     if not local:
         return submit(parsed, context, master)
     make, download = data_functions(trial_def)
