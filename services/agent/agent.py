@@ -10,7 +10,7 @@ import structlog
 
 from pedl.v1 import agent_pb2, common_pb2
 
-from .version import AGENT_VERSION
+from .version import AGENT_PROTOCOL, AGENT_VERSION
 
 
 class RunLike(Protocol):
@@ -98,6 +98,7 @@ class Agent:
                     for (t, r), run in sorted(self.runs.items())
                 ],
                 version=AGENT_VERSION,
+                protocol=AGENT_PROTOCOL,
                 accepts_handoffs=True,
             )
         )

@@ -15,6 +15,7 @@ from pedl.v1 import agent_pb2, agent_pb2_grpc
 
 from .agent import Agent
 from .outbox import Outbox
+from .version import IncompatibleScheduler, check_scheduler_protocol
 
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 FIRST_BACKOFF_SECONDS = 0.1
@@ -50,7 +51,14 @@ class SchedulerLink:
             sessions_before = self.sessions
             try:
                 await self._session(stop)
+            except IncompatibleScheduler as e:
+                self._log.error("scheduler refused", error=str(e))
+                raise
             except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.FAILED_PRECONDITION and self.sessions == sessions_before:
+                    # Refused at registration (this agent's link revision is too old): retrying cannot help.
+                    self._log.error("scheduler refused registration", details=e.details())
+                    raise IncompatibleScheduler(e.details()) from None
                 self._log.warning("scheduler stream broke", code=e.code().name, details=e.details())
             except Exception as e:  # any broken stream is retried, whatever broke it
                 self._log.warning("scheduler stream broke", error=f"{type(e).__name__}: {e}")
@@ -110,6 +118,7 @@ class SchedulerLink:
             if message is grpc.aio.EOF:
                 return
             if message.WhichOneof("message") == "registered":
+                check_scheduler_protocol(message.registered.protocol, self._master)
                 if message.registered.heartbeat_interval_seconds > 0:
                     interval[0] = message.registered.heartbeat_interval_seconds
                 self._batches = message.registered.accepts_batches

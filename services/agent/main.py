@@ -28,7 +28,7 @@ from .ranks import DISTRIBUTED_ENV
 from .run_settings import RunSettings
 from .sandbox import make_sandbox
 from .trial_run import TrialRun
-from .version import AGENT_VERSION
+from .version import AGENT_VERSION, IncompatibleScheduler
 
 # Unix socket paths must stay under ~104 bytes; "<trial>-<run>.sock" needs up to 24 more.
 MAX_SOCKET_DIR_CHARS = 100 - 24
@@ -152,7 +152,9 @@ async def run_agent(cfg: AgentConfig) -> None:
         trial_dirs.sweep_forever(lambda: [trial_dirs.root / f"{t}-{r}" for t, r in list(agent.runs)])
     )
     try:
-        await stop_requested.wait()
+        stopping = asyncio.ensure_future(stop_requested.wait())
+        await asyncio.wait([stopping, link_task], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
         log.info("agent stopping", running_trials=len(agent.runs))
         await agent.shutdown(f"the agent {cfg.agent_id} shut down while the trial ran")
         if link.connected.is_set():
@@ -164,11 +166,16 @@ async def run_agent(cfg: AgentConfig) -> None:
             await asyncio.wait_for(link_task, 5.0)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             link_task.cancel()
+        except IncompatibleScheduler:
+            pass  # raised again below, after the clean-up
         if fork_servers is not None:
             await fork_servers.close()
         if remove_sock_dir:
             shutil.rmtree(sock_dir, ignore_errors=True)
         log.info("agent stopped")
+    refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
+    if refused is not None:
+        raise refused  # IncompatibleScheduler, which main() prints
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` shows where a stuck agent is
     try:
         asyncio.run(run_agent(cfg))
-    except ValueError as e:  # bad settings found at start-up (e.g. no slots)
+    except (ValueError, IncompatibleScheduler) as e:  # bad settings, or a scheduler it cannot work with
         print(f"pedl-agent: error: {e}", flush=True)
         return 2
     return 0

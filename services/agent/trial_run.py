@@ -326,7 +326,7 @@ class TrialRun:
         r = self._ranks
         on_gpu = cuda_visible_devices(slots, self._s.gpus) is not None
         # The experiment's environment.environment_variables; pedl's own names (below) cannot be among them.
-        env.update(trial_variables_from_text(self.start.config_yaml, gpu=on_gpu))
+        env.update(trial_variables_from_text(self.start.config_json, gpu=on_gpu))
         env.update(
             PEDL_HARNESS_SOCKET=str(self.socket_path),
             PEDL_TRIAL_ID=str(self.trial_id),

@@ -14,3 +14,23 @@ def _version() -> str:
 
 
 AGENT_VERSION = _version()
+
+# The revision of the agent link's messages this agent speaks (RegisterAgent.protocol). Bumped with
+# every wire change the other side cannot bridge; services/scheduler/agent_protocol.py keeps the
+# scheduler's side. 1: StartTrial.config_json (the parsed, normalised config) replaced config_yaml.
+AGENT_PROTOCOL = 1
+# The oldest scheduler revision this agent can run trials for (AgentRegistered.protocol).
+MIN_SCHEDULER_PROTOCOL = 1
+
+
+class IncompatibleScheduler(Exception):
+    """The scheduler speaks a revision of the link this agent cannot work with: retrying cannot help."""
+
+
+def check_scheduler_protocol(protocol: int, master: str) -> None:
+    if protocol < MIN_SCHEDULER_PROTOCOL:
+        raise IncompatibleScheduler(
+            f"the scheduler at {master} speaks agent-link protocol {protocol}, older than the "
+            f"{MIN_SCHEDULER_PROTOCOL} this agent (pedl {AGENT_VERSION}) needs: upgrade the scheduler "
+            "or run a pedl-agent of the scheduler's release"
+        )

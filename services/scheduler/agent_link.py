@@ -21,6 +21,7 @@ import grpc
 import structlog
 
 from pedl.v1 import agent_pb2, agent_pb2_grpc
+from pedl_scheduler import agent_protocol
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 
@@ -97,6 +98,10 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
             return
         if first.WhichOneof("message") != "register":
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the first message must be register")
+        refused = agent_protocol.refusal(first.register)
+        if refused is not None:
+            log.error("agent refused", agent_id=first.register.agent_id, reason=refused)
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, refused)
         # What an earlier stream of this agent delivered is handled before the register.
         self.inbox.drain()
         agent = self.cluster.connect(first.register)
@@ -106,6 +111,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
                 cluster_id=self.cluster_id,
                 heartbeat_interval_seconds=self.heartbeat_interval,
                 accepts_batches=True,
+                protocol=agent_protocol.SCHEDULER_PROTOCOL,
             )
         )
         self.manager.on_agent_registered(agent, list(first.register.running_trials))

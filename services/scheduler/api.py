@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import grpc
 
 from pedl import __version__
 from pedl.checkpoints import CheckpointError
+from pedl.config import carried
 from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
@@ -185,7 +185,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 experiment=self._experiment(exp_id), deleted_checkpoints=doomed
             )
         if config is not None:
-            updates.update(config_json=json.dumps(config.raw), config_yaml=config.masked_yaml())
+            updates.update(config_json=carried.to_json(config), config_yaml=config.masked_yaml())
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
         self.db.flush()
         doomed = self.manager.reconfigure(exp_id, config, collect=gc) if config is not None else []

@@ -95,6 +95,8 @@ class LocalCluster:
     # Extra pedl-agent flags for every agent (e.g. ["--environment", "tf215=/path/to/python"]).
     agent_args: list[str] = field(default_factory=list)
     store_args: list[str] = field(default_factory=list)
+    # Extra environment of the scheduler process only (e.g. PYTHONPATH to change its code in a test).
+    scheduler_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def secret_file(self) -> Path:
@@ -136,7 +138,7 @@ class LocalCluster:
         """Starts the scheduler on the same port and database (agents reconnect to it)."""
         port_file = self.workdir / "scheduler.port"
         port_file.unlink(missing_ok=True)
-        self.scheduler = start("scheduler", self.scheduler_args, self.workdir, port_file)
+        self.scheduler = start("scheduler", self.scheduler_args, self.workdir, port_file, self.scheduler_env)
 
     def start_agent(self, index: int, slots: int = 1, extra_args: list[str] | None = None) -> Service:
         agent = start(
@@ -217,6 +219,7 @@ def local_cluster(
     agent_args: list[str] | None = None,
     scheduler_args: list[str] | None = None,
     store_args: list[str] | None = None,
+    scheduler_env: dict[str, str] | None = None,
 ) -> Iterator[LocalCluster]:
     """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports.
 
@@ -245,7 +248,15 @@ def local_cluster(
     ]
     store = start("checkpoint_store", store_args, workdir, workdir / "store.port")
     cluster = LocalCluster(
-        store, store, [], workdir, [], tls=tls, agent_args=list(agent_args or []), store_args=store_args
+        store,
+        store,
+        [],
+        workdir,
+        [],
+        tls=tls,
+        agent_args=list(agent_args or []),
+        store_args=store_args,
+        scheduler_env=dict(scheduler_env or {}),
     )
     tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
     try:

@@ -9,12 +9,11 @@ so a config cannot break the harness's own wiring.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator
 from typing import Any
-
-import yaml
 
 from pedl.config._checks import check_keys, describe, expect_str_list
 from pedl.config.errors import FieldError, FieldPath
@@ -70,9 +69,13 @@ def trial_variables(config: dict[str, Any], *, gpu: bool) -> dict[str, str]:
     return out
 
 
-def trial_variables_from_text(config_text: str, *, gpu: bool) -> dict[str, str]:
-    """As trial_variables, for the config as the agent receives it (JSON or YAML text)."""
-    config = yaml.safe_load(config_text) if config_text else None
+def trial_variables_from_text(config_json: str, *, gpu: bool) -> dict[str, str]:
+    """As trial_variables, for the config as the agent receives it (StartTrial.config_json); none for
+    JSON that does not load: the harness then refuses the config, naming what is wrong."""
+    try:
+        config = json.loads(config_json) if config_json else None
+    except ValueError:
+        return {}
     return trial_variables(config, gpu=gpu) if isinstance(config, dict) else {}
 
 

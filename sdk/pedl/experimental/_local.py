@@ -14,7 +14,7 @@ from typing import Any
 
 from pedl import _trial_context
 from pedl._metrics import from_struct
-from pedl.config import ExperimentConfig, env_vars
+from pedl.config import ExperimentConfig, carried, env_vars
 from pedl.experimental._local_checkpoints import LocalCheckpoints
 from pedl.harness.build import build_controller, seed_all
 from pedl.harness.controller import TrialController
@@ -100,6 +100,8 @@ def run_local(
     refusal = local_refusal(config)
     if refusal is not None:
         raise ValueError(refusal)
+    # As the scheduler stores it and its harnesses load it: a local trial gets what a cluster's gets.
+    config = carried.carried(config)
     root = checkpoint_dir or Path(tempfile.mkdtemp(prefix="pedl-local-"))
     runner = _LocalRunner(config, model_def, root, verify_restore, on_event or (lambda _: None))
     searcher = make_search_method(

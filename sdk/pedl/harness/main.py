@@ -11,8 +11,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pedl import _log
 from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
@@ -35,21 +33,10 @@ from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.script_trial import ScriptFailed
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE, StoreUnavailable
+from pedl.harness.trial_config import InvalidTrialConfig, invalid_config_signature, load_trial_config
 from pedl.harness.workloads import run_workloads
 
 SOCKET_ENV = "PEDL_HARNESS_SOCKET"
-
-
-def parse_config(config_yaml: str) -> dict[str, Any]:
-    try:
-        config = yaml.safe_load(config_yaml) if config_yaml else {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"the experiment config is not valid YAML: {exc}") from exc
-    if config is None:
-        return {}
-    if not isinstance(config, dict):
-        raise ValueError(f"the experiment config must be a mapping, got {type(config).__name__}")
-    return config
 
 
 def _start_distributed(
@@ -94,7 +81,8 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
     try:
         info = source.trial_info()
         trial = info.trial
-        config = parse_config(trial.config_yaml)
+        parsed = load_trial_config(trial.config_json)
+        config = parsed.raw
         hparams = typed_hparams(from_struct(trial.hparams), config)
         storage = config.get("checkpoint_storage")
         checkpoints = StoreCheckpoints(
@@ -105,7 +93,7 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         )
         if is_command(config):
             try:
-                return run_script(source, info, config, hparams, checkpoints, launch)
+                return run_script(source, info, parsed, hparams, checkpoints, launch)
             finally:
                 checkpoints.close()
         model_dir = Path(info.model_definition_dir or os.getcwd())
@@ -153,6 +141,8 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         return 0
     except Exception as exc:
         failure = refusal_signature(exc)
+        if failure is None:
+            failure = invalid_config_signature(exc)
         if failure is None and model_dir is not None:
             failure = failure_signature(exc, model_dir)
         if failure is not None:
@@ -189,7 +179,7 @@ def main() -> int:
         code = run(socket_path, launch)
     except Exception as exc:
         code = _exit_code(exc)
-        if isinstance(exc, ScriptFailed):  # the script's own traceback is already above
+        if isinstance(exc, (ScriptFailed, InvalidTrialConfig)):  # one line says it all
             print(f"pedl.harness: {exc}", file=sys.stderr)
         elif code == STORE_UNAVAILABLE_EXIT_CODE:
             print(f"pedl.harness: the checkpoint store is unavailable: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import _log
+from pedl.config import ExperimentConfig
 from pedl.harness import rank_network
 from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
@@ -72,17 +73,15 @@ def cluster_info(
 def run_script(
     source: AgentWorkloadSource,
     info: Any,
-    config: dict[str, Any],
+    parsed: ExperimentConfig,
     hparams: dict[str, Any],
     checkpoints: StoreCheckpoints,
     launch: Launch | None,
 ) -> int:
     """Runs the command to its end; the exit code for the harness."""
-    from pedl.config import parse_experiment_config
     from pedl.searcher.operations import operation_lengths
 
     trial = info.trial
-    parsed = parse_experiment_config(config)
     spec = parsed.entrypoint_spec
     assert spec is not None and spec.kind == "command"
     model_dir = Path(info.model_definition_dir or os.getcwd())
@@ -102,7 +101,7 @@ def run_script(
     script = ScriptTrial(settings, checkpoints, work_dir, trial.run_id)
     rank = launch.rank if launch else 0
     info_path = work_dir / f"cluster-info-{rank}.json"
-    info_path.write_text(json.dumps(cluster_info(trial, config, hparams, launch)))
+    info_path.write_text(json.dumps(cluster_info(trial, parsed.raw, hparams, launch)))
     # Unix socket paths are limited to ~107 bytes; a trial's work directory can be longer.
     socket_dir = Path(tempfile.mkdtemp(prefix="pedl-core-"))
     server = CoreApiServer(socket_dir / "core.sock", handlers(script))

@@ -74,7 +74,7 @@ class RunRef(_message.Message):
     def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ...) -> None: ...
 
 class RegisterAgent(_message.Message):
-    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation", "label")
+    __slots__ = ("agent_id", "slots", "hostname", "address", "environments", "resource_pool", "running_trials", "version", "accepts_batches", "accepts_handoffs", "isolation", "label", "protocol")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SLOTS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class RegisterAgent(_message.Message):
     ACCEPTS_HANDOFFS_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.Slot]
     hostname: str
@@ -99,7 +100,8 @@ class RegisterAgent(_message.Message):
     accepts_handoffs: bool
     isolation: str
     label: str
-    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ..., label: _Optional[str] = ...) -> None: ...
+    protocol: int
+    def __init__(self, agent_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.Slot, _Mapping]]] = ..., hostname: _Optional[str] = ..., address: _Optional[str] = ..., environments: _Optional[_Iterable[str]] = ..., resource_pool: _Optional[str] = ..., running_trials: _Optional[_Iterable[_Union[RunningTrial, _Mapping]]] = ..., version: _Optional[str] = ..., accepts_batches: bool = ..., accepts_handoffs: bool = ..., isolation: _Optional[str] = ..., label: _Optional[str] = ..., protocol: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ()
@@ -162,21 +164,23 @@ class FailureSignature(_message.Message):
     def __init__(self, exception_type: _Optional[str] = ..., location: _Optional[str] = ..., trained: bool = ..., permanent: bool = ...) -> None: ...
 
 class AgentRegistered(_message.Message):
-    __slots__ = ("cluster_id", "heartbeat_interval_seconds", "accepts_batches")
+    __slots__ = ("cluster_id", "heartbeat_interval_seconds", "accepts_batches", "protocol")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACCEPTS_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     heartbeat_interval_seconds: float
     accepts_batches: bool
-    def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ..., accepts_batches: bool = ...) -> None: ...
+    protocol: int
+    def __init__(self, cluster_id: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[float] = ..., accepts_batches: bool = ..., protocol: _Optional[int] = ...) -> None: ...
 
 class StartTrial(_message.Message):
-    __slots__ = ("trial_id", "run_id", "experiment_id", "config_yaml", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token", "after", "warm_start_checkpoint_uuid")
+    __slots__ = ("trial_id", "run_id", "experiment_id", "config_json", "hparams", "latest_checkpoint_uuid", "latest_checkpoint_batches", "slot_ids", "trial_seed", "checkpoint_store_address", "model_definition_name", "rank", "world_size", "rendezvous_address", "environment", "checkpoint_token", "after", "warm_start_checkpoint_uuid")
     TRIAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
-    CONFIG_YAML_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     HPARAMS_FIELD_NUMBER: _ClassVar[int]
     LATEST_CHECKPOINT_UUID_FIELD_NUMBER: _ClassVar[int]
     LATEST_CHECKPOINT_BATCHES_FIELD_NUMBER: _ClassVar[int]
@@ -194,7 +198,7 @@ class StartTrial(_message.Message):
     trial_id: int
     run_id: int
     experiment_id: int
-    config_yaml: str
+    config_json: str
     hparams: _struct_pb2.Struct
     latest_checkpoint_uuid: str
     latest_checkpoint_batches: int
@@ -209,7 +213,7 @@ class StartTrial(_message.Message):
     checkpoint_token: str
     after: _containers.RepeatedCompositeFieldContainer[RunRef]
     warm_start_checkpoint_uuid: str
-    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_yaml: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ..., after: _Optional[_Iterable[_Union[RunRef, _Mapping]]] = ..., warm_start_checkpoint_uuid: _Optional[str] = ...) -> None: ...
+    def __init__(self, trial_id: _Optional[int] = ..., run_id: _Optional[int] = ..., experiment_id: _Optional[int] = ..., config_json: _Optional[str] = ..., hparams: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., latest_checkpoint_uuid: _Optional[str] = ..., latest_checkpoint_batches: _Optional[int] = ..., slot_ids: _Optional[_Iterable[str]] = ..., trial_seed: _Optional[int] = ..., checkpoint_store_address: _Optional[str] = ..., model_definition_name: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., rendezvous_address: _Optional[str] = ..., environment: _Optional[str] = ..., checkpoint_token: _Optional[str] = ..., after: _Optional[_Iterable[_Union[RunRef, _Mapping]]] = ..., warm_start_checkpoint_uuid: _Optional[str] = ...) -> None: ...
 
 class RunWorkload(_message.Message):
     __slots__ = ("workload",)

@@ -3,7 +3,6 @@ run), kill, pause, activate, and its end once no trial is left."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from pedl._timeutil import utc_now
-from pedl.config import ConfigError, parse_experiment_config
+from pedl.config import ConfigError, carried, parse_experiment_config
 from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
@@ -103,7 +102,7 @@ class ExperimentLifecycle:
         exp_id = experiment_ops.create_experiment(
             self.db,
             config_yaml=config.masked_yaml(),
-            config_json=json.dumps(config.raw),
+            config_json=carried.to_json(config),
             model_definition=model_definition,
             model_definition_name=name,
             seed=seed,

@@ -12,6 +12,7 @@ import structlog
 
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
+from pedl.config import carried
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
@@ -87,7 +88,7 @@ class TrialRuns:
             f"{agent.address or '127.0.0.1'}:{RENDEZVOUS_BASE_PORT + trial.id % 1000}" if others else ""
         )
         if exp.start_config is None:
-            exp.start_config = json.dumps(exp.config.raw)
+            exp.start_config = carried.to_json(exp.config)
         rank = 0
         for member, slots in gang:
             self.work.send(
@@ -97,7 +98,7 @@ class TrialRuns:
                         trial_id=trial.id,
                         run_id=trial.run_id,
                         experiment_id=exp.id,
-                        config_yaml=exp.start_config,
+                        config_json=exp.start_config,
                         hparams=to_struct(trial.hparams),
                         latest_checkpoint_uuid=trial.latest_checkpoint_uuid,
                         latest_checkpoint_batches=trial.latest_checkpoint_batches,

@@ -19,6 +19,7 @@ import grpc
 import pytest
 
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_scheduler.agent_protocol import SCHEDULER_PROTOCOL
 
 HERE = Path(__file__).parent
 WAIT_SECONDS = 30.0
@@ -44,6 +45,8 @@ class FakeScheduler(agent_pb2_grpc.AgentLinkServiceServicer, scheduler_pb2_grpc.
         self.model_definitions: dict[int, bytes] = {}
         self.model_definition_fetches = 0
         self.received: list[tuple[int, agent_pb2.ConnectRequest]] = []
+        # The agent-link revision it answers registrations with (0: as schedulers before config_json).
+        self.protocol = SCHEDULER_PROTOCOL
         self._lock = threading.Lock()
         self._streams = 0
         self._out: queue.Queue[agent_pb2.ConnectResponse | None] | None = None
@@ -82,7 +85,9 @@ class FakeScheduler(agent_pb2_grpc.AgentLinkServiceServicer, scheduler_pb2_grpc.
                         out.put(
                             agent_pb2.ConnectResponse(
                                 registered=agent_pb2.AgentRegistered(
-                                    cluster_id="test-cluster", heartbeat_interval_seconds=HEARTBEAT_SECONDS
+                                    cluster_id="test-cluster",
+                                    heartbeat_interval_seconds=HEARTBEAT_SECONDS,
+                                    protocol=self.protocol,
                                 )
                             )
                         )

@@ -10,6 +10,7 @@ from conftest import FakeScheduler, make_archive, pid_alive, wait_until
 from google.protobuf import struct_pb2
 
 from pedl.v1 import agent_pb2, common_pb2
+from pedl_agent.version import AGENT_PROTOCOL
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -61,7 +62,19 @@ def test_registers_with_its_slots_and_heartbeats(scheduler, start_agent):
     assert reg.resource_pool == "pool-a"
     assert reg.version and reg.hostname and reg.address
     assert list(reg.running_trials) == []
+    assert reg.protocol == AGENT_PROTOCOL
     scheduler.wait_for("heartbeat", count=3)
+
+
+def test_a_scheduler_of_an_older_link_protocol_stops_the_agent_with_a_clear_error(scheduler, start_agent):
+    scheduler.protocol = 0  # as a scheduler from before StartTrial.config_json answers
+    agent = start_agent()
+    assert agent.proc.wait(30) == 2
+    log = agent.log_path.read_text()
+    assert "pedl-agent: error: the scheduler at 127.0.0.1:" in log
+    assert "speaks agent-link protocol 0, older than the 1 this agent" in log
+    assert "upgrade the scheduler" in log
+    assert len(scheduler.messages("register")) == 1  # no retrying what cannot work
 
 
 def test_trial_runs_its_workloads_and_exits_zero(scheduler, start_agent):

@@ -12,6 +12,7 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2
 from pedl_agent.harness_service import HarnessServicer
 from pedl_agent.link import SchedulerLink
 from pedl_agent.outbox import Outbox
+from pedl_scheduler.agent_protocol import SCHEDULER_PROTOCOL
 
 
 def result(trial_id: int, step: int) -> agent_pb2.ConnectRequest:
@@ -51,7 +52,9 @@ class FakeAgent:
 
 async def session(accepts_batches: bool, outbox: Outbox) -> tuple[FakeCall, FakeAgent]:
     registered = agent_pb2.ConnectResponse(
-        registered=agent_pb2.AgentRegistered(heartbeat_interval_seconds=60, accepts_batches=accepts_batches)
+        registered=agent_pb2.AgentRegistered(
+            heartbeat_interval_seconds=60, accepts_batches=accepts_batches, protocol=SCHEDULER_PROTOCOL
+        )
     )
     kills = agent_pb2.ConnectResponse(
         batch=agent_pb2.ConnectResponseBatch(

@@ -23,7 +23,7 @@ def trial_run(tmp_path: Path, slots: int, config: dict) -> TrialRun:
         send=lambda message: None,
     )
     start = agent_pb2.StartTrial(
-        trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)], config_yaml=json.dumps(config)
+        trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)], config_json=json.dumps(config)
     )
     run = TrialRun(start, settings)
     run._ranks = plan_ranks(start, free_port=lambda: 4321)

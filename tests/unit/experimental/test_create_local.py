@@ -129,3 +129,29 @@ def test_a_warm_start_is_refused_in_local_mode_by_name(tmp_path) -> None:
     config = tiny_config(max_batches=10).replace("    batches: 10", "    batches: 10\n  source_trial_id: 3")
     with pytest.raises(ValueError, match="searcher.source_trial_id: a warm start .* runs only on a cluster"):
         pedl.experimental.create(trial_def, context, config=config, local=True)
+
+
+@pytest.mark.parametrize("test", [False, True])
+def test_local_and_test_mode_trials_get_the_config_a_cluster_harness_would_load(tmp_path, test) -> None:
+    import json
+
+    import yaml
+
+    from pedl.config import carried
+
+    seen_path = tmp_path / "seen.json"
+    body = (
+        f"import json, pathlib, pedl.util; "
+        f"pathlib.Path({str(seen_path)!r}).write_text(json.dumps(pedl.util.get_experiment_config()))"
+    )
+    trial_def, context = tiny_trial(tmp_path, "seen", build_model_body=body)
+    config = yaml.safe_load(tiny_config(max_batches=10))
+    config["data"] = {"sizes": (1, 2)}  # a tuple: JSON, as the scheduler sends it, has lists
+    result = pedl.experimental.create(trial_def, context, config=config, local=True, test=test)
+    assert result.state == "COMPLETED"
+    seen = json.loads(seen_path.read_text())
+    assert seen["data"] == {"sizes": [1, 2]}
+    assert seen["hyperparameters"]["learning_rate"] == {"type": "const", "val": 0.1}
+    assert seen["max_restarts"] == (0 if test else 5)
+    assert seen["entrypoint"].endswith(":TinyTrial")
+    assert carried.from_json(json.dumps(seen)).raw == seen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 import threading
@@ -11,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
 from google.protobuf import struct_pb2
 
 from pedl import _grpc
@@ -31,7 +31,7 @@ def trial_info(model_dir: Path, config: dict[str, Any], hparams: dict[str, Any],
         trial_id=1,
         run_id=1,
         experiment_id=1,
-        config_yaml=yaml.safe_dump(config),
+        config_json=json.dumps(config),
         hparams=struct,
         trial_seed=7,
         model_definition_name=model_dir.name,
@@ -46,6 +46,7 @@ class FakeAgent(harness_pb2_grpc.HarnessServiceServicer):
         self.workloads = list(workloads)
         self.results: list[common_pb2.WorkloadResult] = []
         self.handed_out: list[common_pb2.Workload] = []
+        self.failures: list[agent_pb2.FailureSignature] = []
 
     async def GetTrialInfo(self, request: Any, context: Any) -> harness_pb2.GetTrialInfoResponse:
         return self.info
@@ -58,6 +59,10 @@ class FakeAgent(harness_pb2_grpc.HarnessServiceServicer):
     async def CompleteWorkload(self, request: Any, context: Any) -> harness_pb2.CompleteWorkloadResponse:
         self.results.append(request.result)
         return harness_pb2.CompleteWorkloadResponse()
+
+    async def ReportFailure(self, request: Any, context: Any) -> harness_pb2.ReportFailureResponse:
+        self.failures.append(request.failure)
+        return harness_pb2.ReportFailureResponse()
 
 
 @contextmanager

@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import signal
@@ -222,6 +223,37 @@ def test_harness_process_exits_1_with_traceback_when_user_code_raises(
     assert 'in build_model\n    raise ValueError("bad hidden size")' in stderr
     assert stderr.rstrip().endswith("ValueError: bad hidden size")
     assert agent.results == []
+
+
+@pytest.mark.parametrize(
+    ("config_json", "error"),
+    [
+        (
+            json.dumps({**CONFIG, "max_restarts": "five"}),
+            "StartTrial.config_json: max_restarts: expected an integer, got 'five'",
+        ),
+        ('{"searcher": {"name": "single"', "StartTrial.config_json, line 1: not valid JSON"),
+        ("", "StartTrial.config_json: is empty (no experiment config arrived)"),
+    ],
+)
+def test_a_config_that_does_not_parse_fails_the_trial_at_start_naming_the_field(
+    tmp_path: Path, harness_process: Any, config_json: str, error: str
+) -> None:
+    model_dir = toy_model_def(tmp_path, 'raise AssertionError("user code must not run")')
+    info = trial_info(model_dir, CONFIG, HPARAMS)
+    info.trial.config_json = config_json
+    agent = FakeAgent(info, steps(5))
+    with serving(agent) as socket_path:
+        proc = harness_process(socket_path, model_dir)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    prefix = "pedl.harness: the experiment config this trial was started with is invalid: "
+    assert stderr.startswith(prefix + error), stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    assert agent.handed_out == [] and agent.results == []
+    (failure,) = agent.failures
+    assert failure.permanent  # the same config would meet every restart: the trial ends at once
+    assert failure.exception_type == "pedl.harness.trial_config.InvalidTrialConfig"
 
 
 def test_importing_the_harness_does_not_import_torch() -> None:
