@@ -123,3 +123,25 @@ def write_model(directory: Path, source: str) -> Path:
 
 def config(batches: int = 20, metric: str = "error", extra: str = "") -> str:
     return textwrap.dedent(CONFIG).format(batches=batches, metric=metric) + textwrap.dedent(extra)
+
+
+# The same trial with Determined's native-AMP API: a wrapped GradScaler and an autocast forward pass.
+DETERMINED_AMP_TRIAL = (
+    DETERMINED_TRIAL.replace(
+        "        self.optimizer = context.wrap_optimizer(",
+        '        self.scaler = context.wrap_scaler(torch.amp.GradScaler("cuda"))\n'
+        "        self.optimizer = context.wrap_optimizer(",
+    )
+    .replace(
+        "        output = self.model(data)\n        loss = nn.functional.cross_entropy(output, labels)\n"
+        "        self.context.backward(loss)\n        self.context.step_optimizer(self.optimizer)\n",
+        '        with torch.autocast("cuda", dtype=torch.float16):\n'
+        "            output = self.model(data)\n"
+        "            loss = nn.functional.cross_entropy(output, labels)\n"
+        "        self.context.backward(self.scaler.scale(loss))\n"
+        "        self.context.step_optimizer(self.optimizer, scaler=self.scaler)\n"
+        "        self.scaler.update()\n",
+    )
+    .replace('"loss": loss,', '"loss": loss, "half": float(output.dtype == torch.float16),')
+)
+assert DETERMINED_AMP_TRIAL.count("wrap_scaler") == 1 and DETERMINED_AMP_TRIAL.count("scaler.update()") == 1

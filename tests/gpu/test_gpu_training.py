@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpu_models import DETERMINED_TRIAL, SEED_TRIAL, config, write_model  # noqa: E402
+from gpu_models import DETERMINED_AMP_TRIAL, DETERMINED_TRIAL, SEED_TRIAL, config, write_model  # noqa: E402
 
 import pedl.experimental  # noqa: E402
 from pedl.model_def import load_model_definition  # noqa: E402
@@ -80,6 +80,19 @@ def test_a_determined_trial_trains_on_cuda_through_its_context(tmp_path) -> None
     assert result.state == "COMPLETED"
     for metrics in steps_metrics(result):
         assert metrics["batch_on_cuda"] == metrics["model_on_cuda"] == metrics["to_device_on_cuda"] == 1.0
+
+
+def test_a_determined_trial_trains_in_mixed_precision_with_a_wrapped_scaler(tmp_path) -> None:
+    from pedl.harness.compat import ensure_determined_importable
+
+    ensure_determined_importable()
+    model_dir = write_model(tmp_path / "det_amp", DETERMINED_AMP_TRIAL)
+    trial_class = load_model_definition(model_dir).trial_class
+    result = pedl.experimental.create(
+        trial_class, model_dir, config=config(metric="validation_error"), local=True, test=True
+    )
+    assert result.state == "COMPLETED"
+    assert all(m["half"] == 1.0 and m["model_on_cuda"] == 1.0 for m in steps_metrics(result))
 
 
 def test_a_gpu_checkpoint_resumes_on_a_cpu_only_process_and_back_on_the_gpu(tmp_path) -> None:
