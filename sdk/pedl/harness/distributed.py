@@ -199,6 +199,34 @@ def start_framework(trial_class: type, group: ProcessGroup) -> None:
         start_workers(group)
 
 
+class MixedDevices(RuntimeError):
+    """Some of a trial's ranks have a GPU and some have none: they cannot form one process group."""
+
+
+def choose_backend(cuda_by_rank: list[bool]) -> str:
+    """NCCL when every rank has a GPU, gloo when none has. A gang mixing both is refused: NCCL needs a
+    GPU on every rank, and ranks choosing different backends would wait for each other forever."""
+    if all(cuda_by_rank):
+        return "nccl"
+    if not any(cuda_by_rank):
+        return "gloo"
+    gpu = ", ".join(str(r) for r, cuda in enumerate(cuda_by_rank) if cuda)
+    cpu = ", ".join(str(r) for r, cuda in enumerate(cuda_by_rank) if not cuda)
+    raise MixedDevices(
+        f"ranks {gpu} of this trial run on GPU slots and ranks {cpu} on CPU slots: a trial on several "
+        "slots needs all of them GPUs or all CPU slots. An agent with GPUs and --slots N offers both "
+        "kinds; run such trials on agents offering one kind (a GPU machine's agent without --slots)"
+    )
+
+
+def agree_backend(store: Any, rank: int, world_size: int, has_cuda: bool) -> str:
+    """Every rank tells the others through the rendezvous `store` whether it sees a GPU; all choose
+    the same backend, or all raise MixedDevices together."""
+    store.set(f"pedl/cuda/{rank}", "1" if has_cuda else "0")
+    cuda_by_rank = [store.get(f"pedl/cuda/{r}") == b"1" for r in range(world_size)]
+    return choose_backend(cuda_by_rank)
+
+
 class ProcessGroup:
     """The trial's torch.distributed group: NCCL on GPUs, gloo on CPUs, plus a gloo group for control."""
 
@@ -217,29 +245,23 @@ class ProcessGroup:
                 f"(Keras trials too); {exc}"
             ) from exc
 
-        backend = "gloo"
-        if torch.cuda.is_available():
-            backend = "nccl"
-            torch.cuda.set_device(self.launch.local_rank % torch.cuda.device_count())
         launch = self.launch
-        if not rank_network.spans_machines(launch.world_size, launch.local_world_size):
-            dist.init_process_group(
-                backend,
-                init_method=f"tcp://{launch.master_addr}:{launch.master_port}",
-                rank=launch.rank,
-                world_size=launch.world_size,
-            )
-        else:  # other machines must reach this rank: listen where they can, and prove they do
+        spans = rank_network.spans_machines(launch.world_size, launch.local_world_size)
+        if spans:  # other machines must reach this rank: listen where they can, and prove they do
             rank_network.choose_interfaces(os.environ)
-            store = dist.TCPStore(
-                launch.master_addr,
-                launch.master_port,
-                launch.world_size,
-                is_master=launch.is_chief,
-                timeout=RENDEZVOUS_TIMEOUT,
-            )
+        store = dist.TCPStore(
+            launch.master_addr,
+            launch.master_port,
+            launch.world_size,
+            is_master=launch.is_chief,
+            timeout=RENDEZVOUS_TIMEOUT,
+        )
+        if spans:
             rank_network.check_reachable(store, launch.rank, launch.world_size)
-            dist.init_process_group(backend, store=store, rank=launch.rank, world_size=launch.world_size)
+        backend = agree_backend(store, launch.rank, launch.world_size, torch.cuda.is_available())
+        if backend == "nccl":
+            torch.cuda.set_device(launch.local_rank % torch.cuda.device_count())
+        dist.init_process_group(backend, store=store, rank=launch.rank, world_size=launch.world_size)
         self._control = dist.new_group(backend="gloo", timeout=WORKLOAD_WAIT)
 
     def finish(self) -> None:

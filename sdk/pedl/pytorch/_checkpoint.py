@@ -72,14 +72,20 @@ def load(controller: PyTorchTrialController, path: Path) -> None:
     read_metadata(path)
     state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
     controller.model.load_state_dict(state)
-    # Our own file, written by save() above; it holds RNG tuples and scheduler state, not just tensors.
-    training = torch.load(path / TRAINING_FILE, map_location=controller.device, weights_only=False)
-    controller._restore_training_state(training)
+    controller._restore_training_state(_training_state(path))
 
 
 def warm_start(controller: PyTorchTrialController, path: Path) -> None:
     read_metadata(path)
     state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
     controller.model.load_state_dict(state)
-    training = torch.load(path / TRAINING_FILE, map_location=controller.device, weights_only=False)
-    controller._restore_weights_state(training)
+    controller._restore_weights_state(_training_state(path))
+
+
+def _training_state(path: Path) -> dict[str, Any]:
+    """Our own file, written by save() above: RNG tuples and scheduler state, not just tensors.
+
+    It loads onto the CPU whatever device the trial runs on: RNG states must stay CPU byte tensors
+    (on a GPU, mapping them to CUDA made every restore fail), the optimizer moves its state to its
+    parameters' device itself, and accumulated gradients follow their parameters."""
+    return torch.load(path / TRAINING_FILE, map_location="cpu", weights_only=False)

@@ -38,6 +38,7 @@ class PyTorchTrialContext(TrialContext):
         self.wrapped_models: list[torch.nn.Module] = []
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[LRScheduler] = []
+        self.scalers: list[Any] = []
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
         self._stop_requested = False
@@ -72,6 +73,23 @@ class PyTorchTrialContext(TrialContext):
     ) -> Any:
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
         return lr_scheduler
+
+    def wrap_scaler(self, scaler: Any) -> Any:
+        """Tracks the trial's torch.amp GradScaler so that checkpoints keep its loss scale. As
+        Determined documents, the trial itself scales the loss, passes the scaler to step_optimizer,
+        unscales before clipping and calls update() after stepping its optimizers."""
+        if not all(callable(getattr(scaler, n, None)) for n in ("scale", "step", "update", "state_dict")):
+            raise TypeError(f"wrap_scaler() takes a torch.amp.GradScaler, got {type(scaler).__name__}")
+        if self.scalers:
+            raise ValueError("wrap_scaler() was called twice: a trial has one gradient scaler")
+        self.scalers.append(scaler)
+        return scaler
+
+    def use_amp(self) -> Any:
+        raise NotImplementedError(
+            "use_amp(): pedl has no automatic AMP for Determined trials; call "
+            "wrap_scaler(torch.amp.GradScaler()) and run the forward pass under torch.autocast"
+        )
 
     def configure_apex_amp(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("configure_apex_amp(): pedl does not support NVIDIA Apex; use torch.amp")

@@ -122,6 +122,18 @@ class ContextController(BatchTrialController):
     def _call_full_dataset(self, loader: torch.utils.data.DataLoader) -> Any:
         return self.trial.evaluate_full_dataset(loader)
 
+    def _training_state(self) -> dict[str, Any]:
+        state = super()._training_state()
+        state["wrapped_scalers"] = [s.state_dict() for s in self.trial.context.scalers]
+        return state
+
+    def _restore_weights_state(self, state: dict[str, Any]) -> None:
+        super()._restore_weights_state(state)
+        saved = state.get("wrapped_scalers") or []
+        for scaler, scaler_state in zip(self.trial.context.scalers, saved, strict=False):
+            if scaler_state:  # a disabled scaler (AMP on a CPU-only machine) saves {}: nothing to restore
+                scaler.load_state_dict(scaler_state)
+
     def _build(self, trial: Any) -> None:
         super()._build(trial)
         # Training mode goes through the wrapped modules too (DDP forwards .train()).
