@@ -82,7 +82,7 @@ def _check_device(device: Any, path: FieldPath) -> None:
     if isinstance(device, str):
         expect_str(device, path, non_empty=True)
         return
-    device = expect_mapping(device, path)
+    device = {k: v for k, v in expect_mapping(device, path).items() if v is not None or k != "mode"}
     check_keys(
         device, path, ("host_path", "container_path", "mode"), required=("host_path", "container_path")
     )
@@ -91,17 +91,23 @@ def _check_device(device: Any, path: FieldPath) -> None:
             expect_str(device[key], (*path, key), non_empty=key != "mode")
 
 
-_MOUNT_KEYS = ("host_path", "container_path", "read_only", "propagation")
+_MOUNT_PATHS = ("host_path", "container_path")
+_MOUNT_KEYS = (*_MOUNT_PATHS, "read_only", "propagation")
 
 
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
     """Trials are plain processes: a mount of a host path at the same path is what they see anyway;
     anything else (another path, read-only, other propagation) would need a container."""
     mounts = expect_list(value, path)
-    for i, mount in enumerate(mounts):
+    out: list[Any] = []
+    for i, given in enumerate(mounts):
         item = (*path, i)
-        mount = expect_mapping(mount, item)
-        check_keys(mount, item, _MOUNT_KEYS, required=("host_path", "container_path"))
+        # Determined's null read_only / propagation mean their defaults; the two paths have none.
+        mount = {k: v for k, v in expect_mapping(given, item).items() if v is not None or k in _MOUNT_PATHS}
+        check_keys(mount, item, _MOUNT_KEYS, required=_MOUNT_PATHS)
+        for key in _MOUNT_PATHS:
+            if mount[key] is None:
+                raise FieldError((*item, key), "is required (an absolute path), got null")
         host = expect_str(mount["host_path"], (*item, "host_path"), non_empty=True)
         container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
         if not posixpath.isabs(host):
@@ -114,18 +120,21 @@ def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list
                 f"{container!r} is not supported by pedl: trials run as plain processes, so data stays "
                 f"at its host path; set container_path to {host!r} and read it there",
             )
-        if expect_bool(mount.get("read_only", False), (*item, "read_only")):
+        mount.setdefault("read_only", False)
+        mount.setdefault("propagation", "rprivate")
+        if expect_bool(mount["read_only"], (*item, "read_only")):
             raise FieldError(
                 (*item, "read_only"),
                 "is not supported by pedl: a plain process cannot be given a read-only view of a host "
                 "path; remove read_only or protect the path with file permissions",
             )
-        propagation = expect_str(mount.get("propagation", "rprivate"), (*item, "propagation"))
+        propagation = expect_str(mount["propagation"], (*item, "propagation"))
         if propagation != "rprivate":
             raise FieldError(
                 (*item, "propagation"), f"{propagation!r} is not supported by pedl: there is no mount"
             )
-    return mounts
+        out.append(mount)
+    return out
 
 
 ENVIRONMENT_KEYS = (
