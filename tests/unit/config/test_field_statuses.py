@@ -154,7 +154,7 @@ EXAMPLES: dict[str, str] = {
     "resources.resource_pool": SEARCHER + "resources: {resource_pool: gpus}\n",
     "resources.slots": SEARCHER + "resources: {slots: 2}\n",
     "resources.agent_label": SEARCHER + "resources: {agent_label: big}\n",
-    "resources.devices": SEARCHER + "resources: {devices: [/dev/fuse]}\n",
+    "resources.devices": SEARCHER + "resources: {devices: ['/dev/fuse:/dev/fuse']}\n",
     "resources.shm_size": SEARCHER + "resources: {shm_size: 4G}\n",
     "resources.native_parallel": SEARCHER + "resources: {native_parallel: true}\n",
     "resources.is_single_node": SEARCHER + "resources: {is_single_node: true}\n",
