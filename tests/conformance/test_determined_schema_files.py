@@ -33,8 +33,8 @@ BASE: dict[str, Any] = {"searcher": {"name": "single", "metric": "loss", "max_le
 ENTRYPOINTS = ("model_def:MyTrial", "python3 train.py")
 # Defaults pedl deliberately does not fill, with why (the test still checks every other default).
 NOT_FILLED = {
-    # pedl refuses every log policy (it does not act on log patterns), so it fills none of Determined's.
-    "log_policies": "pedl has no log policies",
+    # pedl neither labels log lines nor acts on them, so it adds none of Determined's labelling policies.
+    "log_policies": "pedl does not label log lines",
 }
 # Determined's schema file -> where its value sits in an experiment config.
 PLACES = {

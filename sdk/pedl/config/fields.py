@@ -87,8 +87,9 @@ FIELDS: dict[str, Field] = {
     "preemption_timeout": _r(
         "pedl waits for a preempted trial's checkpoint without a deadline; remove preemption_timeout"
     ),
-    "log_policies": _r(
-        "pedl does not act on log patterns (cancel retries, exclude node); remove log_policies",
+    "log_policies": _w(
+        "pedl does not label log lines by pattern; a policy with an action (cancel_retries, exclude_node) "
+        "is refused, since pedl does not act on log patterns",
         [],
     ),
     "retention_policy": _r("pedl keeps trial logs until the experiment is deleted; remove retention_policy"),

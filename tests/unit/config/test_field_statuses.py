@@ -119,7 +119,7 @@ EXAMPLES: dict[str, str] = {
     "slurm.gpu_type": SEARCHER + "slurm: {gpu_type: a100}\n",
     "slurm.sbatch_args": SEARCHER + "slurm: {sbatch_args: [-x]}\n",
     "preemption_timeout": SEARCHER + "preemption_timeout: 60\n",
-    "log_policies": SEARCHER + "log_policies: [{pattern: OOM, action: cancel_retries}]\n",
+    "log_policies": SEARCHER + "log_policies: [{name: CUDA OOM, pattern: '.*CUDA out of memory.*'}]\n",
     "retention_policy": SEARCHER + "retention_policy: {log_retention_days: 3}\n",
     "retention_policy.log_retention_days": SEARCHER + "retention_policy: {log_retention_days: 3}\n",
     "integrations": SEARCHER + "integrations: {webhooks: {webhook_id: [1]}}\n",
