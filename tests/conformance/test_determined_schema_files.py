@@ -205,3 +205,23 @@ def test_every_case_file_is_run() -> None:
     # test-structs (Determined's own test schemas) and merging (templates) alone have nothing placed.
     assert files == {p.stem for p in HERE.glob("*.yaml")} - {"test-structs", "merging"}
     assert len(CHECKS) >= 150
+
+
+def test_a_config_as_det_experiment_config_prints_it_is_accepted() -> None:
+    """`det experiment config` prints every field, unset ones as null: Determined's own "minimal valid
+    experiment" defaults are that print. With a trial length and its '*' placeholders filled it loads,
+    warning only about what has no meaning here, and loads again as pedl stored it."""
+    cases = yaml.safe_load((HERE / "experiment.yaml").read_text())
+    printed = copy.deepcopy(next(c for c in cases if c["name"] == "minimal valid experiment")["defaulted"])
+    printed["searcher"]["max_length"] = {"batches": 10}
+    printed["name"] = "exported"
+    printed["environment"]["image"] = {
+        kind: "determinedai/pytorch-ngc:0.38.0" for kind in ("cpu", "cuda", "rocm")
+    }
+    printed["reproducibility"]["experiment_seed"] = 42
+    defaults = yaml.safe_load((HERE / "log_policies.yaml").read_text())
+    printed["log_policies"] = next(c for c in defaults if c["name"] == "default values")["defaulted"]
+    parsed = parse_experiment_config(printed)
+    assert sorted(w.split(":")[0] for w in parsed.warnings) == ["environment.image", "log_policies"]
+    assert parsed.searcher_name == "single" and parsed.max_length_batches == 10
+    assert parse_experiment_config(parsed.raw).raw == parsed.raw
