@@ -176,3 +176,24 @@ def test_bind_mounts_are_writable_at_host_path_in_a_sandbox_or_the_trial_fails_n
         printed = logs(cluster, result.trials[0].id)
         assert f"bind_mounts[0].host_path {elsewhere}:" in printed and f"--bind {elsewhere}" in printed
         assert not (elsewhere / "out").exists()
+
+
+def test_a_trial_class_under_determineds_launchers_runs_and_other_launchers_create_nothing(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster") as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        launched = "entrypoint: python3 -m determined.launch.horovod --autohorovod --trial :TinyTrial\n"
+        exp_id = submit(cluster, model, tiny_config(max_batches=20, extra=launched))
+        result = wait(cluster, exp_id)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        assert result.trials[0].total_batches == 20
+
+        before = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        refused = "entrypoint: python3 -m determined.launch.deepspeed --trial :TinyTrial\n"
+        with pytest.raises(grpc.RpcError) as info:
+            submit(cluster, model, tiny_config(extra=refused))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "entrypoint: determined.launch.deepspeed is not supported by pedl" in (
+            info.value.details() or ""
+        )
+        after = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        assert after == before
