@@ -1,5 +1,5 @@
 """Every experiment config Determined shipped (examples/, harness/tests, e2e_tests fixtures) in the last
-release of each minor version from 0.12 to 0.38, vendored unchanged (determined/README.md), run by pedl.
+release of each minor version from 0.12 to 0.38, vendored unchanged (determined_files/README.md), run by pedl.
 
 Each is accepted, or refused in one line (file, line, field) naming a field pedl does not offer ("not
 supported by pedl"), or is one that Determined itself refuses (DETERMINED_REFUSES, with where it says
@@ -20,7 +20,7 @@ import yaml
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.config.yaml12 import Yaml12Loader
 
-HERE = Path(__file__).parent / "determined"
+HERE = Path(__file__).parent / "determined_files"
 ROWS = [
     line.split("\t")
     for line in (HERE / "example_configs" / "SOURCES.tsv").read_text().splitlines()

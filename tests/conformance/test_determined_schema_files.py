@@ -1,4 +1,4 @@
-"""Every case of Determined's schema test cases (vendored unchanged, determined/README.md), run by pedl.
+"""Every case of Determined's schema test cases (vendored unchanged, determined_files/README.md), run by pedl.
 
 Each case is a fragment that Determined's schema `X.json` calls sane (`sane_as`, `complete_as`) or
 invalid (`sanity_errors`, `completeness_errors`), or whose defaults it fills (`default_as`). The fragment
@@ -26,7 +26,7 @@ import yaml
 
 from pedl.config import ConfigError, parse_experiment_config
 
-HERE = Path(__file__).parent / "determined" / "schema_test_cases_v0"
+HERE = Path(__file__).parent / "determined_files" / "schema_test_cases_v0"
 BASE: dict[str, Any] = {"searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}}}
 # Determined's schema does not depend on the entrypoint, pedl's rules can (a Core API script decides its
 # own length; the adaptive searchers need a Trial class): a fragment is tried with each kind.
