@@ -4,8 +4,8 @@ release of each minor version from 0.12 to 0.38, vendored unchanged (determined_
 Each is accepted, or refused in one line (file, line, field) naming a field pedl does not offer ("not
 supported by pedl"), or is one that Determined itself refuses (DETERMINED_REFUSES, with where it says
 so). An accepted one is accepted again as pedl stored it, and again as `det experiment config` prints it:
-every field it leaves unset written out as null (the fields Determined's own "minimal valid experiment"
-export lists).
+every field Determined knows written out, with Determined's defaults and unset fields as null (from
+Determined's own "minimal valid experiment" test case), training the same way.
 """
 
 from __future__ import annotations
@@ -53,32 +53,47 @@ DETERMINED_REFUSES = {
 }
 
 
-def _printed_nulls() -> dict[str, Any]:
-    """The fields Determined's export of a minimal experiment prints as null, section by section."""
+def _determined_export() -> dict[str, Any]:
+    """What Determined's `det experiment config` adds to a config: its own "minimal valid experiment"
+    defaults (every field, unset ones as null) and its default log policies; '*' marks a value
+    Determined chooses (a name, a seed, an image), left out here."""
     cases = yaml.safe_load((HERE / "schema_test_cases_v0" / "experiment.yaml").read_text())
     printed = next(c for c in cases if c["name"] == "minimal valid experiment")["defaulted"]
-    out: dict[str, Any] = {}
-    for key, value in printed.items():
-        if value is None:
-            out[key] = None
-        elif isinstance(value, dict):
-            nulls = {k: None for k, v in value.items() if v is None}
-            if nulls:
-                out[key] = nulls
-    return out
+    policies = yaml.safe_load((HERE / "schema_test_cases_v0" / "log_policies.yaml").read_text())
+    printed = {
+        **printed,
+        "log_policies": next(c for c in policies if c["name"] == "default values")["defaulted"],
+    }
+    return {k: v for k, v in printed.items() if k != "entrypoint" and not _chosen(v)}
 
 
-PRINTED_NULLS = _printed_nulls()
+def _chosen(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_chosen(v) for v in value.values())
+    return value == "*"
+
+
+EXPORT = _determined_export()
+# Sections Determined fills field by field; the others (lengths, checkpoint storage, the searcher) are
+# unions it keeps whole when the config sets them.
+STRUCTS = ("environment", "resources", "optimizations", "profiling", "reproducibility")
 
 
 def _as_printed(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as `det experiment config` prints it: every field Determined knows, defaults filled."""
     out = copy.deepcopy(config)
-    for key, nulls in PRINTED_NULLS.items():
-        if nulls is None:
-            out.setdefault(key, None)
-        elif isinstance(out.get(key), dict):
-            for inner in nulls:
-                out[key].setdefault(inner, None)
+    for key, value in EXPORT.items():
+        if key == "scheduling_unit" and "batches_per_step" in out:
+            continue  # the older name of the same field
+        if key not in out:
+            out[key] = copy.deepcopy(value)
+        elif key in STRUCTS and isinstance(out[key], dict) and isinstance(value, dict):
+            for inner, default in value.items():
+                if not _chosen(default):
+                    out[key].setdefault(inner, copy.deepcopy(default))
+        elif key == "searcher" and isinstance(out[key], dict):
+            for inner in ("smaller_is_better", "source_trial_id", "source_checkpoint_uuid"):
+                out[key].setdefault(inner, value[inner])
     return out
 
 
@@ -105,11 +120,15 @@ def test_shipped_config(row: list[str]) -> None:
         assert launchers <= {"determined.launch.torch_distributed", "determined.launch.wrap_rank"}, spec
         assert "--trial" not in spec.command, spec
     assert parse_experiment_config(parsed.raw).raw == parsed.raw
-    written = yaml.load(text, Loader=Yaml12Loader)
-    assert parse_experiment_config(_as_printed(written)).raw == parsed.raw
+    # As `det experiment config` prints it: accepted, trained the same way, and stable once stored.
+    printed = parse_experiment_config(_as_printed(yaml.load(text, Loader=Yaml12Loader)))
+    for attr in ("max_length", "length_unit", "min_validation_period", "min_checkpoint_period", "budget"):
+        assert getattr(printed, attr) == getattr(parsed, attr), attr
+    assert printed.searcher_name == parsed.searcher_name and printed.entrypoint_spec == parsed.entrypoint_spec
+    assert parse_experiment_config(printed.raw).raw == printed.raw
 
 
 def test_the_vendored_set_is_whole() -> None:
     assert len(ROWS) >= 700
     assert {r[0] for r in ROWS} == {p.name for p in (HERE / "example_configs").glob("*.yaml")}
-    assert PRINTED_NULLS["searcher"] == {"source_checkpoint_uuid": None, "source_trial_id": None}
+    assert EXPORT["searcher"]["source_trial_id"] is None and EXPORT["checkpoint_policy"] == "best"
