@@ -151,3 +151,49 @@ def test_checkpoint_policy_best_on_a_cluster_checkpoints_after_each_new_best(tmp
         improved = [b for i, (b, v) in enumerate(losses) if all(v < w for _, w in losses[:i])]
         assert set(improved) != {b for b, _ in losses}, losses
         assert sorted(c.total_batches for c in detail.checkpoints) == sorted(set(improved) | {80})
+
+
+def test_bind_mounts_are_writable_at_host_path_in_a_sandbox_or_the_trial_fails_naming_the_mount(
+    tmp_path,
+) -> None:
+    shared, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    shared.mkdir()
+    elsewhere.mkdir()
+    write = "open({path!r}, 'w').write('from the trial')"
+    with local_cluster(tmp_path / "cluster", agent_args=["--bind", str(shared)]) as cluster:
+        (agent,) = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
+        assert agent.isolation == "bwrap"
+        mount = "bind_mounts:\n  - {{host_path: {p}, container_path: {p}}}\nmax_restarts: 0\n"
+        model = write_tiny_model(tmp_path / "w", build_model_body=write.format(path=str(shared / "out")))
+        exp_id = submit(cluster, model, tiny_config(max_batches=10, extra=mount.format(p=shared)))
+        assert wait(cluster, exp_id).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        assert (shared / "out").read_text() == "from the trial"
+
+        model = write_tiny_model(tmp_path / "e", build_model_body=write.format(path=str(elsewhere / "out")))
+        exp_id = submit(cluster, model, tiny_config(max_batches=10, extra=mount.format(p=elsewhere)))
+        result = wait(cluster, exp_id)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
+        printed = logs(cluster, result.trials[0].id)
+        assert f"bind_mounts[0].host_path {elsewhere}:" in printed and f"--bind {elsewhere}" in printed
+        assert not (elsewhere / "out").exists()
+
+
+def test_a_trial_class_under_determineds_launchers_runs_and_other_launchers_create_nothing(tmp_path) -> None:
+    with local_cluster(tmp_path / "cluster") as cluster:
+        model = write_tiny_model(tmp_path / "tiny")
+        launched = "entrypoint: python3 -m determined.launch.horovod --autohorovod --trial :TinyTrial\n"
+        exp_id = submit(cluster, model, tiny_config(max_batches=20, extra=launched))
+        result = wait(cluster, exp_id)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        assert result.trials[0].total_batches == 20
+
+        before = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        refused = "entrypoint: python3 -m determined.launch.deepspeed --trial :TinyTrial\n"
+        with pytest.raises(grpc.RpcError) as info:
+            submit(cluster, model, tiny_config(extra=refused))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "entrypoint: determined.launch.deepspeed is not supported by pedl" in (
+            info.value.details() or ""
+        )
+        after = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
+        assert after == before

@@ -5,6 +5,8 @@ Forms, decided by shape:
 - `"train.py"` (one word, no colon) -> a Simple Model Definition script, run without arguments.
 - `{script: train.py, args: [...]}` -> the PEDL Simple Model Definition section.
 - `"python3 train.py --x 1"` or a list of strings -> a command (Determined's Core API form).
+- `"python3 -m determined.launch.torch_distributed --trial model_def:MyTrial"` (or horovod's) -> the
+  Trial class it launches; launchers pedl does not offer are refused (`pedl.config.launchers`).
 Absent -> None: the model definition package itself exposes the Trial (old PEDL standard form).
 """
 
@@ -16,6 +18,7 @@ from typing import Any, Literal
 
 from pedl.config._checks import check_keys, describe, expect_list, expect_str
 from pedl.config.errors import FieldError, FieldPath
+from pedl.config.launchers import trial_reference
 
 EntrypointKind = Literal["trial", "script", "command"]
 
@@ -51,13 +54,28 @@ def parse_entrypoint(value: Any, path: FieldPath = ("entrypoint",)) -> Entrypoin
             expect_str(item, (*path, i))
         if not value:
             raise FieldError(path, "must not be an empty list")
-        return Entrypoint(kind="command", command=tuple(value))
+        return _command(tuple(value), path)
     text = expect_str(value, path, non_empty=True).strip()
     if any(ch.isspace() for ch in text):
         try:
-            return Entrypoint(kind="command", command=tuple(shlex.split(text)))
+            command = tuple(shlex.split(text))
         except ValueError as e:
             raise FieldError(path, f"cannot split command {describe(text)}: {e}") from None
+        return _command(command, path)
+    return _single_word(text, path)
+
+
+def _command(command: tuple[str, ...], path: FieldPath) -> Entrypoint:
+    ref = trial_reference(command, path)
+    if ref is None:
+        return Entrypoint(kind="command", command=command)
+    spec = _single_word(ref, path)
+    if spec.kind != "trial":
+        raise FieldError(path, f"'--trial' expects '<module>:<object reference>', got {describe(ref)}")
+    return spec
+
+
+def _single_word(text: str, path: FieldPath) -> Entrypoint:
     if ":" in text:
         module, _, obj = text.partition(":")
         if (module and not _dotted(module)) or not obj or not _dotted(obj):

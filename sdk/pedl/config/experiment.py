@@ -21,7 +21,6 @@ from pedl.config._checks import (
     expect_bool,
     expect_choice,
     expect_int,
-    expect_list,
     expect_mapping,
     expect_str,
     is_int,
@@ -31,6 +30,7 @@ from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import Length, LengthContext, resolve_length
+from pedl.config.log_policies import validate_log_policies
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
 from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
@@ -321,7 +321,7 @@ def _validate_optional_sections(raw: dict[str, Any]) -> None:
         if key in raw:
             raw[key] = sections.validate_hpc(raw[key], (key,))
     if "log_policies" in raw:
-        expect_list(raw["log_policies"], ("log_policies",))
+        raw["log_policies"] = validate_log_policies(raw["log_policies"])
     if "data_layer" in raw:
         sections.validate_typed_mapping(raw["data_layer"], ("data_layer",))
 

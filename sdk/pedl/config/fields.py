@@ -87,8 +87,9 @@ FIELDS: dict[str, Field] = {
     "preemption_timeout": _r(
         "pedl waits for a preempted trial's checkpoint without a deadline; remove preemption_timeout"
     ),
-    "log_policies": _r(
-        "pedl does not act on log patterns (cancel retries, exclude node); remove log_policies",
+    "log_policies": _w(
+        "pedl does not label log lines by pattern; a policy with an action (cancel_retries, exclude_node) "
+        "is refused, since pedl does not act on log patterns",
         [],
     ),
     "retention_policy": _r("pedl keeps trial logs until the experiment is deleted; remove retention_policy"),
@@ -107,8 +108,9 @@ FIELDS: dict[str, Field] = {
     "profiling.end_after_batch": _s("checked as Determined does"),
     "profiling.sync_timings": _s("checked as Determined does; no effect without the profiler"),
     "bind_mounts": _s(
-        "only mounts whose container_path is the host_path (a plain process sees that path as it is), "
-        "writable and with rprivate propagation; others are refused naming the mount"
+        "only mounts whose container_path is the host_path, writable, rprivate (others are refused naming "
+        "the mount); a sandboxed agent must share the path (`pedl-agent --bind DIR`), else the trial fails "
+        "at start naming the mount"
     ),
     # --- environment -----------------------------------------------------------------------
     "environment": _s("a string names the agent's Python environment; a mapping is Determined's"),

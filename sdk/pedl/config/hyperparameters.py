@@ -83,10 +83,8 @@ def _normalize_leaf(leaf: dict[str, Any], path: FieldPath) -> dict[str, Any]:
     if "count" in leaf:
         expect_int(leaf["count"], (*path, "count"), minimum=1)
     if kind == "log":
-        base = expect_number(leaf.get("base", 10), (*path, "base"), exclusive_minimum=0)
-        if base == 1:
-            raise FieldError((*path, "base"), "must not be 1")
-        out["base"] = base
+        # Determined's schema allows any positive base; base 1 gives 1.0 for every trial.
+        out["base"] = expect_number(leaf.get("base", 10), (*path, "base"), exclusive_minimum=0)
     return out
 
 

@@ -62,8 +62,8 @@ def validate_resources(value: Any, path: FieldPath = ("resources",)) -> dict[str
     if "shm_size" in resources:
         _check_size(resources["shm_size"], (*path, "shm_size"))
     if "devices" in resources:
-        for i, device in enumerate(expect_list(resources["devices"], (*path, "devices"))):
-            _check_device(device, (*path, "devices", i))
+        devices = expect_list(resources["devices"], (*path, "devices"))
+        resources["devices"] = [_device(d, (*path, "devices", i)) for i, d in enumerate(devices)]
     return resources
 
 
@@ -78,30 +78,40 @@ def _check_size(value: Any, path: FieldPath) -> None:
         raise FieldError(path, f"expected a memory size like 4G, 512Mi or 1.5 gb, got {describe(value)}")
 
 
-def _check_device(device: Any, path: FieldPath) -> None:
+def _device(device: Any, path: FieldPath) -> dict[str, Any]:
+    """Determined's two forms, `host:container[:mode]` or a mapping, as its mapping (mode `mrw`)."""
     if isinstance(device, str):
-        expect_str(device, path, non_empty=True)
-        return
-    device = expect_mapping(device, path)
+        parts = device.split(":")
+        if len(parts) not in (2, 3) or not all(parts):
+            raise FieldError(path, f"expected 'HOST_PATH:CONTAINER_PATH[:MODE]', got {describe(device)}")
+        device = dict(zip(("host_path", "container_path", "mode"), parts, strict=False))
+    device = {k: v for k, v in expect_mapping(device, path).items() if v is not None or k != "mode"}
     check_keys(
         device, path, ("host_path", "container_path", "mode"), required=("host_path", "container_path")
     )
+    device.setdefault("mode", "mrw")
     for key in ("host_path", "container_path", "mode"):
-        if key in device:
-            expect_str(device[key], (*path, key), non_empty=key != "mode")
+        expect_str(device[key], (*path, key), non_empty=True)
+    return device
 
 
-_MOUNT_KEYS = ("host_path", "container_path", "read_only", "propagation")
+_MOUNT_PATHS = ("host_path", "container_path")
+_MOUNT_KEYS = (*_MOUNT_PATHS, "read_only", "propagation")
 
 
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
     """Trials are plain processes: a mount of a host path at the same path is what they see anyway;
     anything else (another path, read-only, other propagation) would need a container."""
     mounts = expect_list(value, path)
-    for i, mount in enumerate(mounts):
+    out: list[Any] = []
+    for i, given in enumerate(mounts):
         item = (*path, i)
-        mount = expect_mapping(mount, item)
-        check_keys(mount, item, _MOUNT_KEYS, required=("host_path", "container_path"))
+        # Determined's null read_only / propagation mean their defaults; the two paths have none.
+        mount = {k: v for k, v in expect_mapping(given, item).items() if v is not None or k in _MOUNT_PATHS}
+        check_keys(mount, item, _MOUNT_KEYS, required=_MOUNT_PATHS)
+        for key in _MOUNT_PATHS:
+            if mount[key] is None:
+                raise FieldError((*item, key), "is required (an absolute path), got null")
         host = expect_str(mount["host_path"], (*item, "host_path"), non_empty=True)
         container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
         if not posixpath.isabs(host):
@@ -114,18 +124,21 @@ def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list
                 f"{container!r} is not supported by pedl: trials run as plain processes, so data stays "
                 f"at its host path; set container_path to {host!r} and read it there",
             )
-        if expect_bool(mount.get("read_only", False), (*item, "read_only")):
+        mount.setdefault("read_only", False)
+        mount.setdefault("propagation", "rprivate")
+        if expect_bool(mount["read_only"], (*item, "read_only")):
             raise FieldError(
                 (*item, "read_only"),
                 "is not supported by pedl: a plain process cannot be given a read-only view of a host "
                 "path; remove read_only or protect the path with file permissions",
             )
-        propagation = expect_str(mount.get("propagation", "rprivate"), (*item, "propagation"))
+        propagation = expect_str(mount["propagation"], (*item, "propagation"))
         if propagation != "rprivate":
             raise FieldError(
                 (*item, "propagation"), f"{propagation!r} is not supported by pedl: there is no mount"
             )
-    return mounts
+        out.append(mount)
+    return out
 
 
 ENVIRONMENT_KEYS = (
@@ -171,7 +184,46 @@ def validate_environment(value: Any, path: FieldPath = ("environment",)) -> str 
         check_environment_variables(env["environment_variables"], (*path, "environment_variables"))
     if "force_pull_image" in env:
         expect_bool(env["force_pull_image"], (*path, "force_pull_image"))
+    if "pod_spec" in env:
+        _check_pod_spec(env["pod_spec"], (*path, "pod_spec"))
     return env
+
+
+# What Determined's schema forbids a pod_spec to set (it is Determined's to configure): checked so a
+# config Determined refuses is refused here too, though pedl has no pods (fields.FIELDS warns).
+_POD_DISALLOWED = ("name", "name_space")
+_TRIAL_CONTAINER = "determined-container"
+_TRIAL_CONTAINER_DISALLOWED = (
+    "image",
+    "command",
+    "args",
+    "working_dir",
+    "ports",
+    "liveness_probe",
+    "readiness_probe",
+    "startup_probe",
+    "lifecycle",
+    "termination_message_path",
+    "termination_message_policy",
+    "image_pull_policy",
+    "security_context",
+)
+
+
+def _check_pod_spec(value: Any, path: FieldPath) -> None:
+    spec = expect_mapping(value, path)
+    for key in _POD_DISALLOWED:
+        if key in spec:
+            raise FieldError((*path, key), "is not configurable (Determined sets the pod's)")
+    containers = (spec.get("spec") or {}).get("containers") if isinstance(spec.get("spec"), dict) else None
+    for i, container in enumerate(containers if isinstance(containers, list) else ()):
+        if isinstance(container, dict) and container.get("name") == _TRIAL_CONTAINER:
+            for key in _TRIAL_CONTAINER_DISALLOWED:
+                if key in container:
+                    raise FieldError(
+                        (*path, "spec", "containers", i, key),
+                        f"is not configurable in the {_TRIAL_CONTAINER} container",
+                    )
 
 
 def environment_name(env: str | dict[str, Any] | None) -> str | None:

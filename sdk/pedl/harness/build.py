@@ -120,7 +120,8 @@ def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any
     mapping = experiment_config.get("entrypoints")
     if isinstance(mapping, dict):
         return _load_pedl011(model_definition_dir, mapping)
-    return load_model_definition(model_definition_dir, raw.strip() if isinstance(raw, str) else None)
+    # A Trial class, also one a Determined launcher wraps (`... --trial model_def:MyTrial`).
+    return load_model_definition(model_definition_dir, str(spec) if spec is not None else None)
 
 
 def _load_pedl011(model_definition_dir: Path, mapping: dict[str, Any]) -> ModelDefinition:

@@ -97,6 +97,20 @@ def _script_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> s
     return spec.script if spec is not None and spec.kind == "script" else None
 
 
+def _trial_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
+    """'module:Class' for a Trial-class entrypoint, also one a Determined launcher wraps (`--trial`)."""
+    if entrypoint is None or isinstance(entrypoint, dict):
+        return None
+    from pedl.config.entrypoint import parse_entrypoint
+    from pedl.config.errors import FieldError
+
+    try:
+        spec = parse_entrypoint(entrypoint)
+    except FieldError as e:
+        raise ModelDefinitionError(str(e)) from None
+    return str(spec) if spec is not None and spec.kind == "trial" else None
+
+
 def _command_script(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
     """For a command entrypoint, the first `.py` file it names in the context ("" if none); else None."""
     if entrypoint is None or isinstance(entrypoint, dict):
@@ -156,8 +170,7 @@ def check_model_definition(
     if script is not None:
         _check_script(path, root, script, files)
         return
-    if not isinstance(entrypoint, str):
-        entrypoint = None
+    entrypoint = _trial_entrypoint(entrypoint)
     name = package_name(root)
     if path.is_dir() and name in sys.stdlib_module_names:
         raise ModelDefinitionError(

@@ -89,7 +89,7 @@ def test_grid_without_count_is_an_error_naming_the_hyperparameter() -> None:
         ("{type: int, minval: 5, maxval: 5}", "hyperparameters.x.minval", "less than maxval"),
         ("{type: int, minval: 1.5, maxval: 5}", "hyperparameters.x.minval", "integer"),
         ("{type: double, minval: 1}", "hyperparameters.x.maxval", "required"),
-        ("{type: log, minval: 1, maxval: 2, base: 1}", "hyperparameters.x.base", "not be 1"),
+        ("{type: log, minval: 1, maxval: 2, base: 0}", "hyperparameters.x.base", "greater than 0"),
         ("{type: categorical, vals: []}", "hyperparameters.x.vals", "at least one"),
         ("{type: categorical, vals: 3}", "hyperparameters.x.vals", "expected a list"),
         ("{type: const}", "hyperparameters.x.val", "required"),

@@ -7,29 +7,21 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-# Options of Determined's torch_distributed launcher that pedl's agent decides itself.
-_TORCH_FLAGS_WITH_VALUE = ("--max_restarts", "--nproc_per_node", "--nnodes", "--rdzv_backend")
-_TORCH_FLAGS = ("--trust-worker-addrs",)
+from pedl.config.launchers import torch_overrides
 
 
 def wrapped_command(argv: Sequence[str], launcher: str) -> list[str]:
-    """The command after the launcher's own options (and an optional `--`)."""
-    args = list(argv)
-    while args and args[0].startswith("-") and args[0] != "--":
-        flag = args.pop(0)
-        name = flag.split("=", 1)[0]
-        if name in _TORCH_FLAGS:
-            continue
-        if name in _TORCH_FLAGS_WITH_VALUE:
-            if "=" not in flag and args:
-                args.pop(0)
-            continue
+    """The command after the launcher's own options (and an optional `--`); the options pedl's agent
+    decides itself are the config parser's (`pedl.config.launchers`), which refuses others at create."""
+    try:
+        args = torch_overrides(argv, launcher)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    if args and args[0].startswith("--trial"):
         raise SystemExit(
-            f"{launcher}: option {flag} is not supported by pedl (its agent starts one process per slot "
-            "itself, with torchrun's environment)"
+            f"{launcher} --trial: pedl runs a Trial class itself, one process per slot; give its "
+            "'module:Class' as the experiment's entrypoint"
         )
-    if args and args[0] == "--":
-        args.pop(0)
     if not args:
         raise SystemExit(f"usage: python3 -m {launcher} [--] COMMAND [ARGS...]")
     return args
