@@ -246,6 +246,18 @@ def converge(
         time.sleep(1.0)
 
 
+def explain_orphans(cluster: LocalCluster, s3: SeaweedFS, bucket: str, orphans: list[str]) -> None:
+    """Each orphan's objects and every log line that names it: what left it behind."""
+    logs = {p.name: p.read_text(errors="replace") for p in cluster.workdir.glob("*.log")}
+    for uuid in orphans:
+        listing = s3.client().list_objects_v2(Bucket=bucket, Prefix=f"{uuid}/").get("Contents", [])
+        print(f"orphan {uuid}: {[(o['Key'], str(o['LastModified'])) for o in listing]}")
+        for name, text in sorted(logs.items()):
+            for line in text.splitlines():
+                if uuid in line:
+                    print(f"  {name}: {line[:400]}")
+
+
 def download_mismatches(
     cluster: LocalCluster, checkpoints: dict[str, common_pb2.Checkpoint], tmp: Path
 ) -> int:
@@ -297,7 +309,9 @@ def one_cluster(
             exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
             outcome = converge(cluster, s3, bucket, exp_ids, timeout=90)
             outcome.wall = wall
-            outcome.orphans = len(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
+            orphans = sorted(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
+            outcome.orphans = len(orphans)
+            explain_orphans(cluster, s3, bucket, orphans)
             outcome.missing = len(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
             outcome.bad = download_mismatches(cluster, outcome.checkpoints, tmp / name)
         except BaseException:

@@ -157,6 +157,10 @@ class DirectUploads:
         with self._lock:
             self._uploads[upload.uuid] = upload
 
+    def uuids(self) -> list[str]:
+        with self._lock:
+            return list(self._uploads)
+
     def get(self, uuid: str) -> DirectUpload:
         with self._lock:
             upload = self._uploads.get(uuid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
@@ -177,6 +178,29 @@ class S3Backend(StorageBackend):
                 names.update(o["Key"][len(full) :] for o in page.get("Contents", []))
         names.discard("")
         return sorted(names)
+
+    def newest_by_child(self) -> dict[str, datetime]:
+        base = self._key("")
+        full = f"{base}/" if base else ""
+        out: dict[str, datetime] = {}
+
+        def seen(key: str, when: datetime) -> None:
+            name = key[len(full) :].split("/", 1)[0]
+            if name and (name not in out or when > out[name]):
+                out[name] = when
+
+        with translated("listing every object", self.describe()):
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                for obj in page.get("Contents", []):
+                    seen(obj["Key"], obj["LastModified"])
+            for page in self._client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                for upload in page.get("Uploads", []):
+                    seen(upload["Key"], upload["Initiated"])
+        return out
 
     def describe(self) -> str:
         return self.settings.describe()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 
 class ObjectWriter(ABC):
@@ -83,6 +84,11 @@ class StorageBackend(ABC):
     @abstractmethod
     def list_children(self, prefix: str) -> list[str]:
         """Names one level below `prefix` ('' for the root), objects and 'directories' alike."""
+
+    @abstractmethod
+    def newest_by_child(self) -> dict[str, datetime]:
+        """Each name one level below the root, with the newest modification time (UTC) of anything
+        stored under it, unfinished multipart uploads included: how long since it was last written."""
 
     @abstractmethod
     def describe(self) -> str:

@@ -20,6 +20,7 @@ from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.known_storages import KnownStorages
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.upload import Upload
 
@@ -55,8 +56,13 @@ class CheckpointStore:
         self.resolver = resolver or BackendResolver(default_backend)
         self._index: dict[str, _Entry] = {}
         self.direct_uploads = DirectUploads()
+        self.known_storages = KnownStorages(default_backend)
         self._lock = threading.Lock()
         self._seq = itertools.count()
+        self._streaming: set[str] = set()  # streamed uploads in progress
+        self._sweeping: set[str] = set()  # uuids the orphan sweep is removing
+        # Removals whose storage failed (unreachable): uuid -> its storage config, retried by the sweep.
+        self._unfinished: dict[str, dict[str, Any]] = {}
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -68,8 +74,8 @@ class CheckpointStore:
             if not _is_uuid(name):
                 continue
             if self.catalog.exists(layout.marker_key(name, layout.DELETING)):
-                self._remove(name, self._marker_storage(name, layout.DELETING))
-                report.finished_deletes.append(name)
+                if self._remove(name, self._marker_storage(name, layout.DELETING)):
+                    report.finished_deletes.append(name)
             elif self.catalog.exists(layout.marker_key(name, layout.RECORD)):
                 try:
                     cp, storage = layout.decode_record(
@@ -82,8 +88,8 @@ class CheckpointStore:
                 self.catalog.delete(layout.marker_key(name, layout.INCOMPLETE))
                 records.append((cp, storage))
             else:
-                self._remove(name, self._marker_storage(name, layout.INCOMPLETE))
-                report.removed_partial.append(name)
+                if self._remove(name, self._marker_storage(name, layout.INCOMPLETE)):
+                    report.removed_partial.append(name)
         records.sort(key=lambda r: r[0].created_at)
         for cp, storage in records:
             self._add(cp, storage)
@@ -112,7 +118,13 @@ class CheckpointStore:
         checkpoint, data_backend, storage_config = self._new_checkpoint(
             experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
-        self._mark_incomplete(checkpoint.uuid, storage_config)
+        with self._lock:
+            self._streaming.add(checkpoint.uuid)
+        try:
+            self._mark_incomplete(checkpoint.uuid, storage_config)
+        except BaseException:
+            self._stream_ended(checkpoint.uuid)
+            raise
         return Upload(
             uuid=checkpoint.uuid,
             checkpoint=checkpoint,
@@ -120,7 +132,12 @@ class CheckpointStore:
             data_backend=data_backend,
             catalog=self.catalog,
             publish=self._add,
+            ended=self._stream_ended,
         )
+
+    def _stream_ended(self, uuid: str) -> None:
+        with self._lock:
+            self._streaming.discard(uuid)
 
     def begin_direct_upload(
         self,
@@ -190,12 +207,17 @@ class CheckpointStore:
             raise InvalidArgument(f"uuid {uuid!r} is not in canonical form ({canonical})")
         with self._lock:
             taken = uuid in self._index
+            swept = uuid in self._sweeping
         if taken or self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
             raise InvalidArgument(f"checkpoint {uuid} already exists")
+        if swept:
+            raise InvalidArgument(f"checkpoint {uuid} is an orphan being removed; try again in a moment")
         return uuid
 
     def _mark_incomplete(self, uuid: str, storage_config: dict[str, Any]) -> None:
-        """Before any byte: what a crash leaves behind is found and removed at the next start-up."""
+        """Before any byte: what a crash leaves behind is found and removed at the next start-up, or
+        by the orphan sweep, which also visits every storage ever noted."""
+        self.known_storages.note(storage_config)
         marker = layout.encode_marker(storage_config)
         self.catalog.put_bytes(layout.marker_key(uuid, layout.INCOMPLETE), marker)
 
@@ -275,16 +297,66 @@ class CheckpointStore:
         self.catalog.delete(layout.marker_key(uuid, layout.RECORD))
         self._remove(uuid, entry.storage)
 
-    def _remove(self, uuid: str, storage: dict[str, Any]) -> None:
+    def _remove(self, uuid: str, storage: dict[str, Any]) -> bool:
         """Removes the bytes, then the catalog entry. If the bytes' storage fails (unreachable, or its
-        config no longer works), the entry and its marker stay, so the next start-up tries again."""
+        config no longer works), the entry and its marker stay, and the orphan sweep (or the next
+        start-up) tries again; False then."""
         try:
             backend, _ = self.resolver.resolve(storage)
             backend.delete_prefix(uuid)
         except (StoreError, OSError) as e:
-            log.error("cannot remove checkpoint bytes yet; retried at next start-up", uuid=uuid, error=str(e))
-            return
+            log.error(
+                "cannot remove checkpoint bytes yet; retried by the orphan sweep", uuid=uuid, error=str(e)
+            )
+            with self._lock:
+                self._unfinished[uuid] = storage
+            return False
         self.catalog.delete_prefix(uuid)
+        with self._lock:
+            self._unfinished.pop(uuid, None)
+        return True
+
+    # -- the orphan sweep's part (see sweeper.py) ----------------------------------------------
+
+    def claimed(self) -> set[str]:
+        """The uuids whose bytes are the store's to keep: visible checkpoints and uploads in progress."""
+        with self._lock:
+            return set(self._index) | self._streaming | set(self.direct_uploads.uuids())
+
+    def storage_configs(self) -> list[dict[str, Any]]:
+        """The storages the visible checkpoints and the unfinished removals name."""
+        with self._lock:
+            return [e.storage for e in self._index.values()] + list(self._unfinished.values())
+
+    def retry_unfinished_removals(self) -> list[str]:
+        """Deletes and aborted uploads whose storage failed before; the uuids removed now."""
+        with self._lock:
+            unfinished = dict(self._unfinished)
+        return [uuid for uuid, storage in unfinished.items() if self._remove(uuid, storage)]
+
+    def remove_orphan(self, uuid: str, backend: StorageBackend) -> bool:
+        """Removes `uuid`'s prefix from `backend` (and its markers from the catalog, and its bytes from
+        the storage they name) unless it is claimed now or has a record: False then."""
+        with self._lock:
+            if uuid in self._index or uuid in self._streaming or uuid in self._sweeping:
+                return False
+            if uuid in self.direct_uploads.uuids():
+                return False
+            self._sweeping.add(uuid)
+        try:
+            if self.catalog.exists(layout.marker_key(uuid, layout.RECORD)):
+                log.error("checkpoint record on storage but not loaded; its bytes are kept", uuid=uuid)
+                return False
+            for marker in (layout.INCOMPLETE, layout.DELETING):
+                if self.catalog.exists(layout.marker_key(uuid, marker)):
+                    other, _ = self.resolver.resolve(self._marker_storage(uuid, marker))
+                    other.delete_prefix(uuid)
+            backend.delete_prefix(uuid)
+            self.catalog.delete_prefix(uuid)
+        finally:
+            with self._lock:
+                self._sweeping.discard(uuid)
+        return True
 
 
 def _passed_through(

@@ -1,0 +1,107 @@
+"""The orphan sweep: removes checkpoint bytes from storage that no record and no upload in progress
+claims, once they are older than `--orphan-sweep-grace`. Runs at start-up and then every
+`--orphan-sweep-interval`.
+
+Orphans are what crashes leave where no marker points: a client still PUTting on presigned URLs
+after the store restarted and removed its partial upload, a harness killed between its PUTs and
+FinishUpload (its upload expires, see DirectUploads.sweep), a deletion or an abort whose storage was
+down. Each pass also retries the removals that failed before. What to remove is decided in
+`orphan_sweep.orphans`; `CheckpointStore.remove_orphan` checks once more, under the store's lock,
+that nothing claims it, and never removes a uuid whose record is on storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pedl import _log
+from pedl_checkpoint_store.errors import StoreError
+from pedl_checkpoint_store.orphan_sweep import orphans
+from pedl_checkpoint_store.storage import StorageBackend
+from pedl_checkpoint_store.store import CheckpointStore
+
+log = _log.get_logger(component="checkpoint_store")
+
+
+@dataclass
+class SweepReport:
+    storages: int = 0
+    removed: list[str] = field(default_factory=list)
+    expired_uploads: list[str] = field(default_factory=list)
+    retried_removals: list[str] = field(default_factory=list)
+    failed_storages: list[str] = field(default_factory=list)
+
+
+class OrphanSweeper:
+    def __init__(self, store: CheckpointStore, grace_seconds: float) -> None:
+        self.store = store
+        self.grace = timedelta(seconds=grace_seconds)
+
+    async def run_forever(self, interval: float) -> None:
+        """The first pass at once (start-up), then one every `interval` seconds."""
+        while True:
+            try:
+                await asyncio.to_thread(self.sweep_once)
+            except Exception:
+                log.exception("orphan sweep failed; will retry")
+            await asyncio.sleep(interval)
+
+    def sweep_once(self) -> SweepReport:
+        report = SweepReport()
+        report.expired_uploads = self.store.direct_uploads.sweep()
+        report.retried_removals = self.store.retry_unfinished_removals()
+        for where, backend in self._storages().items():
+            report.storages += 1
+            now = _now()  # before listing: what is written meanwhile only looks younger
+            try:
+                newest = backend.newest_by_child()
+            except (OSError, StoreError) as e:
+                log.warning("orphan sweep could not list storage; will retry", storage=where, error=str(e))
+                report.failed_storages.append(where)
+                continue
+            claimed = self.store.claimed()  # after the listing: an upload begun meanwhile is claimed
+            for orphan in orphans(newest, claimed, now, self.grace):
+                try:
+                    removed = self.store.remove_orphan(orphan.uuid, backend)
+                except (OSError, StoreError) as e:
+                    log.warning(
+                        "orphan not removed; will retry", uuid=orphan.uuid, storage=where, error=str(e)
+                    )
+                    continue
+                if removed:
+                    report.removed.append(orphan.uuid)
+                    log.warning(
+                        "orphan checkpoint removed: no record or upload claimed it",
+                        uuid=orphan.uuid,
+                        storage=where,
+                        age_seconds=round(orphan.age_seconds, 1),
+                    )
+        if report.removed or report.expired_uploads or report.retried_removals or report.failed_storages:
+            log.info("orphan sweep done", **{k: v for k, v in vars(report).items() if k != "removed"})
+        return report
+
+    def _storages(self) -> dict[str, StorageBackend]:
+        """Every storage the store has written to, by where it is (a bucket named by two configs with
+        different keys is one storage)."""
+        configs: dict[str, dict[str, Any]] = {"{}": {}}
+        for config in [*self.store.known_storages.all(), *self.store.storage_configs()]:
+            configs.setdefault(json.dumps(config, sort_keys=True), config)
+        out: dict[str, StorageBackend] = {}
+        for config in configs.values():
+            try:
+                backend, normalized = self.store.resolver.resolve(config)
+                self.store.known_storages.note(normalized)  # e.g. named only by records older than the list
+            except (OSError, StoreError) as e:
+                where = config.get("bucket") or config.get("host_path") or "?"
+                log.warning("orphan sweep skips a storage it cannot use", storage=where, error=str(e))
+                continue
+            out.setdefault(backend.describe(), backend)
+        return out
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
