@@ -59,7 +59,8 @@ class CheckpointStore:
         self.known_storages = KnownStorages(default_backend)
         self._lock = threading.Lock()
         self._seq = itertools.count()
-        self._streaming: set[str] = set()  # streamed uploads in progress
+        # Uploads in progress: streamed ones to their end, direct ones until `direct_uploads` holds them.
+        self._uploading: set[str] = set()
         self._sweeping: set[str] = set()  # uuids the orphan sweep is removing
         # Removals whose storage failed (unreachable): uuid -> its storage config, retried by the sweep.
         self._unfinished: dict[str, dict[str, Any]] = {}
@@ -118,12 +119,10 @@ class CheckpointStore:
         checkpoint, data_backend, storage_config = self._new_checkpoint(
             experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
-        with self._lock:
-            self._streaming.add(checkpoint.uuid)
         try:
             self._mark_incomplete(checkpoint.uuid, storage_config)
         except BaseException:
-            self._stream_ended(checkpoint.uuid)
+            self._release(checkpoint.uuid)
             raise
         return Upload(
             uuid=checkpoint.uuid,
@@ -132,12 +131,8 @@ class CheckpointStore:
             data_backend=data_backend,
             catalog=self.catalog,
             publish=self._add,
-            ended=self._stream_ended,
+            ended=self._release,
         )
-
-    def _stream_ended(self, uuid: str) -> None:
-        with self._lock:
-            self._streaming.discard(uuid)
 
     def begin_direct_upload(
         self,
@@ -156,19 +151,22 @@ class CheckpointStore:
         checkpoint, data_backend, storage_config = self._new_checkpoint(
             experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
-        if not data_backend.presigns:
-            return None
-        self._mark_incomplete(checkpoint.uuid, storage_config)
-        upload = DirectUpload(
-            checkpoint=checkpoint,
-            storage=storage_config,
-            data_backend=data_backend,
-            catalog=self.catalog,
-            publish=self._add,
-            expires_in_seconds=URL_SECONDS,
-        )
-        upload.plan(files)
-        self.direct_uploads.add(upload)
+        try:
+            if not data_backend.presigns:
+                return None
+            self._mark_incomplete(checkpoint.uuid, storage_config)
+            upload = DirectUpload(
+                checkpoint=checkpoint,
+                storage=storage_config,
+                data_backend=data_backend,
+                catalog=self.catalog,
+                publish=self._add,
+                expires_in_seconds=URL_SECONDS,
+            )
+            upload.plan(files)
+            self.direct_uploads.add(upload)
+        finally:
+            self._release(checkpoint.uuid)
         return upload
 
     def _new_checkpoint(
@@ -188,8 +186,15 @@ class CheckpointStore:
             if value < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {value}")
         data_backend, storage_config = self.resolver.resolve(storage)
+        uuid = self._chosen_uuid(uuid) if uuid else str(uuidlib.uuid4())
+        with self._lock:  # reserved before any byte is stored, so the orphan sweep leaves it alone
+            if uuid in self._index or uuid in self._uploading:
+                raise InvalidArgument(f"checkpoint {uuid} already exists")
+            if uuid in self._sweeping:
+                raise InvalidArgument(f"checkpoint {uuid} is an orphan being removed; try again in a moment")
+            self._uploading.add(uuid)
         checkpoint = common_pb2.Checkpoint(
-            uuid=self._chosen_uuid(uuid) if uuid else str(uuidlib.uuid4()),
+            uuid=uuid,
             experiment_id=experiment_id,
             trial_id=trial_id,
             total_batches=total_batches,
@@ -205,14 +210,13 @@ class CheckpointStore:
             raise InvalidArgument(f"uuid {uuid!r} is not a UUID") from None
         if canonical != uuid:
             raise InvalidArgument(f"uuid {uuid!r} is not in canonical form ({canonical})")
-        with self._lock:
-            taken = uuid in self._index
-            swept = uuid in self._sweeping
-        if taken or self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
+        if self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
             raise InvalidArgument(f"checkpoint {uuid} already exists")
-        if swept:
-            raise InvalidArgument(f"checkpoint {uuid} is an orphan being removed; try again in a moment")
         return uuid
+
+    def _release(self, uuid: str) -> None:
+        with self._lock:
+            self._uploading.discard(uuid)
 
     def _mark_incomplete(self, uuid: str, storage_config: dict[str, Any]) -> None:
         """Before any byte: what a crash leaves behind is found and removed at the next start-up, or
@@ -321,7 +325,7 @@ class CheckpointStore:
     def claimed(self) -> set[str]:
         """The uuids whose bytes are the store's to keep: visible checkpoints and uploads in progress."""
         with self._lock:
-            return set(self._index) | self._streaming | set(self.direct_uploads.uuids())
+            return set(self._index) | self._uploading | set(self.direct_uploads.uuids())
 
     def storage_configs(self) -> list[dict[str, Any]]:
         """The storages the visible checkpoints and the unfinished removals name."""
@@ -338,7 +342,7 @@ class CheckpointStore:
         """Removes `uuid`'s prefix from `backend` (and its markers from the catalog, and its bytes from
         the storage they name) unless it is claimed now or has a record: False then."""
         with self._lock:
-            if uuid in self._index or uuid in self._streaming or uuid in self._sweeping:
+            if uuid in self._index or uuid in self._uploading or uuid in self._sweeping:
                 return False
             if uuid in self.direct_uploads.uuids():
                 return False
