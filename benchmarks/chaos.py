@@ -5,8 +5,9 @@ Each killed process comes back after a short random delay on its port and data. 
 checks what a user owns survived: every experiment COMPLETED; the trials and their hyperparameters
 equal a fault-free run of the same searches (same seed, run first by this script); each trial's
 step rows are exactly the fault-free run's (none lost, none twice); every checkpoint the scheduler
-lists downloads with matching hashes; and once the reconciler has converged, the bucket holds no
-object that is not one of the scheduler's COMPLETED checkpoints.
+lists downloads with matching hashes; and once the scheduler's reconciler and the store's orphan
+sweep have converged, the bucket holds no object that is not one of the scheduler's COMPLETED
+checkpoints (an orphan is printed with every log line naming it).
 
     .venv/bin/python benchmarks/chaos.py [--seed 7] [--faults 30] [--smoke]
 
@@ -300,9 +301,15 @@ def one_cluster(
     ]  # fmt: skip
     # The cluster allows experiments' checkpoints in this bucket on this SeaweedFS (and nowhere else).
     allow = ["--allowed-s3-bucket", bucket, "--allowed-s3-endpoint", s3.endpoint_url]
+    # The store sweeps bytes no record or upload claims (a crash's leftovers) once 5 s old, every second.
+    sweep = ["--orphan-sweep-grace", "5", "--orphan-sweep-interval", "1"]
     model = write_tiny_model(tmp / "tiny")
     with local_cluster(
-        tmp / name, agents=2, scheduler_args=scheduler_args + allow, store_args=allow, reconnect_grace=10
+        tmp / name,
+        agents=2,
+        scheduler_args=scheduler_args + allow,
+        store_args=allow + sweep,
+        reconnect_grace=10,
     ) as cluster:
         chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
         try:
