@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from pedl import _log
@@ -61,6 +62,8 @@ class DirectUpload:
         self.checkpoint = checkpoint
         self.expires_in_seconds = expires_in_seconds
         self.started = time.monotonic()
+        self.started_at = datetime.now(timezone.utc)  # for the orphan sweep, against storage's clock
+        self.where = data_backend.describe()
         self.deadline = self.started + expires_in_seconds
         self.files: list[PlannedFile] = []
         self._storage = storage
@@ -160,6 +163,11 @@ class DirectUploads:
     def uuids(self) -> list[str]:
         with self._lock:
             return list(self._uploads)
+
+    def started_in(self, where: str) -> dict[str, datetime]:
+        """The uploads in progress to storage `where` (a backend's describe()), by uuid: when begun."""
+        with self._lock:
+            return {u.uuid: u.started_at for u in self._uploads.values() if u.where == where}
 
     def get(self, uuid: str) -> DirectUpload:
         with self._lock:

@@ -43,6 +43,20 @@ def orphans(
     return out
 
 
+def abandoned(
+    started: Mapping[str, datetime], newest: Mapping[str, datetime], now: datetime, grace: timedelta
+) -> list[str]:
+    """Direct uploads (uuid -> when begun) that nothing was written for since the grace: a client
+    sends its bytes right after BeginUpload and finishes right after its last byte, so one that has
+    been silent that long is dead (killed between its PUTs and FinishUpload). `newest` as above."""
+    out = []
+    for uuid, began in sorted(started.items()):
+        last = max(began, newest.get(uuid, began))
+        if now - last >= grace:
+            out.append(uuid)
+    return out
+
+
 def _is_uuid(name: str) -> bool:
     try:
         return str(uuidlib.UUID(name)) == name

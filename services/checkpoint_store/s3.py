@@ -199,8 +199,22 @@ class S3Backend(StorageBackend):
                 Bucket=self.bucket, Prefix=full
             ):
                 for upload in page.get("Uploads", []):
-                    seen(upload["Key"], upload["Initiated"])
+                    seen(upload["Key"], self._last_part(upload))
         return out
+
+    def _last_part(self, upload: dict[str, Any]) -> datetime:
+        """When an unfinished multipart upload was last written to: its newest part, else its start."""
+        newest: datetime = upload["Initiated"]
+        try:
+            for page in self._client.get_paginator("list_parts").paginate(
+                Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+            ):
+                for part in page.get("Parts", []):
+                    newest = max(newest, part["LastModified"])
+        except ClientError as e:
+            if error_code(e) != "NoSuchUpload":  # completed or aborted since it was listed
+                raise
+        return newest
 
     def describe(self) -> str:
         return self.settings.describe()

@@ -3,11 +3,12 @@ claims, once they are older than `--orphan-sweep-grace`. Runs at start-up and th
 `--orphan-sweep-interval`.
 
 Orphans are what crashes leave where no marker points: a client still PUTting on presigned URLs
-after the store restarted and removed its partial upload, a harness killed between its PUTs and
-FinishUpload (its upload expires, see DirectUploads.sweep), a deletion or an abort whose storage was
-down. Each pass also retries the removals that failed before. What to remove is decided in
-`orphan_sweep.orphans`; `CheckpointStore.remove_orphan` checks once more, under the store's lock,
-that nothing claims it, and never removes a uuid whose record is on storage.
+after the store restarted and removed its partial upload, a deletion or an abort whose storage was
+down. A direct upload whose client died between its PUTs and FinishUpload (a harness dies with its
+agent) is claimed until nothing was written for it for the grace period: it is then aborted. Each
+pass also retries the removals that failed before. What to remove is decided in `orphan_sweep`;
+`CheckpointStore.remove_orphan` checks once more, under the store's lock, that nothing claims it,
+and never removes a uuid whose record is on storage.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from pedl import _log
 from pedl_checkpoint_store.errors import StoreError
-from pedl_checkpoint_store.orphan_sweep import orphans
+from pedl_checkpoint_store.orphan_sweep import abandoned, orphans
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.store import CheckpointStore
 
@@ -32,6 +33,7 @@ class SweepReport:
     storages: int = 0
     removed: list[str] = field(default_factory=list)
     expired_uploads: list[str] = field(default_factory=list)
+    abandoned_uploads: list[str] = field(default_factory=list)
     retried_removals: list[str] = field(default_factory=list)
     failed_storages: list[str] = field(default_factory=list)
 
@@ -63,6 +65,14 @@ class OrphanSweeper:
                 log.warning("orphan sweep could not list storage; will retry", storage=where, error=str(e))
                 report.failed_storages.append(where)
                 continue
+            for uuid in abandoned(self.store.direct_uploads.started_in(where), newest, now, self.grace):
+                self.store.direct_uploads.abort(uuid)  # a no-op if it finished meanwhile
+                report.abandoned_uploads.append(uuid)
+                log.warning(
+                    "direct upload abandoned: nothing written for the grace period; aborted",
+                    uuid=uuid,
+                    storage=where,
+                )
             claimed = self.store.claimed()  # after the listing: an upload begun meanwhile is claimed
             for orphan in orphans(newest, claimed, now, self.grace):
                 try:
@@ -85,6 +95,7 @@ class OrphanSweeper:
             storages=report.storages,
             removed=len(report.removed),
             expired_uploads=report.expired_uploads,
+            abandoned_uploads=report.abandoned_uploads,
             retried_removals=report.retried_removals,
             failed_storages=report.failed_storages,
         )

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import threading
 import uuid as uuidlib
 from pathlib import Path
 
@@ -35,16 +36,20 @@ SWEEP = {
 }
 # Small files: each goes in one presigned PUT, which a client can still send after the store restarted.
 FILES = {"model.pt": os.urandom(70_000), "nested/opt.pt": os.urandom(5000)}
+# Two 8 MiB parts: a multipart upload, whose parts S3 lists only as parts of an unfinished upload.
+BIG, BIG_DATA = "big.bin", os.urandom(8 * 1024 * 1024 + 1000)
 
 
 def stub(address: str) -> checkpoint_store_pb2_grpc.CheckpointStoreServiceStub:
     return checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(_grpc.channel(address))
 
 
-def begin(address: str, storage: dict) -> pb.BeginUploadResponse:
+def begin(address: str, storage: dict, big: bool = False) -> pb.BeginUploadResponse:
     header = pb.UploadHeader(experiment_id=1, trial_id=1, total_batches=10)
     header.storage.update(storage)
     files = [pb.PlannedFile(path=p, size=len(d)) for p, d in FILES.items()]
+    if big:
+        files.append(pb.PlannedFile(path=BIG, size=len(BIG_DATA)))
     return stub(address).BeginUpload(pb.BeginUploadRequest(header=header, files=files))
 
 
@@ -52,12 +57,26 @@ def put_all(plan: pb.BeginUploadResponse) -> list[pb.UploadedFile]:
     """What the SDK's uploader does, by hand, so a test can stop between the PUTs and FinishUpload."""
     sent = []
     for f in plan.files:
-        assert len(f.part_urls) == 1
-        response = urllib3.request("PUT", f.part_urls[0], body=FILES[f.path])
-        assert response.status == 200, response.data
-        sha = hashlib.sha256(FILES[f.path]).hexdigest()
-        sent.append(pb.UploadedFile(path=f.path, sha256=sha, etags=[response.headers["ETag"]]))
+        data = BIG_DATA if f.path == BIG else FILES[f.path]
+        etags = [put_part(f, n, data) for n in range(len(f.part_urls))]
+        sha = hashlib.sha256(data).hexdigest()
+        sent.append(pb.UploadedFile(path=f.path, sha256=sha, etags=etags))
     return sent
+
+
+def put_part(plan: pb.FileUploadPlan, number: int, data: bytes) -> str:
+    part = data[number * plan.part_size : (number + 1) * plan.part_size]
+    response = urllib3.request("PUT", plan.part_urls[number], body=part)
+    assert response.status == 200, response.data
+    return response.headers["ETag"]
+
+
+def keep_sending_a_part(plan: pb.BeginUploadResponse, stop_sending: threading.Event) -> None:
+    """A slow client's big file: its first part sent again and again (S3 keeps the latest)."""
+    big = next(f for f in plan.files if f.path == BIG)
+    assert len(big.part_urls) == 2
+    while not stop_sending.wait(0.5):
+        put_part(big, 0, BIG_DATA)
 
 
 def removals_logged(store: Service) -> set[str]:
@@ -91,9 +110,12 @@ def test_bytes_a_store_crash_left_unrecorded_are_swept_and_nothing_claimed_is(
         kill(first)
     # ... and restarted: its start-up removes the partial upload, which has no bytes yet.
     store = start_store(tmp_path / "store", weed, extra_env=SWEEP)
+    stop_sending = threading.Event()
     try:
-        in_flight = begin(store.address, storage)
-        in_flight_sent = put_all(in_flight)
+        # A slow client: begun before anything below, still sending parts of its big file throughout.
+        in_flight = begin(store.address, storage, big=True)
+        sender = threading.Thread(target=keep_sending_a_part, args=(in_flight, stop_sending), daemon=True)
+        sender.start()
         # Now the client of the killed store sends its bytes on the URLs it holds: nothing will ever
         # record them (FinishUpload cannot, the restarted store knows no such upload).
         stale_sent = put_all(stale)
@@ -113,18 +135,42 @@ def test_bytes_a_store_crash_left_unrecorded_are_swept_and_nothing_claimed_is(
         wait_for(lambda: not in_bucket(stale.uuid) and not in_bucket(by_hand), "the orphans' removal")
         assert {stale.uuid, by_hand} <= removals_logged(store)
 
-        # The in-flight upload's bytes were older than the grace when the orphans went (they were sent
-        # first), yet the store knows the upload: they stay, and it finishes.
-        assert in_bucket(in_flight.uuid)
+        # The in-flight upload began before the orphans' bytes were written, so it is older than the
+        # grace, yet it is still being written to: it stays, and finishes.
+        stop_sending.set()
+        sender.join()
         done = stub(store.address).FinishUpload(
-            pb.FinishUploadRequest(uuid=in_flight.uuid, files=in_flight_sent)
+            pb.FinishUploadRequest(uuid=in_flight.uuid, files=put_all(in_flight))
         )
         assert done.checkpoint.state == common_pb2.CHECKPOINT_STATE_COMPLETED
         assert keys(weed, EXPERIMENT_BUCKET, f"{prefix}/NOTES.txt") == [f"{prefix}/NOTES.txt"]
         with CheckpointStoreClient(store.address) as client:
-            for n, cp in enumerate((recorded, done.checkpoint)):
-                assert client.download(cp.uuid, tmp_path / f"out{n}").uuid == cp.uuid
-                assert read_tree(tmp_path / f"out{n}") == FILES
+            assert client.download(recorded.uuid, tmp_path / "recorded").uuid == recorded.uuid
+            assert read_tree(tmp_path / "recorded") == FILES
+            assert client.download(done.checkpoint.uuid, tmp_path / "in-flight").uuid == in_flight.uuid
+            assert read_tree(tmp_path / "in-flight") == {**FILES, BIG: BIG_DATA}
+    finally:
+        stop_sending.set()
+        stop(store.process)
+
+
+def test_a_direct_upload_whose_client_died_before_finishing_is_aborted_after_the_grace(
+    weed: SeaweedFS, tmp_path: Path
+) -> None:
+    prefix = f"dead-{uuidlib.uuid4().hex[:8]}"
+    storage = weed.storage_config(EXPERIMENT_BUCKET, prefix)
+    store = start_store(tmp_path / "store", weed, extra_env=SWEEP)
+    try:
+        # A harness killed (with its agent) between its PUTs and FinishUpload: the store keeps running.
+        dead = begin(store.address, storage)
+        sent = put_all(dead)
+        assert keys(weed, EXPERIMENT_BUCKET, f"{prefix}/{dead.uuid}/")
+        wait_for(lambda: not keys(weed, EXPERIMENT_BUCKET, f"{prefix}/{dead.uuid}/"), "the upload's abort")
+        assert "direct upload abandoned" in store.log()
+        with pytest.raises(grpc.RpcError) as info:
+            stub(store.address).FinishUpload(pb.FinishUploadRequest(uuid=dead.uuid, files=sent))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert stub(store.address).ListCheckpoints(pb.ListCheckpointsRequest()).checkpoints == []
     finally:
         stop(store.process)
 
@@ -137,7 +183,7 @@ def test_recorded_checkpoints_survive_many_sweeps_with_no_grace(weed: SeaweedFS,
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_bytes(data)
     no_grace = {**SWEEP, "PEDL_CHECKPOINT_STORE_ORPHAN_SWEEP_GRACE": "0"}
-    store = start_store(tmp_path / "store", weed, extra_env=no_grace)
+    store = start_store(tmp_path / "store", weed, extra_env=SWEEP)
     try:
         with CheckpointStoreClient(store.address) as client:
             recorded = [

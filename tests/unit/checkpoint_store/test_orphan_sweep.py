@@ -12,7 +12,7 @@ from test_checkpoint_store_logic import FILES, begin, chunks, download, new_stor
 
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.local import LocalFilesystemBackend
-from pedl_checkpoint_store.orphan_sweep import Orphan, orphans
+from pedl_checkpoint_store.orphan_sweep import Orphan, abandoned, orphans
 from pedl_checkpoint_store.sweeper import OrphanSweeper
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
@@ -41,6 +41,13 @@ def test_names_that_are_not_canonical_uuids_are_never_touched() -> None:
 
 def test_a_prefix_written_after_now_is_young() -> None:
     assert orphans({A: NOW + HOUR}, set(), NOW, timedelta(0)) == []
+
+
+def test_a_direct_upload_silent_for_the_grace_is_abandoned() -> None:
+    started = {A: NOW - 2 * HOUR, B: NOW - 2 * HOUR, C: NOW - timedelta(minutes=5)}
+    newest = {A: NOW - timedelta(minutes=1)}  # still being written to; B never was; C is young
+    assert abandoned(started, newest, NOW, HOUR) == [B]
+    assert abandoned(started, {A: NOW - HOUR}, NOW, HOUR) == [A, B]
 
 
 # -- the store's sweep on local storage ----------------------------------------------------------
