@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import signal
@@ -101,6 +102,8 @@ class Outcome:
     orphans: int = 0  # bucket objects of no COMPLETED checkpoint
     missing: int = 0  # COMPLETED checkpoints with no object in the bucket
     bad: int = 0  # downloads that failed or whose bytes do not match the listed hashes
+    swept: list[str] = field(default_factory=list)  # what the store's orphan sweep removed, and why
+    swept_uuids: set[str] = field(default_factory=set)
 
 
 def stub(cluster: LocalCluster) -> scheduler_pb2_grpc.SchedulerServiceStub:
@@ -259,6 +262,27 @@ def explain_orphans(cluster: LocalCluster, s3: SeaweedFS, bucket: str, orphans: 
                     print(f"  {name}: {line[:400]}")
 
 
+SWEPT = ("orphan checkpoint removed", "direct upload abandoned")
+
+
+def sweep_evidence(cluster: LocalCluster) -> tuple[list[str], set[str]]:
+    """What the store's orphan sweep cleaned up during the run, each with the earlier log lines naming
+    its uuid (the story of how it was left behind)."""
+    lines = cluster.store.log().splitlines()
+    events = []
+    for line in lines:
+        if line.startswith("{") and any(kind in line for kind in SWEPT):
+            events.append(json.loads(line))
+    logs = {p.name: p.read_text(errors="replace").splitlines() for p in cluster.workdir.glob("*.log")}
+    out = []
+    for event in events:
+        uuid = event.get("uuid", "")
+        out.append(f"swept: {event.get('event')} {uuid} (age {event.get('age_seconds', '?')} s)")
+        for name, text in sorted(logs.items()):
+            out += [f"  {name}: {line[:300]}" for line in text if uuid and uuid in line]
+    return out, {e.get("uuid", "") for e in events}
+
+
 def download_mismatches(
     cluster: LocalCluster, checkpoints: dict[str, common_pb2.Checkpoint], tmp: Path
 ) -> int:
@@ -320,6 +344,7 @@ def one_cluster(
             outcome.orphans = len(orphans)
             explain_orphans(cluster, s3, bucket, orphans)
             outcome.missing = len(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            outcome.swept, outcome.swept_uuids = sweep_evidence(cluster)
             outcome.bad = download_mismatches(cluster, outcome.checkpoints, tmp / name)
         except BaseException:
             print(cluster.logs())
@@ -373,6 +398,9 @@ def main() -> int:
     print(
         f"checkpoints:       {len(chaotic.checkpoints)} listed, {bad} failed download/hash, {missing} missing"
     )
+    if chaotic.swept:
+        print("\n".join(chaotic.swept))
+    print(f"swept by store:    {len(chaotic.swept_uuids)}")
     print(f"orphans:           {orphans}")
     ratio = chaotic.wall / baseline.wall
     print(f"wall time:         {chaotic.wall:.1f} s vs {baseline.wall:.1f} s fault-free, ratio {ratio:.2f}")
