@@ -250,12 +250,15 @@ def converge(
         time.sleep(1.0)
 
 
-def explain_orphans(cluster: LocalCluster, s3: SeaweedFS, bucket: str, orphans: list[str]) -> None:
-    """Each orphan's objects and every log line that names it: what left it behind."""
+def explain_orphans(
+    cluster: LocalCluster, s3: SeaweedFS, bucket: str, uuids: list[str], what: str = "orphan"
+) -> None:
+    """Each checkpoint's objects and every log line that names it: how it came to be an orphan (or
+    to be missing from the bucket)."""
     logs = {p.name: p.read_text(errors="replace") for p in cluster.workdir.glob("*.log")}
-    for uuid in orphans:
+    for uuid in uuids:
         listing = s3.client().list_objects_v2(Bucket=bucket, Prefix=f"{uuid}/").get("Contents", [])
-        print(f"orphan {uuid}: {[(o['Key'], str(o['LastModified'])) for o in listing]}")
+        print(f"{what} {uuid}: {[(o['Key'], str(o['LastModified'])) for o in listing]}")
         for name, text in sorted(logs.items()):
             for line in text.splitlines():
                 if uuid in line:
@@ -343,7 +346,9 @@ def one_cluster(
             orphans = sorted(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
             outcome.orphans = len(orphans)
             explain_orphans(cluster, s3, bucket, orphans)
-            outcome.missing = len(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            missing = sorted(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            outcome.missing = len(missing)
+            explain_orphans(cluster, s3, bucket, missing, "missing")
             outcome.swept, outcome.swept_uuids = sweep_evidence(cluster)
             outcome.bad = download_mismatches(cluster, outcome.checkpoints, tmp / name)
         except BaseException:
