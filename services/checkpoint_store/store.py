@@ -61,7 +61,7 @@ class CheckpointStore:
         self._seq = itertools.count()
         # Uploads in progress: streamed ones to their end, direct ones until `direct_uploads` holds them.
         self._uploading: set[str] = set()
-        self._sweeping: set[str] = set()  # uuids the orphan sweep is removing
+        self._removing: set[str] = set()  # uuids a delete or the orphan sweep is removing now
         # Removals whose storage failed (unreachable): uuid -> its storage config, retried by the sweep.
         self._unfinished: dict[str, dict[str, Any]] = {}
 
@@ -190,8 +190,8 @@ class CheckpointStore:
         with self._lock:  # reserved before any byte is stored, so the orphan sweep leaves it alone
             if uuid in self._index or uuid in self._uploading:
                 raise InvalidArgument(f"checkpoint {uuid} already exists")
-            if uuid in self._sweeping:
-                raise InvalidArgument(f"checkpoint {uuid} is an orphan being removed; try again in a moment")
+            if uuid in self._removing:
+                raise InvalidArgument(f"checkpoint {uuid} is being removed; try again in a moment")
             self._uploading.add(uuid)
         checkpoint = common_pb2.Checkpoint(
             uuid=uuid,
@@ -295,11 +295,18 @@ class CheckpointStore:
     def delete(self, uuid: str) -> None:
         with self._lock:
             entry = self._index.pop(uuid, None)
+            if entry is not None:
+                self._removing.add(uuid)  # not the orphan sweep's to remove (nor to log) meanwhile
         if entry is None:
             raise NotFound(f"checkpoint {uuid} not found")
-        self.catalog.put_bytes(layout.marker_key(uuid, layout.DELETING), layout.encode_marker(entry.storage))
-        self.catalog.delete(layout.marker_key(uuid, layout.RECORD))
-        self._remove(uuid, entry.storage)
+        try:
+            marker = layout.encode_marker(entry.storage)
+            self.catalog.put_bytes(layout.marker_key(uuid, layout.DELETING), marker)
+            self.catalog.delete(layout.marker_key(uuid, layout.RECORD))
+            self._remove(uuid, entry.storage)
+        finally:
+            with self._lock:
+                self._removing.discard(uuid)
 
     def _remove(self, uuid: str, storage: dict[str, Any]) -> bool:
         """Removes the bytes, then the catalog entry. If the bytes' storage fails (unreachable, or its
@@ -342,11 +349,11 @@ class CheckpointStore:
         """Removes `uuid`'s prefix from `backend` (and its markers from the catalog, and its bytes from
         the storage they name) unless it is claimed now or has a record: False then."""
         with self._lock:
-            if uuid in self._index or uuid in self._uploading or uuid in self._sweeping:
+            if uuid in self._index or uuid in self._uploading or uuid in self._removing:
                 return False
             if uuid in self.direct_uploads.uuids():
                 return False
-            self._sweeping.add(uuid)
+            self._removing.add(uuid)
         try:
             if self.catalog.exists(layout.marker_key(uuid, layout.RECORD)):
                 log.error("checkpoint record on storage but not loaded; its bytes are kept", uuid=uuid)
@@ -359,7 +366,7 @@ class CheckpointStore:
             self.catalog.delete_prefix(uuid)
         finally:
             with self._lock:
-                self._sweeping.discard(uuid)
+                self._removing.discard(uuid)
         return True
 
 
