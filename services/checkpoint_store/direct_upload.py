@@ -120,11 +120,13 @@ class DirectUpload:
             self._publish(self.checkpoint, self._storage)
             return self.checkpoint
 
-    def abort(self) -> None:
-        """Removes everything stored so far; a no-op once finished or aborted."""
+    def abort(self) -> bool:
+        """Removes everything stored so far; a no-op (False) once finished or aborted."""
         with self._lock:
-            if self._state == "open":
-                self._abort_locked()
+            if self._state != "open":
+                return False
+            self._abort_locked()
+            return True
 
     def _match(self, uploaded: Sequence[UploadedFile]) -> dict[str, UploadedFile]:
         reported = {f.path: f for f in uploaded}
@@ -186,12 +188,11 @@ class DirectUploads:
         finally:
             self._forget(upload)
 
-    def abort(self, uuid: str) -> None:
-        """A no-op for an unknown uuid."""
+    def abort(self, uuid: str) -> bool:
+        """Whether an upload in progress was aborted; a no-op (False) for an unknown or ended one."""
         with self._lock:
             upload = self._uploads.pop(uuid, None)
-        if upload is not None:
-            upload.abort()
+        return upload is not None and upload.abort()
 
     def sweep(self) -> list[str]:
         """Aborts the uploads nobody finished before their URLs expired; returns their uuids."""

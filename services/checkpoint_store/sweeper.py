@@ -59,6 +59,8 @@ class OrphanSweeper:
         for where, backend in self._storages().items():
             report.storages += 1
             now = _now()  # before listing: what is written meanwhile only looks younger
+            # Claimed before the listing or after it: a checkpoint deleted meanwhile is not an orphan.
+            skip = self.store.claimed()
             try:
                 newest = backend.newest_by_child()
             except (OSError, StoreError) as e:
@@ -66,15 +68,17 @@ class OrphanSweeper:
                 report.failed_storages.append(where)
                 continue
             for uuid in abandoned(self.store.direct_uploads.started_in(where), newest, now, self.grace):
-                self.store.direct_uploads.abort(uuid)  # a no-op if it finished meanwhile
+                if not self.store.direct_uploads.abort(uuid):
+                    continue  # it finished meanwhile
                 report.abandoned_uploads.append(uuid)
                 log.warning(
                     "direct upload abandoned: nothing written for the grace period; aborted",
                     uuid=uuid,
                     storage=where,
                 )
-            claimed = self.store.claimed()  # after the listing: an upload begun meanwhile is claimed
-            for orphan in orphans(newest, claimed, now, self.grace):
+            skip |= self.store.claimed()  # after the listing: an upload begun meanwhile is claimed
+            skip |= set(report.abandoned_uploads)  # removed by their abort
+            for orphan in orphans(newest, skip, now, self.grace):
                 try:
                     removed = self.store.remove_orphan(orphan.uuid, backend)
                 except (OSError, StoreError) as e:

@@ -171,3 +171,22 @@ def test_a_deletion_whose_storage_failed_is_finished_by_the_next_sweep(
     assert (shared / "ckpts" / cp.uuid).exists() and (catalog / cp.uuid / layout.DELETING).exists()
     assert OrphanSweeper(store, grace_seconds=3600).sweep_once().retried_removals == [cp.uuid]
     assert not (shared / "ckpts" / cp.uuid).exists() and not (catalog / cp.uuid).exists()
+
+
+def test_a_checkpoint_deleted_while_the_sweep_lists_is_not_taken_for_an_orphan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = new_store(tmp_path)
+    cp = upload(store, FILES)
+    age(tmp_path, 7200)
+    listing = LocalFilesystemBackend.newest_by_child
+
+    def deleted_meanwhile(self: LocalFilesystemBackend) -> dict:
+        found = listing(self)
+        if cp.uuid in store.claimed():
+            store.delete(cp.uuid)  # by its owner, between the listing and the sweep's decision
+        return found
+
+    monkeypatch.setattr(LocalFilesystemBackend, "newest_by_child", deleted_meanwhile)
+    assert OrphanSweeper(store, grace_seconds=10).sweep_once().removed == []
+    assert not (tmp_path / cp.uuid).exists()
