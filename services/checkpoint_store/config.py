@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         "--orphan-sweep-grace",
         metavar="SECONDS",
         help="checkpoint bytes in storage that no record or upload in progress claims are removed once "
-        "this old; keep it above the longest upload (presigned URLs last 3600 s) (default 7200)",
+        "nothing was written under them for this long, and a direct upload nothing was written for this "
+        "long is aborted; keep it above the longest upload (presigned URLs last 3600 s) (default 7200)",
     )
     p.add_argument(
         "--orphan-sweep-interval",
