@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
@@ -99,9 +99,11 @@ class LocalFilesystemBackend(StorageBackend):
         except FileNotFoundError:
             return []
 
-    def newest_by_child(self) -> dict[str, datetime]:
+    def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
         out: dict[str, datetime] = {}
         for entry in os.scandir(self.root):
+            if entry.name in skip:
+                continue
             newest = _newest_mtime(Path(entry.path))
             if newest is not None:
                 out[entry.name] = datetime.fromtimestamp(newest, timezone.utc)

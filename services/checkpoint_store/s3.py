@@ -7,7 +7,7 @@ incomplete multipart upload, which `delete_prefix` aborts along with the objects
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
@@ -179,7 +179,7 @@ class S3Backend(StorageBackend):
         names.discard("")
         return sorted(names)
 
-    def newest_by_child(self) -> dict[str, datetime]:
+    def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
         base = self._key("")
         full = f"{base}/" if base else ""
         out: dict[str, datetime] = {}
@@ -199,7 +199,8 @@ class S3Backend(StorageBackend):
                 Bucket=self.bucket, Prefix=full
             ):
                 for upload in page.get("Uploads", []):
-                    seen(upload["Key"], self._last_part(upload))
+                    if upload["Key"][len(full) :].split("/", 1)[0] not in skip:
+                        seen(upload["Key"], self._last_part(upload))
         return out
 
     def _last_part(self, upload: dict[str, Any]) -> datetime:

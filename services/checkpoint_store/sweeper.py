@@ -62,7 +62,8 @@ class OrphanSweeper:
             # Claimed before the listing or after it: a checkpoint deleted meanwhile is not an orphan.
             skip = self.store.claimed()
             try:
-                newest = backend.newest_by_child()
+                # Direct uploads' writes are listed still: they tell whether the upload is abandoned.
+                newest = backend.newest_by_child(skip=skip - set(self.store.direct_uploads.uuids()))
             except (OSError, StoreError) as e:
                 log.warning("orphan sweep could not list storage; will retry", storage=where, error=str(e))
                 report.failed_storages.append(where)
