@@ -5,8 +5,9 @@ Each killed process comes back after a short random delay on its port and data. 
 checks what a user owns survived: every experiment COMPLETED; the trials and their hyperparameters
 equal a fault-free run of the same searches (same seed, run first by this script); each trial's
 step rows are exactly the fault-free run's (none lost, none twice); every checkpoint the scheduler
-lists downloads with matching hashes; and once the reconciler has converged, the bucket holds no
-object that is not one of the scheduler's COMPLETED checkpoints.
+lists downloads with matching hashes; and once the scheduler's reconciler and the store's orphan
+sweep have converged, the bucket holds no object that is not one of the scheduler's COMPLETED
+checkpoints (an orphan is printed with every log line naming it).
 
     .venv/bin/python benchmarks/chaos.py [--seed 7] [--faults 30] [--smoke]
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import signal
@@ -100,6 +102,8 @@ class Outcome:
     orphans: int = 0  # bucket objects of no COMPLETED checkpoint
     missing: int = 0  # COMPLETED checkpoints with no object in the bucket
     bad: int = 0  # downloads that failed or whose bytes do not match the listed hashes
+    swept: list[str] = field(default_factory=list)  # what the store's orphan sweep removed, and why
+    swept_uuids: set[str] = field(default_factory=set)
 
 
 def stub(cluster: LocalCluster) -> scheduler_pb2_grpc.SchedulerServiceStub:
@@ -246,6 +250,42 @@ def converge(
         time.sleep(1.0)
 
 
+def explain_orphans(
+    cluster: LocalCluster, s3: SeaweedFS, bucket: str, uuids: list[str], what: str = "orphan"
+) -> None:
+    """Each checkpoint's objects and every log line that names it: how it came to be an orphan (or
+    to be missing from the bucket)."""
+    logs = {p.name: p.read_text(errors="replace") for p in cluster.workdir.glob("*.log")}
+    for uuid in uuids:
+        listing = s3.client().list_objects_v2(Bucket=bucket, Prefix=f"{uuid}/").get("Contents", [])
+        print(f"{what} {uuid}: {[(o['Key'], str(o['LastModified'])) for o in listing]}")
+        for name, text in sorted(logs.items()):
+            for line in text.splitlines():
+                if uuid in line:
+                    print(f"  {name}: {line[:400]}")
+
+
+SWEPT = ("orphan checkpoint removed", "direct upload abandoned")
+
+
+def sweep_evidence(cluster: LocalCluster) -> tuple[list[str], set[str]]:
+    """What the store's orphan sweep cleaned up during the run, each with the earlier log lines naming
+    its uuid (the story of how it was left behind)."""
+    lines = cluster.store.log().splitlines()
+    events = []
+    for line in lines:
+        if line.startswith("{") and any(kind in line for kind in SWEPT):
+            events.append(json.loads(line))
+    logs = {p.name: p.read_text(errors="replace").splitlines() for p in cluster.workdir.glob("*.log")}
+    out = []
+    for event in events:
+        uuid = event.get("uuid", "")
+        out.append(f"swept: {event.get('event')} {uuid} (age {event.get('age_seconds', '?')} s)")
+        for name, text in sorted(logs.items()):
+            out += [f"  {name}: {line[:300]}" for line in text if uuid and uuid in line]
+    return out, {e.get("uuid", "") for e in events}
+
+
 def download_mismatches(
     cluster: LocalCluster, checkpoints: dict[str, common_pb2.Checkpoint], tmp: Path
 ) -> int:
@@ -288,17 +328,28 @@ def one_cluster(
     ]  # fmt: skip
     # The cluster allows experiments' checkpoints in this bucket on this SeaweedFS (and nowhere else).
     allow = ["--allowed-s3-bucket", bucket, "--allowed-s3-endpoint", s3.endpoint_url]
+    # The store sweeps bytes no record or upload claims (a crash's leftovers) once 5 s old, every second.
+    sweep = ["--orphan-sweep-grace", "5", "--orphan-sweep-interval", "1"]
     model = write_tiny_model(tmp / "tiny")
     with local_cluster(
-        tmp / name, agents=2, scheduler_args=scheduler_args + allow, store_args=allow, reconnect_grace=10
+        tmp / name,
+        agents=2,
+        scheduler_args=scheduler_args + allow,
+        store_args=allow + sweep,
+        reconnect_grace=10,
     ) as cluster:
         chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
         try:
             exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
             outcome = converge(cluster, s3, bucket, exp_ids, timeout=90)
             outcome.wall = wall
-            outcome.orphans = len(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
-            outcome.missing = len(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            orphans = sorted(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
+            outcome.orphans = len(orphans)
+            explain_orphans(cluster, s3, bucket, orphans)
+            missing = sorted(set(outcome.checkpoints) - bucket_uuids(s3, bucket))
+            outcome.missing = len(missing)
+            explain_orphans(cluster, s3, bucket, missing, "missing")
+            outcome.swept, outcome.swept_uuids = sweep_evidence(cluster)
             outcome.bad = download_mismatches(cluster, outcome.checkpoints, tmp / name)
         except BaseException:
             print(cluster.logs())
@@ -352,6 +403,9 @@ def main() -> int:
     print(
         f"checkpoints:       {len(chaotic.checkpoints)} listed, {bad} failed download/hash, {missing} missing"
     )
+    if chaotic.swept:
+        print("\n".join(chaotic.swept))
+    print(f"swept by store:    {len(chaotic.swept_uuids)}")
     print(f"orphans:           {orphans}")
     ratio = chaotic.wall / baseline.wall
     print(f"wall time:         {chaotic.wall:.1f} s vs {baseline.wall:.1f} s fault-free, ratio {ratio:.2f}")

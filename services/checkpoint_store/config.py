@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pedl_checkpoint_store.errors import InvalidArgument
+from pedl_checkpoint_store.orphan_sweep import DEFAULT_GRACE_SECONDS, DEFAULT_INTERVAL_SECONDS
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.s3_settings import S3Settings
 from pedl_checkpoint_store.storage_roots import parse_roots
@@ -18,6 +19,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 STORAGE_KINDS = ("local", "s3")
 _S3_FIELDS = ("s3_bucket", "s3_endpoint_url", "s3_prefix", "s3_access_key", "s3_secret_key")
 _AUTH_FIELDS = ("master", "cluster_secret_file", "tls_cert", "tls_key", "tls_ca")
+_SWEEP_FIELDS = ("orphan_sweep_grace", "orphan_sweep_interval")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,10 @@ class Config:
     # Which S3 buckets and endpoints experiments may name (--allowed-s3-bucket/-endpoint); None:
     # the default backend's own (none for a local store).
     allowed_s3: S3Allowance | None = None
+    # The orphan sweep (pedl_checkpoint_store.sweeper): unclaimed checkpoint bytes older than the grace
+    # are removed at start-up and then every interval; an interval of 0 turns the sweep off.
+    orphan_sweep_grace: float = DEFAULT_GRACE_SECONDS
+    orphan_sweep_interval: float = DEFAULT_INTERVAL_SECONDS
 
     @property
     def address(self) -> str:
@@ -76,6 +82,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", help="serve TLS with this certificate PEM (with --tls-key)")
     p.add_argument("--tls-key", help="private key PEM of --tls-cert")
     p.add_argument("--tls-ca", help="CA bundle to verify the scheduler with (or env PEDL_TLS_CA)")
+    p.add_argument(
+        "--orphan-sweep-grace",
+        metavar="SECONDS",
+        help="checkpoint bytes in storage that no record or upload in progress claims are removed once "
+        "nothing was written under them for this long, and a direct upload nothing was written for this "
+        "long is aborted; keep it above the longest upload (presigned URLs last 3600 s) (default 7200)",
+    )
+    p.add_argument(
+        "--orphan-sweep-interval",
+        metavar="SECONDS",
+        help="how often the orphan sweep runs, besides once at start-up; 0 turns it off (default 600)",
+    )
     p.add_argument(
         "--allowed-storage-root",
         action="append",
@@ -122,6 +140,7 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         "storage",
         *_S3_FIELDS,
         *_AUTH_FIELDS,
+        *_SWEEP_FIELDS,
     ):
         flag = "--" + name.replace("_", "-")
         var = ENV_PREFIX + name.upper()
@@ -149,6 +168,7 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"{source}: {raw!r} is not one of {', '.join(LOG_LEVELS)}")
     storage, s3 = _storage(values)
+    sweep = {name: _seconds(values[name]) for name in _SWEEP_FIELDS if name in values}
     roots = parse_roots(args["allowed_storage_root"], env.get(ENV_PREFIX + "ALLOWED_STORAGE_ROOT", ""))
     return Config(
         host=host,
@@ -161,8 +181,20 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         no_auth=bool(args["no_auth"]),
         allowed_storage_roots=tuple(Path(r).expanduser() for r in roots),
         allowed_s3=_allowed_s3(args, env, s3),
+        **sweep,
         **{name: values[name][0] for name in _AUTH_FIELDS if name in values},
     )
+
+
+def _seconds(given: tuple[str, str]) -> float:
+    raw, source = given
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ConfigError(f"{source}: {raw!r} is not a number of seconds") from None
+    if not 0 <= seconds < float("inf"):
+        raise ConfigError(f"{source}: {raw!r} must be a number of seconds >= 0")
+    return seconds
 
 
 def _allowed_s3(args: dict, env: Mapping[str, str], s3: dict[str, str] | None) -> S3Allowance | None:

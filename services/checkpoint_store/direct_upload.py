@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from pedl import _log
@@ -61,6 +62,8 @@ class DirectUpload:
         self.checkpoint = checkpoint
         self.expires_in_seconds = expires_in_seconds
         self.started = time.monotonic()
+        self.started_at = datetime.now(timezone.utc)  # for the orphan sweep, against storage's clock
+        self.where = data_backend.describe()
         self.deadline = self.started + expires_in_seconds
         self.files: list[PlannedFile] = []
         self._storage = storage
@@ -117,11 +120,13 @@ class DirectUpload:
             self._publish(self.checkpoint, self._storage)
             return self.checkpoint
 
-    def abort(self) -> None:
-        """Removes everything stored so far; a no-op once finished or aborted."""
+    def abort(self) -> bool:
+        """Removes everything stored so far; a no-op (False) once finished or aborted."""
         with self._lock:
-            if self._state == "open":
-                self._abort_locked()
+            if self._state != "open":
+                return False
+            self._abort_locked()
+            return True
 
     def _match(self, uploaded: Sequence[UploadedFile]) -> dict[str, UploadedFile]:
         reported = {f.path: f for f in uploaded}
@@ -157,6 +162,15 @@ class DirectUploads:
         with self._lock:
             self._uploads[upload.uuid] = upload
 
+    def uuids(self) -> list[str]:
+        with self._lock:
+            return list(self._uploads)
+
+    def started_in(self, where: str) -> dict[str, datetime]:
+        """The uploads in progress to storage `where` (a backend's describe()), by uuid: when begun."""
+        with self._lock:
+            return {u.uuid: u.started_at for u in self._uploads.values() if u.where == where}
+
     def get(self, uuid: str) -> DirectUpload:
         with self._lock:
             upload = self._uploads.get(uuid)
@@ -174,12 +188,11 @@ class DirectUploads:
         finally:
             self._forget(upload)
 
-    def abort(self, uuid: str) -> None:
-        """A no-op for an unknown uuid."""
+    def abort(self, uuid: str) -> bool:
+        """Whether an upload in progress was aborted; a no-op (False) for an unknown or ended one."""
         with self._lock:
             upload = self._uploads.pop(uuid, None)
-        if upload is not None:
-            upload.abort()
+        return upload is not None and upload.abort()
 
     def sweep(self) -> list[str]:
         """Aborts the uploads nobody finished before their URLs expired; returns their uuids."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
@@ -98,5 +99,32 @@ class LocalFilesystemBackend(StorageBackend):
         except FileNotFoundError:
             return []
 
+    def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
+        out: dict[str, datetime] = {}
+        for entry in os.scandir(self.root):
+            if entry.name in skip:
+                continue
+            newest = _newest_mtime(Path(entry.path))
+            if newest is not None:
+                out[entry.name] = datetime.fromtimestamp(newest, timezone.utc)
+        return out
+
     def describe(self) -> str:
         return str(self.root)
+
+
+def _newest_mtime(path: Path) -> float | None:
+    """The newest mtime of `path` and everything below it (symlinks not followed); None if it vanished."""
+    try:
+        newest = path.lstat().st_mtime
+    except FileNotFoundError:
+        return None
+    if not path.is_dir() or path.is_symlink():
+        return newest
+    for parent, dirs, files in os.walk(path, onerror=lambda e: None):
+        for name in (*dirs, *files):
+            try:
+                newest = max(newest, os.lstat(os.path.join(parent, name)).st_mtime)
+            except FileNotFoundError:
+                continue
+    return newest

@@ -24,6 +24,7 @@ from pedl_checkpoint_store.servicer import CheckpointStoreServicer
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.storage_roots import resolved_roots
 from pedl_checkpoint_store.store import CheckpointStore
+from pedl_checkpoint_store.sweeper import OrphanSweeper
 
 SERVICE_NAME = _grpc.service_name(checkpoint_store_pb2, "CheckpointStoreService")
 STOP_GRACE_SECONDS = 5.0
@@ -81,8 +82,16 @@ async def serve(config: Config) -> None:
     if config.port_file is not None:
         write_port_file(config.port_file, port)
     log.info("serving", host=config.host, port=port, auth=not config.no_auth, tls=tls is not None)
+    sweep: asyncio.Task[None] | None = None
+    if config.orphan_sweep_interval > 0:
+        sweeper = OrphanSweeper(store, config.orphan_sweep_grace)
+        sweep = asyncio.create_task(sweeper.run_forever(config.orphan_sweep_interval))
+    else:
+        log.warning("orphan sweep off (--orphan-sweep-interval 0): crashes may leave unrecorded bytes")
     await stop.wait()
     log.info("stopping")
+    if sweep is not None:
+        sweep.cancel()
     await server.stop(STOP_GRACE_SECONDS)
     log.info("stopped")
 

@@ -7,8 +7,9 @@ incomplete multipart upload, which `delete_prefix` aborts along with the objects
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
@@ -177,6 +178,44 @@ class S3Backend(StorageBackend):
                 names.update(o["Key"][len(full) :] for o in page.get("Contents", []))
         names.discard("")
         return sorted(names)
+
+    def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
+        base = self._key("")
+        full = f"{base}/" if base else ""
+        out: dict[str, datetime] = {}
+
+        def seen(key: str, when: datetime) -> None:
+            name = key[len(full) :].split("/", 1)[0]
+            if name and (name not in out or when > out[name]):
+                out[name] = when
+
+        with translated("listing every object", self.describe()):
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                for obj in page.get("Contents", []):
+                    seen(obj["Key"], obj["LastModified"])
+            for page in self._client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                for upload in page.get("Uploads", []):
+                    if upload["Key"][len(full) :].split("/", 1)[0] not in skip:
+                        seen(upload["Key"], self._last_part(upload))
+        return out
+
+    def _last_part(self, upload: dict[str, Any]) -> datetime:
+        """When an unfinished multipart upload was last written to: its newest part, else its start."""
+        newest: datetime = upload["Initiated"]
+        try:
+            for page in self._client.get_paginator("list_parts").paginate(
+                Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+            ):
+                for part in page.get("Parts", []):
+                    newest = max(newest, part["LastModified"])
+        except ClientError as e:
+            if error_code(e) != "NoSuchUpload":  # completed or aborted since it was listed
+                raise
+        return newest
 
     def describe(self) -> str:
         return self.settings.describe()

@@ -7,8 +7,9 @@ checkpoints: visibility and layout are decided by `pedl_checkpoint_store.store`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 
 class ObjectWriter(ABC):
@@ -83,6 +84,12 @@ class StorageBackend(ABC):
     @abstractmethod
     def list_children(self, prefix: str) -> list[str]:
         """Names one level below `prefix` ('' for the root), objects and 'directories' alike."""
+
+    @abstractmethod
+    def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
+        """Each name one level below the root, with the newest modification time (UTC) of anything
+        stored under it, unfinished multipart uploads included: how long since it was last written.
+        Names in `skip` may be left out (a filesystem then need not walk their trees)."""
 
     @abstractmethod
     def describe(self) -> str:

@@ -20,6 +20,7 @@ from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.known_storages import KnownStorages
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.upload import Upload
 
@@ -55,8 +56,14 @@ class CheckpointStore:
         self.resolver = resolver or BackendResolver(default_backend)
         self._index: dict[str, _Entry] = {}
         self.direct_uploads = DirectUploads()
+        self.known_storages = KnownStorages(default_backend)
         self._lock = threading.Lock()
         self._seq = itertools.count()
+        # Uploads in progress: streamed ones to their end, direct ones until `direct_uploads` holds them.
+        self._uploading: set[str] = set()
+        self._removing: set[str] = set()  # uuids a delete or the orphan sweep is removing now
+        # Removals whose storage failed (unreachable): uuid -> its storage config, retried by the sweep.
+        self._unfinished: dict[str, dict[str, Any]] = {}
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -68,8 +75,8 @@ class CheckpointStore:
             if not _is_uuid(name):
                 continue
             if self.catalog.exists(layout.marker_key(name, layout.DELETING)):
-                self._remove(name, self._marker_storage(name, layout.DELETING))
-                report.finished_deletes.append(name)
+                if self._remove(name, self._marker_storage(name, layout.DELETING)):
+                    report.finished_deletes.append(name)
             elif self.catalog.exists(layout.marker_key(name, layout.RECORD)):
                 try:
                     cp, storage = layout.decode_record(
@@ -82,8 +89,8 @@ class CheckpointStore:
                 self.catalog.delete(layout.marker_key(name, layout.INCOMPLETE))
                 records.append((cp, storage))
             else:
-                self._remove(name, self._marker_storage(name, layout.INCOMPLETE))
-                report.removed_partial.append(name)
+                if self._remove(name, self._marker_storage(name, layout.INCOMPLETE)):
+                    report.removed_partial.append(name)
         records.sort(key=lambda r: r[0].created_at)
         for cp, storage in records:
             self._add(cp, storage)
@@ -112,7 +119,11 @@ class CheckpointStore:
         checkpoint, data_backend, storage_config = self._new_checkpoint(
             experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
-        self._mark_incomplete(checkpoint.uuid, storage_config)
+        try:
+            self._mark_incomplete(checkpoint.uuid, storage_config)
+        except BaseException:
+            self._release(checkpoint.uuid)
+            raise
         return Upload(
             uuid=checkpoint.uuid,
             checkpoint=checkpoint,
@@ -120,6 +131,7 @@ class CheckpointStore:
             data_backend=data_backend,
             catalog=self.catalog,
             publish=self._add,
+            ended=self._release,
         )
 
     def begin_direct_upload(
@@ -139,19 +151,22 @@ class CheckpointStore:
         checkpoint, data_backend, storage_config = self._new_checkpoint(
             experiment_id, trial_id, total_batches, metadata, storage, uuid
         )
-        if not data_backend.presigns:
-            return None
-        self._mark_incomplete(checkpoint.uuid, storage_config)
-        upload = DirectUpload(
-            checkpoint=checkpoint,
-            storage=storage_config,
-            data_backend=data_backend,
-            catalog=self.catalog,
-            publish=self._add,
-            expires_in_seconds=URL_SECONDS,
-        )
-        upload.plan(files)
-        self.direct_uploads.add(upload)
+        try:
+            if not data_backend.presigns:
+                return None
+            self._mark_incomplete(checkpoint.uuid, storage_config)
+            upload = DirectUpload(
+                checkpoint=checkpoint,
+                storage=storage_config,
+                data_backend=data_backend,
+                catalog=self.catalog,
+                publish=self._add,
+                expires_in_seconds=URL_SECONDS,
+            )
+            upload.plan(files)
+            self.direct_uploads.add(upload)
+        finally:
+            self._release(checkpoint.uuid)
         return upload
 
     def _new_checkpoint(
@@ -171,8 +186,15 @@ class CheckpointStore:
             if value < 0:
                 raise InvalidArgument(f"{name} must not be negative, got {value}")
         data_backend, storage_config = self.resolver.resolve(storage)
+        uuid = self._chosen_uuid(uuid) if uuid else str(uuidlib.uuid4())
+        with self._lock:  # reserved before any byte is stored, so the orphan sweep leaves it alone
+            if uuid in self._index or uuid in self._uploading:
+                raise InvalidArgument(f"checkpoint {uuid} already exists")
+            if uuid in self._removing:
+                raise InvalidArgument(f"checkpoint {uuid} is being removed; try again in a moment")
+            self._uploading.add(uuid)
         checkpoint = common_pb2.Checkpoint(
-            uuid=self._chosen_uuid(uuid) if uuid else str(uuidlib.uuid4()),
+            uuid=uuid,
             experiment_id=experiment_id,
             trial_id=trial_id,
             total_batches=total_batches,
@@ -188,14 +210,18 @@ class CheckpointStore:
             raise InvalidArgument(f"uuid {uuid!r} is not a UUID") from None
         if canonical != uuid:
             raise InvalidArgument(f"uuid {uuid!r} is not in canonical form ({canonical})")
-        with self._lock:
-            taken = uuid in self._index
-        if taken or self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
+        if self.catalog.exists(layout.marker_key(uuid, layout.INCOMPLETE)):
             raise InvalidArgument(f"checkpoint {uuid} already exists")
         return uuid
 
+    def _release(self, uuid: str) -> None:
+        with self._lock:
+            self._uploading.discard(uuid)
+
     def _mark_incomplete(self, uuid: str, storage_config: dict[str, Any]) -> None:
-        """Before any byte: what a crash leaves behind is found and removed at the next start-up."""
+        """Before any byte: what a crash leaves behind is found and removed at the next start-up, or
+        by the orphan sweep, which also visits every storage ever noted."""
+        self.known_storages.note(storage_config)
         marker = layout.encode_marker(storage_config)
         self.catalog.put_bytes(layout.marker_key(uuid, layout.INCOMPLETE), marker)
 
@@ -269,22 +295,79 @@ class CheckpointStore:
     def delete(self, uuid: str) -> None:
         with self._lock:
             entry = self._index.pop(uuid, None)
+            if entry is not None:
+                self._removing.add(uuid)  # not the orphan sweep's to remove (nor to log) meanwhile
         if entry is None:
             raise NotFound(f"checkpoint {uuid} not found")
-        self.catalog.put_bytes(layout.marker_key(uuid, layout.DELETING), layout.encode_marker(entry.storage))
-        self.catalog.delete(layout.marker_key(uuid, layout.RECORD))
-        self._remove(uuid, entry.storage)
+        try:
+            marker = layout.encode_marker(entry.storage)
+            self.catalog.put_bytes(layout.marker_key(uuid, layout.DELETING), marker)
+            self.catalog.delete(layout.marker_key(uuid, layout.RECORD))
+            self._remove(uuid, entry.storage)
+        finally:
+            with self._lock:
+                self._removing.discard(uuid)
 
-    def _remove(self, uuid: str, storage: dict[str, Any]) -> None:
+    def _remove(self, uuid: str, storage: dict[str, Any]) -> bool:
         """Removes the bytes, then the catalog entry. If the bytes' storage fails (unreachable, or its
-        config no longer works), the entry and its marker stay, so the next start-up tries again."""
+        config no longer works), the entry and its marker stay, and the orphan sweep (or the next
+        start-up) tries again; False then."""
         try:
             backend, _ = self.resolver.resolve(storage)
             backend.delete_prefix(uuid)
         except (StoreError, OSError) as e:
-            log.error("cannot remove checkpoint bytes yet; retried at next start-up", uuid=uuid, error=str(e))
-            return
+            log.error(
+                "cannot remove checkpoint bytes yet; retried by the orphan sweep", uuid=uuid, error=str(e)
+            )
+            with self._lock:
+                self._unfinished[uuid] = storage
+            return False
         self.catalog.delete_prefix(uuid)
+        with self._lock:
+            self._unfinished.pop(uuid, None)
+        return True
+
+    # -- the orphan sweep's part (see sweeper.py) ----------------------------------------------
+
+    def claimed(self) -> set[str]:
+        """The uuids whose bytes are the store's to keep: visible checkpoints and uploads in progress."""
+        with self._lock:
+            return set(self._index) | self._uploading | set(self.direct_uploads.uuids())
+
+    def storage_configs(self) -> list[dict[str, Any]]:
+        """The storages the visible checkpoints and the unfinished removals name."""
+        with self._lock:
+            return [e.storage for e in self._index.values()] + list(self._unfinished.values())
+
+    def retry_unfinished_removals(self) -> list[str]:
+        """Deletes and aborted uploads whose storage failed before; the uuids removed now."""
+        with self._lock:
+            unfinished = dict(self._unfinished)
+        return [uuid for uuid, storage in unfinished.items() if self._remove(uuid, storage)]
+
+    def remove_orphan(self, uuid: str, backend: StorageBackend) -> bool:
+        """Removes `uuid`'s prefix from `backend` (and its markers from the catalog, and its bytes from
+        the storage they name) unless it is claimed now or has a record: False then."""
+        with self._lock:
+            if uuid in self._index or uuid in self._uploading or uuid in self._removing:
+                return False
+            if uuid in self.direct_uploads.uuids():
+                return False
+            self._removing.add(uuid)
+        try:
+            if self.catalog.exists(layout.marker_key(uuid, layout.RECORD)):
+                log.error("checkpoint record on storage but not loaded; its bytes are kept", uuid=uuid)
+                return False
+            for marker in (layout.INCOMPLETE, layout.DELETING):
+                if self.catalog.exists(layout.marker_key(uuid, marker)):
+                    other, _ = self.resolver.resolve(self._marker_storage(uuid, marker))
+                    other.delete_prefix(uuid)
+            backend.delete_prefix(uuid)
+            self.catalog.delete_prefix(uuid)
+        finally:
+            with self._lock:
+                self._removing.discard(uuid)
+        return True
 
 
 def _passed_through(

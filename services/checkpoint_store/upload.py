@@ -41,13 +41,16 @@ class Upload:
         data_backend: StorageBackend,
         catalog: StorageBackend,
         publish: Callable[[common_pb2.Checkpoint, dict[str, Any]], None],
+        ended: Callable[[str], None] | None = None,
     ) -> None:
+        """`ended(uuid)` is called once the upload is finished or aborted: it is in progress no more."""
         self.uuid = uuid
         self._checkpoint = checkpoint
         self._storage = storage
         self._data = data_backend
         self._catalog = catalog
         self._publish = publish
+        self._ended = ended
         self._lock = threading.Lock()
         self._open: _OpenFile | None = None
         self._tree = FileTree()
@@ -76,6 +79,7 @@ class Upload:
                 self._abort_locked()
                 raise
             self._publish(cp, self._storage)
+            self._end()
             return cp
 
     def abort(self) -> None:
@@ -138,3 +142,8 @@ class Upload:
                 log.warning("could not abort a file of an aborted upload", uuid=self.uuid, error=str(e))
             self._open = None
         remove_partial(self.uuid, self._data, self._catalog)
+        self._end()
+
+    def _end(self) -> None:
+        if self._ended is not None:
+            self._ended(self.uuid)

@@ -24,12 +24,28 @@ def test_flags_beat_env_and_env_beats_defaults(tmp_path: Path) -> None:
     assert config.port_file == tmp_path / "p"
 
 
+def test_orphan_sweep_defaults_and_settings() -> None:
+    config = parse_config([], env={})
+    assert (config.orphan_sweep_grace, config.orphan_sweep_interval) == (7200.0, 600.0)
+    env = {"PEDL_CHECKPOINT_STORE_ORPHAN_SWEEP_INTERVAL": "30"}
+    config = parse_config(["--orphan-sweep-grace", "2.5"], env=env)
+    assert (config.orphan_sweep_grace, config.orphan_sweep_interval) == (2.5, 30.0)
+    assert parse_config(["--orphan-sweep-interval", "0"], env={}).orphan_sweep_interval == 0
+
+
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
         (["--port", "http"], {}, "--port: 'http' is not a port number"),
         ([], {"PEDL_CHECKPOINT_STORE_PORT": "70000"}, "PEDL_CHECKPOINT_STORE_PORT: 70000 is not between"),
         (["--log-level", "loud"], {}, "--log-level: 'loud' is not one of"),
+        (["--orphan-sweep-grace", "1h"], {}, "--orphan-sweep-grace: '1h' is not a number of seconds"),
+        (["--orphan-sweep-grace", "-5"], {}, "--orphan-sweep-grace: '-5' must be a number of seconds >= 0"),
+        (
+            [],
+            {"PEDL_CHECKPOINT_STORE_ORPHAN_SWEEP_INTERVAL": "nan"},
+            "PEDL_CHECKPOINT_STORE_ORPHAN_SWEEP_INTERVAL: 'nan' must be a number of seconds >= 0",
+        ),
     ],
 )
 def test_bad_values_name_their_source(argv: list[str], env: dict[str, str], message: str) -> None:

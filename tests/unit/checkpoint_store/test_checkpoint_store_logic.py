@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pedl.v1 import checkpoint_store_pb2, common_pb2
-from pedl_checkpoint_store import layout
+from pedl_checkpoint_store import known_storages, layout
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound
 from pedl_checkpoint_store.local import LocalFilesystemBackend
@@ -59,7 +59,8 @@ def download(store: CheckpointStore, uuid: str) -> dict[str, bytes]:
 
 
 def uuid_dirs(root: Path) -> list[str]:
-    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+    """What the store keeps in `root`, but for its list of the storages it ever used."""
+    return sorted(p.name for p in root.iterdir() if p.name != known_storages.KEY) if root.exists() else []
 
 
 FILES = {"model/weights.pt": b"0123456789abcdef", "empty": b"", "opt/state": b"xyz"}
