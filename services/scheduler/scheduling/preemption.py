@@ -45,7 +45,8 @@ class Preemptor:
         self.taken: set[int] = set()
         # (agent, slot type) -> trial -> its slots there, cheapest victim first
         self.on_agent: dict[_Unit, dict[int, int]] = {}
-        one_type = {a: _one_type(types) for a, types in (slot_types or {}).items()}
+        slot_types = slot_types or {}
+        one_type = {a: _one_type(types) for a, types in slot_types.items()}
         for t in sorted(running, key=lambda t: self.victim_key(t.trial_id)):
             for a in t.allocations:
                 kind = one_type.get(a.agent_id, "")
