@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from test_cluster import logs, stub, submit, wait
 
@@ -77,3 +79,36 @@ def test_a_trial_no_agent_arrangement_can_hold_is_refused_at_create(cluster, tmp
         submit(cluster, write_tiny_model(tmp_path / "tiny"), config)
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "slots_per_trial is 3" in error.value.details() and "2 in all" in error.value.details()
+
+
+def test_on_an_agent_offering_a_gpu_and_cpu_slots_a_two_slot_trial_runs_on_cpu_slots_only(
+    tmp_path, monkeypatch
+) -> None:
+    """A fake nvidia-smi lists one GPU, so `--slots 2` offers gpu0, cpu0, cpu1. The gang never mixes
+    kinds: it takes both CPU slots (not gpu0 + cpu0), and 3 slots, held only by mixing, are refused."""
+    import grpc
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho '0, GPU-00000000-fake, Fake GPU'\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
+        (agent,) = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
+        assert [(s.id, s.type) for s in agent.slots] == [("gpu0", "gpu"), ("cpu0", "cpu"), ("cpu1", "cpu")]
+        with pytest.raises(grpc.RpcError) as error:
+            submit(cluster, write_tiny_model(tmp_path / "three"), tiny_config(extra=THREE_SLOTS))
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "slots of one type" in error.value.details(), error.value.details()
+        exp_id = submit(
+            cluster, write_tiny_model(tmp_path / "tiny"), tiny_config(max_batches=20, extra=TWO_SLOTS)
+        )
+        result = wait(cluster, exp_id, timeout=240)
+        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+        (trial,) = result.trials
+        text = logs(cluster, trial.id)
+        assert "started on agent agent0 (slots cpu0, cpu1)" in text, text
+        assert "[rank 0] " in text and "[rank 1] " in text
+
+
+THREE_SLOTS = "resources:\n  slots_per_trial: 3\n"

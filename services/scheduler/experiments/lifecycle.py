@@ -23,6 +23,7 @@ from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.scheduling.labels import check_label, offered_keys, placement_key
 from pedl_scheduler.scheduling.placement import PoolSlots
+from pedl_scheduler.scheduling.slot_types import by_slot_type, could_ever_fit
 from pedl_scheduler.searcher_journal import SearcherJournal
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -290,13 +291,27 @@ def check_fits(agents: Mapping[str, AgentHandle], config: Any) -> None:
     if not in_pool:
         return  # agents may still join
     slots = config.slots_per_trial
-    shape = PoolSlots([scheduling_agent(a, free_slots=()) for a in in_pool])
-    if not shape.could_ever_fit(slots, environment):
-        eligible = [a for a in in_pool if environment in offered_keys(a.environments, a.label)]
-        sizes = ", ".join(str(len(a.slots)) for a in eligible) or "no"
-        total = sum(len(a.slots) for a in eligible)
+    shape = [scheduling_agent(a, free_slots=()) for a in in_pool]
+    if could_ever_fit(shape, slots, environment):
+        return
+    eligible = [a for a in in_pool if environment in offered_keys(a.environments, a.label)]
+    if PoolSlots(shape).could_ever_fit(slots, environment):  # it would, were GPU and CPU slots one kind
+        groups = by_slot_type([a for a in shape if environment in a.environments])
+        offered = "; ".join(
+            f"{kind or 'untyped'} slots: at most {max((len(a.slot_ids) for a in group), default=0)} on "
+            f"one agent, {sum(len(a.slot_ids) for a in group)} in all"
+            for kind, group in groups
+        )
         raise UserError(
             f"resources.slots_per_trial is {slots}, but the {len(eligible)} agents of pool {pool!r} "
-            f"offering environment {name!r} (with {sizes} slots, {total} in all) cannot hold "
-            "it: a trial takes slots on one agent, or whole agents of one size"
+            f"offering environment {name!r} cannot hold it with slots of one type ({offered}): a "
+            "trial's slots are all GPUs or all CPU slots, never both, on one agent or on whole agents "
+            "of one size"
         )
+    sizes = ", ".join(str(len(a.slots)) for a in eligible) or "no"
+    total = sum(len(a.slots) for a in eligible)
+    raise UserError(
+        f"resources.slots_per_trial is {slots}, but the {len(eligible)} agents of pool {pool!r} "
+        f"offering environment {name!r} (with {sizes} slots, {total} in all) cannot hold "
+        "it: a trial takes slots on one agent, or whole agents of one size"
+    )

@@ -172,6 +172,7 @@ def scheduling_agent(
         agent.resource_pool,
         offered_keys(agent.environments, agent.label),
         handoff_slots,
+        tuple(s.type for s in agent.slots),
     )
 
 

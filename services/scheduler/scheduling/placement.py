@@ -4,7 +4,8 @@ A trial that fits on one agent (by agent size) waits for one agent: splitting it
 half-busy hosts would slow its training for good. A larger trial takes whole idle agents
 of one size, `slots / size` of them, largest size first (Determined's multi-agent fit), so
 every process of the gang gets the same number of slots. Only agents offering the trial's
-Python environment count, for fitting now as for fitting ever.
+Python environment count, for fitting now as for fitting ever. One `PoolSlots` holds slots of
+one type (`slot_types.py` splits a pool by type), so no gang it places mixes GPUs and CPU slots.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pedl_scheduler.scheduling.state import DEFAULT_ENVIRONMENT, Agent, Allocati
 class PoolSlots:
     """The free slots of one pool's agents during one tick; slots only ever get taken."""
 
-    def __init__(self, agents: list[Agent]) -> None:
+    def __init__(self, agents: list[Agent], slot_type: str = "") -> None:
+        self.slot_type = slot_type
         self.size = {a.agent_id: len(a.slot_ids) for a in agents}
         self.free = {a.agent_id: list(a.free_slot_ids) for a in agents}
         self.environments = {a.agent_id: a.environments for a in agents}

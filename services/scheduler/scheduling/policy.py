@@ -8,7 +8,8 @@ an experiment, the oldest trial first. A trial that does not fit is passed over 
 may preempt: then lower-priority trials are stopped for it and it starts once they have
 checkpointed and let go of their slots. Before preempting, a trial that fits on one agent
 may take over slots whose runs were told to terminate (a handoff): the agent starts it the
-moment they exit, without a round trip through the scheduler.
+moment they exit, without a round trip through the scheduler. Every step looks at one slot type
+at a time, GPUs first (`slot_types.py`), so no gang mixes GPU and CPU slots.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import math
 from dataclasses import replace
 
 from pedl_scheduler.scheduling.placement import PoolSlots
-from pedl_scheduler.scheduling.preemption import MayStop, Preemptor
+from pedl_scheduler.scheduling.preemption import MayStop, Plan, Preemptor
 from pedl_scheduler.scheduling.share import weighted_shares
+from pedl_scheduler.scheduling.slot_types import typed_pools, types_of
 from pedl_scheduler.scheduling.state import (
     Agent,
     Allocation,
@@ -46,11 +48,12 @@ class _Tick:
         by_pool: dict[str, list[Agent]] = {}
         for agent in sorted(state.agents, key=lambda a: a.agent_id):
             by_pool.setdefault(agent.resource_pool, []).append(agent)
-        self.pools = {name: PoolSlots(agents) for name, agents in by_pool.items()}
+        # Each pool's slots by type, preferred type first.
+        self.pools = {name: typed_pools(agents) for name, agents in by_pool.items()}
         # Slots whose runs are exiting, per pool, and who holds each: handed to a trial only when no
         # free slot fits it, and before anything is preempted for it.
         self.handoffs = {
-            name: PoolSlots([replace(a, free_slot_ids=a.handoff_slot_ids) for a in agents])
+            name: typed_pools([replace(a, free_slot_ids=a.handoff_slot_ids) for a in agents])
             for name, agents in by_pool.items()
             if any(a.handoff_slot_ids for a in agents)
         }
@@ -66,7 +69,10 @@ class _Tick:
         for t in state.running:
             self.used[t.experiment_id] += t.slots
         self.released = {e: 0 for e in self.res}  # slots of this tick's victims
-        self.preemptor = Preemptor(list(state.running), {e: r.priority for e, r in self.res.items()})
+        slot_types = {a.agent_id: types_of(a) for a in state.agents}
+        self.preemptor = Preemptor(
+            list(state.running), {e: r.priority for e, r in self.res.items()}, slot_types
+        )
         self.assignments: dict[int, tuple[Allocation, ...]] = {}
         self.preemptions: list[int] = []
         self.shares = self._fair_shares() if policy.fair_share_preemption else {}
@@ -102,14 +108,16 @@ class _Tick:
         return self.used[e] / self.res[e].weight
 
     def _try(self, trial: QueuedTrial) -> None:
-        pool = self.pools.get(trial.resource_pool)
+        pools = self.pools.get(trial.resource_pool)
         e, n = trial.experiment_id, trial.slots
         cap = self.res[e].max_slots
-        if pool is None or (cap is not None and self.used[e] + n > cap):
+        if pools is None or (cap is not None and self.used[e] + n > cap):
             return
-        largest = pool.largest_offering(trial.environment)
-        where = (trial.resource_pool, trial.environment)
-        if not _known_to_fail(self.no_fit, where, n, largest):
+        for pool in pools:
+            largest = pool.largest_offering(trial.environment)
+            where = (trial.resource_pool, trial.environment, pool.slot_type)
+            if _known_to_fail(self.no_fit, where, n, largest):
+                continue
             allocation = pool.fit(n, trial.environment)
             if allocation is not None:
                 for a in allocation:
@@ -119,52 +127,58 @@ class _Tick:
                 return
             _remember_failure(self.no_fit, where, n, largest)
         if not self._try_handoff(trial):
-            self._try_preempting(trial, pool)
+            self._try_preempting(trial, pools)
 
     def _try_handoff(self, trial: QueuedTrial) -> bool:
-        """Places a trial that fits on one agent on slots whose runs are exiting."""
-        handoff = self.handoffs.get(trial.resource_pool)
-        if handoff is None:
-            return False
-        n, largest = trial.slots, handoff.largest_offering(trial.environment)
-        where = (trial.resource_pool, trial.environment)
-        if n > largest or _known_to_fail(self.no_handoff, where, n, largest):
-            return False
-        allocation = handoff.fit(n, trial.environment)
-        if allocation is None:
-            _remember_failure(self.no_handoff, where, n, largest)
-            return False
-        for a in allocation:
-            handoff.take(a.agent_id, a.slot_ids)
-            for slot in a.slot_ids:
-                self.preemptor.claim(self.holders[(a.agent_id, slot)])
-        self.assignments[trial.trial_id] = allocation
-        self.used[trial.experiment_id] += n
-        return True
+        """Places a trial that fits on one agent on slots (of one type) whose runs are exiting."""
+        for handoff in self.handoffs.get(trial.resource_pool, ()):
+            n, largest = trial.slots, handoff.largest_offering(trial.environment)
+            where = (trial.resource_pool, trial.environment, handoff.slot_type)
+            if n > largest or _known_to_fail(self.no_handoff, where, n, largest):
+                continue
+            allocation = handoff.fit(n, trial.environment)
+            if allocation is None:
+                _remember_failure(self.no_handoff, where, n, largest)
+                continue
+            for a in allocation:
+                handoff.take(a.agent_id, a.slot_ids)
+                for slot in a.slot_ids:
+                    self.preemptor.claim(self.holders[(a.agent_id, slot)])
+            self.assignments[trial.trial_id] = allocation
+            self.used[trial.experiment_id] += n
+            return True
+        return False
 
-    def _try_preempting(self, trial: QueuedTrial, pool: PoolSlots) -> None:
+    def _try_preempting(self, trial: QueuedTrial, pools: list[PoolSlots]) -> None:
+        """The cheapest plan over slots of one type, the preferred type first on a tie."""
         e, n = trial.experiment_id, trial.slots
         priority = self.res[e].priority
         budget = self._fair_share_budget(trial)
         if not self.policy.priority_preemption and budget is None:
             return
-        where = (trial.resource_pool, trial.environment)
-        key: object = where if budget is None else (*where, e)
-        largest = pool.largest_offering(trial.environment)
-        if _known_to_fail(self.no_plan, key, n, largest):
-            return
         may_stop = self._may_stop(priority, e, budget)
         cache_as = priority if budget is None else None  # per-agent plans depend on may_stop alone
-        plan = self.preemptor.plan(pool, n, may_stop, budget or {}, cache_as, trial.environment)
-        if plan is None:
-            _remember_failure(self.no_plan, key, n, largest)
+        best: tuple[Plan, PoolSlots] | None = None
+        for pool in pools:
+            where = (trial.resource_pool, trial.environment, pool.slot_type)
+            key: object = where if budget is None else (*where, e)
+            largest = pool.largest_offering(trial.environment)
+            if _known_to_fail(self.no_plan, key, n, largest):
+                continue
+            plan = self.preemptor.plan(pool, n, may_stop, budget or {}, cache_as, trial.environment)
+            if plan is None:
+                _remember_failure(self.no_plan, key, n, largest)
+            elif best is None or plan.cost < best[0].cost:
+                best = (plan, pool)
+        if best is None:
             return
+        plan, pool = best
         self.preemptor.commit(pool, plan)
-        handoff = self.handoffs.get(trial.resource_pool)
-        for trial_id in plan.reclaimed if handoff is not None else ():
+        for trial_id in plan.reclaimed:
             for a in self.preemptor.trials[trial_id].allocations:
-                if a.agent_id in handoff.free:
-                    handoff.take(a.agent_id, a.slot_ids)  # the plan counts on them
+                for handoff in self.handoffs.get(trial.resource_pool, ()):
+                    if a.agent_id in handoff.free:
+                        handoff.take(a.agent_id, a.slot_ids)  # the plan counts on them
         for trial_id in plan.victims:
             victim = self.preemptor.trials[trial_id]
             self.released[victim.experiment_id] += victim.slots
@@ -213,7 +227,7 @@ class _Tick:
                 per_pool[q.experiment_id] = per_pool.get(q.experiment_id, 0) + q.slots
         shares: dict[str, dict[int, float]] = {}
         for pool, wants in sorted(demand.items()):
-            left: float = self.pools[pool].total
+            left: float = sum(typed.total for typed in self.pools[pool])
             shares[pool] = {}
             for priority in sorted({self.res[e].priority for e in wants}):
                 claims = {

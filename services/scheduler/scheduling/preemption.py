@@ -3,7 +3,8 @@
 The cheapest plan wins: first the slots of trials already stopping (free of cost), then the
 fewest new victims, lowest priority and youngest first, so the least work is lost. A plan
 is only made when it would really let the gang start; the free slots it counts on are held
-for the rest of the tick so that no lower-priority trial slips into them.
+for the rest of the tick so that no lower-priority trial slips into them. A plan frees slots of
+one type (the `PoolSlots` it is given), counting a running trial's slots per agent and type.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pedl_scheduler.scheduling.placement import PoolSlots
 from pedl_scheduler.scheduling.state import DEFAULT_ENVIRONMENT, RunningTrial
 
 MayStop = Callable[[RunningTrial], bool]
+_Unit = tuple[str, str]  # (agent id, slot type): what one plan may free slots on
 # (cost, victims, trials already stopping counted on, free slots to hold)
 _AgentPlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], int]
 
@@ -30,22 +32,32 @@ class Plan:
 class Preemptor:
     """The running trials of one tick, indexed by agent, with those already claimed by a plan."""
 
-    def __init__(self, running: list[RunningTrial], priority: Mapping[int, int]) -> None:
+    def __init__(
+        self,
+        running: list[RunningTrial],
+        priority: Mapping[int, int],
+        slot_types: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        """`slot_types`: agent -> slot -> type (`slot_types.types_of`); none given: all one type ""."""
         self.trials = {t.trial_id: t for t in running}
         self.slots = {t.trial_id: t.slots for t in running}
         self.priority = priority  # experiment id -> priority
         self.taken: set[int] = set()
-        # agent -> trial -> its slots there, cheapest victim first
-        self.on_agent: dict[str, dict[int, int]] = {}
+        # (agent, slot type) -> trial -> its slots there, cheapest victim first
+        self.on_agent: dict[_Unit, dict[int, int]] = {}
+        slot_types = slot_types or {}
+        one_type = {a: _one_type(types) for a, types in slot_types.items()}
         for t in sorted(running, key=lambda t: self.victim_key(t.trial_id)):
             for a in t.allocations:
-                if a.slot_ids:
-                    held = self.on_agent.setdefault(a.agent_id, {})
-                    held[t.trial_id] = held.get(t.trial_id, 0) + len(a.slot_ids)
-        # per-agent plans keyed by (agent, caller's key, slots); valid while the agent's free
+                kind = one_type.get(a.agent_id, "")
+                for slot in a.slot_ids:
+                    unit = (a.agent_id, kind if kind is not None else slot_types[a.agent_id].get(slot, ""))
+                    held = self.on_agent.setdefault(unit, {})
+                    held[t.trial_id] = held.get(t.trial_id, 0) + 1
+        # per-agent plans keyed by (agent and type, caller's key, slots); valid while the agent's free
         # slots and claimed trials are unchanged, both of which only shrink or grow in a tick
         self._touched: dict[str, int] = {}
-        self._cache: dict[tuple[str, object, int], tuple[int, int, _AgentPlan | None]] = {}
+        self._cache: dict[tuple[_Unit, object, int], tuple[int, int, _AgentPlan | None]] = {}
 
     def victim_key(self, trial_id: int) -> tuple[int, int, int]:
         t = self.trials[trial_id]
@@ -71,10 +83,10 @@ class Preemptor:
             return self._single(pool, slots, may_stop, budget, cache_as, environment)
         return self._multi(pool, slots, may_stop, budget, environment)
 
-    def _candidates(self, agent_id: str, may_stop: MayStop) -> tuple[list[int], list[int], int]:
+    def _candidates(self, unit: _Unit, may_stop: MayStop) -> tuple[list[int], list[int], int]:
         """(trials already stopping, trials that may be stopped by cost order, slots held by neither)."""
         stopping, stoppable, other = [], [], 0
-        for trial_id, n in self.on_agent.get(agent_id, {}).items():
+        for trial_id, n in self.on_agent.get(unit, {}).items():
             t = self.trials[trial_id]
             if trial_id in self.taken:
                 other += n
@@ -101,15 +113,16 @@ class Preemptor:
             free = len(pool.free[agent_id])
             if pool.size[agent_id] < slots or free >= slots or not pool.offers(agent_id, environment):
                 continue
+            unit = (agent_id, pool.slot_type)
             if cache_as is None:
-                found = self._agent_plan(agent_id, free, slots, may_stop, budget)
+                found = self._agent_plan(unit, free, slots, may_stop, budget)
             else:
-                key, touched = (agent_id, cache_as, slots), self._touched.get(agent_id, 0)
+                key, touched = (unit, cache_as, slots), self._touched.get(agent_id, 0)
                 hit = self._cache.get(key)
                 if hit is not None and hit[0] == free and hit[1] == touched:
                     found = hit[2]
                 else:
-                    found = self._agent_plan(agent_id, free, slots, may_stop, budget)
+                    found = self._agent_plan(unit, free, slots, may_stop, budget)
                     self._cache[key] = (free, touched, found)
             if found is not None and (best is None or found[0] < best[0]):
                 best, best_agent = found, agent_id
@@ -121,10 +134,10 @@ class Preemptor:
         return Plan(victims, reclaimed, ((best_agent, tuple(pool.free[best_agent][:need_free])),), cost)
 
     def _agent_plan(
-        self, agent_id: str, free: int, slots: int, may_stop: MayStop, budget: Mapping[int, float]
+        self, unit: _Unit, free: int, slots: int, may_stop: MayStop, budget: Mapping[int, float]
     ) -> _AgentPlan | None:
-        on_agent = self.on_agent.get(agent_id, {})
-        stopping, stoppable, _ = self._candidates(agent_id, may_stop)
+        on_agent = self.on_agent.get(unit, {})
+        stopping, stoppable, _ = self._candidates(unit, may_stop)
         got, reclaimed = free, []
         for trial_id in stopping:
             if got >= slots:
@@ -164,8 +177,8 @@ class Preemptor:
                 continue
             options: list[tuple[tuple[int, int], str, list[int], list[int]]] = []
             for agent_id in sorted(a for a, n in eligible.items() if n == size):
-                stopping, stoppable, other = self._candidates(agent_id, may_stop)
-                on_agent = self.on_agent.get(agent_id, {})
+                stopping, stoppable, other = self._candidates((agent_id, pool.slot_type), may_stop)
+                on_agent = self.on_agent.get((agent_id, pool.slot_type), {})
                 accounted = len(pool.free[agent_id]) + sum(on_agent[t] for t in (*stopping, *stoppable))
                 if other or accounted < size:
                     continue  # slots held by something that may not be stopped
@@ -207,3 +220,10 @@ class Preemptor:
         self.taken.add(trial_id)
         for a in self.trials[trial_id].allocations:
             self._touched[a.agent_id] = self._touched.get(a.agent_id, 0) + 1
+
+
+def _one_type(types: Mapping[str, str]) -> str | None:
+    """The type of all of an agent's slots, or None when it offers several: then each slot's type
+    counts. An agent of one type is credited with every slot its trials hold there."""
+    kinds = set(types.values())
+    return None if len(kinds) > 1 else next(iter(kinds), "")

@@ -28,6 +28,9 @@ class Agent:
 
     `handoff_slot_ids`: slots held by runs already told to terminate, which nobody has been
     given yet. A trial placed on them (a handoff) starts on the agent the moment they exit.
+
+    `slot_types`: the type of each of `slot_ids` ("gpu", "cpu"), or empty when all are of one
+    kind; a gang never mixes types (`slot_types.py`).
     """
 
     agent_id: str
@@ -36,6 +39,7 @@ class Agent:
     resource_pool: str = DEFAULT_POOL
     environments: frozenset[str] = frozenset({DEFAULT_ENVIRONMENT})
     handoff_slot_ids: tuple[str, ...] = ()
+    slot_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
