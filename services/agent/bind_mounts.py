@@ -9,16 +9,20 @@ directory the operator shares with trials (`pedl-agent --bind DIR`) and outside 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .sandbox import Sandbox
 
 
-def bind_mounts_from_text(config_text: str) -> list[dict[str, Any]]:
-    config = yaml.safe_load(config_text) if config_text else None
+def bind_mounts_from_json(config_json: str) -> list[dict[str, Any]]:
+    """The mounts of the config as the agent receives it (StartTrial.config_json); none for JSON that
+    does not load: the harness then refuses the config, naming what is wrong."""
+    try:
+        config = json.loads(config_json) if config_json else None
+    except ValueError:
+        return []
     mounts = config.get("bind_mounts") if isinstance(config, dict) else None
     return [m for m in mounts or () if isinstance(m, dict) and isinstance(m.get("host_path"), str)]
 

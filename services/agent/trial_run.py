@@ -29,7 +29,7 @@ from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import bind_mounts_from_text, unmet_bind_mount
+from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
 from .credentials import harness_credentials, harness_environment
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
@@ -298,7 +298,7 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        unmet = unmet_bind_mount(bind_mounts_from_text(self.start.config_yaml), self._s.sandbox)
+        unmet = unmet_bind_mount(bind_mounts_from_json(self.start.config_json), self._s.sandbox)
         if unmet is not None:
             raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from pedl_agent.bind_mounts import bind_mounts_from_text, unmet_bind_mount
+import yaml
+
+from pedl_agent.bind_mounts import bind_mounts_from_json, unmet_bind_mount
 from pedl_agent.sandbox import Sandbox
 
 CONFIG = """
@@ -15,7 +18,7 @@ bind_mounts:
 
 
 def _mounts(path: Path) -> list[dict]:
-    return bind_mounts_from_text(CONFIG % (path, path))
+    return bind_mounts_from_json(json.dumps(yaml.safe_load(CONFIG % (path, path))))
 
 
 def test_a_plain_process_sees_the_host_path_as_it_is(tmp_path: Path) -> None:
@@ -42,6 +45,7 @@ def test_a_sandbox_refuses_a_mount_inside_what_the_agent_hides(tmp_path: Path) -
 
 
 def test_a_config_without_mounts_needs_nothing() -> None:
-    assert bind_mounts_from_text("searcher: {name: single}\n") == []
-    assert bind_mounts_from_text("") == []
+    assert bind_mounts_from_json('{"searcher": {"name": "single"}}') == []
+    assert bind_mounts_from_json("") == []
+    assert bind_mounts_from_json("{not json") == []
     assert unmet_bind_mount([], Sandbox("bwrap")) is None
