@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -59,14 +58,31 @@ class ScriptSettings:
     configured_unit: str = "UNIT_BATCHES"
 
 
-def _set_parent_death_signal() -> None:
-    """The script dies with its harness even when the harness is SIGKILLed (Linux)."""
-    try:
-        import ctypes
+# Runs first in the script's process, then execs the script: the script dies with its harness even when
+# the harness is SIGKILLed (Linux's parent-death signal survives exec). Not a `preexec_fn`: Python code
+# between fork and exec in the harness (which runs gRPC's threads) crashes some children (SIGABRT).
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "if os.getppid() != parent:\n"  # the harness died before the signal was armed
+    "    os._exit(1)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as e:\n"
+    "    print(f'pedl.harness: cannot start the entrypoint {sys.argv[2]!r}: {e}', file=sys.stderr)\n"
+    "    os._exit(127)\n"
+)
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+
+def dying_with_this_process(command: list[str]) -> list[str]:
+    """`command`, started through a small exec bootstrap that ties it to this process's life (Linux)."""
+    if not sys.platform.startswith("linux") or not command:
+        return command
+    return [sys.executable, "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 class ScriptTrial:
@@ -99,13 +115,17 @@ class ScriptTrial:
     # --- the child process ------------------------------------------------------------------
 
     def start(self, env: dict[str, str]) -> None:
+        program = self.settings.command[0] if self.settings.command else ""
+        if program and "/" not in program and shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+            raise ScriptFailed(
+                f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {program!r} is not on PATH"
+            )
         try:
             self._proc = subprocess.Popen(
-                self.settings.command,
+                dying_with_this_process(self.settings.command),
                 cwd=self.settings.model_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_set_parent_death_signal,
             )
         except OSError as e:
             raise ScriptFailed(f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {e}") from e
