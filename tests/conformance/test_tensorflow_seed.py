@@ -94,5 +94,5 @@ def test_dict_records_through_a_nested_entrypoint_with_defaults(cli) -> None:
 def test_a_single_file_model_definition_with_nested_records(cli) -> None:
     config = pedl09_config("accuracy", False)
     runs = history(completes_and_resumes_exactly(cli, MODELS / "single_file.py", config))
-    assert all(set(m) == {"loss", "weights"} and len(m["weights"]) == 5 for _, m in runs["steps"])
+    assert all(set(m) == {"loss", "feature_means"} and len(m["feature_means"]) == 5 for _, m in runs["steps"])
     assert all(set(m) == {"accuracy", "loss"} for _, m in runs["validations"])
