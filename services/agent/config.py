@@ -320,7 +320,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
         bind_paths=binds,
         trial_disk_poll_seconds=ns.trial_disk_poll,
-        **hygiene,  # type: ignore[arg-type]
+        **hygiene,
         harness_start=ns.harness_start,
     )
 

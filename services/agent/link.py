@@ -88,7 +88,7 @@ class SchedulerLink:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
                 if not t.cancelled() and t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+                    raise t.exception()
             if not stop.is_set():
                 raise ConnectionError("the scheduler closed the stream")
             with contextlib.suppress(Exception):  # a polite half-close; the stream goes away regardless

@@ -52,7 +52,7 @@ class ModelDefinitionCache:
                 timeout=FETCH_TIMEOUT_SECONDS,
             )
         except Exception as e:
-            detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[attr-defined]
+            detail = e.details() if hasattr(e, "details") else str(e)
             raise RuntimeError(
                 f"cannot fetch the model definition of experiment {experiment_id} "
                 f"from {self._master}: {detail}"

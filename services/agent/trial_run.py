@@ -396,7 +396,7 @@ class TrialRun:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(lifeline.read_fd,),
-                **group,  # type: ignore[arg-type]
+                **group,
             )
         except OSError as e:
             raise RuntimeError(f"cannot start the harness {' '.join(argv)!r}: {e}") from e

@@ -98,7 +98,7 @@ class S3Settings:
             # Also for presigned URLs, which botocore would otherwise sign with SigV2 (refused by newer
             # AWS regions).
             signature_version="s3v4",
-            retries=retries,  # type: ignore[arg-type]
+            retries=retries,
             max_pool_connections=4 * self.max_concurrency,
             connect_timeout=10,
             read_timeout=60,

@@ -172,7 +172,7 @@ class MultipartWriter(ObjectWriter):
     def _raise_failed_part(self) -> None:
         for f in self._parts:
             if f.done() and not f.cancelled() and f.exception() is not None:
-                raise f.exception()  # type: ignore[misc]
+                raise f.exception()
 
     def _wait_parts(self, raise_errors: bool = True) -> list[Future[dict[str, Any]]]:
         for f in self._parts:

@@ -72,7 +72,7 @@ class Inbox:
             agents = {id(agent): agent for agent, _ in batch}
             log.exception("agent message handling failed", agents=sorted(a.id for a in agents.values()))
             for agent in agents.values():
-                agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+                agent.send(CLOSE_STREAM)
 
     def close(self) -> None:
         if self._scheduled is not None:
@@ -145,7 +145,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
         except Exception:
             log.exception("agent stream failed", agent_id=agent.id)
         finally:
-            agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+            agent.send(CLOSE_STREAM)
 
 
 def _take_batch(

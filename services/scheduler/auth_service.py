@@ -94,7 +94,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self.hash_pool = hash_pool or HashPool()
         self.limits = limits or AttemptLimits()
 
-    async def _need_auth(self, context) -> None:  # type: ignore[no-untyped-def]
+    async def _need_auth(self, context) -> None:
         if not self.enabled:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "authentication is off on this scheduler (--no-auth)"

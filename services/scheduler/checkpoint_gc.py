@@ -115,7 +115,7 @@ def _best(
     """Checkpoints with a metric, best first; ties go to the more-trained one, then lower trial id."""
     sign = 1.0 if smaller_is_better else -1.0
     ranked = [c for c in ckpts if scored[c.uuid] is not None]
-    return sorted(ranked, key=lambda c: (sign * scored[c.uuid], -c.total_batches, c.trial_id, c.uuid))  # type: ignore[operator]
+    return sorted(ranked, key=lambda c: (sign * scored[c.uuid], -c.total_batches, c.trial_id, c.uuid))
 
 
 class CheckpointLedger:

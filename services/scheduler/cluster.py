@@ -102,7 +102,7 @@ class Cluster:
     def connect(self, register: agent_pb2.RegisterAgent) -> AgentHandle:
         old = self.agents.get(register.agent_id)
         if old is not None:
-            old.send(CLOSE_STREAM)  # type: ignore[arg-type]
+            old.send(CLOSE_STREAM)
         agent = AgentHandle(
             id=register.agent_id,
             hostname=register.hostname,

@@ -35,8 +35,8 @@ _HTTP_STATUS = {
 
 
 def error_of(e: grpc.RpcError) -> GatewayError:
-    code = e.code()  # type: ignore[attr-defined]
-    return GatewayError(_HTTP_STATUS.get(code, 502), e.details() or code.name)  # type: ignore[attr-defined]
+    code = e.code()
+    return GatewayError(_HTTP_STATUS.get(code, 502), e.details() or code.name)
 
 
 class Gateway:
@@ -84,7 +84,7 @@ class Gateway:
                 auth_pb2.WhoAmIRequest(), timeout=CALL_TIMEOUT, metadata=_bearer(token)
             ).user
         except grpc.RpcError as e:
-            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):  # type: ignore[attr-defined]
+            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                 return None
             raise error_of(e) from None
 

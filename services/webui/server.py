@@ -326,5 +326,5 @@ def _pump(call: Any, items: queue.Queue[tuple[str, Any]]) -> None:
             items.put(("message", message))
         items.put(("end", None))
     except grpc.RpcError as e:
-        if e.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+        if e.code() != grpc.StatusCode.CANCELLED:
             items.put(("error", error_of(e)))

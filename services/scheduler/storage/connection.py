@@ -133,7 +133,7 @@ class Storage:
             raw = self._raw[(statement, tuple(params))] = RawWrite(statement, params, self.engine)
 
         def read(conn: Connection) -> list[Row]:
-            cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            cursor = conn.connection.driver_connection.cursor()
             cursor.execute(raw.sql, raw.row(params))
             keys = [d[0] for d in cursor.description]
             return [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]
@@ -226,11 +226,11 @@ class Storage:
         transaction) 29 -> 48 us of scheduler CPU per result on SQLite and 50 -> 90 on PostgreSQL:
         SQLAlchemy's per-call and per-row bookkeeping, for statements whose results nobody reads.
         """
-        cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor = self._conn.connection.driver_connection.cursor()
         for statement, params in writes:
             if isinstance(statement, Positional):
-                if not (len(params) > 1 and self._positional_rows(cursor, statement, params)):  # type: ignore[arg-type]
-                    self._write_positional(cursor, statement, params)  # type: ignore[arg-type]
+                if not (len(params) > 1 and self._positional_rows(cursor, statement, params)):
+                    self._write_positional(cursor, statement, params)
                 continue
             raw = self._raw.get((statement, tuple(params[0])))
             if raw is None:
@@ -263,7 +263,7 @@ class Storage:
         if raw is None:
             if self._positional_dialect is None:
                 self._positional_dialect = (
-                    type(self.engine.dialect)(paramstyle="format")  # type: ignore[call-arg]
+                    type(self.engine.dialect)(paramstyle="format")
                     if self.dialect == "postgresql"
                     else self.engine.dialect
                 )
@@ -288,7 +288,7 @@ class Storage:
         if self._raw_cursor is None:
             import psycopg  # only on PostgreSQL
 
-            self._numbered = type(self.engine.dialect)(paramstyle="numeric_dollar")  # type: ignore[call-arg]
+            self._numbered = type(self.engine.dialect)(paramstyle="numeric_dollar")
             self._raw_cursor = psycopg.RawCursor
         cursor = self._raw_cursor(self._conn.connection.driver_connection)
         first = 0
@@ -316,9 +316,9 @@ class Storage:
                     # The writes and COMMIT in one round trip; SQLAlchemy's commit after it finds the
                     # transaction closed and sends nothing.
                     dbapi = self._conn.connection.driver_connection
-                    with dbapi.pipeline():  # type: ignore[union-attr]
+                    with dbapi.pipeline():
                         self._write(writes)
-                        dbapi.execute("COMMIT")  # type: ignore[union-attr]
+                        dbapi.execute("COMMIT")
                 else:
                     self._write(writes)
                 self._tx.commit()
@@ -333,13 +333,13 @@ class Storage:
         dbapi = self._conn.connection.driver_connection
         self._raw_open = True
         if self.dialect == "postgresql":
-            with dbapi.pipeline():  # type: ignore[union-attr]
+            with dbapi.pipeline():
                 self._write(writes)
-                dbapi.execute("COMMIT")  # type: ignore[union-attr]
+                dbapi.execute("COMMIT")
         else:
-            dbapi.execute("BEGIN")  # type: ignore[union-attr]
+            dbapi.execute("BEGIN")
             self._write(writes)
-            dbapi.commit()  # type: ignore[union-attr]
+            dbapi.commit()
         self._raw_open = False
 
     def _rollback(self) -> None:
@@ -349,7 +349,7 @@ class Storage:
             if self._raw_open:
                 self._raw_open = False
                 if not self._conn.invalidated:
-                    self._conn.connection.driver_connection.rollback()  # type: ignore[union-attr]
+                    self._conn.connection.driver_connection.rollback()
             if tx is not None:
                 tx.rollback()
         except Exception:
@@ -383,7 +383,7 @@ class RawWrite:
     order of the `?`s, or as a dict), with the type processing SQLAlchemy would apply."""
 
     def __init__(self, statement: Executable, sample: Params, engine: Engine, dialect: Any = None) -> None:
-        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))  # type: ignore[attr-defined]
+        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))
         if compiled.post_compile_params or compiled.literal_execute_params:
             raise ValueError("a statement with expanding parameters (IN lists) needs SQLAlchemy to run it")
         constants = compiled.construct_params(_check=False)

@@ -57,7 +57,7 @@ _STEPS_PAGE = (
 _STEP_COUNT_OF = select(func.count()).select_from(steps).where(steps.c.trial_id == bindparam("trial_id"))
 
 
-def _between(table):  # type: ignore[no-untyped-def]
+def _between(table):
     return (
         select(table)
         .where(
