@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pedl._grpc
 from pedl.context import unpack
@@ -46,7 +47,8 @@ class ModelDefinitionCache:
         # Waits (up to FETCH_TIMEOUT_SECONDS) for a scheduler that is restarting to come back.
         channel = pedl._grpc.aio_channel(self._master, wait_for_ready=True)
         try:
-            stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
+            # An aio channel's stub: its calls are awaitables (mypy-protobuf's AsyncStub).
+            stub = cast("scheduler_pb2_grpc.SchedulerServiceAsyncStub", scheduler_pb2_grpc.SchedulerServiceStub(channel))
             resp = await stub.GetModelDefinition(
                 scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id),
                 timeout=FETCH_TIMEOUT_SECONDS,

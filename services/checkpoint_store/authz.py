@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import grpc
 import grpc.aio
@@ -70,7 +71,8 @@ class SchedulerAsker:
             self._channel = _grpc.aio_channel(self.master)
         request = auth_pb2.AuthorizeRequest(token=token, action=action, experiment_id=experiment_id)
         try:
-            reply = await auth_pb2_grpc.AuthServiceStub(self._channel).Authorize(
+            stub = cast("auth_pb2_grpc.AuthServiceAsyncStub", auth_pb2_grpc.AuthServiceStub(self._channel))
+            reply = await stub.Authorize(
                 request, timeout=ASK_TIMEOUT_SECONDS
             )
         except grpc.aio.AioRpcError as e:

@@ -140,7 +140,7 @@ class S3Backend(StorageBackend):
             if batch:
                 self._delete_batch(batch)
 
-    def _delete_batch(self, batch: list[dict[str, str]]) -> None:
+    def _delete_batch(self, batch: list[Any]) -> None:
         response = self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
         errors = response.get("Errors") or []
         if errors:

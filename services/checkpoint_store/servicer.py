@@ -153,7 +153,7 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
                 self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
             )
             yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
-            while (item := await asyncio.to_thread(next, chunks, None)) is not None:
+            while (item := await asyncio.to_thread(lambda: next(chunks, None))) is not None:
                 if isinstance(item, pb.FileUrl):
                     yield pb.DownloadCheckpointResponse(url=item)
                 else:
