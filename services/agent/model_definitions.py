@@ -6,11 +6,14 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pedl._grpc
 from pedl.context import unpack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+
+if TYPE_CHECKING:
+    from pedl.v1.scheduler_pb2_grpc import SchedulerServiceAsyncStub
 
 FETCH_TIMEOUT_SECONDS = 120.0
 
@@ -48,7 +51,7 @@ class ModelDefinitionCache:
         channel = pedl._grpc.aio_channel(self._master, wait_for_ready=True)
         try:
             # An aio channel's stub: its calls are awaitables (mypy-protobuf's AsyncStub).
-            stub = cast("scheduler_pb2_grpc.SchedulerServiceAsyncStub", scheduler_pb2_grpc.SchedulerServiceStub(channel))
+            stub = cast("SchedulerServiceAsyncStub", scheduler_pb2_grpc.SchedulerServiceStub(channel))
             resp = await stub.GetModelDefinition(
                 scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id),
                 timeout=FETCH_TIMEOUT_SECONDS,

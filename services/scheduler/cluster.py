@@ -40,7 +40,8 @@ class AgentHandle:
     disabled: bool = False
     disabled_slots: set[str] = field(default_factory=set)
 
-    def send(self, message: agent_pb2.ConnectResponse) -> None:
+    def send(self, message: agent_pb2.ConnectResponse | object) -> None:
+        """A message for the agent, or CLOSE_STREAM."""
         self.outbox.put_nowait(message)
 
     def free_slots(self) -> tuple[str, ...]:
