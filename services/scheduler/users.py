@@ -16,6 +16,7 @@ import hmac
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -122,7 +123,9 @@ def verify(password: str, row: dict | None) -> tuple[bool, str]:
 
 
 class Users:
-    def __init__(self, db: Storage, session_ttl_seconds: float, clock=time.time) -> None:
+    def __init__(
+        self, db: Storage, session_ttl_seconds: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.db = db
         self.session_ttl = session_ttl_seconds
         self.clock = clock

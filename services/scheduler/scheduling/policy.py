@@ -163,7 +163,7 @@ class _Tick:
         handoff = self.handoffs.get(trial.resource_pool)
         for trial_id in plan.reclaimed if handoff is not None else ():
             for a in self.preemptor.trials[trial_id].allocations:
-                if a.agent_id in handoff.free:
+                if handoff is not None and a.agent_id in handoff.free:
                     handoff.take(a.agent_id, a.slot_ids)  # the plan counts on them
         for trial_id in plan.victims:
             victim = self.preemptor.trials[trial_id]
