@@ -239,9 +239,12 @@ class Handler(BaseHTTPRequestHandler):
             )
             return self._json(200, detail)
         if sub == "metrics":
-            target = {"experiment_id": ident} if kind == "experiments" else {"trial_id": ident}
-            request = scheduler_pb2.GetMetricsRequest(**target, follow=True)
-            return self._events("GetMetrics", token, request)
+            metrics = (
+                scheduler_pb2.GetMetricsRequest(experiment_id=ident, follow=True)
+                if kind == "experiments"
+                else scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
+            )
+            return self._events("GetMetrics", token, metrics)
         if kind == "trials" and sub == "logs":
             after = query.get("after", ["0"])[0]
             request = scheduler_pb2.GetTrialLogsRequest(
