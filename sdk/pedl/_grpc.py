@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any, TypeVar
 
 import grpc
@@ -197,17 +199,22 @@ def aio_server(
         port = server.add_insecure_port(address)
     if port == 0 and not address.startswith("unix:"):
         raise OSError(f"cannot bind gRPC server to {address}")
-    server.health_servicer = health_servicer  # type: ignore[attr-defined]
-    server.service_names = names  # type: ignore[attr-defined]
+    _HEALTH[server] = (health_servicer, names)
     return server, port
+
+
+# Each server's health servicer and service names, for mark_serving.
+_HEALTH: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServicer, list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 async def mark_serving(server: grpc.aio.Server) -> None:
     """Reports SERVING for the overall server and each of its services."""
-    hs = server.health_servicer  # type: ignore[attr-defined]
-    for name in ["", *server.service_names]:  # type: ignore[attr-defined]
+    hs, names = _HEALTH[server]
+    for name in ["", *names]:
         await hs.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
-def service_name(pb2_module: object, service: str) -> str:
-    return pb2_module.DESCRIPTOR.services_by_name[service].full_name  # type: ignore[attr-defined]
+def service_name(pb2_module: ModuleType, service: str) -> str:
+    return pb2_module.DESCRIPTOR.services_by_name[service].full_name

@@ -9,6 +9,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pedl import _interfaces, auth
 from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
@@ -211,8 +212,9 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> dict[str, Any]:
+    """Sizes in bytes (int) and durations in seconds (float), by AgentConfig field."""
+    out: dict[str, Any] = {}
     for flag, name, parse in [
         ("--trial-disk-limit", "trial_disk_limit_bytes", parse_size),
         ("--trial-log-limit", "trial_log_limit_bytes", parse_size),
@@ -320,7 +322,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
         bind_paths=binds,
         trial_disk_poll_seconds=ns.trial_disk_poll,
-        **hygiene,  # type: ignore[arg-type]
+        **hygiene,
         harness_start=ns.harness_start,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any, cast
 
 import grpc
 import grpc.aio
@@ -16,6 +17,8 @@ from pedl.v1 import agent_pb2, agent_pb2_grpc
 from .agent import Agent
 from .outbox import Outbox
 from .version import IncompatibleScheduler, check_scheduler_protocol
+
+_Call = grpc.aio.StreamStreamCall[agent_pb2.ConnectRequest, agent_pb2.ConnectResponse]
 
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 FIRST_BACKOFF_SECONDS = 0.1
@@ -77,10 +80,11 @@ class SchedulerLink:
     async def _session(self, stop: asyncio.Event) -> None:
         """One stream from register until it breaks (raises) or `stop` is set (returns)."""
         channel = pedl._grpc.aio_channel(self._master)
-        call = agent_pb2_grpc.AgentLinkServiceStub(channel).Connect()
+        stub = cast("agent_pb2_grpc.AgentLinkServiceAsyncStub", agent_pb2_grpc.AgentLinkServiceStub(channel))
+        call = stub.Connect()
         registered = asyncio.Event()
         interval: list[float] = [DEFAULT_HEARTBEAT_SECONDS]
-        tasks: list[asyncio.Task[None]] = []
+        tasks: list[asyncio.Task[Any]] = []
         self._batches = False
         try:
             register = self._agent.register_message()
@@ -95,8 +99,8 @@ class SchedulerLink:
             ]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
-                if not t.cancelled() and t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+                if not t.cancelled() and (error := t.exception()) is not None:
+                    raise error
             if not stop.is_set():
                 raise ConnectionError("the scheduler closed the stream")
             with contextlib.suppress(Exception):  # a polite half-close; the stream goes away regardless
@@ -110,12 +114,10 @@ class SchedulerLink:
             call.cancel()
             await channel.close()
 
-    async def _read(
-        self, call: grpc.aio.StreamStreamCall, registered: asyncio.Event, interval: list[float]
-    ) -> None:
+    async def _read(self, call: _Call, registered: asyncio.Event, interval: list[float]) -> None:
         while True:
             message = await call.read()
-            if message is grpc.aio.EOF:
+            if not isinstance(message, agent_pb2.ConnectResponse):  # grpc.aio.EOF
                 return
             if message.WhichOneof("message") == "registered":
                 check_scheduler_protocol(message.registered.protocol, self._master)
@@ -137,9 +139,7 @@ class SchedulerLink:
             else:
                 self._agent.handle(message)
 
-    async def _write(
-        self, call: grpc.aio.StreamStreamCall, registered: asyncio.Event, interval: list[float]
-    ) -> None:
+    async def _write(self, call: _Call, registered: asyncio.Event, interval: list[float]) -> None:
         await registered.wait()
         loop = asyncio.get_running_loop()
         next_beat = loop.time() + interval[0]

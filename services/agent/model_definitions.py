@@ -6,10 +6,14 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pedl._grpc
 from pedl.context import unpack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+
+if TYPE_CHECKING:
+    from pedl.v1.scheduler_pb2_grpc import SchedulerServiceAsyncStub
 
 FETCH_TIMEOUT_SECONDS = 120.0
 
@@ -46,13 +50,14 @@ class ModelDefinitionCache:
         # Waits (up to FETCH_TIMEOUT_SECONDS) for a scheduler that is restarting to come back.
         channel = pedl._grpc.aio_channel(self._master, wait_for_ready=True)
         try:
-            stub = scheduler_pb2_grpc.SchedulerServiceStub(channel)
+            # An aio channel's stub: its calls are awaitables (mypy-protobuf's AsyncStub).
+            stub = cast("SchedulerServiceAsyncStub", scheduler_pb2_grpc.SchedulerServiceStub(channel))
             resp = await stub.GetModelDefinition(
                 scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id),
                 timeout=FETCH_TIMEOUT_SECONDS,
             )
         except Exception as e:
-            detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[attr-defined]
+            detail = e.details() if hasattr(e, "details") else str(e)
             raise RuntimeError(
                 f"cannot fetch the model definition of experiment {experiment_id} "
                 f"from {self._master}: {detail}"

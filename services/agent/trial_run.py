@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc.aio
 import structlog
@@ -386,7 +386,7 @@ class TrialRun:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
-        group: dict[str, object] = {"start_new_session": True}
+        group: dict[str, Any] = {"start_new_session": True}
         if self._ranks.local > 1:
             group = {"process_group": self._proc.pid if self._proc is not None else 0}
         lifeline = Lifeline()  # no harness outlives this agent (pedl._parent_death)
@@ -400,7 +400,7 @@ class TrialRun:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(lifeline.read_fd,),
-                **group,  # type: ignore[arg-type]
+                **group,
             )
         except OSError as e:
             raise RuntimeError(f"cannot start the harness {' '.join(argv)!r}: {e}") from e
@@ -441,14 +441,15 @@ class TrialRun:
         if culprit is None:
             return _Outcome(0)
         index, code = culprit
-        tail = "\n".join(tails[index])
+        stderr_tail = "\n".join(tails[index])
         if not many:
-            return _Outcome(code, tail or f"the harness exited with code {code} and wrote nothing to stderr")
+            silent = f"the harness exited with code {code} and wrote nothing to stderr"
+            return _Outcome(code, stderr_tail or silent)
         rank = self._ranks.first_rank + index
         return _Outcome(
             code,
-            f"rank {rank} failed with exit code {code}:\n{tail}"
-            if tail
+            f"rank {rank} failed with exit code {code}:\n{stderr_tail}"
+            if stderr_tail
             else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
         )
 

@@ -13,6 +13,7 @@ uploads) and a user's call is refused (UNAVAILABLE).
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import grpc
 import grpc.aio
@@ -49,9 +50,8 @@ class SchedulerAsker:
             self._channel = _grpc.aio_channel(self.master)
         request = auth_pb2.AuthorizeRequest(token=token, action=action, experiment_id=experiment_id)
         try:
-            reply = await auth_pb2_grpc.AuthServiceStub(self._channel).Authorize(
-                request, timeout=ASK_TIMEOUT_SECONDS
-            )
+            stub = cast("auth_pb2_grpc.AuthServiceAsyncStub", auth_pb2_grpc.AuthServiceStub(self._channel))
+            reply = await stub.Authorize(request, timeout=ASK_TIMEOUT_SECONDS)
         except grpc.aio.AioRpcError as e:
             raise Denied(
                 grpc.StatusCode.UNAVAILABLE,

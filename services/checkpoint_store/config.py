@@ -168,7 +168,14 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"{source}: {raw!r} is not one of {', '.join(LOG_LEVELS)}")
     storage, s3 = _storage(values)
-    sweep = {name: _seconds(values[name]) for name in _SWEEP_FIELDS if name in values}
+    grace = (
+        _seconds(values["orphan_sweep_grace"]) if "orphan_sweep_grace" in values else DEFAULT_GRACE_SECONDS
+    )
+    interval = (
+        _seconds(values["orphan_sweep_interval"])
+        if "orphan_sweep_interval" in values
+        else DEFAULT_INTERVAL_SECONDS
+    )
     roots = parse_roots(args["allowed_storage_root"], env.get(ENV_PREFIX + "ALLOWED_STORAGE_ROOT", ""))
     return Config(
         host=host,
@@ -181,7 +188,8 @@ def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | Non
         no_auth=bool(args["no_auth"]),
         allowed_storage_roots=tuple(Path(r).expanduser() for r in roots),
         allowed_s3=_allowed_s3(args, env, s3),
-        **sweep,
+        orphan_sweep_grace=grace,
+        orphan_sweep_interval=interval,
         **{name: values[name][0] for name in _AUTH_FIELDS if name in values},
     )
 

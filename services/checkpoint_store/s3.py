@@ -141,7 +141,7 @@ class S3Backend(StorageBackend):
             if batch:
                 self._delete_batch(batch)
 
-    def _delete_batch(self, batch: list[dict[str, str]]) -> None:
+    def _delete_batch(self, batch: list[Any]) -> None:
         response = self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
         errors = response.get("Errors") or []
         if errors:
@@ -195,15 +195,15 @@ class S3Backend(StorageBackend):
             ):
                 for obj in page.get("Contents", []):
                     seen(obj["Key"], obj["LastModified"])
-            for page in self._client.get_paginator("list_multipart_uploads").paginate(
+            for uploads in self._client.get_paginator("list_multipart_uploads").paginate(
                 Bucket=self.bucket, Prefix=full
             ):
-                for upload in page.get("Uploads", []):
+                for upload in uploads.get("Uploads", []):
                     if upload["Key"][len(full) :].split("/", 1)[0] not in skip:
                         seen(upload["Key"], self._last_part(upload))
         return out
 
-    def _last_part(self, upload: dict[str, Any]) -> datetime:
+    def _last_part(self, upload: Mapping[str, Any]) -> datetime:
         """When an unfinished multipart upload was last written to: its newest part, else its start."""
         newest: datetime = upload["Initiated"]
         try:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
-
-from botocore.client import BaseClient
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pedl_checkpoint_store import s3_retry
 from pedl_checkpoint_store.s3_errors import translated
 from pedl_checkpoint_store.s3_transfer import MAX_PARTS
 from pedl_checkpoint_store.storage import PresignedPut
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client  # boto3-stubs: the client's methods, typed
 
 _MiB = 1024 * 1024
 T = TypeVar("T")
@@ -24,7 +25,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class S3Object:
-    client: BaseClient
+    client: S3Client
     bucket: str
     key: str
     where: str  # the backend's description, for errors
@@ -77,11 +78,12 @@ def complete_put(obj: S3Object, put: PresignedPut, etags: list[str], size: int) 
     if len(etags) != len(put.urls):
         raise ValueError(f"{len(etags)} part(s) reported for {len(put.urls)} URL(s)")
     if put.upload_id is not None:
-        parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(etags, start=1)]
+        parts: list[Any] = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(etags, start=1)]
+        upload_id = put.upload_id
         obj.call(
             "completing the upload of",
             lambda: obj.client.complete_multipart_upload(
-                Bucket=obj.bucket, Key=obj.key, UploadId=put.upload_id, MultipartUpload={"Parts": parts}
+                Bucket=obj.bucket, Key=obj.key, UploadId=upload_id, MultipartUpload={"Parts": parts}
             ),
         )
     head = obj.call("checking the upload of", lambda: obj.client.head_object(Bucket=obj.bucket, Key=obj.key))

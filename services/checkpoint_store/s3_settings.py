@@ -12,13 +12,15 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.client import BaseClient
 from botocore.config import Config as BotoConfig
 
 from pedl_checkpoint_store.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client  # boto3-stubs: the client's methods, typed
 
 DEFAULT_MAX_ATTEMPTS = 8
 DEFAULT_RETRY_MODE = "standard"
@@ -89,8 +91,8 @@ class S3Settings:
         where = f"s3://{self.bucket}/{self.prefix}".rstrip("/")
         return f"{where} at {self.endpoint_url}" if self.endpoint_url else where
 
-    def make_client(self) -> BaseClient:
-        retries: dict[str, Any] = {
+    def make_client(self) -> S3Client:
+        retries: Any = {  # botocore's _RetryDict: mode and max_attempts
             "mode": os.environ.get("AWS_RETRY_MODE") or DEFAULT_RETRY_MODE,
             "max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS),
         }
@@ -98,7 +100,7 @@ class S3Settings:
             # Also for presigned URLs, which botocore would otherwise sign with SigV2 (refused by newer
             # AWS regions).
             signature_version="s3v4",
-            retries=retries,  # type: ignore[arg-type]
+            retries=retries,
             max_pool_connections=4 * self.max_concurrency,
             connect_timeout=10,
             read_timeout=60,

@@ -12,15 +12,17 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pedl import _log
 from pedl_checkpoint_store import s3_retry
 from pedl_checkpoint_store.s3_errors import explain
 from pedl_checkpoint_store.storage import ObjectWriter
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client  # boto3-stubs: the client's methods, typed
 
 log = _log.get_logger(component="checkpoint_store.s3")
 
@@ -33,7 +35,7 @@ _PART_GROWTH_EVERY = 1_000  # part size grows by one base size every this many p
 class MultipartWriter(ObjectWriter):
     def __init__(
         self,
-        client: BaseClient,
+        client: S3Client,
         pool: ThreadPoolExecutor,
         *,
         bucket: str,
@@ -79,13 +81,14 @@ class MultipartWriter(ObjectWriter):
         else:
             if body:
                 self._submit(body)
-            parts = [f.result() for f in self._wait_parts()]
+            parts: list[Any] = [f.result() for f in self._wait_parts()]
+            upload_id = self._upload_id
             self._call(
                 f"completing the upload of {self._key}",
                 lambda: self._client.complete_multipart_upload(
                     Bucket=self._bucket,
                     Key=self._key,
-                    UploadId=self._upload_id,
+                    UploadId=upload_id,
                     MultipartUpload={"Parts": parts},
                 ),
             )
@@ -148,10 +151,12 @@ class MultipartWriter(ObjectWriter):
         self._parts.append(future)
 
     def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
+        upload_id = self._upload_id
+        assert upload_id is not None, "a part is sent only once the upload has started"
         response = self._call(
             f"uploading part {number} of {self._key}",
             lambda: self._client.upload_part(
-                Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=body
+                Bucket=self._bucket, Key=self._key, UploadId=upload_id, PartNumber=number, Body=body
             ),
         )
         part: dict[str, Any] = {"PartNumber": number, "ETag": response["ETag"]}
@@ -171,8 +176,8 @@ class MultipartWriter(ObjectWriter):
 
     def _raise_failed_part(self) -> None:
         for f in self._parts:
-            if f.done() and not f.cancelled() and f.exception() is not None:
-                raise f.exception()  # type: ignore[misc]
+            if f.done() and not f.cancelled() and (error := f.exception()) is not None:
+                raise error
 
     def _wait_parts(self, raise_errors: bool = True) -> list[Future[dict[str, Any]]]:
         for f in self._parts:
@@ -185,7 +190,7 @@ class MultipartWriter(ObjectWriter):
 
 
 def read_ranges(
-    client: BaseClient,
+    client: S3Client,
     pool: ThreadPoolExecutor,
     *,
     bucket: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import cast
 
 import grpc
 import grpc.aio
@@ -42,7 +43,7 @@ class TokenValidator:
             )
         if self._channel is None:
             self._channel = _grpc.aio_channel(self.master)
-        stub = auth_pb2_grpc.AuthServiceStub(self._channel)
+        stub = cast("auth_pb2_grpc.AuthServiceAsyncStub", auth_pb2_grpc.AuthServiceStub(self._channel))
         try:
             reply = await stub.ValidateToken(
                 auth_pb2.ValidateTokenRequest(token=token), timeout=VALIDATE_TIMEOUT_SECONDS

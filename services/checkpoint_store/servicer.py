@@ -150,11 +150,12 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
         try:
             record = self.store.get(request.uuid)
             await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
-            checkpoint, chunks = await asyncio.to_thread(
+            checkpoint, opened = await asyncio.to_thread(
                 self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
             )
+            chunks = opened
             yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
-            while (item := await asyncio.to_thread(next, chunks, None)) is not None:
+            while (item := await asyncio.to_thread(lambda: next(opened, None))) is not None:
                 if isinstance(item, pb.FileUrl):
                     yield pb.DownloadCheckpointResponse(url=item)
                 else:

@@ -7,6 +7,7 @@ storage root at a time.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import threading
 import uuid as uuidlib
@@ -334,12 +335,12 @@ class CheckpointStore:
         with self._lock:
             return set(self._index) | self._uploading | set(self.direct_uploads.uuids())
 
-    def storage_configs(self) -> list[dict[str, Any]]:
+    def storage_configs(self) -> builtins.list[dict[str, Any]]:
         """The storages the visible checkpoints and the unfinished removals name."""
         with self._lock:
             return [e.storage for e in self._index.values()] + list(self._unfinished.values())
 
-    def retry_unfinished_removals(self) -> list[str]:
+    def retry_unfinished_removals(self) -> builtins.list[str]:
         """Deletes and aborted uploads whose storage failed before; the uuids removed now."""
         with self._lock:
             unfinished = dict(self._unfinished)

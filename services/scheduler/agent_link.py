@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
+import grpc.aio
 import structlog
 
 from pedl.v1 import agent_pb2, agent_pb2_grpc
@@ -73,7 +74,7 @@ class Inbox:
             agents = {id(agent): agent for agent, _ in batch}
             log.exception("agent message handling failed", agents=sorted(a.id for a in agents.values()))
             for agent in agents.values():
-                agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+                agent.send(CLOSE_STREAM)
 
     def close(self) -> None:
         if self._scheduled is not None:
@@ -91,7 +92,9 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
         self.heartbeat_interval = heartbeat_interval
         self.inbox = Inbox(manager.on_agent_messages)
 
-    async def Connect(self, request_iterator, context) -> AsyncIterator[agent_pb2.ConnectResponse]:  # noqa: N802
+    async def Connect(  # noqa: N802
+        self, request_iterator: AsyncIterator[agent_pb2.ConnectRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[agent_pb2.ConnectResponse]:
         try:
             first = await request_iterator.__anext__()
         except StopAsyncIteration:
@@ -135,7 +138,9 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
                 log.warning("agent disconnected", agent_id=agent.id)
                 self.manager.on_agent_disconnected(agent.id)
 
-    async def _read(self, agent: AgentHandle, request_iterator) -> None:
+    async def _read(
+        self, agent: AgentHandle, request_iterator: AsyncIterator[agent_pb2.ConnectRequest]
+    ) -> None:
         try:
             async for message in request_iterator:
                 self.cluster.heartbeat(agent)
@@ -151,7 +156,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
         except Exception:
             log.exception("agent stream failed", agent_id=agent.id)
         finally:
-            agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+            agent.send(CLOSE_STREAM)
 
 
 def _take_batch(

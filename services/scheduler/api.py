@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
+import grpc.aio
 
 from pedl import __version__
 from pedl.checkpoints import CheckpointError
@@ -61,11 +62,17 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         # --private-experiments: users who are not admins read only their own (pedl_server_auth.authz).
         self.private = private
 
-    async def CreateExperiment(self, request, context):  # noqa: N802
+    async def CreateExperiment(  # noqa: N802
+        self, request: scheduler_pb2.CreateExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.CreateExperimentResponse:
         return await self._create(request, context)
 
-    async def UploadExperiment(self, request_iterator, context):  # noqa: N802
-        request, parts, size = scheduler_pb2.CreateExperimentRequest(), [], 0
+    async def UploadExperiment(  # noqa: N802
+        self,
+        request_iterator: AsyncIterator[scheduler_pb2.UploadExperimentRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> scheduler_pb2.UploadExperimentResponse:
+        request, parts, size = scheduler_pb2.CreateExperimentRequest(), list[bytes](), 0
         limit = self.manager.model_definition_limit
         async for chunk in request_iterator:
             if not parts:
@@ -86,7 +93,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         created = await self._create(request, context)
         return scheduler_pb2.UploadExperimentResponse(experiment=created.experiment)
 
-    async def _create(self, request, context):
+    async def _create(
+        self, request: scheduler_pb2.CreateExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.CreateExperimentResponse:
         try:  # before anything parses the config
             self.manager.request_limits.check_config_size(request.config_yaml)
         except LimitExceeded as e:
@@ -115,7 +124,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
 
-    async def ListExperiments(self, request, context):  # noqa: N802
+    async def ListExperiments(  # noqa: N802
+        self, request: scheduler_pb2.ListExperimentsRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.ListExperimentsResponse:
         next_token = ""
         filtered = request.newest_first or request.states or request.owner or request.exclude_archived
         if request.page_size == 0 and not request.page_token and not (filtered or request.text):
@@ -145,26 +156,36 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             experiments=[convert.experiment(r, r["num_trials"]) for r in rows], next_page_token=next_token
         )
 
-    async def GetExperiment(self, request, context):  # noqa: N802
+    async def GetExperiment(  # noqa: N802
+        self, request: scheduler_pb2.GetExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetExperimentResponse:
         await self._require(request.experiment_id, Access.READ, context)
         exp = await self._experiment_or_abort(request.experiment_id, context)
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
         trials = [self._trial(r, r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
 
-    async def KillExperiment(self, request, context):  # noqa: N802
+    async def KillExperiment(  # noqa: N802
+        self, request: scheduler_pb2.KillExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.KillExperimentResponse:
         await self._lifecycle(self.manager.kill_experiment, request.experiment_id, context)
         return scheduler_pb2.KillExperimentResponse(experiment=self._experiment(request.experiment_id))
 
-    async def PauseExperiment(self, request, context):  # noqa: N802
+    async def PauseExperiment(  # noqa: N802
+        self, request: scheduler_pb2.PauseExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.PauseExperimentResponse:
         await self._lifecycle(self.manager.pause_experiment, request.experiment_id, context)
         return scheduler_pb2.PauseExperimentResponse(experiment=self._experiment(request.experiment_id))
 
-    async def ActivateExperiment(self, request, context):  # noqa: N802
+    async def ActivateExperiment(  # noqa: N802
+        self, request: scheduler_pb2.ActivateExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.ActivateExperimentResponse:
         await self._lifecycle(self.manager.activate_experiment, request.experiment_id, context)
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
-    async def PatchExperiment(self, request, context):  # noqa: N802
+    async def PatchExperiment(  # noqa: N802
+        self, request: scheduler_pb2.PatchExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.PatchExperimentResponse:
         exp_id = request.experiment_id
         await self._require(exp_id, Access.MANAGE, context)
         row = experiment_ops.experiment(self.db, exp_id)
@@ -193,7 +214,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             experiment=self._experiment(exp_id), deleted_checkpoints=doomed
         )
 
-    async def DeleteExperiment(self, request, context):  # noqa: N802
+    async def DeleteExperiment(  # noqa: N802
+        self, request: scheduler_pb2.DeleteExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.DeleteExperimentResponse:
         exp_id = request.experiment_id
         await self._require(exp_id, Access.MANAGE, context)
         if experiment_ops.experiment_state(self.db, exp_id) is None:
@@ -206,15 +229,22 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         return scheduler_pb2.DeleteExperimentResponse(deleted_checkpoints=deleted)
 
-    async def KillTrial(self, request, context):  # noqa: N802
+    async def KillTrial(  # noqa: N802
+        self, request: scheduler_pb2.KillTrialRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.KillTrialResponse:
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
-        await self._lifecycle(lambda _: self.manager.kill_trial(row["id"]), row["experiment_id"], context)
+        trial_id = row["id"]
+        await self._lifecycle(lambda _: self.manager.kill_trial(trial_id), row["experiment_id"], context)
         row = trial_ops.trial(self.db, request.trial_id)
+        if row is None:  # deleted meanwhile
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         return scheduler_pb2.KillTrialResponse(trial=self._trial(row, 0))
 
-    async def DeleteCheckpoints(self, request, context):  # noqa: N802
+    async def DeleteCheckpoints(  # noqa: N802
+        self, request: scheduler_pb2.DeleteCheckpointsRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.DeleteCheckpointsResponse:
         uuids = list(request.checkpoint_uuids)
         if not uuids or not all(uuids):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
@@ -240,7 +270,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
         )
 
-    async def _require(self, exp_id: int, access: Access, context) -> None:
+    async def _require(self, exp_id: int, access: Access, context: grpc.aio.ServicerContext) -> None:
         """The object half of authz: an experiment that does not exist is left to NOT_FOUND."""
         owner = experiment_ops.experiment_owner(self.db, exp_id)
         principal = current_principal()
@@ -249,16 +279,18 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 grpc.StatusCode.PERMISSION_DENIED, authz.refusal(principal, access, exp_id, owner)
             )
 
-    async def _check_owner(self, exp_id: int, context) -> None:
+    async def _check_owner(self, exp_id: int, context: grpc.aio.ServicerContext) -> None:
         """A change to the experiment: its owner or an admin (authz.Access.MANAGE)."""
         await self._require(exp_id, Access.MANAGE, context)
 
-    async def _require_trial(self, trial_id: int, context) -> None:
+    async def _require_trial(self, trial_id: int, context: grpc.aio.ServicerContext) -> None:
         row = trial_ops.trial(self.db, trial_id)
         if row is not None:
             await self._require(row["experiment_id"], Access.READ, context)
 
-    async def _lifecycle(self, action, exp_id: int, context) -> None:
+    async def _lifecycle(
+        self, action: Callable[[int], object], exp_id: int, context: grpc.aio.ServicerContext
+    ) -> None:
         await self._require(exp_id, Access.MANAGE, context)
         try:
             action(exp_id)
@@ -267,7 +299,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         except UserError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
 
-    async def GetModelDefinition(self, request, context):  # noqa: N802
+    async def GetModelDefinition(  # noqa: N802
+        self, request: scheduler_pb2.GetModelDefinitionRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetModelDefinitionResponse:
         await self._require(request.experiment_id, Access.READ, context)
         row = experiment_ops.model_definition(self.db, request.experiment_id)
         if row is None:
@@ -283,7 +317,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             row, self.manager.trial_agent(trial_id), num_steps, self.manager.trial_waiting_reason(trial_id)
         )
 
-    async def GetTrial(self, request, context):  # noqa: N802
+    async def GetTrial(  # noqa: N802
+        self, request: scheduler_pb2.GetTrialRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetTrialResponse:
         await self._require_trial(request.trial_id, context)
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
@@ -314,7 +350,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             next_page_token=next_token,
         )
 
-    async def ListTrialDetails(self, request, context):  # noqa: N802
+    async def ListTrialDetails(  # noqa: N802
+        self, request: scheduler_pb2.ListTrialDetailsRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.ListTrialDetailsResponse:
         await self._require(request.experiment_id, Access.READ, context)
         await self._experiment_or_abort(request.experiment_id, context)
         if request.limit < 0 or request.after_trial_id < 0:
@@ -342,7 +380,9 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             trials=details, next_after_trial_id=ids[-1] if len(ids) == limit else 0
         )
 
-    async def GetTrialLogs(self, request, context) -> AsyncIterator[scheduler_pb2.GetTrialLogsResponse]:  # noqa: N802
+    async def GetTrialLogs(  # noqa: N802
+        self, request: scheduler_pb2.GetTrialLogsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[scheduler_pb2.GetTrialLogsResponse]:
         await self._require_trial(request.trial_id, context)
         if not trial_ops.trial_exists(self.db, request.trial_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
@@ -370,10 +410,14 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 except asyncio.TimeoutError:
                     pass
 
-    async def ListAgents(self, request, context):  # noqa: N802
+    async def ListAgents(  # noqa: N802
+        self, request: scheduler_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.ListAgentsResponse:
         return scheduler_pb2.ListAgentsResponse(agents=[a.to_proto() for a in self.cluster.agents.values()])
 
-    async def SetAgentEnabled(self, request, context):  # noqa: N802
+    async def SetAgentEnabled(  # noqa: N802
+        self, request: scheduler_pb2.SetAgentEnabledRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.SetAgentEnabledResponse:
         if not current_principal().admin:  # authz.RULES says so; kept for --no-auth's test servers
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can enable or disable agents"
@@ -387,14 +431,18 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             self.manager.wake.set()  # queued trials may fit now
         return scheduler_pb2.SetAgentEnabledResponse(agent=agent.to_proto())
 
-    async def GetClusterInfo(self, request, context):  # noqa: N802
+    async def GetClusterInfo(  # noqa: N802
+        self, request: scheduler_pb2.GetClusterInfoRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetClusterInfoResponse:
         return scheduler_pb2.GetClusterInfoResponse(
             version=__version__,
             checkpoint_store_address=self.manager.checkpoint_store_address,
             cluster_id=self.cluster_id,
         )
 
-    async def GetMetrics(self, request, context) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:  # noqa: N802
+    async def GetMetrics(  # noqa: N802
+        self, request: scheduler_pb2.GetMetricsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[scheduler_pb2.GetMetricsResponse]:
         try:
             query = metrics_stream.MetricsQuery.from_request(request)
         except metrics_stream.MetricsRequestError as e:
@@ -422,13 +470,15 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         assert row is not None
         return convert.experiment(row, experiment_ops.trial_count(self.db, exp_id))
 
-    async def _experiment_or_abort(self, exp_id: int, context) -> scheduler_pb2.Experiment:
+    async def _experiment_or_abort(
+        self, exp_id: int, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.Experiment:
         if experiment_ops.experiment_state(self.db, exp_id) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         return self._experiment(exp_id)
 
 
-def _state_filter(states: Sequence[int]) -> list[str]:
+def _state_filter(states: Sequence[common_pb2.ExperimentState.ValueType]) -> list[str]:
     names = []
     for value in states:
         if value not in convert.STATE_NAMES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import grpc
+import grpc.aio
 
 from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler.login_guard import (
@@ -101,13 +102,15 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self.hash_pool = hash_pool or HashPool()
         self.limits = limits or AttemptLimits()
 
-    async def _need_auth(self, context) -> None:  # type: ignore[no-untyped-def]
+    async def _need_auth(self, context: grpc.aio.ServicerContext) -> None:
         if not self.enabled:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "authentication is off on this scheduler (--no-auth)"
             )
 
-    async def Login(self, request, context):  # noqa: N802
+    async def Login(  # noqa: N802
+        self, request: auth_pb2.LoginRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.LoginResponse:
         """Refused at once while the user or address must wait; hashing runs in the pool."""
         await self._need_auth(context)
         address = peer_address(context.peer() or "")
@@ -130,7 +133,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             token=token, user=_user_proto(session.user), expires_at=rfc3339(session.expires_at)
         )
 
-    async def Logout(self, request, context):  # noqa: N802
+    async def Logout(  # noqa: N802
+        self, request: auth_pb2.LogoutRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.LogoutResponse:
         await self._need_auth(context)
         token = bearer_token(context.invocation_metadata())
         principal = current_principal()
@@ -144,11 +149,15 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             self.users.logout(token)
         return auth_pb2.LogoutResponse(ended=1 if principal.kind == "user" else 0)
 
-    async def WhoAmI(self, request, context):  # noqa: N802
+    async def WhoAmI(  # noqa: N802
+        self, request: auth_pb2.WhoAmIRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.WhoAmIResponse:
         p = current_principal()
         return auth_pb2.WhoAmIResponse(user=auth_pb2.User(username=p.username or p.kind, admin=p.admin))
 
-    async def CreateUser(self, request, context):  # noqa: N802
+    async def CreateUser(  # noqa: N802
+        self, request: auth_pb2.CreateUserRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.CreateUserResponse:
         await self._need_auth(context)
         if not current_principal().admin:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only an admin can create users")
@@ -163,10 +172,14 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return auth_pb2.CreateUserResponse(user=_user_proto(user))
 
-    async def ListUsers(self, request, context):  # noqa: N802
+    async def ListUsers(  # noqa: N802
+        self, request: auth_pb2.ListUsersRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.ListUsersResponse:
         return auth_pb2.ListUsersResponse(users=[_user_proto(u) for u in self.users.list()])
 
-    async def SetUserPassword(self, request, context):  # noqa: N802
+    async def SetUserPassword(  # noqa: N802
+        self, request: auth_pb2.SetUserPasswordRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.SetUserPasswordResponse:
         await self._need_auth(context)
         if not authz.may_change_password(current_principal(), request.username):
             await context.abort(
@@ -183,7 +196,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return auth_pb2.SetUserPasswordResponse()
 
-    async def SetUserActive(self, request, context):  # noqa: N802
+    async def SetUserActive(  # noqa: N802
+        self, request: auth_pb2.SetUserActiveRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.SetUserActiveResponse:
         await self._need_auth(context)
         principal = current_principal()
         if not principal.admin:
@@ -198,7 +213,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return auth_pb2.SetUserActiveResponse(user=_user_proto(user))
 
-    async def ValidateToken(self, request, context):  # noqa: N802
+    async def ValidateToken(  # noqa: N802
+        self, request: auth_pb2.ValidateTokenRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.ValidateTokenResponse:
         await self._need_auth(context)
         session = self.users.session(request.token)
         if not isinstance(session, Session):
@@ -208,7 +225,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             expires_in_seconds=max(0.0, session.expires_at - self.users.clock()),
         )
 
-    async def Authorize(self, request, context):  # noqa: N802
+    async def Authorize(  # noqa: N802
+        self, request: auth_pb2.AuthorizeRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.AuthorizeResponse:
         await self._need_auth(context)
         assert self.store_questions is not None
         return self.store_questions.answer(request)

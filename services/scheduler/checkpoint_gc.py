@@ -114,8 +114,9 @@ def _best(
 ) -> list[CheckpointRef]:
     """Checkpoints with a metric, best first; ties go to the more-trained one, then lower trial id."""
     sign = 1.0 if smaller_is_better else -1.0
-    ranked = [c for c in ckpts if scored[c.uuid] is not None]
-    return sorted(ranked, key=lambda c: (sign * scored[c.uuid], -c.total_batches, c.trial_id, c.uuid))  # type: ignore[operator]
+    ranked = [(c, score) for c in ckpts if (score := scored[c.uuid]) is not None]
+    ranked.sort(key=lambda cs: (sign * cs[1], -cs[0].total_batches, cs[0].trial_id, cs[0].uuid))
+    return [c for c, _ in ranked]
 
 
 class CheckpointLedger:

@@ -40,7 +40,8 @@ class AgentHandle:
     disabled: bool = False
     disabled_slots: set[str] = field(default_factory=set)
 
-    def send(self, message: agent_pb2.ConnectResponse) -> None:
+    def send(self, message: agent_pb2.ConnectResponse | object) -> None:
+        """A message for the agent, or CLOSE_STREAM."""
         self.outbox.put_nowait(message)
 
     def free_slots(self) -> tuple[str, ...]:
@@ -102,7 +103,7 @@ class Cluster:
     def connect(self, register: agent_pb2.RegisterAgent) -> AgentHandle:
         old = self.agents.get(register.agent_id)
         if old is not None:
-            old.send(CLOSE_STREAM)  # type: ignore[arg-type]
+            old.send(CLOSE_STREAM)
         agent = AgentHandle(
             id=register.agent_id,
             hostname=register.hostname,

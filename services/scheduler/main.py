@@ -217,7 +217,7 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
         for agent in list(cluster.agents.values()):
             if now - agent.last_seen > timeout:
                 log.warning("agent missed heartbeats", agent_id=agent.id)
-                agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+                agent.send(CLOSE_STREAM)
         try:
             manager.tick(now)
         except Exception:
@@ -309,7 +309,7 @@ async def serve(args: argparse.Namespace) -> None:
     ticker.cancel()
     reconciling.cancel()
     for agent in list(cluster.agents.values()):
-        agent.send(CLOSE_STREAM)  # type: ignore[arg-type]
+        agent.send(CLOSE_STREAM)
     await server.stop(grace=2)
     link.inbox.drain()
     link.inbox.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pedl.v1 import scheduler_pb2
@@ -169,6 +169,7 @@ async def stream(
     while True:
         ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
         for kind in query.kinds:
+            pages: Iterable[list[tuple[int, int, str, str]]]
             if first and query.experiment_id is not None:
                 pages = _read_experiment(db, query, kind, cursor)
             else:
@@ -201,4 +202,5 @@ def _ended(db: Storage, query: MetricsQuery, cursor: _Cursor) -> bool:
         return False
     if query.trial_id is not None:
         return True
+    assert query.experiment_id is not None, "a metrics query names a trial or an experiment"
     return result_ops.is_terminal(experiment_ops.experiment_state(db, query.experiment_id))

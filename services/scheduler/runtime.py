@@ -19,9 +19,9 @@ class ExperimentRuntime:
     id: int
     config: Any  # pedl.config.ExperimentConfig
     searcher: SearchMethod
-    state: str = "ACTIVE"
     # Every event goes to the searcher through this, so that it is stored (pedl_scheduler.searcher_journal).
-    journal: SearcherJournal | None = None
+    journal: SearcherJournal
+    state: str = "ACTIVE"
     searcher_done: bool = False
     searcher_failed: bool = False
     trial_ids: list[int] = field(default_factory=list)

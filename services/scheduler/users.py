@@ -16,6 +16,7 @@ import hmac
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -111,7 +112,7 @@ def _dummy_hash() -> str:
     return hash_password(secrets.token_hex(8))
 
 
-def verify(password: str, row: dict | None) -> tuple[bool, str]:  # type: ignore[type-arg]
+def verify(password: str, row: dict | None) -> tuple[bool, str]:
     """(password right and user active, a new hash when the stored one is weaker than today's).
     The slow part of a login, free of the database: AuthService runs it in its worker pool."""
     if row is None:
@@ -122,12 +123,14 @@ def verify(password: str, row: dict | None) -> tuple[bool, str]:  # type: ignore
 
 
 class Users:
-    def __init__(self, db: Storage, session_ttl_seconds: float, clock=time.time) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, db: Storage, session_ttl_seconds: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.db = db
         self.session_ttl = session_ttl_seconds
         self.clock = clock
 
-    def _user(self, row: dict) -> User:  # type: ignore[type-arg]
+    def _user(self, row: dict) -> User:
         return User(
             row["id"], row["username"], bool(row["admin"]), row["created_at"], bool(row.get("active", 1))
         )
@@ -171,10 +174,10 @@ class Users:
         good, rehash = verify(password, row)
         return self.open_session(row, rehash) if good and row is not None else None
 
-    def lookup(self, username: str) -> dict | None:  # type: ignore[type-arg]
+    def lookup(self, username: str) -> dict | None:
         return user_ops.user_by_name(self.db, username)
 
-    def open_session(self, row: dict, rehash: str = "") -> tuple[str, Session]:  # type: ignore[type-arg]
+    def open_session(self, row: dict, rehash: str = "") -> tuple[str, Session]:
         """After `verify` said yes: stores an upgraded hash, starts a session."""
         if rehash:
             user_ops.set_password(self.db, row["id"], rehash)

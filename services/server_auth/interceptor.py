@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hmac
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -42,7 +43,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         self._authenticate = authenticate
         self._open = frozenset(open_methods)
 
-    async def intercept_service(self, continuation, handler_call_details):  # type: ignore[no-untyped-def]
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None or method.startswith(OPEN_PREFIXES) or method in self._open:
@@ -55,20 +60,23 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return _rebuild(handler, _with_principal(_behavior(handler), principal, handler.response_streaming))
 
 
-def _behavior(handler: grpc.RpcMethodHandler) -> Callable:
-    return handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream  # type: ignore[return-value]
+def _behavior(handler: grpc.RpcMethodHandler) -> Callable[..., Any]:
+    behavior = handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream
+    if behavior is None:
+        raise ValueError("a gRPC method handler without a behavior")
+    return behavior
 
 
 def _denier(denied: Denied, streaming: bool) -> Callable:
     if streaming:
 
-        async def deny_stream(request, context):  # type: ignore[no-untyped-def]
+        async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             await context.abort(denied.code, denied.message)
             yield  # pragma: no cover - abort raises
 
         return deny_stream
 
-    async def deny(request, context):  # type: ignore[no-untyped-def]
+    async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
         await context.abort(denied.code, denied.message)
 
     return deny
@@ -77,14 +85,14 @@ def _denier(denied: Denied, streaming: bool) -> Callable:
 def _with_principal(inner: Callable, principal: Principal, streaming: bool) -> Callable:
     if streaming and inspect.isasyncgenfunction(inner):
 
-        async def stream(request, context):  # type: ignore[no-untyped-def]
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             set_current_principal(principal)
             async for item in inner(request, context):
                 yield item
 
         return stream
 
-    async def call(request, context):  # type: ignore[no-untyped-def]
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
         set_current_principal(principal)
         return await inner(request, context)
 

@@ -44,7 +44,7 @@ PAGE_SIZE, MAX_PAGE_SIZE = 50, 200
 STATES = ("ACTIVE", "PAUSED", "COMPLETED", "ERROR", "CANCELED")
 
 
-def _state_value(name: str) -> int:
+def _state_value(name: str) -> common_pb2.ExperimentState.ValueType:
     return common_pb2.ExperimentState.Value("EXPERIMENT_STATE_" + name)
 
 

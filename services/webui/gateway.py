@@ -4,7 +4,6 @@ scheduler's checks (who may kill, pause, see) are exactly the CLI's; the web UI 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -35,8 +34,8 @@ _HTTP_STATUS = {
 
 
 def error_of(e: grpc.RpcError) -> GatewayError:
-    code = e.code()  # type: ignore[attr-defined]
-    return GatewayError(_HTTP_STATUS.get(code, 502), e.details() or code.name)  # type: ignore[attr-defined]
+    code = e.code()
+    return GatewayError(_HTTP_STATUS.get(code, 502), e.details() or code.name)
 
 
 class Gateway:
@@ -67,8 +66,8 @@ class Gateway:
         except grpc.RpcError as e:
             raise error_of(e) from None
 
-    def stream(self, token: str, method: str, request: Any) -> Iterator[Any]:
-        """A server stream as the user; cancel it with `.cancel()` on the returned call object."""
+    def stream(self, token: str, method: str, request: Any) -> Any:
+        """A server stream as the user: iterate the returned call object; `.cancel()` ends it."""
         return getattr(self.scheduler, method)(request, metadata=_bearer(token))
 
     def logout(self, token: str) -> None:
@@ -84,13 +83,13 @@ class Gateway:
                 auth_pb2.WhoAmIRequest(), timeout=CALL_TIMEOUT, metadata=_bearer(token)
             ).user
         except grpc.RpcError as e:
-            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):  # type: ignore[attr-defined]
+            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                 return None
             raise error_of(e) from None
 
 
-def _bearer(token: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {token}")]
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
 
 
 __all__ = ["Gateway", "GatewayError", "error_of", "scheduler_pb2"]

@@ -242,9 +242,12 @@ class Handler(BaseHTTPRequestHandler):
             )
             return self._json(200, detail)
         if sub == "metrics":
-            target = {"experiment_id": ident} if kind == "experiments" else {"trial_id": ident}
-            request = scheduler_pb2.GetMetricsRequest(**target, follow=True)
-            return self._events("GetMetrics", token, request)
+            metrics = (
+                scheduler_pb2.GetMetricsRequest(experiment_id=ident, follow=True)
+                if kind == "experiments"
+                else scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
+            )
+            return self._events("GetMetrics", token, metrics)
         if kind == "trials" and sub == "logs":
             after, tail = query.get("after", ["0"])[0], query.get("tail", ["0"])[0]
             request = scheduler_pb2.GetTrialLogsRequest(
@@ -358,5 +361,5 @@ def _pump(call: Any, items: queue.Queue[tuple[str, Any]]) -> None:
             items.put(("message", message))
         items.put(("end", None))
     except grpc.RpcError as e:
-        if e.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+        if e.code() != grpc.StatusCode.CANCELLED:
             items.put(("error", error_of(e)))

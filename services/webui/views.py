@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from pedl import records
 from pedl.config.masking import MASK
@@ -30,7 +30,7 @@ def _length_batches(config: dict[str, Any]) -> int | None:
     return int(length) if _positive_int(length) else None
 
 
-def _positive_int(value: Any) -> bool:
+def _positive_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

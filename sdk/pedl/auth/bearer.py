@@ -49,16 +49,20 @@ class BearerInterceptor(
             getattr(d, "compression", None),
         )
 
-    def intercept_unary_unary(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+    def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return continuation(self._details(client_call_details), request)
 
-    def intercept_unary_stream(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+    def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return continuation(self._details(client_call_details), request)
 
-    def intercept_stream_unary(self, continuation, client_call_details, request_iterator):  # type: ignore[no-untyped-def]
+    def intercept_stream_unary(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
         return continuation(self._details(client_call_details), request_iterator)
 
-    def intercept_stream_stream(self, continuation, client_call_details, request_iterator):  # type: ignore[no-untyped-def]
+    def intercept_stream_stream(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
         return continuation(self._details(client_call_details), request_iterator)
 
 
@@ -68,27 +72,35 @@ class _AioBase:
 
     def _details(self, d: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         return grpc.aio.ClientCallDetails(
-            d.method, d.timeout, _metadata(d.metadata, self._token), d.credentials, d.wait_for_ready
+            d.method,
+            d.timeout,
+            grpc.aio.Metadata(*_metadata(d.metadata, self._token)),
+            d.credentials,
+            d.wait_for_ready,
         )
 
 
 class _AioUnaryUnary(_AioBase, grpc.aio.UnaryUnaryClientInterceptor):
-    async def intercept_unary_unary(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(self._details(client_call_details), request)
 
 
 class _AioUnaryStream(_AioBase, grpc.aio.UnaryStreamClientInterceptor):
-    async def intercept_unary_stream(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(self._details(client_call_details), request)
 
 
 class _AioStreamUnary(_AioBase, grpc.aio.StreamUnaryClientInterceptor):
-    async def intercept_stream_unary(self, continuation, client_call_details, request_iterator):  # type: ignore[no-untyped-def]
+    async def intercept_stream_unary(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
         return await continuation(self._details(client_call_details), request_iterator)
 
 
 class _AioStreamStream(_AioBase, grpc.aio.StreamStreamClientInterceptor):
-    async def intercept_stream_stream(self, continuation, client_call_details, request_iterator):  # type: ignore[no-untyped-def]
+    async def intercept_stream_stream(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
         return await continuation(self._details(client_call_details), request_iterator)
 
 

@@ -51,8 +51,8 @@ class CheckpointStoreClient(_grpc.Client):
         super().close()
 
     def _error(self, e: grpc.RpcError, action: str) -> CheckpointError:
-        code: grpc.StatusCode = e.code()  # type: ignore[attr-defined]
-        details: str = e.details() or ""  # type: ignore[attr-defined]
+        code: grpc.StatusCode = e.code()
+        details: str = e.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE:
             message = f"checkpoint store at {self.address} unreachable: {details}"
         elif code in _MESSAGE_ONLY:
@@ -116,7 +116,7 @@ class CheckpointStoreClient(_grpc.Client):
         try:
             plan = self._stub.BeginUpload(pb.BeginUploadRequest(header=header, files=planned))
         except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
                 return None  # a store older than direct uploads
             raise self._error(e, f"upload of {directory}") from None
         if not plan.uuid:

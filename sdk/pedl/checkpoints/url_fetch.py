@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -73,7 +73,7 @@ class UrlFetcher:
         self._pool.shutdown(wait=True)
         self._http.clear()
 
-    def fetch(self, targets: list[Target]) -> Iterator[Fetched]:
+    def fetch(self, targets: list[Target]) -> Generator[Fetched, None, None]:
         """Writes each target's file and yields it, with the size and sha256 of what was written, in
         the order given. Raises TransferError or ShortObject; files already yielded stay written."""
         jobs = deque((t, start) for t in targets for start in range(0, max(t.size, 1), self.part_size))
@@ -94,7 +94,7 @@ class UrlFetcher:
                 view = future.result()
                 f.hasher.update(view)  # releases the GIL: the parts in flight keep arriving
                 f.size += len(view)
-                free.append(view.obj)  # type: ignore[arg-type]
+                free.append(cast(bytearray, view.obj))  # the view is of one of `free`'s buffers
                 if f.size == f.target.size:
                     os.close(f.fd)
                     del opened[f.target.path]

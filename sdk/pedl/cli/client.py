@@ -56,16 +56,16 @@ class SchedulerClient(_grpc.Client):
         restarts, a scheduler that stays down is waited for by gRPC's wait_for_ready, for up to
         OUTAGE_SECONDS in all."""
         if not self.ride_out_restarts:
-            return call(request, timeout=timeout)  # type: ignore[no-any-return]
+            return call(request, timeout=timeout)
         try:
-            return call(request, timeout=timeout, wait_for_ready=True)  # type: ignore[no-any-return]
+            return call(request, timeout=timeout, wait_for_ready=True)
         except grpc.RpcError as e:
-            if e.code() not in _RETRIED:  # type: ignore[attr-defined]
+            if e.code() not in _RETRIED:
                 raise
         self._say_waiting()
         result = call(request, timeout=max(OUTAGE_SECONDS - timeout, timeout), wait_for_ready=True)
         self._down_since = None
-        return result  # type: ignore[no-any-return]
+        return result
 
     def _say_waiting(self) -> None:
         if self._down_since is None:
@@ -109,7 +109,7 @@ class SchedulerClient(_grpc.Client):
         try:
             return self._stub.UploadExperiment(chunks(), timeout=_UPLOAD_TIMEOUT).experiment
         except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
                 raise
         request = scheduler_pb2.CreateExperimentRequest(
             config_yaml=config_yaml,
@@ -223,7 +223,7 @@ class SchedulerClient(_grpc.Client):
                         yield line
                 return
             except grpc.RpcError as e:
-                if not follow or e.code() not in _RETRIED or not self._still_waiting():  # type: ignore[attr-defined]
+                if not follow or e.code() not in _RETRIED or not self._still_waiting():
                     raise
 
     def set_agent_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> scheduler_pb2.Agent:

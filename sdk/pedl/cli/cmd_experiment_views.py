@@ -83,7 +83,7 @@ def describe_experiments(args: argparse.Namespace) -> int:
         loaded = [load(client, experiment_id, steps=args.metrics) for experiment_id in args.experiment_ids]
     # Only the form asked for is built: for 10,000 trials each costs about a second.
     structured = bool(args.outdir or getattr(args, "json", False) or getattr(args, "csv", False))
-    described = []
+    described: list[dict[str, Any]] = []
     for response, details in loaded if structured else []:
         space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
         described.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from pedl import records
@@ -13,6 +14,7 @@ from pedl.cli.arguments import non_negative_int, positive_int
 from pedl.cli.client import connect
 from pedl.cli.errors import CliError
 from pedl.timeline import timeline_records
+from pedl.v1 import common_pb2
 
 
 def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -55,7 +57,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
 def trial_logs(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        lines = (
+        lines: Iterator[common_pb2.LogLine] = (
             line
             for line in client.trial_logs(args.trial_id, follow=args.follow)
             if args.system or not records.is_system_line(line.source, line.message)

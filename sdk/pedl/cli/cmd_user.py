@@ -7,6 +7,8 @@ import argparse
 import getpass
 import sys
 
+import grpc
+
 from pedl import _grpc, auth
 from pedl.cli import cmd_refused, output, render
 from pedl.cli.client import resolve_master
@@ -71,7 +73,7 @@ def _password(from_stdin: bool, prompt: str, confirm: bool = False) -> str:
     return password
 
 
-def _stub(args: argparse.Namespace) -> tuple[auth_pb2_grpc.AuthServiceStub, object]:
+def _stub(args: argparse.Namespace) -> tuple[auth_pb2_grpc.AuthServiceStub, grpc.Channel]:
     args.master_address = resolve_master(getattr(args, "master", None))
     channel = _grpc.channel(args.master_address)
     return auth_pb2_grpc.AuthServiceStub(channel), channel
@@ -98,7 +100,7 @@ def user_logout(args: argparse.Namespace) -> int:
         reply = stub.Logout(auth_pb2.LogoutRequest(all=args.all), timeout=_TIMEOUT)
     finally:
         auth.forget_login(args.master_address)
-        channel.close()  # type: ignore[attr-defined]
+        channel.close()
     ended = f" (ended {reply.ended} session{'s' if reply.ended != 1 else ''})" if args.all else ""
     print(f"Logged out of {args.master_address}{ended}")
     return 0
@@ -115,7 +117,7 @@ def user_token(args: argparse.Namespace) -> int:
 
 def user_whoami(args: argparse.Namespace) -> int:
     stub, channel = _stub(args)
-    with channel:  # type: ignore[attr-defined]
+    with channel:
         user = stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user
     print(f"{user.username}{' (admin)' if user.admin else ''} at {args.master_address}")
     return 0
@@ -124,7 +126,7 @@ def user_whoami(args: argparse.Namespace) -> int:
 def user_create(args: argparse.Namespace) -> int:
     password = _password(args.password_stdin, f"Password for the new user {args.username}: ", confirm=True)
     stub, channel = _stub(args)
-    with channel:  # type: ignore[attr-defined]
+    with channel:
         request = auth_pb2.CreateUserRequest(username=args.username, password=password, admin=args.admin)
         user = stub.CreateUser(request, timeout=_TIMEOUT).user
     print(f"Created user {user.username}{' (admin)' if user.admin else ''}")
@@ -133,7 +135,7 @@ def user_create(args: argparse.Namespace) -> int:
 
 def user_list(args: argparse.Namespace) -> int:
     stub, channel = _stub(args)
-    with channel:  # type: ignore[attr-defined]
+    with channel:
         users = stub.ListUsers(auth_pb2.ListUsersRequest(), timeout=_TIMEOUT).users
     rows = [
         (u.username, "yes" if u.admin else "", "yes" if u.active else "no", render.short_time(u.created_at))
@@ -149,7 +151,7 @@ def user_list(args: argparse.Namespace) -> int:
 
 def user_change_password(args: argparse.Namespace) -> int:
     stub, channel = _stub(args)
-    with channel:  # type: ignore[attr-defined]
+    with channel:
         username = args.target_user or stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user.username
         password = _password(args.password_stdin, f"New password for {username}: ", confirm=True)
         request = auth_pb2.SetUserPasswordRequest(username=username, password=password)
@@ -161,7 +163,7 @@ def user_change_password(args: argparse.Namespace) -> int:
 def user_set_active(args: argparse.Namespace) -> int:
     active = args.command == "activate"
     stub, channel = _stub(args)
-    with channel:  # type: ignore[attr-defined]
+    with channel:
         request = auth_pb2.SetUserActiveRequest(username=args.username, active=active)
         stub.SetUserActive(request, timeout=_TIMEOUT)
     print(f"{'Activated' if active else 'Deactivated'} user {args.username}")

@@ -4,7 +4,7 @@ trial ids asked of the scheduler (`eval "$(register-python-argcomplete det)"` tu
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, cast
 
 
 def _experiment_ids(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
@@ -34,9 +34,9 @@ def _trial_ids(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[s
 def _attach(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if action.dest in ("experiment_id", "experiment_ids"):
-            action.completer = _experiment_ids  # type: ignore[attr-defined]
+            cast(Any, action).completer = _experiment_ids  # argcomplete reads this attribute
         elif action.dest == "trial_id":
-            action.completer = _trial_ids  # type: ignore[attr-defined]
+            cast(Any, action).completer = _trial_ids
         elif isinstance(action, argparse._SubParsersAction):
             for sub in set(action.choices.values()):
                 _attach(sub)

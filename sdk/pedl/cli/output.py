@@ -35,7 +35,7 @@ def emit(
     if getattr(args, "json", False):
         print(json.dumps(records, indent=2, sort_keys=True))
     elif getattr(args, "csv", False):
-        rows = csv_rows if csv_rows is not None else records
+        rows: Any = csv_rows if csv_rows is not None else records
         print(to_csv(rows if isinstance(rows, list) else [rows]))
     else:
         print(colour_states(text))

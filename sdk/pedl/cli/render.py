@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -333,7 +333,7 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
 def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False, steps: bool = True) -> str:
     """Training steps (unless `steps` is false), validations and checkpoints of one trial."""
     parts = [f"Trial {detail.trial.id}"] if heading else []
-    sections = (
+    sections: tuple[tuple[str, Any, Callable[[Any], str]], ...] = (
         ("Training steps", detail.steps, steps_table),
         ("Validations", detail.validations, validations_table),
         ("Checkpoints", detail.checkpoints, checkpoints_table),

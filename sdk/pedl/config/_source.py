@@ -102,7 +102,8 @@ def _record_lines(
             key = objects.get(key_node)
             if key is None or not isinstance(key, (str, int, float, bool)):
                 continue
-            child = (*path, key)
+            # A path names a float key by its text (paths hold field names and list indices).
+            child = (*path, key if isinstance(key, (str, int)) else str(key))
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise ConfigError(

@@ -72,6 +72,8 @@ def _normalize_leaf(leaf: dict[str, Any], path: FieldPath) -> dict[str, Any]:
         return out
     if kind == "const":
         return out
+    lo: float
+    hi: float
     if kind == "int":
         lo = expect_int(leaf["minval"], (*path, "minval"))
         hi = expect_int(leaf["maxval"], (*path, "maxval"))

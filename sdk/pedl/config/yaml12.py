@@ -41,12 +41,12 @@ Yaml12Loader.add_implicit_resolver(_INT, _INT_RE, list("-+0123456789"))
 Yaml12Loader.add_implicit_resolver(_FLOAT, _FLOAT_RE, list("-+.0123456789"))
 
 
-def _bool(loader: yaml.SafeLoader, node: yaml.Node) -> bool:
-    return loader.construct_scalar(node).lower() == "true"  # type: ignore[union-attr]
+def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+    return loader.construct_scalar(node).lower() == "true"
 
 
-def _int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
-    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
+def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
     if text.startswith("0o"):
         return int(text[2:], 8)
     if text.startswith("0x"):
@@ -54,8 +54,8 @@ def _int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     return int(text, 10)
 
 
-def _float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
-    text = str(loader.construct_scalar(node)).lower()  # type: ignore[arg-type]
+def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    text = str(loader.construct_scalar(node)).lower()
     if text.endswith(".inf"):
         return -math.inf if text.startswith("-") else math.inf
     if text == ".nan":

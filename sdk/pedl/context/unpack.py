@@ -19,6 +19,7 @@ import os
 import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from pedl.context.errors import ContextError
 
@@ -58,7 +59,7 @@ def unpack(
     root = os.path.realpath(dest)
     raw: io.BufferedIOBase = io.BytesIO(data)
     if data[:2] == b"\x1f\x8b":
-        raw = gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb")  # type: ignore[assignment]
+        raw = gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb")
     stream = _CappedReader(raw, max_bytes + max_entries * _HEADER_ALLOWANCE + _STREAM_SLACK)
     extractor = _Extractor(root, max_bytes, max_entries)
     try:
@@ -81,7 +82,7 @@ def check_archive(
     Returns the number of entries; raises ContextError."""
     raw: io.BufferedIOBase = io.BytesIO(data)
     if data[:2] == b"\x1f\x8b":
-        raw = gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb")  # type: ignore[assignment]
+        raw = gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb")
     stream = _CappedReader(raw, max_bytes + max_entries * _HEADER_ALLOWANCE + _STREAM_SLACK)
     checker = _Extractor("/", max_bytes, max_entries)
     try:
@@ -212,7 +213,7 @@ class _Extractor:
         target = self._path(rel + "/x", name)
         os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
 
-    def _write(self, rel: str, source: io.BufferedReader | io.IOBase, mode: int, name: str) -> None:
+    def _write(self, rel: str, source: IO[bytes], mode: int, name: str) -> None:
         target = self._path(rel, name)
         os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
         if os.path.islink(target) or os.path.isdir(target):

@@ -52,8 +52,8 @@ def create(
     model_def = ModelDefinition(
         context.resolve(),
         trial_def.__module__,
-        trial_def,  # type: ignore[arg-type]
+        trial_def,
         make,
         download,
-    )  # type: ignore[arg-type]
+    )
     return run_local(parsed, model_def, verify_restore=test)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 from pedl.model_def import ModelDefinitionError
 
@@ -28,7 +29,7 @@ def entrypoint_for(trial_def: type, context_dir: Path) -> str:
     return f"{'.'.join(parts)}:{trial_def.__qualname__}"
 
 
-def data_functions(trial_def: type) -> tuple[object | None, object | None]:
+def data_functions(trial_def: type) -> tuple[Any, Any]:
     """`make_data_loaders` (required unless the interface builds its own data) and `download_data`
     from the module defining the trial."""
     module = sys.modules.get(trial_def.__module__)

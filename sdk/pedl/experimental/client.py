@@ -70,8 +70,8 @@ class _Session:
             raise self._error(e, what) from None
 
     def _error(self, e: grpc.RpcError, what: str) -> ClientError:
-        code = e.code()  # type: ignore[attr-defined]
-        details = e.details() or ""  # type: ignore[attr-defined]
+        code = e.code()
+        details = e.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE:
             return ClientError(f"cannot reach the pedl scheduler at {self.master}: {details}")
         if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):

@@ -27,7 +27,7 @@ METADATA = "metadata.json"
 @dataclass(frozen=True)
 class SavedTrial:
     path: Path
-    trial_class: type
+    trial_class: type[Any]
     hparams: dict[str, Any]
     experiment_config: dict[str, Any]
     metadata: dict[str, Any]
@@ -42,7 +42,7 @@ class SavedTrial:
         _trial_context.set_hyperparameters(self.hparams)
         _trial_context.set_experiment_config(self.experiment_config)
         if self.uses_context:
-            context = self.trial_class.trial_context_class(self.hparams, self.experiment_config)  # type: ignore[attr-defined]
+            context = self.trial_class.trial_context_class(self.hparams, self.experiment_config)
             trial = self.trial_class(context)
             if not hasattr(trial, "context"):
                 trial.context = context

@@ -49,10 +49,12 @@ def _script(trial_class: type, hparams: dict[str, Any], loaders: Loaders, origin
     return ScriptTrialController.from_script(trial_class(hparams))
 
 
-def _adapter(trial_class: type, hparams: dict[str, Any], loaders: Loaders, origin: str) -> TrialController:
+def _adapter(
+    trial_class: type[Any], hparams: dict[str, Any], loaders: Loaders, origin: str
+) -> TrialController:
     # Interfaces of later PEDL releases and of Determined are adapters onto the seed controllers:
     # each builds its own (the seed controller with a few hooks overridden), in its own package.
-    return trial_class.create_controller(hparams, loaders, origin)  # type: ignore[attr-defined]
+    return trial_class.create_controller(hparams, loaders, origin)
 
 
 FACTORIES: dict[str, Factory] = {

@@ -107,7 +107,7 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, MAX_MESSAGE)
         if not chunk:

@@ -41,7 +41,9 @@ def save(controller: KerasTrialController, path: Path) -> None:
     model = controller.model
     model.save_weights(path / WEIGHTS)
     groups = _variables(model)
-    arrays = {f"{group}_{i}": np.asarray(v.numpy()) for group, vs in groups.items() for i, v in enumerate(vs)}
+    arrays: dict[str, Any] = {
+        f"{group}_{i}": np.asarray(v.numpy()) for group, vs in groups.items() for i, v in enumerate(vs)
+    }
     np.savez(path / STATE_ARRAYS, **arrays)
     state: dict[str, Any] = {
         "batches_trained": controller.batches_trained,

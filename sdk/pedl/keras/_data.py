@@ -113,7 +113,7 @@ def check_source(source: Any, role: str, origin: str, batch_size: int | None, ba
 def unpack(batch: Any) -> tuple[Any, Any, Any]:
     """(x, y, sample_weight) of a batch."""
     if isinstance(batch, (tuple, list)) and len(batch) in (1, 2, 3):
-        return (*batch, None, None)[:3]  # type: ignore[return-value]
+        return (*batch, None, None)[:3]
     return batch, None, None
 
 

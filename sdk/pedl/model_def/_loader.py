@@ -176,6 +176,8 @@ def load_model_definition(
         )
 
     search = [module] if module is package else [module, package]
+    make_data_loaders: Callable[..., Any] | None
+    download_data: Callable[..., Any] | None
     if data_loaders_function is not None:
         make_data_loaders = _named_function(
             package, data_loaders_function, "data_loaders_function", directory

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import traceback
 from pathlib import Path
+from typing import Any
 
 
 class ModelDefinitionError(Exception):
@@ -21,12 +22,12 @@ def _relative(path: str | Path, root: Path | None) -> str:
     return str(p)
 
 
-def describe(obj: object, root: Path | None = None) -> str:
+def describe(obj: Any, root: Path | None = None) -> str:
     """`Name (file.py:12)` for a class or function, for error messages."""
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
     try:
-        file = inspect.getsourcefile(obj)  # type: ignore[arg-type]
-        _, line = inspect.getsourcelines(obj)  # type: ignore[arg-type]
+        file = inspect.getsourcefile(obj)
+        _, line = inspect.getsourcelines(obj)
     except (TypeError, OSError):
         return name
     if file is None:

@@ -45,7 +45,8 @@ def _refuse_unsupported_import(node: ast.AST, rel: Path) -> None:
     for module in _imported_modules(node):
         for refused, why in UNSUPPORTED_MODULES.items():
             if module == refused or module.startswith(refused + "."):
-                raise ModelDefinitionError(f"{rel}, line {node.lineno}: imports {module} ({why}")  # type: ignore[attr-defined]
+                line = getattr(node, "lineno", "?")
+                raise ModelDefinitionError(f"{rel}, line {line}: imports {module} ({why}")
 
 
 def _refuse_unsupported(trees: dict[Path, ast.Module], root: Path) -> None:

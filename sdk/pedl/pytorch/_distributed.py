@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -116,7 +116,7 @@ class ShardSampler(torch.utils.data.Sampler):
         return round_robin(self.inner, self.world_size, self.rank, self.pad)
 
     def __len__(self) -> int:
-        n = len(self.inner)  # type: ignore[arg-type]
+        n = len(cast(Sized, self.inner))  # a sampler without __len__ raises TypeError, as unwrapped
         if self.pad:
             return math.ceil(n / self.world_size)
         return n // self.world_size + (1 if self.rank < n % self.world_size else 0)

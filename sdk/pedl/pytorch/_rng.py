@@ -11,7 +11,7 @@ import torch
 
 def capture() -> dict[str, Any]:
     """Python, NumPy, torch CPU and (if present) CUDA generator states, as plain picklable data."""
-    np_state = np.random.get_state()
+    np_state: Any = np.random.get_state()  # the legacy tuple form
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),

@@ -90,7 +90,7 @@ def _patched_fit(directory: Path, calls: list[FitCall]) -> Iterator[None]:
         raise FitIntercepted()
 
     fit.__doc__ = "PEDL's stand-in for keras.Model.fit: captures the call; PEDL runs the training."
-    keras.Model.fit = fit  # type: ignore[method-assign]
+    keras.Model.fit = fit
     added = [name for name in KERAS2_ALIASES if not hasattr(keras.Model, name)]
     for name in added:
         setattr(keras.Model, name, KERAS2_ALIASES[name])
@@ -100,7 +100,7 @@ def _patched_fit(directory: Path, calls: list[FitCall]) -> Iterator[None]:
         for name in added:
             delattr(keras.Model, name)
         if owned:
-            keras.Model.fit = original  # type: ignore[method-assign]
+            keras.Model.fit = original
         else:
             del keras.Model.fit
 

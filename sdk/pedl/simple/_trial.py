@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pedl.trial import Trial
 
@@ -24,6 +24,8 @@ class ScriptTrial(Trial):
     directory: ClassVar[Path]
     script: ClassVar[str]
     args: ClassVar[tuple[str, ...]]
+    # The script's model, set by the controller once model.fit() is captured.
+    model: Any
 
     @classmethod
     def for_script(cls, directory: Path, script: str, args: Sequence[str] = ()) -> type[ScriptTrial]:

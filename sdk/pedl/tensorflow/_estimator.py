@@ -192,7 +192,8 @@ class EstimatorTrialController:
                         self._evaluate(tf.train.latest_checkpoint(self.estimator.model_dir))
                     )
                 elif command.kind == "save":
-                    command.done.set_result(self._save(command.path))
+                    self._save(command.path)
+                    command.done.set_result(None)
             except BaseException as exc:
                 if not command.done.done():
                     command.done.set_exception(exc)

@@ -34,7 +34,7 @@ def needed_by(state: SchedulerState, checkpoint: Mapping) -> str | None:
     waiting = sorted(state.children.get(parent, ()))
     if waiting:
         return f"PBT child trial {waiting[0]} waits to copy trial {parent}'s latest checkpoint"
-    exp = state.experiments.get(checkpoint["experiment_id"])
-    if exp is not None and checkpoint["request_id"] in exp.searcher.resumable_requests():
-        return f"experiment {exp.id}'s searcher may still promote trial {parent} and resume it from it"
+    owner = state.experiments.get(checkpoint["experiment_id"])
+    if owner is not None and checkpoint["request_id"] in owner.searcher.resumable_requests():
+        return f"experiment {owner.id}'s searcher may still promote trial {parent} and resume it from it"
     return None

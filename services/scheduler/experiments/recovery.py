@@ -50,10 +50,10 @@ class Recovery:
             row["id"],
             config,
             journal.searcher,
+            journal,
             state=row["state"],
             warm_start_uuid=row["warm_start_checkpoint_uuid"],
         )
-        exp.journal = journal
         self.state.experiments[exp.id] = exp
         for t in trial_ops.trials_of(self.db, exp.id):
             exp.trial_ids.append(t["id"])

@@ -49,7 +49,9 @@ class Revival:
                 trial_ops.revive_trial(self.db, t["id"])
             experiment_ops.reopen_experiment(self.db, exp_id)
             self.db.flush()
-            exp = self.recovery.load(experiment_ops.experiment(self.db, exp_id))
+            reopened = experiment_ops.experiment(self.db, exp_id)
+            assert reopened is not None
+            exp = self.recovery.load(reopened)
             for t in revivable:
                 trial = exp.live[t["request_id"]]
                 self._still_stored_checkpoint(trial)

@@ -47,9 +47,11 @@ class SearchDriver:
                     ):
                         decided.append(pending.pop(0))
                     batch.append((op, decided))
-                    if not (pending and isinstance(pending[0], Create)):
+                    following = pending[0] if pending else None
+                    if not isinstance(following, Create):
                         break
-                    op = pending.pop(0)
+                    pending.pop(0)
+                    op = following
                 for created in self._create_trials(exp, batch):
                     pending.extend(exp.journal.call("on_trial_created", created.request_id))
             elif isinstance(op, ValidateAfter):

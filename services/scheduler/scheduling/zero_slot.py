@@ -22,9 +22,9 @@ def place_zero_slot_trials(
     """Highest priority and oldest first, each on the agent of its pool offering its environment
     that runs the fewest such trials."""
     count: dict[str, int] = {}
-    for t in running:
-        if t.allocations and not t.slots:
-            for a in t.allocations:
+    for r in running:
+        if r.allocations and not r.slots:
+            for a in r.allocations:
                 count[a.agent_id] = count.get(a.agent_id, 0) + 1
     limit = {a.agent_id: cap if cap is not None else max(len(a.slot_ids), 1) for a in agents}
     # One heap per (pool, environment), made when first needed; an agent offering several

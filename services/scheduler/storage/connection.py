@@ -21,9 +21,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, CursorResult, Engine, Executable, Insert, RootTransaction, exc
+from sqlalchemy.engine.default import DefaultDialect
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
 
 from pedl_scheduler.storage.engine import redact
 
@@ -53,7 +56,7 @@ class Storage:
         self.commits = 0  # transactions committed, for tests that count round trips
         self._depth = 0
         self._tx: RootTransaction | None = None
-        self._pending: list[tuple[Executable, Params]] = []
+        self._pending: list[tuple[Executable | Positional, Params | tuple[Any, ...]]] = []
         self._flush_hooks: list[Callable[[], None]] = []
         self._flushing = False
         self._closed = False
@@ -64,7 +67,7 @@ class Storage:
         self._multi: dict[
             tuple[Insert, tuple[str, ...], int, bool], MultiRowInsert
         ] = {}  # by dict or tuple rows
-        self._raw: dict[tuple[Executable, tuple[str, ...]], RawWrite] = {}
+        self._raw: dict[tuple[Executable | Positional, tuple[str, ...]], RawWrite] = {}
         self._conn = self._connect()
 
     # ---- connection ------------------------------------------------------------------------
@@ -133,7 +136,7 @@ class Storage:
             raw = self._raw[(statement, tuple(params))] = RawWrite(statement, params, self.engine)
 
         def read(conn: Connection) -> list[Row]:
-            cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            cursor = _driver(conn).cursor()
             cursor.execute(raw.sql, raw.row(params))
             keys = [d[0] for d in cursor.description]
             return [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]
@@ -204,7 +207,7 @@ class Storage:
             self._rollback()
             raise
 
-    def _take_writes(self) -> list[tuple[Executable, list[Params]]]:
+    def _take_writes(self) -> list[tuple[Executable | Positional, list[Any]]]:
         """Runs the flush hooks, then takes the deferred writes, consecutive ones of a statement grouped."""
         if self._flushing:
             return []
@@ -219,18 +222,18 @@ class Storage:
             (stmt, [params for _, params in group]) for stmt, group in groupby(pending, key=itemgetter(0))
         ]
 
-    def _write(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
+    def _write(self, writes: Sequence[tuple[Executable | Positional, list[Any]]]) -> None:
         """Deferred writes go to the DBAPI cursor directly, as SQL SQLAlchemy compiled once per statement.
 
         Through `Connection.execute` they cost the results-ingest benchmark (10,000 results, 16 per
         transaction) 29 -> 48 us of scheduler CPU per result on SQLite and 50 -> 90 on PostgreSQL:
         SQLAlchemy's per-call and per-row bookkeeping, for statements whose results nobody reads.
         """
-        cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor = _driver(self._conn).cursor()
         for statement, params in writes:
             if isinstance(statement, Positional):
-                if not (len(params) > 1 and self._positional_rows(cursor, statement, params)):  # type: ignore[arg-type]
-                    self._write_positional(cursor, statement, params)  # type: ignore[arg-type]
+                if not (len(params) > 1 and self._positional_rows(cursor, statement, params)):
+                    self._write_positional(cursor, statement, params)
                 continue
             raw = self._raw.get((statement, tuple(params[0])))
             if raw is None:
@@ -263,7 +266,7 @@ class Storage:
         if raw is None:
             if self._positional_dialect is None:
                 self._positional_dialect = (
-                    type(self.engine.dialect)(paramstyle="format")  # type: ignore[call-arg]
+                    _dialect_class(self.engine)(paramstyle="format")
                     if self.dialect == "postgresql"
                     else self.engine.dialect
                 )
@@ -288,9 +291,9 @@ class Storage:
         if self._raw_cursor is None:
             import psycopg  # only on PostgreSQL
 
-            self._numbered = type(self.engine.dialect)(paramstyle="numeric_dollar")  # type: ignore[call-arg]
+            self._numbered = _dialect_class(self.engine)(paramstyle="numeric_dollar")
             self._raw_cursor = psycopg.RawCursor
-        cursor = self._raw_cursor(self._conn.connection.driver_connection)
+        cursor = self._raw_cursor(_driver(self._conn))
         first = 0
         while first < len(params):
             size = min(MAX_ROWS_PER_INSERT, 1 << ((len(params) - first).bit_length() - 1))
@@ -304,7 +307,7 @@ class Storage:
             cursor.execute(multi.sql, multi.params(params[first : first + size]))
             first += size
 
-    def _commit(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
+    def _commit(self, writes: Sequence[tuple[Executable | Positional, list[Any]]]) -> None:
         """Runs `writes` and commits; on failure the transaction is left for `_rollback`."""
         with self._guard():
             if self._tx is None:
@@ -315,31 +318,31 @@ class Storage:
                 if self.dialect == "postgresql" and writes:
                     # The writes and COMMIT in one round trip; SQLAlchemy's commit after it finds the
                     # transaction closed and sends nothing.
-                    dbapi = self._conn.connection.driver_connection
-                    with dbapi.pipeline():  # type: ignore[union-attr]
+                    dbapi = _driver(self._conn)
+                    with dbapi.pipeline():
                         self._write(writes)
-                        dbapi.execute("COMMIT")  # type: ignore[union-attr]
+                        dbapi.execute("COMMIT")
                 else:
                     self._write(writes)
                 self._tx.commit()
         self._tx = None
         self.commits += 1
 
-    def _commit_raw(self, writes: Sequence[tuple[Executable, list[Params]]]) -> None:
+    def _commit_raw(self, writes: Sequence[tuple[Executable | Positional, list[Any]]]) -> None:
         """A transaction of deferred writes only (most batches of agent messages) on the driver's
         connection: SQLAlchemy's Transaction objects around it cost the results-ingest benchmark
         about 4 us of scheduler CPU per result (of 37) on SQLite. On PostgreSQL, BEGIN, the writes
         and COMMIT go in one pipeline: one round trip, one WAL flush."""
-        dbapi = self._conn.connection.driver_connection
+        dbapi = _driver(self._conn)
         self._raw_open = True
         if self.dialect == "postgresql":
-            with dbapi.pipeline():  # type: ignore[union-attr]
+            with dbapi.pipeline():
                 self._write(writes)
-                dbapi.execute("COMMIT")  # type: ignore[union-attr]
+                dbapi.execute("COMMIT")
         else:
-            dbapi.execute("BEGIN")  # type: ignore[union-attr]
+            dbapi.execute("BEGIN")
             self._write(writes)
-            dbapi.commit()  # type: ignore[union-attr]
+            dbapi.commit()
         self._raw_open = False
 
     def _rollback(self) -> None:
@@ -349,7 +352,7 @@ class Storage:
             if self._raw_open:
                 self._raw_open = False
                 if not self._conn.invalidated:
-                    self._conn.connection.driver_connection.rollback()  # type: ignore[union-attr]
+                    _driver(self._conn).rollback()
             if tx is not None:
                 tx.rollback()
         except Exception:
@@ -383,14 +386,19 @@ class RawWrite:
     order of the `?`s, or as a dict), with the type processing SQLAlchemy would apply."""
 
     def __init__(self, statement: Executable, sample: Params, engine: Engine, dialect: Any = None) -> None:
-        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))  # type: ignore[attr-defined]
+        if not isinstance(statement, ClauseElement):
+            raise TypeError(f"not a SQL statement: {statement!r}")
+        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))
+        if not isinstance(compiled, SQLCompiler):
+            raise TypeError(f"not a SQL statement: {statement!r}")
         if compiled.post_compile_params or compiled.literal_execute_params:
             raise ValueError("a statement with expanding parameters (IN lists) needs SQLAlchemy to run it")
-        constants = compiled.construct_params(_check=False)
+        constants = compiled.construct_params(_check=False) or {}
         self.sql: str = compiled.string
-        self.names = list(compiled.positiontup) if compiled.positional else None
+        self.names = list(compiled.positiontup or ()) if compiled.positional else None
         self.constants = {k: v for k, v in constants.items() if k not in sample}
-        self.processors = dict(compiled._bind_processors)
+        # SQLAlchemy's own (private) map of parameter name -> type processor (a callable for DML).
+        self.processors: dict[str, Any] = dict(compiled._bind_processors)
         if self.names is not None:
             self.processed = [
                 (i, self.processors[n]) for i, n in enumerate(self.names) if n in self.processors
@@ -430,7 +438,9 @@ class RawWrite:
             for i, process in self.processed:
                 values[i] = process(values[i])
             return values
-        row = {**self.constants, **params} if self.constants or self.processors else params
+        if not (self.constants or self.processors):
+            return params
+        row = {**self.constants, **params}
         for name, process in self.processors.items():
             row[name] = process(row[name])
         return row
@@ -446,10 +456,20 @@ class MultiRowInsert:
         compiled = statement.values(marked).compile(dialect=dialect)
         self.sql: str = compiled.string
         marks = compiled.construct_params()
-        self.places = [marks[name] for name in compiled.positiontup]  # (row, column) of each $n
+        self.places = [marks[name] for name in compiled.positiontup or ()]  # (row, column) of each $n
 
     def params(self, rows: Sequence[Params]) -> list[Any]:
         return [rows[i][k] for i, k in self.places]
+
+
+def _driver(conn: Connection) -> Any:
+    """The driver's own connection under `conn` (psycopg's or sqlite3's)."""
+    return conn.connection.driver_connection
+
+
+def _dialect_class(engine: Engine) -> type[DefaultDialect]:
+    """The engine's dialect class, to make a variant of it (another paramstyle)."""
+    return cast("type[DefaultDialect]", type(engine.dialect))
 
 
 def _dicts(result: CursorResult) -> list[Row]:

@@ -64,7 +64,7 @@ def _postgres_engine(url: str) -> Engine:
     )
     # Many rows of one INSERT go as multi-row statements (SQLAlchemy's insertmanyvalues) even without
     # RETURNING: psycopg's executemany costs a pipeline message and Python work per row.
-    engine.dialect.use_insertmanyvalues_wo_returning = True  # type: ignore[attr-defined]
+    engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
 
 

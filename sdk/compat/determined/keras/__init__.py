@@ -62,7 +62,7 @@ class TFKerasTrial(KerasTrial):
         self.hparams = context.get_hparams()
 
     @abc.abstractmethod
-    def build_model(self) -> Any:  # type: ignore[override]
+    def build_model(self) -> Any:  # type: ignore[override]  # Determined's takes no hparams
         """The compiled tf.keras model (wrapped with context.wrap_model)."""
 
     @abc.abstractmethod

@@ -70,7 +70,7 @@ class TFKerasTrial(KerasTrial):
         trial = cls(hparams)
         callbacks = getattr(trial, "keras_callbacks", None)
         if callable(callbacks):
-            check_callbacks(callbacks(), describe(cls.keras_callbacks))  # type: ignore[attr-defined]
+            check_callbacks(callbacks(), describe(callbacks))
         apply_session_config(trial.session_config())
         if isinstance(data_loaders, (tuple, list)):
             data_loaders = [unwrap_data(d) for d in data_loaders]

@@ -63,6 +63,10 @@ class BatchTrialController(PyTorchTrialController, abc.ABC):
 
     # True when the harness runs zero_grad/backward/step itself (train_batch returns the loss).
     auto_step = True
+    # A trial of a later interface (checked by check_interface), called by duck typing.
+    trial: Any
+    # One optimizer, or a StateGroup of several that steps and checkpoints them together.
+    optimizer: Any
 
     def __init__(
         self,

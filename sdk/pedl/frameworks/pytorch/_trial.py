@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -75,7 +75,7 @@ class PyTorchTrial(Trial):
 
                 return with_hparams
 
-            cls.optimizer = make(optimizer)  # type: ignore[method-assign]
+            cast(Any, cls).optimizer = make(optimizer)  # a 0.10 trial's optimizer, wrapped
 
     def create_lr_scheduler(self, optimizer: torch.optim.Optimizer) -> Any | None:
         """Optional: an `LRScheduler` (or a torch scheduler, stepped every batch)."""
@@ -94,4 +94,4 @@ class PyTorchTrial(Trial):
         trial = cls(hparams)
         if generation == "0.11":
             return ModelArgController(trial, training, validation)
-        return PyTorchTrialController(trial, training, validation)
+        return PyTorchTrialController(cast(Any, trial), training, validation)  # a 0.10 trial, duck-typed

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, insert, select, tuple_, update
+from typing import Any
+
+from sqlalchemy import Select, Table, bindparam, func, insert, select, tuple_, update
 
 from pedl._timeutil import utc_now
 from pedl.config.masking import mask_text
@@ -57,7 +59,7 @@ _STEPS_PAGE = (
 _STEP_COUNT_OF = select(func.count()).select_from(steps).where(steps.c.trial_id == bindparam("trial_id"))
 
 
-def _between(table):  # type: ignore[no-untyped-def]
+def _between(table: Table) -> Select[Any]:
     return (
         select(table)
         .where(
@@ -303,7 +305,7 @@ _METRIC_TABLES = {"training": steps, "validation": validations}
 _TERMINAL_STATES = ("COMPLETED", "ERROR", "CANCELED")
 
 
-def _metric_page(table):  # noqa: ANN001, ANN202 - a SQLAlchemy Table
+def _metric_page(table: Table) -> Select[Any]:
     key = tuple_(table.c.trial_id, table.c.total_batches)
     return (
         select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
@@ -317,7 +319,7 @@ def _metric_page(table):  # noqa: ANN001, ANN202 - a SQLAlchemy Table
     )
 
 
-def _experiment_metric_page(table):  # noqa: ANN001, ANN202 - a SQLAlchemy Table
+def _experiment_metric_page(table: Table) -> Select[Any]:
     key = tuple_(table.c.trial_id, table.c.total_batches)
     return (
         select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
