@@ -203,6 +203,17 @@ def _search(stub: scheduler_pb2_grpc.SchedulerServiceStub, packed, work: Workloa
     return elapsed
 
 
+def _wait_for_fork_server(agent_log: Path, timeout: float = 300.0) -> None:
+    """Until the agent's fork server has its imports done (it logs "fork server ready"); trials
+    that come before then start new processes, as they would on a cluster just started."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if agent_log.exists() and '"fork server ready"' in agent_log.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    print(f"warning: no fork server ready after {timeout:.0f} s (see {agent_log})", flush=True)
+
+
 def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str, float]]:
     """(seconds from create to completed, median seconds per timeline phase) on a fresh local cluster."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,8 +230,9 @@ def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str
             token = auth.load_logins(opts.home / "auth.json")[state.master]["token"]
             auth.configure_process(credential=token)
             stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(state.master))
-            if warm_up:  # page cache and bytecode, as a cluster in use has them
+            if warm_up:  # page cache, bytecode and a ready fork server, as a cluster in use has them
                 _search(stub, packed, work, slots)
+                _wait_for_fork_server(opts.home / "cluster" / "agent-1.log")
             wall = _search(stub, packed, work, work.trials)
             exp_id = max(
                 e.id for e in stub.ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments

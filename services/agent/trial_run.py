@@ -250,7 +250,10 @@ class TrialRun:
                 if self._kill_requested.is_set():
                     raise _Killed()
                 started = time.time()
-                if await self._wait_for_slots(after):
+                pending = [f for f in after if not f.done()]
+                if pending and self._starts_early():
+                    self._hold_workloads_until(pending)
+                elif await self._wait_for_slots(after):
                     self._phase("waiting for the slots' previous runs", started)
                 started = time.time()
                 await self._spawn_all(model_dir, started)
@@ -265,6 +268,8 @@ class TrialRun:
             else:
                 outcome = await self._supervise(relay)
         finally:
+            if self.servicer.gate is not None:
+                self.servicer.gate.cancel()
             self._limits.stop()
             if self._limits.reason:
                 relay.add("pedl", self._limits.reason)
@@ -294,6 +299,28 @@ class TrialRun:
         finally:
             self.waiting = False
         return True
+
+    def _starts_early(self) -> bool:
+        """Whether the harness may start while its slots' previous runs still finish: a single process
+        on CPU slots (a GPU is never shared by two harnesses, nor are a distributed run's ports)."""
+        single = len(self.start.slot_ids) <= 1 and self.start.world_size <= 1
+        return single and cuda_visible_devices(list(self.start.slot_ids), self._s.gpus) is None
+
+    def _hold_workloads_until(self, pending: list[asyncio.Future[None]]) -> None:
+        """The harness starts now and builds its trial; its first workload waits until `pending` (the
+        slots' previous runs letting go of them) are done, so that setup is off the slots' critical path."""
+        self.waiting = True
+        self._log.info("starting the harness while the slots' current runs finish", runs=len(pending))
+        self.servicer.gate = asyncio.ensure_future(self._slots_freed(pending))
+
+    async def _slots_freed(self, pending: list[asyncio.Future[None]]) -> None:
+        try:
+            await asyncio.wait(pending)
+        finally:
+            self.waiting = False
+        asked = self.servicer.first_asked_at
+        if asked is not None:  # the harness was ready before the slots were
+            self._phase("waiting for the slots' previous runs", asked)
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
