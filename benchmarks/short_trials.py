@@ -9,7 +9,8 @@ class Trainable with one CPU per trial, once starting a new actor (process) per 
 Ray lives in its own environment, `.cache/envs/raytune` (`ray[tune]` and torch, installed on first
 use; never a dependency of pedl). Goal: pedl <= 1.05x ideal at 2 slots, <= 1.10x at 4.
 
-    .venv/bin/python benchmarks/short_trials.py [--trials 32] [--slots 2 4] [--no-ray] [--smoke]
+    .venv/bin/python benchmarks/short_trials.py [--trials 32] [--slots 2 4] [--no-ray]
+        [--ray-modes new reuse] [--smoke]
 """
 
 from __future__ import annotations
@@ -291,6 +292,13 @@ def main() -> None:
     parser.add_argument("--slots", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--no-ray", action="store_true", help="pedl only")
     parser.add_argument(
+        "--ray-modes",
+        nargs="+",
+        choices=["new", "reuse"],
+        default=["new", "reuse"],
+        help="which Ray Tune modes to run: a new process per trial, reuse_actors=True (default: both)",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help="4 trials of 10 ms batches on 2 slots, pedl only (with --ray, Ray too where already built)",
@@ -322,7 +330,8 @@ def main() -> None:
         wall, medians[slots] = run_pedl(work, slots, warm_up=not args.smoke)
         print(f"{slots} slots: ideal {ideal:.1f} s | pedl {wall:.1f} s ({wall / ideal:.2f}x)", flush=True)
         if python is not None:
-            for reuse, label in ((False, "Ray new process"), (True, "Ray reuse_actors")):
+            modes = ((False, "new", "Ray new process"), (True, "reuse", "Ray reuse_actors"))
+            for reuse, label in ((r, text) for r, mode, text in modes if mode in args.ray_modes):
                 ray_wall = run_ray(python, work, slots, reuse)
                 print(
                     f"{slots} slots: ideal {ideal:.1f} s | {label} {ray_wall:.1f} s "
