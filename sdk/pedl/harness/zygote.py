@@ -19,6 +19,7 @@ sandboxed alone would. The server and every child die with their parent (PR_SET_
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -92,6 +93,11 @@ def preload(tensorflow: bool) -> dict[str, Any]:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return {"unsafe": "CUDA was initialised by the imports"}
+    # What the imports left goes to the collector's permanent generation: a child's collections then
+    # never walk (and so never copy-on-write) the server's heap. Measured: a forked harness whose
+    # collector walked it took 40,000 page faults and 0.4 s of CPU more.
+    gc.collect()
+    gc.freeze()
     return {
         "ready": {
             "preloaded": loaded,
