@@ -51,8 +51,9 @@ STARTUP_PREFIXES = (
     "CUDA_",
     "NVIDIA_",
 )
-# Differ per run and are read only when used (after the fork, from the updated environment).
-PER_RUN = frozenset({"HOME", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED"})
+# Differ per run and are read only when used (after the fork, from the updated environment);
+# OMP_NUM_THREADS is applied after the fork with torch.set_num_threads (pedl.harness.zygote).
+PER_RUN = frozenset({"HOME", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED", "OMP_NUM_THREADS"})
 
 log = structlog.get_logger(component="fork_server")
 

@@ -125,9 +125,17 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def _apply_threads(value: str) -> None:
+    """The run's OMP_NUM_THREADS, which OpenMP read when this server loaded it: torch takes it now."""
+    torch = sys.modules.get("torch")
+    if torch is not None and value.strip().isdigit() and int(value) > 0:
+        torch.set_num_threads(int(value))
+
+
 def _run_harness(env: dict[str, str], cwd: str) -> int:
     os.environ.clear()
     os.environ.update(env)
+    _apply_threads(env.get("OMP_NUM_THREADS", ""))
     os.chdir(cwd)
     sys.argv = [sys.executable, "-m", "pedl.harness"]
     sys.path[0] = cwd  # as `python -m` in cwd would have it
