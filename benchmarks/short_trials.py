@@ -9,7 +9,8 @@ class Trainable with one CPU per trial, once starting a new actor (process) per 
 Ray lives in its own environment, `.cache/envs/raytune` (`ray[tune]` and torch, installed on first
 use; never a dependency of pedl). Goal: pedl <= 1.05x ideal at 2 slots, <= 1.10x at 4.
 
-    .venv/bin/python benchmarks/short_trials.py [--trials 32] [--slots 2 4] [--no-ray] [--smoke]
+    .venv/bin/python benchmarks/short_trials.py [--trials 32] [--slots 2 4] [--no-ray]
+        [--ray-modes new reuse] [--smoke]
 """
 
 from __future__ import annotations
@@ -203,6 +204,17 @@ def _search(stub: scheduler_pb2_grpc.SchedulerServiceStub, packed, work: Workloa
     return elapsed
 
 
+def _wait_for_fork_server(agent_log: Path, timeout: float = 300.0) -> None:
+    """Until the agent's fork server has its imports done (it logs "fork server ready"); trials
+    that come before then start new processes, as they would on a cluster just started."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if agent_log.exists() and '"fork server ready"' in agent_log.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    print(f"warning: no fork server ready after {timeout:.0f} s (see {agent_log})", flush=True)
+
+
 def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str, float]]:
     """(seconds from create to completed, median seconds per timeline phase) on a fresh local cluster."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,8 +231,9 @@ def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str
             token = auth.load_logins(opts.home / "auth.json")[state.master]["token"]
             auth.configure_process(credential=token)
             stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(state.master))
-            if warm_up:  # page cache and bytecode, as a cluster in use has them
+            if warm_up:  # page cache, bytecode and a ready fork server, as a cluster in use has them
                 _search(stub, packed, work, slots)
+                _wait_for_fork_server(opts.home / "cluster" / "agent-1.log")
             wall = _search(stub, packed, work, work.trials)
             exp_id = max(
                 e.id for e in stub.ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments
@@ -279,6 +292,13 @@ def main() -> None:
     parser.add_argument("--slots", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--no-ray", action="store_true", help="pedl only")
     parser.add_argument(
+        "--ray-modes",
+        nargs="+",
+        choices=["new", "reuse"],
+        default=["new", "reuse"],
+        help="which Ray Tune modes to run: a new process per trial, reuse_actors=True (default: both)",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help="4 trials of 10 ms batches on 2 slots, pedl only (with --ray, Ray too where already built)",
@@ -310,7 +330,8 @@ def main() -> None:
         wall, medians[slots] = run_pedl(work, slots, warm_up=not args.smoke)
         print(f"{slots} slots: ideal {ideal:.1f} s | pedl {wall:.1f} s ({wall / ideal:.2f}x)", flush=True)
         if python is not None:
-            for reuse, label in ((False, "Ray new process"), (True, "Ray reuse_actors")):
+            modes = ((False, "new", "Ray new process"), (True, "reuse", "Ray reuse_actors"))
+            for reuse, label in ((r, text) for r, mode, text in modes if mode in args.ray_modes):
                 ray_wall = run_ray(python, work, slots, reuse)
                 print(
                     f"{slots} slots: ideal {ideal:.1f} s | {label} {ray_wall:.1f} s "

@@ -51,8 +51,9 @@ STARTUP_PREFIXES = (
     "CUDA_",
     "NVIDIA_",
 )
-# Differ per run and are read only when used (after the fork, from the updated environment).
-PER_RUN = frozenset({"HOME", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED"})
+# Differ per run and are read only when used (after the fork, from the updated environment);
+# OMP_NUM_THREADS is applied after the fork with torch.set_num_threads (pedl.harness.zygote).
+PER_RUN = frozenset({"HOME", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED", "OMP_NUM_THREADS"})
 
 log = structlog.get_logger(component="fork_server")
 
@@ -253,14 +254,21 @@ class ForkServer:
             self._announced = True
             log.info("fork server ready", environment=self.name, **verdict["ready"])
 
+    @property
+    def _serving(self) -> bool:
+        """Running with its imports done: a fork needs no lock (runs starting together all fork)."""
+        ready = self._ready
+        return self.running and ready is not None and ready.done() and "ready" in ready.result()
+
     async def fork(self, env: dict[str, str], cwd: Path, box: dict[str, Any] | None) -> ForkedProcess:
-        # A run never waits for the imports it would pay for by spawning.
-        if self._lock.locked():
-            raise ForkUnavailable("its fork server is still importing")
-        if not self.unusable and (not self.running or self._ready is None or not self._ready.done()):
-            self._starting = asyncio.ensure_future(self._start_quietly())
-            raise ForkUnavailable("its fork server is starting")
-        await self.ready()
+        if not self._serving:
+            # A run never waits for the imports it would pay for by spawning.
+            if self._lock.locked():
+                raise ForkUnavailable("its fork server is still importing")
+            if not self.unusable and (not self.running or self._ready is None or not self._ready.done()):
+                self._starting = asyncio.ensure_future(self._start_quietly())
+                raise ForkUnavailable("its fork server is starting")
+            await self.ready()
         different = startup_difference(self.env, env)
         if different:
             raise ForkUnavailable(

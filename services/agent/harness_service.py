@@ -43,6 +43,10 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         # only TERMINATE behind it (what is left is saving, uploading and exiting).
         self.on_last_work: Callable[[], None] | None = None
         self._terminate_queued = False
+        # Until done, workloads are held back: a harness started while its slots' previous run still
+        # finishes (TrialRun) gets ready meanwhile and starts its first workload once they are free.
+        self.gate: asyncio.Future[None] | None = None
+        self.first_asked_at: float | None = None  # the harness's first request for a workload
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -82,6 +86,10 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         self, request: harness_pb2.NextWorkloadRequest, context: grpc.aio.ServicerContext
     ) -> harness_pb2.NextWorkloadResponse:
         self.loaded.set()
+        if self.first_asked_at is None:
+            self.first_asked_at = time.time()
+        if self.gate is not None and not self.gate.done():
+            await asyncio.shield(self.gate)
         workload = await self._workloads.get()
         self._in_progress = workload
         if workload.kind == common_pb2.WORKLOAD_KIND_RUN_STEP:

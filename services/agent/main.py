@@ -101,6 +101,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         store_retry_budget_seconds=cfg.store_retry_budget_seconds,
         max_log_line_bytes=cfg.max_log_line_bytes,
         gpus=gpus,
+        cpu_slots=0 if gpus else len(slots),
         environments=cfg.environment_argvs(),
         address=address,
         sandbox=sandbox,

@@ -35,6 +35,8 @@ class RunSettings:
     # A longer line of a harness's output is split into lines of this many bytes.
     max_log_line_bytes: int = MAX_LINE_BYTES
     gpus: list[Gpu] = field(default_factory=list)
+    # The agent's CPU slots: a run on some of them gets that share of the cores as torch/OpenMP threads.
+    cpu_slots: int = 0
     # Harness command lines of the other Python environments offered, by name (`harness_argv` is
     # "default").
     environments: dict[str, list[str]] = field(default_factory=dict)

@@ -1,6 +1,7 @@
 """Slot handoffs with the real scheduler and agent: the next trial of a slot is sent while the slot's
-run finishes, and its harness starts only once that run has taken its last work (on CPU slots its
-checkpoint upload and exit overlap the next start; two harnesses never train on one slot at once)."""
+run finishes; on CPU slots its harness starts and builds its trial meanwhile, and gets its first
+workload only once that run has taken its last work (whose checkpoint upload and exit overlap the next
+run's training; two harnesses never train on one slot at once)."""
 
 from __future__ import annotations
 
@@ -60,15 +61,14 @@ def test_trials_take_over_a_slot_once_its_run_has_taken_its_last_work(tmp_path) 
         lifetimes.append((float(marks["start"]), float(marks["end"])))
     lifetimes.sort()
     assert len(lifetimes) == 4
-    # One slot: a harness starts only after the one before has trained and validated all it will and
+    # One slot: a harness trains only after the one before has trained and validated all it will and
     # taken its last work; only its final checkpoint's save and upload and its exit may overlap.
     runs = []
     for phases in timelines:
         by = {p["name"]: p for p in phases}
-        last_work = max(p["end"] for p in phases if p["name"] in ("train step", "validation"))
-        runs.append(
-            (by["process spawned"]["start"], last_work, by.get("slot handed over", by["exit"])["start"])
-        )
+        trained = [p for p in phases if p["name"] in ("train step", "validation")]
+        first_work, last_work = min(p["start"] for p in trained), max(p["end"] for p in trained)
+        runs.append((first_work, last_work, by.get("slot handed over", by["exit"])["start"]))
     runs.sort()
-    for (_, last_work, released), (spawned, _, _) in zip(runs, runs[1:], strict=False):
-        assert spawned >= released >= last_work, runs
+    for (_, last_work, released), (first_work, _, _) in zip(runs, runs[1:], strict=False):
+        assert first_work >= released >= last_work, runs

@@ -19,6 +19,7 @@ sandboxed alone would. The server and every child die with their parent (PR_SET_
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -92,6 +93,11 @@ def preload(tensorflow: bool) -> dict[str, Any]:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return {"unsafe": "CUDA was initialised by the imports"}
+    # What the imports left goes to the collector's permanent generation: a child's collections then
+    # never walk (and so never copy-on-write) the server's heap. Measured: a forked harness whose
+    # collector walked it took 40,000 page faults and 0.4 s of CPU more.
+    gc.collect()
+    gc.freeze()
     return {
         "ready": {
             "preloaded": loaded,
@@ -119,9 +125,17 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def _apply_threads(value: str) -> None:
+    """The run's OMP_NUM_THREADS, which OpenMP read when this server loaded it: torch takes it now."""
+    torch = sys.modules.get("torch")
+    if torch is not None and value.strip().isdigit() and int(value) > 0:
+        torch.set_num_threads(int(value))
+
+
 def _run_harness(env: dict[str, str], cwd: str) -> int:
     os.environ.clear()
     os.environ.update(env)
+    _apply_threads(env.get("OMP_NUM_THREADS", ""))
     os.chdir(cwd)
     sys.argv = [sys.executable, "-m", "pedl.harness"]
     sys.path[0] = cwd  # as `python -m` in cwd would have it

@@ -94,4 +94,5 @@ class RunAdoption:
                     self.runs.end_straggling_gang(trial)
                 elif trial.agent_id is not None:
                     lost = f"agent {trial.agent_id} was lost"
+                    self.runs.record_lost_run(trial)
                     self.runs.on_exit(trial, exit_code=-1, error=lost, killed=False, infrastructure=lost)

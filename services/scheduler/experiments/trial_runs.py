@@ -253,6 +253,15 @@ class TrialRuns:
         self._record_timeline(trial, trial.exit_timeline)
         self.on_exit(trial, 0, "", False)
 
+    def record_lost_run(self, trial: TrialRuntime) -> None:
+        """The timeline of a run whose agent was lost: what the scheduler saw (the agent's and the
+        harness's phases went with the agent), from its slots assigned to the loss."""
+        now = time.time()
+        lost = common_pb2.TimelinePhase(
+            name=f"agent {trial.agent_id} lost", start=now, end=now, source="scheduler", run_id=trial.run_id
+        )
+        self._record_timeline(trial, [lost])
+
     def _record_timeline(self, trial: TrialRuntime, phases: Sequence[common_pb2.TimelinePhase]) -> None:
         timeline_ops.add_run(
             self.db, trial.id, trial.run_id, run_exits.timeline_rows(trial, phases, time.time())

@@ -65,6 +65,34 @@ def test_a_forked_harness_has_its_own_environment_output_and_exit_code(
     asyncio.run(scenario())
 
 
+def test_runs_starting_together_are_all_forked(tmp_path: Path) -> None:
+    """Trials placed in one scheduling pass start at once: none of them spawns a new interpreter
+    (importing torch again) because another one is talking to the ready server."""
+
+    async def scenario() -> None:
+        servers, env, trials, sock = _servers(tmp_path, "none")
+        try:
+            await _ready(servers)
+
+            async def fork(name: str):  # type: ignore[no-untyped-def]
+                trial = trials / name
+                (trial / "model").mkdir(parents=True)
+                return await servers.fork(
+                    "", {**env, "HOME": str(trial)}, trial / "model", trial, sock / f"{name}.sock"
+                )
+
+            procs = await asyncio.gather(*(fork(f"{i}-1") for i in range(1, 5)))
+            assert all(p is not None for p in procs)
+            for proc in procs:
+                assert proc is not None
+                await proc.stderr.read()
+                assert await proc.wait() == 2  # no PEDL_HARNESS_SOCKET: it says so and exits 2
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("isolation", MODES)
 def test_sigterm_to_a_forked_harness_group_ends_it(tmp_path: Path, isolation: str) -> None:
     async def scenario() -> None:

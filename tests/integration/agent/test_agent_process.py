@@ -118,14 +118,17 @@ def test_trial_runs_its_workloads_and_exits_zero(scheduler, start_agent):
     assert scheduler.model_definition_fetches == 1
 
 
-def test_a_handoff_starts_its_harness_only_once_the_slots_run_has_taken_its_last_work(scheduler, start_agent):
-    """On CPU slots the next harness starts when the run before has taken TERMINATE (its exit overlaps
-    the next start); never while it still trains."""
+def test_a_handoff_gets_its_first_workload_only_once_the_slots_run_has_taken_its_last_work(
+    scheduler, start_agent
+):
+    """On CPU slots the next harness starts (and builds its trial) while the run before still trains,
+    and gets its first workload when that run has taken TERMINATE (its exit overlaps the next run's
+    work); two harnesses never work on one slot at once."""
     scheduler.model_definitions[1] = make_archive({"behavior.txt": "ok\n"})
     start_agent()
     register = scheduler.wait_for("register")[0][1]
     assert register.accepts_handoffs
-    start_trial(scheduler, trial_id=3, step_sleep=1.0)
+    start_trial(scheduler, trial_id=3, step_sleep=3.0)
     workload(scheduler, 3, RUN_STEP, 1)
     workload(scheduler, 3, TERMINATE, 1)
     # The next trial for the slot, sent while trial 3 still trains, with all its workloads.
@@ -144,7 +147,10 @@ def test_a_handoff_starts_its_harness_only_once_the_slots_run_has_taken_its_last
         for _, m in scheduler.received
         if (kind := m.WhichOneof("message")) in ("workload_completed", "trial_logs")
     ]
-    assert order.index(("workload_completed", 3)) < order.index(("trial_logs", 4))  # 4's harness ran after
+    # Trial 4's step (no sleep) completes only after trial 3's (3 s): it waited for the slot.
+    assert order.index(("workload_completed", 3)) < order.index(("workload_completed", 4))
+    # ... although its harness had started meanwhile: its first line came while 3 was training.
+    assert order.index(("trial_logs", 4)) < order.index(("workload_completed", 3))
     done = [
         m.workload_completed.result.workload.trial_id for _, m in scheduler.messages("workload_completed")
     ]

@@ -29,10 +29,11 @@ def test_a_run_that_sets_variables_read_at_interpreter_start_is_spawned() -> Non
         "CUDA_VISIBLE_DEVICES": "0",
         "PEDL_TRIAL_ID": "1",
         "MY_FLAG": "x",
+        "OMP_NUM_THREADS": "1",  # the forked harness applies it (torch.set_num_threads)
     }
     assert startup_difference(server, same) == []
-    changed = {**server, "OMP_NUM_THREADS": "1", "PYTHONPATH": "/extra", "LD_PRELOAD": "/x.so"}
-    assert startup_difference(server, changed) == ["LD_PRELOAD", "OMP_NUM_THREADS", "PYTHONPATH"]
+    changed = {**server, "OMP_PROC_BIND": "true", "PYTHONPATH": "/extra", "LD_PRELOAD": "/x.so"}
+    assert startup_difference(server, changed) == ["LD_PRELOAD", "OMP_PROC_BIND", "PYTHONPATH"]
 
 
 def test_harness_start_is_fork_unless_told_to_spawn() -> None:

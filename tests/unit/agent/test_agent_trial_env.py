@@ -14,8 +14,9 @@ from pedl_agent.run_settings import RunSettings
 from pedl_agent.trial_run import TrialRun
 
 
-def trial_run(tmp_path: Path, slots: int, config: dict) -> TrialRun:
+def trial_run(tmp_path: Path, slots: int, config: dict, cpu_slots: int = 0) -> TrialRun:
     settings = RunSettings(
+        cpu_slots=cpu_slots,
         harness_argv=["python", "-m", "pedl.harness"],
         work_dir=tmp_path,
         socket_dir=tmp_path,
@@ -57,3 +58,16 @@ def test_the_agents_allow_listed_environment_is_kept_and_overridden_by_the_confi
 def test_no_variables_without_the_field(tmp_path: Path) -> None:
     env = trial_run(tmp_path, 1, {"searcher": {}})._environment(0)
     assert "FOO" not in env and env["PEDL_TRIAL_ID"] == "1"
+
+
+def test_a_run_on_some_of_the_cpu_slots_gets_that_share_of_the_cores_as_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert trial_run(tmp_path, 1, {}, cpu_slots=4)._environment(0)["OMP_NUM_THREADS"] == "2"
+    assert trial_run(tmp_path, 1, {}, cpu_slots=16)._environment(0)["OMP_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in trial_run(tmp_path, 1, {}, cpu_slots=1)._environment(0)  # all of it
+    # The experiment's own value stands.
+    config = {"environment": {"environment_variables": ["OMP_NUM_THREADS=3"]}}
+    assert trial_run(tmp_path, 1, config, cpu_slots=4)._environment(0)["OMP_NUM_THREADS"] == "3"

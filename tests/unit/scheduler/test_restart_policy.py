@@ -14,6 +14,7 @@ from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.storage import open_storage
+from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 
 CONFIG = """
@@ -77,6 +78,7 @@ def run(tmp_path: Path, exits: list[int], lose_agent: bool = False, backoff: flo
             out["reason_in_api"] = manager.trial_waiting_reason(trial.id)
         (row,) = trial_ops.trials_of(manager.db, 1)
         out.update(row)
+        out["timeline"] = timeline_ops.of_trial(manager.db, row["id"])
         manager.db.close()
 
     asyncio.run(scenario())
@@ -95,6 +97,12 @@ def test_a_lost_agent_does_not_spend_max_restarts(tmp_path: Path) -> None:
     out = run(tmp_path, [0] * 5, lose_agent=True)
     assert out["state"] == "ACTIVE" and out["restarts"] == 0
     assert "agent a0 was lost" in out["waiting"]
+    # Each lost run still has a timeline: its slots assigned, the loss, its slots free.
+    runs = sorted({p["run_id"] for p in out["timeline"]})
+    assert runs == [1, 2, 3, 4, 5]
+    for run_id in runs:
+        names = [p["name"] for p in out["timeline"] if p["run_id"] == run_id]
+        assert names == ["slot assigned", "agent a0 lost", "slot free"]
 
 
 def test_the_trials_own_failures_still_end_it_after_max_restarts(tmp_path: Path) -> None:
