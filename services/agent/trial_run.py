@@ -24,19 +24,17 @@ import structlog
 
 import pedl._grpc
 from pedl._parent_death import Lifeline
-from pedl.config.env_vars import trial_variables_from_text
-from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
 from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
-from .credentials import harness_credentials, harness_environment
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import check_name, unpack_fresh
-from .ranks import DISTRIBUTED_ENV, Ranks, plan_ranks
+from .ranks import Ranks, plan_ranks
+from .run_environment import run_environment
 from .run_limits import RunLimits
 from .run_settings import RunSettings
 
@@ -351,46 +349,6 @@ class TrialRun:
         await pedl._grpc.mark_serving(server)
         return server
 
-    def _environment(self, index: int = 0) -> dict[str, str]:
-        env = harness_environment(os.environ, self.trial_dir, DISTRIBUTED_ENV)
-        slots = list(self.start.slot_ids)
-        r = self._ranks
-        on_gpu = cuda_visible_devices(slots, self._s.gpus) is not None
-        # The experiment's environment.environment_variables; pedl's own names (below) cannot be among them.
-        env.update(trial_variables_from_text(self.start.config_json, gpu=on_gpu))
-        env.update(
-            PEDL_HARNESS_SOCKET=str(self.socket_path),
-            PEDL_TRIAL_ID=str(self.trial_id),
-            PEDL_RUN_ID=str(self.run_id),
-            PYTHONUNBUFFERED="1",
-        )
-        env[BUDGET_ENV] = f"{self._s.store_retry_budget_seconds:g}"
-        harness_credentials(env, self.start.checkpoint_token)
-        if r.distributed:
-            slots = slots[index : index + 1]
-            env.update(
-                RANK=str(r.first_rank + index),
-                LOCAL_RANK=str(index),
-                WORLD_SIZE=str(r.world_size),
-                LOCAL_WORLD_SIZE=str(r.local),
-                MASTER_ADDR=r.master_addr,
-                MASTER_PORT=str(r.master_port),
-            )
-            if self._s.address:
-                env["PEDL_AGENT_ADDRESS"] = self._s.address
-            # As torchrun: ranks sharing the machine's cores should not each take all of them.
-            env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // r.local)))
-        visible = cuda_visible_devices(slots, self._s.gpus)
-        if visible is not None:
-            env["CUDA_VISIBLE_DEVICES"] = visible
-        elif slots and not r.distributed and self._s.cpu_slots > len(slots):
-            # Its share of the cores, as Ray gives a task its CPUs: a run taking all of them as
-            # OpenMP threads spins them against the other slots' runs (measured: 8-15 ms of CPU per
-            # batch of a tiny model instead of 0.3 ms on a busy 2-core machine).
-            cores = os.cpu_count() or 1
-            env.setdefault("OMP_NUM_THREADS", str(max(1, cores * len(slots) // self._s.cpu_slots)))
-        return env
-
     async def _spawn_all(self, model_dir: Path, started: float) -> None:
         """Starts one harness per local rank; the first leads the process group the others join."""
         self._ranks = plan_ranks(self.start)
@@ -406,7 +364,7 @@ class TrialRun:
 
     async def _spawn(self, model_dir: Path, index: int, started: float) -> HarnessProcess:
         argv = self._harness_argv
-        env = self._environment(index)
+        env = run_environment(self.start, self._s, self._ranks, self.trial_dir, self.socket_path, index)
         env[TIMELINE_T0_ENV] = repr(started)
         if self._s.fork_servers is not None and self._ranks.local == 1:
             forked = await self._s.fork_servers.fork(

@@ -24,7 +24,7 @@ from pedl_scheduler import (
     experiment_patch,
     metrics_stream,
     paging,
-    trial_results,
+    trial_pages,
 )
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
@@ -127,29 +127,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
     async def ListExperiments(  # noqa: N802
         self, request: scheduler_pb2.ListExperimentsRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.ListExperimentsResponse:
-        next_token = ""
-        filtered = request.newest_first or request.states or request.owner or request.exclude_archived
-        if request.page_size == 0 and not request.page_token and not (filtered or request.text):
-            rows = experiment_ops.experiments_with_trial_counts(self.db)  # a client from before paging
-        else:
-            try:
-                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
-                states = tuple(_state_filter(request.states))
-            except (paging.PageError, ValueError) as e:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-
-            def fetch(after_id: int, n: int) -> list[dict[str, Any]]:
-                return experiment_ops.filtered_experiments_page(
-                    self.db,
-                    after_id,
-                    n,
-                    newest_first=request.newest_first,
-                    states=states,
-                    owner=request.owner,
-                    exclude_archived=request.exclude_archived,
-                )
-
-            rows, next_token = experiment_listing.page(fetch, after, limit, request.text.strip())
+        try:
+            rows, next_token = experiment_listing.requested_page(self.db, request)
+        except (paging.PageError, ValueError) as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
@@ -324,30 +305,17 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
-        next_token = ""
-        if request.page_size == 0 and not request.page_token:  # a client from before paging: everything
-            steps = result_ops.steps_of(self.db, row["id"])
-            vals = result_ops.validations_of(self.db, row["id"])
-            ckpts = result_ops.checkpoints_of(self.db, row["id"])
-            num_steps = len(steps)
-        else:
-            try:
-                limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
-            except paging.PageError as e:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-            steps = result_ops.steps_page(self.db, row["id"], after, limit)
-            next_token = paging.next_token([s["total_batches"] for s in steps], limit)
-            upto = int(next_token) if next_token else None
-            vals = result_ops.validations_between(self.db, row["id"], after, upto)
-            ckpts = result_ops.checkpoints_between(self.db, row["id"], after, upto)
-            num_steps = result_ops.step_count_of(self.db, row["id"])
+        try:
+            found = trial_pages.trial_page(self.db, row["id"], request.page_size, request.page_token)
+        except paging.PageError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.GetTrialResponse(
-            trial=self._trial(row, num_steps),
-            steps=[convert.step(s) for s in steps],
-            validations=[convert.validation(v) for v in vals],
-            checkpoints=[convert.checkpoint(c) for c in ckpts],
+            trial=self._trial(row, found.num_steps),
+            steps=[convert.step(s) for s in found.steps],
+            validations=[convert.validation(v) for v in found.validations],
+            checkpoints=[convert.checkpoint(c) for c in found.checkpoints],
             timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
-            next_page_token=next_token,
+            next_page_token=found.next_page_token,
         )
 
     async def ListTrialDetails(  # noqa: N802
@@ -360,13 +328,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         limit = min(request.limit or paging.DEFAULT_PAGE, paging.MAX_PAGE)
         rows = trial_ops.trials_page(self.db, request.experiment_id, request.after_trial_id, limit)
         ids = [r["id"] for r in rows]
-        steps = result_ops.steps_of_trials(self.db, ids) if request.include_steps else []
-        by_trial = trial_results.group(
-            ids,
-            steps=steps,
-            validations=result_ops.validations_of_trials(self.db, ids),
-            checkpoints=result_ops.checkpoints_of_trials(self.db, ids),
-        )
+        by_trial = trial_pages.results_of_trials(self.db, ids, request.include_steps)
         details = [
             scheduler_pb2.GetTrialResponse(
                 trial=self._trial(r, r["num_steps"]),
@@ -476,12 +438,3 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         if experiment_ops.experiment_state(self.db, exp_id) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
         return self._experiment(exp_id)
-
-
-def _state_filter(states: Sequence[common_pb2.ExperimentState.ValueType]) -> list[str]:
-    names = []
-    for value in states:
-        if value not in convert.STATE_NAMES:
-            raise ValueError(f"states: {value} is not an experiment state")
-        names.append(convert.STATE_NAMES[value])
-    return names

@@ -5,10 +5,12 @@ labels, the searcher's name) lives inside each row's JSON."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_scheduler import convert, paging
-from pedl_scheduler.storage.connection import Row
+from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.ops import experiments as experiment_ops
 
 # Most rows one call reads for a text filter: past that it answers with what it found and a token
 # to go on from (a page may hold fewer than page_size and still have a next, as the API says).
@@ -57,3 +59,35 @@ def page(
             return found, ""
         if scanned >= scan_rows:
             return found, str(cursor)
+
+
+def requested_page(db: Storage, request: scheduler_pb2.ListExperimentsRequest) -> tuple[list[Row], str]:
+    """The rows (with num_trials) a ListExperimentsRequest asks for and its next_page_token; raises
+    paging.PageError or ValueError naming a bad field."""
+    filtered = request.newest_first or request.states or request.owner or request.exclude_archived
+    if request.page_size == 0 and not request.page_token and not (filtered or request.text):
+        return experiment_ops.experiments_with_trial_counts(db), ""  # a client from before paging
+    limit, after = paging.page_size(request.page_size), paging.after_id(request.page_token)
+    states = tuple(state_names(request.states))
+
+    def fetch(after_id: int, n: int) -> list[Row]:
+        return experiment_ops.filtered_experiments_page(
+            db,
+            after_id,
+            n,
+            newest_first=request.newest_first,
+            states=states,
+            owner=request.owner,
+            exclude_archived=request.exclude_archived,
+        )
+
+    return page(fetch, after, limit, request.text.strip())
+
+
+def state_names(states: Sequence[common_pb2.ExperimentState.ValueType]) -> list[str]:
+    names = []
+    for value in states:
+        if value not in convert.STATE_NAMES:
+            raise ValueError(f"states: {value} is not an experiment state")
+        names.append(convert.STATE_NAMES[value])
+    return names

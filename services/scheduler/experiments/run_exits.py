@@ -45,3 +45,24 @@ def gang_still_exiting(trial: TrialRuntime, agent_id: str, exit_code: int, kille
         trial.exits_deadline = now + GANG_EXIT_GRACE_SECONDS
     trial.exits_awaited.discard(agent_id)
     return bool(trial.exits_awaited)
+
+
+def agent_lost_phase(trial: TrialRuntime, now: float) -> common_pb2.TimelinePhase:
+    """A run whose agent was lost keeps what the scheduler saw (the agent's and harness's phases went
+    with the agent): its slots assigned, this point, its slots free."""
+    return common_pb2.TimelinePhase(
+        name=f"agent {trial.agent_id} lost", start=now, end=now, source="scheduler", run_id=trial.run_id
+    )
+
+
+def restart_origin(trial: TrialRuntime) -> str:
+    """Where a restarted run starts from, as its log line says."""
+    if trial.latest_checkpoint_uuid:
+        return f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
+    return "the beginning"
+
+
+def infrastructure_cause_text(cause: str, reason: str) -> str:
+    """The cause, with the error's last line where it adds to it."""
+    detail = reason.strip().splitlines()[-1] if reason.strip() else cause
+    return cause if detail == cause else f"{cause} ({detail})"

@@ -256,11 +256,7 @@ class TrialRuns:
     def record_lost_run(self, trial: TrialRuntime) -> None:
         """The timeline of a run whose agent was lost: what the scheduler saw (the agent's and the
         harness's phases went with the agent), from its slots assigned to the loss."""
-        now = time.time()
-        lost = common_pb2.TimelinePhase(
-            name=f"agent {trial.agent_id} lost", start=now, end=now, source="scheduler", run_id=trial.run_id
-        )
-        self._record_timeline(trial, [lost])
+        self._record_timeline(trial, [run_exits.agent_lost_phase(trial, time.time())])
 
     def _record_timeline(self, trial: TrialRuntime, phases: Sequence[common_pb2.TimelinePhase]) -> None:
         timeline_ops.add_run(
@@ -323,7 +319,7 @@ class TrialRuns:
         delay = self._back_off(trial, trial.restarts)
         self.work.log_line(
             trial,
-            f"restarting trial {trial.id} from {self._origin(trial)} in {delay:.1f} s "
+            f"restarting trial {trial.id} from {run_exits.restart_origin(trial)} in {delay:.1f} s "
             f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
         )
         log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts, delay_s=round(delay, 2))
@@ -332,8 +328,7 @@ class TrialRuns:
         """The infrastructure failed the run: the trial waits and restarts without spending a restart."""
         trial.infrastructure_failures += 1
         delay = self._back_off(trial, trial.infrastructure_failures)
-        detail = reason.strip().splitlines()[-1] if reason.strip() else cause
-        why = cause if detail == cause else f"{cause} ({detail})"
+        why = run_exits.infrastructure_cause_text(cause, reason)
         trial.waiting_reason = (
             f"waiting for the infrastructure: {why}; restarting in {delay:.0f} s "
             f"(failure {trial.infrastructure_failures} in a row, not counted against max_restarts)"
@@ -341,7 +336,7 @@ class TrialRuns:
         self.work.log_line(
             trial,
             f"trial {trial.id}'s run failed because {why}; restarting from "
-            f"{self._origin(trial)} in {delay:.1f} s, which does not count against max_restarts",
+            f"{run_exits.restart_origin(trial)} in {delay:.1f} s, which does not count against max_restarts",
         )
         log.warning(
             "trial waits for the infrastructure",
@@ -355,12 +350,6 @@ class TrialRuns:
         delay = self.state.restart_backoff.delay(attempt)
         trial.not_before = time.monotonic() + delay
         return delay
-
-    @staticmethod
-    def _origin(trial: TrialRuntime) -> str:
-        if trial.latest_checkpoint_uuid:
-            return f"checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
-        return "the beginning"
 
     def _on_failure(
         self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None

@@ -1,0 +1,54 @@
+"""What one GetTrial call returns of a trial's history: every step (a client from before paging) or a
+page of steps with the validations and checkpoints that fall inside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pedl_scheduler import paging, trial_results
+from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.ops import results as result_ops
+
+
+@dataclass(frozen=True)
+class TrialPage:
+    steps: list[Row]
+    validations: list[Row]
+    checkpoints: list[Row]
+    num_steps: int
+    next_page_token: str
+
+
+def trial_page(db: Storage, trial_id: int, page_size: int, page_token: str) -> TrialPage:
+    """Raises paging.PageError naming a bad page_size or page_token."""
+    if page_size == 0 and not page_token:
+        steps = result_ops.steps_of(db, trial_id)
+        return TrialPage(
+            steps,
+            result_ops.validations_of(db, trial_id),
+            result_ops.checkpoints_of(db, trial_id),
+            len(steps),
+            "",
+        )
+    limit, after = paging.page_size(page_size), paging.after_id(page_token)
+    steps = result_ops.steps_page(db, trial_id, after, limit)
+    next_token = paging.next_token([s["total_batches"] for s in steps], limit)
+    upto = int(next_token) if next_token else None
+    return TrialPage(
+        steps,
+        result_ops.validations_between(db, trial_id, after, upto),
+        result_ops.checkpoints_between(db, trial_id, after, upto),
+        result_ops.step_count_of(db, trial_id),
+        next_token,
+    )
+
+
+def results_of_trials(db: Storage, ids: list[int], include_steps: bool) -> dict[int, dict[str, Any]]:
+    """Each trial's steps (when asked for), validations and checkpoints, read for all of them at once."""
+    return trial_results.group(
+        ids,
+        steps=result_ops.steps_of_trials(db, ids) if include_steps else [],
+        validations=result_ops.validations_of_trials(db, ids),
+        checkpoints=result_ops.checkpoints_of_trials(db, ids),
+    )
