@@ -349,6 +349,10 @@ class TrialRun:
         await pedl._grpc.mark_serving(server)
         return server
 
+    def environment(self, index: int = 0) -> dict[str, str]:
+        """The environment of the run's harness process `index` (see run_environment)."""
+        return run_environment(self.start, self._s, self._ranks, self.trial_dir, self.socket_path, index)
+
     async def _spawn_all(self, model_dir: Path, started: float) -> None:
         """Starts one harness per local rank; the first leads the process group the others join."""
         self._ranks = plan_ranks(self.start)
@@ -364,7 +368,7 @@ class TrialRun:
 
     async def _spawn(self, model_dir: Path, index: int, started: float) -> HarnessProcess:
         argv = self._harness_argv
-        env = run_environment(self.start, self._s, self._ranks, self.trial_dir, self.socket_path, index)
+        env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
         if self._s.fork_servers is not None and self._ranks.local == 1:
             forked = await self._s.fork_servers.fork(

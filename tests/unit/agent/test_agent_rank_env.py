@@ -35,11 +35,11 @@ def test_an_inherited_tf_config_never_reaches_a_harness(
     # in the agent's environment would name another cluster.
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["elsewhere:1"]}}')
     monkeypatch.setenv("RANK", "7")
-    single = trial_run(tmp_path, 1)._environment(0)
+    single = trial_run(tmp_path, 1).environment(0)
     assert "TF_CONFIG" not in single and "RANK" not in single
     ranks = trial_run(tmp_path, 2)
     for index in (0, 1):
-        env = ranks._environment(index)
+        env = ranks.environment(index)
         assert "TF_CONFIG" not in env
         assert (env["RANK"], env["WORLD_SIZE"], env["MASTER_ADDR"], env["MASTER_PORT"]) == (
             str(index),
@@ -55,7 +55,7 @@ def test_ranks_advertise_the_agents_configured_address(
     """With `pedl-agent --address`, ranks on this machine tell their peers that address, not a guess."""
     from pedl.harness.distributed import Launch, reachable_host
 
-    env = trial_run(tmp_path, 2, address="10.1.2.3")._environment(1)
+    env = trial_run(tmp_path, 2, address="10.1.2.3").environment(1)
     assert env["PEDL_AGENT_ADDRESS"] == "10.1.2.3"
     monkeypatch.setenv("PEDL_AGENT_ADDRESS", env["PEDL_AGENT_ADDRESS"])
     assert reachable_host(Launch(3, 1, 4, 2, "10.9.9.9", 29500)) == "10.1.2.3"
@@ -80,7 +80,7 @@ def test_a_harness_inherits_only_allow_listed_variables_and_its_own_token(
         monkeypatch.setenv(name, value)
     run = trial_run(tmp_path, 1)
     run.start.checkpoint_token = "trial-1-token"
-    env = run._environment(0)
+    env = run.environment(0)
     assert env["PEDL_TOKEN"] == "trial-1-token"
     for name in ("PEDL_CLUSTER_SECRET", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "PEDL_HOME"):
         assert name not in env
