@@ -158,8 +158,8 @@ async def test_a_deletion_that_comes_before_the_checkpoints_row_leaves_it_alone(
     s, store = start(tmp_path)
     last = first_batch(s, store)
     messages = answers(s, store, last)
-    (ckpt,) = [m.workload_completed.result.checkpoint.uuid for _, m in messages if m.HasField("workload_completed")
-               and m.workload_completed.result.checkpoint.uuid]
+    results = [m.workload_completed.result for _, m in messages if m.HasField("workload_completed")]
+    (ckpt,) = [r.checkpoint.uuid for r in results if r.checkpoint.uuid]
     # The deleter is asked for the checkpoint before the result that records it is written (a
     # ledger that heard of it in a transaction that then failed, or a result delivered again).
     await s.manager.checkpoints.deleter.delete_now([ckpt])
@@ -193,3 +193,33 @@ async def test_a_deletion_during_the_reconcilers_question_ends_deleted_not_lost(
     assert checkpoint_states(s)[ckpt] == "DELETED"
     assert todo.maybe_missing == [] and ckpt not in s.manager.state.lost_checkpoints
     s.manager.db.close()
+
+
+def test_checkpoint_states_move_only_from_the_states_they_follow(database_url: str) -> None:
+    """On SQLite and PostgreSQL: a row not yet written is never moved, a deletion ends only a DELETING
+    row, and the reconciler's MISSING and COMPLETED only undo each other."""
+    from pedl_scheduler.storage import open_storage
+    from pedl_scheduler.storage.ops import experiments as experiment_ops
+    from pedl_scheduler.storage.ops import results as result_ops
+    from pedl_scheduler.storage.ops import trials as trial_ops
+
+    s = open_storage(database_url)
+    exp_id = experiment_ops.create_experiment(
+        s, config_yaml="y", config_json="{}", model_definition=b"m", model_definition_name="model",
+        seed=1, created_at="t0", owner="ann",
+    )  # fmt: skip
+    trial_ops.create_trial(s, exp_id, "a", "{}", 1, "{}")
+    (trial,) = [r["id"] for r in trial_ops.newest_trials(s, exp_id, 1)]
+    for u in ("done", "gone", "lost"):
+        result_ops.record_checkpoint(s, u, trial, 1, 100, "{}", "t1")
+    s.flush()
+    move = result_ops.move_checkpoints
+    assert sorted(move(s, ["done", "gone", "not-yet-written"], "DELETING")) == ["done", "gone"]
+    assert move(s, [], "DELETING") == []
+    assert move(s, ["gone"], "DELETED") == ["gone"]
+    assert move(s, ["gone", "lost"], "MISSING") == ["lost"]  # a deleted one is not "lost"
+    assert move(s, ["lost", "done"], "COMPLETED") == ["lost"]  # DELETING stays DELETING
+    assert move(s, ["lost"], "DELETED") == []  # only a deletion in progress ends
+    states = {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(s)}
+    assert states == {"done": "DELETING", "gone": "DELETED", "lost": "COMPLETED"}
+    s.close()
