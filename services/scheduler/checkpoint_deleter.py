@@ -1,11 +1,12 @@
 """Deletes checkpoints through the checkpoint store in the scheduler's three steps, off the event loop.
 
 Every deletion (garbage collection, `pedl checkpoint delete`, the reconciler) goes: the row is marked
-DELETING and committed (a checkpoint with no row yet is left alone: the store never deletes bytes
-the scheduler has not recorded); the store deletes the bytes (with the cluster secret: users cannot delete at
-the store); the row is marked DELETED. A scheduler killed between steps leaves DELETING rows, which
-the reconciler finishes at its next start (`checkpoint_reconciler.py`); a store that is briefly away
-leaves them DELETING too, and the next collection or reconciliation tries again.
+DELETING and committed; the store deletes the bytes (with the cluster secret: users cannot delete at
+the store); the row is marked DELETED. Only rows the first step moved reach the store: a checkpoint
+whose result is not written yet is left alone (garbage collection offers it again later), so a row
+never turns up COMPLETED after its bytes were deleted. A scheduler killed between steps leaves
+DELETING rows, which the reconciler finishes at its next start (`checkpoint_reconciler.py`); a store
+that is briefly away leaves them DELETING too, and the next collection or reconciliation tries again.
 
 `PEDL_SCHEDULER_CRASH_AT` names a step after which the process SIGKILLs itself, so tests can crash
 the scheduler exactly there: `checkpoint-deleting` (after DELETING committed) or
