@@ -58,9 +58,11 @@ class CheckpointReconciler:
             return todo
         log.info("checkpoint records and store disagree; repairing", **asdict(todo))
         missing = [u for u in todo.maybe_missing if await self._gone(u)]
+        # Only rows still COMPLETED become MISSING: one a deletion took over while the store was asked
+        # (its bytes went on purpose) keeps its state, and only MISSING ones become COMPLETED again.
+        missing = self.mark(missing, MISSING) if missing else []
         if missing:
             log.error("checkpoints lost from the store; no longer listed or resumed from", uuids=missing)
-            self.mark(missing, MISSING)
         if todo.found_again:
             self.mark(todo.found_again, COMPLETED)
         if todo.orphans_kept:

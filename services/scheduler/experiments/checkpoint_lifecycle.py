@@ -32,7 +32,8 @@ class CheckpointLifecycle:
             live_trial_ids=set(exp.checkpointed), protected=self._protected(exp.checkpointed)
         )
         if doomed:
-            self.deleter.delete(doomed)
+            # Once the rows this transaction writes are committed (a checkpoint it records among them).
+            self.work.after_commit(lambda: self.deleter.delete(doomed))
 
     def apply_policy(self, exp_id: int, config: Any, dry_run: bool = False) -> list[str]:
         """A changed save_* policy (`det e set gc-policy`), of a live or an ended experiment: a ledger
@@ -45,7 +46,7 @@ class CheckpointLifecycle:
             if exp is not None:
                 exp.gc = ledger
             if doomed:
-                self.deleter.delete(doomed)
+                self.work.after_commit(lambda: self.deleter.delete(doomed))
         return doomed
 
     def _protected(self, live: dict[int, TrialRuntime]) -> set[str]:
@@ -87,19 +88,20 @@ class CheckpointLifecycle:
         """A user's delete, after the owner check and `refuse_if_needed` (CheckpointError: store failed)."""
         await self.deleter.delete_now(uuids)
 
-    def mark(self, uuids: list[str], state: str) -> None:
-        """Writes and commits the checkpoints' new state; a deleted one leaves its experiment's ledger."""
+    def mark(self, uuids: list[str], state: str) -> list[str]:
+        """Moves the checkpoints' rows to `state` where it may follow theirs (`move_checkpoints`) and
+        commits; the uuids moved. A deleted one leaves its experiment's ledger."""
+        moved = result_ops.move_checkpoints(self.db, uuids, state)
         if state == DELETED:
-            for uuid in uuids:
+            for uuid in uuids:  # its bytes are gone, whatever its row said
                 for exp in self.state.experiments.values():
                     if exp.gc is not None and exp.gc.discard(uuid):
                         break
         if state == MISSING:
-            self.state.lost_checkpoints.update(uuids)
+            self.state.lost_checkpoints.update(moved)
         elif state == COMPLETED:
-            self.state.lost_checkpoints.difference_update(uuids)
-        result_ops.set_checkpoint_state(self.db, uuids, state)
-        self.db.flush()
+            self.state.lost_checkpoints.difference_update(moved)
+        return moved
 
     def load_lost(self) -> None:
         """At start-up: the checkpoints an earlier run found missing from the store."""

@@ -37,6 +37,7 @@ class UnitOfWork:
         # rows written from memory when the transaction flushes.
         self._to_dispatch: dict[int, TrialRuntime] = {}
         self._outgoing: list[tuple[AgentHandle, agent_pb2.ConnectResponse]] = []
+        self._after_commit: list[Callable[[], None]] = []
         self._dirty_trials: dict[int, TrialRuntime] = {}
         self._dirty_searchers: dict[int, ExperimentRuntime] = {}
         db.add_flush_hook(self._write_dirty)
@@ -61,12 +62,16 @@ class UnitOfWork:
         except BaseException:
             self._outgoing.clear()
             self._to_dispatch.clear()
+            self._after_commit.clear()
             raise
         finally:
             self._depth = 0
         outgoing, self._outgoing = self._outgoing, []
         for agent, message in outgoing:
             agent.send(message)
+        held, self._after_commit = self._after_commit, []
+        for action in held:
+            action()
 
     def send(self, agent: AgentHandle, message: agent_pb2.ConnectResponse) -> None:
         """Sends after the commit (now, outside a transaction)."""
@@ -74,6 +79,14 @@ class UnitOfWork:
             self._outgoing.append((agent, message))
         else:
             agent.send(message)
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Runs `action` once the transaction commits (now, outside one); a rollback drops it. For
+        what acts outside the database on what it decided, e.g. the store deleting checkpoints."""
+        if self._depth:
+            self._after_commit.append(action)
+        else:
+            action()
 
     def dispatch(self, trial: TrialRuntime) -> None:
         """Sends the trial's next workloads (at the end of the transaction, when inside one)."""

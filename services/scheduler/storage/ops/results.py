@@ -126,6 +126,23 @@ _SET_CHECKPOINT_STATE = (
     .where(checkpoints.c.uuid == bindparam("ckpt_uuid"))
     .values(state=bindparam("new_state"), state_changed_at=bindparam("now"))
 )
+# Which states each new state may follow (`move_checkpoints`): a deletion starts from any recorded
+# row and ends only one that is DELETING; the reconciler's MISSING and COMPLETED only undo each other.
+CHECKPOINT_MOVES = {
+    "DELETING": ("COMPLETED", "DELETING", "DELETED", "MISSING"),
+    "DELETED": ("DELETING",),
+    "MISSING": ("COMPLETED",),
+    "COMPLETED": ("MISSING",),
+}
+_MOVE_CHECKPOINTS = (
+    update(checkpoints)
+    .where(
+        checkpoints.c.uuid.in_(bindparam("uuids", expanding=True)),
+        checkpoints.c.state.in_(bindparam("from_states", expanding=True)),
+    )
+    .values(state=bindparam("new_state"), state_changed_at=bindparam("now"))
+    .returning(checkpoints.c.uuid)
+)
 _CHECKPOINT_STATES = select(checkpoints.c.uuid, checkpoints.c.state, checkpoints.c.created_at)
 _CHECKPOINTS_IN_STATE = (
     select(checkpoints.c.uuid).where(checkpoints.c.state == bindparam("state")).order_by(checkpoints.c.uuid)
@@ -272,6 +289,19 @@ def set_checkpoint_state(s: Storage, uuids: list[str], state: str) -> None:
     now = utc_now()
     for uuid in uuids:
         s.defer(_SET_CHECKPOINT_STATE, {"ckpt_uuid": uuid, "new_state": state, "now": now})
+
+
+def move_checkpoints(s: Storage, uuids: list[str], state: str) -> list[str]:
+    """Moves the recorded checkpoints whose state `state` may follow (CHECKPOINT_MOVES) to it, now;
+    the uuids it moved. A uuid with no row yet (its result not yet written) is never moved, so nothing
+    deletes bytes the scheduler has not recorded, and a row another path moved meanwhile keeps its state."""
+    moved: list[str] = []
+    now, from_states = utc_now(), list(CHECKPOINT_MOVES[state])
+    for first in range(0, len(uuids), 1000):  # well under PostgreSQL's 65535 parameters
+        params = {"uuids": list(uuids[first : first + 1000]), "from_states": from_states}
+        rows = s.rows(_MOVE_CHECKPOINTS, {**params, "new_state": state, "now": now})
+        moved += [r["uuid"] for r in rows]
+    return moved
 
 
 def checkpoint_states(s: Storage) -> list[Row]:
