@@ -277,3 +277,6 @@ def test_a_trials_steps_are_read_a_page_at_a_time_with_the_results_in_their_rang
     assert [r["uuid"] for r in result_ops.checkpoints_between(s, a, 20, 40)] == ["u3"]
     assert [r["total_batches"] for r in result_ops.validations_between(s, a, 40, None)] == [50]
     assert result_ops.step_count_of(s, a) == 5
+    with s.transaction():  # a page, as every listing, shows stored checkpoints only
+        result_ops.set_checkpoint_state(s, ["u3"], "DELETED")
+    assert result_ops.checkpoints_between(s, a, 20, 40) == []

@@ -72,7 +72,7 @@ def _between(table: Table) -> Select[Any]:
 
 
 _VALIDATIONS_BETWEEN = _between(validations)
-_CHECKPOINTS_BETWEEN = _between(checkpoints)
+_CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state == "COMPLETED")  # as listings
 _NO_END = 2**62
 _LOGS_AFTER = (
     select(trial_logs)
