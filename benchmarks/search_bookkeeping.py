@@ -43,6 +43,7 @@ from pathlib import Path
 from pedl import _grpc
 from pedl._metrics import to_struct
 from pedl.v1 import agent_pb2, agent_pb2_grpc, common_pb2, scheduler_pb2, scheduler_pb2_grpc
+from pedl_agent.version import AGENT_PROTOCOL
 
 STEP_SECONDS = 0.1
 KIND = common_pb2.WorkloadKind
@@ -116,6 +117,7 @@ async def simulated_agent(
                 slots=[common_pb2.Slot(id=f"cpu{i}", type="cpu") for i in range(slots)],
                 accepts_batches=True,
                 accepts_handoffs=True,
+                protocol=AGENT_PROTOCOL,
             )
         )
     )
