@@ -136,7 +136,7 @@ CASES: list[tuple[str, int, str]] = [
     (S + "checkpoint_policy: better\n", 6, "checkpoint_policy"),
     (S + "resources:\n  devices:\n    - {host_path: /dev/x}\n", 8, "resources.devices[0].container_path"),
     (S + "profiling:\n  enabled: true\n", 7, "profiling.enabled"),
-    (S + "log_policies:\n  - pattern: OOM\n    action: cancel_retries\n", 6, "log_policies"),
+    (S + "log_policies:\n  - pattern: OOM\n    action: cancel_retries\n", 8, "log_policies[0].action"),
 ]
 
 
