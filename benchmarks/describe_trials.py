@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -19,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _local_scheduler import start_scheduler
+
 from pedl import _grpc
-from pedl.auth.login import login
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager
@@ -59,25 +59,6 @@ def build(db: Path, trials: int) -> int:
         return exp_id
     finally:
         manager.db.close()
-
-
-def start_scheduler(tmp: Path) -> tuple[subprocess.Popen, str, str]:
-    password = secrets.token_hex(12)
-    (tmp / "secret").write_text(secrets.token_hex(32))
-    (tmp / "admin").write_text(password)
-    port_file = tmp / "port"
-    argv = [str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", "0",
-            "--port-file", str(port_file), "--cluster-secret-file", str(tmp / "secret"),
-            "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1"]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "wb"))
-    deadline = time.monotonic() + 60
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"the scheduler did not start: see {tmp / 'scheduler.log'}")
-        time.sleep(0.1)
-    master = f"127.0.0.1:{port_file.read_text().strip()}"
-    time.sleep(0.5)
-    return proc, master, login(master, "admin", password).token
 
 
 def main() -> None:

@@ -17,16 +17,15 @@ import contextlib
 import io
 import json
 import os
-import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _local_scheduler import start_scheduler
+
 from pedl import _grpc
-from pedl.auth.login import login
 from pedl.cli.client import LIST_PAGE
 from pedl.cli.main import main as cli
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
@@ -75,25 +74,6 @@ def populate(db: Path, experiments: int, trials: int) -> int:
     return big
 
 
-def start_scheduler(tmp: Path) -> tuple[subprocess.Popen, str, str]:
-    password = secrets.token_hex(12)
-    (tmp / "secret").write_text(secrets.token_hex(32))
-    (tmp / "admin").write_text(password)
-    port_file = tmp / "port"
-    argv = [str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", "0",
-            "--port-file", str(port_file), "--cluster-secret-file", str(tmp / "secret"),
-            "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1"]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "wb"))
-    deadline = time.monotonic() + 120
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            sys.exit(f"the scheduler did not start: {(tmp / 'scheduler.log').read_text()[-2000:]}")
-        time.sleep(0.1)
-    master = f"127.0.0.1:{port_file.read_text().strip()}"
-    return proc, master, login(master, "admin", password, tmp / "auth.json").token
-
-
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -125,7 +105,7 @@ def main() -> int:
         big = populate(tmp / "pedl.db", args.experiments, args.trials)
         print(f"populated {args.experiments} experiments and {args.trials} trials in "
               f"{time.perf_counter() - start:.1f} s (storage layer, SQLite)")  # fmt: skip
-        proc, master, token = start_scheduler(tmp)
+        proc, master, token = start_scheduler(tmp, auth_file=tmp / "auth.json")
         try:
             os.environ.update(PEDL_MASTER=master, PEDL_TOKEN=token)
             stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(master, token=token))

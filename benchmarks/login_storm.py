@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,33 +24,13 @@ from collections import Counter
 from pathlib import Path
 
 import grpc
+from _local_scheduler import start_scheduler
 
 from pedl import _grpc
-from pedl.auth.login import login
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 BIN = Path(sys.executable).parent
 GOAL_P99_MS = 50.0
-
-
-def start_scheduler(tmp: Path, extra: list[str]) -> tuple[subprocess.Popen, str, str]:
-    password = secrets.token_hex(12)
-    (tmp / "secret").write_text(secrets.token_hex(32))
-    (tmp / "admin").write_text(password)
-    port_file = tmp / "port"
-    port_file.unlink(missing_ok=True)
-    argv = [str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", "0",
-            "--port-file", str(port_file), "--cluster-secret-file", str(tmp / "secret"),
-            "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1",
-            *extra]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / "scheduler.log", "wb"))
-    deadline = time.monotonic() + 60
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"the scheduler did not start: see {tmp / 'scheduler.log'}")
-        time.sleep(0.1)
-    master = f"127.0.0.1:{port_file.read_text().strip()}"
-    return proc, master, login(master, "admin", password).token
 
 
 def storm(

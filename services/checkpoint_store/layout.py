@@ -13,6 +13,7 @@ partial upload even when its bytes live on another backend.
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 from typing import Any
 
 from google.protobuf import json_format
@@ -73,3 +74,11 @@ def decode_marker(data: bytes) -> dict[str, Any]:
     if not isinstance(storage, dict):
         raise ValueError("bad marker: 'storage' is not an object")
     return storage
+
+
+def is_checkpoint_name(name: str) -> bool:
+    """Whether a top-level folder is a checkpoint's: named by its uuid in canonical form."""
+    try:
+        return str(uuidlib.UUID(name)) == name
+    except ValueError:
+        return False

@@ -8,10 +8,11 @@ than the grace period. Names that are not canonical UUIDs are never the store's,
 
 from __future__ import annotations
 
-import uuid as uuidlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from pedl_checkpoint_store import layout
 
 # Past the hour a presigned URL works (store.URL_SECONDS), with a margin: a client that still holds
 # one from before a restart of the store can write no more once the prefix is this old.
@@ -35,7 +36,7 @@ def orphans(
     the uuids the store holds a record or an upload in progress for. The orphans to remove."""
     out: list[Orphan] = []
     for name, modified in sorted(newest.items()):
-        if name in claimed or not _is_uuid(name):
+        if name in claimed or not layout.is_checkpoint_name(name):
             continue
         age = now - modified
         if age >= grace:
@@ -55,10 +56,3 @@ def abandoned(
         if now - last >= grace:
             out.append(uuid)
     return out
-
-
-def _is_uuid(name: str) -> bool:
-    try:
-        return str(uuidlib.UUID(name)) == name
-    except ValueError:
-        return False

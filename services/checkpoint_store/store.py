@@ -73,7 +73,7 @@ class CheckpointStore:
         report = RecoveryReport()
         records: list[tuple[common_pb2.Checkpoint, dict[str, Any]]] = []
         for name in self.catalog.list_children(""):
-            if not _is_uuid(name):
+            if not layout.is_checkpoint_name(name):
                 continue
             if self.catalog.exists(layout.marker_key(name, layout.DELETING)):
                 if self._remove(name, self._marker_storage(name, layout.DELETING)):
@@ -400,10 +400,3 @@ def _copy(cp: common_pb2.Checkpoint) -> common_pb2.Checkpoint:
     out = common_pb2.Checkpoint()
     out.CopyFrom(cp)
     return out
-
-
-def _is_uuid(name: str) -> bool:
-    try:
-        return str(uuidlib.UUID(name)) == name
-    except ValueError:
-        return False

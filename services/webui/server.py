@@ -81,6 +81,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _start_stream(self, content_type: str, headers: dict[str, str]) -> None:
+        """A 200 whose body is written as it comes, of unknown length: the connection ends with it."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Connection", "close")
+        for name, value in {**headers, **_SECURITY_HEADERS}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+
     def _json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
         from pedl_webui.views import dumps
 
@@ -269,14 +279,10 @@ class Handler(BaseHTTPRequestHandler):
             first = next(call, None)
         except grpc.RpcError as e:
             raise error_of(e) from None
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Disposition", f'attachment; filename="trial-{trial_id}.log"')
-        self.send_header("Connection", "close")
-        for name, value in _SECURITY_HEADERS.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True
+        self._start_stream(
+            "text/plain; charset=utf-8",
+            {"Content-Disposition": f'attachment; filename="trial-{trial_id}.log"'},
+        )
         try:
             for message in itertools.chain([first] if first is not None else [], call):
                 self.wfile.write("".join(line.message.rstrip("\n") + "\n" for line in message.lines).encode())
@@ -322,14 +328,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "error":
             call.cancel()
             raise first
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Connection", "close")
-        for name, value in _SECURITY_HEADERS.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True
+        self._start_stream("text/event-stream", {"Cache-Control": "no-store"})
         try:
             while True:
                 if kind == "message":

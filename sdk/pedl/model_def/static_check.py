@@ -10,10 +10,13 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pedl.model_def._importing import package_name
 from pedl.model_def.errors import ModelDefinitionError
+
+if TYPE_CHECKING:
+    from pedl.config.entrypoint import Entrypoint
 
 TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial"}
 # Trial interfaces of PEDL and Determined releases that pedl does not run, refused before submission.
@@ -84,17 +87,22 @@ def _parse(path: Path, root: Path) -> ast.Module:
         raise ModelDefinitionError(f"{rel}, line {e.lineno}: syntax error: {e.msg}") from None
 
 
-def _script_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
-    """The script of a Simple Model Definition entrypoint (`train.py`, `{script: train.py}`), else None."""
-    if entrypoint is None:
-        return None
+def _entrypoint_spec(entrypoint: str | dict[str, Any] | list[str]) -> Entrypoint | None:
+    """The parsed entrypoint (None for none); a bad one is a ModelDefinitionError."""
     from pedl.config.entrypoint import parse_entrypoint
     from pedl.config.errors import FieldError
 
     try:
-        spec = parse_entrypoint(entrypoint)
+        return parse_entrypoint(entrypoint)
     except FieldError as e:
         raise ModelDefinitionError(str(e)) from None
+
+
+def _script_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> str | None:
+    """The script of a Simple Model Definition entrypoint (`train.py`, `{script: train.py}`), else None."""
+    if entrypoint is None:
+        return None
+    spec = _entrypoint_spec(entrypoint)
     return spec.script if spec is not None and spec.kind == "script" else None
 
 
@@ -102,13 +110,7 @@ def _trial_entrypoint(entrypoint: str | dict[str, Any] | list[str] | None) -> st
     """'module:Class' for a Trial-class entrypoint, also one a Determined launcher wraps (`--trial`)."""
     if entrypoint is None or isinstance(entrypoint, dict):
         return None
-    from pedl.config.entrypoint import parse_entrypoint
-    from pedl.config.errors import FieldError
-
-    try:
-        spec = parse_entrypoint(entrypoint)
-    except FieldError as e:
-        raise ModelDefinitionError(str(e)) from None
+    spec = _entrypoint_spec(entrypoint)
     return str(spec) if spec is not None and spec.kind == "trial" else None
 
 
@@ -116,13 +118,7 @@ def _command_script(entrypoint: str | dict[str, Any] | list[str] | None) -> str 
     """For a command entrypoint, the first `.py` file it names in the context ("" if none); else None."""
     if entrypoint is None or isinstance(entrypoint, dict):
         return None
-    from pedl.config.entrypoint import parse_entrypoint
-    from pedl.config.errors import FieldError
-
-    try:
-        spec = parse_entrypoint(entrypoint)
-    except FieldError as e:
-        raise ModelDefinitionError(str(e)) from None
+    spec = _entrypoint_spec(entrypoint)
     if spec is None or spec.kind != "command":
         return None
     return next((arg for arg in spec.command if arg.endswith(".py") and not arg.startswith("/")), "")
