@@ -84,7 +84,9 @@ class Sandbox:
         # or can be mistaken for the agent's files.
         for path in reversed(covered):
             out += ["--remount-ro", str(path)]
-        out += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
+        # No capability inside: a root agent's bwrap would otherwise hand its own on, and trial code
+        # could unmount the covers above (or remount them writable).
+        out += ["--cap-drop", "ALL", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
         return out + list(argv)
 
     def _covers(self, out: list[str]) -> list[Path]:

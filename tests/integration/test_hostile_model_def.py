@@ -2,9 +2,10 @@
 
 The cluster lives where `pedl cluster up` puts it ($PEDL_HOME/cluster: cluster secret, admin password,
 database, checkpoint store, agents) and outside /tmp, so hiding it is the sandbox's doing, not the
-private /tmp's. The model definition tries to read the secrets, the agent's state and another trial's
-directory, the agent's environment, to signal the agent, to write outside its directory and to leave
-a child behind; every attempt fails, and the trial still trains to completion.
+private /tmp's. The model definition tries to lift the sandbox's covers (umount), to read the secrets,
+the agent's state and another trial's directory, the agent's environment, to signal the agent, to write
+outside its directory and to leave a child behind; every attempt fails, and the trial still trains to
+completion.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = r"""
-import json, os, signal, sys, time
+import ctypes, json, os, signal, sys, time
 from pathlib import Path
 
 
@@ -57,6 +58,12 @@ def run():
         return
     targets = json.loads((here / "probe_targets.json").read_text())
     results = []
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def uncover(path):  # lift the sandbox's cover off a hidden directory (umount2, MNT_DETACH)
+        if libc.umount2(path.encode(), 2) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        return "uncovered"
 
     def attempt(kind, target, fn):
         try:
@@ -66,6 +73,8 @@ def run():
             error = f"{type(e).__name__}: {e}"
             results.append({"kind": kind, "target": str(target), "ok": False, "value": error})
 
+    for path in targets["uncover"]:
+        attempt("uncover", path, lambda p=path: uncover(p))
     for path in targets["read"]:
         attempt("read", path, lambda p=path: _read(p))
     for top in targets["walk"]:
@@ -192,6 +201,7 @@ def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> 
         ],
         "walk": [str(pedl_home), str(agent_dir), str(other_trial), str(workdir / "checkpoints")],
         "write": [str(p) for p in planted] + [str(tmp_planted)],
+        "uncover": [str(pedl_home), str(workdir), str(agent_dir)],
         "agent_pid": cluster.agents[0].process.pid,
     }
     (model / "probe_targets.json").write_text(json.dumps(targets))
@@ -211,6 +221,8 @@ def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> 
     leaked = [(n, r["target"]) for r in results for n, s in secrets.items() if s in json.dumps(r["value"])]
     assert leaked == [], f"secrets reached the trial: {leaked}"
     by = {(r["kind"], r["target"]): r for r in results}
+    for path in targets["uncover"]:  # a root agent's sandbox must not hand its capabilities on
+        assert not by[("uncover", path)]["ok"], f"the trial unmounted the cover over {path}"
     for path in targets["read"]:
         r = by[("read", path)]
         assert not r["ok"] or r["value"] == "", f"read {path}: {r['value']!r}"
