@@ -68,6 +68,11 @@ class Store:
             if u not in self.listing_hides
         ]
 
+    def missing_files(self, u: str) -> list[str]:
+        if u not in self.held:
+            raise CheckpointNotFound(f"checkpoint {u} not found")
+        return []
+
     def get(self, u: str) -> common_pb2.Checkpoint:
         self.asked.set()
         self.answer.wait(10)
