@@ -105,10 +105,14 @@ class CheckpointReconciler:
 
     async def _missing_files(self, uuid: str) -> list[str] | None:
         """The checkpoint's files its storage no longer holds, as the store checks them now; None when
-        the store no longer has the checkpoint (a deletion took it meanwhile)."""
+        the store no longer has the checkpoint (a deletion took it meanwhile) or cannot check now (its
+        storage unreachable: one experiment's storage must not hold up every other repair)."""
         try:
             return await asyncio.to_thread(self.deleter.store().missing_files, uuid)
         except CheckpointNotFound:
+            return None
+        except CheckpointError as e:
+            log.warning("checkpoint files not checked; will retry", uuid=uuid, error=str(e))
             return None
 
     async def _delete_orphan(self, uuid: str) -> None:

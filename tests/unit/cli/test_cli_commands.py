@@ -126,6 +126,10 @@ def test_trial_logs_tail_from_a_scheduler_that_sends_every_line(capsys: pytest.C
     assert run(script, "trial", "logs", "3", "--tail", "3", "--follow") == 0
     assert capsys.readouterr().out == "line 6\nline 7\nline 8\n"
     assert [(r.tail, r.follow, r.after_id) for r in script.log_requests] == [(3, False, 0), (0, True, 9)]
+    script.log_requests.clear()
+    assert run(script, "trial", "logs", "3", "--tail", "0", "--follow") == 0  # new lines only
+    assert capsys.readouterr().out == ""
+    assert [(r.tail, r.follow, r.after_id) for r in script.log_requests] == [(1, False, 0), (0, True, 9)]
 
 
 def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
