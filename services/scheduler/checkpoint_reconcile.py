@@ -9,7 +9,7 @@ Pure logic; `checkpoint_reconciler.py` reads both sides and acts. Both direction
 - a COMPLETED row the store lists may still have lost files at its storage (a deletion that raced an
   upload of the same uuid, a storage that lost recent writes): the store is asked to check the
   files of a few such rows each pass (`to_check`, in turn, so every one is checked in time), and one
-  with files gone becomes MISSING;
+  with files gone on two passes running becomes MISSING;
 - a stored checkpoint the scheduler has no row for is an orphan: a trial uploads before the
   scheduler records it, so only one older than the grace period counts. It is deleted when its
   experiment is gone or ended (nothing will ever record it), and reported while it still runs.

@@ -39,6 +39,7 @@ class CheckpointReconciler:
         self.mark = mark
         self.grace = timedelta(seconds=grace_seconds)
         self._checked_up_to = ""  # the last uuid whose files were checked: the next pass goes on after it
+        self._suspects: set[str] = set()  # found without files once: marked MISSING if so again
 
     async def run_forever(self, interval: float) -> None:
         done_once = False
@@ -58,9 +59,19 @@ class CheckpointReconciler:
         stored = [s for s in map(_stored, listing) if s is not None]
         rows = {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(self.db)}
         todo = plan(stored, rows, experiment_ops.experiment_states(self.db), _now(), self.grace)
-        checked = to_check(stored, rows, self._checked_up_to, FILE_CHECKS_PER_PASS)
-        gone_files = {u: files for u in checked if (files := await self._missing_files(u))}
-        self._checked_up_to = checked[-1] if checked else ""
+        window = to_check(stored, rows, self._checked_up_to, FILE_CHECKS_PER_PASS)
+        self._checked_up_to = window[-1] if window else ""
+        # A checkpoint found without files is checked again the next pass and marked only then: a
+        # storage that is starting up may briefly answer "no such object" for what it holds.
+        again = [u for u in sorted(self._suspects) if rows.get(u) == COMPLETED and u not in window]
+        found = {u: files for u in window + again if (files := await self._missing_files(u))}
+        gone_files = {u: files for u, files in found.items() if u in self._suspects}
+        self._suspects = set(found) - set(gone_files)
+        if self._suspects:
+            log.warning(
+                "checkpoints the store lists miss files at their storage; checked again next pass",
+                files={u: found[u] for u in sorted(self._suspects)},
+            )
         if todo.empty() and not gone_files:
             return todo
         log.info("checkpoint records and store disagree; repairing", **asdict(todo))
