@@ -181,7 +181,15 @@ class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceSe
             await context.abort(_code(e), str(e))
             raise  # unreachable: abort raises
         await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
-        return pb.GetCheckpointResponse(checkpoint=record)
+        missing: list[str] = []
+        if request.check_files:
+            try:
+                missing = await asyncio.to_thread(self.store.missing_files, request.uuid)
+            except StoreError as e:  # deleted meanwhile
+                await context.abort(_code(e), str(e))
+            except OSError as e:
+                await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
+        return pb.GetCheckpointResponse(checkpoint=record, missing_files=missing)
 
     async def ListCheckpoints(
         self, request: pb.ListCheckpointsRequest, context: grpc.aio.ServicerContext

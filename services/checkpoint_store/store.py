@@ -240,6 +240,18 @@ class CheckpointStore:
             raise NotFound(f"checkpoint {uuid} not found")
         return _copy(entry.checkpoint)
 
+    def missing_files(self, uuid: str) -> builtins.list[str]:
+        """The record's files its storage does not hold now: a visible checkpoint whose bytes went
+        behind its record's back (lost by the storage, or removed by a deletion that raced an upload
+        of the same uuid) cannot be downloaded whole. One existence check per file."""
+        with self._lock:
+            entry = self._index.get(uuid)
+        if entry is None:
+            raise NotFound(f"checkpoint {uuid} not found")
+        backend, _ = self.resolver.resolve(entry.storage)
+        files = entry.checkpoint.files
+        return [f.path for f in files if not backend.exists(layout.data_key(uuid, f.path))]
+
     def list(self, experiment_id: int = 0, trial_id: int = 0) -> list[common_pb2.Checkpoint]:
         """Visible checkpoints matching the filters (0 = any), newest first by creation time."""
         with self._lock:

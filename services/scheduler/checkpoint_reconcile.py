@@ -5,7 +5,11 @@ Pure logic; `checkpoint_reconciler.py` reads both sides and acts. Both direction
 - a DELETED row the store still lists is deleted again;
 - a COMPLETED row the store does not list has lost its bytes: it becomes MISSING (never listed,
   never resumed from) once the store confirms it has no such checkpoint; a MISSING one the store
-  lists again (its storage came back) is COMPLETED again;
+  lists again (its storage came back) is COMPLETED again once the store finds all its files;
+- a COMPLETED row the store lists may still have lost files at its storage (a deletion that raced an
+  upload of the same uuid, a storage that lost recent writes): the store is asked to check the
+  files of a few such rows each pass (`to_check`, in turn, so every one is checked in time), and one
+  with files gone on two passes running becomes MISSING;
 - a stored checkpoint the scheduler has no row for is an orphan: a trial uploads before the
   scheduler records it, so only one older than the grace period counts. It is deleted when its
   experiment is gone or ended (nothing will ever record it), and reported while it still runs.
@@ -34,7 +38,8 @@ class Plan:
     finish_deleting: list[str] = field(default_factory=list)
     delete_again: list[str] = field(default_factory=list)
     maybe_missing: list[str] = field(default_factory=list)  # the store is asked once more before marking
-    found_again: list[str] = field(default_factory=list)
+    found_again: list[str] = field(default_factory=list)  # the store is asked for its files first
+    files_missing: list[str] = field(default_factory=list)  # filled in by the reconciler's file checks
     orphans_to_delete: list[str] = field(default_factory=list)
     orphans_kept: list[str] = field(default_factory=list)
 
@@ -69,3 +74,10 @@ def plan(
         elif state == "COMPLETED" and uuid not in listed:
             out.maybe_missing.append(uuid)
     return out
+
+
+def to_check(stored: Iterable[Stored], rows: Mapping[str, str], after: str, limit: int) -> list[str]:
+    """Up to `limit` of the checkpoints the store lists and the scheduler holds COMPLETED, in uuid
+    order from just after `after` and round again: whose files the store checks this pass."""
+    candidates = sorted(s.uuid for s in stored if rows.get(s.uuid) == "COMPLETED")
+    return ([u for u in candidates if u > after] + [u for u in candidates if u <= after])[:limit]

@@ -18,7 +18,7 @@ import structlog
 from pedl.checkpoints import CheckpointError, CheckpointNotFound
 from pedl.v1 import common_pb2
 from pedl_scheduler.checkpoint_deleter import COMPLETED, MISSING, CheckpointDeleter, Mark
-from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan
+from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan, to_check
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
@@ -27,6 +27,9 @@ log = structlog.get_logger(component="checkpoint_reconciler")
 
 # Until the first pass succeeds (the store may start after the scheduler), it is retried this often.
 FIRST_PASS_RETRY_SECONDS = 5.0
+# Listed COMPLETED checkpoints whose files the store checks per pass (one existence check per file):
+# at the default 300 s interval 10,000 checkpoints are all checked every 8 hours.
+FILE_CHECKS_PER_PASS = 100
 
 
 class CheckpointReconciler:
@@ -35,6 +38,8 @@ class CheckpointReconciler:
         self.deleter = deleter
         self.mark = mark
         self.grace = timedelta(seconds=grace_seconds)
+        self._checked_up_to = ""  # the last uuid whose files were checked: the next pass goes on after it
+        self._suspects: set[str] = set()  # found without files once: marked MISSING if so again
 
     async def run_forever(self, interval: float) -> None:
         done_once = False
@@ -54,7 +59,20 @@ class CheckpointReconciler:
         stored = [s for s in map(_stored, listing) if s is not None]
         rows = {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(self.db)}
         todo = plan(stored, rows, experiment_ops.experiment_states(self.db), _now(), self.grace)
-        if todo.empty():
+        window = to_check(stored, rows, self._checked_up_to, FILE_CHECKS_PER_PASS)
+        self._checked_up_to = window[-1] if window else ""
+        # A checkpoint found without files is checked again the next pass and marked only then: a
+        # storage that is starting up may briefly answer "no such object" for what it holds.
+        again = [u for u in sorted(self._suspects) if rows.get(u) == COMPLETED and u not in window]
+        found = {u: files for u in window + again if (files := await self._missing_files(u))}
+        gone_files = {u: files for u, files in found.items() if u in self._suspects}
+        self._suspects = set(found) - set(gone_files)
+        if self._suspects:
+            log.warning(
+                "checkpoints the store lists miss files at their storage; checked again next pass",
+                files={u: found[u] for u in sorted(self._suspects)},
+            )
+        if todo.empty() and not gone_files:
             return todo
         log.info("checkpoint records and store disagree; repairing", **asdict(todo))
         missing = [u for u in todo.maybe_missing if await self._gone(u)]
@@ -63,6 +81,15 @@ class CheckpointReconciler:
         missing = self.mark(missing, MISSING) if missing else []
         if missing:
             log.error("checkpoints lost from the store; no longer listed or resumed from", uuids=missing)
+        if gone_files:
+            todo.files_missing = self.mark(sorted(gone_files), MISSING)
+            log.error(
+                "checkpoints the store lists have lost files at their storage; no longer listed or "
+                "resumed from",
+                files={u: gone_files[u] for u in todo.files_missing},
+            )
+        # Listed again, and whole: a record whose files are still gone stays MISSING.
+        todo.found_again = [u for u in todo.found_again if await self._missing_files(u) == []]
         if todo.found_again:
             self.mark(todo.found_again, COMPLETED)
         if todo.orphans_kept:
@@ -86,6 +113,18 @@ class CheckpointReconciler:
         except CheckpointNotFound:
             return True
         return False
+
+    async def _missing_files(self, uuid: str) -> list[str] | None:
+        """The checkpoint's files its storage no longer holds, as the store checks them now; None when
+        the store no longer has the checkpoint (a deletion took it meanwhile) or cannot check now (its
+        storage unreachable: one experiment's storage must not hold up every other repair)."""
+        try:
+            return await asyncio.to_thread(self.deleter.store().missing_files, uuid)
+        except CheckpointNotFound:
+            return None
+        except CheckpointError as e:
+            log.warning("checkpoint files not checked; will retry", uuid=uuid, error=str(e))
+            return None
 
     async def _delete_orphan(self, uuid: str) -> None:
         if result_ops.checkpoint_source(self.db, uuid) is not None:

@@ -243,6 +243,16 @@ class CheckpointStoreClient(_grpc.Client):
             raise self._error(e, f"get of checkpoint {uuid}") from None
         return response.checkpoint
 
+    def missing_files(self, uuid: str) -> list[str]:
+        """The paths of the checkpoint's files its storage no longer holds ([] when whole; a store
+        from before GetCheckpointRequest.check_files always answers [])."""
+        request = pb.GetCheckpointRequest(uuid=uuid, check_files=True)
+        try:
+            response = self._stub.GetCheckpoint(request, timeout=UNARY_TIMEOUT_SECONDS)
+        except grpc.RpcError as e:
+            raise self._error(e, f"check of checkpoint {uuid}") from None
+        return list(response.missing_files)
+
     def list(self, experiment_id: int = 0, trial_id: int = 0) -> list[common_pb2.Checkpoint]:
         """Visible checkpoints, newest first; 0 matches any experiment / trial."""
         request = pb.ListCheckpointsRequest(experiment_id=experiment_id, trial_id=trial_id)

@@ -27,6 +27,8 @@ LIST_PAGE = 500
 _UPLOAD_TIMEOUT = 600.0
 # The parts a model definition is sent in (the progress bar moves by one).
 UPLOAD_CHUNK = 256 * 1024
+# GetTrialLogsRequest.tail is an int32.
+_MAX_TAIL = 2**31 - 1
 
 
 def resolve_master(explicit: str | None) -> str:
@@ -206,15 +208,25 @@ class SchedulerClient(_grpc.Client):
         return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)
 
     def trial_logs(
-        self, trial_id: int, follow: bool = False, after_id: int = 0
+        self,
+        trial_id: int,
+        follow: bool = False,
+        after_id: int = 0,
+        tail: int = 0,
+        patient: bool | None = None,
     ) -> Iterator[common_pb2.LogLine]:
         """Without follow the stream ends after the stored lines; with it, when the trial ends. A
-        follow resumes after the last line it saw when the scheduler restarts."""
+        `patient` stream (by default a followed one) resumes after the last line it saw when the
+        scheduler restarts. `tail`: only the newest that many stored lines (a scheduler from before
+        GetTrialLogs.tail sends them all)."""
+        patient = follow if patient is None else patient
         while True:
-            request = scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=follow, after_id=after_id)
+            request = scheduler_pb2.GetTrialLogsRequest(
+                trial_id=trial_id, follow=follow, after_id=after_id, tail=tail
+            )
             try:
                 stream = self._stub.GetTrialLogs(
-                    request, timeout=None if follow else _TIMEOUT, wait_for_ready=follow
+                    request, timeout=None if follow else _TIMEOUT, wait_for_ready=patient
                 )
                 for response in stream:
                     self._down_since = None
@@ -223,8 +235,24 @@ class SchedulerClient(_grpc.Client):
                         yield line
                 return
             except grpc.RpcError as e:
-                if not follow or e.code() not in _RETRIED or not self._still_waiting():
+                if not patient or e.code() not in _RETRIED or not self._still_waiting():
                     raise
+
+    def trial_log_tail(
+        self, trial_id: int, n: int, keep: Callable[[common_pb2.LogLine], bool], patient: bool = False
+    ) -> tuple[list[common_pb2.LogLine], int]:
+        """The newest `n` stored lines that `keep` accepts, and the id of the newest stored line (to
+        follow after). The scheduler cuts the tail; when the lines it sent hold fewer than `n` kept
+        ones (pedl's own lines are hidden) it is asked for four times as many, until the log's start.
+        A scheduler from before GetTrialLogs.tail sends every line (more than asked for): the cut is
+        then made here, from that one reply."""
+        ask = min(max(n, 1), _MAX_TAIL)  # --tail 0 still needs the newest id
+        while True:
+            sent = list(self.trial_logs(trial_id, tail=ask, patient=patient))
+            kept = [line for line in sent if keep(line)]
+            if len(kept) >= n or len(sent) != ask or ask == _MAX_TAIL:
+                return (kept[-n:] if n else []), max((line.id for line in sent), default=0)
+            ask = min(ask * 4, _MAX_TAIL)
 
     def set_agent_enabled(self, agent_id: str, slot_id: str, enabled: bool) -> scheduler_pb2.Agent:
         request = scheduler_pb2.SetAgentEnabledRequest(agent_id=agent_id, slot_id=slot_id, enabled=enabled)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import collections
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from pedl import records
@@ -28,7 +28,8 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     ends = logs.add_mutually_exclusive_group()
     ends.add_argument("--head", type=non_negative_int, metavar="N", help="only the first N lines")
-    ends.add_argument("--tail", type=non_negative_int, metavar="N", help="only the last N lines")
+    tail_help = "only the last N lines (with -f: then each new one)"
+    ends.add_argument("--tail", type=non_negative_int, metavar="N", help=tail_help)
     logs.add_argument("--system", action="store_true", help="also pedl's own lines (marked [pedl])")
     logs.add_argument("--json", action="store_true", help="one JSON object per line")
     logs.set_defaults(func=trial_logs)
@@ -56,14 +57,18 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
 
 def trial_logs(args: argparse.Namespace) -> int:
+    def shown(line: common_pb2.LogLine) -> bool:
+        return bool(args.system) or not records.is_system_line(line.source, line.message)
+
     with connect(args) as client:
-        lines: Iterator[common_pb2.LogLine] = (
-            line
-            for line in client.trial_logs(args.trial_id, follow=args.follow)
-            if args.system or not records.is_system_line(line.source, line.message)
-        )
-        if args.tail is not None and not args.follow:
-            lines = iter(collections.deque(lines, maxlen=args.tail))
+        lines: Iterable[common_pb2.LogLine]
+        if args.tail is None:
+            lines = (line for line in client.trial_logs(args.trial_id, follow=args.follow) if shown(line))
+        else:  # the scheduler cuts the tail; a follow goes on after the newest stored line
+            lines, newest = client.trial_log_tail(args.trial_id, args.tail, shown, patient=args.follow)
+            if args.follow:
+                after = client.trial_logs(args.trial_id, follow=True, after_id=newest)
+                lines = itertools.chain(lines, (line for line in after if shown(line)))
         for count, line in enumerate(lines):
             if args.head is not None and count >= args.head:
                 break

@@ -152,26 +152,33 @@ def reachable_host(launch: Launch) -> str:
         return socket.gethostbyname(socket.gethostname())
 
 
-def free_port(host: str) -> int:
-    """A port nobody listens on now, on every interface of this machine (as servers bind).
+def free_ports(host: str, count: int) -> list[int]:
+    """`count` different ports nobody listens on now, on every interface of this machine.
 
-    The port is bound again only later (TensorFlow's server starts seconds afterwards), so it is
-    drawn below the kernel's ephemeral range where it can: an ephemeral port can meanwhile be taken
+    Each is held bound until all are picked, so no two are the same however the draws fall. The
+    ports are bound again only later (TensorFlow's server starts seconds afterwards), so they are
+    drawn below the kernel's ephemeral range where they can: an ephemeral port can meanwhile be taken
     by any outgoing connection on the machine (EADDRINUSE at the server's start)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     low = _ephemeral_low()
     rng = random.Random()
-    for _ in range(64) if low > 10000 else ():
-        port = rng.randrange(10000, low)
-        with socket.socket(family) as s:
-            try:
-                s.bind(("", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(family) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            s = socket.socket(family)
+            held.append(s)
+            for _ in range(64) if low > 10000 else ():
+                try:
+                    s.bind(("", rng.randrange(10000, low)))
+                    break
+                except OSError:
+                    continue
+            else:
+                s.bind(("", 0))
+        return [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()
 
 
 def _ephemeral_low() -> int:
@@ -197,6 +204,10 @@ def start_framework(trial_class: type, group: ProcessGroup) -> None:
     start_workers: Callable[[ProcessGroup], None] | None = getattr(trial_class, "start_workers", None)
     if start_workers is not None:
         start_workers(group)
+
+
+class WorkerAddressClash(RuntimeError):
+    """Machines reached at one address kept picking the same ports for their ranks' workers."""
 
 
 class MixedDevices(RuntimeError):
@@ -300,16 +311,27 @@ class ProcessGroup:
 
     def worker_addresses(self) -> list[str]:
         """A free host:port per rank, each on its rank's machine, indexed by rank: the same list on
-        every rank. Each rank picks its own port, so ranks on other agents need no port plan; the
-        framework must bind it soon (a port is only known free when picked)."""
-        host = reachable_host(self.launch)
+        every rank, never with one address twice. Each machine's first rank picks its ranks' ports
+        together (so they differ), so ranks on other agents need no port plan; the framework must
+        bind them soon (a port is only known free when picked)."""
+        launch = self.launch
+        host = reachable_host(launch)
+        addresses: list[str] = []
         for _ in range(ADDRESS_ATTEMPTS):
-            addresses = self.all_gather(host_port(host, free_port(host)))
-            # Two ranks of a machine can pick one port (each released it before the other's pick);
-            # every rank sees the same list, so all pick again together.
-            if len(set(addresses)) == len(addresses):
-                break
-        return addresses
+            mine = None
+            if launch.is_local_chief:
+                mine = [host_port(host, port) for port in free_ports(host, launch.local_world_size)]
+            # The agent numbers a machine's ranks consecutively from its first: in rank order.
+            addresses = [a for picked in self.all_gather(mine) if picked for a in picked]
+            # Two machines reached at one address (agents sharing a host) can still pick one port;
+            # every rank sees the same list, so all pick again together, or all fail together.
+            if len(set(addresses)) == len(addresses) == launch.world_size:
+                return addresses
+        raise WorkerAddressClash(
+            f"the trial's ranks could not get {launch.world_size} different worker addresses in "
+            f"{ADDRESS_ATTEMPTS} tries (last: {', '.join(addresses)}); its machines' agents share an "
+            "address: give each agent its own --address"
+        )
 
     def fetch_shared(self, checkpoints: CheckpointStorage, uuid: str, base: Path) -> Path:
         """The checkpoint `uuid`, downloaded once per machine into `base` and read by all its ranks."""

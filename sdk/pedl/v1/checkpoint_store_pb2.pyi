@@ -389,13 +389,19 @@ class GetCheckpointRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     UUID_FIELD_NUMBER: builtins.int
+    CHECK_FILES_FIELD_NUMBER: builtins.int
     uuid: builtins.str
+    check_files: builtins.bool
+    """Also check that the checkpoint's storage still holds each of its files (one existence check per
+    file). A store from before this field ignores it and reports no missing files.
+    """
     def __init__(
         self,
         *,
         uuid: builtins.str = ...,
+        check_files: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["uuid", b"uuid"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["check_files", b"check_files", "uuid", b"uuid"]) -> None: ...
 
 global___GetCheckpointRequest = GetCheckpointRequest
 
@@ -404,15 +410,23 @@ class GetCheckpointResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     CHECKPOINT_FIELD_NUMBER: builtins.int
+    MISSING_FILES_FIELD_NUMBER: builtins.int
     @property
     def checkpoint(self) -> pedl.v1.common_pb2.Checkpoint: ...
+    @property
+    def missing_files(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """With check_files: the paths of the record's files its storage does not hold; the checkpoint is
+        listed, but cannot be downloaded whole.
+        """
+
     def __init__(
         self,
         *,
         checkpoint: pedl.v1.common_pb2.Checkpoint | None = ...,
+        missing_files: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["checkpoint", b"checkpoint"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint", "missing_files", b"missing_files"]) -> None: ...
 
 global___GetCheckpointResponse = GetCheckpointResponse
 

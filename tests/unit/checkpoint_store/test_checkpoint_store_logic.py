@@ -186,6 +186,18 @@ def test_delete_removes_record_and_bytes(tmp_path: Path) -> None:
         store.delete(cp.uuid)
 
 
+def test_missing_files_names_the_files_gone_from_a_visible_checkpoints_storage(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    cp = upload(store, {"a.bin": b"aaaa", "sub/b.bin": b"bb"})
+    assert store.missing_files(cp.uuid) == []
+    (tmp_path / layout.data_key(cp.uuid, "sub/b.bin")).unlink()
+    assert store.missing_files(cp.uuid) == ["sub/b.bin"]
+    assert [c.uuid for c in store.list()] == [cp.uuid]  # still listed: only a check of its files tells
+    store.delete(cp.uuid)
+    with pytest.raises(NotFound):
+        store.missing_files(cp.uuid)
+
+
 def test_recover_reloads_visible_and_removes_leftovers(tmp_path: Path) -> None:
     store = new_store(tmp_path)
     kept = upload(store, FILES)

@@ -97,8 +97,10 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def GetTrialLogs(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        """As a scheduler from before GetTrialLogs.tail: every line after `after_id`."""
         self.script.log_requests.append(request)
-        yield scheduler_pb2.GetTrialLogsResponse(lines=self.script.logs)
+        lines = [line for line in self.script.logs if line.id > request.after_id]
+        yield scheduler_pb2.GetTrialLogsResponse(lines=lines)
 
     def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return scheduler_pb2.ListAgentsResponse(agents=self.script.agents)

@@ -113,6 +113,25 @@ def test_trial_logs(capsys: pytest.CaptureFixture[str]) -> None:
     assert script.log_requests[0].follow and script.log_requests[0].trial_id == 3
 
 
+def test_trial_logs_tail_from_a_scheduler_that_sends_every_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A scheduler from before GetTrialLogs.tail ignores it: the CLI cuts the tail from its one reply,
+    and a follow goes on after the newest line without showing the older ones again."""
+    lines = [common_pb2.LogLine(id=i, trial_id=3, message=f"line {i}\n") for i in range(1, 9)]
+    lines.append(common_pb2.LogLine(id=9, trial_id=3, source="pedl", message="pedl's own\n"))
+    script = Script(logs=lines)
+    assert run(script, "trial", "logs", "3", "--tail", "2") == 0
+    assert capsys.readouterr().out == "line 7\nline 8\n"
+    assert [(r.tail, r.follow) for r in script.log_requests] == [(2, False)]
+    script.log_requests.clear()
+    assert run(script, "trial", "logs", "3", "--tail", "3", "--follow") == 0
+    assert capsys.readouterr().out == "line 6\nline 7\nline 8\n"
+    assert [(r.tail, r.follow, r.after_id) for r in script.log_requests] == [(3, False, 0), (0, True, 9)]
+    script.log_requests.clear()
+    assert run(script, "trial", "logs", "3", "--tail", "0", "--follow") == 0  # new lines only
+    assert capsys.readouterr().out == ""
+    assert [(r.tail, r.follow, r.after_id) for r in script.log_requests] == [(1, False, 0), (0, True, 9)]
+
+
 def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
     script = Script(experiments=[_experiment()], trials={3: [_trial_detail()]})
     assert run(script, "trial", "describe", "3", "--metrics") == 0

@@ -19,7 +19,7 @@ import pytest
 
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
-from pedl.checkpoints import CheckpointNotFound
+from pedl.checkpoints import CheckpointError, CheckpointNotFound
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -47,6 +47,7 @@ class Store:
         self.held: dict[str, str] = {}  # uuid -> created_at
         self.deleted: list[str] = []
         self.listing_hides: set[str] = set()  # uploaded after the listing was taken
+        self.unchecked: set[str] = set()  # their storage cannot be reached to check their files
         self.asked = threading.Event()  # get() was called
         self.answer = threading.Event()  # ... and may answer now
         self.answer.set()
@@ -67,6 +68,13 @@ class Store:
             for u, at in self.held.items()
             if u not in self.listing_hides
         ]
+
+    def missing_files(self, u: str) -> list[str]:
+        if u in self.unchecked:
+            raise CheckpointError(f"checkpoint storage failed: {u}'s bucket is unreachable")
+        if u not in self.held:
+            raise CheckpointNotFound(f"checkpoint {u} not found")
+        return []
 
     def get(self, u: str) -> common_pb2.Checkpoint:
         self.asked.set()
@@ -223,3 +231,21 @@ def test_checkpoint_states_move_only_from_the_states_they_follow(database_url: s
     states = {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(s)}
     assert states == {"done": "DELETING", "gone": "DELETED", "lost": "COMPLETED"}
     s.close()
+
+
+@on_loop
+async def test_a_checkpoint_whose_files_cannot_be_checked_holds_up_no_other_repair(tmp_path: Path) -> None:
+    s, store = start(tmp_path)
+    s.manager.on_agent_messages(answers(s, store, first_batch(s, store)))
+    await settle()
+    states = checkpoint_states(s)
+    (kept,) = [u for u, state in states.items() if state == "COMPLETED"]
+    (deleted,) = [u for u, state in states.items() if state == "DELETED"]
+    store.held[deleted] = utc_now()  # the store lists a deleted checkpoint again
+    store.unchecked.add(kept)
+    deleter = s.manager.checkpoints.deleter
+    reconciler = CheckpointReconciler(s.manager.db, deleter, s.manager.checkpoints.mark, grace_seconds=0)
+    todo = await reconciler.run_once()
+    assert todo.delete_again == [deleted] and deleted not in store.held
+    assert todo.files_missing == [] and checkpoint_states(s)[kept] == "COMPLETED"
+    s.manager.db.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan
+from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan, to_check
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 OLD = NOW - timedelta(hours=2)
@@ -54,3 +54,12 @@ def test_orphans_older_than_the_grace_go_once_their_experiment_is_gone_or_ended(
         "ended-exp",
         "young",
     ]
+
+
+def test_the_files_of_listed_completed_rows_are_checked_a_few_at_a_time_in_turn() -> None:
+    listing = [stored(u) for u in ("a", "b", "c", "d", "gone-row", "deleting")]
+    rows = {"a": "COMPLETED", "b": "COMPLETED", "c": "COMPLETED", "d": "COMPLETED", "deleting": "DELETING"}
+    assert to_check(listing, rows, "", 3) == ["a", "b", "c"]
+    assert to_check(listing, rows, "c", 3) == ["d", "a", "b"]  # on after the last checked, then round
+    assert to_check(listing, rows, "", 10) == ["a", "b", "c", "d"]  # only COMPLETED rows the store lists
+    assert to_check([], rows, "b", 3) == []
