@@ -7,8 +7,10 @@ deletes changes only its upper directory: the shared tree, and every other run, 
 Where no overlay can be mounted the tree is copied in instead (still no un-gzip per run).
 
 Outside the initial user namespace (a non-root agent, or its fork server's bubblewrap sandbox)
-overlayfs keeps its own metadata in `user.` extended attributes (`userxattr`): without it, renaming
-or removing a directory of the shared tree fails there. Only called in a freshly forked child.
+overlayfs keeps its own metadata in `user.` extended attributes (`userxattr`): without it, removing
+a directory of the shared tree fails there; renaming one fails with EXDEV, as across file systems
+(`shutil.move` and `mv` copy then). In the initial user namespace `redirect_dir=on` lets such a
+rename happen in place. Only called in a freshly forked child.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ def _escape(path: str) -> str:
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
-def overlay_options(lower: str, upper: str, work: str, user_namespace: bool) -> str:
+def overlay_options(lower: str, upper: str, work: str, user_namespace: bool, redirect: bool = True) -> str:
     options = f"lowerdir={_escape(lower)},upperdir={_escape(upper)},workdir={_escape(work)}"
-    return options + (",userxattr" if user_namespace else "")
+    if user_namespace:
+        return options + ",userxattr"
+    return options + (",redirect_dir=on" if redirect else "")
 
 
 def in_initial_user_namespace() -> bool:
@@ -89,9 +93,17 @@ def mount_overlay(view: ModelView, lower: str | None = None) -> None:
     Path(view.upper).mkdir(parents=True, exist_ok=True)
     Path(view.work).mkdir(parents=True, exist_ok=True)
     Path(view.target).mkdir(parents=True, exist_ok=True)
-    options = overlay_options(lower or view.lower, view.upper, view.work, not in_initial_user_namespace())
+    user_namespace = not in_initial_user_namespace()
     flags = _namespaces.MS_NOSUID | _namespaces.MS_NODEV
-    _namespaces.mount("overlay", view.target, "overlay", flags, options)
+    options = overlay_options(lower or view.lower, view.upper, view.work, user_namespace)
+    try:
+        _namespaces.mount("overlay", view.target, "overlay", flags, options)
+    except OSError:
+        if user_namespace:
+            raise
+        # A kernel built without redirect_dir: directories of the tree then rename with EXDEV.
+        options = overlay_options(lower or view.lower, view.upper, view.work, False, redirect=False)
+        _namespaces.mount("overlay", view.target, "overlay", flags, options)
 
 
 def copy_tree(source: str, target: str) -> None:
@@ -163,15 +175,10 @@ def probe(sandboxed: bool) -> str:
 
 def _remove(path: str) -> None:
     """Removes a probe's scratch directory, whose overlay work directory overlayfs left mode 000."""
-
-    def retry(func, p, _exc):  # type: ignore[no-untyped-def]
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            if os.path.isdir(p) and not os.path.islink(p):
-                os.chmod(p, 0o700)
-            func(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=retry)
+    for parent, dirs, _ in os.walk(path):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(parent, name), 0o700)
+            except OSError:
+                pass
     shutil.rmtree(path, ignore_errors=True)
