@@ -29,8 +29,7 @@ from pathlib import Path
 from pedl.context import pack, unpack
 from pedl.harness import _model_view
 from pedl_agent.disk import remove_tree
-from pedl_agent.model_trees import copy_view, unpack_tree
-from pedl_agent.trial_run import _mount_point
+from pedl_agent.model_trees import copy_view, mount_point, unpack_tree
 
 WORDS = ("def", "return", "self", "import", "torch", "tensor", "layer", "batch", "config", "loss", "for")
 
@@ -68,7 +67,7 @@ def overlaid(tree: Path, trial: Path) -> float | None:
     """The agent's mount point, then the forked child's own mount namespace and overlay; None if no
     overlay can be mounted here."""
     started = time.perf_counter()
-    _mount_point(trial / "model")
+    mount_point(trial / "model")
     agent_side = time.perf_counter() - started
     view = _model_view.ModelView(str(tree), str(trial / "model"), str(trial / "up"), str(trial / "work"))
     read_end, write_end = os.pipe()

@@ -60,6 +60,13 @@ def copy_view(tree: Path, dest: Path) -> None:
     shutil.copytree(tree, dest, symlinks=True)
 
 
+def mount_point(path: Path) -> None:
+    """An empty directory for a forked harness's overlay (whatever an earlier attempt left goes)."""
+    if path.exists() or path.is_symlink():
+        remove_tree(path)
+    path.mkdir(parents=True)
+
+
 class ModelTrees:
     """The agent's unpacked model definitions: `acquire` for a run, `release` when it has ended."""
 

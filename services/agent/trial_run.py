@@ -29,12 +29,11 @@ from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 from . import process_exits
 from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
 from .devices import cuda_visible_devices
-from .disk import remove_tree
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import check_name
-from .model_trees import copy_view
+from .model_trees import copy_view, mount_point
 from .ranks import Ranks, plan_ranks
 from .run_environment import run_environment
 from .run_limits import RunLimits
@@ -346,7 +345,7 @@ class TrialRun:
         single = plan_ranks(self.start).local == 1
         self._overlay = fork_servers is not None and single and fork_servers.overlays(self.start.environment)
         if self._overlay:
-            await asyncio.to_thread(_mount_point, dest)
+            await asyncio.to_thread(mount_point, dest)
         else:
             await asyncio.to_thread(copy_view, tree, dest)
         self.servicer.model_definition_dir = str(dest)
@@ -492,10 +491,3 @@ async def _pump(
         relay.add(source, prefix + line)
         if tail is not None:
             tail.append(line)
-
-
-def _mount_point(path: Path) -> None:
-    """An empty directory for the forked harness's overlay (whatever an earlier attempt left goes)."""
-    if path.exists() or path.is_symlink():
-        remove_tree(path)
-    path.mkdir(parents=True)
