@@ -47,7 +47,12 @@ def unpack_tree(data: bytes, tree: Path) -> None:
     partial = tree.with_name(f"{_PARTIAL}{tree.name}-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         unpack(data, partial)
-        partial.rename(tree)
+        try:
+            partial.rename(tree)
+        except OSError:
+            if not tree.is_dir():
+                raise
+            remove_tree(partial)  # a run given up on while unpacking finished the same tree first
     except BaseException:
         remove_tree(partial)
         raise

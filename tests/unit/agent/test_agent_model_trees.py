@@ -135,3 +135,12 @@ def test_forked_harnesses_see_no_experiments_tree_but_their_server_reads_them(tm
     argv = box.wrap_fork_server(["py"], trials, tmp_path / "sock", trees_root)
     triples = list(zip(argv, argv[1:], argv[2:], strict=False))
     assert ("--ro-bind", str(trees_root), str(trees_root)) in triples
+
+
+def test_unpacking_a_tree_that_appeared_meanwhile_keeps_the_first(tmp_path: Path) -> None:
+    """A run killed while unpacking leaves its thread to finish; the next run's unpack loses the race."""
+    tree = tmp_path / "trees" / "4"
+    unpack_tree(archive({"a.py": "first\n"}), tree)
+    unpack_tree(archive({"a.py": "first\n"}), tree)
+    assert (tree / "a.py").read_text() == "first\n"
+    assert [p.name for p in (tmp_path / "trees").iterdir()] == ["4"]
