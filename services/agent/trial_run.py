@@ -342,7 +342,7 @@ class TrialRun:
         self._tree = tree
         dest = self.trial_dir / name
         fork_servers = self._s.fork_servers
-        single = plan_ranks(self.start).local == 1
+        single = len(self.start.slot_ids) <= 1  # one local rank (plan_ranks)
         self._overlay = fork_servers is not None and single and fork_servers.overlays(self.start.environment)
         if self._overlay:
             await asyncio.to_thread(mount_point, dest)
