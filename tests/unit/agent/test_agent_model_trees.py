@@ -144,3 +144,49 @@ def test_unpacking_a_tree_that_appeared_meanwhile_keeps_the_first(tmp_path: Path
     unpack_tree(archive({"a.py": "first\n"}), tree)
     assert (tree / "a.py").read_text() == "first\n"
     assert [p.name for p in (tmp_path / "trees").iterdir()] == ["4"]
+
+
+class Forks:
+    """What a TrialRun asks of the agent's fork servers before a run: may its harness mount a view?"""
+
+    def __init__(self, overlays: bool) -> None:
+        self._overlays = overlays
+
+    def overlays(self, environment: str) -> bool:
+        return self._overlays
+
+
+@pytest.mark.parametrize(
+    ("forked", "slots", "overlay"), [(False, 1, False), (True, 1, True), (True, 2, False)]
+)
+def test_a_run_copies_the_tree_unless_its_forked_harness_mounts_it(
+    tmp_path: Path, forked: bool, slots: int, overlay: bool
+) -> None:
+    """Forked single-rank runs mount an overlay (the agent only makes the mount point); spawned runs,
+    whose ranks share one directory, get a copy of the tree (never an un-gzip of their own)."""
+    from pedl.v1 import agent_pb2
+    from pedl_agent.run_settings import RunSettings
+    from pedl_agent.trial_run import TrialRun
+
+    cache = Archives({5: {"model.py": "x = 1\n"}})
+    settings = RunSettings(
+        harness_argv=["python", "-m", "pedl.harness"],
+        work_dir=tmp_path,
+        socket_dir=tmp_path,
+        model_definitions=trees(tmp_path, cache),
+        send=lambda _: None,
+        fork_servers=Forks(True) if forked else None,  # type: ignore[arg-type]
+    )
+    slot_ids = [f"cpu{i}" for i in range(slots)]
+    start = agent_pb2.StartTrial(
+        trial_id=1, run_id=1, experiment_id=5, slot_ids=slot_ids, model_definition_name="m"
+    )
+    run = TrialRun(start, settings)
+    model_dir = asyncio.run(run._prepare())
+    assert model_dir == tmp_path / "trials" / "1-1" / "m"
+    assert run._overlay is overlay
+    assert sorted(p.name for p in model_dir.iterdir()) == ([] if overlay else ["model.py"])
+    if overlay:
+        view = run._view(model_dir)
+        assert view["lower"] == str(tmp_path / "trees" / "5") and view["target"] == str(model_dir)
+        assert Path(view["upper"]).is_relative_to(run.trial_dir)
