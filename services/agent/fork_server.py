@@ -11,6 +11,10 @@ Under `--isolation bwrap` the server runs in a sandbox that sees every run's dir
 that view per child: each forked harness gets a mount namespace with only its own trial directory,
 socket, /tmp and /dev/shm, its own PID namespace and /proc, and no capability left, as
 `Sandbox.wrap` gives a spawned one (see `pedl.harness._namespaces`).
+
+Each forked harness's model directory is a copy-on-write overlay over its experiment's tree, which
+the agent unpacked once (`model_trees`); the child mounts it in its own mount namespace before any
+trial code runs. A server whose children cannot mount one (it probes at start) gets copies instead.
 """
 
 from __future__ import annotations
