@@ -133,10 +133,14 @@ def show_alone(view: ModelView) -> str:
     return show(view)
 
 
-def probe(sandboxed: bool) -> str:
+def probe(sandboxed: bool, near: str | None = None) -> str:
     """Whether a forked child can mount a view here (as it would: in the fork server's sandbox, or
-    in a mount namespace of its own): "" if so, else why not. Forks; call before any thread starts."""
-    scratch = tempfile.mkdtemp(prefix="pedl-overlay-probe-")
+    in a mount namespace of its own), with its upper directory in `near` (where the runs' will be:
+    the file system decides too), else in the temporary directory: "" if so, else why not. Forks;
+    call before any thread starts."""
+    if near is not None and not (os.path.isdir(near) and os.access(near, os.W_OK)):
+        near = None
+    scratch = tempfile.mkdtemp(prefix=".pedl-overlay-probe-", dir=near)
     view = ModelView(*(os.path.join(scratch, d) for d in ("lower", "target", "upper", "work")))
     Path(view.lower).mkdir()
     Path(view.lower, "shipped").write_text("shipped\n")

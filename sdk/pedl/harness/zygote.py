@@ -269,8 +269,9 @@ def main() -> int:
     control = socket.socket(fileno=int(sys.argv[1]))
     if os.getppid() == 1:
         return 1  # the agent died before PR_SET_PDEATHSIG was in place
-    # Before the imports: the probe forks, which is safe only while no thread runs.
-    overlay = _model_view.probe(sandboxed="--sandboxed" in sys.argv[2:])
+    # Before the imports: the probe forks, which is safe only while no thread runs. HOME is the agent's
+    # trials directory, where the runs' overlays keep their changes.
+    overlay = _model_view.probe(sandboxed="--sandboxed" in sys.argv[2:], near=os.environ.get("HOME"))
     verdict = preload(tensorflow="--no-tensorflow" not in sys.argv[2:])
     if "ready" in verdict:
         verdict["ready"]["model_views"] = "overlay" if not overlay else f"copies ({overlay})"
