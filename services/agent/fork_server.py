@@ -11,6 +11,10 @@ Under `--isolation bwrap` the server runs in a sandbox that sees every run's dir
 that view per child: each forked harness gets a mount namespace with only its own trial directory,
 socket, /tmp and /dev/shm, its own PID namespace and /proc, and no capability left, as
 `Sandbox.wrap` gives a spawned one (see `pedl.harness._namespaces`).
+
+Each forked harness's model directory is a copy-on-write overlay over its experiment's tree, which
+the agent unpacked once (`model_trees`); the child mounts it in its own mount namespace before any
+trial code runs. A server whose children cannot mount one (it probes at start) gets copies instead.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ STARTUP_PREFIXES = (
 # Differ per run and are read only when used (after the fork, from the updated environment);
 # OMP_NUM_THREADS is applied after the fork with torch.set_num_threads (pedl.harness.zygote).
 PER_RUN = frozenset({"HOME", "CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED", "OMP_NUM_THREADS"})
+
+# What the agent log says (once per environment) when forked runs get copies rather than overlays.
+COPYING = "copying each forked run's model definition"
 
 log = structlog.get_logger(component="fork_server")
 
@@ -112,6 +119,8 @@ class ForkServer:
     sandbox: Sandbox | None
     trials_root: Path
     socket_dir: Path
+    # The agent's unpacked model definitions (`model_trees`): read-only in the server's sandbox.
+    trees_root: Path | None = None
     unusable: str = ""  # why this environment never forks (logged once)
     # Set once TensorFlow proved to start threads on import: the server then preloads torch only.
     without_tensorflow: bool = False
@@ -136,13 +145,15 @@ class ForkServer:
         argv = server_argv(self.harness_argv, theirs.fileno())
         if argv is not None and self.without_tensorflow:
             argv.append("--no-tensorflow")
+        if argv is not None and self.sandbox is not None:
+            argv.append("--sandboxed")
         if argv is None:
             ours.close()
             theirs.close()
             self.unusable = f"its harness command {self.harness_argv} is not `PYTHON -m pedl.harness`"
             return
         if self.sandbox is not None:
-            argv = self.sandbox.wrap_fork_server(argv, self.trials_root, self.socket_dir)
+            argv = self.sandbox.wrap_fork_server(argv, self.trials_root, self.socket_dir, self.trees_root)
         self.trials_root.mkdir(parents=True, exist_ok=True)
         try:
             # From the loop's own thread: the server's PR_SET_PDEATHSIG follows the thread that forked it.
@@ -255,12 +266,27 @@ class ForkServer:
             log.info("fork server ready", environment=self.name, **verdict["ready"])
 
     @property
+    def model_views(self) -> str:
+        """`overlay` when its children mount their model directories as overlays, else why not
+        (empty until it is ready)."""
+        ready = self._ready
+        if not self._serving or ready is None:
+            return ""
+        return str(ready.result()["ready"].get("model_views", "copies (its pedl mounts no overlays)"))
+
+    @property
     def _serving(self) -> bool:
         """Running with its imports done: a fork needs no lock (runs starting together all fork)."""
         ready = self._ready
         return self.running and ready is not None and ready.done() and "ready" in ready.result()
 
-    async def fork(self, env: dict[str, str], cwd: Path, box: dict[str, Any] | None) -> ForkedProcess:
+    async def fork(
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        box: dict[str, Any] | None,
+        view: dict[str, str] | None = None,
+    ) -> ForkedProcess:
         if not self._serving:
             # A run never waits for the imports it would pay for by spawning.
             if self._lock.locked():
@@ -287,7 +313,7 @@ class ForkServer:
             request_id = next(self._ids)
             reply = self._replies[request_id] = loop.create_future()
             assert self._sock is not None
-            message = json.dumps({"id": request_id, "box": box}).encode()
+            message = json.dumps({"id": request_id, "box": box, "view": view}).encode()
             socket.send_fds(self._sock, [message], [body_r, out_w, err_w])
         except OSError as e:
             for fd in (out_r, err_r):
@@ -339,13 +365,15 @@ class ForkServers:
         sandbox: Sandbox | None,
         trials_root: Path,
         socket_dir: Path,
+        trees_root: Path | None = None,
     ) -> None:
         self._servers = {
-            name: ForkServer(name, list(argv), dict(env), sandbox, trials_root, socket_dir)
+            name: ForkServer(name, list(argv), dict(env), sandbox, trials_root, socket_dir, trees_root)
             for name, argv in environments.items()
         }
         self._sandbox = sandbox
         self._trials_root = trials_root
+        self._trees_root = trees_root
         self._told: set[tuple[str, str]] = set()
         self._warming: list[asyncio.Future[None]] = []
 
@@ -365,27 +393,46 @@ class ForkServers:
         except ForkUnavailable as e:
             self._tell(server.name, str(e))
 
+    def overlays(self, environment: str) -> bool:
+        """Whether a run forked now in `environment` gets its model directory as an overlay (`view`
+        in `fork`); when its server says it cannot mount one, the agent log says so once."""
+        name = environment or "default"
+        server = self._servers.get(name)
+        if server is None:
+            return False
+        views = server.model_views
+        if views and views != "overlay":
+            self._tell(name, f"its fork server cannot mount them as overlays: {views}", COPYING)
+        return views == "overlay"
+
     async def fork(
-        self, environment: str, env: dict[str, str], cwd: Path, trial_dir: Path, socket_path: Path
+        self,
+        environment: str,
+        env: dict[str, str],
+        cwd: Path,
+        trial_dir: Path,
+        socket_path: Path,
+        view: dict[str, str] | None = None,
     ) -> ForkedProcess | None:
-        """A harness forked for this run, or None (logged once per environment and reason): spawn it."""
+        """A harness forked for this run, or None (logged once per environment and reason): spawn it.
+        With a `view` (see `overlays`) the harness mounts its model directory `cwd` as an overlay."""
         name = environment or "default"
         server = self._servers.get(name)
         if server is None:
             return None
         box = None
         if self._sandbox is not None:
-            box = self._sandbox.child_plan(trial_dir, socket_path, self._trials_root)
+            box = self._sandbox.child_plan(trial_dir, socket_path, self._trials_root, self._trees_root)
         try:
-            return await server.fork(env, cwd, box)
+            return await server.fork(env, cwd, box, view)
         except (ForkUnavailable, asyncio.TimeoutError) as e:
             self._tell(name, str(e) or "the fork server did not answer")
             return None
 
-    def _tell(self, name: str, reason: str) -> None:
+    def _tell(self, name: str, reason: str, what: str = "starting harnesses as new processes") -> None:
         if (name, reason) not in self._told:
             self._told.add((name, reason))
-            log.warning("starting harnesses as new processes", environment=name, reason=reason)
+            log.warning(what, environment=name, reason=reason)
 
     async def close(self) -> None:
         for task in self._warming:

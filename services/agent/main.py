@@ -23,6 +23,7 @@ from .disk import TrialDirs
 from .fork_server import ForkServers
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
+from .model_trees import ModelTrees
 from .outbox import Outbox
 from .ranks import DISTRIBUTED_ENV
 from .run_settings import RunSettings
@@ -83,11 +84,17 @@ async def run_agent(cfg: AgentConfig) -> None:
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
+    model_trees = ModelTrees(
+        ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
+        cfg.work_dir / "model_definitions" / "trees",
+    )
     fork_servers = None
     if cfg.harness_start == "fork":
         env = harness_environment(os.environ, cfg.work_dir / "trials", DISTRIBUTED_ENV)
         env["PYTHONUNBUFFERED"] = "1"
-        fork_servers = ForkServers(cfg.environment_argvs(), env, sandbox, cfg.work_dir / "trials", sock_dir)
+        fork_servers = ForkServers(
+            cfg.environment_argvs(), env, sandbox, cfg.work_dir / "trials", sock_dir, model_trees.root
+        )
         await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()
     address = cfg.address or local_address(cfg.master)
@@ -95,7 +102,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         harness_argv=cfg.harness_argv(),
         work_dir=cfg.work_dir,
         socket_dir=sock_dir,
-        model_definitions=ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
+        model_definitions=model_trees,
         send=outbox.put,
         kill_grace_seconds=cfg.kill_grace_seconds,
         store_retry_budget_seconds=cfg.store_retry_budget_seconds,
@@ -152,6 +159,7 @@ async def run_agent(cfg: AgentConfig) -> None:
     sweeper = asyncio.ensure_future(
         trial_dirs.sweep_forever(lambda: [trial_dirs.root / f"{t}-{r}" for t, r in list(agent.runs)])
     )
+    tree_sweeper = asyncio.ensure_future(model_trees.sweep_forever())
     try:
         stopping = asyncio.ensure_future(stop_requested.wait())
         await asyncio.wait([stopping, link_task], return_when=asyncio.FIRST_COMPLETED)
@@ -162,6 +170,7 @@ async def run_agent(cfg: AgentConfig) -> None:
             await outbox.drained(SHUTDOWN_FLUSH_SECONDS)
     finally:
         sweeper.cancel()
+        tree_sweeper.cancel()
         link_stop.set()
         try:
             await asyncio.wait_for(link_task, 5.0)

@@ -1,15 +1,15 @@
-"""Model definitions: fetched once per experiment from the scheduler, cached, unpacked per trial run."""
+"""Model definitions: fetched once per experiment from the scheduler and cached (unpacked once per
+experiment by `model_trees`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import pedl._grpc
-from pedl.context import unpack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
 if TYPE_CHECKING:
@@ -68,16 +68,24 @@ class ModelDefinitionCache:
             raise RuntimeError(f"the scheduler sent an empty model definition for experiment {experiment_id}")
         return resp.model_definition
 
+    def cached(self) -> list[int]:
+        """The experiments whose archives are here (also those an earlier agent process fetched)."""
+        if not self._dir.is_dir():
+            return []
+        names = (p.name.removesuffix(".tar.gz") for p in self._dir.glob("*.tar.gz"))
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def forget(self, experiment_id: int) -> None:
+        """Removes the experiment's archive (a later `get` fetches it again)."""
+        with contextlib.suppress(FileNotFoundError):
+            self._path(experiment_id).unlink()
+        lock = self._locks.get(experiment_id)
+        if lock is not None and not lock.locked():
+            del self._locks[experiment_id]
+
     @staticmethod
     def _store(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-
-
-def unpack_fresh(data: bytes, dest: Path) -> None:
-    """Unpacks into an emptied `dest`, so files from an earlier attempt never linger."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    unpack(data, dest)

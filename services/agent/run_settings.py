@@ -14,7 +14,7 @@ from .devices import Gpu
 from .disk import DEFAULT_POLL_SECONDS, TrialDirs
 from .fork_server import ForkServers
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES
-from .model_definitions import ModelDefinitionCache
+from .model_trees import ModelTrees
 from .sandbox import Sandbox
 
 Send = Callable[[agent_pb2.ConnectRequest], None]
@@ -27,7 +27,8 @@ class RunSettings:
     harness_argv: list[str]
     work_dir: Path
     socket_dir: Path
-    model_definitions: ModelDefinitionCache
+    # Each experiment's model definition, unpacked once on this agent (model_trees.py).
+    model_definitions: ModelTrees
     send: Send
     kill_grace_seconds: float = 10.0
     # How long harnesses wait out an unreachable checkpoint store (pedl.harness.store_retry).

@@ -108,10 +108,13 @@ class Sandbox:
             out += ["--dev-bind", dev, dev]
         return covered
 
-    def wrap_fork_server(self, argv: Sequence[str], trials_root: Path, socket_dir: Path) -> list[str]:
+    def wrap_fork_server(
+        self, argv: Sequence[str], trials_root: Path, socket_dir: Path, trees_root: Path | None = None
+    ) -> list[str]:
         """The sandbox of a fork server (`fork_server.py`): as a harness's, but seeing every run's
-        directory and socket, with the machine's /dev/shm at FORK_HOST_SHM, and the capabilities (in
-        its own user namespace) each child needs to narrow that to its own run (`child_plan`)."""
+        directory and socket (and, read-only, the unpacked model definitions each child's model
+        directory is a view of), with the machine's /dev/shm at FORK_HOST_SHM, and the capabilities
+        (in its own user namespace) each child needs to narrow that to its own run (`child_plan`)."""
         out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--dir", FORK_STAGE]
         if Path("/dev/shm").is_dir():
@@ -122,21 +125,27 @@ class Sandbox:
             out += ["--bind", str(path), str(path)]
         covered = self._covers(out)
         out += ["--bind", str(trials_root), str(trials_root), "--bind", str(socket_dir), str(socket_dir)]
+        if trees_root is not None:
+            out += ["--ro-bind", str(trees_root), str(trees_root)]
         for path in reversed(covered):
             out += ["--remount-ro", str(path)]
         out += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--die-with-parent", "--"]
         return out + list(argv)
 
-    def child_plan(self, trial_dir: Path, socket_path: Path, trials_root: Path) -> dict[str, object]:
-        """What a forked harness narrows its fork server's view to (`pedl.harness._namespaces`)."""
+    def child_plan(
+        self, trial_dir: Path, socket_path: Path, trials_root: Path, trees_root: Path | None = None
+    ) -> dict[str, object]:
+        """What a forked harness narrows its fork server's view to (`pedl.harness._namespaces`): every
+        experiment's model definition is covered too, once its own is mounted as its model directory."""
         (trial_dir / ".tmp").mkdir(parents=True, exist_ok=True)
         shm = self.shm_dir(trial_dir)
         if shm is not None:
             shm.mkdir(mode=0o700, exist_ok=True)
+        covered = [trials_root, socket_path.parent, *([trees_root] if trees_root is not None else [])]
         return {
             "trial_dir": str(trial_dir),
             "socket_path": str(socket_path),
-            "covered": [str(trials_root), str(socket_path.parent)],
+            "covered": [str(c) for c in covered],
             "shm": f"{FORK_HOST_SHM}/{shm.name}" if shm is not None else "",
             "host_shm": FORK_HOST_SHM if Path("/dev/shm").is_dir() else "",
             "stage": FORK_STAGE,

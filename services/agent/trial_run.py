@@ -32,7 +32,8 @@ from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
-from .model_definitions import check_name, unpack_fresh
+from .model_definitions import check_name
+from .model_trees import copy_view, mount_point
 from .ranks import Ranks, plan_ranks
 from .run_environment import run_environment
 from .run_limits import RunLimits
@@ -48,6 +49,9 @@ PIPE_DRAIN_SECONDS = 5.0
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
 # When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
 TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
+# In a run's trial directory: the overlay's upper (what the run changed in its model directory) and
+# work directories, when a forked harness mounts its model directory as an overlay.
+VIEW_DIR = ".pedl-view"
 
 
 class _Killed(Exception):
@@ -96,6 +100,10 @@ class TrialRun:
         self._timeline: list[common_pb2.TimelinePhase] = []
         self._released: asyncio.Future[None] | None = None
         self._handed_over = False
+        # The experiment's shared tree, held for this run; whether the forked harness mounts its model
+        # directory over it (else the agent copied it in).
+        self._tree: Path | None = None
+        self._overlay = False
         self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
 
@@ -283,6 +291,8 @@ class TrialRun:
                 self._s.sandbox.release(self.trial_dir)
             for lifeline in self._lifelines:
                 lifeline.close()
+            if self._tree is not None:  # every process of the run has exited
+                self._s.model_definitions.release(self.start.experiment_id)
         return outcome
 
     async def _wait_for_slots(self, after: Sequence[asyncio.Future[None]]) -> bool:
@@ -327,14 +337,30 @@ class TrialRun:
         if unmet is not None:
             raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
-        data = await self._s.model_definitions.get(self.start.experiment_id)
+        # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
+        tree, _ = await self._s.model_definitions.acquire(self.start.experiment_id)
+        self._tree = tree
         dest = self.trial_dir / name
-        try:
-            await asyncio.to_thread(unpack_fresh, data, dest)
-        except ValueError as e:
-            raise ValueError(f"experiment {self.start.experiment_id}: {e}") from e
+        fork_servers = self._s.fork_servers
+        single = len(self.start.slot_ids) <= 1  # one local rank (plan_ranks)
+        self._overlay = fork_servers is not None and single and fork_servers.overlays(self.start.environment)
+        if self._overlay:
+            await asyncio.to_thread(mount_point, dest)
+        else:
+            await asyncio.to_thread(copy_view, tree, dest)
         self.servicer.model_definition_dir = str(dest)
         return dest
+
+    def _view(self, model_dir: Path) -> dict[str, str]:
+        """The overlay a forked harness mounts at its model directory (`pedl.harness._model_view`)."""
+        assert self._tree is not None
+        view = self.trial_dir / VIEW_DIR
+        return {
+            "lower": str(self._tree),
+            "target": str(model_dir),
+            "upper": str(view / "upper"),
+            "work": str(view / "work"),
+        }
 
     async def _serve(self) -> grpc.aio.Server:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
@@ -371,12 +397,16 @@ class TrialRun:
         env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
         if self._s.fork_servers is not None and self._ranks.local == 1:
+            view = self._view(model_dir) if self._overlay else None
             forked = await self._s.fork_servers.fork(
-                self.start.environment, env, model_dir, self.trial_dir, self.socket_path
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view
             )
             if forked is not None:
-                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir))
+                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=self._overlay)
                 return forked
+        if self._overlay and self._tree is not None:  # not forked after all: a copy of its own
+            await asyncio.to_thread(copy_view, self._tree, model_dir)
+            self._overlay = False
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share

@@ -105,3 +105,14 @@ def test_the_list_scale_benchmark_runs_in_smoke_mode() -> None:
     assert re.search(first_page, out, re.M), out
     assert re.search(rf"^experiment describe \(100 trials\) +median +{NUMBER} s +\(goal < 2 s\)", out, re.M)
     assert re.search(rf"^scheduler memory \(RSS\) +{NUMBER} MiB", out, re.M), out
+
+
+def test_the_model_views_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("model_views.py")
+    assert "== a model definition of 100 files" in out
+    assert re.search(rf"^before: un-gzip per run +{NUMBER} ms$", out, re.M), out
+    copy = rf"^after, spawned run \(copy of the tree\) +{NUMBER} ms  ratio {NUMBER}$"
+    assert re.search(copy, out, re.M), out
+    # The overlay line where this machine can mount one (as root, or in a user namespace).
+    overlay = re.search(rf"^after, forked run \(overlay\) +{NUMBER} ms  ratio {NUMBER}$", out, re.M)
+    assert overlay or "overlay: not available here" in out, out

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pedl.harness import _model_view
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_RDONLY = 1
@@ -139,8 +141,11 @@ class ChildSandbox:
         )
 
 
-def narrow_mounts(box: ChildSandbox) -> None:
-    """In a new mount namespace: only this run's trial directory, socket, /tmp and /dev/shm remain.
+def narrow_mounts(box: ChildSandbox, view: _model_view.ModelView | None = None) -> str:
+    """In a new mount namespace: only this run's trial directory, socket, /tmp and /dev/shm remain,
+    with its model directory a copy-on-write `view` of its experiment's shared tree (whose directory
+    is covered with the others: no trial sees another experiment's code). Returns "" or why the
+    view is a copy rather than an overlay.
 
     In bubblewrap's order (/tmp first, then the covers, then the run's own paths), so a trial or
     socket directory under /tmp ends up where `Sandbox.wrap` would have put it."""
@@ -160,6 +165,9 @@ def narrow_mounts(box: ChildSandbox) -> None:
     for index, path in enumerate(box.shared):
         (stage / f"shared{index}").mkdir()
         bind(path, str(stage / f"shared{index}"))
+    if view is not None:
+        (stage / "model").mkdir()
+        bind(view.lower, str(stage / "model"))
     bind(str(stage / "trial" / ".tmp"), "/tmp")
     bind(str(stage / "trial" / ".tmp"), "/var/tmp")
     for index, path in enumerate(box.shared):
@@ -173,6 +181,8 @@ def narrow_mounts(box: ChildSandbox) -> None:
     Path(box.socket_path).touch()
     bind(str(stage / "trial"), box.trial_dir)
     bind(str(stage / "socket"), box.socket_path)
+    # The overlay holds its own reference to the staged tree: it outlives the stage's unmounting.
+    copied = "" if view is None else _model_view.show(view, str(stage / "model"))
     if box.shm:
         bind(str(stage / "shm"), "/dev/shm")
     for path, data in readable.items():
@@ -183,6 +193,7 @@ def narrow_mounts(box: ChildSandbox) -> None:
     if box.host_shm:
         umount(box.host_shm)
     umount(box.stage)
+    return copied
 
 
 def mount_own_proc() -> None:

@@ -7,14 +7,18 @@ cannot survive a fork exists here before it: no CUDA context, no Python threads,
 
 Protocol on FD (a SOCK_SEQPACKET socket to the agent; JSON messages):
   server -> agent  {"ready": {...}} once preloaded, or {"unsafe": "why"} (then it exits)
-  agent -> server  {"id": N, "box": {...} | null} with three fds: the request body (a pipe: the
-                   run's environment and working directory, read by the child only, so no trial's
-                   token stays in this process for later children to find), stdout, stderr
+  agent -> server  {"id": N, "box": {...} | null, "view": {...} | null} with three fds: the
+                   request body (a pipe: the run's environment and working directory, read by the
+                   child only, so no trial's token stays in this process for later children to
+                   find), stdout, stderr
   server -> agent  {"id": N, "pid": P} or {"id": N, "error": "why"}; later {"exit": P, "code": C}
                    (C as `Popen.returncode`: negative for a signal)
 With a "box" the child narrows its mounts and takes a PID namespace of its own before the harness
 starts (`_namespaces`), so a harness forked inside the server's sandbox sees what a harness
-sandboxed alone would. The server and every child die with their parent (PR_SET_PDEATHSIG).
+sandboxed alone would. With a "view" its model directory is an overlay over the experiment's tree
+the agent unpacked once (`_model_view`); "ready" says whether children can mount one here
+("model_views": "overlay"), else the agent copies the tree for them. The server and every child
+die with their parent (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import time
 import traceback
 from typing import Any
 
-from pedl.harness import _namespaces
+from pedl.harness import _model_view, _namespaces
 from pedl.harness._exit import flush_and_exit
 
 # Imported before forking, in this order; each is skipped where not installed.
@@ -144,7 +148,9 @@ def _run_harness(env: dict[str, str], cwd: str) -> int:
     return main()
 
 
-def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -> None:
+def _child(
+    control: socket.socket, fds: list[int], box: dict[str, Any] | None, view: dict[str, Any] | None
+) -> None:
     """The forked harness (never returns): its own session, its output, its sandbox, then the trial."""
     code = 1
     try:
@@ -161,8 +167,10 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
         for fd, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        model_view = _model_view.ModelView.from_dict(view) if view is not None else None
+        copied = ""
         if box is not None:
-            _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box))
+            copied = _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box), model_view)
             _namespaces.unshare(_namespaces.CLONE_NEWPID)
             pid = os.fork()
             if pid:  # waits for the namespace's init and ends as the harness did
@@ -177,6 +185,13 @@ def _child(control: socket.socket, fds: list[int], box: dict[str, Any] | None) -
             if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
                 _init(harness)
             _namespaces.die_with_parent(signal.SIGKILL)
+        elif model_view is not None:
+            copied = _model_view.show_alone(model_view)
+        if copied:
+            print(
+                f"pedl: the model directory is a copy (no overlay could be mounted: {copied})",
+                file=sys.stderr,
+            )
         code = _run_harness(body["env"], body["cwd"])
         from pedl.harness.main import exit_now
 
@@ -237,7 +252,7 @@ def serve(control: socket.socket) -> None:
                 else:
                     pid = os.fork()
                     if pid == 0:
-                        _child(control, fds, request.get("box"))
+                        _child(control, fds, request.get("box"), request.get("view"))
                     children.add(pid)
                     _send(control, {"id": request["id"], "pid": pid})
                 for fd in fds:
@@ -254,7 +269,12 @@ def main() -> int:
     control = socket.socket(fileno=int(sys.argv[1]))
     if os.getppid() == 1:
         return 1  # the agent died before PR_SET_PDEATHSIG was in place
+    # Before the imports: the probe forks, which is safe only while no thread runs. HOME is the agent's
+    # trials directory, where the runs' overlays keep their changes.
+    overlay = _model_view.probe(sandboxed="--sandboxed" in sys.argv[2:], near=os.environ.get("HOME"))
     verdict = preload(tensorflow="--no-tensorflow" not in sys.argv[2:])
+    if "ready" in verdict:
+        verdict["ready"]["model_views"] = "overlay" if not overlay else f"copies ({overlay})"
     _send(control, verdict)
     if "unsafe" in verdict:
         return 3

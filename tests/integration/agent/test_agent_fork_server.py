@@ -153,3 +153,53 @@ def test_an_environment_whose_server_cannot_start_spawns_from_then_on(tmp_path: 
             await servers.close()
 
     asyncio.run(scenario())
+
+
+def test_forked_runs_get_overlays_where_the_server_can_mount_them(tmp_path: Path) -> None:
+    from pedl.harness._model_view import probe
+
+    if probe(sandboxed=False):
+        pytest.skip("no overlay can be mounted here")
+
+    async def scenario() -> None:
+        servers, _, _, _ = _servers(tmp_path, "none")
+        try:
+            await _ready(servers)
+            assert servers.overlays("default")
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
+OLD_ZYGOTE = """#!{python}
+import json, socket, sys, time
+control = socket.socket(fileno=int(sys.argv[3]))
+control.sendall(json.dumps({{"ready": {{"preloaded": []}}}}).encode())  # a pedl without model views
+time.sleep(600)
+"""
+
+
+def test_a_server_that_mounts_no_overlays_gets_copies_said_once_in_the_agent_log(tmp_path: Path) -> None:
+    import structlog
+
+    async def scenario() -> list[dict]:
+        work, sock = tmp_path / "work", tmp_path / "sock"
+        (work / "trials").mkdir(parents=True)
+        sock.mkdir()
+        python = tmp_path / "python"  # an environment whose pedl predates model views
+        python.write_text(OLD_ZYGOTE.format(python=sys.executable))
+        python.chmod(0o755)
+        environments = {"default": [str(python), "-m", "pedl.harness"]}
+        servers = ForkServers(environments, {}, None, work / "trials", sock)
+        try:
+            await _ready(servers)
+            with structlog.testing.capture_logs() as logs:
+                assert not servers.overlays("default") and not servers.overlays("")
+            return logs
+        finally:
+            await servers.close()
+
+    logs = asyncio.run(scenario())
+    assert [entry["event"] for entry in logs] == ["copying each forked run's model definition"]
+    assert "cannot mount them as overlays" in logs[0]["reason"]

@@ -8,6 +8,7 @@ import pytest
 
 from pedl.v1 import agent_pb2
 from pedl_agent.model_definitions import ModelDefinitionCache
+from pedl_agent.model_trees import ModelTrees
 from pedl_agent.ranks import plan_ranks
 from pedl_agent.run_settings import RunSettings
 from pedl_agent.trial_run import TrialRun
@@ -18,7 +19,7 @@ def trial_run(tmp_path: Path, slots: int, address: str = "") -> TrialRun:
         harness_argv=["python", "-m", "pedl.harness"],
         work_dir=tmp_path,
         socket_dir=tmp_path,
-        model_definitions=ModelDefinitionCache("127.0.0.1:1", tmp_path),
+        model_definitions=ModelTrees(ModelDefinitionCache("127.0.0.1:1", tmp_path), tmp_path / "trees"),
         send=lambda message: None,
         address=address,
     )
