@@ -33,10 +33,10 @@ from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import check_name
-from .model_trees import copy_view, mount_point
 from .ranks import Ranks, plan_ranks
 from .run_environment import run_environment
 from .run_limits import RunLimits
+from .run_model_dir import RunModelDir
 from .run_settings import RunSettings
 
 T = TypeVar("T")
@@ -49,9 +49,6 @@ PIPE_DRAIN_SECONDS = 5.0
 DEFAULT_MODEL_DEFINITION_NAME = "model_def"
 # When the agent started the harness (the start of its "imports" phase); as pedl.harness.timeline.T0_ENV.
 TIMELINE_T0_ENV = "PEDL_TIMELINE_T0"
-# In a run's trial directory: the overlay's upper (what the run changed in its model directory) and
-# work directories, when a forked harness mounts its model directory as an overlay.
-VIEW_DIR = ".pedl-view"
 
 
 class _Killed(Exception):
@@ -100,10 +97,7 @@ class TrialRun:
         self._timeline: list[common_pb2.TimelinePhase] = []
         self._released: asyncio.Future[None] | None = None
         self._handed_over = False
-        # The experiment's shared tree, held for this run; whether the forked harness mounts its model
-        # directory over it (else the agent copied it in).
-        self._tree: Path | None = None
-        self._overlay = False
+        self._model_dir: RunModelDir | None = None  # the run's view of its experiment's shared tree
         self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
 
@@ -291,7 +285,7 @@ class TrialRun:
                 self._s.sandbox.release(self.trial_dir)
             for lifeline in self._lifelines:
                 lifeline.close()
-            if self._tree is not None:  # every process of the run has exited
+            if self._model_dir is not None and self._model_dir.tree is not None:  # every process exited
                 self._s.model_definitions.release(self.start.experiment_id)
         return outcome
 
@@ -338,29 +332,15 @@ class TrialRun:
             raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
+        self._model_dir = RunModelDir(self.trial_dir, name)
         tree, _ = await self._s.model_definitions.acquire(self.start.experiment_id)
-        self._tree = tree
-        dest = self.trial_dir / name
+        self._model_dir.tree = tree  # held from here on, released at exit
         fork_servers = self._s.fork_servers
         single = len(self.start.slot_ids) <= 1  # one local rank (plan_ranks)
-        self._overlay = fork_servers is not None and single and fork_servers.overlays(self.start.environment)
-        if self._overlay:
-            await asyncio.to_thread(mount_point, dest)
-        else:
-            await asyncio.to_thread(copy_view, tree, dest)
-        self.servicer.model_definition_dir = str(dest)
-        return dest
-
-    def _view(self, model_dir: Path) -> dict[str, str]:
-        """The overlay a forked harness mounts at its model directory (`pedl.harness._model_view`)."""
-        assert self._tree is not None
-        view = self.trial_dir / VIEW_DIR
-        return {
-            "lower": str(self._tree),
-            "target": str(model_dir),
-            "upper": str(view / "upper"),
-            "work": str(view / "work"),
-        }
+        overlay = fork_servers is not None and single and fork_servers.overlays(self.start.environment)
+        await self._model_dir.prepare(tree, overlay)
+        self.servicer.model_definition_dir = str(self._model_dir.path)
+        return self._model_dir.path
 
     async def _serve(self) -> grpc.aio.Server:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
@@ -397,16 +377,15 @@ class TrialRun:
         env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
         if self._s.fork_servers is not None and self._ranks.local == 1:
-            view = self._view(model_dir) if self._overlay else None
+            view = self._model_dir.view() if self._model_dir is not None else None
             forked = await self._s.fork_servers.fork(
                 self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view
             )
             if forked is not None:
-                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=self._overlay)
+                self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=view is not None)
                 return forked
-        if self._overlay and self._tree is not None:  # not forked after all: a copy of its own
-            await asyncio.to_thread(copy_view, self._tree, model_dir)
-            self._overlay = False
+        if self._model_dir is not None:  # not forked after all: a copy of its own
+            await self._model_dir.not_forked()
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
         # A process group cannot span sessions: one harness gets a session of its own, several share

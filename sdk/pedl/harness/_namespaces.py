@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from pedl.harness import _model_view
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
@@ -141,11 +140,14 @@ class ChildSandbox:
         )
 
 
-def narrow_mounts(box: ChildSandbox, view: _model_view.ModelView | None = None) -> str:
+def narrow_mounts(
+    box: ChildSandbox, view_lower: str | None = None, show_view: Callable[[str], str] | None = None
+) -> str:
     """In a new mount namespace: only this run's trial directory, socket, /tmp and /dev/shm remain,
-    with its model directory a copy-on-write `view` of its experiment's shared tree (whose directory
-    is covered with the others: no trial sees another experiment's code). Returns "" or why the
-    view is a copy rather than an overlay.
+    with its model directory a copy-on-write view of its experiment's shared tree `view_lower`
+    (whose directory is covered with the others: no trial sees another experiment's code), made by
+    `show_view(staged tree)` (`_model_view.show`). Returns "" or why the view is a copy rather than
+    an overlay.
 
     In bubblewrap's order (/tmp first, then the covers, then the run's own paths), so a trial or
     socket directory under /tmp ends up where `Sandbox.wrap` would have put it."""
@@ -165,9 +167,9 @@ def narrow_mounts(box: ChildSandbox, view: _model_view.ModelView | None = None) 
     for index, path in enumerate(box.shared):
         (stage / f"shared{index}").mkdir()
         bind(path, str(stage / f"shared{index}"))
-    if view is not None:
+    if view_lower is not None:
         (stage / "model").mkdir()
-        bind(view.lower, str(stage / "model"))
+        bind(view_lower, str(stage / "model"))
     bind(str(stage / "trial" / ".tmp"), "/tmp")
     bind(str(stage / "trial" / ".tmp"), "/var/tmp")
     for index, path in enumerate(box.shared):
@@ -182,7 +184,7 @@ def narrow_mounts(box: ChildSandbox, view: _model_view.ModelView | None = None) 
     bind(str(stage / "trial"), box.trial_dir)
     bind(str(stage / "socket"), box.socket_path)
     # The overlay holds its own reference to the staged tree: it outlives the stage's unmounting.
-    copied = "" if view is None else _model_view.show(view, str(stage / "model"))
+    copied = "" if view_lower is None or show_view is None else show_view(str(stage / "model"))
     if box.shm:
         bind(str(stage / "shm"), "/dev/shm")
     for path, data in readable.items():

@@ -23,6 +23,7 @@ die with their parent (PR_SET_PDEATHSIG).
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import json
@@ -170,7 +171,13 @@ def _child(
         model_view = _model_view.ModelView.from_dict(view) if view is not None else None
         copied = ""
         if box is not None:
-            copied = _namespaces.narrow_mounts(_namespaces.ChildSandbox.from_dict(box), model_view)
+            sandbox = _namespaces.ChildSandbox.from_dict(box)
+            if model_view is None:
+                copied = _namespaces.narrow_mounts(sandbox)
+            else:
+                copied = _namespaces.narrow_mounts(
+                    sandbox, model_view.lower, functools.partial(_model_view.show, model_view)
+                )
             _namespaces.unshare(_namespaces.CLONE_NEWPID)
             pid = os.fork()
             if pid:  # waits for the namespace's init and ends as the harness did

@@ -184,9 +184,10 @@ def test_a_run_copies_the_tree_unless_its_forked_harness_mounts_it(
     run = TrialRun(start, settings)
     model_dir = asyncio.run(run._prepare())
     assert model_dir == tmp_path / "trials" / "1-1" / "m"
-    assert run._overlay is overlay
+    assert run._model_dir is not None and run._model_dir.overlay is overlay
     assert sorted(p.name for p in model_dir.iterdir()) == ([] if overlay else ["model.py"])
     if overlay:
-        view = run._view(model_dir)
+        view = run._model_dir.view()
+        assert view is not None
         assert view["lower"] == str(tmp_path / "trees" / "5") and view["target"] == str(model_dir)
         assert Path(view["upper"]).is_relative_to(run.trial_dir)
