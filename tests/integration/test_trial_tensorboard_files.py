@@ -161,6 +161,12 @@ def test_pedl_tensorboard_sync_fetches_the_trials_own_event_files(ran, tmp_path)
     assert squared == [(s, float(s * s)) for s in range(1, 11)]
     if _sandboxed():  # /tmp is the run's own only in the sandbox
         assert _scalars(files_dir(tmp_path, script_exp, script_trial), "script/from_tmp")[-1] == (10, 10.0)
+    # `pedl tensorboard -t TRIAL_ID`: only the trials named of an experiment named through them.
+    with CheckpointStoreClient(cluster.store.address) as store:
+        only = {script_exp: {script_trial}, trial_exp: {trial_id + 1000}}
+        TrialFilesSync(store, tmp_path / "one", [trial_exp, script_exp], only).refresh()
+    assert files_dir(tmp_path / "one", script_exp, script_trial).is_dir()
+    assert not files_dir(tmp_path / "one", trial_exp, trial_id).exists()
     # The metric runs are beside them, as before.
     assert (tmp_path / f"exp-{trial_exp}" / f"trial-{trial_id}" / "training").is_dir()
 

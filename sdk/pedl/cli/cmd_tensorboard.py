@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -41,9 +41,18 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     command = groups.add_parser(
         "tensorboard",
         parents=[common],
-        help="experiments' metrics in TensorBoard (also `det tensorboard start ID...`)",
+        help="experiments' metrics and trials' own event files in TensorBoard (also `det tensorboard start`)",
     )
-    command.add_argument("experiment_ids", type=positive_int, nargs="+", metavar="EXPERIMENT_ID")
+    command.add_argument("experiment_ids", type=positive_int, nargs="*", metavar="EXPERIMENT_ID")
+    command.add_argument(
+        "-t",
+        "--trial-ids",
+        type=positive_int,
+        nargs="+",
+        default=[],
+        metavar="TRIAL_ID",
+        help="trials to show (besides whole experiments)",
+    )
     command.add_argument(
         "--port",
         type=port,
@@ -77,6 +86,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def tensorboard(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("tensorboard") is None:
         raise CliError("TensorBoard is not installed: pip install tensorboard", EXIT_BAD_INPUT)
+    if not args.experiment_ids and not args.trial_ids:
+        raise CliError("name at least one EXPERIMENT_ID or --trial-ids TRIAL_ID", EXIT_BAD_INPUT)
     if args.refresh <= 0:
         raise CliError(f"--refresh must be a positive number of seconds, got {args.refresh}", EXIT_BAD_INPUT)
     from pedl.tensorboard import MetricsSync
@@ -90,8 +101,9 @@ def tensorboard(args: argparse.Namespace) -> int:
     process: subprocess.Popen | None = None
     try:
         with connect(args) as client, _store(args) as store:
-            sync = MetricsSync(client, logdir, args.experiment_ids)
-            files = _files_sync(store, logdir, args.experiment_ids)
+            experiment_ids, only_trials = _chosen(client, args.experiment_ids, args.trial_ids)
+            sync = MetricsSync(client, logdir, experiment_ids, only_trials)
+            files = _files_sync(store, logdir, experiment_ids, only_trials)
             try:
                 done = sync.refresh()
                 _refresh_files(files)
@@ -127,12 +139,24 @@ def _store(args: argparse.Namespace) -> contextlib.AbstractContextManager[Checkp
         return contextlib.nullcontext()
 
 
+def _chosen(
+    client: Any, experiment_ids: list[int], trial_ids: list[int]
+) -> tuple[list[int], dict[int, set[int]]]:
+    """The experiments to show, and for those named only through trials, which of their trials."""
+    only: dict[int, set[int]] = {}
+    for trial_id in trial_ids:
+        exp_id = client.get_trial(trial_id).trial.experiment_id
+        if exp_id not in experiment_ids:
+            only.setdefault(exp_id, set()).add(trial_id)
+    return list(dict.fromkeys([*experiment_ids, *only])), only
+
+
 def _files_sync(
-    store: CheckpointStoreClient | None, logdir: Path, experiment_ids: list[int]
+    store: CheckpointStoreClient | None, logdir: Path, experiment_ids: list[int], only: dict[int, set[int]]
 ) -> TrialFilesSync | None:
     from pedl.tensorboard.files_sync import TrialFilesSync
 
-    return None if store is None else TrialFilesSync(store, logdir, experiment_ids)
+    return None if store is None else TrialFilesSync(store, logdir, experiment_ids, only)
 
 
 def _refresh_files(files: TrialFilesSync | None) -> bool:

@@ -19,17 +19,31 @@ def files_dir(logdir: Path, experiment_id: int, trial_id: int) -> Path:
 
 
 class TrialFilesSync:
-    def __init__(self, store: CheckpointStoreClient, logdir: Path, experiment_ids: list[int]) -> None:
+    def __init__(
+        self,
+        store: CheckpointStoreClient,
+        logdir: Path,
+        experiment_ids: list[int],
+        only_trials: dict[int, set[int]] | None = None,
+    ) -> None:
+        """`only_trials`: for an experiment named there, only those trials' files."""
         self.store = store
         self.logdir = logdir
         self.experiment_ids = list(dict.fromkeys(experiment_ids))
+        self.only_trials = only_trials or {}
         self._have: dict[tuple[int, int, str], str] = {}  # (experiment, trial, path) -> sha256 written
 
     def refresh(self) -> int:
         """Downloads what is new or changed; how many files were written."""
         written = 0
         for exp_id in self.experiment_ids:
-            for f in tensorboard.list_files(self.store, exp_id):
+            chosen = self.only_trials.get(exp_id)
+            listed = (
+                tensorboard.list_files(self.store, exp_id)
+                if chosen is None
+                else [f for t in sorted(chosen) for f in tensorboard.list_files(self.store, exp_id, t)]
+            )
+            for f in listed:
                 key = (exp_id, f.trial_id, f.path)
                 if self._have.get(key) == f.sha256:
                     continue
