@@ -19,6 +19,8 @@ from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
+from pedl_checkpoint_store.tensorboard_files import TensorboardFiles
+from pedl_checkpoint_store.tensorboard_servicer import TensorboardServicer
 from pedl_checkpoint_store.upload import Upload
 from pedl_server_auth.authz import DELETE, READ, WRITE
 
@@ -44,13 +46,14 @@ def _storage_failure(error: OSError) -> grpc.StatusCode:
     return grpc.StatusCode.UNAVAILABLE if getattr(error, "transient", False) else grpc.StatusCode.INTERNAL
 
 
-class CheckpointStoreServicer(checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
+class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
     def __init__(
         self, store: CheckpointStore, chunk_size: int = CHUNK_SIZE, authz: StoreAuthz | None = None
     ) -> None:
         self.store = store
         self.chunk_size = chunk_size
         self.authz = authz or StoreAuthz(None, None)  # without one: authentication is off
+        self.tensorboard = TensorboardFiles(store.catalog, store.resolver)
 
     async def UploadCheckpoint(
         self, request_iterator: AsyncIterator[pb.UploadCheckpointRequest], context: grpc.aio.ServicerContext

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pedl import _log
+from pedl_checkpoint_store import tensorboard_files
 from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.orphan_sweep import abandoned, orphans
 from pedl_checkpoint_store.storage import StorageBackend
@@ -60,7 +61,8 @@ class OrphanSweeper:
             report.storages += 1
             now = _now()  # before listing: what is written meanwhile only looks younger
             # Claimed before the listing or after it: a checkpoint deleted meanwhile is not an orphan.
-            skip = self.store.claimed()
+            # Trials' TensorBoard files are no checkpoint's: never walked (orphans() would keep them too).
+            skip = self.store.claimed() | {tensorboard_files.PREFIX}
             try:
                 # Direct uploads' writes are listed still: they tell whether the upload is abandoned.
                 newest = backend.newest_by_child(skip=skip - set(self.store.direct_uploads.uuids()))

@@ -1,4 +1,5 @@
-"""Deleting an ended experiment: its checkpoints leave the store first, then its rows the database.
+"""Deleting an ended experiment: its checkpoints and its trials' own TensorBoard files leave the store
+first, then its rows the database.
 
 Its checkpoints are marked DELETING (committed) first, as every deletion is: if the store cannot delete
 one, or the scheduler dies midway, the rows stay, so `det e delete` can be run again and the
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
+import grpc
+
+from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient, tensorboard
 from pedl_scheduler.checkpoint_deleter import DELETING
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -34,6 +37,8 @@ async def delete_experiment(db: Storage, store_address: str, exp_id: int, live: 
         result_ops.set_checkpoint_state(db, uuids, DELETING)
         db.flush()
         await asyncio.to_thread(_delete_checkpoints, store_address, uuids)
+    if store_address:
+        await asyncio.to_thread(_delete_tensorboard_files, store_address, exp_id)
     experiment_ops.delete_experiment(db, exp_id)
     return len(uuids)
 
@@ -49,3 +54,16 @@ def _delete_checkpoints(store_address: str, uuids: list[str]) -> None:
                 raise DeleteError(
                     f"checkpoint {uuid} could not be deleted ({e}); nothing was removed"
                 ) from None
+
+
+def _delete_tensorboard_files(store_address: str, exp_id: int) -> None:
+    with CheckpointStoreClient(store_address) as store:
+        try:
+            tensorboard.delete_experiment(store, exp_id)
+        except CheckpointError as e:
+            if e.code == grpc.StatusCode.UNIMPLEMENTED:  # a store older than them holds none
+                return
+            raise DeleteError(
+                f"the TensorBoard files of experiment {exp_id} could not be deleted ({e}); "
+                "its checkpoints are gone, its rows are kept: run the delete again"
+            ) from None

@@ -42,6 +42,9 @@ The checkpoint store's calls (services/checkpoint_store/authz.py enforces them; 
 |                                         |         | start's)                       |                |
 | ListCheckpoints                         | yes     | its own trial (trial_id = its) | READ, filtered |
 | DeleteCheckpoint                        | yes     | never                          | never (*)      |
+| UploadTensorboardFiles                  | yes     | its own trial's only           | MANAGE         |
+| List/DownloadTensorboardFile(s)         | yes     | its own trial's only           | READ           |
+| DeleteTensorboardFiles                  | yes     | never                          | never (*)      |
 
 A user's column is answered by the scheduler (`AuthService.Authorize`, store_questions.py, with
 `may` and `STORE_ACCESS`), never by the store, so deactivation and `logout --all` act at once. A

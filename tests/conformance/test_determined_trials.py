@@ -202,20 +202,44 @@ def test_an_entrypoints_mapping_naming_a_determined_trial_is_refused_as_mixing_g
         run(model, config)
 
 
-def test_determined_tensorboard_metric_writers_are_refused_at_create_naming_the_import(tmp_path) -> None:
+def test_determined_tensorboard_writers_write_into_the_runs_tensorboard_dir(tmp_path, monkeypatch) -> None:
     """Determined's docs log extra scalars with `determined.tensorboard.metric_writers.pytorch.
-    TorchWriter`; pedl's TensorBoard shows reported metrics only, so the import is refused."""
+    TorchWriter` and `context.get_tensorboard_writer()` (a torch SummaryWriter); both write event files
+    into the run's TensorBoard directory, which the harness uploads (the model passes the static check)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     from pedl.model_def.static_check import check_model_definition
 
-    model = write_determined_model(tmp_path / "writer")
+    logdir = tmp_path / "tb"
+    monkeypatch.setenv("PEDL_TENSORBOARD_DIR", str(logdir))
+    model = write_determined_model(tmp_path / "writer", train_body=TRAIN_WRITING)
     source = (model / "model_def.py").read_text()
     (model / "model_def.py").write_text(
-        "from determined.tensorboard.metric_writers.pytorch import TorchWriter\n" + source
+        "import os\nfrom determined.tensorboard.metric_writers.pytorch import TorchWriter\n" + source
     )
-    with pytest.raises(ModelDefinitionError) as err:
-        check_model_definition(model, "model_def:MyTrial")
-    message = str(err.value)
-    assert message.count("\n") == 0
-    assert message.startswith("model_def.py, line 1: imports determined.tensorboard.metric_writers.pytorch")
-    with pytest.raises(ImportError, match="determined.tensorboard .*not supported by pedl"):
-        import determined.tensorboard  # noqa: F401
+    check_model_definition(model, "model_def:MyTrial")
+    _, result = run(model)
+    assert result.state == "COMPLETED"
+    accumulator = EventAccumulator(str(logdir))
+    accumulator.Reload()
+    assert {"context_writer/loss", "torch_writer/batch"} <= set(accumulator.Tags()["scalars"])
+    assert 0.0 in [e.value for e in accumulator.Scalars("torch_writer/batch")]
+    import determined.tensorboard
+
+    with pytest.raises(TypeError):
+        determined.tensorboard.MetricWriter()  # abstract, as Determined's
+
+
+TRAIN_WRITING = """if not hasattr(self, "tb"):
+            self.tb = TorchWriter()
+        self.tb.writer.add_scalar("torch_writer/batch", batch_idx, batch_idx)
+        loss = nn.functional.cross_entropy(output, labels)
+        self.context.get_tensorboard_writer().add_scalar("context_writer/loss", loss.item(), batch_idx)
+        assert self.context.get_tensorboard_writer() is self.context.get_tensorboard_writer()
+        assert str(self.context.get_tensorboard_path()) == os.environ["PEDL_TENSORBOARD_DIR"]
+        self.context.backward(loss)
+        self.context.step_optimizer(self.opt)
+        self.context.step_optimizer(self.head_opt)
+        self.tb.flush()
+        self.context.get_tensorboard_writer().flush()
+        return {"loss": loss}"""

@@ -134,6 +134,15 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         },  # filtered: test_private_lists_show_only_ones_own
         # Users delete through the scheduler (DeleteCheckpoints): at the store only the cluster secret.
         c + "DeleteCheckpoint": row(UNAUTH, DENIED, DENIED, DENIED, OK, DENIED, DENIED, DENIED),
+        # A trial's own TensorBoard files: as its checkpoints (a trial's token: its own trial only).
+        c + "UploadTensorboardFiles": store_write(),
+        c + "ListTensorboardFiles": store_read(private),
+        # A file never uploaded: whoever may read it is told so.
+        c + "DownloadTensorboardFile": {
+            k: NOT_FOUND if v == OK else v for k, v in store_read(private).items()
+        },
+        # The scheduler's, when it deletes the experiment.
+        c + "DeleteTensorboardFiles": row(UNAUTH, DENIED, DENIED, DENIED, OK, DENIED, DENIED, DENIED),
         # Served only by the agent, on each trial's own Unix socket inside its sandbox: never over TCP.
         **{f"/pedl.v1.HarnessService/{m}": row(*[UNIMPLEMENTED] * 8) for m in _harness_methods()},
     }
@@ -424,6 +433,24 @@ def _call(w: World, method: str, caller: str) -> Any:
         return c.ListCheckpoints(request, timeout=t)
     if name == "DeleteCheckpoint":
         return c.DeleteCheckpoint(cp.DeleteCheckpointRequest(uuid=w.new_checkpoint()), timeout=t)
+    if name == "UploadTensorboardFiles":
+        chunk = cp.FileChunk(path="events.out.tfevents.1", data=b"ev", last=True)
+        chunk.sha256 = hashlib.sha256(b"ev").hexdigest()
+        requests = [
+            cp.UploadTensorboardFilesRequest(
+                header=cp.TensorboardFilesHeader(experiment_id=w.exp_id, trial_id=w.trial_id)
+            ),
+            cp.UploadTensorboardFilesRequest(chunk=chunk),
+        ]
+        return c.UploadTensorboardFiles(iter(requests), timeout=t)
+    if name == "ListTensorboardFiles":
+        request = cp.ListTensorboardFilesRequest(experiment_id=w.exp_id, trial_id=w.trial_id)
+        return c.ListTensorboardFiles(request, timeout=t)
+    if name == "DownloadTensorboardFile":
+        request = cp.DownloadTensorboardFileRequest(experiment_id=w.exp_id, trial_id=w.trial_id, path="none")
+        return list(c.DownloadTensorboardFile(request, timeout=t))
+    if name == "DeleteTensorboardFiles":  # an experiment that has none: nothing of the others' goes
+        return c.DeleteTensorboardFiles(cp.DeleteTensorboardFilesRequest(experiment_id=999_999), timeout=t)
     raise AssertionError(f"no call written for {method}")
 
 

@@ -70,3 +70,22 @@ def test_a_live_experiment_grows_its_event_files_until_it_ends(tmp_path) -> None
     assert losses(tmp_path) == [(10, 1.0), (20, 0.5)]
     (event_file,) = run_dir(tmp_path, 3, 7, "training").iterdir()
     assert event_file.name.endswith(".pedl")
+
+
+def test_trials_named_alone_are_the_only_ones_written_and_end_the_watch_when_they_end(tmp_path) -> None:
+    """`pedl tensorboard -t TRIAL_ID`: the experiment's other trials are left out, and the watch
+    is over once the named trials ended, though the experiment goes on."""
+    scheduler = FakeScheduler()
+    scheduler.add_step(10, 1.0)
+    other = MetricsSync(scheduler, tmp_path / "other", [3], only_trials={3: {8}})
+    other.refresh()
+    other.close()
+    assert not (tmp_path / "other" / "exp-3" / "trial-7").exists()
+    live = MetricsSync(scheduler, tmp_path / "live", [3], only_trials={3: {7}})
+    assert live.refresh() is False
+    live.close()
+    scheduler.trial_state = common_pb2.TRIAL_STATE_COMPLETED
+    sync = MetricsSync(scheduler, tmp_path, [3], only_trials={3: {7}})
+    assert sync.refresh() is True
+    sync.close()
+    assert losses(tmp_path) == [(10, 1.0)]

@@ -120,6 +120,17 @@ class StoreCheckpoints:
     def fetch(self, uuid: str, directory: Path) -> None:
         self._retrying(lambda: self._store_client().download(uuid, directory), f"restoring checkpoint {uuid}")
 
+    def store_tensorboard_files(self, files: list[tuple[str, Path, int]]) -> int:
+        """Stores the trial's own TensorBoard files (relative path, file, bytes to send)."""
+        from pedl.checkpoints import tensorboard
+
+        return self._retrying(
+            lambda: tensorboard.upload(
+                self._store_client(), self._experiment_id, self._trial_id, files, self._storage
+            ),
+            f"uploading {len(files)} TensorBoard file(s)",
+        )
+
     def _retrying(self, call: Callable[[], T], what: str) -> T:
         def attempt() -> T:
             try:

@@ -33,6 +33,13 @@ from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.script_trial import ScriptFailed
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE, StoreUnavailable
+from pedl.harness.tensorboard_sync import (
+    TENSORBOARD_ENV,
+    SyncingSource,
+    TensorboardUploader,
+    final_sync,
+    run_directories,
+)
 from pedl.harness.trial_config import InvalidTrialConfig, invalid_config_signature, load_trial_config
 from pedl.harness.workloads import run_workloads
 
@@ -76,8 +83,9 @@ def _start_distributed(
 def run(socket_path: str, launch: Launch | None = None) -> int:
     """Runs the trial; with a `launch` (slots_per_trial > 1) as one rank of its process group.
     Returns the exit code (a command entrypoint's script's own)."""
-    source = AgentWorkloadSource(socket_path)
+    source: Any = AgentWorkloadSource(socket_path)
     model_dir: Path | None = None
+    uploader: TensorboardUploader | None = None
     try:
         info = source.trial_info()
         trial = info.trial
@@ -91,9 +99,18 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             trial.trial_id,
             storage if isinstance(storage, dict) else None,
         )
+        trial_dir = Path(info.model_definition_dir or os.getcwd()).parent
+        os.environ[TENSORBOARD_ENV] = str(run_directories(trial_dir)[0])
+        tensorboard = TensorboardUploader(run_directories(trial_dir), checkpoints.store_tensorboard_files)
+        if launch is None or launch.is_chief:  # it sends its machine's files, its other ranks' included
+            uploader = tensorboard
+            source = SyncingSource(source, uploader)
         if is_command(config):
             try:
-                return run_script(source, info, parsed, hparams, checkpoints, launch)
+                code = run_script(source, info, parsed, hparams, checkpoints, launch, tensorboard=tensorboard)
+                if uploader is not None:
+                    final_sync(uploader, failing=code != 0)
+                return code
             finally:
                 checkpoints.close()
         model_dir = Path(info.model_definition_dir or os.getcwd())
@@ -113,6 +130,8 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
                 source.report_epoch_length(epoch_length(controller))
             try:
                 run_workloads(controller, group.workloads(source), group.checkpoints(checkpoints))
+                if uploader is not None:
+                    final_sync(uploader, failing=False)
             finally:
                 checkpoints.close()
             group.finish()
@@ -136,10 +155,15 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             source.report_epoch_length(epoch_length(controller))
         try:
             run_workloads(controller, source, checkpoints)
+            if uploader is not None:
+                final_sync(uploader, failing=False)
         finally:
             getattr(checkpoints, "close", lambda: None)()
         return 0
     except Exception as exc:
+        if uploader is not None and _exit_code(exc) != STORE_UNAVAILABLE_EXIT_CODE:
+            # What the trial wrote before it failed, shown beside its error.
+            final_sync(uploader, failing=True)
         failure = refusal_signature(exc)
         if failure is None:
             failure = invalid_config_signature(exc)

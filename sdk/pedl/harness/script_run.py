@@ -22,6 +22,7 @@ from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
 from pedl.harness.distributed import Launch
 from pedl.harness.script_trial import ScriptFailed, ScriptSettings, ScriptTrial, handlers, script_environment
+from pedl.harness.tensorboard_sync import TensorboardUploader
 from pedl.v1 import agent_pb2, common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -77,8 +78,10 @@ def run_script(
     hparams: dict[str, Any],
     checkpoints: StoreCheckpoints,
     launch: Launch | None,
+    tensorboard: TensorboardUploader | None = None,
 ) -> int:
-    """Runs the command to its end; the exit code for the harness."""
+    """Runs the command to its end; the exit code for the harness. `tensorboard`: the uploader of the
+    run's event files (a script in TensorboardMode.MANUAL drives it itself, on any rank)."""
     from pedl.searcher.operations import operation_lengths
 
     trial = info.trial
@@ -104,7 +107,10 @@ def run_script(
     info_path.write_text(json.dumps(cluster_info(trial, parsed.raw, hparams, launch)))
     # Unix socket paths are limited to ~107 bytes; a trial's work directory can be longer.
     socket_dir = Path(tempfile.mkdtemp(prefix="pedl-core-"))
-    server = CoreApiServer(socket_dir / "core.sock", handlers(script))
+    calls = handlers(script)
+    if tensorboard is not None:
+        calls.update(tensorboard_manual=tensorboard.set_manual, tensorboard_upload=tensorboard.upload_named)
+    server = CoreApiServer(socket_dir / "core.sock", calls)
     log = _log.get_logger(component="harness")
     try:
         env = script_environment(dict(os.environ), str(server.socket_path), server.key, info_path)

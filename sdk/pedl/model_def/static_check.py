@@ -27,13 +27,7 @@ UNSUPPORTED_BASES = {
 }
 
 # Modules of Determined that pedl does not provide, refused before submission with the reason.
-UNSUPPORTED_MODULES = {
-    "determined.tensorboard": (
-        "Determined's TensorBoard metric writers), which pedl does not support: pedl's TensorBoard "
-        "(`pedl tensorboard EXPERIMENT_ID`) shows the metrics a trial reports, so return the values "
-        "from train_batch/evaluate_batch instead"
-    ),
-}
+UNSUPPORTED_MODULES: dict[str, str] = {}
 
 
 def _imported_modules(node: ast.AST) -> list[str]:

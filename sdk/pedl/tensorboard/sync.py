@@ -51,10 +51,18 @@ def _wall_time(timestamp: str) -> float:
 class MetricsSync:
     """Writes the experiments' metrics under `logdir`, replacing event files pedl wrote there before."""
 
-    def __init__(self, source: MetricsSource, logdir: Path, experiment_ids: list[int]) -> None:
+    def __init__(
+        self,
+        source: MetricsSource,
+        logdir: Path,
+        experiment_ids: list[int],
+        only_trials: dict[int, set[int]] | None = None,
+    ) -> None:
+        """`only_trials`: for an experiment named there, only those trials (`pedl tensorboard -t`)."""
         self.source = source
         self.logdir = logdir
         self.experiment_ids = list(dict.fromkeys(experiment_ids))
+        self.only_trials = only_trials or {}
         self._writers: dict[tuple[int, str], ScalarEventWriter] = {}
         self._written: dict[tuple[int, str], set[int]] = {}
         self._finished_trials: set[int] = set()
@@ -66,9 +74,13 @@ class MetricsSync:
         done = True
         for exp_id in self.experiment_ids:
             response = self.source.get_experiment(exp_id)
-            done = done and response.experiment.state in _ENDED_EXPERIMENT
+            done = done and (
+                response.experiment.state in _ENDED_EXPERIMENT
+                or (exp_id in self.only_trials and self._chosen_ended(response, self.only_trials[exp_id]))
+            )
+            chosen = self.only_trials.get(exp_id)
             for trial in response.trials:
-                if trial.id in self._finished_trials:
+                if trial.id in self._finished_trials or (chosen is not None and trial.id not in chosen):
                     continue
                 ended = trial.state in _ENDED_TRIAL  # read before the trial's metrics: none come after
                 self._write_trial(exp_id, self.source.get_trial(trial.id))
@@ -79,6 +91,10 @@ class MetricsSync:
         for writer in self._writers.values():
             writer.flush()
         return done
+
+    @staticmethod
+    def _chosen_ended(response: scheduler_pb2.GetExperimentResponse, chosen: set[int]) -> bool:
+        return all(t.state in _ENDED_TRIAL for t in response.trials if t.id in chosen)
 
     def close(self) -> None:
         for writer in self._writers.values():

@@ -489,3 +489,198 @@ class DeleteCheckpointResponse(google.protobuf.message.Message):
     ) -> None: ...
 
 global___DeleteCheckpointResponse = DeleteCheckpointResponse
+
+@typing.final
+class TensorboardFilesHeader(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    TRIAL_ID_FIELD_NUMBER: builtins.int
+    STORAGE_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    trial_id: builtins.int
+    @property
+    def storage(self) -> google.protobuf.struct_pb2.Struct:
+        """The experiment's checkpoint_storage config; empty for the store's default. The first upload of
+        an experiment fixes where all its trials' files go.
+        """
+
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+        trial_id: builtins.int = ...,
+        storage: google.protobuf.struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["storage", b"storage"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "storage", b"storage", "trial_id", b"trial_id"]) -> None: ...
+
+global___TensorboardFilesHeader = TensorboardFilesHeader
+
+@typing.final
+class UploadTensorboardFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: builtins.int
+    CHUNK_FIELD_NUMBER: builtins.int
+    @property
+    def header(self) -> global___TensorboardFilesHeader: ...
+    @property
+    def chunk(self) -> global___FileChunk:
+        """Path relative to the trial's TensorBoard directory, '/'-separated."""
+
+    def __init__(
+        self,
+        *,
+        header: global___TensorboardFilesHeader | None = ...,
+        chunk: global___FileChunk | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["chunk", b"chunk", "header", b"header", "message", b"message"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["chunk", b"chunk", "header", b"header", "message", b"message"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["message", b"message"]) -> typing.Literal["header", "chunk"] | None: ...
+
+global___UploadTensorboardFilesRequest = UploadTensorboardFilesRequest
+
+@typing.final
+class UploadTensorboardFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    FILES_FIELD_NUMBER: builtins.int
+    files: builtins.int
+    def __init__(
+        self,
+        *,
+        files: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["files", b"files"]) -> None: ...
+
+global___UploadTensorboardFilesResponse = UploadTensorboardFilesResponse
+
+@typing.final
+class TensorboardFile(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TRIAL_ID_FIELD_NUMBER: builtins.int
+    PATH_FIELD_NUMBER: builtins.int
+    SIZE_FIELD_NUMBER: builtins.int
+    SHA256_FIELD_NUMBER: builtins.int
+    trial_id: builtins.int
+    path: builtins.str
+    """Relative to the trial's TensorBoard directory, '/'-separated."""
+    size: builtins.int
+    sha256: builtins.str
+    def __init__(
+        self,
+        *,
+        trial_id: builtins.int = ...,
+        path: builtins.str = ...,
+        size: builtins.int = ...,
+        sha256: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["path", b"path", "sha256", b"sha256", "size", b"size", "trial_id", b"trial_id"]) -> None: ...
+
+global___TensorboardFile = TensorboardFile
+
+@typing.final
+class ListTensorboardFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    TRIAL_ID_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    trial_id: builtins.int
+    """0: every trial of the experiment."""
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+        trial_id: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "trial_id", b"trial_id"]) -> None: ...
+
+global___ListTensorboardFilesRequest = ListTensorboardFilesRequest
+
+@typing.final
+class ListTensorboardFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    FILES_FIELD_NUMBER: builtins.int
+    @property
+    def files(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___TensorboardFile]: ...
+    def __init__(
+        self,
+        *,
+        files: collections.abc.Iterable[global___TensorboardFile] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["files", b"files"]) -> None: ...
+
+global___ListTensorboardFilesResponse = ListTensorboardFilesResponse
+
+@typing.final
+class DownloadTensorboardFileRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    TRIAL_ID_FIELD_NUMBER: builtins.int
+    PATH_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    trial_id: builtins.int
+    path: builtins.str
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+        trial_id: builtins.int = ...,
+        path: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "path", b"path", "trial_id", b"trial_id"]) -> None: ...
+
+global___DownloadTensorboardFileRequest = DownloadTensorboardFileRequest
+
+@typing.final
+class DownloadTensorboardFileResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHUNK_FIELD_NUMBER: builtins.int
+    @property
+    def chunk(self) -> global___FileChunk: ...
+    def __init__(
+        self,
+        *,
+        chunk: global___FileChunk | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["chunk", b"chunk"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["chunk", b"chunk"]) -> None: ...
+
+global___DownloadTensorboardFileResponse = DownloadTensorboardFileResponse
+
+@typing.final
+class DeleteTensorboardFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id"]) -> None: ...
+
+global___DeleteTensorboardFilesRequest = DeleteTensorboardFilesRequest
+
+@typing.final
+class DeleteTensorboardFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    FILES_FIELD_NUMBER: builtins.int
+    files: builtins.int
+    """How many files were removed."""
+    def __init__(
+        self,
+        *,
+        files: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["files", b"files"]) -> None: ...
+
+global___DeleteTensorboardFilesResponse = DeleteTensorboardFilesResponse

@@ -56,6 +56,26 @@ class CheckpointStoreServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.FromString,
                 )
+        self.UploadTensorboardFiles = channel.stream_unary(
+                '/pedl.v1.CheckpointStoreService/UploadTensorboardFiles',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesResponse.FromString,
+                )
+        self.ListTensorboardFiles = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/ListTensorboardFiles',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesResponse.FromString,
+                )
+        self.DownloadTensorboardFile = channel.unary_stream(
+                '/pedl.v1.CheckpointStoreService/DownloadTensorboardFile',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileResponse.FromString,
+                )
+        self.DeleteTensorboardFiles = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/DeleteTensorboardFiles',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesResponse.FromString,
+                )
 
 
 class CheckpointStoreServiceServicer(object):
@@ -118,6 +138,36 @@ class CheckpointStoreServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UploadTensorboardFiles(self, request_iterator, context):
+        """A trial's own TensorBoard event files (what it wrote into its TensorBoard directory), kept on
+        its experiment's checkpoint storage under tensorboard/<experiment>/<trial>/. A header, then the
+        chunks of each file in turn; a file sent again (it grew) replaces the one stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTensorboardFiles(self, request, context):
+        """The files stored for an experiment's trials (or one trial's).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DownloadTensorboardFile(self, request, context):
+        """One file's chunks, the last carrying the sha256 of the whole file.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTensorboardFiles(self, request, context):
+        """Removes every file of an experiment: the scheduler's, when it deletes the experiment.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CheckpointStoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -160,6 +210,26 @@ def add_CheckpointStoreServiceServicer_to_server(servicer, server):
                     servicer.DeleteCheckpoint,
                     request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.SerializeToString,
+            ),
+            'UploadTensorboardFiles': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadTensorboardFiles,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesResponse.SerializeToString,
+            ),
+            'ListTensorboardFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTensorboardFiles,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesResponse.SerializeToString,
+            ),
+            'DownloadTensorboardFile': grpc.unary_stream_rpc_method_handler(
+                    servicer.DownloadTensorboardFile,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileResponse.SerializeToString,
+            ),
+            'DeleteTensorboardFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTensorboardFiles,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -306,5 +376,73 @@ class CheckpointStoreService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/DeleteCheckpoint',
             pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.SerializeToString,
             pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UploadTensorboardFiles(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/pedl.v1.CheckpointStoreService/UploadTensorboardFiles',
+            pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTensorboardFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/ListTensorboardFiles',
+            pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.ListTensorboardFilesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DownloadTensorboardFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/pedl.v1.CheckpointStoreService/DownloadTensorboardFile',
+            pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.DownloadTensorboardFileResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteTensorboardFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/DeleteTensorboardFiles',
+            pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.DeleteTensorboardFilesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

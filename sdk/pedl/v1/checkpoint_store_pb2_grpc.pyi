@@ -72,6 +72,33 @@ class CheckpointStoreServiceStub:
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse,
     ]
 
+    UploadTensorboardFiles: grpc.StreamUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesResponse,
+    ]
+    """A trial's own TensorBoard event files (what it wrote into its TensorBoard directory), kept on
+    its experiment's checkpoint storage under tensorboard/<experiment>/<trial>/. A header, then the
+    chunks of each file in turn; a file sent again (it grew) replaces the one stored.
+    """
+
+    ListTensorboardFiles: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.ListTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.ListTensorboardFilesResponse,
+    ]
+    """The files stored for an experiment's trials (or one trial's)."""
+
+    DownloadTensorboardFile: grpc.UnaryStreamMultiCallable[
+        pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileRequest,
+        pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileResponse,
+    ]
+    """One file's chunks, the last carrying the sha256 of the whole file."""
+
+    DeleteTensorboardFiles: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesResponse,
+    ]
+    """Removes every file of an experiment: the scheduler's, when it deletes the experiment."""
+
 class CheckpointStoreServiceAsyncStub:
     """The one place that knows where checkpoints live. A checkpoint is visible (listed,
     downloadable) only once every one of its files is stored.
@@ -125,6 +152,33 @@ class CheckpointStoreServiceAsyncStub:
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointRequest,
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse,
     ]
+
+    UploadTensorboardFiles: grpc.aio.StreamUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesResponse,
+    ]
+    """A trial's own TensorBoard event files (what it wrote into its TensorBoard directory), kept on
+    its experiment's checkpoint storage under tensorboard/<experiment>/<trial>/. A header, then the
+    chunks of each file in turn; a file sent again (it grew) replaces the one stored.
+    """
+
+    ListTensorboardFiles: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.ListTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.ListTensorboardFilesResponse,
+    ]
+    """The files stored for an experiment's trials (or one trial's)."""
+
+    DownloadTensorboardFile: grpc.aio.UnaryStreamMultiCallable[
+        pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileRequest,
+        pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileResponse,
+    ]
+    """One file's chunks, the last carrying the sha256 of the whole file."""
+
+    DeleteTensorboardFiles: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesRequest,
+        pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesResponse,
+    ]
+    """Removes every file of an experiment: the scheduler's, when it deletes the experiment."""
 
 class CheckpointStoreServiceServicer(metaclass=abc.ABCMeta):
     """The one place that knows where checkpoints live. A checkpoint is visible (listed,
@@ -195,5 +249,40 @@ class CheckpointStoreServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.checkpoint_store_pb2.DeleteCheckpointRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse]]: ...
+
+    @abc.abstractmethod
+    def UploadTensorboardFiles(
+        self,
+        request_iterator: _MaybeAsyncIterator[pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesRequest],
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesResponse]]:
+        """A trial's own TensorBoard event files (what it wrote into its TensorBoard directory), kept on
+        its experiment's checkpoint storage under tensorboard/<experiment>/<trial>/. A header, then the
+        chunks of each file in turn; a file sent again (it grew) replaces the one stored.
+        """
+
+    @abc.abstractmethod
+    def ListTensorboardFiles(
+        self,
+        request: pedl.v1.checkpoint_store_pb2.ListTensorboardFilesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.checkpoint_store_pb2.ListTensorboardFilesResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.ListTensorboardFilesResponse]]:
+        """The files stored for an experiment's trials (or one trial's)."""
+
+    @abc.abstractmethod
+    def DownloadTensorboardFile(
+        self,
+        request: pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[collections.abc.Iterator[pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileResponse], collections.abc.AsyncIterator[pedl.v1.checkpoint_store_pb2.DownloadTensorboardFileResponse]]:
+        """One file's chunks, the last carrying the sha256 of the whole file."""
+
+    @abc.abstractmethod
+    def DeleteTensorboardFiles(
+        self,
+        request: pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.DeleteTensorboardFilesResponse]]:
+        """Removes every file of an experiment: the scheduler's, when it deletes the experiment."""
 
 def add_CheckpointStoreServiceServicer_to_server(servicer: CheckpointStoreServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

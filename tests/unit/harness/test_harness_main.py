@@ -88,12 +88,20 @@ class DirectoryCheckpoints:
     def fetch(self, checkpoint_uuid: str, directory: Path) -> None:
         shutil.copytree(self.root / checkpoint_uuid, directory, dirs_exist_ok=True)
 
+    def store_tensorboard_files(self, files: list[tuple[str, Path, int]]) -> int:
+        for rel, path, size in files:
+            target = self.root / "tensorboard" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes()[:size])
+        return len(files)
+
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "store"
     root.mkdir()
     monkeypatch.setattr(harness_main, "StoreCheckpoints", lambda *args: DirectoryCheckpoints(root))
+    monkeypatch.setenv("PEDL_TENSORBOARD_DIR", "")  # the harness sets it: restored after the test
     return root
 
 
@@ -263,3 +271,17 @@ def test_importing_the_harness_does_not_import_torch() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert run.stdout.split() == []
+
+
+def test_files_in_the_runs_tensorboard_directory_are_stored_before_results_go_back(
+    tmp_path: Path, store: Path
+) -> None:
+    model_dir = toy_model_def(tmp_path)
+    events = model_dir.parent / "tensorboard" / "run" / "events.out.tfevents.1"
+    events.parent.mkdir(parents=True)
+    events.write_bytes(b"written before the first step")
+    agent = FakeAgent(trial_info(model_dir, CONFIG, HPARAMS), steps(5))
+    with serving(agent) as socket_path:
+        harness_main.run(socket_path)
+    assert (store / "tensorboard" / "run" / "events.out.tfevents.1").read_bytes() == events.read_bytes()
+    assert os.environ["PEDL_TENSORBOARD_DIR"] == str(model_dir.parent / "tensorboard")

@@ -30,11 +30,15 @@ class Context:
         distributed: DistributedContext,
         preempt_mode: PreemptMode,
         info: _cluster_info.ClusterInfo | None,
+        tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
     ) -> None:
         self._link = link
         self.info = info
         self.distributed = distributed
-        self.train = TrainContext(link, distributed)
+        manual = tensorboard_mode is TensorboardMode.MANUAL
+        if manual:  # the harness then uploads only what upload_tensorboard_files names
+            link.call("tensorboard_manual")
+        self.train = TrainContext(link, distributed, manual_tensorboard=manual)
         self.checkpoint = CheckpointContext(link, distributed)
         self.preempt = PreemptContext(link, distributed, preempt_mode)
         self.searcher = SearcherContext(link, distributed, dummy=isinstance(link, LocalLink))
@@ -86,6 +90,7 @@ def init(
             distributed or DummyDistributedContext(),
             preempt_mode,
             info,
+            tensorboard_mode,
         )
     if checkpoint_storage is not None:
         link.close()
@@ -105,4 +110,4 @@ def init(
     elif distributed.size != world:
         link.close()
         raise ValueError(f"distributed.size is {distributed.size}, but this trial runs {world} processes")
-    return Context(link, distributed, preempt_mode, info)
+    return Context(link, distributed, preempt_mode, info, tensorboard_mode)

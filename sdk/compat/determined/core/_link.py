@@ -96,6 +96,12 @@ class LocalLink:
     def _report(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         logger.info("%s metrics at steps_completed=%d: %s", group, steps_completed, metrics)
 
+    def _tensorboard_manual(self) -> None:
+        pass
+
+    def _tensorboard_upload(self, files: list[list[str]]) -> None:
+        logger.info("TensorBoard files left in place (no cluster to upload to): %d", len(files))
+
     def _progress(self, progress: float) -> None:
         logger.info("progress: %.1f%%", progress * 100)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
+import pathlib
+from collections.abc import Callable
 from typing import Any
 
 from determined.core._distributed import DistributedContext
@@ -59,9 +61,10 @@ def _plain(value: Any, what: str) -> Any:
 class TrainContext:
     """Reports what the script trained; only the chief (rank 0) reports, as in Determined."""
 
-    def __init__(self, link: Link, dist: DistributedContext) -> None:
+    def __init__(self, link: Link, dist: DistributedContext, manual_tensorboard: bool = False) -> None:
         self._link = link
         self._dist = dist
+        self._manual_tensorboard = manual_tensorboard
         self._last: dict[str, int] = {}
         self._closed = False
 
@@ -116,11 +119,26 @@ class TrainContext:
             raise TypeError(f"report_early_exit: reason must be an EarlyExitReason, got {reason!r}")
         self._link.call("early_exit", reason=reason.value)
 
-    def get_tensorboard_path(self) -> Any:
-        raise NotImplementedError(
-            "core_context.train.get_tensorboard_path: pedl writes TensorBoard files from the reported "
-            "metrics itself (pedl tensorboard); the Core API does not upload a script's own event files"
-        )
+    def get_tensorboard_path(self) -> pathlib.Path:
+        """The run's TensorBoard directory: what the script writes there is uploaded after each
+        workload (TensorboardMode.AUTO) and shown by `pedl tensorboard EXPERIMENT_ID`."""
+        from determined import tensorboard
 
-    def upload_tensorboard_files(self, *args: Any, **kwargs: Any) -> None:
-        self.get_tensorboard_path()
+        return tensorboard.get_base_path({})
+
+    def upload_tensorboard_files(
+        self,
+        selector: Callable[[pathlib.Path], bool] = lambda _: True,
+        mangler: Callable[[pathlib.Path, int], pathlib.Path] = lambda p, __: p,
+    ) -> None:
+        """TensorboardMode.MANUAL: uploads the files under the TensorBoard directory that `selector`
+        accepts, each stored as `mangler(relative path, rank)`, on any rank."""
+        if not self._manual_tensorboard:
+            raise RuntimeError("upload_tensorboard_files can only be used in MANUAL mode")
+        base = self.get_tensorboard_path()
+        files = [
+            [str(path), mangler(path.relative_to(base), self._dist.rank).as_posix()]
+            for path in sorted(base.rglob("*"))
+            if path.is_file() and selector(path)
+        ]
+        self._link.call("tensorboard_upload", files=files)

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from determined._trial_context import DistributedContext, TrialContext
+from determined.pytorch._tensorboard import TensorboardMethods
 from pedl.frameworks.pytorch._lr import LRScheduler
 from pedl.pytorch import _distributed
 from pedl.pytorch._data import to_device
@@ -23,7 +24,7 @@ def _ranks() -> DistributedContext:
     return DistributedContext() if ranks is None else DistributedContext(ranks.rank, ranks.world_size)
 
 
-class PyTorchTrialContext(TrialContext):
+class PyTorchTrialContext(TensorboardMethods, TrialContext):
     """Handed to `PyTorchTrial.__init__`; see Determined's docs for each method."""
 
     def __init__(

@@ -1,0 +1,120 @@
+"""CheckpointStoreService's TensorBoard-file calls: authorised as checkpoints are (a trial's token
+writes and reads only its own trial's files; users need READ, or MANAGE to upload; deleting is the
+scheduler's, with the cluster secret), the work done by `tensorboard_files.TensorboardFiles`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import grpc
+import grpc.aio
+from google.protobuf import json_format
+
+from pedl import _log
+from pedl.v1 import checkpoint_store_pb2 as pb
+from pedl_checkpoint_store.authz import StoreAuthz
+from pedl_checkpoint_store.errors import InvalidArgument, StoreError
+from pedl_checkpoint_store.tensorboard_files import TensorboardFiles, TensorboardUpload
+from pedl_server_auth.authz import DELETE, READ, WRITE
+
+log = _log.get_logger(component="checkpoint_store")
+
+
+class TensorboardServicer:
+    """Mixed into CheckpointStoreServicer, which sets these attributes."""
+
+    tensorboard: TensorboardFiles
+    authz: StoreAuthz
+    chunk_size: int
+
+    async def UploadTensorboardFiles(  # noqa: N802
+        self,
+        request_iterator: AsyncIterator[pb.UploadTensorboardFilesRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> pb.UploadTensorboardFilesResponse:
+        upload: TensorboardUpload | None = None
+        try:
+            async for request in request_iterator:
+                kind = request.WhichOneof("message")
+                if kind == "header":
+                    if upload is not None:
+                        raise InvalidArgument("upload stream carries a second header")
+                    header = request.header
+                    await self.authz.check(context, WRITE, header.experiment_id, header.trial_id)
+                    storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}
+                    upload = await asyncio.to_thread(
+                        self.tensorboard.begin, header.experiment_id, header.trial_id, storage
+                    )
+                elif kind == "chunk":
+                    if upload is None:
+                        raise InvalidArgument("upload stream must start with a header")
+                    await asyncio.to_thread(upload.add_chunk, request.chunk)
+                else:
+                    raise InvalidArgument("upload message has neither header nor chunk")
+            if upload is None:
+                raise InvalidArgument("upload stream ended without a header")
+            stored = upload.finish()
+        except StoreError as e:
+            if upload is not None:
+                await asyncio.to_thread(upload.abort)
+            await context.abort(_code(e), str(e))
+            raise  # unreachable: abort raises
+        except OSError as e:
+            if upload is not None:
+                await asyncio.to_thread(upload.abort)
+            log.error("TensorBoard upload failed in storage", error=str(e))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"checkpoint storage failed: {e}")
+            raise
+        except BaseException:
+            if upload is not None:
+                upload.abort()
+            raise
+        return pb.UploadTensorboardFilesResponse(files=stored)
+
+    async def ListTensorboardFiles(  # noqa: N802
+        self, request: pb.ListTensorboardFilesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListTensorboardFilesResponse:
+        await self.authz.check(context, READ, request.experiment_id, request.trial_id)
+        try:
+            files = await asyncio.to_thread(self.tensorboard.list, request.experiment_id, request.trial_id)
+        except StoreError as e:
+            await context.abort(_code(e), str(e))
+            raise
+        return pb.ListTensorboardFilesResponse(files=files)
+
+    async def DownloadTensorboardFile(  # noqa: N802
+        self, request: pb.DownloadTensorboardFileRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.DownloadTensorboardFileResponse]:
+        await self.authz.check(context, READ, request.experiment_id, request.trial_id)
+        try:
+            chunks: Iterator[pb.FileChunk] = await asyncio.to_thread(
+                self.tensorboard.open, request.experiment_id, request.trial_id, request.path, self.chunk_size
+            )
+            while (chunk := await asyncio.to_thread(lambda: next(chunks, None))) is not None:
+                yield pb.DownloadTensorboardFileResponse(chunk=chunk)
+        except StoreError as e:
+            await context.abort(_code(e), str(e))
+        except OSError as e:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"reading TensorBoard file failed: {e}")
+
+    async def DeleteTensorboardFiles(  # noqa: N802
+        self, request: pb.DeleteTensorboardFilesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteTensorboardFilesResponse:
+        await self.authz.check(context, DELETE, request.experiment_id, 0)
+        try:
+            count = await asyncio.to_thread(self.tensorboard.delete_experiment, request.experiment_id)
+        except StoreError as e:
+            await context.abort(_code(e), str(e))
+            raise
+        except OSError as e:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"checkpoint storage failed: {e}")
+            raise
+        log.info("TensorBoard files deleted", experiment_id=request.experiment_id, files=count)
+        return pb.DeleteTensorboardFilesResponse(files=count)
+
+
+def _code(error: StoreError) -> grpc.StatusCode:
+    from pedl_checkpoint_store.servicer import _code as code
+
+    return code(error)
