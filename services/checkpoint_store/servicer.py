@@ -17,33 +17,15 @@ from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
 from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
-from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.errors import InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.status_codes import status_code, storage_failure_code
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
 from pedl_checkpoint_store.tensorboard_files import TensorboardFiles
 from pedl_checkpoint_store.tensorboard_servicer import TensorboardServicer
 from pedl_checkpoint_store.upload import Upload
 from pedl_server_auth.authz import DELETE, READ, WRITE
 
-_CODES: list[tuple[type[StoreError], grpc.StatusCode]] = [
-    (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
-    (NotFound, grpc.StatusCode.NOT_FOUND),
-    (DataLoss, grpc.StatusCode.DATA_LOSS),
-]
-
 log = _log.get_logger(component="checkpoint_store")
-
-
-def _code(error: StoreError) -> grpc.StatusCode:
-    for cls, code in _CODES:
-        if isinstance(error, cls):
-            return code
-    return grpc.StatusCode.FAILED_PRECONDITION
-
-
-def _storage_failure(error: OSError) -> grpc.StatusCode:
-    """UNAVAILABLE when storage was unreachable or failing for now (the caller may retry: a harness
-    then waits for storage instead of spending the trial's restarts), else INTERNAL."""
-    return grpc.StatusCode.UNAVAILABLE if getattr(error, "transient", False) else grpc.StatusCode.INTERNAL
 
 
 class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
@@ -82,12 +64,12 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
             log.warning("upload rejected", uuid=upload.uuid if upload else None, error=str(e))
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
         except OSError as e:
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
             log.error("upload failed in storage", uuid=upload.uuid if upload else None, error=str(e))
-            await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
+            await context.abort(storage_failure_code(e), f"checkpoint storage failed: {e}")
         except BaseException:
             # Client gone (cancellation) or a storage failure: leave nothing behind.
             if upload is not None:
@@ -164,10 +146,10 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
                 else:
                     yield pb.DownloadCheckpointResponse(chunk=item)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
         except OSError as e:
             log.error("download failed in storage", uuid=request.uuid, error=str(e))
-            await context.abort(_storage_failure(e), f"reading checkpoint {request.uuid} failed: {e}")
+            await context.abort(storage_failure_code(e), f"reading checkpoint {request.uuid} failed: {e}")
         finally:
             if chunks is not None and hasattr(chunks, "close"):
                 try:
@@ -181,7 +163,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         try:
             record = self.store.get(request.uuid)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
             raise  # unreachable: abort raises
         await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
         missing: list[str] = []
@@ -189,9 +171,9 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
             try:
                 missing = await asyncio.to_thread(self.store.missing_files, request.uuid)
             except StoreError as e:  # deleted meanwhile
-                await context.abort(_code(e), str(e))
+                await context.abort(status_code(e), str(e))
             except OSError as e:
-                await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
+                await context.abort(storage_failure_code(e), f"checkpoint storage failed: {e}")
         return pb.GetCheckpointResponse(checkpoint=record, missing_files=missing)
 
     async def ListCheckpoints(
@@ -208,13 +190,13 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         try:
             record = self.store.get(request.uuid)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
             raise  # unreachable: abort raises
         await self.authz.check(context, DELETE, record.experiment_id, record.trial_id, record.uuid)
         try:
             await asyncio.to_thread(self.store.delete, request.uuid)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
         log.info("checkpoint deleted", uuid=request.uuid)
         return pb.DeleteCheckpointResponse()
 
@@ -240,10 +222,10 @@ async def _storage_errors(
         yield
     except StoreError as e:
         log.warning(what, uuid=uuid, error=str(e))
-        await context.abort(_code(e), str(e))
+        await context.abort(status_code(e), str(e))
     except OSError as e:
         log.error("direct upload failed in storage", uuid=uuid, error=str(e))
-        await context.abort(_storage_failure(e), f"checkpoint storage failed: {e}")
+        await context.abort(storage_failure_code(e), f"checkpoint storage failed: {e}")
 
 
 def _log_stored(checkpoint: common_pb2.Checkpoint, started: float, *, direct: bool) -> None:

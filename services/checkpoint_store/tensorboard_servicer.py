@@ -15,6 +15,7 @@ from pedl import _log
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.errors import InvalidArgument, StoreError
+from pedl_checkpoint_store.status_codes import status_code
 from pedl_checkpoint_store.tensorboard_files import TensorboardFiles, TensorboardUpload
 from pedl_server_auth.authz import DELETE, READ, WRITE
 
@@ -58,7 +59,7 @@ class TensorboardServicer:
         except StoreError as e:
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
             raise  # unreachable: abort raises
         except OSError as e:
             if upload is not None:
@@ -79,7 +80,7 @@ class TensorboardServicer:
         try:
             files = await asyncio.to_thread(self.tensorboard.list, request.experiment_id, request.trial_id)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
             raise
         return pb.ListTensorboardFilesResponse(files=files)
 
@@ -94,7 +95,7 @@ class TensorboardServicer:
             while (chunk := await asyncio.to_thread(lambda: next(chunks, None))) is not None:
                 yield pb.DownloadTensorboardFileResponse(chunk=chunk)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
         except OSError as e:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"reading TensorBoard file failed: {e}")
 
@@ -105,16 +106,10 @@ class TensorboardServicer:
         try:
             count = await asyncio.to_thread(self.tensorboard.delete_experiment, request.experiment_id)
         except StoreError as e:
-            await context.abort(_code(e), str(e))
+            await context.abort(status_code(e), str(e))
             raise
         except OSError as e:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"checkpoint storage failed: {e}")
             raise
         log.info("TensorBoard files deleted", experiment_id=request.experiment_id, files=count)
         return pb.DeleteTensorboardFilesResponse(files=count)
-
-
-def _code(error: StoreError) -> grpc.StatusCode:
-    from pedl_checkpoint_store.servicer import _code as code
-
-    return code(error)
