@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -36,13 +37,23 @@ class ModelDefinitionCache:
     def _path(self, experiment_id: int) -> Path:
         return self._dir / f"{experiment_id}.tar.gz"
 
-    async def get(self, experiment_id: int) -> bytes:
+    async def get(self, experiment_id: int, sha256: str = "") -> bytes:
+        """The experiment's packed model definition; with `sha256` (the scheduler's), a cached copy
+        that does not match it (another database's experiment of that id) is fetched anew, and a
+        fetched one must match it."""
         lock = self._locks.setdefault(experiment_id, asyncio.Lock())
         async with lock:
             path = self._path(experiment_id)
             if path.exists():
-                return await asyncio.to_thread(path.read_bytes)
+                data = await asyncio.to_thread(path.read_bytes)
+                if not sha256 or hashlib.sha256(data).hexdigest() == sha256:
+                    return data
             data = await self._fetch(experiment_id)
+            if sha256 and hashlib.sha256(data).hexdigest() != sha256:
+                raise RuntimeError(
+                    f"the model definition fetched for experiment {experiment_id} does not match the "
+                    "sha256 the scheduler sent with the trial"
+                )
             await asyncio.to_thread(self._store, path, data)
             return data
 

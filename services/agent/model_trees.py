@@ -37,6 +37,7 @@ from .model_definitions import ModelDefinitionCache
 KEEP_IDLE_SECONDS = 600.0
 _PARTIAL = ".partial-"
 _GOING = ".removing-"
+_DIGEST = ".sha256"
 
 log = structlog.get_logger(component="model_trees")
 
@@ -98,9 +99,24 @@ class ModelTrees:
     def path(self, experiment_id: int) -> Path:
         return self.root / str(experiment_id)
 
-    async def acquire(self, experiment_id: int) -> tuple[Path, bool]:
+    def _digest_path(self, experiment_id: int) -> Path:
+        """Beside the tree (never in it, where the trial would see it): the archive's sha256."""
+        return self.root / f"{experiment_id}{_DIGEST}"
+
+    def _matches(self, experiment_id: int, sha256: str) -> bool:
+        """Whether the tree here is of the model definition `sha256` ("" from an older scheduler:
+        any tree of the id is)."""
+        if not sha256:
+            return True
+        try:
+            return self._digest_path(experiment_id).read_text().strip() == sha256
+        except FileNotFoundError:
+            return False
+
+    async def acquire(self, experiment_id: int, sha256: str = "") -> tuple[Path, bool]:
         """The experiment's tree, unpacked now if it is not here yet (and whether it was); held for
-        the run until `release`."""
+        the run until `release`. A tree of another model definition under the same id (an earlier
+        database's experiment) is replaced."""
         lock = self._locks.setdefault(experiment_id, asyncio.Lock())
         async with lock:
             self._users[experiment_id] = self._users.get(experiment_id, 0) + 1
@@ -108,18 +124,38 @@ class ModelTrees:
             tree = self.path(experiment_id)
             try:
                 if tree.is_dir():
-                    return tree, False
-                data = await self._cache.get(experiment_id)
+                    if self._matches(experiment_id, sha256):
+                        return tree, False
+                    await self._replace(experiment_id, tree)
+                data = await self._cache.get(experiment_id, sha256)
                 try:
                     await asyncio.to_thread(unpack_tree, data, tree)
                 except ValueError as e:
                     raise ValueError(f"experiment {experiment_id}: {e}") from e
+                if sha256:
+                    await asyncio.to_thread(self._digest_path(experiment_id).write_text, sha256)
             except BaseException:
                 self.release(experiment_id)
                 raise
             self.unpacked += 1
             log.info("model definition unpacked", experiment_id=experiment_id, tree=str(tree))
             return tree, True
+
+    async def _replace(self, experiment_id: int, tree: Path) -> None:
+        """Moves a stale tree out of the way (the caller holds the experiment's lock)."""
+        if self._users.get(experiment_id, 0) > 1:
+            raise RuntimeError(
+                f"experiment {experiment_id}: runs of another model definition under the same experiment "
+                "id still use this agent's copy (was the scheduler's database replaced?)"
+            )
+        log.warning(
+            "replacing a model definition of another experiment with the same id", experiment_id=experiment_id
+        )
+        going = tree.with_name(f"{_GOING}{tree.name}-{secrets.token_hex(4)}")
+        tree.rename(going)
+        with contextlib.suppress(FileNotFoundError):
+            self._digest_path(experiment_id).unlink()
+        await asyncio.to_thread(remove_tree, going)
 
     def release(self, experiment_id: int) -> None:
         left = self._users.get(experiment_id, 0) - 1
@@ -144,6 +180,8 @@ class ModelTrees:
                 going = tree.with_name(f"{_GOING}{tree.name}-{secrets.token_hex(4)}")
                 with contextlib.suppress(FileNotFoundError):
                     tree.rename(going)  # out of `acquire`'s sight at once; removed below
+                with contextlib.suppress(FileNotFoundError):
+                    self._digest_path(experiment_id).unlink()
                 self._cache.forget(experiment_id)
             await asyncio.to_thread(remove_tree, going)
             removed.append(experiment_id)

@@ -333,7 +333,8 @@ class TrialRun:
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
         self._model_dir = RunModelDir(self.trial_dir, name)
-        tree, _ = await self._s.model_definitions.acquire(self.start.experiment_id)
+        start = self.start
+        tree, _ = await self._s.model_definitions.acquire(start.experiment_id, start.model_definition_sha256)
         self._model_dir.tree = tree  # held from here on, released at exit
         fork_servers = self._s.fork_servers
         single = len(self.start.slot_ids) <= 1  # one local rank (plan_ranks)

@@ -33,6 +33,7 @@ class ExperimentRuntime:
     # What every StartTrial of the experiment repeats, computed once (None until first needed).
     start_config: str | None = None
     model_definition_name: str | None = None
+    model_definition_sha256: str | None = None
     # The checkpoint each trial without one of its own starts from (a warm start); "" for none.
     warm_start_uuid: str = ""
     # The best searcher metric any of its trials validated to (checkpoint_policy: best).

@@ -461,6 +461,7 @@ class StartTrial(google.protobuf.message.Message):
     TRIAL_SEED_FIELD_NUMBER: builtins.int
     CHECKPOINT_STORE_ADDRESS_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_NAME_FIELD_NUMBER: builtins.int
+    MODEL_DEFINITION_SHA256_FIELD_NUMBER: builtins.int
     RANK_FIELD_NUMBER: builtins.int
     WORLD_SIZE_FIELD_NUMBER: builtins.int
     RENDEZVOUS_ADDRESS_FIELD_NUMBER: builtins.int
@@ -483,6 +484,11 @@ class StartTrial(google.protobuf.message.Message):
     trial_seed: builtins.int
     checkpoint_store_address: builtins.str
     model_definition_name: builtins.str
+    model_definition_sha256: builtins.str
+    """Hex sha256 of the experiment's packed model definition: the agent keeps one unpacked tree per
+    experiment and reuses it only while this matches (an experiment id of a fresh database is a
+    different model definition). Empty from an older scheduler: the tree is reused by id alone.
+    """
     rank: builtins.int
     """Distributed training: this agent's first rank, the total number of processes, and
     the chief's rendezvous address (host:port).
@@ -522,6 +528,7 @@ class StartTrial(google.protobuf.message.Message):
         trial_seed: builtins.int = ...,
         checkpoint_store_address: builtins.str = ...,
         model_definition_name: builtins.str = ...,
+        model_definition_sha256: builtins.str = ...,
         rank: builtins.int = ...,
         world_size: builtins.int = ...,
         rendezvous_address: builtins.str = ...,
@@ -531,7 +538,7 @@ class StartTrial(google.protobuf.message.Message):
         warm_start_checkpoint_uuid: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["hparams", b"hparams"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["after", b"after", "checkpoint_store_address", b"checkpoint_store_address", "checkpoint_token", b"checkpoint_token", "config_json", b"config_json", "environment", b"environment", "experiment_id", b"experiment_id", "hparams", b"hparams", "latest_checkpoint_batches", b"latest_checkpoint_batches", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "model_definition_name", b"model_definition_name", "rank", b"rank", "rendezvous_address", b"rendezvous_address", "run_id", b"run_id", "slot_ids", b"slot_ids", "trial_id", b"trial_id", "trial_seed", b"trial_seed", "warm_start_checkpoint_uuid", b"warm_start_checkpoint_uuid", "world_size", b"world_size"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["after", b"after", "checkpoint_store_address", b"checkpoint_store_address", "checkpoint_token", b"checkpoint_token", "config_json", b"config_json", "environment", b"environment", "experiment_id", b"experiment_id", "hparams", b"hparams", "latest_checkpoint_batches", b"latest_checkpoint_batches", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "model_definition_name", b"model_definition_name", "model_definition_sha256", b"model_definition_sha256", "rank", b"rank", "rendezvous_address", b"rendezvous_address", "run_id", b"run_id", "slot_ids", b"slot_ids", "trial_id", b"trial_id", "trial_seed", b"trial_seed", "warm_start_checkpoint_uuid", b"warm_start_checkpoint_uuid", "world_size", b"world_size"]) -> None: ...
 
 global___StartTrial = StartTrial
 

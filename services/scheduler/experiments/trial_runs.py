@@ -3,6 +3,7 @@ killing it, and what its exit means (stopped to resume later, completed, restart
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -89,6 +90,7 @@ class TrialRuns:
         )
         if exp.start_config is None:
             exp.start_config = carried.to_json(exp.config)
+        model_name, model_sha256 = self._model_definition(exp)
         rank = 0
         for member, slots in gang:
             self.work.send(
@@ -109,7 +111,8 @@ class TrialRuns:
                         slot_ids=list(slots),
                         trial_seed=trial.seed,
                         checkpoint_store_address=self.state.checkpoint_store_address,
-                        model_definition_name=self._model_definition_name(exp),
+                        model_definition_name=model_name,
+                        model_definition_sha256=model_sha256,
                         rank=rank,
                         world_size=world_size,
                         rendezvous_address=rendezvous,
@@ -144,13 +147,15 @@ class TrialRuns:
             secret, exp.id, trial.id, trial.run_id, grants, self.state.trial_token_ttl_seconds
         )
 
-    def _model_definition_name(self, exp: ExperimentRuntime) -> str:
-        if exp.model_definition_name is None:
-            exp.model_definition_name = self._stored_model_definition_name(exp.id)
-        return exp.model_definition_name
-
-    def _stored_model_definition_name(self, exp_id: int) -> str:
-        return experiment_ops.model_definition_name(self.db, exp_id) or ""
+    def _model_definition(self, exp: ExperimentRuntime) -> tuple[str, str]:
+        """The experiment's model definition name and sha256, read once per experiment."""
+        if exp.model_definition_name is None or exp.model_definition_sha256 is None:
+            row = experiment_ops.model_definition(self.db, exp.id)
+            exp.model_definition_name = (row or {}).get("model_definition_name") or ""
+            exp.model_definition_sha256 = (
+                hashlib.sha256(row["model_definition"]).hexdigest() if row is not None else ""
+            )
+        return exp.model_definition_name, exp.model_definition_sha256
 
     def dispatch_now(self, trial: TrialRuntime) -> None:
         """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""

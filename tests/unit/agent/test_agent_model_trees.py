@@ -33,7 +33,7 @@ class Archives:
         self.gets: list[int] = []
         self.forgotten: list[int] = []
 
-    async def get(self, experiment_id: int) -> bytes:
+    async def get(self, experiment_id: int, sha256: str = "") -> bytes:
         self.gets.append(experiment_id)
         await asyncio.sleep(0.01)  # another run of the experiment may ask meanwhile
         return self.data[experiment_id]
@@ -62,6 +62,52 @@ def test_runs_starting_together_unpack_the_experiment_once(tmp_path: Path) -> No
     assert cache.gets == [7] and shared.unpacked == 1
     assert (tmp_path / "trees" / "7" / "model.py").read_text() == "x = 1\n"
     assert (tmp_path / "trees" / "7" / "run.sh").stat().st_mode & 0o111  # exec bits kept
+
+
+def test_a_tree_of_another_model_definition_under_the_same_id_is_replaced(tmp_path: Path) -> None:
+    """An experiment id of a fresh scheduler database names another model definition: the agent
+    tells them apart by the sha256 the scheduler sends, never running the old code."""
+    import hashlib
+
+    cache = Archives({4: {"model.py": "old = 1\n"}})
+    shared = trees(tmp_path, cache)
+    old_sha = hashlib.sha256(cache.data[4]).hexdigest()
+    tree, unpacked = asyncio.run(shared.acquire(4, old_sha))
+    shared.release(4)
+    assert unpacked and asyncio.run(shared.acquire(4, old_sha)) == (tree, False)  # same one: reused
+    shared.release(4)
+
+    cache.data[4] = archive({"model.py": "new = 2\n"})
+    new_sha = hashlib.sha256(cache.data[4]).hexdigest()
+    assert asyncio.run(shared.acquire(4, new_sha)) == (tree, True)
+    assert (tree / "model.py").read_text() == "new = 2\n"
+    assert sorted(p.name for p in tree.iterdir()) == ["model.py"]  # the digest lies beside, unseen
+    shared.release(4)
+    assert asyncio.run(shared.acquire(4, "")) == (tree, False)  # an older scheduler: by id alone
+
+
+def test_the_archive_cache_refetches_a_copy_that_does_not_match(tmp_path: Path) -> None:
+    import hashlib
+
+    from pedl_agent.model_definitions import ModelDefinitionCache
+
+    class Served(ModelDefinitionCache):
+        def __init__(self, data: bytes) -> None:
+            super().__init__("127.0.0.1:1", tmp_path / "archives")
+            self.served, self.fetches = data, 0
+
+        async def _fetch(self, experiment_id: int) -> bytes:
+            self.fetches += 1
+            return self.served
+
+    cache = Served(b"first")
+    assert asyncio.run(cache.get(9)) == b"first"
+    cache.served = b"second"
+    assert asyncio.run(cache.get(9)) == b"first" and cache.fetches == 1  # no digest: cached by id
+    assert asyncio.run(cache.get(9, hashlib.sha256(b"second").hexdigest())) == b"second"
+    assert cache.fetches == 2
+    with pytest.raises(RuntimeError, match="does not match the sha256"):
+        asyncio.run(cache.get(9, hashlib.sha256(b"third").hexdigest()))
 
 
 def test_a_broken_archive_leaves_no_tree_to_be_used(tmp_path: Path) -> None:
