@@ -48,7 +48,7 @@ class RandomSearch(SearchMethod):
     def on_trial_closed(self, request_id: str) -> list[Operation]:
         return self._finish(request_id)
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
         return self._finish(request_id)
 
     def on_trial_revived(self, request_id: str) -> list[Operation]:

@@ -41,7 +41,6 @@ class PyTorchTrialContext(TrialContext):
         self.scalers: list[Any] = []
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
-        self._stop_requested = False
 
     # --- what the trial builds -------------------------------------------------------------------
 
@@ -131,14 +130,3 @@ class PyTorchTrialContext(TrialContext):
 
     def current_train_epoch(self) -> int:
         return self._epoch()
-
-    def set_stop_requested(self, stop_requested: bool) -> None:
-        if stop_requested:
-            raise NotImplementedError(
-                "set_stop_requested(True): pedl's searcher decides when a trial stops; end training early "
-                "through the searcher's max_length instead"
-            )
-        self._stop_requested = False
-
-    def get_stop_requested(self) -> bool:
-        return self._stop_requested
