@@ -1,13 +1,14 @@
 """Trials that end themselves, on a real local cluster, as Determined documents: a PyTorchTrial's
 `context.set_stop_requested(True)` finishes its step, checkpoints and ends COMPLETED while the
-random search's other trials run their length; a Core API script's `det.InvalidHP` ends its trial
-(INVALID_HP) without an error or a restart. Either way the experiment COMPLETES."""
+random search's other trials run their length; `det.InvalidHP` raised by a Core API script or in a
+Trial ends its trial (INVALID_HP) without an error or a restart. Either way the experiment COMPLETES."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 from test_cluster import logs, stub, submit, wait
 
 from pedl.config import parse_experiment_config
@@ -53,10 +54,16 @@ def test_trials_that_end_themselves_complete_early_and_the_experiments_complete(
         "name: invalid-hp\nentrypoint: python3 train.py\nmax_restarts: 3\n"
         "searcher: {name: single, metric: loss, max_length: {batches: 100}}\n"
     )
+    invalid = yaml.safe_load(stopping_config("name: single", 20))
+    invalid.update(
+        max_restarts=3, hyperparameters={"global_batch_size": 8, "lr": 0.01, "stop_at": 0, "invalid": True}
+    )
+    invalid_config = yaml.safe_dump(invalid)
     with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
         try:
             exp_id = submit(cluster, write_stopping_trial(tmp_path / "stop"), config)
             script_exp = submit(cluster, script_dir, script_config)
+            invalid_exp = submit(cluster, tmp_path / "stop", invalid_config)
 
             result = wait(cluster, exp_id, timeout=420)
             assert result.experiment.state == COMPLETED
@@ -81,6 +88,15 @@ def test_trials_that_end_themselves_complete_early_and_the_experiments_complete(
             assert (trial.restarts, trial.error) == (0, "")
             assert trial.early_exit == REASON.EARLY_EXIT_REASON_INVALID_HP
             assert trial.total_batches == 30
+
+            # A Trial raising det.InvalidHP in __init__: no restart (max_restarts 3), COMPLETED.
+            invalid = wait(cluster, invalid_exp, timeout=240)
+            assert invalid.experiment.state == COMPLETED
+            (trial,) = invalid.trials
+            assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
+            assert (trial.restarts, trial.total_batches) == (0, 0)
+            assert trial.early_exit == REASON.EARLY_EXIT_REASON_INVALID_HP
+            assert "det.InvalidHP: these hyperparameters cannot train" in logs(cluster, trial.id)
         except BaseException:
             print(cluster.logs())
             raise

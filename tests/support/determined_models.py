@@ -6,14 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 # A Determined PyTorchTrial that calls `context.set_stop_requested(True)` once it has trained
-# `stop_at` batches (0: never), as Determined's docs show for ending a trial from its own code.
+# `stop_at` batches (0: never), as Determined's docs show for ending a trial from its own code, and
+# raises `det.InvalidHP` when built with the hyperparameter `invalid: true`.
 STOPPING_TRIAL = """
 import torch
+import determined as det
 from determined import pytorch
 
 
 class StoppingTrial(pytorch.PyTorchTrial):
     def __init__(self, context):
+        if context.get_hparams().get("invalid"):
+            raise det.InvalidHP("these hyperparameters cannot train")
         self.context = context
         self.model = context.wrap_model(torch.nn.Linear(4, 1))
         self.opt = context.wrap_optimizer(

@@ -13,6 +13,7 @@ import structlog
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import carried
+from pedl.harness.failure import INVALID_HP
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
@@ -366,6 +367,10 @@ class TrialRuns:
         self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None
     ) -> None:
         """A failed run: the trial restarts, unless restarts are used up or cannot help."""
+        if failure is not None and failure.exception_type == INVALID_HP:  # det.InvalidHP: no failure
+            trial.sequencer.exit_early("INVALID_HP")
+            self._end_early(trial, exp)
+            return
         previous, trial.last_failure = trial.last_failure, failure
         max_restarts = exp.config.max_restarts
         if failure is not None and failure.permanent:

@@ -131,3 +131,24 @@ def test_invalid_hyperparameters_end_the_trial_without_an_error_or_a_restart(tmp
         assert convert.trial(row).early_exit == REASON.EARLY_EXIT_REASON_INVALID_HP
 
     run(tmp_path, scenario)
+
+
+def test_a_trial_raising_det_invalid_hp_ends_early_without_spending_a_restart(tmp_path: Path) -> None:
+    """Determined: `raise det.InvalidHP` in a Trial ends it with INVALID_HP. The harness reports the
+    exception's signature with its exit; the scheduler completes the trial instead of restarting it."""
+
+    def scenario(manager: ExperimentManager, agent) -> None:  # type: ignore[no-untyped-def]
+        first, _ = sorted(manager.trials.values(), key=lambda t: t.id)
+        failure = agent_pb2.FailureSignature(exception_type="determined.InvalidHP", permanent=True)
+        exited = agent_pb2.TrialExited(
+            trial_id=first.id, run_id=first.run_id, exit_code=1, error="det.InvalidHP: lr", failure=failure
+        )
+        manager.on_agent_messages([(agent, agent_pb2.ConnectRequest(trial_exited=exited))])
+        row = trial_ops.trial(manager.db, first.id)
+        assert row is not None and (row["state"], row["restarts"], row["error"]) == ("COMPLETED", 0, "")
+        assert convert.trial(row).early_exit == REASON.EARLY_EXIT_REASON_INVALID_HP
+        assert experiment_ops.experiment_state(manager.db, 1) == "ACTIVE"
+        # random replaces it with a new sample: a third trial exists now.
+        assert len(trial_ops.trial_states_of(manager.db, 1)) == 3
+
+    run(tmp_path, scenario)
