@@ -69,7 +69,10 @@ def trial(
         seed=row["seed"],
         waiting_reason=waiting_reason,
         parent_trial_id=row.get("parent_trial_id") or 0,
-        early_exit=early_exit.reason_value(row.get("end_cause") or "" if row["state"] == "COMPLETED" else ""),
+        # A COMPLETED trial's end_cause names its early exit; an ERROR's says whose fault it was.
+        early_exit=early_exit.reason_value(
+            (row.get("end_cause") or "") if row["state"] == "COMPLETED" else ""
+        ),
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]
