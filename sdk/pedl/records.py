@@ -136,7 +136,14 @@ def trial_record(trial: scheduler_pb2.Trial, hparam_space: Any = None) -> dict[s
         "error": trial.error or None,
         "waiting_reason": trial.waiting_reason or None,
         "parent_trial_id": trial.parent_trial_id or None,
+        "early_exit": early_exit_reason(trial.early_exit),
     }
+
+
+def early_exit_reason(reason: int) -> str | None:
+    """Determined's EarlyExitReason name (INVALID_HP, USER_REQUESTED_STOP), None when the trial did not
+    end itself early."""
+    return _enum_name(common_pb2.EarlyExitReason, reason, "EARLY_EXIT_REASON_") if reason else None
 
 
 def step_record(step: scheduler_pb2.Step) -> dict[str, Any]:

@@ -57,6 +57,9 @@ class TrialSequencer:
     terminated: bool = False
     # Pause or preemption: checkpoint (if anything is unsaved), then exit, to resume later.
     stop_requested: bool = False
+    # The trial's own code ended it before its length (Determined's EarlyExitReason name:
+    # INVALID_HP, USER_REQUESTED_STOP): checkpoint, then exit for good. Survives a restart.
+    early_exit: str = ""
     # Another trial will start from this one's state at `checkpoint_requested_at` batches (PBT
     # exploit, ASHA resume): save it there first, training back to it after a restart.
     checkpoint_requested: bool = False
@@ -146,6 +149,19 @@ class TrialSequencer:
     def request_stop(self) -> None:
         self.stop_requested = True
 
+    def exit_early(self, reason: str) -> bool:
+        """The trial asked to end now (`set_stop_requested(True)`, `report_early_exit`); True the
+        first time. The first reason stands, as Determined keeps the first one reported."""
+        if self.early_exit:
+            return False
+        self.early_exit = reason
+        return True
+
+    @property
+    def exited_early(self) -> bool:
+        """Terminated at the trial's own request, short of what the searcher asked of it."""
+        return self.terminated and bool(self.early_exit) and not self.completed
+
     def request_checkpoint(self) -> None:
         """Asks for a checkpoint of the state as it stands now."""
         self.checkpoint_requested = True
@@ -165,7 +181,7 @@ class TrialSequencer:
             and self.checkpoint_due_before_stop()
         ):
             return self._make(Kind.CHECKPOINT_MODEL)
-        if self.stop_requested:
+        if self.stop_requested or self.early_exit:
             if self.checkpoint_due_before_stop():
                 return self._make(Kind.CHECKPOINT_MODEL)
             return self._make(Kind.TERMINATE)

@@ -18,9 +18,11 @@ AGENT_VERSION = _version()
 # The revision of the agent link's messages this agent speaks (RegisterAgent.protocol). Bumped with
 # every wire change the other side cannot bridge; services/scheduler/agent_protocol.py keeps the
 # scheduler's side. 1: StartTrial.config_json (the parsed, normalised config) replaced config_yaml.
-AGENT_PROTOCOL = 1
-# The oldest scheduler revision this agent can run trials for (AgentRegistered.protocol).
-MIN_SCHEDULER_PROTOCOL = 1
+# 2: a result may say the trial ended itself early (WorkloadResult.early_exit).
+AGENT_PROTOCOL = 2
+# The oldest scheduler revision this agent can run trials for (AgentRegistered.protocol): one before
+# 2 would read a trial's early exit (set_stop_requested, report_early_exit) as nothing and drive it on.
+MIN_SCHEDULER_PROTOCOL = 2
 
 
 class IncompatibleScheduler(Exception):

@@ -11,8 +11,10 @@ from __future__ import annotations
 from pedl.v1 import agent_pb2
 
 # What this scheduler speaks (AgentRegistered.protocol); the agent's side: services/agent/version.py.
-SCHEDULER_PROTOCOL = 1
+SCHEDULER_PROTOCOL = 2
 # 1: StartTrial carries the effective config as config_json (field 19); config_yaml (4) is gone.
+# 2: results may carry WorkloadResult.early_exit. Agents of revision 1 never send it (their harness
+# refuses set_stop_requested(True)), so they stay welcome.
 MIN_AGENT_PROTOCOL = 1
 
 

@@ -11,6 +11,7 @@ from pedl._metrics import to_struct
 from pedl.config import mask_secrets
 from pedl.config.masking import mask_text
 from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_scheduler.experiments import early_exit
 
 EXPERIMENT_STATES = {
     name.removeprefix("EXPERIMENT_STATE_"): value for name, value in common_pb2.ExperimentState.items()
@@ -68,6 +69,10 @@ def trial(
         seed=row["seed"],
         waiting_reason=waiting_reason,
         parent_trial_id=row.get("parent_trial_id") or 0,
+        # A COMPLETED trial's end_cause names its early exit; an ERROR's says whose fault it was.
+        early_exit=early_exit.reason_value(
+            (row.get("end_cause") or "") if row["state"] == "COMPLETED" else ""
+        ),
     )
     if row["best_validation"] is not None:
         message.best_validation_metric = row["best_validation"]

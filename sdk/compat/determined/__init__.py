@@ -17,6 +17,17 @@ __version__ = "0.38.0+pedl"
 # Determined's log format for scripts' logging.basicConfig(format=det.LOG_FORMAT).
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
+
+
+class InvalidHP(Exception):
+    """Raised by a training script inside `with det.core.init()`: the trial's hyperparameters are
+    invalid. The context reports EarlyExitReason.INVALID_HP and the script exits 0; the trial ends
+    COMPLETED (no restart) and the searcher hears it exited early."""
+
+    def __init__(self, message: str = "...") -> None:
+        super().__init__(message)
+
+
 # Submodules reachable as attributes of `det` (Determined's own layout).
 _SUBMODULES = ("core", "launch", "pytorch", "keras", "estimator", "experimental")
 

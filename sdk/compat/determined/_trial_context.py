@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl import _trial_context
+from pedl import _log, _trial_context
 
 
 class DistributedContext:
@@ -46,6 +46,7 @@ class TrialContext:
         self._hparams = dict(hparams)
         self._config = dict(experiment_config)
         self.distributed = distributed or DistributedContext()
+        self._stop_requested = False
 
     @classmethod
     def for_running_trial(cls, hparams: dict[str, Any], distributed: DistributedContext | None = None) -> Any:
@@ -59,6 +60,21 @@ class TrialContext:
             known = ", ".join(sorted(self._hparams)) or "(none)"
             raise ValueError(f"get_hparam({name!r}): no such hyperparameter; the experiment defines: {known}")
         return self._hparams[name]
+
+    def set_stop_requested(self, stop_requested: bool) -> None:
+        """Ends the trial early, as Determined does: the step (or validation) in progress finishes,
+        the trial is checkpointed and ends COMPLETED, and the searcher hears that it exited early
+        (USER_REQUESTED_STOP); the experiment's other trials go on. Decided by the chief (rank 0)."""
+        if not isinstance(stop_requested, bool):
+            raise TypeError(f"set_stop_requested() takes a bool, got {type(stop_requested).__name__}")
+        if stop_requested and not self._stop_requested:
+            _log.get_logger(component="trial").info(
+                "the trial asked to stop: it ends after the current step, with a checkpoint"
+            )
+        self._stop_requested = stop_requested
+
+    def get_stop_requested(self) -> bool:
+        return self._stop_requested
 
     def get_experiment_config(self) -> dict[str, Any]:
         return dict(self._config)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pedl._metrics import from_struct
-from pedl.records import checkpoint_state, experiment_state, trial_state
+from pedl.records import checkpoint_state, early_exit_reason, experiment_state, trial_state
 from pedl.v1 import common_pb2, scheduler_pb2
 
 _MAX_LIST_ITEMS = 6
@@ -324,10 +324,22 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
                 ("Started", short_time(trial.start_time)),
                 ("Ended", short_time(trial.end_time)),
                 ("Waiting", trial.waiting_reason),
+                ("Exited early", _early_exit(trial.early_exit)),
                 ("Error", trial.error),
             ]
         )
     )
+
+
+_EARLY_EXITS = {
+    "INVALID_HP": "INVALID_HP: its code reported invalid hyperparameters",
+    "USER_REQUESTED_STOP": "USER_REQUESTED_STOP: its code asked to stop (set_stop_requested)",
+}
+
+
+def _early_exit(reason: int) -> str:
+    name = early_exit_reason(reason)
+    return _EARLY_EXITS.get(name, name) if name else ""
 
 
 def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False, steps: bool = True) -> str:

@@ -191,8 +191,8 @@ FIELDS: dict[str, Field] = {
     # --- optimizations ---------------------------------------------------------------------
     "optimizations": _s("section; only Determined's default values are accepted"),
     "optimizations.aggregation_frequency": _s(
-        "PyTorchTrial: gradients of N batches are accumulated, then one optimizer and LR-scheduler step "
-        "(other trial types fail at start naming the field)"
+        "PyTorchTrial (pedl's and Determined's): gradients of N batches are accumulated, then one optimizer "
+        "and LR-scheduler step (other trial types fail at start naming the field)"
     ),
     "optimizations.average_aggregated_gradients": _s(
         "PyTorchTrial: average (true) or sum accumulated gradients"
@@ -201,10 +201,12 @@ FIELDS: dict[str, Field] = {
         "pedl always averages training metrics over a trial's workers; remove it or set it to true", True
     ),
     "optimizations.mixed_precision": _s(
-        "PyTorchTrial: O1/O2/O3 run forward and loss under torch.autocast (float16 with a gradient scaler "
-        "on CUDA, bfloat16 on CPU)"
+        "pedl's PyTorchTrial: O1/O2/O3 run forward and loss under torch.autocast (float16 with a gradient "
+        "scaler on CUDA, bfloat16 on CPU); Determined's PyTorchTrial uses context.experimental.use_amp()"
     ),
-    "optimizations.auto_tf32": _s("PyTorchTrial: lets CUDA matmuls and cuDNN use TF32"),
+    "optimizations.auto_tf32": _s(
+        "PyTorchTrial: lets CUDA matmuls and cuDNN use TF32 (Determined's trials: on unless false, as there)"
+    ),
     "optimizations.gradient_compression": _r("pedl does not compress gradients", False),
     "optimizations.auto_tune_tensor_fusion": _w("Horovod tuning; pedl does not use Horovod", False),
     "optimizations.tensor_fusion_threshold": _w("Horovod tuning; pedl does not use Horovod", 64),

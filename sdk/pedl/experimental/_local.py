@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from pedl import _trial_context
+from pedl import _trial_context, records
 from pedl._metrics import from_struct
 from pedl.config import ExperimentConfig, carried, env_vars
 from pedl.experimental._local_checkpoints import LocalCheckpoints
@@ -46,6 +46,8 @@ class LocalTrialResult:
     validations: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     best_validation: float | None = None
+    # Why the trial's own code ended it early (INVALID_HP, USER_REQUESTED_STOP), if it did.
+    early_exit: str | None = None
 
 
 @dataclass
@@ -192,7 +194,11 @@ class _LocalRunner:
             trial.controller = None
             result.state = "COMPLETED"
             self.on_event(("trial_completed", result))
-            self.apply(self.searcher.on_trial_closed(trial.request_id))
+            if trial.sequencer.exited_early:  # its code ended it: the searcher hears so, as on a cluster
+                result.early_exit = trial.sequencer.early_exit
+                self.apply(self.searcher.on_trial_exited_early(trial.request_id, trial.sequencer.early_exit))
+            else:
+                self.apply(self.searcher.on_trial_closed(trial.request_id))
             return
         workload = common_pb2.Workload(
             kind=WORKLOAD_KINDS[nxt.kind],
@@ -203,6 +209,8 @@ class _LocalRunner:
         controller = self._controller(trial)
         outcome = run_workload(controller, workload, trial.checkpoints)
         metrics = from_struct(outcome.metrics)
+        if outcome.early_exit:
+            trial.sequencer.exit_early(records.early_exit_reason(outcome.early_exit) or "")
         if nxt.kind is Kind.RUN_STEP:
             trial.sequencer.on_step_completed(nxt.step_id, nxt.total_batches)
             result.steps.append((nxt.total_batches, metrics))

@@ -27,9 +27,22 @@ TRANSIENT = (ConnectionError, TimeoutError, socket.gaierror, urllib.error.URLErr
 _PEDL_DIR = Path(pedl.__file__).resolve().parent
 
 
+# What a trial's `det.InvalidHP` is reported as (pedl's `determined` package or a real Determined's):
+# the scheduler ends the trial early (INVALID_HP), COMPLETED and without a restart, as Determined does.
+INVALID_HP = "determined.InvalidHP"
+
+
+def is_invalid_hp(exc: BaseException) -> bool:
+    kind = type(exc)
+    return kind.__name__ == "InvalidHP" and kind.__module__.split(".")[0] == "determined"
+
+
 def failure_signature(exc: BaseException, model_dir: Path) -> agent_pb2.FailureSignature | None:
     """The exception's qualified type and its innermost frame inside `model_dir`; None when the error
     is transient or did not pass through the model definition's code."""
+    if is_invalid_hp(exc):
+        where = _innermost_user_frame(exc.__traceback__, model_dir.resolve()) or ""
+        return agent_pb2.FailureSignature(exception_type=INVALID_HP, location=where, permanent=True)
     if isinstance(exc, RanksUnreachable):
         return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
     if _transient(exc) or is_peer_failure(exc):

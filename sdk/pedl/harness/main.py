@@ -28,7 +28,7 @@ from pedl.harness.distributed import (
     start_framework,
 )
 from pedl.harness.epoch import epoch_length, needs_epoch_length, refusal_signature
-from pedl.harness.failure import failure_signature
+from pedl.harness.failure import failure_signature, is_invalid_hp
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.script_trial import ScriptFailed
@@ -205,6 +205,8 @@ def main() -> int:
         code = _exit_code(exc)
         if isinstance(exc, (ScriptFailed, InvalidTrialConfig)):  # one line says it all
             print(f"pedl.harness: {exc}", file=sys.stderr)
+        elif is_invalid_hp(exc):  # the scheduler ends the trial early (INVALID_HP), not as a failure
+            print(f"pedl.harness: det.InvalidHP: {exc}; the trial ends early (INVALID_HP)", file=sys.stderr)
         elif code == STORE_UNAVAILABLE_EXIT_CODE:
             print(f"pedl.harness: the checkpoint store is unavailable: {exc}", file=sys.stderr)
         else:

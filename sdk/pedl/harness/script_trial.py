@@ -107,7 +107,7 @@ class ScriptTrial:
         self._new_checkpoint = False
         self._exit_code: int | None = None
         self._preempt = False
-        self._early_exit: str | None = None
+        self._early_exit: common_pb2.EarlyExitReason.ValueType | None = None
         self._operation = 0
         self._operation_open = False
         self._proc: subprocess.Popen[bytes] | None = None
@@ -149,15 +149,14 @@ class ScriptTrial:
             self._proc.kill()
 
     def _check_exit(self) -> None:
-        """Raises when the script failed or asked to exit early (caller holds the lock)."""
+        """Raises when the script failed (caller holds the lock). An early exit it reported is no
+        failure: each result carries it, and the trial ends COMPLETED."""
         code = self._exit_code
         if code is None:
             return
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise ScriptFailed(f"the entrypoint {' '.join(self.settings.command)!r} {how}")
-        if self._early_exit is not None:
-            raise ScriptFailed(f"the script reported an early exit: {self._early_exit}")
 
     # --- workloads (the chief's harness) ----------------------------------------------------
 
@@ -172,7 +171,9 @@ class ScriptTrial:
                 )
                 self._check_exit()
                 result.script_progress = min(self.progress, target)
-                result.script_finished = self._exit_code == 0 and self.progress < target
+                result.script_finished = (
+                    self._exit_code == 0 and self.progress < target and self._early_exit is None
+                )
                 self._new_checkpoint = False
             elif workload.kind == KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS:
                 self._cv.wait_for(
@@ -192,6 +193,8 @@ class ScriptTrial:
                 raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")
             result.script_reports.extend(self._reports)
             self._reports.clear()
+            if self._early_exit is not None:
+                result.early_exit = self._early_exit
         return result
 
     def _validation_at(self, target: int) -> tuple[int, dict[str, Any]] | None:
@@ -249,8 +252,21 @@ class ScriptTrial:
         self._log.info("script progress", percent=round(progress * 100, 1))
 
     def early_exit(self, reason: str) -> None:
+        """`report_early_exit`: the trial ends COMPLETED once the script exits (checkpointed first if
+        it trained past its last checkpoint), and the searcher hears it exited early. The first
+        reason stands, as in Determined."""
+        self._chief_only("report_early_exit")
+        value = EARLY_EXIT_REASONS.get(reason)
+        if value is None:
+            raise ScriptFailed(
+                f"report_early_exit: unknown reason {reason!r}; "
+                f"Determined's are {', '.join(EARLY_EXIT_REASONS)}"
+            )
+        self._log.info("the script reported an early exit", reason=reason)
         with self._cv:
-            self._early_exit = reason
+            if self._early_exit is None:
+                self._early_exit = value
+            self._cv.notify_all()
 
     def should_preempt(self) -> bool:
         self._chief_only("should_preempt")
@@ -359,6 +375,12 @@ class ScriptTrial:
     def acknowledge_preemption(self) -> None:
         self._log.info("the script acknowledged the preemption signal")
 
+
+# What `determined.core.EarlyExitReason` values send, and the reason each stands for.
+EARLY_EXIT_REASONS = {
+    "EXITED_REASON_INVALID_HP": common_pb2.EarlyExitReason.EARLY_EXIT_REASON_INVALID_HP,
+    "EXITED_REASON_USER_REQUESTED_STOP": common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP,
+}
 
 # The store's metadata map holds strings: the script's metadata goes in as JSON under this key.
 CORE_METADATA_KEY = "core_api_metadata"

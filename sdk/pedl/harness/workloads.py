@@ -72,8 +72,19 @@ def _run_workload(
                 result.checkpoint.CopyFrom(checkpoints.store(directory, controller.batches_trained))
     else:
         raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")
+    if stop_requested(controller):
+        result.early_exit = common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
     result.duration_seconds = time.monotonic() - started
     return result
+
+
+def stop_requested(controller: TrialController) -> bool:
+    """Whether the trial called Determined's `context.set_stop_requested(True)` (any Trial API whose
+    context has it). The workload in progress finishes; the result says so, and the scheduler then
+    checkpoints the trial and ends it."""
+    context = getattr(getattr(controller, "trial", None), "context", None)
+    asked = getattr(context, "get_stop_requested", None)
+    return bool(asked()) if callable(asked) else False
 
 
 def run_workloads(

@@ -22,7 +22,8 @@ class TorchOptimizations:
     aggregation_frequency: int = 1
     average_aggregated_gradients: bool = True
     mixed_precision: bool = False
-    auto_tf32: bool = False
+    # None: the config does not say (the seed PyTorchTrial leaves TF32 off, Determined's trials turn it on).
+    auto_tf32: bool | None = None
 
     @classmethod
     def from_config(cls, experiment_config: dict[str, Any]) -> TorchOptimizations:
@@ -31,7 +32,7 @@ class TorchOptimizations:
             aggregation_frequency=int(opts.get("aggregation_frequency") or 1),
             average_aggregated_gradients=opts.get("average_aggregated_gradients", True) is not False,
             mixed_precision=(opts.get("mixed_precision") or "O0") != "O0",
-            auto_tf32=bool(opts.get("auto_tf32", False)),
+            auto_tf32=None if opts.get("auto_tf32") is None else bool(opts["auto_tf32"]),
         )
 
 

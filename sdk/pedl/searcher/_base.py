@@ -10,6 +10,10 @@ from typing import Any
 from pedl.config.hyperparameters import normalize_space, sample
 from pedl.searcher._ops import Operation
 
+# Early exits a trial's own code chose (Determined's EarlyExitReason names), as opposed to an error or
+# a kill (reason ""): Determined's searchers never count them as failures.
+EXITED_EARLY_BY_TRIAL = frozenset({"INVALID_HP", "USER_REQUESTED_STOP"})
+
 
 class SearcherError(ValueError):
     """A searcher config the method cannot run."""
@@ -60,7 +64,10 @@ class SearchMethod(ABC):
     def on_trial_closed(self, request_id: str) -> list[Operation]: ...
 
     @abstractmethod
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]: ...
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
+        """The trial ended before its length. `reason`: EXITED_EARLY_BY_TRIAL names when its own code
+        ended it (Determined's INVALID_HP, USER_REQUESTED_STOP): no failure. "" when it errored or
+        was killed."""
 
     def on_trial_revived(self, request_id: str) -> list[Operation]:
         """Takes back the early exit of a trial the infrastructure ended (`pedl experiment activate`

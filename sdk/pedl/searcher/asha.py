@@ -174,7 +174,7 @@ class ASHASearch(SearchMethod):
         config.live = config.closing = False
         return self._fill()
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
         config = self._live_config(request_id)
         if config is None:
             return []

@@ -59,9 +59,9 @@ class ConcurrencyLimiter(SearchMethod):
         self.live.pop(request_id, None)
         return self._pass(self.method.on_trial_closed(request_id))
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
         self.live.pop(request_id, None)
-        return self._pass(self.method.on_trial_exited_early(request_id))
+        return self._pass(self.method.on_trial_exited_early(request_id, reason))
 
     def on_trial_revived(self, request_id: str) -> list[Operation]:
         self.live[request_id] = None  # open again: it counts against the limit

@@ -15,6 +15,8 @@ from pedl.searcher.random import RandomSearch
 
 
 class GridSearch(RandomSearch):
+    replaces_invalid_hp = False  # each point is one trial, valid or not (as Determined's grid)
+
     def __init__(self, config: Any, seed: int) -> None:
         # The points are a pure function of the config, so they are recomputed, not snapshotted.
         self.points = grid(config.hyperparameters)

@@ -68,7 +68,7 @@ class PBTSearch(SearchMethod):
             self.open.remove(request_id)
         return self._maybe_shutdown()
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
         if request_id not in self.open:
             return []
         self.open.remove(request_id)

@@ -3,7 +3,8 @@
 Under a concurrency limit (`pedl.searcher.concurrency`) the next trial is created when an open one
 closes or exits.
 A trial that exits early counts toward `max_trials` and is not replaced, so a trial that always
-fails cannot keep the search alive forever.
+fails cannot keep the search alive forever; except, as in Determined, one whose code reported its
+hyperparameters invalid (INVALID_HP): a new sample takes its place (`grid`'s points are not resampled).
 
 Each trial's whole life is known when it is created (train to the max length, validate, close),
 so `Close` goes out with `Create`, as in Determined: the scheduler can then send a trial's final
@@ -20,6 +21,9 @@ from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 
 class RandomSearch(SearchMethod):
+    # An INVALID_HP trial is replaced by a new sample (Determined's random; not its grid).
+    replaces_invalid_hp = True
+
     def __init__(self, config: Any, seed: int) -> None:
         super().__init__(config, seed)
         self.max_trials: int = self._total_trials()
@@ -48,11 +52,15 @@ class RandomSearch(SearchMethod):
     def on_trial_closed(self, request_id: str) -> list[Operation]:
         return self._finish(request_id)
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
+        if reason == "INVALID_HP" and self.replaces_invalid_hp and request_id in self.open:
+            del self.open[request_id]
+            self.created -= 1  # not one of max_trials: _fill samples another in its place
+            return self._fill()
         return self._finish(request_id)
 
     def on_trial_revived(self, request_id: str) -> list[Operation]:
-        if request_id in self.open or not 0 < _number(request_id) <= self.created:
+        if request_id in self.open or not 0 < _number(request_id) <= self._next_request:
             raise SearcherError(f"trial {request_id} is not one this search ended")
         self.open[request_id] = None
         self.finished -= 1

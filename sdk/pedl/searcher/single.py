@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl.searcher._base import SearcherError, SearchMethod
+from pedl.searcher._base import EXITED_EARLY_BY_TRIAL, SearcherError, SearchMethod
 from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 
 
@@ -33,9 +33,10 @@ class SingleSearch(SearchMethod):
         self.done = True
         return [Shutdown()]
 
-    def on_trial_exited_early(self, request_id: str) -> list[Operation]:
+    def on_trial_exited_early(self, request_id: str, reason: str = "") -> list[Operation]:
+        # As Determined's: a trial that ended itself (INVALID_HP, USER_REQUESTED_STOP) fails no search.
         self.done = True
-        return [Shutdown(failure=True)]
+        return [Shutdown(failure=reason not in EXITED_EARLY_BY_TRIAL)]
 
     def on_trial_revived(self, request_id: str) -> list[Operation]:
         if request_id != self.request_id or not self.done:

@@ -77,6 +77,28 @@ CHECKPOINT_STATE_MISSING: CheckpointState.ValueType  # 4
 """The store no longer has its bytes (found by the reconciler)."""
 global___CheckpointState = CheckpointState
 
+class _EarlyExitReason:
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+
+class _EarlyExitReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_EarlyExitReason.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    EARLY_EXIT_REASON_UNSPECIFIED: _EarlyExitReason.ValueType  # 0
+    EARLY_EXIT_REASON_INVALID_HP: _EarlyExitReason.ValueType  # 1
+    """Its hyperparameters are invalid (`det.InvalidHP`, `report_early_exit(INVALID_HP)`)."""
+    EARLY_EXIT_REASON_USER_REQUESTED_STOP: _EarlyExitReason.ValueType  # 2
+    """The trial decided to stop (`context.set_stop_requested(True)`, `USER_REQUESTED_STOP`)."""
+
+class EarlyExitReason(_EarlyExitReason, metaclass=_EarlyExitReasonEnumTypeWrapper):
+    """Why a trial's own code ended it early (Determined's EarlyExitReason)."""
+
+EARLY_EXIT_REASON_UNSPECIFIED: EarlyExitReason.ValueType  # 0
+EARLY_EXIT_REASON_INVALID_HP: EarlyExitReason.ValueType  # 1
+"""Its hyperparameters are invalid (`det.InvalidHP`, `report_early_exit(INVALID_HP)`)."""
+EARLY_EXIT_REASON_USER_REQUESTED_STOP: EarlyExitReason.ValueType  # 2
+"""The trial decided to stop (`context.set_stop_requested(True)`, `USER_REQUESTED_STOP`)."""
+global___EarlyExitReason = EarlyExitReason
+
 class _ScriptReportKind:
     ValueType = typing.NewType("ValueType", builtins.int)
     V: typing_extensions.TypeAlias = ValueType
@@ -265,6 +287,7 @@ class WorkloadResult(google.protobuf.message.Message):
     SCRIPT_REPORTS_FIELD_NUMBER: builtins.int
     SCRIPT_PROGRESS_FIELD_NUMBER: builtins.int
     SCRIPT_FINISHED_FIELD_NUMBER: builtins.int
+    EARLY_EXIT_FIELD_NUMBER: builtins.int
     num_batches: builtins.int
     """Batches processed by this workload."""
     num_inputs: builtins.int
@@ -277,6 +300,11 @@ class WorkloadResult(google.protobuf.message.Message):
     """
     script_finished: builtins.bool
     """The script exited 0: it decided it is done (searchers without a length run until it does)."""
+    early_exit: global___EarlyExitReason.ValueType
+    """The trial asked to end before the searcher's length (Determined's `set_stop_requested(True)`,
+    Core API `report_early_exit`): the scheduler checkpoints it, ends it COMPLETED and tells the
+    searcher it exited early. Agent-link protocol 2.
+    """
     @property
     def workload(self) -> global___Workload: ...
     @property
@@ -307,9 +335,10 @@ class WorkloadResult(google.protobuf.message.Message):
         script_reports: collections.abc.Iterable[global___ScriptReport] | None = ...,
         script_progress: builtins.int | None = ...,
         script_finished: builtins.bool = ...,
+        early_exit: global___EarlyExitReason.ValueType = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_script_progress", b"_script_progress", "checkpoint", b"checkpoint", "metrics", b"metrics", "script_progress", b"script_progress", "workload", b"workload"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_script_progress", b"_script_progress", "checkpoint", b"checkpoint", "duration_seconds", b"duration_seconds", "metrics", b"metrics", "num_batches", b"num_batches", "num_inputs", b"num_inputs", "script_finished", b"script_finished", "script_progress", b"script_progress", "script_reports", b"script_reports", "workload", b"workload"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_script_progress", b"_script_progress", "checkpoint", b"checkpoint", "duration_seconds", b"duration_seconds", "early_exit", b"early_exit", "metrics", b"metrics", "num_batches", b"num_batches", "num_inputs", b"num_inputs", "script_finished", b"script_finished", "script_progress", b"script_progress", "script_reports", b"script_reports", "workload", b"workload"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_script_progress", b"_script_progress"]) -> typing.Literal["script_progress"] | None: ...
 
 global___WorkloadResult = WorkloadResult

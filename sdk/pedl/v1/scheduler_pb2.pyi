@@ -128,6 +128,7 @@ class Trial(google.protobuf.message.Message):
     WAITING_REASON_FIELD_NUMBER: builtins.int
     EPOCH_BATCHES_FIELD_NUMBER: builtins.int
     PARENT_TRIAL_ID_FIELD_NUMBER: builtins.int
+    EARLY_EXIT_FIELD_NUMBER: builtins.int
     id: builtins.int
     experiment_id: builtins.int
     state: pedl.v1.common_pb2.TrialState.ValueType
@@ -155,6 +156,10 @@ class Trial(google.protobuf.message.Message):
     """
     parent_trial_id: builtins.int
     """The trial whose checkpoint this one started from (PBT exploit, ASHA resume); 0 for none."""
+    early_exit: pedl.v1.common_pb2.EarlyExitReason.ValueType
+    """Why the trial's own code ended it early (a COMPLETED trial short of its length); UNSPECIFIED
+    when it did not.
+    """
     @property
     def hparams(self) -> google.protobuf.struct_pb2.Struct: ...
     def __init__(
@@ -178,9 +183,10 @@ class Trial(google.protobuf.message.Message):
         waiting_reason: builtins.str = ...,
         epoch_batches: builtins.int = ...,
         parent_trial_id: builtins.int = ...,
+        early_exit: pedl.v1.common_pb2.EarlyExitReason.ValueType = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "best_validation_metric", b"best_validation_metric", "hparams", b"hparams"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "agent_id", b"agent_id", "best_validation_metric", b"best_validation_metric", "end_time", b"end_time", "epoch_batches", b"epoch_batches", "error", b"error", "experiment_id", b"experiment_id", "hparams", b"hparams", "id", b"id", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "num_steps", b"num_steps", "parent_trial_id", b"parent_trial_id", "restarts", b"restarts", "run_id", b"run_id", "seed", b"seed", "start_time", b"start_time", "state", b"state", "total_batches", b"total_batches", "waiting_reason", b"waiting_reason"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "agent_id", b"agent_id", "best_validation_metric", b"best_validation_metric", "early_exit", b"early_exit", "end_time", b"end_time", "epoch_batches", b"epoch_batches", "error", b"error", "experiment_id", b"experiment_id", "hparams", b"hparams", "id", b"id", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "num_steps", b"num_steps", "parent_trial_id", b"parent_trial_id", "restarts", b"restarts", "run_id", b"run_id", "seed", b"seed", "start_time", b"start_time", "state", b"state", "total_batches", b"total_batches", "waiting_reason", b"waiting_reason"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_best_validation_metric", b"_best_validation_metric"]) -> typing.Literal["best_validation_metric"] | None: ...
 
 global___Trial = Trial

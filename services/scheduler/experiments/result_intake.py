@@ -18,7 +18,7 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import script_results
+from pedl_scheduler.experiments import early_exit, script_results
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
@@ -106,12 +106,16 @@ class ResultIntake:
             if kind is Kind.RUN_STEP:
                 self._record_step(trial, w, result, now)
             elif kind is Kind.COMPUTE_VALIDATION_METRICS:
-                self._record_validation(trial, w, metrics_plain(result.metrics), now)
+                metrics = metrics_plain(result.metrics)
+                if metrics or not result.early_exit:  # a script that exited early may have none
+                    self._record_validation(trial, w, metrics, now)
             elif kind is Kind.CHECKPOINT_MODEL:
                 self._record_checkpoint(trial, w, result.checkpoint, now)
         except UserError as e:  # raised before the result wrote anything
             self.runs.fail_running_trial(trial, str(e))
             return
+        if result.early_exit and trial.sequencer.exit_early(early_exit.reason_name(result.early_exit)):
+            self.work.log_line(trial, early_exit.asked_line(trial.id, result.early_exit))
         self.work.save_trial(trial)
         self.work.dispatch(trial)
 

@@ -14,10 +14,11 @@ import structlog
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import carried
+from pedl.harness.failure import INVALID_HP
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import run_exits
+from pedl_scheduler.experiments import early_exit, run_exits
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
 from pedl_scheduler.experiments.restart_policy import USER, infrastructure_cause
 from pedl_scheduler.experiments.state import SchedulerState
@@ -293,6 +294,8 @@ class TrialRuns:
                 self.end_trial(trial, "CANCELED", "")
                 if exp.state != "CANCELED":  # `det trial kill`: the search goes on without it
                     self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
+            elif exit_code == 0 and trial.sequencer.exited_early:
+                self._end_early(trial, exp)
             elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.completed:
                 self.work.log_line(
                     trial,
@@ -316,6 +319,15 @@ class TrialRuns:
             self.lifecycle.maybe_finish(exp)
         self.state.wake.set()
         self.state.notify()
+
+    def _end_early(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
+        """The trial's code ended it (set_stop_requested, report_early_exit): it completed, short of
+        its length, and the searcher hears an early exit, as from Determined's master."""
+        reason = trial.sequencer.early_exit
+        self.work.log_line(trial, early_exit.ended_line(trial.id, reason, trial.sequencer.batches_trained))
+        trial.last_failure = None
+        self.end_trial(trial, "COMPLETED", "", cause=reason)
+        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id, reason))
 
     def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
         """Queues the trial again after its backoff; the next run resumes from its latest checkpoint."""
@@ -360,6 +372,10 @@ class TrialRuns:
         self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None
     ) -> None:
         """A failed run: the trial restarts, unless restarts are used up or cannot help."""
+        if failure is not None and failure.exception_type == INVALID_HP:  # det.InvalidHP: no failure
+            trial.sequencer.exit_early("INVALID_HP")
+            self._end_early(trial, exp)
+            return
         previous, trial.last_failure = trial.last_failure, failure
         max_restarts = exp.config.max_restarts
         if failure is not None and failure.permanent:
@@ -421,11 +437,12 @@ class TrialRuns:
         self.state.wake.set()
         self.state.notify()
 
-    def end_trial(self, trial: TrialRuntime, state: str, error: str) -> None:
-        """The trial ends for good: its row says how, the indexes forget it, waiting children move on."""
+    def end_trial(self, trial: TrialRuntime, state: str, error: str, cause: str = "") -> None:
+        """The trial ends for good: its row says how, the indexes forget it, waiting children move on.
+        `cause`: why a COMPLETED trial ended early (early_exit.NAMES); an ERROR's is derived."""
         trial.state = state
         self.work.save_trial(trial)
-        self._record_trial_end(trial.id, state, error)
+        self._record_trial_end(trial.id, state, error, cause)
         self.trials.pop(trial.id, None)
         self.running.pop(trial.id, None)
         self.search.wait_for(trial, None)
@@ -439,6 +456,6 @@ class TrialRuns:
         if exp is not None:
             self.checkpoints.collect_garbage(exp)
 
-    def _record_trial_end(self, trial_id: int, state: str, error: str) -> None:
+    def _record_trial_end(self, trial_id: int, state: str, error: str, cause: str = "") -> None:
         # The infrastructure never ends a trial (it waits for it instead): an ERROR is the trial's own.
-        trial_ops.end_trial(self.db, trial_id, state, error, utc_now(), USER if state == "ERROR" else "")
+        trial_ops.end_trial(self.db, trial_id, state, error, utc_now(), USER if state == "ERROR" else cause)

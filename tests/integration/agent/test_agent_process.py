@@ -67,12 +67,14 @@ def test_registers_with_its_slots_and_heartbeats(scheduler, start_agent):
 
 
 def test_a_scheduler_of_an_older_link_protocol_stops_the_agent_with_a_clear_error(scheduler, start_agent):
-    scheduler.protocol = 0  # as a scheduler from before StartTrial.config_json answers
+    # As a scheduler from before WorkloadResult.early_exit answers (it would drive a trial that ended
+    # itself on); one from before StartTrial.config_json says 0, refused the same way.
+    scheduler.protocol = 1
     agent = start_agent()
     assert agent.proc.wait(30) == 2
     log = agent.log_path.read_text()
     assert "pedl-agent: error: the scheduler at 127.0.0.1:" in log
-    assert "speaks agent-link protocol 0, older than the 1 this agent" in log
+    assert "speaks agent-link protocol 1, older than the 2 this agent" in log
     assert "upgrade the scheduler" in log
     assert len(scheduler.messages("register")) == 1  # no retrying what cannot work
 

@@ -144,3 +144,12 @@ def test_describe_shows_lengths_in_epochs_and_each_trials_measured_epoch() -> No
     summary = render.trial_summary(trial(3, epoch_batches=45))
     assert re.search(r"Epoch: +45 batches", summary)
     assert "Epoch:" not in render.trial_summary(trial(4))
+
+
+def test_describe_says_why_a_trial_ended_itself_early() -> None:
+    reasons = common_pb2.EarlyExitReason
+    stopped = render.trial_summary(trial(5, early_exit=reasons.EARLY_EXIT_REASON_USER_REQUESTED_STOP))
+    assert re.search(r"Exited early: +USER_REQUESTED_STOP: its code asked to stop", stopped)
+    invalid = render.trial_summary(trial(6, early_exit=reasons.EARLY_EXIT_REASON_INVALID_HP))
+    assert "INVALID_HP: its code reported invalid hyperparameters" in invalid
+    assert "Exited early" not in render.trial_summary(trial(7))

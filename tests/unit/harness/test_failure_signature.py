@@ -84,3 +84,31 @@ def test_an_error_that_never_passed_through_the_model_definition_gets_none(tmp_p
         raise FileNotFoundError("checkpoint directory missing")
 
     assert failure_signature(raised(outside), tmp_path / "model") is None
+
+
+def test_det_invalid_hp_is_reported_as_such_wherever_determined_comes_from(tmp_path: Path) -> None:
+    """The scheduler ends such a trial early (INVALID_HP) instead of failing it."""
+    from pedl.harness.compat import ensure_determined_importable
+
+    ensure_determined_importable()
+    import determined as det
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "model_def.py").write_text(
+        "import determined as det\n\n\ndef build():\n    raise det.InvalidHP('lr')\n"
+    )
+    spec = importlib.util.spec_from_file_location("invalid_hp_model_def", model_dir / "model_def.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    signature = failure_signature(raised(module.build), model_dir)
+    assert signature is not None and signature.permanent
+    assert (signature.exception_type, signature.location) == ("determined.InvalidHP", "model_def.py:5")
+
+    class InvalidHP(Exception):  # a real Determined's lives in determined._execution
+        pass
+
+    InvalidHP.__module__ = "determined._execution"
+    assert failure_signature(InvalidHP("x"), model_dir).exception_type == "determined.InvalidHP"  # type: ignore[union-attr]
+    assert det.InvalidHP("x").args == ("x",)

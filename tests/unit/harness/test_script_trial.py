@@ -118,3 +118,41 @@ def test_searcher_operations_without_a_length_are_refused_with_the_way_to_go(tmp
     finally:
         trial.kill()
         server.close()
+
+
+INVALID_HP_SCRIPT = """
+import determined as det
+with det.core.init() as core:
+    core.train.report_training_metrics(steps_completed=5, metrics={"loss": 1.0})
+    raise det.InvalidHP("lr is too large")
+print("not reached")
+"""
+
+
+def test_a_script_raising_invalid_hp_exits_0_and_its_results_say_it_ended_early(tmp_path) -> None:
+    """Determined: `det.InvalidHP` inside `with det.core.init()` reports INVALID_HP and exits 0; the
+    trial is no failure, its step ends where the script got to and is not 'finished'."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "bad.py").write_text(INVALID_HP_SCRIPT)
+    trial, server = start(tmp_path, limit=1, command=[sys.executable, str(tmp_path / "run" / "bad.py")])
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 100))
+        assert step.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_INVALID_HP
+        assert step.script_progress == 5 and not step.script_finished
+        assert trial.wait_for_exit() == 0
+        stop = trial.run_workload(workload(KIND.WORKLOAD_KIND_CHECKPOINT_MODEL, 5))
+        assert stop.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_INVALID_HP
+        trial.close()  # TERMINATE: no error
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_report_early_exit_with_an_unknown_reason_is_refused_naming_the_known_ones(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=1, command=[sys.executable, "-c", "pass"])
+    try:
+        with pytest.raises(ScriptFailed, match="unknown reason 'BORED'.*EXITED_REASON_INVALID_HP"):
+            trial.early_exit("BORED")
+    finally:
+        trial.kill()
+        server.close()

@@ -74,8 +74,3 @@ def test_wrap_scaler_takes_one_grad_scaler() -> None:
     context.wrap_scaler(torch.amp.GradScaler("cpu"))
     with pytest.raises(ValueError, match="called twice"):
         context.wrap_scaler(torch.amp.GradScaler("cpu"))
-
-
-def test_use_amp_is_refused_naming_what_to_use_instead() -> None:
-    with pytest.raises(NotImplementedError, match="use_amp\\(\\).*wrap_scaler"):
-        pytorch.PyTorchTrialContext({}, {}).use_amp()

@@ -3,6 +3,8 @@ before StartTrial.config_json (which sends no revision) is refused with a line s
 
 from __future__ import annotations
 
+import pytest
+
 from pedl.v1 import agent_pb2
 from pedl_agent import version
 from pedl_scheduler import agent_protocol
@@ -26,3 +28,12 @@ def test_this_releases_agent_and_scheduler_accept_each_other() -> None:
     assert version.AGENT_PROTOCOL >= agent_protocol.MIN_AGENT_PROTOCOL
     assert agent_protocol.SCHEDULER_PROTOCOL >= version.MIN_SCHEDULER_PROTOCOL
     version.check_scheduler_protocol(agent_protocol.SCHEDULER_PROTOCOL, "m:1")
+
+
+def test_an_agent_refuses_a_scheduler_that_would_ignore_early_exits() -> None:
+    """Protocol 2: a trial's early exit (set_stop_requested, report_early_exit) rides on its results;
+    a scheduler of revision 1 would drive such a trial on, so this agent will not run trials for it."""
+    with pytest.raises(version.IncompatibleScheduler, match="protocol 1, older than the 2"):
+        version.check_scheduler_protocol(1, "m:1")
+    # Agents of revision 1 never report one, so the scheduler still takes them.
+    assert agent_protocol.refusal(agent_pb2.RegisterAgent(agent_id="a", protocol=1)) is None

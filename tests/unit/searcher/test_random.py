@@ -101,3 +101,32 @@ def test_a_snapshot_of_thousands_of_open_trials_stays_small_and_restores_exactly
     legacy = dict(snapshot, method={**snapshot["method"], "open": list(searcher.open)})
     del legacy["method"]["open_runs"]
     assert restore_search_method(cfg, 3, legacy).open == searcher.open
+
+
+def test_a_trial_with_invalid_hyperparameters_is_replaced_by_a_new_sample() -> None:
+    """Determined's random search: an INVALID_HP trial does not count toward max_trials; another sample
+    takes its place. Other early exits (errors, kills, USER_REQUESTED_STOP) count, as before."""
+    searcher = make_search_method(
+        config("{name: random, metric: loss, max_trials: 2, max_length: 30}"), seed=3
+    )
+    first, second = [op for op in searcher.initial_operations() if isinstance(op, Create)]
+    replaced = [
+        op for op in searcher.on_trial_exited_early(first.request_id, "INVALID_HP") if isinstance(op, Create)
+    ]
+    assert len(replaced) == 1 and replaced[0].hparams != first.hparams
+    assert searcher.progress() == 0.0
+    assert searcher.on_trial_exited_early(second.request_id, "USER_REQUESTED_STOP") == []
+    restored = restore_search_method(searcher.config, 3, searcher.snapshot())
+    assert restored.on_trial_closed(replaced[0].request_id) == [Shutdown()]
+    assert restored.progress() == 1.0
+
+
+def test_grid_does_not_resample_a_point_with_invalid_hyperparameters() -> None:
+    cfg = parse_experiment_config(
+        "hyperparameters: {act: {type: categorical, vals: [relu, tanh]}}\n"
+        "searcher: {name: grid, metric: loss, max_length: 30}\n"
+    )
+    searcher = make_search_method(cfg, seed=3)
+    first, second = [op for op in searcher.initial_operations() if isinstance(op, Create)]
+    assert searcher.on_trial_exited_early(first.request_id, "INVALID_HP") == []
+    assert searcher.on_trial_closed(second.request_id) == [Shutdown()]

@@ -384,3 +384,43 @@ def test_sequencer_options_come_from_the_config() -> None:
         "searcher: {name: single, metric: loss, max_length: {batches: 10}}\ncheckpoint_policy: best\n"
     )
     assert TrialSequencer.for_config(best).checkpoint_after_best_validation
+
+
+def test_a_trial_that_ends_itself_is_checkpointed_then_terminated_short_of_its_length() -> None:
+    """Determined's set_stop_requested(True): finish the step, checkpoint, exit; not 'completed'
+    (the searcher hears an early exit), and the reason outlives a restarted run."""
+    seq = TrialSequencer(batches_per_step=10)
+    seq.add_target(50)
+    seq.close()
+    step = seq.next_workload()
+    assert step is not None and (step.kind, step.total_batches) == (Kind.RUN_STEP, 10)
+    seq.on_step_completed(step.step_id, 10)
+    assert seq.exit_early("USER_REQUESTED_STOP")
+    assert not seq.exit_early("INVALID_HP")  # the first reason stands
+    restored = TrialSequencer.from_dict(seq.to_dict())
+    assert restored.early_exit == "USER_REQUESTED_STOP"
+    assert run(restored) == [("CHECKPOINT_MODEL", 10), ("TERMINATE", 10)]
+    assert restored.exited_early and not restored.completed
+    # A run that failed after the request resumes from its checkpoint straight to the exit.
+    restored.restart_from(10, 1)
+    assert run(restored) == [("TERMINATE", 10)]
+
+
+def test_an_early_exit_before_training_anything_needs_no_checkpoint() -> None:
+    seq = TrialSequencer(batches_per_step=10)
+    seq.add_target(50)
+    seq.exit_early("INVALID_HP")
+    assert run(seq) == [("TERMINATE", 0)]
+    assert seq.exited_early
+
+
+def test_a_stop_asked_at_the_last_step_of_a_closed_trial_still_completes_it() -> None:
+    """The trial reached its length anyway: the searcher hears it closed, not an early exit."""
+    seq = TrialSequencer(batches_per_step=10)
+    seq.add_target(20)
+    seq.close()
+    seq.on_step_completed(2, 20)
+    seq.on_validation_completed(20)
+    seq.exit_early("USER_REQUESTED_STOP")
+    assert run(seq) == [("CHECKPOINT_MODEL", 20), ("TERMINATE", 20)]
+    assert seq.completed and not seq.exited_early

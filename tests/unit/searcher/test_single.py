@@ -40,3 +40,12 @@ def test_a_trial_that_exits_early_fails_the_search() -> None:
     searcher = make_search_method(parse_experiment_config(CONFIG), seed=1)
     create, *_ = searcher.initial_operations()
     assert searcher.on_trial_exited_early(create.request_id) == [Shutdown(failure=True)]
+
+
+def test_a_trial_that_ended_itself_fails_no_search() -> None:
+    """Determined counts only errored trials as failures: INVALID_HP and USER_REQUESTED_STOP end the
+    search, which COMPLETES."""
+    for reason in ("INVALID_HP", "USER_REQUESTED_STOP"):
+        searcher = make_search_method(parse_experiment_config(CONFIG), seed=1)
+        create, *_ = searcher.initial_operations()
+        assert searcher.on_trial_exited_early(create.request_id, reason) == [Shutdown(failure=False)]

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from types import TracebackType
 from typing import Any
 
+import determined as det
 from determined import _cluster_info
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._link import Link, LocalLink, harness_link, local_storage_path
 from determined.core._preempt import PreemptContext, PreemptMode
 from determined.core._searcher import SearcherContext
-from determined.core._train import TrainContext
+from determined.core._train import EarlyExitReason, TrainContext
 
 
 class TensorboardMode(enum.Enum):
@@ -50,7 +52,13 @@ class Context:
     def __exit__(
         self, typ: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
+        invalid_hp = isinstance(value, det.InvalidHP) and not self._closed and self.distributed.rank == 0
+        if invalid_hp:
+            self.train.report_early_exit(EarlyExitReason.INVALID_HP)
         self.close()
+        if isinstance(value, det.InvalidHP):  # as Determined: the invalid trial is no failure
+            print(f"det.InvalidHP: {value}; the trial exits early (INVALID_HP)", file=sys.stderr, flush=True)
+            raise SystemExit(0)
 
     def close(self) -> None:
         if self._closed:

@@ -7,12 +7,14 @@ checkpoints, distributes and steps them (the seed PyTorch controller, through
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from determined._trial_context import DistributedContext, TrialContext
+from determined.pytorch._amp import AutoAmp
 from determined.pytorch._tensorboard import TensorboardMethods
 from pedl.frameworks.pytorch._lr import LRScheduler
 from pedl.pytorch import _distributed
@@ -42,7 +44,12 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         self.scalers: list[Any] = []
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
-        self._stop_requested = False
+        # optimizations.aggregation_frequency / average_aggregated_gradients (configure_aggregation).
+        self._aggregation_frequency = 1
+        self._average_aggregated_default = True
+        self._averaged: dict[int, bool] = {}  # wrap_optimizer(average_aggregated_gradients=...), by id
+        self._amp: AutoAmp | None = None
+        self.experimental = PyTorchExperimentalContext(self)
 
     # --- what the trial builds -------------------------------------------------------------------
 
@@ -51,21 +58,37 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"wrap_model() takes a torch.nn.Module, got {type(model).__name__}")
         model = model.to(self.device)
+        if self._amp is not None:
+            self._amp.wrap_forward(model)
         self.models.append(model)
         wrapped = model if self.distributed.get_size() <= 1 else _distributed.wrap_model(model, self.device)
         self.wrapped_models.append(wrapped)
         return wrapped
 
     def wrap_optimizer(
-        self, optimizer: torch.optim.Optimizer, backward_passes_per_step: int = 1, **_: Any
+        self,
+        optimizer: torch.optim.Optimizer,
+        backward_passes_per_step: int = 1,
+        fp16_compression: bool | None = None,
+        average_aggregated_gradients: bool | None = None,
     ) -> torch.optim.Optimizer:
+        """`backward_passes_per_step`: how many `context.backward` calls one `train_batch` makes
+        before its `step_optimizer`; as in Determined with torch DDP, gradients simply add up over
+        them. `average_aggregated_gradients` (default: the config's) divides the gradients that
+        `optimizations.aggregation_frequency` sums by that frequency before the step.
+        `fp16_compression` is Horovod's, which pedl (torch DDP) does not use."""
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"wrap_optimizer() takes a torch.optim.Optimizer, got {type(optimizer).__name__}")
-        if backward_passes_per_step != 1:
-            raise ValueError(
-                f"wrap_optimizer(backward_passes_per_step={backward_passes_per_step}): pedl does not support "
-                "gradient aggregation; use 1"
+        if isinstance(backward_passes_per_step, bool) or not isinstance(backward_passes_per_step, int):
+            raise TypeError(
+                f"wrap_optimizer(backward_passes_per_step=...) takes an int, got {backward_passes_per_step!r}"
             )
+        if backward_passes_per_step < 1:
+            raise ValueError(
+                f"wrap_optimizer(backward_passes_per_step={backward_passes_per_step}): it must be at least 1"
+            )
+        if average_aggregated_gradients is not None:  # else the config's, known once training starts
+            self._averaged[id(optimizer)] = bool(average_aggregated_gradients)
         self.optimizers.append(optimizer)
         return optimizer
 
@@ -86,11 +109,15 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         self.scalers.append(scaler)
         return scaler
 
-    def use_amp(self) -> Any:
-        raise NotImplementedError(
-            "use_amp(): pedl has no automatic AMP for Determined trials; call "
-            "wrap_scaler(torch.amp.GradScaler()) and run the forward pass under torch.autocast"
-        )
+    def use_amp(self) -> None:
+        """Determined's `context.experimental.use_amp()`, also reachable here; see `_amp`."""
+        self.experimental.use_amp()
+
+    def _use_amp(self, amp: AutoAmp) -> None:
+        if self.models:
+            raise ValueError("use_amp() must be called before wrap_model(), as in Determined")
+        self.wrap_scaler(amp.scaler)
+        self._amp = amp
 
     def configure_apex_amp(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("configure_apex_amp(): pedl does not support NVIDIA Apex; use torch.amp")
@@ -103,7 +130,10 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
     def backward(
         self, loss: torch.Tensor, gradient: Any = None, retain_graph: bool = False, create_graph: bool = False
     ) -> None:
-        loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+        if self._amp is not None:
+            loss = self._amp.scaler.scale(loss)
+        with self._no_sync_unless_updating():
+            loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def step_optimizer(
         self,
@@ -112,12 +142,31 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         auto_zero_grads: bool = True,
         scaler: Any = None,
     ) -> None:
+        """Steps `optimizer`, but with `optimizations.aggregation_frequency` N only on every N-th
+        batch (gradients add up until then, averaged if average_aggregated_gradients), as Determined."""
         if optimizer not in self.optimizers:
             raise ValueError(
                 "step_optimizer() was given an optimizer that was not passed to wrap_optimizer()"
             )
+        every = self._aggregation_frequency
+        if every > 1 and not auto_zero_grads:
+            raise ValueError(
+                f"step_optimizer(auto_zero_grads=False): optimizations.aggregation_frequency is {every}, "
+                "which needs auto_zero_grads=True (as in Determined)"
+            )
+        if not self._updates_now():
+            return
+        parameters = [p for group in optimizer.param_groups for p in group["params"]]
+        if every > 1 and self._averaged.get(id(optimizer), self._average_aggregated_default):
+            for p in parameters:
+                if p.grad is not None:
+                    p.grad.div_(every)
         if clip_grads is not None:
-            clip_grads(p for group in optimizer.param_groups for p in group["params"])
+            if self._amp is not None:
+                self._amp.scaler.unscale_(optimizer)
+            clip_grads(iter(parameters))
+        if scaler is None and self._amp is not None:
+            scaler = self._amp.scaler
         if scaler is not None:
             scaler.step(optimizer)
         else:
@@ -127,19 +176,45 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         for scheduler in self.lr_schedulers:
             scheduler.after_optimizer_step()
 
+    # --- what the controller tells the context ----------------------------------------------------
+
+    def _configure_aggregation(self, frequency: int, average: bool) -> None:
+        self._aggregation_frequency = frequency
+        self._average_aggregated_default = average
+
+    def _updates_now(self) -> bool:
+        """Whether the batch being trained ends an aggregation window (always, without aggregation)."""
+        return (self.current_train_batch() + 1) % self._aggregation_frequency == 0
+
+    def _after_train_batch(self) -> None:
+        """use_amp: the scaler is updated once per batch that stepped, after all its optimizer steps."""
+        if self._amp is not None and self._amp.scaler.is_enabled() and self._updates_now():
+            self._amp.scaler.update()
+
+    def _no_sync_unless_updating(self) -> contextlib.AbstractContextManager[Any]:
+        """Within an aggregation window, DDP need not all-reduce the gradients of every backward pass."""
+        stack = contextlib.ExitStack()
+        if self._aggregation_frequency > 1 and not self._updates_now():
+            for wrapped in self.wrapped_models:
+                no_sync = getattr(wrapped, "no_sync", None)
+                if no_sync is not None:
+                    stack.enter_context(no_sync())
+        return stack
+
     def current_train_batch(self) -> int:
         return self._batches_trained()
 
     def current_train_epoch(self) -> int:
         return self._epoch()
 
-    def set_stop_requested(self, stop_requested: bool) -> None:
-        if stop_requested:
-            raise NotImplementedError(
-                "set_stop_requested(True): pedl's searcher decides when a trial stops; end training early "
-                "through the searcher's max_length instead"
-            )
-        self._stop_requested = False
 
-    def get_stop_requested(self) -> bool:
-        return self._stop_requested
+class PyTorchExperimentalContext:
+    """`context.experimental`, as Determined names it."""
+
+    def __init__(self, parent: PyTorchTrialContext) -> None:
+        self._parent = parent
+
+    def use_amp(self) -> None:
+        """Automatic mixed precision with a default GradScaler (see determined.pytorch._amp); call it
+        before wrap_model() and do not call wrap_scaler() too."""
+        self._parent._use_amp(AutoAmp.for_device(self._parent.device))

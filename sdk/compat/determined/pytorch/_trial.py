@@ -19,6 +19,7 @@ from determined.pytorch._context import PyTorchTrialContext
 from pedl.frameworks.pytorch._adapter import BatchTrialController, ModelArgController, Parts, call_flexible
 from pedl.harness.controller import TrialController
 from pedl.model_def.errors import describe
+from pedl.pytorch._optimizations import TorchOptimizations
 from pedl.trial import Trial
 
 
@@ -113,8 +114,15 @@ class ContextController(BatchTrialController):
                 )
         return Parts(context.models, context.optimizers, context.lr_schedulers, context.wrapped_models)
 
+    def configure_optimizations(self, opts: TorchOptimizations) -> None:
+        super().configure_optimizations(opts)
+        context = self.trial.context
+        context._configure_aggregation(opts.aggregation_frequency, opts.average_aggregated_gradients)
+
     def _call_train(self, batch: Any, epoch_idx: int, batch_idx: int) -> Any:
-        return self.trial.train_batch(batch, epoch_idx, batch_idx)
+        out = self.trial.train_batch(batch, epoch_idx, batch_idx)
+        self.trial.context._after_train_batch()
+        return out
 
     def _call_evaluate(self, batch: Any, batch_idx: int) -> Any:
         return call_flexible(self.trial.evaluate_batch, batch, batch_idx)

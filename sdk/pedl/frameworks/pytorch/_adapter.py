@@ -12,7 +12,7 @@ import abc
 import inspect
 import numbers
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -76,6 +76,8 @@ class BatchTrialController(PyTorchTrialController, abc.ABC):
         device: torch.device | None = None,
     ) -> None:
         self._full_validation_loader = validation_loader
+        # Epochs that ended since the optimizers last stepped (optimizations.aggregation_frequency).
+        self._epochs_ended = 0
         # The batch being trained (0-based, across restarts) while train_batch runs, else None.
         self.current_batch: int | None = None
         super().__init__(trial, training_loader, validation_loader, device)
@@ -102,17 +104,18 @@ class BatchTrialController(PyTorchTrialController, abc.ABC):
     # --- PyTorchTrialController hooks -----------------------------------------------------------
 
     def configure_optimizations(self, opts: TorchOptimizations) -> None:
-        """These trials step their own optimizers: the config's training optimizations would not apply."""
-        for name, value in (
-            ("aggregation_frequency", opts.aggregation_frequency != 1),
-            ("mixed_precision", opts.mixed_precision),
-            ("auto_tf32", opts.auto_tf32),
-        ):
-            if value:
-                raise ModelDefinitionError(
-                    f"optimizations.{name} is implemented for the seed PyTorchTrial only; remove it for "
-                    f"{type(self.trial).__qualname__}"
-                )
+        """As Determined runs these trials: `aggregation_frequency` (with `average_aggregated_gradients`)
+        steps the optimizers on every N-th batch, and `auto_tf32`, true unless the config says false,
+        sets torch's TF32 flags. `mixed_precision` is Apex's in Determined: refused (use_amp or
+        wrap_scaler are the torch AMP these trials use)."""
+        if opts.mixed_precision:
+            raise ModelDefinitionError(
+                "optimizations.mixed_precision is implemented for the seed PyTorchTrial only; remove it for "
+                f"{type(self.trial).__qualname__} (Determined's torch AMP: context.experimental.use_amp() "
+                "or context.wrap_scaler())"
+            )
+        if opts.auto_tf32 is None:
+            opts = replace(opts, auto_tf32=True)
         super().configure_optimizations(opts)
 
     def _build(self, trial: Any) -> None:
@@ -135,7 +138,9 @@ class BatchTrialController(PyTorchTrialController, abc.ABC):
         raw = self._stream.next()
         epoch_ended = self._stream.epoch != epoch_idx
         batch = self._on_device(raw, "training", number)
-        if self.auto_step:
+        every = self.optimizations.aggregation_frequency
+        updates = number % every == 0  # the batch ends an aggregation window (always, without one)
+        if self.auto_step and (number - 1) % every == 0:
             self.optimizer.zero_grad()
         out = self._call_train(batch, epoch_idx, batch_idx)
         metrics = self._training_output(out, number)
@@ -146,12 +151,17 @@ class BatchTrialController(PyTorchTrialController, abc.ABC):
                     f"{self._metrics_origin}: training batch {number}: the 'loss' tensor has no gradient "
                     "(was it detached or computed under torch.no_grad()?)"
                 )
-            loss.backward()
-            self.optimizer.step()
+            averaged = every > 1 and self.optimizations.average_aggregated_gradients
+            (loss / every if averaged else loss).backward()
+            if updates:
+                self.optimizer.step()
+                for scheduler in self._parts_built.schedulers:
+                    scheduler.after_optimizer_step()
+        self._epochs_ended += epoch_ended
+        if updates:  # as Determined: LR schedulers step only with the optimizers
             for scheduler in self._parts_built.schedulers:
-                scheduler.after_optimizer_step()
-        for scheduler in self._parts_built.schedulers:
-            scheduler.after_batch(batch_idx, epoch_ended)
+                scheduler.after_update(range(batch_idx - every + 1, batch_idx + 1), self._epochs_ended)
+            self._epochs_ended = 0
         self.current_batch = None
         return loss, metrics, batch_length(batch)
 

@@ -40,13 +40,18 @@ class LRScheduler:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.scheduler.load_state_dict(state)
 
-    def after_batch(self, batch_idx: int, epoch_ended: bool) -> None:
-        """Called by the trainer after each training batch (0-based `batch_idx`, across restarts)."""
+    def after_update(self, batch_indices: range, epochs_ended: int) -> None:
+        """Called after the optimizers stepped, for the training batches (0-based) since they last did
+        and the epochs that ended meanwhile: one batch and at most one epoch without gradient
+        aggregation; with `aggregation_frequency` N, the LR steps of N batches come together, as in
+        Determined (an LR scheduler never steps between optimizer steps)."""
         if self._step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH:
-            if (batch_idx + 1) % self._frequency == 0:
+            for batch_idx in batch_indices:
+                if (batch_idx + 1) % self._frequency == 0:
+                    self.scheduler.step()
+        elif self._step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH:
+            for _ in range(epochs_ended):
                 self.scheduler.step()
-        elif self._step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH and epoch_ended:
-            self.scheduler.step()
 
     def after_optimizer_step(self) -> None:
         if self._step_mode is LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP:
