@@ -3,7 +3,6 @@ killing it, and what its exit means (stopped to resume later, completed, restart
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -18,17 +17,15 @@ from pedl.harness.failure import INVALID_HP
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import early_exit, run_exits
+from pedl_scheduler.experiments import early_exit, run_exits, run_start
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
 from pedl_scheduler.experiments.restart_policy import USER, infrastructure_cause
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
-from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
-from pedl_server_auth import trial_token
 
 if TYPE_CHECKING:
     from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
@@ -91,7 +88,7 @@ class TrialRuns:
         )
         if exp.start_config is None:
             exp.start_config = carried.to_json(exp.config)
-        model_name, model_sha256 = self._model_definition(exp)
+        model_name, model_sha256 = run_start.model_definition(self.state, exp)
         rank = 0
         for member, slots in gang:
             self.work.send(
@@ -118,7 +115,7 @@ class TrialRuns:
                         world_size=world_size,
                         rendezvous_address=rendezvous,
                         environment="" if env == "default" else env,
-                        checkpoint_token=self._checkpoint_token(exp, trial),
+                        checkpoint_token=run_start.checkpoint_token(self.state, exp, trial),
                         after=[
                             agent_pb2.RunRef(trial_id=h, run_id=self.trials[h].run_id)
                             for h in after.get(member.id, ())
@@ -137,26 +134,6 @@ class TrialRuns:
 
     def _record_run_started(self, trial: TrialRuntime) -> None:
         trial_ops.start_run(self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now())
-
-    def _checkpoint_token(self, exp: ExperimentRuntime, trial: TrialRuntime) -> str:
-        """Good for this run's own checkpoints and the ones it starts from, until it ends or expires."""
-        secret = self.state.cluster_secret
-        if not secret:
-            return ""
-        grants = (trial.latest_checkpoint_uuid, "" if trial.latest_checkpoint_uuid else exp.warm_start_uuid)
-        return trial_token.mint(
-            secret, exp.id, trial.id, trial.run_id, grants, self.state.trial_token_ttl_seconds
-        )
-
-    def _model_definition(self, exp: ExperimentRuntime) -> tuple[str, str]:
-        """The experiment's model definition name and sha256, read once per experiment."""
-        if exp.model_definition_name is None or exp.model_definition_sha256 is None:
-            row = experiment_ops.model_definition(self.db, exp.id)
-            exp.model_definition_name = (row or {}).get("model_definition_name") or ""
-            exp.model_definition_sha256 = (
-                hashlib.sha256(row["model_definition"]).hexdigest() if row is not None else ""
-            )
-        return exp.model_definition_name, exp.model_definition_sha256
 
     def dispatch_now(self, trial: TrialRuntime) -> None:
         """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
