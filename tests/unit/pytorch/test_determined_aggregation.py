@@ -146,6 +146,15 @@ def test_backward_passes_per_step_must_be_a_positive_int() -> None:
         context.wrap_optimizer(opt, backward_passes_per_step=0)
 
 
+def test_fp16_compression_says_it_has_no_effect(caplog: pytest.LogCaptureFixture) -> None:
+    """Horovod's option: accepted as Determined's DDP trials accept it, but never silently."""
+    context = pytorch.PyTorchTrialContext({}, {})
+    opt = torch.optim.SGD(context.wrap_model(torch.nn.Linear(2, 2)).parameters(), lr=0.1)
+    with caplog.at_level("WARNING", logger="determined.pytorch"):
+        context.wrap_optimizer(opt, fp16_compression=True)
+    assert "fp16_compression=True) has no effect" in caplog.text
+
+
 def test_auto_tf32_is_accepted_and_mixed_precision_names_determineds_amp() -> None:
     make(8, auto_tf32=True).train_until(1)
     make(8, auto_tf32=False).train_until(1)

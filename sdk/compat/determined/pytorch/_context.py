@@ -8,6 +8,7 @@ checkpoints, distributes and steps them (the seed PyTorch controller, through
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +20,8 @@ from determined.pytorch._tensorboard import TensorboardMethods
 from pedl.frameworks.pytorch._lr import LRScheduler
 from pedl.pytorch import _distributed
 from pedl.pytorch._data import to_device
+
+logger = logging.getLogger("determined.pytorch")
 
 
 def _ranks() -> DistributedContext:
@@ -86,6 +89,11 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         if backward_passes_per_step < 1:
             raise ValueError(
                 f"wrap_optimizer(backward_passes_per_step={backward_passes_per_step}): it must be at least 1"
+            )
+        if fp16_compression:
+            logger.warning(
+                "wrap_optimizer(fp16_compression=True) has no effect: it compresses Horovod's gradient "
+                "exchange, and pedl exchanges gradients with torch DDP"
             )
         if average_aggregated_gradients is not None:  # else the config's, known once training starts
             self._averaged[id(optimizer)] = bool(average_aggregated_gradients)
