@@ -90,8 +90,11 @@ def run(root: Path, name: str, extra: list[str], clients: int, seconds: float, f
         if fresh is None:
             took = time_list(master, token, seconds)
         else:
-            queue: multiprocessing.Queue = multiprocessing.Queue()
-            worker = multiprocessing.get_context("fork").Process(
+            # Spawned, not forked: this process has gRPC channels open (the idle phase's), and a forked
+            # child of a gRPC process can deadlock in its first call.
+            spawn = multiprocessing.get_context("spawn")
+            queue: multiprocessing.Queue = spawn.Queue()
+            worker = spawn.Process(
                 target=storm, args=(master, clients, seconds, fresh, queue)
             )
             worker.start()
