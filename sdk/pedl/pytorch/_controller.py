@@ -59,6 +59,11 @@ def _scalar_loss(losses: Any, where: str) -> torch.Tensor:
 
 def _prepare(batch: Any, device: torch.device, kind: str, number: int) -> tuple[Any, Any]:
     """(input, target) on `device`; errors name the batch ("training batch 12: ...")."""
+    if type(batch) in (tuple, list) and len(batch) == 2:
+        # The common batch, a plain pair of tensors: what split_batch and to_device would do.
+        inputs, labels = batch
+        if isinstance(inputs, torch.Tensor) and isinstance(labels, torch.Tensor):
+            return inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
     try:
         inputs, labels = split_batch(batch)
         return to_device(inputs, device, "batch[0]"), to_device(labels, device, "batch[1]")
@@ -87,6 +92,9 @@ class PyTorchTrialController:
         self.validation_loader = validation_loader
         self._batches_trained = 0
         self._stream = EpochStream(training_loader)
+        # One reusable context for every batch's training_metrics() (building one costs as much as
+        # entering it).
+        self._no_grad = torch.no_grad()
         self.configure_optimizations(TorchOptimizations())
         self._build(trial)
 
@@ -129,7 +137,11 @@ class PyTorchTrialController:
         trial, optimizer, scheduler = self.trial, self.optimizer, self.lr_scheduler
         precision, every = self._precision, self.optimizations.aggregation_frequency
         inputs, labels = _prepare(self._stream.next(), self.device, "training", number)
-        with precision.autocast():
+        if precision.enabled:
+            with precision.autocast():
+                predictions = self._train_model(inputs)
+                losses = trial.losses(predictions, labels)
+        else:
             predictions = self._train_model(inputs)
             losses = trial.losses(predictions, labels)
         if type(losses) is torch.Tensor and losses.ndim == 0:  # the common case, kept cheap
@@ -153,7 +165,7 @@ class PyTorchTrialController:
                     scheduler.step()
         metrics = None
         if self._metrics_origin is not None:
-            with torch.no_grad():
+            with self._no_grad:
                 metrics = trial.training_metrics(predictions, labels, losses)
         return loss, metrics, batch_length(inputs)
 
@@ -210,24 +222,25 @@ class PyTorchTrialController:
             if extra is not None and metrics is not None:
                 extra.add(metrics)
         self._batches_trained += count
-        bad = first_non_finite(losses_seen)
+        losses = torch.stack(losses_seen)
+        bad = first_non_finite(losses)
         if bad is not None:
             raise FloatingPointError(
                 f"training batch {total_batches - count + bad + 1}: the loss is {losses_seen[bad].item()}"
             )
         if self._ranks is not None:
-            return self._reduced_step(extra, losses_seen, count, num_inputs)
+            return self._reduced_step(extra, losses, count, num_inputs)
         metrics = extra.result() if extra is not None else {}
-        metrics["loss"] = to_plain(torch.stack(losses_seen).to(torch.float64).mean())
+        metrics["loss"] = to_plain(losses.to(torch.float64).mean())
         return StepResult(metrics=metrics, num_batches=count, num_inputs=num_inputs)
 
     def _reduced_step(
-        self, extra: MetricAverager | None, losses: list[torch.Tensor], count: int, num_inputs: int
+        self, extra: MetricAverager | None, losses: torch.Tensor, count: int, num_inputs: int
     ) -> StepResult:
         """The step's metrics over every rank's batches; `num_inputs` counts every rank's samples."""
         assert self._ranks is not None
         sums = extra.sums() if isinstance(extra, _distributed.ShardAverager) else {}
-        sums["loss"] = (torch.stack(losses).to(torch.float64).sum().cpu().numpy(), len(losses))
+        sums["loss"] = (losses.to(torch.float64).sum().cpu().numpy(), len(losses))
         metrics, _, inputs = _distributed.reduce_means(self._ranks, sums, num_inputs)
         return StepResult(metrics=metrics, num_batches=count, num_inputs=sum(inputs))
 

@@ -29,7 +29,7 @@ import torch.utils.data
 
 from pedl._metrics import to_plain
 from pedl._shards import round_robin
-from pedl.pytorch._averaging import MetricAverager
+from pedl.pytorch._averaging import MetricAverager, float64_stack
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,9 @@ def shard_loader(loader: torch.utils.data.DataLoader, ranks: Ranks, pad: bool) -
 
 def _sum(name: str, values: list[Any], what: str) -> np.ndarray:
     try:
-        if all(isinstance(v, torch.Tensor) for v in values):
-            return torch.stack([v.to(torch.float64) for v in values]).sum(dim=0).cpu().numpy()
+        stacked = float64_stack(values)
+        if stacked is not None:
+            return stacked.sum(dim=0).cpu().numpy()
         return np.sum(np.asarray([to_plain(v) for v in values], dtype=np.float64), axis=0)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise ValueError(f"{what}: metric {name!r} cannot be averaged over batches: {exc}") from exc

@@ -9,17 +9,28 @@ import numpy as np
 import torch
 
 
-def capture() -> dict[str, Any]:
-    """Python, NumPy, torch CPU and (if present) CUDA generator states, as plain picklable data."""
+def capture(plain: bool = True) -> dict[str, Any]:
+    """Python, NumPy, torch CPU and (if present) CUDA generator states, as plain picklable data.
+
+    With `plain=False` the NumPy key stays the array NumPy returns (a copy): turning it into a list
+    costs a third of the capture, which a snapshot that is rarely saved can defer to `as_plain`."""
     np_state: Any = np.random.get_state()  # the legacy tuple form
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "numpy": np_state if not plain else (np_state[0], np_state[1].tolist(), *np_state[2:]),
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
+
+
+def as_plain(state: dict[str, Any]) -> dict[str, Any]:
+    """`state` as `capture()` gives it, from either form of `capture`."""
+    name, keys, *rest = state["numpy"]
+    if not isinstance(keys, np.ndarray):
+        return state
+    return {**state, "numpy": (name, keys.tolist(), *rest)}
 
 
 def restore(state: dict[str, Any]) -> None:

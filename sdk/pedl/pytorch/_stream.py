@@ -30,8 +30,9 @@ class EpochStream:
             self._epoch_len = len(loader)
 
     def _snapshot(self) -> dict[str, Any]:
+        # Taken every epoch, saved only with a checkpoint: `state()` makes it plain data.
         return {
-            "rng": _rng.capture(),
+            "rng": _rng.capture(plain=False),
             "generators": [g.get_state() for g in _rng.loader_generators(self.loader)],
         }
 
@@ -69,10 +70,11 @@ class EpochStream:
         return batch
 
     def state(self) -> dict[str, Any]:
+        start = self._epoch_start
         return {
             "epoch": self.epoch,
             "offset": self.offset,
-            "epoch_start": self._epoch_start,
+            "epoch_start": None if start is None else {**start, "rng": _rng.as_plain(start["rng"])},
             "generators": [g.get_state() for g in _rng.loader_generators(self.loader)],
         }
 

@@ -65,6 +65,19 @@ def test_checkpoint_directory_has_metadata(tmp_path: Path) -> None:
     assert files == {"metadata.json", "model_state_dict.pt", "training_state.pt"}
 
 
+def test_training_state_mid_epoch_is_plain_data(tmp_path: Path) -> None:
+    """RNG states taken at the epoch's start are saved as lists and tuples: the file loads with
+    torch's safe loader, as one saved at an epoch's end does."""
+    seed_all(0)
+    ctl = make_controller(None)
+    ctl.train_until(3)  # 8 batches per epoch: mid-epoch
+    ctl.save(tmp_path / "ckpt")
+    state = torch.load(tmp_path / "ckpt" / "training_state.pt", weights_only=True)
+    assert state["data_position"]["offset"] == 3
+    name, keys, *_ = state["data_position"]["epoch_start"]["rng"]["numpy"]
+    assert name == "MT19937" and isinstance(keys, list) and len(keys) == 624
+
+
 def test_load_trial_from_checkpoint_path_gives_the_trained_model(tmp_path: Path) -> None:
     seed_all(0)
     ctl = make_controller(None)

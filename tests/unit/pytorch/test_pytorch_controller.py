@@ -38,6 +38,23 @@ def test_step_metrics_are_loss_plus_training_metrics_averaged_over_the_steps_bat
     assert ctl.train_until(8).metrics["label_mean"] == pytest.approx((2 + 0 + 1) / 3)
 
 
+def test_training_metrics_average_in_float64_whatever_their_dtype() -> None:
+    big = 2**40  # beyond float32's 24-bit mantissa: any float32 on the way would round it
+
+    class IntMetricsTrial(ToyTrial):
+        def training_metrics(self, predictions: Any, labels: Any, losses: Any) -> dict[str, Any]:
+            k = int(labels[0])
+            mixed = torch.tensor(0.5) if k == 1 else torch.tensor(big + k)  # int64, then float32
+            # `losses` is still in the (freed) graph: kept without it, and averaged like the rest.
+            return {"count": torch.tensor(big + k), "mixed": mixed, "same_loss": losses}
+
+    ctl = PyTorchTrialController(IntMetricsTrial({}), labelled_loader(6), labelled_loader(2))
+    step = ctl.train_until(3)  # labels 0, 1, 2
+    assert step.metrics["count"] == big + 1
+    assert step.metrics["mixed"] == (big + 0.5 + big + 2) / 3
+    assert step.metrics["same_loss"] == step.metrics["loss"]
+
+
 def test_validation_averages_metrics_and_losses_over_the_whole_set() -> None:
     class ConstTrial(ToyTrial):
         def validation_metrics(self, predictions: Any, labels: Any, losses: Any) -> dict[str, Any]:
