@@ -18,7 +18,8 @@ def unused_address() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _fast_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fast_polls(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     monkeypatch.setattr(cmd_experiment, "POLL_SECONDS", 0.0)
     monkeypatch.delenv("PEDL_MASTER", raising=False)
-    monkeypatch.delenv("PEDL_HOME", raising=False)
+    # Each test its own home: logins a test saves never reach the next one (nor the user's ~/.pedl).
+    monkeypatch.setenv("PEDL_HOME", str(tmp_path_factory.mktemp("pedl-home")))
