@@ -17,12 +17,13 @@ from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
 from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
-from pedl_checkpoint_store.errors import InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.errors import NotFound, StoreError
 from pedl_checkpoint_store.status_codes import status_code, storage_failure_code
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
 from pedl_checkpoint_store.tensorboard_files import TensorboardFiles
 from pedl_checkpoint_store.tensorboard_servicer import TensorboardServicer
 from pedl_checkpoint_store.upload import Upload
+from pedl_checkpoint_store.upload_stream import StreamedUpload
 from pedl_server_auth.authz import DELETE, READ, WRITE
 
 log = _log.get_logger(component="checkpoint_store")
@@ -40,38 +41,32 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
     async def UploadCheckpoint(
         self, request_iterator: AsyncIterator[pb.UploadCheckpointRequest], context: grpc.aio.ServicerContext
     ) -> pb.UploadCheckpointResponse:
-        upload: Upload | None = None
+        stream: StreamedUpload[Upload] = StreamedUpload()
         started = time.monotonic()
+
+        async def begin(header: pb.UploadHeader) -> Upload:
+            await self.authz.check(context, WRITE, header.experiment_id, header.trial_id, header.uuid)
+            return await asyncio.to_thread(self._begin, header)
+
+        upload: Upload | None = None
         try:
-            async for request in request_iterator:
-                kind = request.WhichOneof("message")
-                if kind == "header":
-                    if upload is not None:
-                        raise InvalidArgument("upload stream carries a second header")
-                    header = request.header
-                    await self.authz.check(context, WRITE, header.experiment_id, header.trial_id, header.uuid)
-                    upload = await asyncio.to_thread(self._begin, request.header)
-                elif kind == "chunk":
-                    if upload is None:
-                        raise InvalidArgument("upload stream must start with a header")
-                    await asyncio.to_thread(upload.add_chunk, request.chunk)
-                else:
-                    raise InvalidArgument("upload message has neither header nor chunk")
-            if upload is None:
-                raise InvalidArgument("upload stream ended without a header")
+            upload = await stream.feed(request_iterator, begin)
             checkpoint = await asyncio.to_thread(upload.finish)
         except StoreError as e:
+            upload = stream.upload
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
             log.warning("upload rejected", uuid=upload.uuid if upload else None, error=str(e))
             await context.abort(status_code(e), str(e))
         except OSError as e:
+            upload = stream.upload
             if upload is not None:
                 await asyncio.to_thread(upload.abort)
             log.error("upload failed in storage", uuid=upload.uuid if upload else None, error=str(e))
             await context.abort(storage_failure_code(e), f"checkpoint storage failed: {e}")
         except BaseException:
             # Client gone (cancellation) or a storage failure: leave nothing behind.
+            upload = stream.upload
             if upload is not None:
                 upload.abort()
                 log.warning("upload aborted", uuid=upload.uuid)

@@ -14,9 +14,10 @@ from google.protobuf import json_format
 from pedl import _log
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl_checkpoint_store.authz import StoreAuthz
-from pedl_checkpoint_store.errors import InvalidArgument, StoreError
+from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.status_codes import status_code
 from pedl_checkpoint_store.tensorboard_files import TensorboardFiles, TensorboardUpload
+from pedl_checkpoint_store.upload_stream import StreamedUpload
 from pedl_server_auth.authz import DELETE, READ, WRITE
 
 log = _log.get_logger(component="checkpoint_store")
@@ -34,42 +35,32 @@ class TensorboardServicer:
         request_iterator: AsyncIterator[pb.UploadTensorboardFilesRequest],
         context: grpc.aio.ServicerContext,
     ) -> pb.UploadTensorboardFilesResponse:
-        upload: TensorboardUpload | None = None
+        stream: StreamedUpload[TensorboardUpload] = StreamedUpload()
+
+        async def begin(header: pb.TensorboardFilesHeader) -> TensorboardUpload:
+            await self.authz.check(context, WRITE, header.experiment_id, header.trial_id)
+            storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}
+            return await asyncio.to_thread(
+                self.tensorboard.begin, header.experiment_id, header.trial_id, storage
+            )
+
         try:
-            async for request in request_iterator:
-                kind = request.WhichOneof("message")
-                if kind == "header":
-                    if upload is not None:
-                        raise InvalidArgument("upload stream carries a second header")
-                    header = request.header
-                    await self.authz.check(context, WRITE, header.experiment_id, header.trial_id)
-                    storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}
-                    upload = await asyncio.to_thread(
-                        self.tensorboard.begin, header.experiment_id, header.trial_id, storage
-                    )
-                elif kind == "chunk":
-                    if upload is None:
-                        raise InvalidArgument("upload stream must start with a header")
-                    await asyncio.to_thread(upload.add_chunk, request.chunk)
-                else:
-                    raise InvalidArgument("upload message has neither header nor chunk")
-            if upload is None:
-                raise InvalidArgument("upload stream ended without a header")
+            upload = await stream.feed(request_iterator, begin)
             stored = upload.finish()
         except StoreError as e:
-            if upload is not None:
-                await asyncio.to_thread(upload.abort)
+            if stream.upload is not None:
+                await asyncio.to_thread(stream.upload.abort)
             await context.abort(status_code(e), str(e))
             raise  # unreachable: abort raises
         except OSError as e:
-            if upload is not None:
-                await asyncio.to_thread(upload.abort)
+            if stream.upload is not None:
+                await asyncio.to_thread(stream.upload.abort)
             log.error("TensorBoard upload failed in storage", error=str(e))
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"checkpoint storage failed: {e}")
             raise
         except BaseException:
-            if upload is not None:
-                upload.abort()
+            if stream.upload is not None:
+                stream.upload.abort()
             raise
         return pb.UploadTensorboardFilesResponse(files=stored)
 
