@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         storage_roots: Sequence[Path] | None = None,
         private: bool = False,
         allowed_s3: S3Allowance | None = None,
+        master_config: dict[str, Any] | None = None,
     ) -> None:
         self.manager = manager
+        # `det master config`: the settings it started with (master_config.settings).
+        self.master_config = master_config or {}
         # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
         self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -76,9 +80,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         limit = self.manager.model_definition_limit
         async for chunk in request_iterator:
             if not parts:
-                request.config_yaml, request.model_definition_name = (
+                request.config_yaml, request.model_definition_name, request.paused = (
                     chunk.config_yaml,
                     chunk.model_definition_name,
+                    chunk.paused,
                 )
             size += len(chunk.model_definition)
             if size > limit:  # refused before it is all held in memory
@@ -120,6 +125,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 owner=principal.username if principal.kind == "user" else "",
                 requester=principal,
             )
+            if request.paused:  # before the scheduling pass can run (no await since the create)
+                self.manager.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
@@ -401,6 +408,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             checkpoint_store_address=self.manager.checkpoint_store_address,
             cluster_id=self.cluster_id,
         )
+
+    async def GetMasterConfig(  # noqa: N802
+        self, request: scheduler_pb2.GetMasterConfigRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetMasterConfigResponse:
+        return scheduler_pb2.GetMasterConfigResponse(config_json=json.dumps(self.master_config))
 
     async def GetMetrics(  # noqa: N802
         self, request: scheduler_pb2.GetMetricsRequest, context: grpc.aio.ServicerContext

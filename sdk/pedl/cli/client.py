@@ -92,6 +92,7 @@ class SchedulerClient(_grpc.Client):
         model_definition: bytes,
         model_definition_name: str,
         sent: Callable[[int], None] | None = None,
+        paused: bool = False,
     ) -> scheduler_pb2.Experiment:
         """Sends the model definition in parts (UploadExperiment), calling `sent` with each part's size as
         gRPC takes it; a scheduler without that call gets it in one CreateExperiment."""
@@ -104,6 +105,7 @@ class SchedulerClient(_grpc.Client):
                     config_yaml=config_yaml if head else "",
                     model_definition_name=model_definition_name if head else "",
                     model_definition=part,
+                    paused=paused and head,
                 )
                 if sent is not None:
                     sent(len(part))
@@ -117,6 +119,7 @@ class SchedulerClient(_grpc.Client):
             config_yaml=config_yaml,
             model_definition=model_definition,
             model_definition_name=model_definition_name,
+            paused=paused,
         )
         return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
 
@@ -206,6 +209,9 @@ class SchedulerClient(_grpc.Client):
 
     def get_cluster_info(self) -> scheduler_pb2.GetClusterInfoResponse:
         return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)
+
+    def get_master_config(self) -> scheduler_pb2.GetMasterConfigResponse:
+        return self._stub.GetMasterConfig(scheduler_pb2.GetMasterConfigRequest(), timeout=_TIMEOUT)
 
     def trial_logs(
         self,

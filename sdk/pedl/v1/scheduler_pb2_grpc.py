@@ -105,6 +105,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
                 )
+        self.GetMasterConfig = channel.unary_unary(
+                '/pedl.v1.SchedulerService/GetMasterConfig',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.FromString,
+                )
         self.GetMetrics = channel.unary_stream(
                 '/pedl.v1.SchedulerService/GetMetrics',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
@@ -237,6 +242,13 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMasterConfig(self, request, context):
+        """The scheduler's effective settings, secrets left out (`det master config`); admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetMetrics(self, request, context):
         """A trial's or a whole experiment's training steps and validations from `from_batches` on, in pages
         read from indexed rows; with `follow`, then each new one as it is stored, until the trial (or
@@ -338,6 +350,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'GetMasterConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMasterConfig,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.SerializeToString,
             ),
             'GetMetrics': grpc.unary_stream_rpc_method_handler(
                     servicer.GetMetrics,
@@ -658,6 +675,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetClusterInfo',
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetMasterConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetMasterConfig',
+            pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -127,6 +127,12 @@ class SchedulerServiceStub:
         pedl.v1.scheduler_pb2.GetClusterInfoResponse,
     ]
 
+    GetMasterConfig: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        pedl.v1.scheduler_pb2.GetMasterConfigResponse,
+    ]
+    """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
+
     GetMetrics: grpc.UnaryStreamMultiCallable[
         pedl.v1.scheduler_pb2.GetMetricsRequest,
         pedl.v1.scheduler_pb2.GetMetricsResponse,
@@ -244,6 +250,12 @@ class SchedulerServiceAsyncStub:
         pedl.v1.scheduler_pb2.GetClusterInfoRequest,
         pedl.v1.scheduler_pb2.GetClusterInfoResponse,
     ]
+
+    GetMasterConfig: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        pedl.v1.scheduler_pb2.GetMasterConfigResponse,
+    ]
+    """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
 
     GetMetrics: grpc.aio.UnaryStreamMultiCallable[
         pedl.v1.scheduler_pb2.GetMetricsRequest,
@@ -398,6 +410,14 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.scheduler_pb2.GetClusterInfoRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.scheduler_pb2.GetClusterInfoResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetClusterInfoResponse]]: ...
+
+    @abc.abstractmethod
+    def GetMasterConfig(
+        self,
+        request: pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.GetMasterConfigResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetMasterConfigResponse]]:
+        """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
 
     @abc.abstractmethod
     def GetMetrics(
