@@ -28,6 +28,7 @@ from pedl_scheduler import (
     trial_pages,
 )
 from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage.ops import agents as agent_ops
@@ -152,6 +153,17 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
         trials = [self._trial(r, r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
+
+    async def WaitExperiment(  # noqa: N802
+        self, request: scheduler_pb2.WaitExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.WaitExperimentResponse:
+        exp_id = request.experiment_id
+        await self._require(exp_id, Access.READ, context)
+        current = lambda: experiment_ops.experiment_state(self.db, exp_id)  # noqa: E731
+        state = await wait_for_end(current, self.manager.changed, request.timeout_seconds)
+        if state is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
+        return scheduler_pb2.WaitExperimentResponse(experiment=self._experiment(exp_id))
 
     async def KillExperiment(  # noqa: N802
         self, request: scheduler_pb2.KillExperimentRequest, context: grpc.aio.ServicerContext

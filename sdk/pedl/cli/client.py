@@ -52,6 +52,7 @@ class SchedulerClient(_grpc.Client):
         # Set by commands that watch (--follow, wait): reads then wait for a restarted scheduler.
         self.ride_out_restarts = False
         self._down_since: float | None = None
+        self._wait_supported = True
 
     def _read(self, call: Callable[..., _T], request: Any, timeout: float = 30.0) -> _T:
         """A read-only call, retried by the channel's retryPolicy (pedl._grpc). When riding out
@@ -138,6 +139,21 @@ class SchedulerClient(_grpc.Client):
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
         return self._read(self._stub.GetExperiment, request, _TIMEOUT)
+
+    def wait_experiment(self, experiment_id: int, seconds: float) -> int:
+        """Blocks up to `seconds`, returning early the moment the experiment ends; its state then.
+        An older scheduler without WaitExperiment: a sleep, then a read."""
+        if not self._wait_supported:
+            time.sleep(seconds)
+            return self.get_experiment(experiment_id).experiment.state
+        request = scheduler_pb2.WaitExperimentRequest(experiment_id=experiment_id, timeout_seconds=seconds)
+        try:
+            return self._read(self._stub.WaitExperiment, request, seconds + _TIMEOUT).experiment.state
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+        self._wait_supported = False
+        return self.wait_experiment(experiment_id, seconds)
 
     def kill_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)

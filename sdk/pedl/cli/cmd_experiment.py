@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +224,7 @@ def follow(client: SchedulerClient, experiment_id: int) -> int:
                 print(line, flush=True)
         if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
             return _report_end(response)
-        time.sleep(POLL_SECONDS)
+        client.wait_experiment(experiment_id, POLL_SECONDS)  # returns early once it has ended
 
 
 def _report_end(response: Any) -> int:
@@ -294,7 +293,11 @@ def wait_experiment(args: argparse.Namespace) -> int:
             response = client.get_experiment(args.experiment_id)
             if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
                 return _report_end(response)
-            time.sleep(POLL_SECONDS)
+            client.wait_experiment(args.experiment_id, _WAIT_SECONDS)
+
+
+# `det e wait` asks the scheduler to answer when the experiment ends, or after this long.
+_WAIT_SECONDS = 30.0
 
 
 def download_model_def(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ class Session:
         try:
             return getattr(self.stub, method)(request, timeout=_TIMEOUT)
         except grpc.RpcError as e:
-            raise self._error(e, what) from None
+            raise self.error(e, what) from None
 
     def store_address(self) -> str:
         if self._store_address is None:
@@ -53,9 +53,10 @@ class Session:
         try:
             yield from getattr(self.stub, method)(request, timeout=timeout)
         except grpc.RpcError as e:
-            raise self._error(e, what) from None
+            raise self.error(e, what) from None
 
-    def _error(self, e: grpc.RpcError, what: str) -> ClientError:
+    def error(self, e: grpc.RpcError, what: str) -> ClientError:
+        """The ClientError for a failed call, in a user's words."""
         code = e.code()
         details = e.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE:

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from pedl import records
 from pedl.experimental import metrics as _metrics
 from pedl.experimental._session import DEFAULT_MASTER, ClientError, Session, resolve_master
@@ -294,7 +296,19 @@ class ExperimentClient:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"experiment {self.id} is still {state} after {timeout} s")
             left = interval if deadline is None else deadline - time.monotonic()
-            time.sleep(max(0.0, min(interval, left)))
+            self._wait_once(max(0.0, min(interval, left)))
+
+    def _wait_once(self, seconds: float) -> None:
+        """Up to `seconds`, returning early the moment the experiment ends (WaitExperiment); an older
+        scheduler without that call: a sleep."""
+        request = scheduler_pb2.WaitExperimentRequest(experiment_id=self.id, timeout_seconds=seconds)
+        try:
+            self._session.stub.WaitExperiment(request, timeout=seconds + 30.0)
+            return
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise self._session.error(e, f"experiment {self.id}") from None
+        time.sleep(seconds)
 
 
 def _positive_id(value: Any, what: str) -> int:

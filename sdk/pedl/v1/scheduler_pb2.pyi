@@ -454,6 +454,42 @@ class GetExperimentResponse(google.protobuf.message.Message):
 global___GetExperimentResponse = GetExperimentResponse
 
 @typing.final
+class WaitExperimentRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    timeout_seconds: builtins.float
+    """At most this long (capped at 60 s; 0: answer at once)."""
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+        timeout_seconds: builtins.float = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "timeout_seconds", b"timeout_seconds"]) -> None: ...
+
+global___WaitExperimentRequest = WaitExperimentRequest
+
+@typing.final
+class WaitExperimentResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_FIELD_NUMBER: builtins.int
+    @property
+    def experiment(self) -> global___Experiment: ...
+    def __init__(
+        self,
+        *,
+        experiment: global___Experiment | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["experiment", b"experiment"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["experiment", b"experiment"]) -> None: ...
+
+global___WaitExperimentResponse = WaitExperimentResponse
+
+@typing.final
 class KillExperimentRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

@@ -35,6 +35,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.FromString,
                 )
+        self.WaitExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/WaitExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.FromString,
+                )
         self.KillExperiment = channel.unary_unary(
                 '/pedl.v1.SchedulerService/KillExperiment',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentRequest.SerializeToString,
@@ -142,6 +147,14 @@ class SchedulerServiceServicer(object):
 
     def GetExperiment(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WaitExperiment(self, request, context):
+        """Returns once the experiment has ended, or after timeout_seconds with it still running:
+        `det e wait` and --follow return the moment it ends instead of on their next poll.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -280,6 +293,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetExperiment,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.SerializeToString,
+            ),
+            'WaitExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.WaitExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.SerializeToString,
             ),
             'KillExperiment': grpc.unary_unary_rpc_method_handler(
                     servicer.KillExperiment,
@@ -437,6 +455,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetExperiment',
             pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WaitExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/WaitExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

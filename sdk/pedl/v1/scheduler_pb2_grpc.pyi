@@ -42,6 +42,14 @@ class SchedulerServiceStub:
         pedl.v1.scheduler_pb2.GetExperimentResponse,
     ]
 
+    WaitExperiment: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        pedl.v1.scheduler_pb2.WaitExperimentResponse,
+    ]
+    """Returns once the experiment has ended, or after timeout_seconds with it still running:
+    `det e wait` and --follow return the moment it ends instead of on their next poll.
+    """
+
     KillExperiment: grpc.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.KillExperimentRequest,
         pedl.v1.scheduler_pb2.KillExperimentResponse,
@@ -165,6 +173,14 @@ class SchedulerServiceAsyncStub:
         pedl.v1.scheduler_pb2.GetExperimentRequest,
         pedl.v1.scheduler_pb2.GetExperimentResponse,
     ]
+
+    WaitExperiment: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        pedl.v1.scheduler_pb2.WaitExperimentResponse,
+    ]
+    """Returns once the experiment has ended, or after timeout_seconds with it still running:
+    `det e wait` and --follow return the moment it ends instead of on their next poll.
+    """
 
     KillExperiment: grpc.aio.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.KillExperimentRequest,
@@ -297,6 +313,16 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.scheduler_pb2.GetExperimentRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.scheduler_pb2.GetExperimentResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetExperimentResponse]]: ...
+
+    @abc.abstractmethod
+    def WaitExperiment(
+        self,
+        request: pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.WaitExperimentResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.WaitExperimentResponse]]:
+        """Returns once the experiment has ended, or after timeout_seconds with it still running:
+        `det e wait` and --follow return the moment it ends instead of on their next poll.
+        """
 
     @abc.abstractmethod
     def KillExperiment(
