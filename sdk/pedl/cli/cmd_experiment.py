@@ -16,6 +16,7 @@ from pedl.cli import cmd_refused, output, progress, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.cli.search_view import LiveOutput, SearchView, live_wanted
 
 # Seconds between polls for --follow and wait; tests set it to 0.
 POLL_SECONDS = 1.0
@@ -208,23 +209,28 @@ def create_experiment(args: argparse.Namespace) -> int:
 
 
 def follow(client: SchedulerClient, experiment_id: int) -> int:
-    """Prints new steps, validations, checkpoints and state changes until the experiment ends."""
+    """Prints new steps, validations, checkpoints and state changes until the experiment ends; on a
+    terminal, below them a live table of the search (search_view), and at the end the best trial."""
     tracker = progress.ProgressTracker()
     client.ride_out_restarts = True
-    while True:
-        # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
-        response = client.get_experiment(experiment_id)
-        stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
-        if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
-            details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
-        else:
-            details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
-        for detail in details:
-            for line in tracker.update(detail):
-                print(line, flush=True)
-        if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
-            return _report_end(response)
-        client.wait_experiment(experiment_id, POLL_SECONDS)  # returns early once it has ended
+    with LiveOutput(live_wanted()) as out:
+        while True:
+            # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
+            response = client.get_experiment(experiment_id)
+            stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
+            if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
+                details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
+            else:
+                details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
+            for detail in details:
+                for line in tracker.update(detail):
+                    out.line(line)
+            out.show(SearchView(response))
+            if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
+                break
+            client.wait_experiment(experiment_id, POLL_SECONDS)  # returns early once it has ended
+        out.finish(SearchView(response))
+    return _report_end(response)
 
 
 def _report_end(response: Any) -> int:
