@@ -196,7 +196,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             updates = experiment_patch.changes(
                 row, request, limits.max_description_length, limits.max_label_length
             )
-            config = experiment_patch.config_change(row, request)
+            config = experiment_patch.config_change(row, request, limits.max_name_length)
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         gc = request.HasField("gc_policy")

@@ -8,7 +8,7 @@ from typing import Any
 ENDED = ("COMPLETED", "ERROR", "CANCELED")
 MAX_LABEL = 255
 MAX_DESCRIPTION = 4096
-MAX_NAME = 512
+MAX_NAME = 256
 
 
 class PatchError(ValueError):
@@ -56,7 +56,7 @@ def changes(
 _RESOURCE_KNOBS = {"max_slots": "max_slots", "weight": "weight", "priority": "priority"}
 
 
-def config_change(row: dict[str, Any], request: Any) -> Any | None:
+def config_change(row: dict[str, Any], request: Any, max_name: int = MAX_NAME) -> Any | None:
     """The experiment's config with the request's name, resources.* / checkpoint_storage.save_* values,
     validated as at creation (an ExperimentConfig), or None when the request changes none of them."""
     from pedl.config import ConfigError
@@ -74,8 +74,10 @@ def config_change(row: dict[str, Any], request: Any) -> Any | None:
     raw = json.loads(row["config_json"])
     if renamed:
         new_name = request.name.strip()
-        if not new_name or len(new_name) > MAX_NAME:
-            raise PatchError(f"name must be 1-{MAX_NAME} characters, not blank")
+        if not new_name or len(new_name) > max_name:
+            raise PatchError(
+                f"name must be 1-{max_name} characters, not blank (--max-name-length raises the limit)"
+            )
         raw["name"] = new_name
     resources = raw.setdefault("resources", {})
     for name in knobs:

@@ -260,7 +260,9 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det master config", out(r"^port: \d+$")),
     (
         "det master config --json",
-        as_json(lambda d, c: d["cluster-secret-file"] in ("(set)", None) and "admin-password" not in str(d)),
+        as_json(
+            lambda d, c: d["cluster-secret-file"] == d["admin-password-file"] == "(set)" and d["port"] > 0
+        ),
     ),
     ("det checkpoint describe {uuid}", out(r"^UUID:\s+{uuid}$(.|\n)*^Validation:.* error=")),
     (
@@ -292,10 +294,12 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     (
         "det e describe {paused_id} --json",
         as_json(
-            lambda d, c: d["experiment"]["state"] == "PAUSED"
-            and d["experiment"]["config"]["name"] == "later"
-            and d["experiment"]["config"]["searcher"]["max_length"] == {"batches": 20}
-            and all(t["total_batches"] == 0 for t in d["trials"])
+            lambda d, c: (
+                d["experiment"]["state"] == "PAUSED"
+                and d["experiment"]["config"]["name"] == "later"
+                and d["experiment"]["config"]["searcher"]["max_length"] == {"batches": 20}
+                and all(t["total_batches"] == 0 for t in d["trials"])
+            )
         ),
     ),
     ("det e kill {paused_id}", out(r"experiment {paused_id}")),
