@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from pedl_scheduler import (
     trial_pages,
 )
 from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage.ops import agents as agent_ops
@@ -50,8 +52,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         storage_roots: Sequence[Path] | None = None,
         private: bool = False,
         allowed_s3: S3Allowance | None = None,
+        master_config: dict[str, Any] | None = None,
     ) -> None:
         self.manager = manager
+        # `det master config`: the settings it started with (master_config.settings).
+        self.master_config = master_config or {}
         # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
         self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -76,9 +81,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         limit = self.manager.model_definition_limit
         async for chunk in request_iterator:
             if not parts:
-                request.config_yaml, request.model_definition_name = (
+                request.config_yaml, request.model_definition_name, request.paused = (
                     chunk.config_yaml,
                     chunk.model_definition_name,
+                    chunk.paused,
                 )
             size += len(chunk.model_definition)
             if size > limit:  # refused before it is all held in memory
@@ -120,6 +126,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 owner=principal.username if principal.kind == "user" else "",
                 requester=principal,
             )
+            if request.paused:  # before the scheduling pass can run (no await since the create)
+                self.manager.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
@@ -145,6 +153,17 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         rows = trial_ops.trials_with_step_counts(self.db, request.experiment_id)
         trials = [self._trial(r, r["num_steps"]) for r in rows]
         return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=trials)
+
+    async def WaitExperiment(  # noqa: N802
+        self, request: scheduler_pb2.WaitExperimentRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.WaitExperimentResponse:
+        exp_id = request.experiment_id
+        await self._require(exp_id, Access.READ, context)
+        current = lambda: experiment_ops.experiment_state(self.db, exp_id)  # noqa: E731
+        state = await wait_for_end(current, self.manager.changed, request.timeout_seconds)
+        if state is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"experiment {exp_id} not found")
+        return scheduler_pb2.WaitExperimentResponse(experiment=self._experiment(exp_id))
 
     async def KillExperiment(  # noqa: N802
         self, request: scheduler_pb2.KillExperimentRequest, context: grpc.aio.ServicerContext
@@ -177,7 +196,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             updates = experiment_patch.changes(
                 row, request, limits.max_description_length, limits.max_label_length
             )
-            config = experiment_patch.config_change(row, request)
+            config = experiment_patch.config_change(row, request, limits.max_name_length)
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         gc = request.HasField("gc_policy")
@@ -401,6 +420,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             checkpoint_store_address=self.manager.checkpoint_store_address,
             cluster_id=self.cluster_id,
         )
+
+    async def GetMasterConfig(  # noqa: N802
+        self, request: scheduler_pb2.GetMasterConfigRequest, context: grpc.aio.ServicerContext
+    ) -> scheduler_pb2.GetMasterConfigResponse:
+        return scheduler_pb2.GetMasterConfigResponse(config_json=json.dumps(self.master_config))
 
     async def GetMetrics(  # noqa: N802
         self, request: scheduler_pb2.GetMetricsRequest, context: grpc.aio.ServicerContext

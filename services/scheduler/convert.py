@@ -39,6 +39,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         owner=row.get("owner") or "",
         labels=json.loads(row.get("labels_json") or "[]"),
         archived=bool(row.get("archived")),
+        name=mask_text(str(config.get("name") or "")),
     )
 
 

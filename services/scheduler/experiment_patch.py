@@ -8,6 +8,7 @@ from typing import Any
 ENDED = ("COMPLETED", "ERROR", "CANCELED")
 MAX_LABEL = 255
 MAX_DESCRIPTION = 4096
+MAX_NAME = 256
 
 
 class PatchError(ValueError):
@@ -55,14 +56,15 @@ def changes(
 _RESOURCE_KNOBS = {"max_slots": "max_slots", "weight": "weight", "priority": "priority"}
 
 
-def config_change(row: dict[str, Any], request: Any) -> Any | None:
-    """The experiment's config with the request's resources.* / checkpoint_storage.save_* values, validated
-    as at creation (an ExperimentConfig), or None when the request changes none of them."""
+def config_change(row: dict[str, Any], request: Any, max_name: int = MAX_NAME) -> Any | None:
+    """The experiment's config with the request's name, resources.* / checkpoint_storage.save_* values,
+    validated as at creation (an ExperimentConfig), or None when the request changes none of them."""
     from pedl.config import ConfigError
     from pedl.config.stored import parse_stored_config
 
     knobs = [name for name in _RESOURCE_KNOBS if request.HasField(name)]
-    if not knobs and not request.HasField("gc_policy"):
+    renamed = request.HasField("name")
+    if not knobs and not request.HasField("gc_policy") and not renamed:
         return None
     if knobs and row["state"] in ENDED:
         raise PatchError(
@@ -70,6 +72,13 @@ def config_change(row: dict[str, Any], request: Any) -> Any | None:
             f"resources.{knobs[0]} matters only while it runs"
         )
     raw = json.loads(row["config_json"])
+    if renamed:
+        new_name = request.name.strip()
+        if not new_name or len(new_name) > max_name:
+            raise PatchError(
+                f"name must be 1-{max_name} characters, not blank (--max-name-length raises the limit)"
+            )
+        raw["name"] = new_name
     resources = raw.setdefault("resources", {})
     for name in knobs:
         value = getattr(request, name)

@@ -20,7 +20,7 @@ from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
-from pedl_scheduler import metrics, security
+from pedl_scheduler import master_config, metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -255,6 +255,7 @@ async def serve(args: argparse.Namespace) -> None:
         storage_roots=resolved_roots(roots),
         private=sec.private_experiments,
         allowed_s3=_allowed_s3(args),
+        master_config=master_config.settings(args),
     )
     link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
     server, port = _grpc.aio_server(

@@ -12,9 +12,10 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,      | a user session or the cluster secret  |
 | CreateExperiment, UploadExperiment                          |                                       |
 | SetUserPassword                                             | that user's session, or an admin      |
-| CreateUser, SetUserActive, SetAgentEnabled                  | an admin                              |
-| ListExperiments, GetExperiment, GetTrial, ListTrialDetails, | READ the experiment (below)           |
-| GetTrialLogs, GetMetrics, GetModelDefinition                |                                       |
+| CreateUser, SetUserActive, SetAgentEnabled, GetMasterConfig | an admin                              |
+| ListExperiments, GetExperiment, WaitExperiment, GetTrial,   | READ the experiment (below)           |
+| ListTrialDetails, GetTrialLogs, GetMetrics,                 |                                       |
+| GetModelDefinition                                          |                                       |
 | Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
 | DeleteCheckpoints                                           |                                       |
 | AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
@@ -106,8 +107,10 @@ RULES: dict[str, Rule] = {
     _S + "ListAgents": Rule(Who.SIGNED_IN),
     _S + "GetClusterInfo": Rule(Who.SIGNED_IN),
     _S + "SetAgentEnabled": Rule(Who.ADMIN),
+    _S + "GetMasterConfig": Rule(Who.ADMIN),
     _S + "ListExperiments": Rule(Who.SIGNED_IN, Access.READ),
     _S + "GetExperiment": Rule(Who.SIGNED_IN, Access.READ),
+    _S + "WaitExperiment": Rule(Who.SIGNED_IN, Access.READ),
     _S + "GetTrial": Rule(Who.SIGNED_IN, Access.READ),
     _S + "ListTrialDetails": Rule(Who.SIGNED_IN, Access.READ),
     _S + "GetTrialLogs": Rule(Who.SIGNED_IN, Access.READ),

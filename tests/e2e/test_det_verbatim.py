@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,33 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
         out(r"^Set the checkpoint GC policy .*: [1-9]\d* checkpoint\(s\) deleted"),
     ),
     ("det e config {exp}", out(r"save_experiment_best: 1\n(.|\n)*save_trial_latest: 0")),
+    # Determined's spellings that pedl lacked (#38): an alias, an experiment's log, the master's
+    # settings, one checkpoint, a rename.
+    ("det e ls", out(EXP)),
+    ("det e logs {exp} --tail 1 --system", lines(1)),
+    ("det experiment logs {exp}", lambda c, r: r.returncode == 0 or pytest.fail(r.stderr)),
+    ("det e logs 9999", refused("experiment 9999 not found")),
+    ("det master config", out(r"^port: \d+$")),
+    (
+        "det master config --json",
+        as_json(
+            lambda d, c: d["cluster-secret-file"] == d["admin-password-file"] == "(set)" and d["port"] > 0
+        ),
+    ),
+    ("det checkpoint describe {uuid}", out(r"^UUID:\s+{uuid}$(.|\n)*^Validation:.* error=")),
+    (
+        "det checkpoint describe {uuid} --json",
+        as_json(
+            lambda d, c: d["uuid"] == c.values["uuid"] and d["files"] and "error" in d["validation_metrics"]
+        ),
+    ),
+    ("det e set name {exp} renamed-grid", out(r"^Set name of experiment {exp} to 'renamed-grid'")),
+    (
+        "det e describe {exp} --json",
+        as_json(lambda d, c: d["experiment"]["config"]["name"] == "renamed-grid"),
+    ),
+    ("det e config {exp}", out(r"^name: renamed-grid$")),
+    ("det e set name {exp} ' '", refused("name must be 1-")),
     ("det notebook list", refused("notebook")),
     ("det shell start", refused("shell")),
     ("det cmd run echo hi", refused("command")),
@@ -258,7 +286,30 @@ TABLE: list[tuple[str, Callable[[Cluster, subprocess.CompletedProcess], None]]] 
     ("det workspace list", refused("workspace")),
     ("det model list", refused("model registry")),
     # Creating and stopping experiments last, so the listings above see one experiment.
-    ("det e create {grid} {model} -t", out(r"^Created experiment \d+")),
+    ("det e create {grid} {model} -t", out(r"^Test run of the model definition passed")),
+    (
+        "det e create {grid} {model} --paused --config searcher.max_length.batches=20 --config name=later",
+        out(r"^Created experiment \d+ \(paused"),
+    ),
+    (
+        "det e describe {paused_id} --json",
+        as_json(
+            lambda d, c: (
+                d["experiment"]["state"] == "PAUSED"
+                and d["experiment"]["config"]["name"] == "later"
+                and d["experiment"]["config"]["searcher"]["max_length"] == {"batches": 20}
+                and all(t["total_batches"] == 0 for t in d["trials"])
+            )
+        ),
+    ),
+    ("det e kill {paused_id}", out(r"experiment {paused_id}")),
+    ("det e create {grid} {model} --config searcher.metric=[", refused("--config", "not valid YAML")),
+    ("det e create {grid} {model} --config description.x=1", refused("description is a str, not a section")),
+    ("det e create {grid} {model} --config nokey", refused("expected KEY=VALUE")),
+    (
+        "det e create {grid} {model} --follow-first-trial --config hyperparameters.learning_rate.vals=[0.1]",
+        out(r"^Following the log of trial \d+$(.|\n)*^Trial \d+ ended COMPLETED$"),
+    ),
     ("det e create {grid} {model} --test-mode -f", out(r"COMPLETED")),
     ("det experiment create {long} {model}", out(r"^Created experiment \d+")),
     ("det e archive {long_id}", refused("only an ended experiment")),
@@ -296,19 +347,25 @@ def test_the_table_is_long_enough() -> None:
     assert len(TABLE) >= 60
 
 
+@pytest.mark.timeout(1500)  # ~100 commands, six of which run experiments to their end
 def test_determined_cli_verbatim(cluster: Cluster) -> None:
     failures = []
     for command, check in TABLE:
-        if "{long_id}" in command and "long_id" not in cluster.values:
-            failures.append(f"{command}: no long experiment was created")
+        needed = [name for name in ("long_id", "paused_id") if f"{{{name}}}" in command]
+        if any(name not in cluster.values for name in needed):
+            failures.append(f"{command}: the experiment it names was not created")
             continue
+        started = time.monotonic()
         result = cluster.det(command)
+        print(f"{time.monotonic() - started:6.1f} s  {command}")
         try:
             check(cluster, result)
         except (AssertionError, pytest.fail.Exception) as e:
             failures.append(f"{command}: {e}")
         if command.startswith("det experiment create {long}") and result.returncode == 0:
             cluster.values["long_id"] = re.search(r"Created experiment (\d+)", result.stdout).group(1)
+        if "--paused" in command and result.returncode == 0:
+            cluster.values["paused_id"] = re.search(r"Created experiment (\d+)", result.stdout).group(1)
     assert not failures, "\n\n".join(failures)
 
 
@@ -345,3 +402,72 @@ def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> N
     login = bob.run("det", "user", "login", "bob", "--password-stdin", input="new-bob-password\n")
     assert login.returncode == 0, login.stderr
     bob.ok("det", "e", "list")
+
+
+SDK_SCRIPT = """
+import os, sys, yaml
+from determined.experimental import client
+
+exp_id, grid, model, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+exp = client.get_experiment(exp_id)
+assert exp.state == client.ExperimentState.COMPLETED == "COMPLETED", exp.state
+assert exp.config["searcher"]["name"] == "grid"
+trials = list(exp.list_trials())
+assert [t.id for t in trials] == sorted(t.id for t in trials) and trials
+newest = list(exp.list_trials(sort_by=client.TrialSortBy.ID, order_by=client.OrderBy.DESC, limit=1))
+assert newest[0].id == trials[-1].id
+trial = client.get_trial(trials[0].id)
+assert trial.experiment_id == exp_id and trial.state == client.TrialState.COMPLETED
+validations = list(trial.iter_metrics("validation"))
+assert validations and "error" in validations[-1].metrics and validations[-1].steps_completed == 40
+assert [m.steps_completed for m in trial.iter_metrics("training")] == [10, 20, 30, 40]
+assert trial.summary_metrics["training"]["loss"]["count"] == 4
+assert list(trial.logs(system=True)) and len(list(trial.logs(system=True, tail=1))) == 1
+assert len(list(trial.logs(system=True, head=2))) == 2
+best = exp.top_checkpoint()
+assert best.state == client.CheckpointState.COMPLETED and best.resources
+assert best.training.experiment_id == exp_id and "error" in best.training.validation_metrics["avgMetrics"]
+assert exp.list_checkpoints()[0].uuid == best.uuid == exp.top_n_checkpoints(5)[0].uuid
+by_batches = exp.list_checkpoints(sort_by=client.CheckpointSortBy.BATCH_NUMBER, order_by=client.OrderBy.ASC)
+assert [c.total_batches for c in by_batches] == sorted(c.total_batches for c in by_batches)
+same = client.get_checkpoint(best.uuid)
+assert same.resources == best.resources and same.training.trial_id == best.trial_id
+own = client.get_trial(best.trial_id)
+assert own.select_checkpoint(uuid=best.uuid).uuid == best.uuid == own.top_checkpoint().uuid
+assert own.select_checkpoint(latest=True).total_batches == 40
+path = best.download(os.path.join(out, "best"))
+assert "model_state_dict.pt" in os.listdir(path)
+assert exp_id in [e.id for e in client.list_experiments()]
+try:
+    trial.select_checkpoint(latest=True, best=True)
+except ValueError as e:
+    assert "exactly one" in str(e)
+else:
+    raise AssertionError("select_checkpoint(latest, best) was accepted")
+
+config = yaml.safe_load(open(grid))
+config["hyperparameters"]["learning_rate"]["vals"] = [0.1]
+created = client.create_experiment(config, model)
+assert created.wait(interval=0.2) == client.ExperimentState.COMPLETED
+first = created.await_first_trial()
+assert [m.steps_completed for m in first.iter_metrics("validation")] == [20, 40]
+created.set_name("from-the-sdk")
+created.add_label("sdk")
+assert created.name == "from-the-sdk" and created.labels == ["sdk"]
+print("sdk ok")
+"""
+
+
+def test_determined_sdk_workflow(cluster: Cluster) -> None:
+    """Determined's documented `client` workflow, as a user's script runs it."""
+    v = cluster.values
+    compat = cluster.user.ok("python", "-m", "pedl.harness.compat").strip()  # as the README says
+    env = cluster.user.env | {"PYTHONPATH": compat}
+    result = subprocess.run(
+        ["python", "-c", SDK_SCRIPT, v["exp"], v["grid"], v["model"], str(cluster.tmp)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0 and "sdk ok" in result.stdout, result.stderr

@@ -18,7 +18,6 @@ __version__ = "0.38.0+pedl"
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
 
-
 class InvalidHP(Exception):
     """Raised by a training script inside `with det.core.init()`: the trial's hyperparameters are
     invalid. The context reports EarlyExitReason.INVALID_HP and the script exits 0; the trial ends

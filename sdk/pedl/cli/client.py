@@ -52,6 +52,7 @@ class SchedulerClient(_grpc.Client):
         # Set by commands that watch (--follow, wait): reads then wait for a restarted scheduler.
         self.ride_out_restarts = False
         self._down_since: float | None = None
+        self._wait_supported = True
 
     def _read(self, call: Callable[..., _T], request: Any, timeout: float = 30.0) -> _T:
         """A read-only call, retried by the channel's retryPolicy (pedl._grpc). When riding out
@@ -92,6 +93,7 @@ class SchedulerClient(_grpc.Client):
         model_definition: bytes,
         model_definition_name: str,
         sent: Callable[[int], None] | None = None,
+        paused: bool = False,
     ) -> scheduler_pb2.Experiment:
         """Sends the model definition in parts (UploadExperiment), calling `sent` with each part's size as
         gRPC takes it; a scheduler without that call gets it in one CreateExperiment."""
@@ -104,6 +106,7 @@ class SchedulerClient(_grpc.Client):
                     config_yaml=config_yaml if head else "",
                     model_definition_name=model_definition_name if head else "",
                     model_definition=part,
+                    paused=paused and head,
                 )
                 if sent is not None:
                     sent(len(part))
@@ -117,6 +120,7 @@ class SchedulerClient(_grpc.Client):
             config_yaml=config_yaml,
             model_definition=model_definition,
             model_definition_name=model_definition_name,
+            paused=paused,
         )
         return self._stub.CreateExperiment(request, timeout=_UPLOAD_TIMEOUT).experiment
 
@@ -135,6 +139,21 @@ class SchedulerClient(_grpc.Client):
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
         return self._read(self._stub.GetExperiment, request, _TIMEOUT)
+
+    def wait_experiment(self, experiment_id: int, seconds: float) -> int:
+        """Blocks up to `seconds`, returning early the moment the experiment ends; its state then.
+        An older scheduler without WaitExperiment: a sleep, then a read."""
+        if not self._wait_supported:
+            time.sleep(seconds)
+            return self.get_experiment(experiment_id).experiment.state
+        request = scheduler_pb2.WaitExperimentRequest(experiment_id=experiment_id, timeout_seconds=seconds)
+        try:
+            return self._read(self._stub.WaitExperiment, request, seconds + _TIMEOUT).experiment.state
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+        self._wait_supported = False
+        return self.wait_experiment(experiment_id, seconds)
 
     def kill_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.KillExperimentRequest(experiment_id=experiment_id)
@@ -206,6 +225,9 @@ class SchedulerClient(_grpc.Client):
 
     def get_cluster_info(self) -> scheduler_pb2.GetClusterInfoResponse:
         return self._stub.GetClusterInfo(scheduler_pb2.GetClusterInfoRequest(), timeout=_TIMEOUT)
+
+    def get_master_config(self) -> scheduler_pb2.GetMasterConfigResponse:
+        return self._stub.GetMasterConfig(scheduler_pb2.GetMasterConfigRequest(), timeout=_TIMEOUT)
 
     def trial_logs(
         self,

@@ -1,4 +1,4 @@
-"""`pedl checkpoint list|download|delete`: listing comes from the scheduler, bytes from the store."""
+"""`pedl checkpoint list|describe|download|delete`: listing comes from the scheduler, bytes from the store."""
 
 from __future__ import annotations
 
@@ -27,6 +27,14 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     list_.add_argument("experiment_id", type=positive_int, metavar="EXPERIMENT_ID")
     output.add_format_flags(list_)
     list_.set_defaults(func=list_checkpoints)
+
+    describe = commands.add_parser(
+        "describe", parents=[common], help="show a checkpoint: its trial, validation, files and metadata"
+    )
+    describe.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
+    _store_argument(describe)
+    output.add_format_flags(describe)
+    describe.set_defaults(func=describe_checkpoint)
 
     download = commands.add_parser("download", parents=[common], help="write a checkpoint's files")
     download.add_argument("uuid", type=checkpoint_uuid, metavar="UUID")
@@ -99,6 +107,37 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     else:
         text = render.experiment_checkpoints_table(details, metric)
     output.emit(args, rows, text)
+    return 0
+
+
+def describe_checkpoint(args: argparse.Namespace) -> int:
+    """The store's record (files, sizes, metadata) with the validation the scheduler holds at its batch."""
+    address = store_address(args)
+    try:
+        with CheckpointStoreClient(address) as store:
+            checkpoint = store.get(args.uuid)
+    except CheckpointNotFound:
+        raise CliError(f"checkpoint {args.uuid} not found in the checkpoint store at {address}") from None
+    except CheckpointError as e:
+        raise CliError(str(e)) from None
+    with connect(args) as client:
+        detail = client.get_trial(checkpoint.trial_id)
+        metric = client.get_experiment(checkpoint.experiment_id).experiment.searcher_metric
+    validation = next(
+        (from_struct(v.metrics) for v in detail.validations if v.total_batches == checkpoint.total_batches),
+        {},
+    )
+    record = records.checkpoint_record(checkpoint, metric, validation.get(metric))
+    record["experiment_id"] = checkpoint.experiment_id
+    record["validation_metrics"] = validation
+    record["metadata"] = dict(checkpoint.metadata)
+    record["files"] = [{"path": f.path, "size_bytes": f.size} for f in checkpoint.files]
+    output.emit(
+        args,
+        record,
+        render.describe_checkpoint(checkpoint, validation),
+        csv_rows=[{k: v for k, v in record.items() if not isinstance(v, (list, dict))}],
+    )
     return 0
 
 

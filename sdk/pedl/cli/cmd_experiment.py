@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from pedl import records
 from pedl.cli import cmd_experiment_edit as edit
+from pedl.cli import cmd_experiment_logs as experiment_logs
 from pedl.cli import cmd_experiment_views as views
 from pedl.cli import cmd_refused, output, progress, render, transfer_bar
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.cli.search_view import LiveOutput, SearchView, live_wanted
 
 # Seconds between polls for --follow and wait; tests set it to 0.
 POLL_SECONDS = 1.0
@@ -47,15 +48,32 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     create.add_argument(
         "--local", action="store_true", help="run the experiment in this process instead of on the cluster"
     )
+    create.add_argument(
+        "--config",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field by its dotted path, the value read as YAML (repeatable)",
+    )
+    create.add_argument(
+        "--paused", action="store_true", help="create it paused: no trial starts until `det e activate`"
+    )
+    create.add_argument(
+        "--follow-first-trial",
+        action="store_true",
+        help="print the first trial's log until it ends (exit 1 unless it completes)",
+    )
     create.set_defaults(func=create_experiment)
 
-    list_ = commands.add_parser("list", parents=[common], help="list experiments")
+    list_ = commands.add_parser("list", aliases=["ls"], parents=[common], help="list experiments")
     list_.add_argument("-a", "--all", action="store_true", help="archived experiments too")
     output.add_format_flags(list_)
     list_.set_defaults(func=list_experiments)
 
     views.register(commands, common)
     edit.register(commands, common)
+    experiment_logs.register(commands, common)
     cmd_refused.register_verbs("experiment", commands, common)
 
     show_config = commands.add_parser(
@@ -119,6 +137,14 @@ def _read_config(filename: str) -> str:
 def create_experiment(args: argparse.Namespace) -> int:
     config_yaml = _read_config(args.config_file)
     from pedl.config import ConfigError, parse_experiment_config
+
+    if args.overrides:
+        from pedl.cli.config_overrides import OverrideError, apply_overrides
+
+        try:
+            config_yaml = apply_overrides(config_yaml, args.overrides)
+        except OverrideError as e:
+            raise CliError(str(e), EXIT_BAD_INPUT) from None
     from pedl.config.test_mode import test_mode_config
 
     try:
@@ -149,6 +175,9 @@ def create_experiment(args: argparse.Namespace) -> int:
         print(f"warning: left out {skipped}", file=sys.stderr)
 
     if args.local:
+        if args.paused or args.follow_first_trial:
+            flag = "--paused" if args.paused else "--follow-first-trial"
+            raise CliError(f"{flag} is for experiments on a cluster; --local runs it here", EXIT_BAD_INPUT)
         from pedl.cli.local import run_local_experiment
         from pedl.experimental._local import local_refusal
 
@@ -158,31 +187,50 @@ def create_experiment(args: argparse.Namespace) -> int:
         return run_local_experiment(config, context, verify_restore=args.test)
     with connect(args) as client:
         with transfer_bar.upload("Uploading the model definition", len(packed.data)) as sent:
-            experiment = client.create_experiment(config_yaml, packed.data, packed.name, sent)
+            experiment = client.create_experiment(
+                config_yaml, packed.data, packed.name, sent, paused=args.paused
+            )
+        if args.paused:
+            print(f"Created experiment {experiment.id} (paused: `det e activate {experiment.id}` starts it)")
+            return 0
         print(f"Created experiment {experiment.id}", flush=True)
+        if args.follow_first_trial:
+            from pedl.cli.cmd_experiment_logs import follow_first_trial
+
+            return follow_first_trial(args, client, experiment.id)
+        if args.test:  # as Determined's --test on a cluster: follow the test run, then say how it went
+            code = follow(client, experiment.id)
+            verdict = "passed" if code == 0 else "failed"
+            print(f"Test run of the model definition {verdict} (experiment {experiment.id})", flush=True)
+            return code
         if args.follow:
             return follow(client, experiment.id)
     return 0
 
 
 def follow(client: SchedulerClient, experiment_id: int) -> int:
-    """Prints new steps, validations, checkpoints and state changes until the experiment ends."""
+    """Prints new steps, validations, checkpoints and state changes until the experiment ends; on a
+    terminal, below them a live table of the search (search_view), and at the end the best trial."""
     tracker = progress.ProgressTracker()
     client.ride_out_restarts = True
-    while True:
-        # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
-        response = client.get_experiment(experiment_id)
-        stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
-        if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
-            details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
-        else:
-            details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
-        for detail in details:
-            for line in tracker.update(detail):
-                print(line, flush=True)
-        if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
-            return _report_end(response)
-        time.sleep(POLL_SECONDS)
+    with LiveOutput(live_wanted()) as out:
+        while True:
+            # Trials are fetched after the experiment, so once it is terminal this pass sees everything.
+            response = client.get_experiment(experiment_id)
+            stale = {t.id for t in response.trials if tracker.needs_fetch(t)}
+            if len(stale) > _BATCH_FROM:  # one paged call instead of one GetTrial per trial
+                details = [d for d in client.trial_details(experiment_id) if d.trial.id in stale]
+            else:
+                details = [client.get_trial(trial_id) for trial_id in sorted(stale)]
+            for detail in details:
+                for line in tracker.update(detail):
+                    out.line(line)
+            out.show(SearchView(response))
+            if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
+                break
+            client.wait_experiment(experiment_id, POLL_SECONDS)  # returns early once it has ended
+        out.finish(SearchView(response))
+    return _report_end(response)
 
 
 def _report_end(response: Any) -> int:
@@ -251,7 +299,11 @@ def wait_experiment(args: argparse.Namespace) -> int:
             response = client.get_experiment(args.experiment_id)
             if response.experiment.state in render.TERMINAL_EXPERIMENT_STATES:
                 return _report_end(response)
-            time.sleep(POLL_SECONDS)
+            client.wait_experiment(args.experiment_id, _WAIT_SECONDS)
+
+
+# `det e wait` asks the scheduler to answer when the experiment ends, or after this long.
+_WAIT_SECONDS = 30.0
 
 
 def download_model_def(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""`det e set description|max-slots|weight|priority|gc-policy ID ...`, with Determined's argument forms:
+"""`det e set description|name|max-slots|weight|priority|gc-policy ID ...`, with Determined's argument forms:
 each goes through PatchExperiment (owner or admin). The resources knobs change how the scheduler
 serves a running experiment; a new GC policy deletes the checkpoints it no longer keeps, after
 showing them and asking (unless --yes)."""
@@ -51,6 +51,10 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     description.add_argument("experiment_id", type=positive_int, metavar="ID")
     description.add_argument("description", metavar="DESCRIPTION")
     description.set_defaults(func=set_description)
+    name = settings.add_parser("name", parents=[common], help="replace the name (the config's `name`)")
+    name.add_argument("experiment_id", type=positive_int, metavar="ID")
+    name.add_argument("name", metavar="NAME")
+    name.set_defaults(func=set_name)
 
     for knob, kind, help_text in (
         ("max-slots", max_slots, "most slots its trials hold at once ('none': no cap)"),
@@ -84,6 +88,14 @@ def set_description(args: argparse.Namespace) -> int:
     with connect(args) as client:
         client.patch_experiment(request)
     print(f"Set description of experiment {args.experiment_id} to {args.description!r}")
+    return 0
+
+
+def set_name(args: argparse.Namespace) -> int:
+    request = scheduler_pb2.PatchExperimentRequest(experiment_id=args.experiment_id, name=args.name)
+    with connect(args) as client:
+        client.patch_experiment(request)
+    print(f"Set name of experiment {args.experiment_id} to {args.name!r}")
     return 0
 
 

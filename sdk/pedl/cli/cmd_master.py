@@ -19,6 +19,12 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     output.add_format_flags(info)
     info.set_defaults(func=master_info)
 
+    config = commands.add_parser(
+        "config", parents=[common], help="the scheduler's settings, secrets left out (admins only)"
+    )
+    config.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    config.set_defaults(func=master_config)
+
     logs = commands.add_parser("logs", parents=[common], help="the local cluster's scheduler log")
     logs.add_argument("--tail", type=positive_int, metavar="N", help="only the last N lines")
     logs.add_argument(
@@ -41,6 +47,20 @@ def master_info(args: argparse.Namespace) -> int:
     }
     text = "\n".join(f"{k}: {v}" for k, v in record.items())
     output.emit(args, record, text)
+    return 0
+
+
+def master_config(args: argparse.Namespace) -> int:
+    import json
+
+    with connect(args) as client:
+        settings = json.loads(client.get_master_config().config_json)
+    if args.json:
+        print(json.dumps(settings, indent=2, sort_keys=True))
+    else:
+        from pedl.config.yaml12 import dump
+
+        print(dump(settings), end="")
     return 0
 
 

@@ -23,15 +23,7 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
 
     logs = commands.add_parser("logs", parents=[common], help="print a trial's log (the user's output)")
     logs.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
-    logs.add_argument(
-        "-f", "--follow", action="store_true", help="keep printing new lines until the trial ends"
-    )
-    ends = logs.add_mutually_exclusive_group()
-    ends.add_argument("--head", type=non_negative_int, metavar="N", help="only the first N lines")
-    tail_help = "only the last N lines (with -f: then each new one)"
-    ends.add_argument("--tail", type=non_negative_int, metavar="N", help=tail_help)
-    logs.add_argument("--system", action="store_true", help="also pedl's own lines (marked [pedl])")
-    logs.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_log_flags(logs)
     logs.set_defaults(func=trial_logs)
 
     describe = commands.add_parser("describe", parents=[common], help="show a trial and its checkpoints")
@@ -54,6 +46,19 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     kill = commands.add_parser("kill", parents=[common], help="stop one trial; its experiment goes on")
     kill.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
     kill.set_defaults(func=kill_trial)
+
+
+def add_log_flags(logs: argparse.ArgumentParser) -> None:
+    """-f, --head/--tail, --system, --json: `det trial logs` and `det experiment logs` alike."""
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new lines until the trial ends"
+    )
+    ends = logs.add_mutually_exclusive_group()
+    ends.add_argument("--head", type=non_negative_int, metavar="N", help="only the first N lines")
+    tail_help = "only the last N lines (with -f: then each new one)"
+    ends.add_argument("--tail", type=non_negative_int, metavar="N", help=tail_help)
+    logs.add_argument("--system", action="store_true", help="also pedl's own lines (marked [pedl])")
+    logs.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
 def trial_logs(args: argparse.Namespace) -> int:

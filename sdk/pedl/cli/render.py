@@ -405,3 +405,23 @@ def experiment_checkpoints_table(details: Iterable[scheduler_pb2.GetTrialRespons
                 )
             )
     return table(["UUID", "TRIAL", "BATCHES", "STATE", "SIZE", metric or "VALIDATION", "CREATED"], rows)
+
+
+def describe_checkpoint(checkpoint: common_pb2.Checkpoint, validation: Mapping[str, Any]) -> str:
+    """`det checkpoint describe`: where it came from, what it holds, the validation at its batch."""
+    size = checkpoint.total_size or sum(f.size for f in checkpoint.files)
+    head = _fields(
+        [
+            ("UUID", checkpoint.uuid),
+            ("Experiment", checkpoint.experiment_id),
+            ("Trial", checkpoint.trial_id),
+            ("Batches", checkpoint.total_batches),
+            ("State", checkpoint_state(checkpoint.state)),
+            ("Stored", short_time(checkpoint.created_at)),
+            ("Size", f"{human_bytes(size)} in {len(checkpoint.files)} files"),
+            ("Validation", format_metrics(validation) if validation else ""),
+            ("Metadata", format_hparams(dict(checkpoint.metadata))),
+        ]
+    )
+    files = table(["File", "Size"], [(f.path, human_bytes(f.size)) for f in checkpoint.files])
+    return "\n".join(head) + "\n\n" + files

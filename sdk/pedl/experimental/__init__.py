@@ -8,12 +8,24 @@ sequencer and harness code as the cluster.
 
 from pedl.experimental._create import create
 from pedl.experimental._local import LocalExperimentResult, LocalTrialResult, run_local
-from pedl.experimental.client import Checkpoint, ClientError, ExperimentClient, Trial, get_experiment
+from pedl.experimental.client import (
+    Checkpoint,
+    ClientError,
+    ExperimentClient,
+    Trial,
+    get_checkpoint,
+    get_experiment,
+    get_trial,
+    list_experiments,
+)
 
 __all__ = [
     "create",
     "run_local",
+    "get_checkpoint",
     "get_experiment",
+    "get_trial",
+    "list_experiments",
     "Checkpoint",
     "ClientError",
     "ExperimentClient",

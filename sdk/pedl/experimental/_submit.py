@@ -9,7 +9,8 @@ import yaml
 from pedl import _grpc
 from pedl.config import ExperimentConfig
 from pedl.context import pack
-from pedl.experimental.client import ExperimentClient, get_experiment, resolve_master
+from pedl.experimental._session import resolve_master
+from pedl.experimental.client import ExperimentClient, get_experiment
 from pedl.model_def.static_check import check_model_definition
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 

@@ -59,6 +59,7 @@ class Experiment(google.protobuf.message.Message):
     OWNER_FIELD_NUMBER: builtins.int
     LABELS_FIELD_NUMBER: builtins.int
     ARCHIVED_FIELD_NUMBER: builtins.int
+    NAME_FIELD_NUMBER: builtins.int
     id: builtins.int
     state: pedl.v1.common_pb2.ExperimentState.ValueType
     config_yaml: builtins.str
@@ -76,6 +77,8 @@ class Experiment(google.protobuf.message.Message):
     """Username of the user who created it; empty when the scheduler ran without authentication."""
     archived: builtins.bool
     """Archived experiments are left out of `det e list` unless --all."""
+    name: builtins.str
+    """The config's name (empty when it has none)."""
     @property
     def config(self) -> google.protobuf.struct_pb2.Struct:
         """The validated config with defaults filled in."""
@@ -100,9 +103,10 @@ class Experiment(google.protobuf.message.Message):
         owner: builtins.str = ...,
         labels: collections.abc.Iterable[builtins.str] | None = ...,
         archived: builtins.bool = ...,
+        name: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["config", b"config"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "name", b"name", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
 
 global___Experiment = Experiment
 
@@ -306,19 +310,23 @@ class CreateExperimentRequest(google.protobuf.message.Message):
     CONFIG_YAML_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_NAME_FIELD_NUMBER: builtins.int
+    PAUSED_FIELD_NUMBER: builtins.int
     config_yaml: builtins.str
     model_definition: builtins.bytes
     """tar.gz of the context directory, entries relative to it."""
     model_definition_name: builtins.str
     """Base name of the context directory (or file), the package name the harness imports."""
+    paused: builtins.bool
+    """Create it PAUSED (`det e create --paused`): no trial starts until it is activated."""
     def __init__(
         self,
         *,
         config_yaml: builtins.str = ...,
         model_definition: builtins.bytes = ...,
         model_definition_name: builtins.str = ...,
+        paused: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name", "paused", b"paused"]) -> None: ...
 
 global___CreateExperimentRequest = CreateExperimentRequest
 
@@ -444,6 +452,42 @@ class GetExperimentResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["experiment", b"experiment", "trials", b"trials"]) -> None: ...
 
 global___GetExperimentResponse = GetExperimentResponse
+
+@typing.final
+class WaitExperimentRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: builtins.int
+    experiment_id: builtins.int
+    timeout_seconds: builtins.float
+    """At most this long (capped at 60 s; 0: answer at once)."""
+    def __init__(
+        self,
+        *,
+        experiment_id: builtins.int = ...,
+        timeout_seconds: builtins.float = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "timeout_seconds", b"timeout_seconds"]) -> None: ...
+
+global___WaitExperimentRequest = WaitExperimentRequest
+
+@typing.final
+class WaitExperimentResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPERIMENT_FIELD_NUMBER: builtins.int
+    @property
+    def experiment(self) -> global___Experiment: ...
+    def __init__(
+        self,
+        *,
+        experiment: global___Experiment | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["experiment", b"experiment"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["experiment", b"experiment"]) -> None: ...
+
+global___WaitExperimentResponse = WaitExperimentResponse
 
 @typing.final
 class KillExperimentRequest(google.protobuf.message.Message):
@@ -739,6 +783,34 @@ class GetClusterInfoResponse(google.protobuf.message.Message):
 global___GetClusterInfoResponse = GetClusterInfoResponse
 
 @typing.final
+class GetMasterConfigRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+global___GetMasterConfigRequest = GetMasterConfigRequest
+
+@typing.final
+class GetMasterConfigResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CONFIG_JSON_FIELD_NUMBER: builtins.int
+    config_json: builtins.str
+    """A JSON object: option name (as the command-line flag, without its leading dashes) -> value.
+    JSON, not a Struct, so integers stay integers.
+    """
+    def __init__(
+        self,
+        *,
+        config_json: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["config_json", b"config_json"]) -> None: ...
+
+global___GetMasterConfigResponse = GetMasterConfigResponse
+
+@typing.final
 class ListTrialDetailsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -799,6 +871,7 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     PRIORITY_FIELD_NUMBER: builtins.int
     GC_POLICY_FIELD_NUMBER: builtins.int
     DRY_RUN_FIELD_NUMBER: builtins.int
+    NAME_FIELD_NUMBER: builtins.int
     experiment_id: builtins.int
     description: builtins.str
     """Replaces the config's description when set."""
@@ -812,6 +885,8 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     """resources.priority (1-99, smaller runs first)."""
     dry_run: builtins.bool
     """Check the request and report what it would delete, changing nothing."""
+    name: builtins.str
+    """Replaces the config's name (`det e set name`)."""
     @property
     def add_labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     @property
@@ -833,9 +908,10 @@ class PatchExperimentRequest(google.protobuf.message.Message):
         priority: builtins.int | None = ...,
         gc_policy: global___CheckpointGcPolicy | None = ...,
         dry_run: builtins.bool = ...,
+        name: builtins.str | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_priority", b"_priority", "_weight", b"_weight", "archived", b"archived", "description", b"description", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "priority", b"priority", "weight", b"weight"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_priority", b"_priority", "_weight", b"_weight", "add_labels", b"add_labels", "archived", b"archived", "description", b"description", "dry_run", b"dry_run", "experiment_id", b"experiment_id", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "priority", b"priority", "remove_labels", b"remove_labels", "weight", b"weight"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_priority", b"_priority", "_weight", b"_weight", "archived", b"archived", "description", b"description", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "priority", b"priority", "weight", b"weight"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_priority", b"_priority", "_weight", b"_weight", "add_labels", b"add_labels", "archived", b"archived", "description", b"description", "dry_run", b"dry_run", "experiment_id", b"experiment_id", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "priority", b"priority", "remove_labels", b"remove_labels", "weight", b"weight"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_archived", b"_archived"]) -> typing.Literal["archived"] | None: ...
     @typing.overload
@@ -844,6 +920,8 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     def WhichOneof(self, oneof_group: typing.Literal["_gc_policy", b"_gc_policy"]) -> typing.Literal["gc_policy"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_max_slots", b"_max_slots"]) -> typing.Literal["max_slots"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_name", b"_name"]) -> typing.Literal["name"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_priority", b"_priority"]) -> typing.Literal["priority"] | None: ...
     @typing.overload
@@ -906,17 +984,21 @@ class UploadExperimentRequest(google.protobuf.message.Message):
     CONFIG_YAML_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_NAME_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_FIELD_NUMBER: builtins.int
+    PAUSED_FIELD_NUMBER: builtins.int
     config_yaml: builtins.str
     model_definition_name: builtins.str
     model_definition: builtins.bytes
+    paused: builtins.bool
+    """As CreateExperimentRequest.paused; read from the first message."""
     def __init__(
         self,
         *,
         config_yaml: builtins.str = ...,
         model_definition_name: builtins.str = ...,
         model_definition: builtins.bytes = ...,
+        paused: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name", "paused", b"paused"]) -> None: ...
 
 global___UploadExperimentRequest = UploadExperimentRequest
 

@@ -35,6 +35,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.FromString,
                 )
+        self.WaitExperiment = channel.unary_unary(
+                '/pedl.v1.SchedulerService/WaitExperiment',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.FromString,
+                )
         self.KillExperiment = channel.unary_unary(
                 '/pedl.v1.SchedulerService/KillExperiment',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.KillExperimentRequest.SerializeToString,
@@ -105,6 +110,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
                 )
+        self.GetMasterConfig = channel.unary_unary(
+                '/pedl.v1.SchedulerService/GetMasterConfig',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.FromString,
+                )
         self.GetMetrics = channel.unary_stream(
                 '/pedl.v1.SchedulerService/GetMetrics',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
@@ -137,6 +147,14 @@ class SchedulerServiceServicer(object):
 
     def GetExperiment(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WaitExperiment(self, request, context):
+        """Returns once the experiment has ended, or after timeout_seconds with it still running:
+        `det e wait` and --follow return the moment it ends instead of on their next poll.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -237,6 +255,13 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMasterConfig(self, request, context):
+        """The scheduler's effective settings, secrets left out (`det master config`); admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetMetrics(self, request, context):
         """A trial's or a whole experiment's training steps and validations from `from_batches` on, in pages
         read from indexed rows; with `follow`, then each new one as it is stored, until the trial (or
@@ -268,6 +293,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetExperiment,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.SerializeToString,
+            ),
+            'WaitExperiment': grpc.unary_unary_rpc_method_handler(
+                    servicer.WaitExperiment,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.SerializeToString,
             ),
             'KillExperiment': grpc.unary_unary_rpc_method_handler(
                     servicer.KillExperiment,
@@ -338,6 +368,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'GetMasterConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMasterConfig,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.SerializeToString,
             ),
             'GetMetrics': grpc.unary_stream_rpc_method_handler(
                     servicer.GetMetrics,
@@ -420,6 +455,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetExperiment',
             pedl_dot_v1_dot_scheduler__pb2.GetExperimentRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetExperimentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WaitExperiment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/WaitExperiment',
+            pedl_dot_v1_dot_scheduler__pb2.WaitExperimentRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.WaitExperimentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -658,6 +710,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetClusterInfo',
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetClusterInfoResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetMasterConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/GetMasterConfig',
+            pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.GetMasterConfigResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -42,6 +42,14 @@ class SchedulerServiceStub:
         pedl.v1.scheduler_pb2.GetExperimentResponse,
     ]
 
+    WaitExperiment: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        pedl.v1.scheduler_pb2.WaitExperimentResponse,
+    ]
+    """Returns once the experiment has ended, or after timeout_seconds with it still running:
+    `det e wait` and --follow return the moment it ends instead of on their next poll.
+    """
+
     KillExperiment: grpc.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.KillExperimentRequest,
         pedl.v1.scheduler_pb2.KillExperimentResponse,
@@ -127,6 +135,12 @@ class SchedulerServiceStub:
         pedl.v1.scheduler_pb2.GetClusterInfoResponse,
     ]
 
+    GetMasterConfig: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        pedl.v1.scheduler_pb2.GetMasterConfigResponse,
+    ]
+    """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
+
     GetMetrics: grpc.UnaryStreamMultiCallable[
         pedl.v1.scheduler_pb2.GetMetricsRequest,
         pedl.v1.scheduler_pb2.GetMetricsResponse,
@@ -159,6 +173,14 @@ class SchedulerServiceAsyncStub:
         pedl.v1.scheduler_pb2.GetExperimentRequest,
         pedl.v1.scheduler_pb2.GetExperimentResponse,
     ]
+
+    WaitExperiment: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        pedl.v1.scheduler_pb2.WaitExperimentResponse,
+    ]
+    """Returns once the experiment has ended, or after timeout_seconds with it still running:
+    `det e wait` and --follow return the moment it ends instead of on their next poll.
+    """
 
     KillExperiment: grpc.aio.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.KillExperimentRequest,
@@ -245,6 +267,12 @@ class SchedulerServiceAsyncStub:
         pedl.v1.scheduler_pb2.GetClusterInfoResponse,
     ]
 
+    GetMasterConfig: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        pedl.v1.scheduler_pb2.GetMasterConfigResponse,
+    ]
+    """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
+
     GetMetrics: grpc.aio.UnaryStreamMultiCallable[
         pedl.v1.scheduler_pb2.GetMetricsRequest,
         pedl.v1.scheduler_pb2.GetMetricsResponse,
@@ -285,6 +313,16 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.scheduler_pb2.GetExperimentRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.scheduler_pb2.GetExperimentResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetExperimentResponse]]: ...
+
+    @abc.abstractmethod
+    def WaitExperiment(
+        self,
+        request: pedl.v1.scheduler_pb2.WaitExperimentRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.WaitExperimentResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.WaitExperimentResponse]]:
+        """Returns once the experiment has ended, or after timeout_seconds with it still running:
+        `det e wait` and --follow return the moment it ends instead of on their next poll.
+        """
 
     @abc.abstractmethod
     def KillExperiment(
@@ -398,6 +436,14 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.scheduler_pb2.GetClusterInfoRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.scheduler_pb2.GetClusterInfoResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetClusterInfoResponse]]: ...
+
+    @abc.abstractmethod
+    def GetMasterConfig(
+        self,
+        request: pedl.v1.scheduler_pb2.GetMasterConfigRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.GetMasterConfigResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.GetMasterConfigResponse]]:
+        """The scheduler's effective settings, secrets left out (`det master config`); admins only."""
 
     @abc.abstractmethod
     def GetMetrics(

@@ -22,7 +22,8 @@ def test_the_table_names_determined_verbs_and_refusals() -> None:
     text = (ROOT / "README.md").read_text()
     for row in (
         "`det experiment list-trials (lt) ID [--json] [--csv]`",
-        "`det experiment create CONFIG CONTEXT_DIR [-f\\|--follow] [-t\\|--test-mode\\|--test] [--local]`",
+        "`det experiment create CONFIG CONTEXT_DIR [-f\\|--follow] [-t\\|--test-mode\\|--test] [--local] "
+        "[--config KEY=VALUE] [--paused] [--follow-first-trial]`",
         "`det notebook (notebooks)` | (not in pedl)",
     ):
         assert row in text
