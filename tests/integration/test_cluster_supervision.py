@@ -13,8 +13,9 @@ import pytest
 
 from pedl import _grpc
 from pedl.cli.main import main
-from pedl.cluster import UpOptions, down, launcher, processes
+from pedl.cluster import launcher, processes
 from pedl.cluster.health import is_serving
+from pedl.cluster.launcher import UpOptions, down
 from pedl.cluster.paths import ClusterPaths
 from pedl.cluster.state import ClusterState, load_state
 from pedl.context import pack

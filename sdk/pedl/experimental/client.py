@@ -23,20 +23,16 @@ import grpc
 from pedl import _grpc, records
 from pedl._metrics import from_struct
 from pedl.checkpoints import CheckpointStoreClient
+from pedl.client import ClientError, resolve_master
 from pedl.experimental import metrics as _metrics
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
 __all__ = ["Checkpoint", "ClientError", "ExperimentClient", "Trial", "get_experiment", "resolve_master"]
 
-DEFAULT_MASTER = "127.0.0.1:8080"
 POLL_SECONDS = 0.5
 _TIMEOUT = 30.0
 _STREAM_TIMEOUT = 600.0
 _TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
-
-
-class ClientError(Exception):
-    pass
 
 
 class _Session:
@@ -293,18 +289,6 @@ class ExperimentClient:
                 raise TimeoutError(f"experiment {self.id} is still {state} after {timeout} s")
             left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
             time.sleep(max(0.0, min(POLL_SECONDS, left)))
-
-
-def resolve_master(master: str | None = None) -> str:
-    """The argument, else $PEDL_MASTER, else 127.0.0.1:8080."""
-    address = (master or os.environ.get("PEDL_MASTER") or DEFAULT_MASTER).strip()
-    for scheme in ("grpc://", "http://"):
-        address = address.removeprefix(scheme)
-    if not address.startswith("unix:"):
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ClientError(f"master must be HOST:PORT, got {address!r}")
-    return address
 
 
 def get_experiment(experiment_id: int, master: str | None = None) -> ExperimentClient:

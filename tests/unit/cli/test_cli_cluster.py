@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from pedl.cli.main import main
-from pedl.cluster import ClusterError, UpOptions, launcher, processes, supervisor
+from pedl.cluster import launcher, processes, supervisor
+from pedl.cluster.launcher import ClusterError, UpOptions
 from pedl.cluster.paths import ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterState, ServiceRecord, load_state, save_state
 
