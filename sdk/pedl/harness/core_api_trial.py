@@ -428,7 +428,7 @@ def compat_path() -> Path | None:
     """sdk/compat (pedl's `determined`), unless a real Determined is importable in this environment."""
     import importlib.util
 
-    compat = Path(__file__).resolve().parents[2] / "compat"
+    from pedl.harness.compat import COMPAT_DIR as compat
     if not (compat / "determined").is_dir():
         return None
     spec = importlib.util.find_spec("determined")
