@@ -7,15 +7,16 @@ import json
 import weakref
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from pedl import auth
 from pedl.auth.bearer import BearerInterceptor, aio_interceptors
+
+if TYPE_CHECKING:
+    from grpc_health.v1 import health
 
 # Message limits, chosen per direction (gRPC's own default, 4 MiB received, is too small for a model
 # definition and would fail a create with a transport error instead of the scheduler's clear one):
@@ -179,6 +180,9 @@ def aio_server(
 ) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server with health and reflection, bound to `address`; returns it and its port.
 
+    Reflection (for grpcurl) comes with `pedl[server]`; a harness in a slim install serves without it.
+    Both are imported here, not at module level, so a client (the CLI) never loads them.
+
     `register` callables add the servicers (e.g. `lambda s: add_FooServicer_to_server(x, s)`);
     `service_names` are their full names, for reflection and health; `interceptors` wrap every
     call (e.g. the scheduler's RPC latency metrics); `tls` = (certificate chain PEM, private key PEM)
@@ -187,12 +191,19 @@ def aio_server(
     server = grpc.aio.server(
         options=_server_options(max_receive_bytes), interceptors=list(interceptors) or None
     )
+    from grpc_health.v1 import health, health_pb2_grpc
+
     for add in register:
         add(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service_names)
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    try:
+        from grpc_reflection.v1alpha import reflection
+    except ImportError:  # the slim install: reflection is a debugging aid of the services
+        pass
+    else:
+        reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     if tls is not None:
         port = server.add_secure_port(address, grpc.ssl_server_credentials([(tls[1], tls[0])]))
     else:
@@ -211,6 +222,8 @@ _HEALTH: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServi
 
 async def mark_serving(server: grpc.aio.Server) -> None:
     """Reports SERVING for the overall server and each of its services."""
+    from grpc_health.v1 import health_pb2
+
     hs, names = _HEALTH[server]
     for name in ["", *names]:
         await hs.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -22,9 +22,9 @@ from pedl_scheduler.login_guard import (
 )
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import (
+    AccountError,
     Session,
     User,
-    UserError,
     UserExists,
     UserNotFound,
     Users,
@@ -166,7 +166,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             user = self.users.create(request.username, request.password, request.admin, password_hash)
         except UserExists as e:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(e))
-        except UserError as e:
+        except AccountError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except Busy as e:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
@@ -190,7 +190,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             self.users.change_password(request.username, request.password, new_hash)
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
-        except UserError as e:
+        except AccountError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except Busy as e:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))

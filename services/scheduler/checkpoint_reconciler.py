@@ -1,7 +1,7 @@
 """Brings the scheduler's checkpoint records and the store's listing back into agreement: at start-up
 (so a deletion a crash interrupted is finished) and then every `--checkpoint-reconcile-interval`.
 
-What to repair is decided in `checkpoint_reconcile.plan`; here both sides are read (the store's
+What to repair is decided in `checkpoint_repair_plan.plan`; here both sides are read (the store's
 listing first, then the rows, so a checkpoint recorded in between is never taken for an orphan) and
 the repairs go through the same paths as every other change: deletions through `CheckpointDeleter`
 (DELETING, the store, DELETED), states through `CheckpointLifecycle.mark`.
@@ -18,7 +18,7 @@ import structlog
 from pedl.checkpoints import CheckpointError, CheckpointNotFound
 from pedl.v1 import common_pb2
 from pedl_scheduler.checkpoint_deleter import COMPLETED, MISSING, CheckpointDeleter, Mark
-from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan, to_check
+from pedl_scheduler.checkpoint_repair_plan import Plan, Stored, plan, to_check
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops

@@ -16,7 +16,7 @@ from pedl_scheduler.auth_service import LOGIN, AuthServicer, SchedulerAuthentica
 from pedl_scheduler.login_guard import AttemptLimits, HashPool, Limits
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.store_questions import StoreQuestions
-from pedl_scheduler.users import UserError, Users
+from pedl_scheduler.users import AccountError, Users
 from pedl_server_auth import AuthInterceptor, trial_token
 
 BOOTSTRAP_ADMIN = "admin"
@@ -130,7 +130,7 @@ def setup(args: argparse.Namespace, db: Storage) -> Security:
         password = auth.read_secret_file(args.admin_password_file, "admin password")
         try:
             users.ensure_admin(BOOTSTRAP_ADMIN, password)
-        except UserError as e:
+        except AccountError as e:
             raise auth.AuthConfigError(f"--admin-password-file: {e}") from e
     sec = Security(
         secret,

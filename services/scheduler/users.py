@@ -32,15 +32,15 @@ _SCRYPT = {"n": 2**17, "r": 8, "p": 1}
 _MAXMEM = 2**28
 
 
-class UserError(ValueError):
+class AccountError(ValueError):
     """Bad input for a user operation (invalid name, short password)."""
 
 
-class UserExists(UserError):
+class UserExists(AccountError):
     pass
 
 
-class UserNotFound(UserError):
+class UserNotFound(AccountError):
     pass
 
 
@@ -145,12 +145,12 @@ class Users:
     def create(self, username: str, password: str, admin: bool = False, password_hash: str = "") -> User:
         """`password_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
         if not USERNAME.match(username):
-            raise UserError(
+            raise AccountError(
                 f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
                 "starting with a letter or digit"
             )
         if len(password) < MIN_PASSWORD_CHARS:
-            raise UserError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
+            raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
         with self.db.transaction():
             if self.get(username) is not None:
                 raise UserExists(f"user {username!r} already exists")
@@ -202,7 +202,7 @@ class Users:
         """`new_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
         user = self._existing(username)
         if len(password) < MIN_PASSWORD_CHARS:
-            raise UserError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
+            raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
         user_ops.set_password(self.db, user.id, new_hash or hash_password(password))
 
     def set_active(self, username: str, active: bool) -> User:

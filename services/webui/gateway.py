@@ -9,18 +9,19 @@ from typing import Any
 import grpc
 
 from pedl import _grpc
+from pedl.client import ClientError
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 CALL_TIMEOUT = 30.0
 
 
-class GatewayError(Exception):
-    """A scheduler refusal as the web UI answers it: an HTTP status and the scheduler's own words."""
+class GatewayError(ClientError):
+    """A scheduler refusal as the web UI answers it: the one client error (`pedl.client`, as the CLI
+    and the SDK raise) with the HTTP status the page gets."""
 
     def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, bad_input=400 <= status < 500)
         self.status = status
-        self.message = message
 
 
 _HTTP_STATUS = {

@@ -116,3 +116,11 @@ def test_the_model_views_benchmark_runs_in_smoke_mode() -> None:
     # The overlay line where this machine can mount one (as root, or in a user namespace).
     overlay = re.search(rf"^after, forked run \(overlay\) +{NUMBER} ms  ratio {NUMBER}$", out, re.M)
     assert overlay or "overlay: not available here" in out, out
+
+
+def test_the_cli_start_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("cli_start.py")
+    assert "CLI start, 2 interleaved rounds" in out, out
+    for command in ("python -c pass", "pedl --help", "pedl version", "pedl experiment list"):
+        line = rf"^  {re.escape(command)} +median {NUMBER} s  best {NUMBER} s  {NUMBER}x python -c pass$"
+        assert re.search(line, out, re.M), out

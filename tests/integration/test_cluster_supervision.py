@@ -13,10 +13,11 @@ import pytest
 
 from pedl import _grpc
 from pedl.cli.main import main
-from pedl.cluster import UpOptions, down, launcher, processes
+from pedl.cluster import launcher, processes
 from pedl.cluster.health import is_serving
+from pedl.cluster.launcher import UpOptions, down
 from pedl.cluster.paths import ClusterPaths
-from pedl.cluster.state import ClusterState, load_state
+from pedl.cluster.state import ClusterRecord, load_state
 from pedl.context import pack
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from support.models import tiny_config, write_tiny_model
@@ -24,7 +25,7 @@ from support.models import tiny_config, write_tiny_model
 pytestmark = pytest.mark.integration
 
 
-def _state(home: Path) -> ClusterState:
+def _state(home: Path) -> ClusterRecord:
     state = load_state(ClusterPaths(home).state_file)
     assert state is not None
     return state

@@ -4,9 +4,6 @@ unpacked wheel, not from this checkout, answers /login and /static/ with them.""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -14,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.processes import start, stop
+from support.wheel import build_wheel
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,31 +23,8 @@ RUN_FROM = (
 )
 
 
-def _build_wheel(tmp: Path) -> tuple[Path, str]:
-    """Builds from a copy of the sources, so no build/ or egg-info lands in the checkout."""
-    source = tmp / "src"
-    source.mkdir()
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("sdk", "services"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
-    out = tmp / "dist"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "-w", str(out)]
-        + ["."],
-        cwd=source,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    (wheel,) = out.glob("pedl-*.whl")
-    return wheel, build.stdout + build.stderr
-
-
 def test_the_wheel_ships_and_serves_every_static_file(tmp_path: Path) -> None:
-    wheel, output = _build_wheel(tmp_path)
+    wheel, output = build_wheel(tmp_path)
     assert "as data is deprecated" not in output and "is absent from the `packages`" not in output, output
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"pedl_webui/static/{p.relative_to(STATIC)}" for p in STATIC.rglob("*") if p.is_file()}

@@ -186,9 +186,9 @@ variable "checkpoint_bucket_force_destroy" {
 }
 
 variable "pedl_package" {
-  description = "pip requirement that installs pedl on the instances: a wheel URL, a git URL or an index name."
+  description = "pip requirement that installs pedl with its services' dependencies on the instances, e.g. \"pedl[server]\" from an index or \"pedl[server] @ https://.../pedl-0.1.0-py3-none-any.whl\"."
   type        = string
-  default     = "pedl"
+  default     = "pedl[server]"
   validation {
     condition     = length(trimspace(var.pedl_package)) > 0
     error_message = "pedl_package must not be empty."

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -12,10 +11,9 @@ from typing import Any, TypeVar
 import grpc
 
 from pedl import _grpc
-from pedl.cli.errors import EXIT_BAD_INPUT, CliError
+from pedl.client import address
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
-DEFAULT_MASTER = "127.0.0.1:8080"
 # How long --follow, `logs -f` and `wait` keep trying while the scheduler is down (a restart).
 OUTAGE_SECONDS = 300.0
 _T = TypeVar("_T")
@@ -33,16 +31,7 @@ _MAX_TAIL = 2**31 - 1
 
 def resolve_master(explicit: str | None) -> str:
     """--master, else $PEDL_MASTER, else the default; must be HOST:PORT (or unix:PATH)."""
-    address = (explicit or os.environ.get("PEDL_MASTER") or DEFAULT_MASTER).strip()
-    if address.startswith("unix:"):
-        return address
-    for scheme in ("grpc://", "http://"):
-        address = address.removeprefix(scheme)
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        source = "--master" if explicit else "PEDL_MASTER" if os.environ.get("PEDL_MASTER") else "master"
-        raise CliError(f"{source} must be HOST:PORT, got {address!r}", EXIT_BAD_INPUT)
-    return address
+    return address.resolve_master(explicit, name="--master")
 
 
 class SchedulerClient(_grpc.Client):

@@ -9,8 +9,8 @@ from pedl.cli import output, render
 from pedl.cli.client import connect
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    agent = groups.add_parser("agent", aliases=["a"], help="inspect agents", parents=[common])
+def register(agent: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     agent_commands = agent.add_subparsers(dest="command", required=True, metavar="COMMAND")
     agents = agent_commands.add_parser("list", parents=[common], help="list connected agents")
     output.add_format_flags(agents)
@@ -30,7 +30,8 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
             )
         parser.set_defaults(func=set_agent_enabled)
 
-    slot = groups.add_parser("slot", aliases=["s"], help="inspect slots", parents=[common])
+
+def register_slot(slot: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     slot_commands = slot.add_subparsers(dest="command", required=True, metavar="COMMAND")
     slots = slot_commands.add_parser("list", parents=[common], help="list every agent's slots")
     output.add_format_flags(slots)

@@ -19,8 +19,8 @@ _UUID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]*$")
 _INFO_TIMEOUT = 30.0
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    group = groups.add_parser("checkpoint", help="list, download or delete checkpoints", parents=[common])
+def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     list_ = commands.add_parser("list", parents=[common], help="list an experiment's checkpoints")

@@ -8,8 +8,8 @@ from pedl.cli.arguments import non_negative_int, port, positive_int
 from pedl.cli.errors import CliError
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    cluster = groups.add_parser("cluster", help="start or stop a local cluster", parents=[common])
+def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = cluster.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser(
@@ -41,9 +41,9 @@ def _home_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    from pedl.cluster import ClusterError, UpOptions, credentials, pedl_home, up
-    from pedl.cluster.launcher import down_command
-    from pedl.cluster.paths import ClusterPaths
+    from pedl.cluster import credentials
+    from pedl.cluster.launcher import ClusterError, UpOptions, down_command, up
+    from pedl.cluster.paths import ClusterPaths, pedl_home
 
     home = pedl_home(args.home)
     options = UpOptions(
@@ -74,7 +74,8 @@ def cluster_up(args: argparse.Namespace) -> int:
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    from pedl.cluster import ClusterError, down, pedl_home
+    from pedl.cluster.launcher import ClusterError, down
+    from pedl.cluster.paths import pedl_home
 
     try:
         down(pedl_home(args.home), out=lambda line: print(line, flush=True))
@@ -86,7 +87,7 @@ def cluster_down(args: argparse.Namespace) -> int:
 def cluster_status(args: argparse.Namespace) -> int:
     """Exit status 1 when a recorded service is not running (so scripts can check)."""
     from pedl.cli.render import table
-    from pedl.cluster import pedl_home
+    from pedl.cluster.paths import pedl_home
     from pedl.cluster.state import StateError
     from pedl.cluster.status import cluster_status as read_status
     from pedl.cluster.status import human_duration

@@ -24,8 +24,8 @@ POLL_SECONDS = 1.0
 _BATCH_FROM = 3
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    group = groups.add_parser("experiment", aliases=["e"], help="manage experiments", parents=[common])
+def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     group.set_defaults(func=list_experiments)  # `det e` alone lists, as Determined's does
 

@@ -12,8 +12,8 @@ from pedl.cli.client import connect
 from pedl.cli.errors import CliError
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    group = groups.add_parser("master", help="the scheduler (Determined's master)", parents=[common])
+def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = commands.add_parser("info", parents=[common], help="the scheduler's version and addresses")
     output.add_format_flags(info)
@@ -32,7 +32,8 @@ def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     logs.set_defaults(func=master_logs)
 
-    version = groups.add_parser("version", help="the CLI's and the scheduler's versions", parents=[common])
+
+def register_version(version: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     version.set_defaults(func=show_version)
 
 
@@ -66,7 +67,7 @@ def master_config(args: argparse.Namespace) -> int:
 
 def master_logs(args: argparse.Namespace) -> int:
     """The scheduler logs to its own stderr; a cluster started by `pedl cluster up` keeps it in a file."""
-    from pedl.cluster import pedl_home
+    from pedl.cluster.paths import pedl_home
 
     home = pedl_home(args.home)
     log = Path(home, "cluster", "scheduler.log")

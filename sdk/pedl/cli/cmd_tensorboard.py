@@ -37,12 +37,8 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 6006
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    command = groups.add_parser(
-        "tensorboard",
-        parents=[common],
-        help="experiments' metrics and trials' own event files in TensorBoard (also `det tensorboard start`)",
-    )
+def register(command: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     command.add_argument("experiment_ids", type=positive_int, nargs="*", metavar="EXPERIMENT_ID")
     command.add_argument(
         "-t",

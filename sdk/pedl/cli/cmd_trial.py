@@ -17,8 +17,8 @@ from pedl.timeline import timeline_records
 from pedl.v1 import common_pb2
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    group = groups.add_parser("trial", aliases=["t"], help="inspect trials", parents=[common])
+def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     logs = commands.add_parser("logs", parents=[common], help="print a trial's log (the user's output)")

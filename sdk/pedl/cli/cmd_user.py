@@ -18,8 +18,8 @@ from pedl.v1 import auth_pb2, auth_pb2_grpc
 _TIMEOUT = 30.0
 
 
-def register(groups: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    group = groups.add_parser("user", aliases=["u"], help="log in and manage users", parents=[common])
+def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """Adds the group's commands to its parser (pedl.cli.main makes the parser, names and help)."""
     commands = group.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     login = commands.add_parser("login", parents=[common], help="log in; the token is kept in auth.json")

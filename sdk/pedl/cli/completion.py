@@ -4,6 +4,7 @@ trial ids asked of the scheduler (`eval "$(register-python-argcomplete det)"` tu
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, cast
 
 
@@ -42,8 +43,15 @@ def _attach(parser: argparse.ArgumentParser) -> None:
                 _attach(sub)
 
 
+def requested() -> bool:
+    """Whether the shell asked for completions (argcomplete's hook sets _ARGCOMPLETE)."""
+    return "_ARGCOMPLETE" in os.environ
+
+
 def enable(parser: argparse.ArgumentParser) -> None:
     """Answers a completion request and exits when the shell asked for one; otherwise returns."""
+    if not requested():
+        return
     try:
         import argcomplete
     except ImportError:

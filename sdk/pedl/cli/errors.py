@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
-import grpc
+from typing import TYPE_CHECKING
+
+from pedl.client.errors import ClientError
+
+if TYPE_CHECKING:
+    import grpc
 
 # argparse also exits 2 on usage errors; bad local input (config, context) shares that code.
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 
-class CliError(Exception):
+class CliError(ClientError):
+    """A ClientError that also says the command's exit code."""
+
     def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, bad_input=exit_code == EXIT_BAD_INPUT)
         self.exit_code = exit_code
 
 
+def exit_code(error: ClientError) -> int:
+    return (
+        error.exit_code
+        if isinstance(error, CliError)
+        else EXIT_BAD_INPUT
+        if error.bad_input
+        else EXIT_FAILURE
+    )
+
+
 def rpc_error_message(error: grpc.RpcError, master: str) -> str:
+    import grpc
+
     code = error.code() if hasattr(error, "code") else None
     details = (error.details() if hasattr(error, "details") else None) or ""
     if code == grpc.StatusCode.UNAVAILABLE:

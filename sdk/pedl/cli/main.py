@@ -4,30 +4,60 @@ into one-line errors with an exit code."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-
-import grpc
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from pedl import __version__
-from pedl.cli import (
-    cmd_agent,
-    cmd_checkpoint,
-    cmd_cluster,
-    cmd_experiment,
-    cmd_master,
-    cmd_refused,
-    cmd_tensorboard,
-    cmd_trial,
-    cmd_user,
-    completion,
+from pedl.cli import cmd_refused, completion
+from pedl.cli.errors import EXIT_FAILURE, exit_code
+from pedl.client import DEFAULT_MASTER, ClientError
+
+
+class Group(NamedTuple):
+    """A command group; its module (which imports gRPC, the protos, the checkpoint client) is imported
+    only when the group runs, so `pedl --help` and `pedl version` start without them."""
+
+    name: str
+    aliases: tuple[str, ...]
+    help: str
+    module: str
+    register: str = "register"
+
+
+GROUPS = (
+    Group("experiment", ("e",), "manage experiments", "cmd_experiment"),
+    Group("trial", ("t",), "inspect trials", "cmd_trial"),
+    Group("checkpoint", (), "list, download or delete checkpoints", "cmd_checkpoint"),
+    Group("agent", ("a",), "inspect agents", "cmd_agent"),
+    Group("slot", ("s",), "inspect slots", "cmd_agent", "register_slot"),
+    Group("cluster", (), "start or stop a local cluster", "cmd_cluster"),
+    Group(
+        "tensorboard",
+        (),
+        "experiments' metrics and trials' own event files in TensorBoard (also `det tensorboard start`)",
+        "cmd_tensorboard",
+    ),
+    Group("user", ("u",), "log in and manage users", "cmd_user"),
+    Group("master", (), "the scheduler (Determined's master)", "cmd_master"),
+    Group("version", (), "the CLI's and the scheduler's versions", "cmd_master", "register_version"),
 )
-from pedl.cli.client import DEFAULT_MASTER
-from pedl.cli.errors import EXIT_FAILURE, CliError, rpc_error_message
+_VALUED_FLAGS = ("-m", "--master", "--tls-ca")
 
 
-def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
+def chosen_group(argv: Sequence[str]) -> str | None:
+    """The group word of a command line (`e` in `pedl -m host:8080 e list`), or None."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _VALUED_FLAGS else 1
+    return argv[i] if i < len(argv) else None
+
+
+def build_parser(prog: str = "pedl", load: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `load`, only the named groups get their commands (the others are
+    listed in --help but not imported)."""
     # --master is accepted before or after the subcommand; SUPPRESS keeps a later default from
     # overwriting an earlier value.
     common = argparse.ArgumentParser(add_help=False)
@@ -49,19 +79,13 @@ def build_parser(prog: str = "pedl") -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--version", action="version", version=f"{prog} {__version__}")
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
-    modules = (
-        cmd_experiment,
-        cmd_trial,
-        cmd_checkpoint,
-        cmd_agent,
-        cmd_cluster,
-        cmd_tensorboard,
-        cmd_user,
-        cmd_master,
-        cmd_refused,
-    )
-    for module in modules:
-        module.register(groups, common)
+    wanted = None if load is None else set(load)
+    for group in GROUPS:
+        sub = groups.add_parser(group.name, aliases=list(group.aliases), help=group.help, parents=[common])
+        if wanted is None or wanted & {group.name, *group.aliases}:
+            module = importlib.import_module(f"pedl.cli.{group.module}")
+            getattr(module, group.register)(sub, common)
+    cmd_refused.register(groups, common)
     return parser
 
 
@@ -81,18 +105,26 @@ def _determined_spellings(argv: list[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_prog())
+    words = _determined_spellings(list(sys.argv[1:] if argv is None else argv))
+    # Shell completion needs every parser; a command needs only its group's.
+    group = None if completion.requested() else chosen_group(words)
+    parser = build_parser(_prog(), load=None if completion.requested() else [group] if group else [])
     completion.enable(parser)
-    args = parser.parse_args(_determined_spellings(words))
+    args = parser.parse_args(words)
     if getattr(args, "tls_ca", None):
         os.environ["PEDL_TLS_CA"] = args.tls_ca  # pedl._grpc reads it for every channel of this command
     try:
         return int(args.func(args))
-    except CliError as e:
+    except ClientError as e:
         print(f"error: {e.message}", file=sys.stderr)
-        return e.exit_code
-    except grpc.RpcError as e:
+        return exit_code(e)
+    except Exception as e:
+        # gRPC is imported by the commands that call the scheduler, never here (it costs start time).
+        grpc = sys.modules.get("grpc")
+        if grpc is None or not isinstance(e, grpc.RpcError):
+            raise
+        from pedl.cli.errors import rpc_error_message
+
         master = getattr(args, "master_address", None) or getattr(args, "master", None) or DEFAULT_MASTER
         print(f"error: {rpc_error_message(e, master)}", file=sys.stderr)
         return EXIT_FAILURE

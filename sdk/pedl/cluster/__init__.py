@@ -1,6 +1,6 @@
-"""Starting and stopping a local pedl cluster (checkpoint store, scheduler, agents) as OS processes."""
+"""Starting and stopping a local pedl cluster (checkpoint store, scheduler, agents) as OS processes.
 
-from pedl.cluster.launcher import ClusterError, UpOptions, down, up
-from pedl.cluster.paths import ClusterPaths, pedl_home
-
-__all__ = ["ClusterError", "ClusterPaths", "UpOptions", "down", "pedl_home", "up"]
+`pedl.cluster.launcher` starts and stops it; `pedl.cluster.paths` says where its state lives. This
+package imports nothing itself: the token store needs only `paths`, and the CLI's start time pays
+for the launcher only in `pedl cluster`.
+"""

@@ -15,7 +15,7 @@ import grpc
 from pedl import _timeutil
 from pedl.cluster import credentials, health, processes, supervisor
 from pedl.cluster.paths import ClusterPaths, pedl_home
-from pedl.cluster.state import ClusterState, ServiceRecord, StateError, load_state, save_state
+from pedl.cluster.state import ClusterRecord, ServiceRecord, StateError, load_state, save_state
 
 HOST = "127.0.0.1"
 STORE, SCHEDULER, WEBUI = "checkpoint-store", "scheduler", "webui"
@@ -69,14 +69,14 @@ def _check_port_free(port: int, flag: str) -> None:
             raise
 
 
-def _load(paths: ClusterPaths) -> ClusterState | None:
+def _load(paths: ClusterPaths) -> ClusterRecord | None:
     try:
         return load_state(paths.state_file)
     except StateError as e:
         raise ClusterError(str(e)) from e
 
 
-def running(state: ClusterState) -> list[ServiceRecord]:
+def running(state: ClusterRecord) -> list[ServiceRecord]:
     return [s for s in state.services if processes.is_ours(s.pid, s.argv)]
 
 
@@ -86,7 +86,7 @@ class _Starter:
     def __init__(self, opts: UpOptions, paths: ClusterPaths) -> None:
         self.opts = opts
         self.paths = paths
-        self.state = ClusterState(home=str(paths.home), started_at=_timeutil.utc_now())
+        self.state = ClusterRecord(home=str(paths.home), started_at=_timeutil.utc_now())
         self.children: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str, kind: str, args: list[str], address: str = "") -> subprocess.Popen[bytes]:
@@ -187,7 +187,7 @@ def down_command(home: Path) -> str:
     return "pedl cluster down" + ("" if home == pedl_home(None) else f" --home {home}")
 
 
-def up(opts: UpOptions, out: Output = print) -> ClusterState:
+def up(opts: UpOptions, out: Output = print) -> ClusterRecord:
     if opts.agents < 0:
         raise ClusterError("--agents must be 0 or more")
     if opts.slots_per_agent < 1:

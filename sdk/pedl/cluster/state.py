@@ -26,7 +26,7 @@ class ServiceRecord:
 
 
 @dataclass
-class ClusterState:
+class ClusterRecord:
     home: str
     master: str = ""
     checkpoint_store: str = ""
@@ -39,18 +39,18 @@ class ClusterState:
     supervisor_argv: list[str] = field(default_factory=list)
 
 
-def load_state(path: Path) -> ClusterState | None:
+def load_state(path: Path) -> ClusterRecord | None:
     if not path.exists():
         return None
     try:
         raw = json.loads(path.read_text())
         services = [ServiceRecord(**s) for s in raw.pop("services", [])]
-        return ClusterState(**raw, services=services)
+        return ClusterRecord(**raw, services=services)
     except (OSError, ValueError, TypeError) as e:
         raise StateError(f"{path}: unreadable cluster state ({e}); remove it if no cluster is running") from e
 
 
-def save_state(path: Path, state: ClusterState) -> None:
+def save_state(path: Path, state: ClusterRecord) -> None:
     """Atomic, so a concurrent `cluster down` never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")

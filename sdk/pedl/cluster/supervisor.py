@@ -23,7 +23,7 @@ from pathlib import Path
 from pedl import _timeutil
 from pedl.cluster import processes
 from pedl.cluster.paths import ClusterPaths
-from pedl.cluster.state import ClusterState, ServiceRecord, load_state, save_state
+from pedl.cluster.state import ClusterRecord, ServiceRecord, load_state, save_state
 
 POLL_SECONDS = 0.5
 
@@ -53,7 +53,7 @@ def uptime_seconds(started_at: str) -> float:
 
 
 class Supervisor:
-    def __init__(self, paths: ClusterPaths, state: ClusterState, backoff: Backoff = Backoff()) -> None:
+    def __init__(self, paths: ClusterPaths, state: ClusterRecord, backoff: Backoff = Backoff()) -> None:
         self.paths = paths
         self.state = state
         self.backoff = backoff

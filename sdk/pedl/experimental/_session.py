@@ -1,24 +1,19 @@
-"""One scheduler connection for the Python client: a channel, its stub and the store's address, and
-the one error type every call raises (ClientError)."""
+"""One scheduler connection for the Python client: a channel, its stub and the store's address; every
+failed call becomes pedl.client's one error type, ClientError."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
 from pedl import _grpc
+from pedl.client import DEFAULT_MASTER, ClientError, resolve_master
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
-DEFAULT_MASTER = "127.0.0.1:8080"
 _TIMEOUT = 30.0
 _STREAM_TIMEOUT = 600.0
-
-
-class ClientError(Exception):
-    pass
 
 
 class Session:
@@ -69,13 +64,4 @@ class Session:
         self._channel.close()
 
 
-def resolve_master(master: str | None = None) -> str:
-    """The argument, else $PEDL_MASTER, else 127.0.0.1:8080."""
-    address = (master or os.environ.get("PEDL_MASTER") or DEFAULT_MASTER).strip()
-    for scheme in ("grpc://", "http://"):
-        address = address.removeprefix(scheme)
-    if not address.startswith("unix:"):
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ClientError(f"master must be HOST:PORT, got {address!r}")
-    return address
+__all__ = ["DEFAULT_MASTER", "ClientError", "Session", "resolve_master"]

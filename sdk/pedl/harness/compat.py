@@ -13,8 +13,11 @@ import os
 import sys
 from pathlib import Path
 
-# sdk/pedl/harness/compat.py -> sdk/compat
-COMPAT_DIR = Path(__file__).resolve().parents[2] / "compat"
+# An installed wheel: pedl/_compat (setup.py puts the package there); a checkout: sdk/compat.
+_INSTALLED = Path(__file__).resolve().parents[1] / "_compat"
+COMPAT_DIR = (
+    _INSTALLED if (_INSTALLED / "determined").is_dir() else Path(__file__).resolve().parents[2] / "compat"
+)
 
 
 def compat_path() -> Path:

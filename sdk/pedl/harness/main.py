@@ -16,9 +16,10 @@ from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
 from pedl.harness import timeline
 from pedl.harness._exit import flush_and_exit
-from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
+from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
+from pedl.harness.core_api_trial import ScriptFailed
 from pedl.harness.distributed import (
     PEER_FAILED_EXIT_CODE,
     Launch,
@@ -31,7 +32,6 @@ from pedl.harness.epoch import epoch_length, needs_epoch_length, refusal_signatu
 from pedl.harness.failure import failure_signature, is_invalid_hp
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
-from pedl.harness.script_trial import ScriptFailed
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE, StoreUnavailable
 from pedl.harness.tensorboard_sync import (
     TENSORBOARD_ENV,

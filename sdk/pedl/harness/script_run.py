@@ -18,10 +18,16 @@ from typing import Any
 from pedl import _log
 from pedl.config import ExperimentConfig
 from pedl.harness import rank_network
-from pedl.harness.agent_link import AgentWorkloadSource, StoreCheckpoints
+from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
+from pedl.harness.core_api_trial import (
+    CoreApiTrial,
+    ScriptFailed,
+    ScriptSettings,
+    handlers,
+    script_environment,
+)
 from pedl.harness.distributed import Launch
-from pedl.harness.script_trial import ScriptFailed, ScriptSettings, ScriptTrial, handlers, script_environment
 from pedl.harness.tensorboard_sync import TensorboardUploader
 from pedl.v1 import agent_pb2, common_pb2
 
@@ -101,7 +107,7 @@ def run_script(
         start_progress=trial.latest_checkpoint_batches,
         configured_unit=f"UNIT_{parsed.script_length_unit.upper()}",
     )
-    script = ScriptTrial(settings, checkpoints, work_dir, trial.run_id)
+    script = CoreApiTrial(settings, checkpoints, work_dir, trial.run_id)
     rank = launch.rank if launch else 0
     info_path = work_dir / f"cluster-info-{rank}.json"
     info_path.write_text(json.dumps(cluster_info(trial, parsed.raw, hparams, launch)))

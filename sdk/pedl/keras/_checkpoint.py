@@ -12,16 +12,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import keras
 import numpy as np
 
 from pedl.keras import _replay
+from pedl.keras._data import TrainingStream
 from pedl.tensorflow._checkpoint import read_metadata, write_metadata
 
-if TYPE_CHECKING:
-    from pedl.keras._controller import KerasTrialController
+
+class Checkpointed(Protocol):
+    """What saving and restoring touch of a KerasTrialController (named here, not imported, so the
+    controller depends on this module and not the other way round)."""
+
+    trial: Any
+    model: keras.Model
+    validation: Any
+    stream: TrainingStream
+
+    @property
+    def batches_trained(self) -> int: ...
+
+    def _restore_position(self, batches_trained: int, data_position: dict[str, int]) -> None: ...
+
 
 FRAMEWORK = "keras"
 WEIGHTS = "model.weights.h5"
@@ -36,7 +50,7 @@ def _variables(model: keras.Model) -> dict[str, list[Any]]:
     return {"model": list(model.variables), "optimizer": list(optimizer.variables)}
 
 
-def save(controller: KerasTrialController, path: Path) -> None:
+def save(controller: Checkpointed, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     model = controller.model
     model.save_weights(path / WEIGHTS)
@@ -59,7 +73,7 @@ def save(controller: KerasTrialController, path: Path) -> None:
     )
 
 
-def load(controller: KerasTrialController, path: Path) -> None:
+def load(controller: Checkpointed, path: Path) -> None:
     state = _load_variables(controller, path)
     controller._restore_position(int(state["batches_trained"]), state["data_position"])
     replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
@@ -67,12 +81,12 @@ def load(controller: KerasTrialController, path: Path) -> None:
         _replay.restore(replayed, state.get("replay") or {"log": [], "sources": {}}, path)
 
 
-def warm_start(controller: KerasTrialController, path: Path) -> None:
+def warm_start(controller: Checkpointed, path: Path) -> None:
     """The model's and optimizer's variables only: the trial keeps its own batch 0 and data position."""
     _load_variables(controller, path)
 
 
-def _load_variables(controller: KerasTrialController, path: Path) -> dict[str, Any]:
+def _load_variables(controller: Checkpointed, path: Path) -> dict[str, Any]:
     read_metadata(path, FRAMEWORK)
     state = json.loads((path / STATE).read_text())
     groups = _variables(controller.model)

@@ -11,14 +11,31 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from pedl._metrics import to_plain
+from pedl.pytorch._trial import PyTorchTrial
 
-if TYPE_CHECKING:
-    from pedl.pytorch._controller import PyTorchTrialController
+
+class Checkpointed(Protocol):
+    """What saving and restoring touch of a PyTorchTrialController (named here, not imported, so the
+    controller depends on this module and not the other way round)."""
+
+    trial: PyTorchTrial
+    device: torch.device
+    model: torch.nn.Module
+
+    @property
+    def batches_trained(self) -> int: ...
+
+    def _training_state(self) -> dict[str, Any]: ...
+
+    def _restore_training_state(self, state: dict[str, Any]) -> None: ...
+
+    def _restore_weights_state(self, state: dict[str, Any]) -> None: ...
+
 
 FRAMEWORK = "pytorch"
 FORMAT_VERSION = 1
@@ -48,9 +65,7 @@ def read_metadata(path: Path) -> dict[str, Any]:
     return metadata
 
 
-def save(
-    controller: PyTorchTrialController, path: Path, training_state: dict[str, Any] | None = None
-) -> None:
+def save(controller: Checkpointed, path: Path, training_state: dict[str, Any] | None = None) -> None:
     """Writes the checkpoint; `training_state` defaults to the controller's own."""
     path.mkdir(parents=True, exist_ok=True)
     torch.save(controller.model.state_dict(), path / MODEL_FILE)
@@ -68,14 +83,14 @@ def save(
     (path / METADATA).write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
 
 
-def load(controller: PyTorchTrialController, path: Path) -> None:
+def load(controller: Checkpointed, path: Path) -> None:
     read_metadata(path)
     state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
     controller.model.load_state_dict(state)
     controller._restore_training_state(_training_state(path))
 
 
-def warm_start(controller: PyTorchTrialController, path: Path) -> None:
+def warm_start(controller: Checkpointed, path: Path) -> None:
     read_metadata(path)
     state = torch.load(path / MODEL_FILE, map_location=controller.device, weights_only=True)
     controller.model.load_state_dict(state)

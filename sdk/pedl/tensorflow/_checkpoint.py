@@ -12,14 +12,27 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import tensorflow as tf
 
 from pedl._metrics import to_plain
 
-if TYPE_CHECKING:
-    from pedl.tensorflow._controller import TensorFlowTrialController
+
+class Checkpointed(Protocol):
+    """What saving and restoring touch of a TensorFlowTrialController (named here, not imported, so
+    the controller depends on this module and not the other way round)."""
+
+    trial: Any
+    _data_position: int
+
+    @property
+    def batches_trained(self) -> int: ...
+
+    def _save_variables(self, prefix: Path) -> None: ...
+
+    def _restore(self, prefix: Path, batches_trained: int, data_position: int) -> None: ...
+
 
 FRAMEWORK = "tensorflow"
 FORMAT_VERSION = 1
@@ -64,7 +77,7 @@ def read_metadata(path: Path, framework: str) -> dict[str, Any]:
     return metadata
 
 
-def save(controller: TensorFlowTrialController, path: Path) -> None:
+def save(controller: Checkpointed, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     controller._save_variables(path / VARIABLES)
     state = {"batches_trained": controller.batches_trained, "data_position": controller._data_position}
@@ -72,13 +85,13 @@ def save(controller: TensorFlowTrialController, path: Path) -> None:
     write_metadata(path, FRAMEWORK, controller.batches_trained, controller.trial)
 
 
-def load(controller: TensorFlowTrialController, path: Path) -> None:
+def load(controller: Checkpointed, path: Path) -> None:
     read_metadata(path, FRAMEWORK)
     state = json.loads((path / TRAINING_FILE).read_text())
     controller._restore(path / VARIABLES, int(state["batches_trained"]), int(state["data_position"]))
 
 
-def warm_start(controller: TensorFlowTrialController, path: Path) -> None:
+def warm_start(controller: Checkpointed, path: Path) -> None:
     """The graph's variables only: the trial starts at batch 0 of its own data."""
     read_metadata(path, FRAMEWORK)
     controller._restore(path / VARIABLES, 0, 0)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from pedl.cli.main import main
-from pedl.cluster import ClusterError, UpOptions, launcher, processes, supervisor
+from pedl.cluster import launcher, processes, supervisor
+from pedl.cluster.launcher import ClusterError, UpOptions
 from pedl.cluster.paths import ClusterPaths, pedl_home
-from pedl.cluster.state import ClusterState, ServiceRecord, load_state, save_state
+from pedl.cluster.state import ClusterRecord, ServiceRecord, load_state, save_state
 
 FAKE = str(Path(__file__).with_name("fake_service.py"))
 
@@ -96,7 +97,7 @@ def test_down_stops_recorded_processes_and_spares_strangers(
     stranger = ServiceRecord(name="scheduler", pid=os.getpid(), argv=["pedl-scheduler", "--db", "x"], log="")
     save_state(
         paths.state_file,
-        ClusterState(home=str(tmp_path), services=[stranger, ServiceRecord("agent-1", proc.pid, argv, "")]),
+        ClusterRecord(home=str(tmp_path), services=[stranger, ServiceRecord("agent-1", proc.pid, argv, "")]),
     )
     assert main(["cluster", "down", "--home", str(tmp_path)]) == 0
     proc.wait(10)  # it exited on SIGTERM; reap the zombie
@@ -275,7 +276,7 @@ def test_a_killed_service_is_restarted_and_down_stops_the_new_one(
 
 def test_status_names_a_service_that_is_down(reap: list[int], tmp_path: Path, capsys) -> None:
     paths = ClusterPaths(tmp_path)
-    save_state(paths.state_file, ClusterState(
+    save_state(paths.state_file, ClusterRecord(
         home=str(tmp_path), services=[ServiceRecord("agent-1", 2**22 + 7, ["pedl-agent", "--x"], "")]
     ))  # fmt: skip
     assert main(["cluster", "status", "--home", str(tmp_path)]) == 1

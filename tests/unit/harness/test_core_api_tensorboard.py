@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from pedl.harness.core_api_server import CoreApiServer
+from pedl.harness.core_api_trial import CoreApiTrial, ScriptSettings, handlers, script_environment
 from pedl.harness.script_run import cluster_info
-from pedl.harness.script_trial import ScriptSettings, ScriptTrial, handlers, script_environment
 from pedl.harness.tensorboard_sync import TENSORBOARD_ENV, TensorboardUploader, run_directories
 from pedl.v1 import agent_pb2
 
@@ -45,7 +45,7 @@ def run_script(tmp_path: Path, mode: str) -> tuple[TensorboardUploader, list[tup
     settings = ScriptSettings(
         command=[sys.executable, "train.py"], model_dir=tmp_path / "model", chief=True, searcher_metric="x"
     )
-    trial = ScriptTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
+    trial = CoreApiTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
     calls = handlers(trial)
     calls.update(tensorboard_manual=uploader.set_manual, tensorboard_upload=uploader.upload_named)
     server = CoreApiServer(tmp_path / "core.sock", calls)

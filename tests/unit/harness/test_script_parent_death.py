@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pedl.harness.script_trial import dying_with_this_process
+from pedl.harness.core_api_trial import dying_with_this_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux parent-death signal")
 
 PARENT = """
 import subprocess, sys, time
-from pedl.harness.script_trial import dying_with_this_process
+from pedl.harness.core_api_trial import dying_with_this_process
 child = subprocess.Popen(dying_with_this_process([sys.executable, "-c", "import time; time.sleep(120)"]))
 print(child.pid, flush=True)
 time.sleep(120)

@@ -6,8 +6,8 @@ import pytest
 
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.users import (
+    AccountError,
     Session,
-    UserError,
     UserExists,
     Users,
     check_password,
@@ -56,9 +56,9 @@ def test_login_session_expiry_and_logout(database_url: str) -> None:
 def test_bad_users_are_refused(database_url: str) -> None:
     db = open_storage(database_url)
     users = Users(db, session_ttl_seconds=60)
-    with pytest.raises(UserError, match="invalid username"):
+    with pytest.raises(AccountError, match="invalid username"):
         users.create("bad name", "longenough")
-    with pytest.raises(UserError, match="at least 8"):
+    with pytest.raises(AccountError, match="at least 8"):
         users.create("bob", "short")
     assert users.ensure_admin("admin", "adminpassword")
     assert not users.ensure_admin("admin", "another-password")  # never silently reset
@@ -89,7 +89,7 @@ def test_password_change_and_deactivation(database_url: str) -> None:
     users = Users(db, session_ttl_seconds=60, clock=Clock())
     users.create("carol", "carolpassword")
     token, _ = users.login("carol", "carolpassword")  # type: ignore[misc]
-    with pytest.raises(UserError, match="at least"):
+    with pytest.raises(AccountError, match="at least"):
         users.change_password("carol", "short")
     users.change_password("carol", "a-new-password")
     assert users.login("carol", "carolpassword") is None and users.login("carol", "a-new-password")

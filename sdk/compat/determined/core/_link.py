@@ -1,9 +1,10 @@
 """How a Core API script reaches whoever serves it: the harness on a cluster, or this process alone.
 
 On a cluster the harness that started the script serves the Core API on a Unix socket
-(`PEDL_CORE_API_SOCKET`): metrics, checkpoints and preemption go through the harness's one
-connection to its agent, so a script's trial is recorded, checkpointed, paused and resumed exactly
-as a Trial class's is. Off cluster, `LocalLink` answers the same calls in-process ("dummy mode").
+(`PEDL_CORE_API_SOCKET`; gRPC, CoreApiService in protos/pedl/v1/core_api.proto): metrics,
+checkpoints and preemption go through the harness's one connection to its agent, so a script's
+trial is recorded, checkpointed, paused and resumed exactly as a Trial class's is. Off cluster,
+`LocalLink` answers the same calls in-process ("dummy mode").
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import shutil
 import threading
 import uuid
-from multiprocessing.connection import Client
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,22 +35,48 @@ class Link(Protocol):
 
 
 class HarnessLink:
-    """Calls the harness over its socket; one call at a time (threads of the script may share it)."""
+    """Calls the harness's CoreApiService over its socket (threads of the script may share it)."""
 
     def __init__(self, address: str, key: bytes) -> None:
-        self._conn = Client(address, family="AF_UNIX", authkey=key)
+        import grpc
+
+        from pedl import _grpc
+        from pedl.harness import core_api_wire
+
+        self._grpc = grpc
+        self._wire = core_api_wire
+        limits = [
+            ("grpc.max_send_message_length", _grpc.MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", _grpc.MAX_MESSAGE_BYTES),
+        ]
+        self._channel = grpc.insecure_channel(f"unix:{address}", options=limits)
+        self._metadata = ((core_api_wire.KEY_METADATA, key.hex()),)
         self._lock = threading.Lock()
+        self._calls: dict[str, Any] = {}
+
+    def _rpc(self, rpc: str) -> Any:
+        with self._lock:
+            if rpc not in self._calls:
+                self._calls[rpc] = self._channel.unary_unary(
+                    f"/{self._wire.SERVICE.full_name}/{rpc}",
+                    request_serializer=lambda message: message.SerializeToString(),
+                    response_deserializer=self._wire.response_class(rpc).FromString,
+                )
+            return self._calls[rpc]
 
     def call(self, method: str, **kwargs: Any) -> Any:
-        with self._lock:
-            self._conn.send((method, kwargs))
-            status, value = self._conn.recv()
-        if status != "ok":
-            raise CoreApiError(value)
-        return value
+        rpc = self._wire.RPCS.get(method)
+        if rpc is None:
+            raise CoreApiError(f"unknown Core API call {method!r}")
+        request = self._wire.encode_request(rpc, kwargs)
+        try:
+            response = self._rpc(rpc)(request, metadata=self._metadata, wait_for_ready=True)
+        except self._grpc.RpcError as e:
+            raise CoreApiError(e.details() or str(e.code())) from None
+        return self._wire.decode_response(response)
 
     def close(self) -> None:
-        self._conn.close()
+        self._channel.close()
 
 
 def harness_link() -> HarnessLink | None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from pedl import _log
 from pedl._metrics import to_struct
-from pedl.harness.agent_link import StoreCheckpoints
+from pedl.harness.agent_client import StoreCheckpoints
 from pedl.v1 import common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -85,7 +85,7 @@ def dying_with_this_process(command: list[str]) -> list[str]:
     return [sys.executable, "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
-class ScriptTrial:
+class CoreApiTrial:
     """The script's state as the harness sees it; the Core API server's handlers update it."""
 
     def __init__(
@@ -388,7 +388,7 @@ CORE_METADATA_KEY = "core_api_metadata"
 Handler = Callable[..., Any]
 
 
-def handlers(trial: ScriptTrial) -> dict[str, Handler]:
+def handlers(trial: CoreApiTrial) -> dict[str, Handler]:
     """The Core API calls a script may make, by name (what `determined.core` sends)."""
     return {
         "report": trial.report,
@@ -428,7 +428,7 @@ def compat_path() -> Path | None:
     """sdk/compat (pedl's `determined`), unless a real Determined is importable in this environment."""
     import importlib.util
 
-    compat = Path(__file__).resolve().parents[2] / "compat"
+    from pedl.harness.compat import COMPAT_DIR as compat
     if not (compat / "determined").is_dir():
         return None
     spec = importlib.util.find_spec("determined")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pedl_scheduler.checkpoint_reconcile import Plan, Stored, plan, to_check
+from pedl_scheduler.checkpoint_repair_plan import Plan, Stored, plan, to_check
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 OLD = NOW - timedelta(hours=2)

@@ -12,8 +12,14 @@ import pytest
 
 from pedl._metrics import from_struct
 from pedl.harness.core_api_server import CoreApiServer
+from pedl.harness.core_api_trial import (
+    CoreApiTrial,
+    ScriptFailed,
+    ScriptSettings,
+    handlers,
+    script_environment,
+)
 from pedl.harness.script_run import cluster_info
-from pedl.harness.script_trial import ScriptFailed, ScriptSettings, ScriptTrial, handlers, script_environment
 from pedl.v1 import agent_pb2, common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -44,7 +50,7 @@ def start(tmp_path: Path, limit: int, time_metric: str | None = None, command: l
         searcher_metric="x",
         time_metric=time_metric,
     )
-    trial = ScriptTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
+    trial = CoreApiTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
     server = CoreApiServer(tmp_path / "core.sock", handlers(trial))
     info = tmp_path / "info.json"
     info.write_text(json.dumps(cluster_info(agent_pb2.StartTrial(trial_id=1, run_id=1), {}, {}, None)))
