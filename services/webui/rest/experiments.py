@@ -146,11 +146,11 @@ async def patch(request: Request) -> JSONResponse:
         },
     )
     c, exp_id = caller(request), path_id(request, "experimentId")
-    for name in ("name", "notes"):
-        if fields.get(name) is not None:
-            raise GatewayError(
-                400, f'pedl does not store an experiment\'s "{name}"; patch description or labels'
-            )
+    current = (await run_in_threadpool(_experiment, c, exp_id)).experiment
+    if fields.get("notes"):
+        raise GatewayError(400, "pedl does not store an experiment's notes; patch description or labels")
+    if fields.get("name") not in (None, experiment_json(current)["name"]):
+        raise GatewayError(400, "pedl names an experiment in its config (name:); patch description or labels")
     message = scheduler_pb2.PatchExperimentRequest(experiment_id=exp_id)
     if fields.get("description") is not None:
         message.description = fields["description"]
@@ -168,9 +168,8 @@ async def patch(request: Request) -> JSONResponse:
         labels = fields["labels"]
         if not all(isinstance(x, str) for x in labels):
             raise GatewayError(400, 'field "labels" must be a list of strings')
-        current = set((await run_in_threadpool(_experiment, c, exp_id)).experiment.labels)
-        message.add_labels.extend(sorted(set(labels) - current))
-        message.remove_labels.extend(sorted(current - set(labels)))
+        message.add_labels.extend(sorted(set(labels) - set(current.labels)))
+        message.remove_labels.extend(sorted(set(current.labels) - set(labels)))
     reply = await run_in_threadpool(c.call, "PatchExperiment", message)
     return ok({"experiment": experiment_json(reply.experiment)})
 

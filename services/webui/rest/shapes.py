@@ -15,6 +15,7 @@ DEFAULT_PROJECT = {
     "workspaceId": 1,
     "workspaceName": "Uncategorized",
 }
+STORE_PATH = "/nonexistent/pedl-checkpoint-store (download through the master)"
 _TRIAL_STATE = {
     "ACTIVE": "STATE_ACTIVE",
     "PAUSED": "STATE_PAUSED",
@@ -100,13 +101,24 @@ def trial_json(
         value["searcherMetricValue"] = trial.best_validation_metric
     if validations:
         latest = max(validations, key=lambda v: v.total_batches)
-        value["latestValidation"] = metrics_report(trial, latest, "validation")
+        value["latestValidation"] = metrics_workload(latest)
         if metric:
             best = _best(validations, metric, smaller_is_better)
             if best is not None:
-                value["bestValidation"] = metrics_report(trial, best, "validation")
+                value["bestValidation"] = metrics_workload(best)
     if checkpoints is not None:
         done = [c for c in checkpoints if records.checkpoint_state(c.state) == "COMPLETED"]
+        best_at = value.get("bestValidation", {}).get("totalBatches")
+        chosen = [c for c in done if c.total_batches == best_at] or done[-1:]
+        if chosen:
+            value["bestCheckpoint"] = {
+                "uuid": chosen[0].uuid,
+                "endTime": chosen[0].created_at or None,
+                "state": "STATE_COMPLETED",
+                "resources": {f.path: str(f.size) for f in chosen[0].files},
+                "totalBatches": chosen[0].total_batches,
+                "metadata": dict(chosen[0].metadata),
+            }
         value["checkpointCount"] = len(done)
         value["totalCheckpointSize"] = str(sum(c.total_size for c in done))
     return value
@@ -123,17 +135,13 @@ def _best(
     return pick(numbers, key=lambda p: p[0])[1]
 
 
-def metrics_report(trial: scheduler_pb2.Trial, row: Any, group: str) -> dict[str, Any]:
-    """Determined's MetricsReport: one step's or validation's metrics at `totalBatches`."""
+def metrics_workload(row: Any) -> dict[str, Any]:
+    """Determined's MetricsWorkload: one validation's metrics at `totalBatches`."""
     return {
-        "trialId": trial.id,
         "endTime": row.end_time or None,
         "metrics": {"avgMetrics": from_struct(row.metrics), "batchMetrics": []},
+        "numInputs": 0,
         "totalBatches": row.total_batches,
-        "archived": False,
-        "id": row.total_batches,
-        "trialRunId": trial.run_id,
-        "group": group,
     }
 
 
@@ -147,11 +155,18 @@ def checkpoint_json(
     training: dict[str, Any] = {
         "trialId": checkpoint.trial_id,
         "experimentId": checkpoint.experiment_id,
-        "trainingMetrics": {},
-        "validationMetrics": {"avgMetrics": from_struct(validation.metrics)} if validation else {},
+        "trainingMetrics": {"avgMetrics": {}, "batchMetrics": []},
+        "validationMetrics": {
+            "avgMetrics": from_struct(validation.metrics) if validation else {},
+            "batchMetrics": [],
+        },
     }
     if exp is not None:
-        training["experimentConfig"] = records.stored_config(exp.config_yaml)
+        # Not a storage Determined's client can read directly: its download (DownloadMode.AUTO)
+        # finds no such directory and goes through this app (`GET /checkpoints/{uuid}`).
+        training["experimentConfig"] = records.stored_config(exp.config_yaml) | {
+            "checkpoint_storage": {"type": "directory", "container_path": STORE_PATH}
+        }
         training["searcherMetric"] = None
         if validation is not None and exp.searcher_metric:
             metric = from_struct(validation.metrics).get(exp.searcher_metric)

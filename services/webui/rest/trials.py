@@ -140,7 +140,7 @@ async def trial_metrics(request: Request) -> Response:
                     {
                         "trialId": series.trial_id,
                         "endTime": end or None,
-                        "metrics": {"avgMetrics": json.loads(metrics), "batchMetrics": []},
+                        "metrics": _report_metrics(group, json.loads(metrics)),
                         "totalBatches": batches,
                         "archived": False,
                         "id": batches,
@@ -151,6 +151,14 @@ async def trial_metrics(request: Request) -> Response:
         return [{"metrics": reports}] if reports else []
 
     return await ndjson(call, results)
+
+
+def _report_metrics(group: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The report's metrics as Determined stores them: validation metrics under
+    `validation_metrics`, training under `avg_metrics` (its SDK reads those keys)."""
+    if group == "validation":
+        return {"validation_metrics": values}
+    return {"avg_metrics": values, "batch_metrics": []}
 
 
 def _store(c: Caller) -> str:
@@ -172,11 +180,6 @@ def get_checkpoint(request: Request) -> JSONResponse:
     detail, exp = _trial(c, ck.trial_id)
     validation = {v.total_batches: v for v in detail.validations}.get(ck.total_batches)
     value = checkpoint_json(ck, exp.experiment, detail.trial, validation)
-    # Not a storage Determined's client can read directly: its download goes through this app.
-    value["training"]["experimentConfig"]["checkpoint_storage"] = {
-        "type": "directory",
-        "container_path": "/nonexistent/pedl-checkpoint-store (download through the master)",
-    }
     return ok({"checkpoint": value})
 
 
