@@ -116,3 +116,10 @@ def test_the_model_views_benchmark_runs_in_smoke_mode() -> None:
     # The overlay line where this machine can mount one (as root, or in a user namespace).
     overlay = re.search(rf"^after, forked run \(overlay\) +{NUMBER} ms  ratio {NUMBER}$", out, re.M)
     assert overlay or "overlay: not available here" in out, out
+
+
+def test_the_rest_api_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("rest_api.py")
+    assert "== REST API (pedl-webui) vs gRPC: 500 experiments" in out
+    for row in ("experiments, first page", "trials page", "logs follow"):
+        assert re.search(rf"^{row}.*REST +{NUMBER} .*ratio REST/gRPC +{NUMBER}", out, re.M), out

@@ -35,7 +35,7 @@ _CREATE_FIELDS: dict[str, type | tuple[type, ...]] = {
 _FILE_FIELDS = ("path", "type", "content", "mtime", "mode", "uid", "gid")
 
 
-def model_definition_archive(files: list[Any]) -> bytes:
+def model_definition_archive(files: list[Any], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """Determined's `modelDefinition` (v1File: path, tar type flag, base64 content, mode, mtime)
     as the tar.gz pedl's scheduler takes; bounded as pedl's own CLI bounds a context."""
     buffer = io.BytesIO()
@@ -69,10 +69,10 @@ def model_definition_archive(files: list[Any]) -> bytes:
             except (binascii.Error, ValueError):
                 raise GatewayError(400, f"{where}.content is not base64") from None
             total += len(data)
-            if total > DEFAULT_MAX_BYTES:
+            if total > max_bytes:
                 raise GatewayError(
                     413,
-                    f"the model definition is over {DEFAULT_MAX_BYTES // 2**20} MiB; "
+                    f"the model definition is over {max_bytes / 2**20:g} MiB; "
                     "keep data and checkpoints out of it (.detignore)",
                 )
             info.size = len(data)

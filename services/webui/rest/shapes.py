@@ -41,7 +41,8 @@ def experiment_json(
     exp: scheduler_pb2.Experiment, trials: list[scheduler_pb2.Trial] | None = None
 ) -> dict[str, Any]:
     config = records.stored_config(exp.config_yaml)
-    searcher = config.get("searcher") if isinstance(config.get("searcher"), dict) else {}
+    searcher_value = config.get("searcher")
+    searcher: dict[str, Any] = searcher_value if isinstance(searcher_value, dict) else {}
     value: dict[str, Any] = {
         "id": exp.id,
         "name": str(config.get("name") or f"Experiment {exp.id}"),
