@@ -163,7 +163,7 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
     bob = Det(det.bin, cluster.det_master, cluster.tmp / "bob-home")
     bob.login("bob", "Bob-passw0rd")
     assert "You are logged in as user 'bob'" in bob.ok("user", "whoami")
-    assert re.search(rf"^\s+{exp} \| admin", bob.ok("e", "list"), re.M)  # everyone sees experiments
+    assert re.search(rf"^\s+{exp} \| admin", bob.ok("e", "list", "--all"), re.M)  # everyone sees them
     for refused in (
         ("e", "kill", exp),
         ("e", "pause", exp),
@@ -236,3 +236,15 @@ def test_bad_input_is_a_4xx_in_determineds_error_shape_and_creates_nothing(clust
     assert after["pagination"]["total"] == before["pagination"]["total"]
     status, error = _request(cluster, "GET", "/api/v1/webhooks", None, token)
     assert status == 501 and "pedl has no webhooks" in error["message"]
+
+
+def test_an_older_client_still_common_0_26_works_too(det: Det, cluster: Cluster) -> None:
+    old = Det(install("0.26.7"), cluster.det_master, cluster.tmp / "old-home")
+    old.login("admin", cluster.admin_password)
+    assert "You are logged in as user 'admin'" in old.ok("user", "whoami")
+    assert "agent-1" in old.ok("agent", "list")
+    listed = old.ok("e", "list")
+    exp = re.search(r"^\s+(\d+) \| admin .*\| COMPLETED", listed, re.M)
+    assert exp, listed
+    assert "COMPLETED" in old.ok("e", "describe", exp.group(1))
+    assert re.search(r"^\s+\d+ \| COMPLETED", old.ok("e", "lt", exp.group(1)), re.M)

@@ -54,7 +54,7 @@ def trial_workloads(request: Request) -> JSONResponse:
     if kind == "FILTER_OPTION_CHECKPOINT_OR_VALIDATION":
         rows = {k: v for k, v in rows.items() if "checkpoint" in v or "validation" in v}
     ordered = [rows[k] for k in sorted(rows, reverse=request.query_params.get("orderBy") == "ORDER_BY_DESC")]
-    containers = []
+    containers: list[dict[str, Any]] = []
     for row in ordered:  # a step, a validation and a checkpoint at one batch are three workloads
         containers.extend(
             {name: row[name]} for name in ("training", "validation", "checkpoint") if name in row
