@@ -139,19 +139,25 @@ def page(rows: list[Any], offset: int, limit: int, key: str, total: int | None =
     return {key: chosen, "pagination": pagination}
 
 
-async def ndjson(call: Any, results: Callable[[Any], list[dict[str, Any]]]) -> StreamingResponse:
-    """A scheduler stream as grpc-gateway streams: one `{"result": ...}` per line, a failure as
-    `{"error": ...}` (Determined's client parses every line, so there are no keepalive lines)."""
+async def ndjson(call: Any, encode: Callable[[Any], str]) -> StreamingResponse:
+    """A scheduler stream as grpc-gateway streams: `encode` gives each message's lines, one
+    `{"result": ...}` each; a failure is an `{"error": ...}` line (Determined's client parses every
+    line, so there are no keepalive lines)."""
     relay, first = await open_relay(call, KEEPALIVE_SECONDS)
 
     async def lines() -> AsyncIterator[bytes]:
         async for item in relay.items(first):
             if item.kind == "message":
-                out = results(item.value)
-                if out:
-                    yield "".join(json.dumps({"result": r}) + "\n" for r in out).encode()
+                text = encode(item.value)
+                if text:
+                    yield text.encode()
             elif item.kind == "error":
                 error = {"code": 13, "message": item.value.message, "details": []}
                 yield (json.dumps({"error": error}) + "\n").encode()
 
     return StreamingResponse(lines(), media_type="application/json")
+
+
+def results(values: list[dict[str, Any]]) -> str:
+    """ndjson lines, one `{"result": value}` each."""
+    return "".join(json.dumps({"result": v}) + "\n" for v in values)

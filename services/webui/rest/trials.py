@@ -18,9 +18,9 @@ from pedl.checkpoints.errors import CheckpointError
 from pedl.v1 import scheduler_pb2
 from pedl_webui import downloads
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import Caller, bool_param, caller, int_param, ndjson, ok, path_id
+from pedl_webui.rest.common import Caller, bool_param, caller, int_param, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
-from pedl_webui.rest.shapes import checkpoint_json, log_json, trial_json
+from pedl_webui.rest.shapes import checkpoint_json, log_ndjson, trial_json
 
 MAX_TAIL = 100_000
 _GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
@@ -85,22 +85,20 @@ async def trial_logs(request: Request) -> Response:
     call = c.gateway.stream(c.token, "GetTrialLogs", message)
     if descending:
         lines = await run_in_threadpool(_read_all, call)
-        body = "".join(
-            json.dumps({"result": log_json(x)}) + "\n" for x in reversed(lines[-limit:] if limit else lines)
-        )
-        return Response(body, media_type="application/json")
+        newest = reversed(lines[-limit:] if limit else lines)
+        return Response("".join(log_ndjson(x) for x in newest), media_type="application/json")
     sent = [0]
 
-    def results(reply: Any) -> list[dict[str, Any]]:
-        out = [log_json(x) for x in reply.lines]
+    def encode(reply: Any) -> str:
+        chosen = list(reply.lines)
         if limit:
-            out = out[: max(0, limit - sent[0])]
-            sent[0] += len(out)
+            chosen = chosen[: max(0, limit - sent[0])]
+            sent[0] += len(chosen)
             if sent[0] >= limit:
                 call.cancel()
-        return out
+        return "".join(log_ndjson(x) for x in chosen)
 
-    return await ndjson(call, results)
+    return await ndjson(call, encode)
 
 
 def _read_all(call: Any) -> list[Any]:
@@ -128,7 +126,7 @@ async def trial_metrics(request: Request) -> Response:
     message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=True, kind=_GROUPS[group])
     call = c.gateway.stream(c.token, "GetMetrics", message)
 
-    def results(reply: scheduler_pb2.GetMetricsResponse) -> list[dict[str, Any]]:
+    def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
         reports = []
         for series in reply.series:
             if series.kind != _GROUPS[group]:
@@ -148,9 +146,9 @@ async def trial_metrics(request: Request) -> Response:
                         "group": group,
                     }
                 )
-        return [{"metrics": reports}] if reports else []
+        return results([{"metrics": reports}]) if reports else ""
 
-    return await ndjson(call, results)
+    return await ndjson(call, encode)
 
 
 def _report_metrics(group: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -71,3 +71,18 @@ def test_a_bad_or_too_large_model_definition_is_refused_with_one_line(
     with pytest.raises(GatewayError) as e:
         model_definition_archive(files, max_bytes=1024)
     assert e.value.status == status and words in e.value.message
+
+
+def test_a_log_line_is_one_ndjson_result_as_determineds_client_reads_it() -> None:
+    from pedl.v1 import common_pb2
+    from pedl_webui.rest.shapes import log_ndjson
+
+    line = common_pb2.LogLine(
+        id=7, trial_id=3, timestamp="2026-01-02T00:01:00Z", source="stderr", message='say "hi"\t'
+    )
+    text = log_ndjson(line)
+    assert text.endswith("}\n") and text.count("\n") == 1
+    result = json.loads(text)["result"]
+    assert result["id"] == "7" and result["trialId"] == 3  # int64 as a string, int32 as a number
+    assert result["message"] == 'say "hi"\t\n' and result["log"] == 'say "hi"\t'
+    assert result["level"] == "LOG_LEVEL_ERROR" and result["stdtype"] == "stderr"
