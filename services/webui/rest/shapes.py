@@ -209,8 +209,8 @@ def checkpoint_json(
 
 
 def log_ndjson(line: common_pb2.LogLine) -> str:
-    """`{"result": <Determined's TrialLogsResponse>}` and a newline, written out directly: a followed log streams
-    tens of thousands of lines a second, twice the rate of building and dumping each dict."""
+    """`{"result": <Determined's TrialLogsResponse>}` and a newline, written out directly: a
+    followed log streams tens of thousands of lines a second, twice the rate of dumping dicts."""
     message, source = line.message, line.source
     stdtype = source if source in ("stdout", "stderr") else "stdout"
     level = "LOG_LEVEL_ERROR" if source == "stderr" else "LOG_LEVEL_INFO"
