@@ -120,7 +120,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, retry_message(wait))
         row = self.users.lookup(request.username)
         try:
-            good, rehash = await self.hash_pool.run(verify, request.password, row)
+            good, rehash = await self.hash_pool.run(verify, request.password, row, request.hashed)
         except Busy as e:
             await asyncio.sleep(TARPIT_SECONDS)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
@@ -162,7 +162,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if not current_principal().admin:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only an admin can create users")
         try:
-            password_hash = await self.hash_pool.run(hash_password, request.password)
+            password_hash = await self.hash_pool.run(hash_password, request.password, request.hashed)
             user = self.users.create(request.username, request.password, request.admin, password_hash)
         except UserExists as e:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(e))
@@ -186,7 +186,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can change another user's password"
             )
         try:
-            new_hash = await self.hash_pool.run(hash_password, request.password)
+            new_hash = await self.hash_pool.run(hash_password, request.password, request.hashed)
             self.users.change_password(request.username, request.password, new_hash)
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))

@@ -63,18 +63,37 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def hash_password(password: str) -> str:
+# Determined's clients never send a password itself: they send SHA-512 of this public salt and
+# the password, hex (`isHashed`). Hashes stored since pedl served Determined's REST API are scrypt
+# over that form ("dscrypt"), so pedl's clients (the password) and Determined's (its hash) both log
+# in; the older "scrypt" hashes (over the password) are upgraded at the user's next pedl login.
+DETERMINED_SALT = "GubPEmmotfiK9TMD6Zdw"
+_SCHEME, _LEGACY_SCHEME = "dscrypt", "scrypt"
+
+
+def determined_hash(password: str) -> str:
+    """The form Determined's clients send for `password` (an empty password stays empty)."""
+    return hashlib.sha512((DETERMINED_SALT + password).encode()).hexdigest() if password else ""
+
+
+def hash_password(password: str, prehashed: bool = False) -> str:
+    """The stored hash of `password` (or of Determined's hashed form of it, when `prehashed`)."""
+    secret = password if prehashed else determined_hash(password)
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, maxmem=_MAXMEM, **_SCRYPT)
-    return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
+    digest = hashlib.scrypt(secret.encode(), salt=salt, dklen=32, maxmem=_MAXMEM, **_SCRYPT)
+    return f"{_SCHEME}${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
 
 
-def check_password(password: str, stored: str) -> bool:
+def check_password(password: str, stored: str, prehashed: bool = False) -> bool:
+    """Whether `password` (Determined's hashed form of it, when `prehashed`) matches `stored`."""
     try:
         scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme == _LEGACY_SCHEME and prehashed:
+            return False  # the password itself is needed once, to upgrade the hash
+        secret = password if prehashed or scheme == _LEGACY_SCHEME else determined_hash(password)
         expected = base64.b64decode(digest)
         actual = hashlib.scrypt(
-            password.encode(),
+            secret.encode(),
             salt=base64.b64decode(salt),
             n=int(n),
             r=int(r),
@@ -84,13 +103,13 @@ def check_password(password: str, stored: str) -> bool:
         )
     except ValueError:
         return False
-    return scheme == "scrypt" and hmac.compare_digest(actual, expected)
+    return scheme in (_SCHEME, _LEGACY_SCHEME) and hmac.compare_digest(actual, expected)
 
 
 def needs_rehash(stored: str) -> bool:
     """True for a hash made at a lower cost than today's (upgraded at the next good login)."""
     parts = stored.split("$")
-    if len(parts) != 6 or parts[0] != "scrypt":
+    if len(parts) != 6 or parts[0] != _SCHEME:
         return True
     try:
         return (int(parts[1]), int(parts[2]), int(parts[3])) < (_SCRYPT["n"], _SCRYPT["r"], _SCRYPT["p"])
@@ -112,14 +131,15 @@ def _dummy_hash() -> str:
     return hash_password(secrets.token_hex(8))
 
 
-def verify(password: str, row: dict | None) -> tuple[bool, str]:
+def verify(password: str, row: dict | None, prehashed: bool = False) -> tuple[bool, str]:
     """(password right and user active, a new hash when the stored one is weaker than today's).
     The slow part of a login, free of the database: AuthService runs it in its worker pool."""
     if row is None:
-        check_password(password, _dummy_hash())
+        check_password(password, _dummy_hash(), prehashed)
         return False, ""
-    good = check_password(password, row["password_hash"]) and bool(row.get("active", 1))
-    return good, hash_password(password) if good and needs_rehash(row["password_hash"]) else ""
+    good = check_password(password, row["password_hash"], prehashed) and bool(row.get("active", 1))
+    rehash = good and needs_rehash(row["password_hash"])
+    return good, hash_password(password, prehashed) if rehash else ""
 
 
 class Users:

@@ -17,9 +17,10 @@ from pedl_webui.gateway import Gateway, GatewayError
 UUID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,127}$")
 
 
-def write_tar(gateway: Gateway, token: str, uuid: str, out: BinaryIO) -> None:
+def write_tar(gateway: Gateway, token: str, uuid: str, out: BinaryIO, arcname: str = "") -> None:
     """Downloads checkpoint `uuid` (the store checks the user's token and every file's sha256) into a
-    temporary directory, then writes it to `out` as a gzipped tar named after the uuid."""
+    temporary directory, then writes it to `out` as a gzipped tar of a folder named after the uuid
+    (or `arcname`: "." puts the files at the archive's top, as Determined's client extracts them)."""
     if not UUID.match(uuid):
         raise GatewayError(404, f"checkpoint {uuid!r} not found")
     store = gateway.call(
@@ -32,7 +33,7 @@ def write_tar(gateway: Gateway, token: str, uuid: str, out: BinaryIO) -> None:
         with CheckpointStoreClient(store, token=token) as client:
             client.download(uuid, scratch / uuid)
         with tarfile.open(fileobj=out, mode="w|gz") as tar:
-            tar.add(scratch / uuid, arcname=uuid)
+            tar.add(scratch / uuid, arcname=arcname or uuid)
     except CheckpointError as e:
         status = 404 if "not found" in str(e).lower() else 502
         raise GatewayError(status, str(e)) from None

@@ -51,10 +51,12 @@ class Gateway:
     def close(self) -> None:
         self._channel.close()
 
-    def login(self, username: str, password: str) -> auth_pb2.LoginResponse:
+    def login(self, username: str, password: str, hashed: bool = False) -> auth_pb2.LoginResponse:
+        """`hashed`: the password in Determined's client-side form (its clients send that)."""
         try:
             return self.auth.Login(
-                auth_pb2.LoginRequest(username=username, password=password), timeout=CALL_TIMEOUT
+                auth_pb2.LoginRequest(username=username, password=password, hashed=hashed),
+                timeout=CALL_TIMEOUT,
             )
         except grpc.RpcError as e:
             raise error_of(e) from None

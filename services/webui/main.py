@@ -1,4 +1,4 @@
-"""`pedl-webui`: serves the web UI for one scheduler.
+"""`pedl-webui`: serves the web UI and Determined's REST API (`/api/v1`) for one scheduler.
 
     pedl-webui --master 127.0.0.1:8080 --port 8100
 
@@ -13,13 +13,13 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from pedl import _log
+from pedl_webui.app import build_app
 from pedl_webui.gateway import Gateway
-from pedl_webui.server import WebServer
+from pedl_webui.serve import Server
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -61,25 +61,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     log = _log.configure_logging("webui", args.log_level)
     gateway = Gateway(args.master, tls_ca=args.tls_ca)
+    app = build_app(gateway, secure_cookie=args.secure_cookie)
     try:
-        server = WebServer((args.host, args.port), gateway, secure_cookie=args.secure_cookie)
+        server = Server(
+            app, args.host, args.port, log_level="debug" if args.log_level == "debug" else "warning"
+        )
     except OSError as e:
         print(f"pedl-webui: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
-    port = server.server_address[1]
+    port = server.port
     if args.port_file is not None:
         tmp = args.port_file.with_suffix(".tmp")
         tmp.write_text(f"{port}\n")
         tmp.replace(args.port_file)
 
-    def stop(*_: object) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    log.info("serving", url=f"http://{args.host}:{port}/", master=args.master)
-    server.serve_forever(poll_interval=0.5)
-    server.server_close()
+    # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal to these handlers.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    log.info(
+        "serving",
+        url=f"http://{args.host}:{port}/",
+        determined_master=f"http://{args.host}:{port}",
+        master=args.master,
+    )
+    server.run()
     gateway.close()
     log.info("stopped")
     return 0

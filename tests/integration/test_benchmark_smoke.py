@@ -124,3 +124,10 @@ def test_the_cli_start_benchmark_runs_in_smoke_mode() -> None:
     for command in ("python -c pass", "pedl --help", "pedl version", "pedl experiment list"):
         line = rf"^  {re.escape(command)} +median {NUMBER} s  best {NUMBER} s  {NUMBER}x python -c pass$"
         assert re.search(line, out, re.M), out
+
+
+def test_the_rest_api_benchmark_runs_in_smoke_mode() -> None:
+    out = smoke("rest_api.py")
+    assert "== REST API (pedl-webui) vs gRPC: 500 experiments" in out
+    for row in ("experiments, first page", "trials page", "logs follow"):
+        assert re.search(rf"^{row}.*REST +{NUMBER} .*ratio REST/gRPC +{NUMBER}", out, re.M), out

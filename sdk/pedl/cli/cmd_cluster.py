@@ -67,6 +67,8 @@ def cluster_up(args: argparse.Namespace) -> int:
         f"Use it from this shell with:\n"
         f"  export PEDL_MASTER={state.master}\n"
         f"{home_line}"
+        f"Determined's own `det` and SDK (pip install determined) use its REST API, on the web UI's port:\n"
+        f"  export DET_MASTER={state.webui.rstrip('/')}\n"
         f"Logs and state are in {home / 'cluster'}; a supervisor restarts a service that dies "
         f"(`{down_command(home).replace(' down', ' status')}`); stop it with `{down_command(home)}`"
     )

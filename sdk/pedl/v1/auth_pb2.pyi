@@ -42,15 +42,21 @@ class LoginRequest(google.protobuf.message.Message):
 
     USERNAME_FIELD_NUMBER: builtins.int
     PASSWORD_FIELD_NUMBER: builtins.int
+    HASHED_FIELD_NUMBER: builtins.int
     username: builtins.str
     password: builtins.str
+    hashed: builtins.bool
+    """`password` is Determined's client-side form of it (SHA-512 hex of a public salt and the
+    password), as Determined's clients send it (`isHashed`).
+    """
     def __init__(
         self,
         *,
         username: builtins.str = ...,
         password: builtins.str = ...,
+        hashed: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["password", b"password", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
 
 global___LoginRequest = LoginRequest
 
@@ -144,17 +150,21 @@ class CreateUserRequest(google.protobuf.message.Message):
     USERNAME_FIELD_NUMBER: builtins.int
     PASSWORD_FIELD_NUMBER: builtins.int
     ADMIN_FIELD_NUMBER: builtins.int
+    HASHED_FIELD_NUMBER: builtins.int
     username: builtins.str
     password: builtins.str
     admin: builtins.bool
+    hashed: builtins.bool
+    """`password` is Determined's client-side form of it (see LoginRequest.hashed)."""
     def __init__(
         self,
         *,
         username: builtins.str = ...,
         password: builtins.str = ...,
         admin: builtins.bool = ...,
+        hashed: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["admin", b"admin", "password", b"password", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["admin", b"admin", "hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
 
 global___CreateUserRequest = CreateUserRequest
 
@@ -243,15 +253,19 @@ class SetUserPasswordRequest(google.protobuf.message.Message):
 
     USERNAME_FIELD_NUMBER: builtins.int
     PASSWORD_FIELD_NUMBER: builtins.int
+    HASHED_FIELD_NUMBER: builtins.int
     username: builtins.str
     password: builtins.str
+    hashed: builtins.bool
+    """`password` is Determined's client-side form of it (see LoginRequest.hashed)."""
     def __init__(
         self,
         *,
         username: builtins.str = ...,
         password: builtins.str = ...,
+        hashed: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["password", b"password", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
 
 global___SetUserPasswordRequest = SetUserPasswordRequest
 

@@ -27,9 +27,20 @@ class Clock:
 
 def test_passwords_are_salted_scrypt_hashes() -> None:
     a, b = hash_password("correct horse"), hash_password("correct horse")
-    assert a != b and a.startswith("scrypt$") and "correct horse" not in a
+    assert a != b and a.startswith("dscrypt$") and "correct horse" not in a
     assert check_password("correct horse", a) and not check_password("wrong horse", a)
     assert not check_password("x", "not-a-hash")
+
+
+def test_determined_clients_hashed_password_logs_in_and_an_old_hash_needs_the_password_once() -> None:
+    from pedl_scheduler.users import determined_hash
+
+    stored = hash_password("correct horse")
+    sent = determined_hash("correct horse")  # what Determined's `det user login` sends (isHashed)
+    assert len(sent) == 128 and check_password(sent, stored, prehashed=True)
+    assert not check_password(determined_hash("wrong horse"), stored, prehashed=True)
+    legacy = "scrypt$" + stored.split("$", 1)[1]
+    assert not check_password(sent, legacy, prehashed=True)
 
 
 def test_login_session_expiry_and_logout(database_url: str) -> None:
@@ -122,6 +133,7 @@ def test_hashes_are_at_owasp_cost_and_old_ones_upgrade_at_the_next_good_login(da
     assert users.login("olduser", "old-password") is not None
     upgraded = users.lookup("olduser")["password_hash"]
     assert upgraded != weak and not needs_rehash(upgraded) and check_password("old-password", upgraded)
+    assert upgraded.startswith("dscrypt$")
     db.close()
 
 

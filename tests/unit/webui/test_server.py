@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -12,8 +11,9 @@ from typing import Any
 import pytest
 
 from pedl.v1 import auth_pb2, common_pb2, scheduler_pb2
+from pedl_webui.app import build_app
 from pedl_webui.gateway import GatewayError
-from pedl_webui.server import WebServer
+from pedl_webui.serve import Server
 
 
 class StandInGateway:
@@ -44,13 +44,13 @@ class StandInGateway:
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    server = WebServer(("127.0.0.1", 0), StandInGateway())  # type: ignore[arg-type]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = Server(build_app(StandInGateway()), "127.0.0.1", 0)  # type: ignore[arg-type]
+    thread = server.start_thread()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.port}"
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
+        thread.join(10)
 
 
 def request(url: str, path: str, body: Any = None, cookie: str = "", content_type: str = "application/json"):  # noqa: ANN201
@@ -62,9 +62,9 @@ def request(url: str, path: str, body: Any = None, cookie: str = "", content_typ
     opener = urllib.request.build_opener(NoRedirect)
     try:
         response = opener.open(req, timeout=10)
-        return response.status, dict(response.headers), response.read()
+        return response.status, response.headers, response.read()
     except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
+        return e.code, e.headers, e.read()
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -1,0 +1,163 @@
+"""What every `/api/v1` handler shares: the caller's token, strict request bodies, query values,
+pagination objects and Determined's enum spellings for pedl's states."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+
+from pedl import records
+from pedl_webui.gateway import Gateway, GatewayError
+from pedl_webui.relay import open_relay
+
+MAX_BODY = 136 * 1024 * 1024  # a create request carries the model definition (base64)
+KEEPALIVE_SECONDS = 3600.0  # the relay's quiet-spell tick; nothing is written for it
+# Determined's spellings of pedl's experiment states (experimentv1State).
+EXPERIMENT_STATE = {
+    "ACTIVE": "STATE_ACTIVE",
+    "PAUSED": "STATE_PAUSED",
+    "COMPLETED": "STATE_COMPLETED",
+    "CANCELED": "STATE_CANCELED",
+    "ERROR": "STATE_ERROR",
+    "STOPPING_CANCELED": "STATE_STOPPING_CANCELED",
+    "STOPPING_COMPLETED": "STATE_STOPPING_COMPLETED",
+    "STOPPING_ERROR": "STATE_STOPPING_ERROR",
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The request's gateway and the caller's own token (the scheduler decides what it may do)."""
+
+    gateway: Gateway
+    token: str
+
+    def call(self, method: str, message: Any) -> Any:
+        return self.gateway.call(self.token, method, message)
+
+
+def caller(request: Request) -> Caller:
+    """`Authorization: Bearer TOKEN` as Determined's clients send it (the web UI's cookie too)."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    token = token or request.cookies.get("pedl_session", "")
+    if not token:
+        raise GatewayError(401, "no token: log in first (det user login)")
+    gateway: Gateway = request.app.state.gateway
+    return Caller(gateway, token)
+
+
+def ok(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(value, status_code=status)
+
+
+def state_name(value: int) -> str:
+    short = records.experiment_state(value)
+    return EXPERIMENT_STATE.get(short, "STATE_UNSPECIFIED")
+
+
+async def body(request: Request, fields: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
+    """The JSON object sent, with only `fields` and each of its type; else one 400 naming what."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise GatewayError(413, f"the request body is {len(raw)} bytes; at most {MAX_BODY} are accepted")
+    try:
+        value = json.loads(raw or b"{}")
+    except ValueError as e:
+        raise GatewayError(400, f"the request body is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise GatewayError(400, "the request body must be a JSON object")
+    for name, item in value.items():
+        if name not in fields:
+            raise GatewayError(400, f'unknown field "{name}" in the request body')
+        expected = fields[name]
+        if item is not None and (
+            not isinstance(item, expected) or isinstance(item, bool) and expected is int
+        ):
+            kinds = expected if isinstance(expected, tuple) else (expected,)
+            want = " or ".join(_JSON_TYPE.get(k, k.__name__) for k in kinds)
+            raise GatewayError(400, f'field "{name}" must be {want}, got {json.dumps(item)[:40]}')
+    return value
+
+
+_JSON_TYPE = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    dict: "an object",
+    list: "a list",
+    float: "a number",
+}
+
+
+def int_param(request: Request, name: str, default: int, low: int = 0, high: int = 2**31 - 1) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise GatewayError(400, f"query parameter {name} must be an integer, got {raw[:40]!r}") from None
+    if not low <= value <= high:
+        raise GatewayError(400, f"query parameter {name} must be {low}-{high}, got {value}")
+    return value
+
+
+def bool_param(request: Request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw.lower() not in ("true", "false", "1", "0"):
+        raise GatewayError(400, f"query parameter {name} must be true or false, got {raw[:40]!r}")
+    return raw.lower() in ("true", "1")
+
+
+def path_id(request: Request, name: str) -> int:
+    value: int = request.path_params[name]
+    if not 0 < value < 2**31:
+        raise GatewayError(404, f"{name} {value} not found")
+    return value
+
+
+def page(rows: list[Any], offset: int, limit: int, key: str, total: int | None = None) -> dict[str, Any]:
+    """Determined's `pagination` object for `rows[offset:offset+limit]` (limit 0: all)."""
+    total = len(rows) if total is None else total
+    offset = max(0, total + offset) if offset < 0 else offset  # a negative offset counts from the end
+    chosen = rows[offset : offset + limit] if limit > 0 else rows[offset:]
+    pagination = {
+        "offset": offset,
+        "limit": limit,
+        "startIndex": min(offset, total),
+        "endIndex": min(offset + len(chosen), total),
+        "total": total,
+    }
+    return {key: chosen, "pagination": pagination}
+
+
+async def ndjson(call: Any, encode: Callable[[Any], str]) -> StreamingResponse:
+    """A scheduler stream as grpc-gateway streams: `encode` gives each message's lines, one
+    `{"result": ...}` each; a failure is an `{"error": ...}` line (Determined's client parses every
+    line, so there are no keepalive lines)."""
+    relay, first = await open_relay(call, KEEPALIVE_SECONDS)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for item in relay.items(first):
+            if item.kind == "message":
+                text = encode(item.value)
+                if text:
+                    yield text.encode()
+            elif item.kind == "error":
+                error = {"code": 13, "message": item.value.message, "details": []}
+                yield (json.dumps({"error": error}) + "\n").encode()
+
+    return StreamingResponse(lines(), media_type="application/json")
+
+
+def results(values: list[dict[str, Any]]) -> str:
+    """ndjson lines, one `{"result": value}` each."""
+    return "".join(json.dumps({"result": v}) + "\n" for v in values)

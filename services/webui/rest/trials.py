@@ -1,0 +1,215 @@
+"""Trials (get, kill, checkpoints), their logs and metrics as streams, and checkpoints by uuid
+(get, delete, and the master-mode download Determined's client falls back to)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from pedl import records
+from pedl.checkpoints import CheckpointStoreClient
+from pedl.checkpoints.errors import CheckpointError
+from pedl.v1 import scheduler_pb2
+from pedl_webui import downloads
+from pedl_webui.gateway import GatewayError
+from pedl_webui.rest.common import Caller, bool_param, caller, int_param, ndjson, ok, path_id, results
+from pedl_webui.rest.experiments import checkpoint_page
+from pedl_webui.rest.shapes import checkpoint_json, log_ndjson, trial_json
+
+MAX_TAIL = 100_000
+_GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
+
+
+def _trial(
+    c: Caller, trial_id: int
+) -> tuple[scheduler_pb2.GetTrialResponse, scheduler_pb2.GetExperimentResponse]:
+    """The trial with its validations and checkpoints, and its experiment."""
+    reply = c.call("GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1))
+    exp = c.call("GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=reply.trial.experiment_id))
+    details = c.call(
+        "ListTrialDetails",
+        scheduler_pb2.ListTrialDetailsRequest(
+            experiment_id=exp.experiment.id, after_trial_id=trial_id - 1, limit=1
+        ),
+    ).trials
+    if details and details[0].trial.id == trial_id:
+        return details[0], exp
+    return reply, exp
+
+
+def get_trial(request: Request) -> JSONResponse:
+    detail, exp = _trial(caller(request), path_id(request, "trialId"))
+    space = records.stored_config(exp.experiment.config_yaml).get("hyperparameters")
+    value = trial_json(
+        detail.trial,
+        space,
+        list(detail.validations),
+        list(detail.checkpoints),
+        exp.experiment.searcher_metric,
+        exp.experiment.smaller_is_better,
+    )
+    return ok({"trial": value})
+
+
+async def kill_trial(request: Request) -> JSONResponse:
+    c, trial_id = caller(request), path_id(request, "trialId")
+    await run_in_threadpool(c.call, "KillTrial", scheduler_pb2.KillTrialRequest(trial_id=trial_id))
+    return ok({})
+
+
+def trial_checkpoints(request: Request) -> JSONResponse:
+    detail, exp = _trial(caller(request), path_id(request, "trialId"))
+    return ok(checkpoint_page(request, exp.experiment, [detail]))
+
+
+async def trial_logs(request: Request) -> Response:
+    """ndjson log lines; `follow` until the trial ends; `limit` with ORDER_BY_DESC is a tail
+    (newest first, as Determined answers it), else the first `limit` lines."""
+    c, trial_id = caller(request), path_id(request, "trialId")
+    follow = bool(bool_param(request, "follow"))
+    limit = int_param(request, "limit", 0, 0, MAX_TAIL)
+    descending = request.query_params.get("orderBy") == "ORDER_BY_DESC"
+    if request.query_params.get("searchText") or request.query_params.getlist("levels"):
+        raise GatewayError(
+            400, "pedl's trial logs take follow, limit and orderBy; searchText and levels are not served"
+        )
+    message = scheduler_pb2.GetTrialLogsRequest(
+        trial_id=trial_id, follow=follow and not descending, tail=limit if descending else 0
+    )
+    call = c.gateway.stream(c.token, "GetTrialLogs", message)
+    if descending:
+        lines = await run_in_threadpool(_read_all, call)
+        newest = reversed(lines[-limit:] if limit else lines)
+        return Response("".join(log_ndjson(x) for x in newest), media_type="application/json")
+    sent = [0]
+
+    def encode(reply: Any) -> str:
+        chosen = list(reply.lines)
+        if limit:
+            chosen = chosen[: max(0, limit - sent[0])]
+            sent[0] += len(chosen)
+            if sent[0] >= limit:
+                call.cancel()
+        return "".join(log_ndjson(x) for x in chosen)
+
+    return await ndjson(call, encode)
+
+
+def _read_all(call: Any) -> list[Any]:
+    import grpc
+
+    from pedl_webui.gateway import error_of
+
+    try:
+        return [line for reply in call for line in reply.lines]
+    except grpc.RpcError as e:
+        raise error_of(e) from None
+
+
+async def trial_metrics(request: Request) -> Response:
+    """Determined's `GET /api/v1/trials/metrics/trial_metrics?trialIds=&group=` (the SDK's
+    `iter_metrics`): one trial's reports, following until it ends."""
+    c = caller(request)
+    ids = request.query_params.getlist("trialIds")
+    if len(ids) != 1 or not ids[0].isdigit():
+        raise GatewayError(400, "give one trialIds (pedl streams one trial's metrics per request)")
+    group = request.query_params.get("group") or "training"
+    if group not in _GROUPS:
+        raise GatewayError(400, f'group must be "training" or "validation", not {group[:40]!r}')
+    trial_id = int(ids[0])
+    message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=True, kind=_GROUPS[group])
+    call = c.gateway.stream(c.token, "GetMetrics", message)
+
+    def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
+        reports = []
+        for series in reply.series:
+            if series.kind != _GROUPS[group]:
+                continue
+            for batches, metrics, end in zip(
+                series.total_batches, series.metrics_json, series.end_time, strict=False
+            ):
+                reports.append(
+                    {
+                        "trialId": series.trial_id,
+                        "endTime": end or None,
+                        "metrics": _report_metrics(group, json.loads(metrics)),
+                        "totalBatches": batches,
+                        "archived": False,
+                        "id": batches,
+                        "trialRunId": 0,
+                        "group": group,
+                    }
+                )
+        return results([{"metrics": reports}]) if reports else ""
+
+    return await ndjson(call, encode)
+
+
+def _report_metrics(group: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The report's metrics as Determined stores them: validation metrics under
+    `validation_metrics`, training under `avg_metrics` (its SDK reads those keys)."""
+    if group == "validation":
+        return {"validation_metrics": values}
+    return {"avg_metrics": values, "batch_metrics": []}
+
+
+def _store(c: Caller) -> str:
+    address = c.call("GetClusterInfo", scheduler_pb2.GetClusterInfoRequest()).checkpoint_store_address
+    if not address:
+        raise GatewayError(503, "the scheduler names no checkpoint store")
+    return address
+
+
+def get_checkpoint(request: Request) -> JSONResponse:
+    c, uuid = caller(request), request.path_params["checkpointUuid"]
+    if not downloads.UUID.match(uuid):
+        raise GatewayError(404, f"checkpoint {uuid!r} not found")
+    try:
+        with CheckpointStoreClient(_store(c), token=c.token) as store:
+            ck = store.get(uuid)
+    except CheckpointError as e:
+        raise GatewayError(404 if "not found" in str(e).lower() else 502, str(e)) from None
+    detail, exp = _trial(c, ck.trial_id)
+    validation = {v.total_batches: v for v in detail.validations}.get(ck.total_batches)
+    value = checkpoint_json(ck, exp.experiment, detail.trial, validation)
+    return ok({"checkpoint": value})
+
+
+async def delete_checkpoints(request: Request) -> JSONResponse:
+    from pedl_webui.rest.common import body
+
+    fields = await body(request, {"checkpointUuids": list})
+    uuids = fields.get("checkpointUuids") or []
+    if not uuids or not all(isinstance(u, str) for u in uuids):
+        raise GatewayError(400, 'give "checkpointUuids": a list of checkpoint uuids')
+    c = caller(request)
+    await run_in_threadpool(
+        c.call, "DeleteCheckpoints", scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
+    )
+    return ok({})
+
+
+def download_checkpoint(request: Request) -> Response:
+    """`GET /checkpoints/{uuid}`: the files as a .tar.gz with paths relative to the checkpoint,
+    whole before any byte goes out (a failure stays an error status)."""
+    c, uuid = caller(request), request.path_params["checkpointUuid"]
+    spool = tempfile.TemporaryFile()
+    try:
+        downloads.write_tar(c.gateway, c.token, uuid, spool, arcname=".")
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+
+    def chunks() -> Iterator[bytes]:
+        with spool:
+            while chunk := spool.read(1 << 20):
+                yield chunk
+
+    return StreamingResponse(chunks(), media_type="application/gzip")

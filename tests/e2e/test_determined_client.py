@@ -1,0 +1,253 @@
+"""Determined's own client, installed from PyPI into a virtualenv of its own
+(scripts/install-determined-client, cached under .cache/), against one real `pedl cluster up`:
+its `det` and its Python SDK run a user's everyday workflow unchanged through the REST API at the
+DET_MASTER the cluster prints; a second, non-admin user is refused where Determined refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_cli import ROOT, User, free_port
+from tests.e2e.test_det_verbatim import GRID, LONG
+from tests.support.models import write_tiny_model
+
+pytestmark = pytest.mark.e2e
+# One trial of 20 batches: the SDK's workflow needs a validation and a checkpoint, not a search.
+SINGLE = LONG.replace("batches: 1000000", "batches: 20")
+SDK_WORKFLOW = """
+import sys
+from determined.experimental import client
+client.login(master=sys.argv[1], user="admin", password=sys.argv[2])
+exp = client.create_experiment(config=sys.argv[3], model_dir=sys.argv[4])
+state = exp.wait(interval=1)
+trials = exp.list_trials()
+validations = list(trials[0].iter_metrics("validation"))
+top = exp.list_checkpoints(max_results=1)[0]
+path = top.download(sys.argv[5])
+print(json.dumps({"id": exp.id, "state": state.name, "trials": [t.id for t in trials],
+                  "validations": [v.metrics for v in validations], "top": top.uuid, "path": path}))
+""".replace("import sys", "import json, sys", 1)
+
+
+class Det:
+    """Determined's `det` (and python) from its own venv, as a Determined user on their laptop."""
+
+    def __init__(self, bin_dir: Path, master: str, home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.bin = bin_dir
+        self.env = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(home),
+            "DET_MASTER": master,
+            "XDG_CACHE_HOME": str(home / ".cache"),
+        }
+
+    def run(self, *args: str, timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(self.bin / "det"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
+
+    def ok(self, *args: str, timeout: float = 120) -> str:
+        r = self.run(*args, timeout=timeout)
+        assert r.returncode == 0, f"det {args} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    def login(self, username: str, password: str) -> None:
+        r = self.run("user", "login", username, input=password + "\n")
+        assert r.returncode == 0, r.stderr
+
+
+def install(version: str) -> Path:
+    r = subprocess.run(
+        [str(ROOT / "scripts" / "install-determined-client"), version],
+        capture_output=True, text=True, timeout=1200, cwd=ROOT,
+    )  # fmt: skip
+    assert r.returncode == 0, f"installing determined=={version} from PyPI failed:\n{r.stderr[-3000:]}"
+    return Path(r.stdout.strip().splitlines()[-1])
+
+
+class Cluster:
+    def __init__(self, user: User, det_master: str, admin_password: str, tmp: Path) -> None:
+        self.user, self.det_master, self.admin_password, self.tmp = user, det_master, admin_password, tmp
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("determined-client")
+    port = free_port()
+    user = User(tmp / "pedl-home", f"127.0.0.1:{port}")
+    up = user.ok(
+        "pedl", "cluster", "up", "--agents", "1", "--slots-per-agent", "2", "--port", str(port),
+        "--store-port", str(free_port()), "--webui-port", str(free_port()),
+    )  # fmt: skip
+    try:
+        det_master = re.search(r"export DET_MASTER=(\S+)", up).group(1)  # type: ignore[union-attr]
+        password = (tmp / "pedl-home" / "cluster" / "admin-password").read_text().strip()
+        write_tiny_model(tmp / "model")
+        (tmp / "grid.yaml").write_text(textwrap.dedent(GRID))
+        (tmp / "long.yaml").write_text(textwrap.dedent(LONG))
+        (tmp / "single.yaml").write_text(textwrap.dedent(SINGLE))
+        yield Cluster(user, det_master, password, tmp)
+    finally:
+        down = user.run("pedl", "cluster", "down")
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture(scope="module")
+def det(cluster: Cluster) -> Det:
+    d = Det(install("0.38.1"), cluster.det_master, cluster.tmp / "det-home")
+    d.login("admin", cluster.admin_password)
+    return d
+
+
+def test_login_whoami_master_info_agents_and_slots(det: Det) -> None:
+    assert "You are logged in as user 'admin'" in det.ok("user", "whoami")
+    info = det.ok("master", "info")
+    assert re.search(r"^version: 0\.38\.1$", info, re.M), info
+    agents = det.ok("agent", "list")
+    assert re.search(r"agent-1\s+\|.*\|\s+2\s+\|", agents), agents
+    slots = det.ok("slot", "list")
+    assert len(re.findall(r"agent-1\s+\|\s+default", slots)) == 2, slots
+    notebooks = det.run("notebook", "list")
+    assert notebooks.returncode != 0 and "pedl has no notebooks" in notebooks.stdout + notebooks.stderr
+
+
+def test_everyday_experiment_workflow_through_det(det: Det, cluster: Cluster) -> None:
+    out = det.ok(
+        "e", "create", str(cluster.tmp / "grid.yaml"), str(cluster.tmp / "model"), "--follow", timeout=600
+    )
+    exp = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
+    assert "workload completed" in out and "Trial log stream ended" in out, out
+    assert re.search(rf"^\s+{exp} \| admin .*\| COMPLETED", det.ok("e", "list"), re.M)
+    assert "COMPLETED" in det.ok("e", "describe", exp)
+    trials = re.findall(r"^\s+(\d+) \| COMPLETED", det.ok("e", "lt", exp), re.M)
+    assert len(trials) == 2, trials
+    checkpoints = det.ok("e", "lc", exp)
+    uuid = re.search(r"([0-9a-f]{8}-[0-9a-f-]{27})", checkpoints).group(1)  # type: ignore[union-attr]
+    logs = det.ok("t", "logs", trials[0], "-f")
+    assert "WORKLOAD_KIND_CHECKPOINT_MODEL" in logs
+    tail = det.ok("t", "logs", trials[0], "--tail", "2")
+    assert len([line for line in tail.splitlines() if line.startswith("{")]) == 2, tail
+    target = cluster.tmp / "downloaded"
+    det.ok("checkpoint", "download", uuid, "-o", str(target))
+    assert (target / "model_state_dict.pt").is_file() and (target / "metadata.json").is_file()
+    det.ok("e", "set", "description", exp, "grid, from Determined's det")
+    det.ok("e", "label", "add", exp, "determined")
+    described = json.dumps(json.loads(det.ok("e", "describe", exp, "--json")))
+    assert '"description": "grid, from Determined\'s det"' in described, described[:2000]
+    assert '"labels": ["determined"]' in described, described[:2000]
+
+
+def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refuses(
+    det: Det, cluster: Cluster
+) -> None:
+    out = det.ok("e", "create", str(cluster.tmp / "long.yaml"), str(cluster.tmp / "model"), "--paused")
+    exp = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
+    assert re.search(rf"^\s+{exp} \|.*\| PAUSED", det.ok("e", "list"), re.M)
+    det.ok("e", "activate", exp)
+    assert re.search(rf"^\s+{exp} \|.*\| ACTIVE", det.ok("e", "list"), re.M)
+    det.ok("user", "create", "bob", "--password", "Bob-passw0rd")
+    bob = Det(det.bin, cluster.det_master, cluster.tmp / "bob-home")
+    bob.login("bob", "Bob-passw0rd")
+    assert "You are logged in as user 'bob'" in bob.ok("user", "whoami")
+    assert re.search(rf"^\s+{exp} \| admin", bob.ok("e", "list", "--all"), re.M)  # everyone sees them
+    for refused in (
+        ("e", "kill", exp),
+        ("e", "pause", exp),
+        ("user", "create", "eve", "--password", "Eve-passw0rd"),
+    ):
+        r = bob.run(*refused)
+        assert r.returncode != 0, (refused, r.stdout)
+        assert "admin" in (r.stdout + r.stderr).lower() or "owner" in (r.stdout + r.stderr).lower(), r.stderr
+    det.ok("e", "pause", exp)
+    det.ok("e", "kill", exp)
+    assert re.search(rf"^\s+{exp} \|.*\| (CANCELED|STOPPING_CANCELED)", det.ok("e", "list"), re.M)
+    bad = subprocess.run(
+        [str(det.bin / "det"), "user", "login", "bob"], env=bob.env, input="wrong\n",
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode != 0
+
+
+def test_the_sdk_workflow(det: Det, cluster: Cluster) -> None:
+    script = cluster.tmp / "sdk_workflow.py"
+    script.write_text(SDK_WORKFLOW)
+    r = subprocess.run(
+        [str(det.bin / "python"), str(script), cluster.det_master, cluster.admin_password,
+         str(cluster.tmp / "single.yaml"), str(cluster.tmp / "model"), str(cluster.tmp / "sdk-top")],
+        env=det.env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["state"] == "COMPLETED" and len(result["trials"]) == 1
+    assert result["validations"] and "error" in result["validations"][-1]
+    assert (Path(result["path"]) / "model_state_dict.pt").is_file()
+
+
+def _request(
+    cluster: Cluster, method: str, path: str, body: bytes | None, token: str = ""
+) -> tuple[int, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(cluster.det_master + path, data=body, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_bad_input_is_a_4xx_in_determineds_error_shape_and_creates_nothing(cluster: Cluster) -> None:
+    status, login = _request(
+        cluster, "POST", "/api/v1/auth/login",
+        json.dumps({"username": "admin", "password": cluster.admin_password}).encode(),
+    )  # fmt: skip
+    assert status == 200 and login["user"]["admin"] is True
+    token = login["token"]
+    _, before = _request(cluster, "GET", "/api/v1/experiments", None, token)
+    cases = {
+        b"{not json": (400, "not JSON"),
+        json.dumps({"config": "x: 1", "colour": "red"}).encode(): (400, 'unknown field "colour"'),
+        json.dumps({"config": 5}).encode(): (400, 'field "config" must be a string'),
+        json.dumps({"config": "searcher: {name: nope}\n"}).encode(): (400, "searcher"),
+    }
+    for sent, (want, words) in cases.items():
+        status, error = _request(cluster, "POST", "/api/v1/experiments", sent, token)
+        assert status == want and words in error["message"], (sent, status, error)
+        assert error["error"]["error"] == error["message"] and isinstance(error["code"], int)
+    for bad_token in ("", "not-a-token"):
+        status, error = _request(cluster, "GET", "/api/v1/experiments", None, bad_token)
+        assert status == 401 and error["message"], error
+    _, after = _request(cluster, "GET", "/api/v1/experiments", None, token)
+    assert after["pagination"]["total"] == before["pagination"]["total"]
+    status, error = _request(cluster, "GET", "/api/v1/webhooks", None, token)
+    assert status == 501 and "pedl has no webhooks" in error["message"]
+
+
+def test_an_older_client_still_common_0_26_works_too(det: Det, cluster: Cluster) -> None:
+    old = Det(install("0.26.7"), cluster.det_master, cluster.tmp / "old-home")
+    old.login("admin", cluster.admin_password)
+    assert "You are logged in as user 'admin'" in old.ok("user", "whoami")
+    assert "agent-1" in old.ok("agent", "list")
+    listed = old.ok("e", "list")
+    exp = re.search(r"^\s+(\d+) \| admin .*\| COMPLETED", listed, re.M)
+    assert exp, listed
+    assert "COMPLETED" in old.ok("e", "describe", exp.group(1))
+    assert re.search(r"^\s+\d+ \| COMPLETED", old.ok("e", "lt", exp.group(1)), re.M)
