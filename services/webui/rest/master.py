@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -73,6 +74,10 @@ def master_config(request: Request) -> JSONResponse:
         "resource_pools": [{"pool_name": "default"}],
         "scheduler": {"type": "fair_share"},
         "version": __version__,
+        # The scheduler's own settings, as `det master config` of pedl's CLI shows them.
+        "scheduler_settings": json.loads(
+            c.call("GetMasterConfig", scheduler_pb2.GetMasterConfigRequest()).config_json or "{}"
+        ),
     }
     return ok({"config": config})
 

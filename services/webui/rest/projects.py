@@ -111,17 +111,13 @@ async def create_experiment(request: Request) -> JSONResponse:
     # Determined's request names no directory: the context is the package "model_def" (pedl's
     # name for a context without one), and the config's entrypoint finds the Trial in it.
     message = scheduler_pb2.CreateExperimentRequest(
-        config_yaml=config, model_definition=archive, model_definition_name="model_def"
+        config_yaml=config,
+        model_definition=archive,
+        model_definition_name="model_def",
+        paused=fields.get("activate") is False,  # `--paused`: created PAUSED, no trial starts first
     )
     reply = await run_in_threadpool(c.call, "CreateExperiment", message)
-    exp = reply.experiment
-    if fields.get("activate") is False:  # `--paused`: pedl starts at once, so pause it straight away
-        exp = (
-            await run_in_threadpool(
-                c.call, "PauseExperiment", scheduler_pb2.PauseExperimentRequest(experiment_id=exp.id)
-            )
-        ).experiment
-    value = experiment_json(exp)
+    value = experiment_json(reply.experiment)
     return ok({"experiment": value, "config": value["config"], "warnings": []})
 
 
