@@ -20,7 +20,7 @@ from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
-from pedl_scheduler import metrics, security
+from pedl_scheduler import db_health, metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -116,6 +116,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="SECONDS",
         help="the longest wait before a restart (default 60)",
     )
+    p.add_argument(
+        "--db-check-interval",
+        type=float,
+        default=float(_env("DB_CHECK_INTERVAL", "2")),
+        metavar="SECONDS",
+        help="seconds between pings of the database; while it is unreachable the gRPC health check "
+        "answers NOT_SERVING, and SERVING once it is back (default 2)",
+    )
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
@@ -151,6 +159,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.checkpoint_reconcile_interval <= 0:
         p.error(f"--checkpoint-reconcile-interval must be > 0, got {args.checkpoint_reconcile_interval}")
+    if not 0 < args.db_check_interval < float("inf"):
+        p.error(f"--db-check-interval must be a number of seconds > 0, got {args.db_check_interval}")
     if args.orphan_checkpoint_grace < 0:
         p.error(f"--orphan-checkpoint-grace must be >= 0, got {args.orphan_checkpoint_grace}")
     try:
@@ -269,7 +279,11 @@ async def serve(args: argparse.Namespace) -> None:
             *sec.service_names,
         ],
         f"{args.host}:{args.port}",
-        interceptors=[metrics.RpcMetricsInterceptor(), *sec.interceptors],
+        interceptors=[
+            metrics.RpcMetricsInterceptor(),
+            *sec.interceptors,
+            db_health.DatabaseErrorInterceptor(),
+        ],
         tls=sec.tls,
         max_receive_bytes=receive_limit(args),
     )
@@ -304,10 +318,12 @@ async def serve(args: argparse.Namespace) -> None:
         db, manager.deleter, manager.checkpoints.mark, args.orphan_checkpoint_grace
     )
     reconciling = asyncio.create_task(reconciler.run_forever(args.checkpoint_reconcile_interval))
+    watching = asyncio.create_task(db_health.watch_database(server, db, args.db_check_interval))
     await stop.wait()
     log.info("scheduler stopping")
     ticker.cancel()
     reconciling.cancel()
+    watching.cancel()
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)
     await server.stop(grace=2)
