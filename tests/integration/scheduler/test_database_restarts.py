@@ -8,9 +8,7 @@ scheduler was killed, while its health check still said SERVING.
 
 from __future__ import annotations
 
-import io
 import sqlite3
-import tarfile
 import threading
 import time
 from collections import Counter
@@ -25,7 +23,7 @@ from pedl import _grpc
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.storage import DatabaseUnavailable, open_storage
 from support import processes, stored
-from support.models import tiny_config
+from support.models import plain_tar, tiny_config
 from support.postgres import (
     PostgresServer,
     PostgresUnavailable,
@@ -41,17 +39,7 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-def _model() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = b"x = 1\n"
-        info = tarfile.TarInfo("model_def.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-MODEL = _model()
+MODEL = plain_tar({"model_def.py": b"x = 1\n"})
 
 
 @pytest.fixture(scope="module")
