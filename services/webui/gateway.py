@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 
 from pedl import _grpc
+from pedl.auth import client_identity
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 CALL_TIMEOUT = 30.0
@@ -50,10 +51,14 @@ class Gateway:
     def close(self) -> None:
         self._channel.close()
 
-    def login(self, username: str, password: str) -> auth_pb2.LoginResponse:
+    def login(self, username: str, password: str, browser: str = "") -> auth_pb2.LoginResponse:
+        """`browser` is the browser's address: the scheduler limits failed logins per client, and
+        every browser reaches it through this one process."""
         try:
             return self.auth.Login(
-                auth_pb2.LoginRequest(username=username, password=password), timeout=CALL_TIMEOUT
+                auth_pb2.LoginRequest(username=username, password=password),
+                timeout=CALL_TIMEOUT,
+                metadata=client_identity.metadata(f"webui-{browser}"),
             )
         except grpc.RpcError as e:
             raise error_of(e) from None

@@ -221,7 +221,7 @@ class Handler(BaseHTTPRequestHandler):
         username, password = body.get("username"), body.get("password")
         if not isinstance(username, str) or not isinstance(password, str) or not username:
             raise GatewayError(400, "give a username and a password")
-        reply = self.server.gateway.login(username, password)
+        reply = self.server.gateway.login(username, password, browser=self.client_address[0])
         user = {"username": reply.user.username, "admin": reply.user.admin}
         self._json(200, {"user": user}, self._cookie(reply.token))
 
