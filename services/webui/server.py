@@ -29,6 +29,7 @@ from pedl import _log
 from pedl.v1 import scheduler_pb2
 from pedl_webui import api, downloads
 from pedl_webui.gateway import Gateway, GatewayError, error_of
+from pedl_webui.redirects import safe_next
 
 STATIC = Path(__file__).resolve().parent / "static"
 COOKIE = "pedl_session"
@@ -223,7 +224,7 @@ class Handler(BaseHTTPRequestHandler):
             raise GatewayError(400, "give a username and a password")
         reply = self.server.gateway.login(username, password, browser=self.client_address[0])
         user = {"username": reply.user.username, "admin": reply.user.admin}
-        self._json(200, {"user": user}, self._cookie(reply.token))
+        self._json(200, {"user": user, "next": safe_next(body.get("next"))}, self._cookie(reply.token))
 
     def _api_get(self, path: str, token: str) -> None:
         gateway = self.server.gateway
