@@ -138,6 +138,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "skipped with a warning when taken)",
     )
     p.add_argument(
+        "--metrics-token-file",
+        default=_env("METRICS_TOKEN_FILE", ""),
+        metavar="FILE",
+        help="/metrics then needs `Authorization: Bearer <this file's text>`; without it, the cluster "
+        "secret is the token (with --no-auth, /metrics is open: keep --metrics-host on 127.0.0.1)",
+    )
+    p.add_argument(
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
     )
     p.add_argument(
@@ -174,15 +181,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: Any) -> Callable[[], None]:
+def _start_metrics(
+    args: argparse.Namespace, manager: ExperimentManager, secret: str | None, log: Any
+) -> Callable[[], None]:
     """Serves /metrics; a taken DEFAULT port only warns, so several local schedulers can coexist."""
     if args.metrics_port == -1:
         return lambda: None
+    token = metrics_token(args, secret)
     port = METRICS_PORT if args.metrics_port == -2 else args.metrics_port
     if not 0 <= port < 65536:
         raise SystemExit(f"--metrics-port must be 0..65535 or -1, got {args.metrics_port}")
     try:
-        bound, stop = metrics.serve_metrics(manager, args.metrics_host, port)
+        bound, stop = metrics.serve_metrics(manager, args.metrics_host, port, token)
     except OSError as e:
         if args.metrics_port != -2:
             raise SystemExit(f"cannot serve metrics on {args.metrics_host}:{port}: {e}") from None
@@ -194,6 +204,19 @@ def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: An
         tmp.replace(args.metrics_port_file)
     log.info("metrics serving", address=f"http://{args.metrics_host}:{bound}/metrics")
     return stop
+
+
+def metrics_token(args: argparse.Namespace, secret: str | None) -> str | None:
+    """What a scrape must present: the token file's text, else the cluster secret (None: open)."""
+    if not args.metrics_token_file:
+        return secret
+    try:
+        token = Path(args.metrics_token_file).read_text().strip()
+    except OSError as e:
+        raise SystemExit(f"pedl-scheduler: error: cannot read --metrics-token-file: {e}") from None
+    if not token:
+        raise SystemExit(f"pedl-scheduler: error: --metrics-token-file {args.metrics_token_file} is empty")
+    return token
 
 
 def receive_limit(args: argparse.Namespace) -> int:
@@ -287,7 +310,7 @@ async def serve(args: argparse.Namespace) -> None:
         tls=sec.tls,
         max_receive_bytes=receive_limit(args),
     )
-    stop_metrics = _start_metrics(args, manager, log)
+    stop_metrics = _start_metrics(args, manager, sec.secret, log)
     # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)
     # lives as long as the process: frozen, full collections no longer walk it. They did on every
     # burst of new objects: creating 10,000 trials (benchmarks/trial_creation.py, SQLite) took
