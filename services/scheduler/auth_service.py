@@ -124,7 +124,7 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, wait.message(request.username, client))
         row = self.users.lookup(request.username)
         try:
-            good, rehash = await self.hash_pool.run(verify, request.password, row)
+            good, rehash = await self.hash_pool.run(verify, request.password, row, client=client)
         except Busy as e:
             await asyncio.sleep(TARPIT_SECONDS)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))

@@ -150,24 +150,39 @@ def _lower_priority() -> None:
 
 
 class HashPool:
-    """Runs password hashing off the event loop, `workers` at a time, `queue` more waiting."""
+    """Runs password hashing off the event loop, `workers` at a time, `queue` more waiting; one
+    client (`Client`) has at most `per_client` in flight, so a client storming wrong logins cannot
+    fill the pool that other clients' logins need."""
 
-    def __init__(self, workers: int | None = None, queue: int = 16) -> None:
+    def __init__(self, workers: int | None = None, queue: int = 16, per_client: int = 2) -> None:
         self.workers = workers or default_workers()
         self._executor = ThreadPoolExecutor(
             self.workers, thread_name_prefix="pedl-login", initializer=_lower_priority
         )
         self._capacity = self.workers + queue
+        self._per_client = per_client
         self._in_flight = 0
+        self._by_client: dict[Client, int] = {}
 
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
+    async def run(self, fn: Callable[..., T], *args: object, client: Client | None = None) -> T:
         if self._in_flight >= self._capacity:
             raise Busy(f"{self._in_flight} logins are being checked: try again in a moment")
+        mine = self._by_client.get(client, 0) if client is not None else 0
+        if client is not None and mine >= self._per_client:
+            raise Busy(
+                f"{mine} logins of this client, {client.describe()}, are being checked: try again in a moment"
+            )
         self._in_flight += 1
+        if client is not None:
+            self._by_client[client] = mine + 1
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         finally:
             self._in_flight -= 1
+            if client is not None:
+                left = self._by_client.pop(client) - 1
+                if left:
+                    self._by_client[client] = left
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -118,3 +118,27 @@ def test_the_pool_hashes_off_the_loop_and_refuses_past_its_capacity() -> None:
         pool.close()
 
     asyncio.run(main())
+
+
+def test_one_client_cannot_fill_the_pool_that_other_clients_need() -> None:
+    release = threading.Event()
+
+    def slow() -> int:
+        release.wait(10)
+        return 1
+
+    async def main() -> None:
+        pool = HashPool(workers=1, queue=8, per_client=2)
+        storm, other = Client("127.0.0.1", "script"), Client("127.0.0.1", "cli-carol")
+        held = [asyncio.ensure_future(pool.run(slow, client=storm)) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        with pytest.raises(Busy, match=r"logins of this client, 127.0.0.1 \(script\), are being checked"):
+            await pool.run(slow, client=storm)
+        carol = asyncio.ensure_future(pool.run(slow, client=other))  # still room for her
+        await asyncio.sleep(0.05)
+        release.set()
+        assert sum([await h for h in held]) + await carol == 3
+        assert await pool.run(lambda: 3, client=storm) == 3  # the client's share comes back
+        pool.close()
+
+    asyncio.run(main())
