@@ -54,8 +54,11 @@ def storm(
         while time.monotonic() < stop:
             name = f"nobody-{index}-{n}" if fresh_names else f"nobody-{index}"
             n += 1
+            # Fresh names come from fresh clients (a spray from many addresses); else one client.
+            metadata = (("pedl-client", f"spray-{index}-{n}"),) if fresh_names else None
             try:
-                stub.Login(auth_pb2.LoginRequest(username=name, password="wrong-password"), timeout=60)
+                request = auth_pb2.LoginRequest(username=name, password="wrong-password")
+                stub.Login(request, timeout=60, metadata=metadata)
                 code = "OK"
             except grpc.RpcError as e:
                 code = e.code().name
