@@ -220,13 +220,14 @@ _HEALTH: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServi
 )
 
 
-async def mark_serving(server: grpc.aio.Server) -> None:
-    """Reports SERVING for the overall server and each of its services."""
+async def mark_serving(server: grpc.aio.Server, serving: bool = True) -> None:
+    """Reports SERVING (or NOT_SERVING) for the overall server and each of its services."""
     from grpc_health.v1 import health_pb2
 
     hs, names = _HEALTH[server]
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ["", *names]:
-        await hs.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await hs.set(name, status)
 
 
 def service_name(pb2_module: ModuleType, service: str) -> str:

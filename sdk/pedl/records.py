@@ -44,8 +44,10 @@ def stored_config(config_yaml: str) -> dict[str, Any]:
         return {}
     import yaml
 
+    from pedl.config.yaml_bounds import safe_load
+
     try:
-        loaded = yaml.safe_load(config_yaml)
+        loaded = safe_load(config_yaml)
     except yaml.YAMLError:
         return {}
     return loaded if isinstance(loaded, dict) else {}

@@ -66,6 +66,7 @@ class AgentConfig:
     trial_log_limit_bytes: int = parse_size(DEFAULT_LOG_LIMIT)
     trial_log_file_bytes: int = FILE_BYTES
     trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
+    trial_idle_timeout_seconds: float = 0.0
     # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
     harness_start: str = "fork"
 
@@ -202,6 +203,14 @@ def _build_parser() -> argparse.ArgumentParser:
         f"error, e.g. 10m (default {DEFAULT_LOAD_TIMEOUT}; 0: no limit)",
     )
     p.add_argument(
+        "--trial-idle-timeout",
+        default="0",
+        metavar="DURATION",
+        help="longest a run may hold a workload (a step, a validation, a checkpoint) without reporting its "
+        "result before it is killed with one clear line, e.g. 30m; make it longer than your slowest step "
+        "(default 0: no limit)",
+    )
+    p.add_argument(
         "--harness-start",
         choices=HARNESS_STARTS,
         default="fork",
@@ -222,6 +231,7 @@ def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace
         ("--keep-failed-trial-dirs", "keep_failed_trial_dirs_seconds", parse_duration),
         ("--keep-trial-dirs", "keep_trial_dirs_seconds", parse_duration),
         ("--trial-load-timeout", "trial_load_timeout_seconds", parse_duration),
+        ("--trial-idle-timeout", "trial_idle_timeout_seconds", parse_duration),
     ]:
         try:
             out[name] = parse(getattr(ns, flag[2:].replace("-", "_")))

@@ -47,6 +47,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
         # finishes (TrialRun) gets ready meanwhile and starts its first workload once they are free.
         self.gate: asyncio.Future[None] | None = None
         self.first_asked_at: float | None = None  # the harness's first request for a workload
+        # When the harness took the workload it holds (time.monotonic), None while it holds none.
+        self.busy_since: float | None = None
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         """Queues a workload of this run; one of another run or trial is refused (False).
@@ -92,6 +94,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
             await asyncio.shield(self.gate)
         workload = await self._workloads.get()
         self._in_progress = workload
+        self.busy_since = time.monotonic()
         if workload.kind == common_pb2.WORKLOAD_KIND_RUN_STEP:
             self.trained = True
         elif workload.kind == common_pb2.WORKLOAD_KIND_TERMINATE:
@@ -126,6 +129,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
                 )
             )
         self._in_progress = None
+        self.busy_since = None
         if _key(w) in self._held:
             self._held.remove(_key(w))
         self._on_result(request.result)

@@ -120,6 +120,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         log_limit_bytes=cfg.trial_log_limit_bytes,
         log_file_bytes=cfg.trial_log_file_bytes,
         load_timeout_seconds=cfg.trial_load_timeout_seconds,
+        idle_timeout_seconds=cfg.trial_idle_timeout_seconds,
         fork_servers=fork_servers,
     )
     agent = Agent(

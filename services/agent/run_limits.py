@@ -1,4 +1,5 @@
-"""What a started run may use on this agent: disk (disk.py) and time to load (load_limit.py).
+"""What a started run may use on this agent: disk (disk.py), time to load and time without a result
+(load_limit.py).
 
 A run past a limit is killed by the agent (not the scheduler) with one clear reason; the reason is
 also its last log line, and a run over its disk limit has its directory removed at once.
@@ -14,7 +15,7 @@ from pathlib import Path
 import structlog
 
 from .disk import over_limit_message, watch_usage
-from .load_limit import watch_load
+from .load_limit import watch_idle, watch_load
 
 
 @dataclass
@@ -23,6 +24,8 @@ class RunLimits:
     disk_poll_seconds: float
     load_timeout_seconds: float
     kill: Callable[[str], None]  # kills the run (by the agent) with the reason
+    idle_timeout_seconds: float = 0.0
+    busy_since: Callable[[], float | None] = lambda: None  # kills the run (by the agent) with the reason
     reason: str = ""  # why a limit killed the run; "" while none has
     over_disk: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -35,6 +38,9 @@ class RunLimits:
             self._tasks.append(
                 asyncio.ensure_future(watch_load(loaded, self.load_timeout_seconds, self._hit))
             )
+        if self.idle_timeout_seconds:
+            idle = watch_idle(self.busy_since, self.idle_timeout_seconds, self._hit)
+            self._tasks.append(asyncio.ensure_future(idle))
 
     def stop(self) -> None:
         for task in self._tasks:

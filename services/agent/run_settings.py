@@ -55,6 +55,8 @@ class RunSettings:
     log_file_bytes: int = FILE_BYTES
     # Seconds a run may take from its harness's start to its first workload request (0: no limit).
     load_timeout_seconds: float = 0.0
+    # Seconds a workload the harness holds may go without a result (0: no limit).
+    idle_timeout_seconds: float = 0.0
     # Warm harness processes (one fork server per environment); None spawns every harness.
     fork_servers: ForkServers | None = None
 

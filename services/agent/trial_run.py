@@ -92,6 +92,8 @@ class TrialRun:
             settings.disk_poll_seconds,
             settings.load_timeout_seconds,
             lambda reason: self.kill(by_scheduler=False, reason=reason),
+            settings.idle_timeout_seconds,
+            lambda: self.servicer.busy_since,
         )
         self.waiting = False  # for the runs whose slots it takes over (StartTrial.after)
         self._timeline: list[common_pb2.TimelinePhase] = []

@@ -11,15 +11,9 @@ import asyncio
 import grpc
 import grpc.aio
 
+from pedl.auth import client_identity
 from pedl.v1 import auth_pb2, auth_pb2_grpc
-from pedl_scheduler.login_guard import (
-    TARPIT_SECONDS,
-    AttemptLimits,
-    Busy,
-    HashPool,
-    peer_address,
-    retry_message,
-)
+from pedl_scheduler.login_guard import TARPIT_SECONDS, AttemptLimits, Busy, Client, HashPool, peer_address
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import (
     AccountError,
@@ -55,6 +49,11 @@ def _user_proto(user: User) -> auth_pb2.User:
     return auth_pb2.User(
         username=user.username, admin=user.admin, created_at=user.created_at, active=user.active
     )
+
+
+def _client(context: grpc.aio.ServicerContext) -> Client:
+    """The caller for login limits: its address and the identity it sent."""
+    return Client(peer_address(context.peer() or ""), client_identity.received(context.invocation_metadata()))
 
 
 class SchedulerAuthenticator:
@@ -113,21 +112,28 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
     ) -> auth_pb2.LoginResponse:
         """Refused at once while the user or address must wait; hashing runs in the pool."""
         await self._need_auth(context)
-        address = peer_address(context.peer() or "")
-        wait = self.limits.wait(request.username, address)
-        if wait > 0:
-            await asyncio.sleep(min(wait, TARPIT_SECONDS))
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, retry_message(wait))
+        client = _client(context)
+        token = bearer_token(context.invocation_metadata())
+        if client.identity.startswith("trial-") or (token and trial_token.is_trial_token(token)):
+            # Its token is all a trial needs; a trial trying passwords is guessing.
+            await asyncio.sleep(TARPIT_SECONDS)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "a trial cannot log in as a user")
+        wait = self.limits.wait(request.username, client)
+        if wait is not None:
+            await asyncio.sleep(min(wait.seconds, TARPIT_SECONDS))
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, wait.message(request.username, client))
         row = self.users.lookup(request.username)
         try:
-            good, rehash = await self.hash_pool.run(verify, request.password, row, request.hashed)
+            good, rehash = await self.hash_pool.run(
+                verify, request.password, row, request.hashed, client=client
+            )
         except Busy as e:
             await asyncio.sleep(TARPIT_SECONDS)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         if not good or row is None:
-            self.limits.failed(request.username, address)
+            self.limits.failed(request.username, client)
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong username or password")
-        self.limits.succeeded(request.username, address)
+        self.limits.succeeded(request.username, client)
         token, session = self.users.open_session(row, rehash)
         return auth_pb2.LoginResponse(
             token=token, user=_user_proto(session.user), expires_at=rfc3339(session.expires_at)
@@ -181,20 +187,45 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         self, request: auth_pb2.SetUserPasswordRequest, context: grpc.aio.ServicerContext
     ) -> auth_pb2.SetUserPasswordResponse:
         await self._need_auth(context)
-        if not authz.may_change_password(current_principal(), request.username):
+        principal = current_principal()
+        if not authz.may_change_password(principal, request.username):
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, "only an admin can change another user's password"
             )
+        own = principal.kind == "user" and principal.username == request.username
+        keep = bearer_token(context.invocation_metadata()) or "" if own else ""
         try:
+            if own:
+                await self._check_current_password(request, context)
             new_hash = await self.hash_pool.run(hash_password, request.password, request.hashed)
-            self.users.change_password(request.username, request.password, new_hash)
+            ended = self.users.change_password(request.username, request.password, new_hash, keep)
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         except AccountError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except Busy as e:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
-        return auth_pb2.SetUserPasswordResponse()
+        return auth_pb2.SetUserPasswordResponse(sessions_ended=ended)
+
+    async def _check_current_password(
+        self, request: auth_pb2.SetUserPasswordRequest, context: grpc.aio.ServicerContext
+    ) -> None:
+        """A session alone (a borrowed laptop, a stolen token) does not change a password; the
+        check counts against the login limits, so it cannot be used to guess either."""
+        if not request.current_password:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "give your current password to change it (current_password)"
+            )
+        client = _client(context)
+        wait = self.limits.wait(request.username, client)
+        if wait is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, wait.message(request.username, client))
+        good, _ = await self.hash_pool.run(
+            verify, request.current_password, self.users.lookup(request.username), request.hashed
+        )
+        if not good:
+            self.limits.failed(request.username, client)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "the current password is wrong")
 
     async def SetUserActive(  # noqa: N802
         self, request: auth_pb2.SetUserActiveRequest, context: grpc.aio.ServicerContext

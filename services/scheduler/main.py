@@ -20,7 +20,7 @@ from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
-from pedl_scheduler import master_config, metrics, security
+from pedl_scheduler import db_health, master_config, metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -116,6 +116,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="SECONDS",
         help="the longest wait before a restart (default 60)",
     )
+    p.add_argument(
+        "--db-check-interval",
+        type=float,
+        default=float(_env("DB_CHECK_INTERVAL", "2")),
+        metavar="SECONDS",
+        help="seconds between pings of the database; while it is unreachable the gRPC health check "
+        "answers NOT_SERVING, and SERVING once it is back (default 2)",
+    )
     p.add_argument("--tick", type=float, default=float(_env("TICK", "0.5")), help="scheduling tick, seconds")
     p.add_argument("--model-definition-limit-mb", type=float, default=float(_env("MODEL_DEF_LIMIT_MB", "96")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "info"))
@@ -128,6 +136,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=int(_env("METRICS_PORT", "-2")),
         help=f"Prometheus /metrics port; 0 picks a free port, -1 turns it off (default {METRICS_PORT}, "
         "skipped with a warning when taken)",
+    )
+    p.add_argument(
+        "--metrics-token-file",
+        default=_env("METRICS_TOKEN_FILE", ""),
+        metavar="FILE",
+        help="/metrics then needs `Authorization: Bearer <this file's text>`; without it, the cluster "
+        "secret is the token (with --no-auth, /metrics is open: keep --metrics-host on 127.0.0.1)",
     )
     p.add_argument(
         "--metrics-port-file", default=_env("METRICS_PORT_FILE", ""), help="write the metrics port here"
@@ -151,6 +166,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.checkpoint_reconcile_interval <= 0:
         p.error(f"--checkpoint-reconcile-interval must be > 0, got {args.checkpoint_reconcile_interval}")
+    if not 0 < args.db_check_interval < float("inf"):
+        p.error(f"--db-check-interval must be a number of seconds > 0, got {args.db_check_interval}")
     if args.orphan_checkpoint_grace < 0:
         p.error(f"--orphan-checkpoint-grace must be >= 0, got {args.orphan_checkpoint_grace}")
     try:
@@ -164,15 +181,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: Any) -> Callable[[], None]:
+def _start_metrics(
+    args: argparse.Namespace, manager: ExperimentManager, secret: str | None, log: Any
+) -> Callable[[], None]:
     """Serves /metrics; a taken DEFAULT port only warns, so several local schedulers can coexist."""
     if args.metrics_port == -1:
         return lambda: None
+    token = metrics_token(args, secret)
     port = METRICS_PORT if args.metrics_port == -2 else args.metrics_port
     if not 0 <= port < 65536:
         raise SystemExit(f"--metrics-port must be 0..65535 or -1, got {args.metrics_port}")
     try:
-        bound, stop = metrics.serve_metrics(manager, args.metrics_host, port)
+        bound, stop = metrics.serve_metrics(manager, args.metrics_host, port, token)
     except OSError as e:
         if args.metrics_port != -2:
             raise SystemExit(f"cannot serve metrics on {args.metrics_host}:{port}: {e}") from None
@@ -184,6 +204,19 @@ def _start_metrics(args: argparse.Namespace, manager: ExperimentManager, log: An
         tmp.replace(args.metrics_port_file)
     log.info("metrics serving", address=f"http://{args.metrics_host}:{bound}/metrics")
     return stop
+
+
+def metrics_token(args: argparse.Namespace, secret: str | None) -> str | None:
+    """What a scrape must present: the token file's text, else the cluster secret (None: open)."""
+    if not args.metrics_token_file:
+        return secret
+    try:
+        token = Path(args.metrics_token_file).read_text().strip()
+    except OSError as e:
+        raise SystemExit(f"pedl-scheduler: error: cannot read --metrics-token-file: {e}") from None
+    if not token:
+        raise SystemExit(f"pedl-scheduler: error: --metrics-token-file {args.metrics_token_file} is empty")
+    return token
 
 
 def receive_limit(args: argparse.Namespace) -> int:
@@ -270,11 +303,15 @@ async def serve(args: argparse.Namespace) -> None:
             *sec.service_names,
         ],
         f"{args.host}:{args.port}",
-        interceptors=[metrics.RpcMetricsInterceptor(), *sec.interceptors],
+        interceptors=[
+            metrics.RpcMetricsInterceptor(),
+            *sec.interceptors,
+            db_health.DatabaseErrorInterceptor(),
+        ],
         tls=sec.tls,
         max_receive_bytes=receive_limit(args),
     )
-    stop_metrics = _start_metrics(args, manager, log)
+    stop_metrics = _start_metrics(args, manager, sec.secret, log)
     # What is loaded by now (modules, SQLAlchemy's compiled statements and tables, recovered state)
     # lives as long as the process: frozen, full collections no longer walk it. They did on every
     # burst of new objects: creating 10,000 trials (benchmarks/trial_creation.py, SQLite) took
@@ -305,10 +342,12 @@ async def serve(args: argparse.Namespace) -> None:
         db, manager.deleter, manager.checkpoints.mark, args.orphan_checkpoint_grace
     )
     reconciling = asyncio.create_task(reconciler.run_forever(args.checkpoint_reconcile_interval))
+    watching = asyncio.create_task(db_health.watch_database(server, db, args.db_check_interval))
     await stop.wait()
     log.info("scheduler stopping")
     ticker.cancel()
     reconciling.cancel()
+    watching.cancel()
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)
     await server.stop(grace=2)

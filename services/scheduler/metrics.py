@@ -9,6 +9,7 @@ the state belongs to the event loop, so the snapshot is taken on the loop.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import inspect
 import threading
 import time
@@ -16,12 +17,14 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import grpc
 import grpc.aio
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -239,13 +242,21 @@ def build_registry(
     return registry
 
 
-def serve_metrics(manager: Any, host: str, port: int) -> tuple[int, Callable[[], None]]:
+def serve_metrics(
+    manager: Any, host: str, port: int, token: str | None = None
+) -> tuple[int, Callable[[], None]]:
     """Starts the /metrics HTTP server in a thread; returns the bound port and a stop function.
 
-    Call from the event loop that owns `manager`. Raises OSError when the port is taken.
+    With `token`, a scrape must send `Authorization: Bearer <token>` (Prometheus:
+    `authorization: {credentials_file: ...}`); others get 401, so trials, which share the
+    scheduler's host or network on a small cluster, cannot read it. Call from the event loop that
+    owns `manager`. Raises OSError when the port is taken.
     """
     registry = build_registry(manager, asyncio.get_running_loop())
-    server, thread = start_http_server(port, addr=host, registry=registry)
+    app = make_wsgi_app(registry)
+    if token is not None:
+        app = _bearer_only(app, token)
+    server, thread = _wsgi_server(host, port, app)
 
     def stop() -> None:
         server.shutdown()
@@ -254,3 +265,29 @@ def serve_metrics(manager: Any, host: str, port: int) -> tuple[int, Callable[[],
             thread.join(timeout=5)
 
     return int(server.server_port), stop
+
+
+def _bearer_only(app: Callable, token: str) -> Callable:
+    expected = f"Bearer {token}".encode()
+
+    def guarded(environ: dict[str, Any], start_response: Callable) -> Any:
+        given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
+        if hmac.compare_digest(given, expected):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain"), ("WWW-Authenticate", "Bearer")])
+        return [b"/metrics needs Authorization: Bearer <the metrics token>\n"]
+
+    return guarded
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        """Scrapes every few seconds are not worth a log line each."""
+
+
+def _wsgi_server(host: str, port: int, app: Callable) -> tuple[Any, threading.Thread]:
+    """prometheus_client's threading WSGI server on `host`:`port`."""
+    server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="pedl-metrics")
+    thread.start()
+    return server, thread

@@ -69,9 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--login-free-failures",
         default=env("PEDL_SCHEDULER_LOGIN_FREE_FAILURES", "5,20"),
-        metavar="PER_USER,PER_ADDRESS",
+        metavar="PER_USER,PER_CLIENT",
         help="failed logins before each further try must wait (2 s, doubling to 5 min): per username, "
-        "per client address (default 5,20)",
+        "per client (its address and the identity it sends; default 5,20)",
     )
     p.add_argument("--tls-cert", default=env("PEDL_SCHEDULER_TLS_CERT", ""), help="serve TLS: cert PEM")
     p.add_argument("--tls-key", default=env("PEDL_SCHEDULER_TLS_KEY", ""), help="serve TLS: key PEM")
@@ -100,12 +100,12 @@ def server_tls(cert: str, key: str) -> tuple[bytes, bytes] | None:
 
 def free_failures(text: str) -> Limits:
     try:
-        per_user, per_address = (int(x) for x in text.split(","))
+        per_user, per_client = (int(x) for x in text.split(","))
     except ValueError:
-        per_user = per_address = 0
-    if per_user < 1 or per_address < 1:
+        per_user = per_client = 0
+    if per_user < 1 or per_client < 1:
         raise auth.AuthConfigError(f"--login-free-failures must be two counts >= 1 like 5,20, got {text!r}")
-    return Limits(free_per_user=per_user, free_per_address=per_address)
+    return Limits(free_per_user=per_user, free_per_client=per_client)
 
 
 def setup(args: argparse.Namespace, db: Storage) -> Security:

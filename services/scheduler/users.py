@@ -218,12 +218,14 @@ class Users:
             return "the session has expired"
         return Session(self._user(row), float(row["expires_at"]))
 
-    def change_password(self, username: str, password: str, new_hash: str = "") -> None:
-        """`new_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
+    def change_password(self, username: str, password: str, new_hash: str = "", keep_token: str = "") -> int:
+        """`new_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool).
+        Ends the user's sessions but `keep_token`'s (the caller's own); returns how many ended."""
         user = self._existing(username)
         if len(password) < MIN_PASSWORD_CHARS:
             raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
-        user_ops.set_password(self.db, user.id, new_hash or hash_password(password))
+        keep = hash_token(keep_token) if keep_token else ""
+        return user_ops.change_password(self.db, user.id, new_hash or hash_password(password), keep)
 
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 
 from pedl import _grpc
+from pedl.auth import client_identity
 from pedl.client import ClientError
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
@@ -51,12 +52,17 @@ class Gateway:
     def close(self) -> None:
         self._channel.close()
 
-    def login(self, username: str, password: str, hashed: bool = False) -> auth_pb2.LoginResponse:
-        """`hashed`: the password in Determined's client-side form (its clients send that)."""
+    def login(
+        self, username: str, password: str, hashed: bool = False, browser: str = ""
+    ) -> auth_pb2.LoginResponse:
+        """`hashed`: the password in Determined's client-side form (its clients send that).
+        `browser` is the client's address: the scheduler limits failed logins per client, and every
+        browser and REST client reaches it through this one process."""
         try:
             return self.auth.Login(
                 auth_pb2.LoginRequest(username=username, password=password, hashed=hashed),
                 timeout=CALL_TIMEOUT,
+                metadata=client_identity.metadata(f"webui-{browser}"),
             )
         except grpc.RpcError as e:
             raise error_of(e) from None

@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 from pedl.v1 import scheduler_pb2
 from pedl_webui import api, downloads
 from pedl_webui.gateway import Gateway, GatewayError, error_of
+from pedl_webui.redirects import safe_next
 from pedl_webui.relay import Item, open_relay
 from pedl_webui.views import dumps
 
@@ -162,9 +163,13 @@ async def login(request: Request) -> Response:
     username, password = body.get("username"), body.get("password")
     if not isinstance(username, str) or not isinstance(password, str) or not username:
         raise GatewayError(400, "give a username and a password")
-    reply = await run_in_threadpool(gateway_of(request).login, username, password)
+    browser = request.client.host if request.client else ""
+    reply = await run_in_threadpool(gateway_of(request).login, username, password, False, browser)
     user = {"username": reply.user.username, "admin": reply.user.admin}
-    return json_response(200, {"user": user}, _cookie(request, reply.token))
+    # Where the page goes next: only a path on this site (redirects.safe_next), whatever `next` says.
+    return json_response(
+        200, {"user": user, "next": safe_next(body.get("next"))}, _cookie(request, reply.token)
+    )
 
 
 async def logout(request: Request) -> Response:

@@ -389,7 +389,9 @@ def test_only_the_owner_or_an_admin_changes_an_experiment(cluster: Cluster) -> N
     # Users: bob changes his own password (not admin's); deactivated, he is out until reactivated.
     other = bob.run("det", "user", "change-password", "admin", "--password-stdin", input="x" * 12 + "\n")
     assert other.returncode == 1 and "only an admin" in other.stderr, other.stderr
-    changed = bob.run("det", "user", "change-password", "--password-stdin", input="new-bob-password\n")
+    changed = bob.run(
+        "det", "user", "change-password", "--password-stdin", input="pw-bob-long-enough\nnew-bob-password\n"
+    )
     assert changed.returncode == 0 and "Changed the password of bob" in changed.stdout, changed.stderr
     admin.ok("det", "user", "deactivate", "bob")
     users = json.loads(admin.ok("det", "user", "list", "--json"))

@@ -162,6 +162,22 @@ def test_a_trials_logs_show_what_it_prints_apart_from_pedls_lines(env: Env) -> N
     page.screenshot(path=str(env.shots / "trial.png"), full_page=True)
 
 
+@pytest.mark.parametrize(
+    "raw", ["/%5Cevil.example/", "/%5C%5Cevil.example", "//evil.example", "https:evil.example"]
+)
+def test_the_login_page_never_leaves_the_site_whatever_next_says(env: Env, raw: str) -> None:
+    # Before: /login?next=/%5Cevil.example/ sent the browser to http://evil.example/.
+    context = env.browser.new_context()
+    page = context.new_page()
+    page.goto(f"{env.url}/login?next={raw}")
+    page.fill("#username", "admin")
+    page.fill("#password", env.cluster.admin_password)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/experiments")
+    assert page.url.startswith(env.url + "/"), page.url
+    context.close()
+
+
 def test_the_sdk_reads_metrics_ranks_checkpoints_and_acts(env: Env) -> None:
     from pedl.experimental import get_experiment
 

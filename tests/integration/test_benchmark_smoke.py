@@ -73,6 +73,10 @@ def test_the_login_storm_benchmark_runs_in_smoke_mode() -> None:
             rf"^{re.escape(phase)} +p50 +{NUMBER} ms  p99 +{NUMBER} ms  \(\d+ calls\)", out, re.M
         ), out
     assert "goal: p99 under 50 ms during the storm" in out
+    # Other users' right passwords go through a storm from their own address, and after it.
+    assert re.search(rf"^others, idle \(baseline\) +p50 +{NUMBER} ms  p99 +{NUMBER} ms", out, re.M), out
+    assert re.search(r"^others, during a 4 s storm .*\((\d+) of \1 logins succeeded;", out, re.M), out
+    assert re.search(r"^others, after the storm: (\d+) of \1 logins succeeded$", out, re.M), out
 
 
 def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:

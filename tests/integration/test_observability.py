@@ -43,7 +43,13 @@ def trained(tmp_path_factory):
 
 def scrape(cluster) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     port = (cluster.workdir / "metrics.port").read_text().strip()
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read().decode()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with pytest.raises(urllib.error.HTTPError) as refused:  # what a trial on this host gets
+        urllib.request.urlopen(url, timeout=30)
+    assert refused.value.code == 401
+    secret = cluster.secret_file.read_text().strip()  # the token without --metrics-token-file
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {secret}"})
+    text = urllib.request.urlopen(request, timeout=30).read().decode()
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)

@@ -91,7 +91,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
     """The table: full method name -> caller -> outcome."""
     a, s, c = "/pedl.v1.AuthService/", "/pedl.v1.SchedulerService/", "/pedl.v1.CheckpointStoreService/"
     return {
-        a + "Login": row(OK, OK, OK, OK, OK, OK, OK, OK),
+        a + "Login": row(OK, OK, OK, OK, OK, DENIED, DENIED, DENIED),  # a trial cannot try passwords
         a + "Logout": signed_in(),
         a + "WhoAmI": signed_in(),
         a + "CreateUser": admins(),
@@ -254,6 +254,7 @@ def world(request, tmp_path_factory) -> Iterator[World]:  # type: ignore[no-unty
         tokens: dict[str, str | None] = {"none": None, "admin": cluster.token, "cluster": secret}
         tokens["owner"] = _user(cluster, "alice")
         tokens["other"] = _user(cluster, "bob")
+        _user(cluster, "carol")
         w = World(cluster, tmp, private, secret, tokens)
         w.exp_id = w.new_experiment()
         w.trial_id = w.trial_of(w.exp_id)[0]
@@ -341,9 +342,15 @@ def _call(w: World, method: str, caller: str) -> Any:
                 ap.CreateUserRequest(username=f"u{next(w.counter)}", password="x" * 12), timeout=t
             )
         if name == "SetUserPassword":
-            return a.SetUserPassword(
-                ap.SetUserPasswordRequest(username="alice", password="alice" * 3), timeout=t
-            )
+            # Users change their own, giving the current one; others try carol's (a reset ends
+            # every session of its user, and alice's token serves the rest of the table).
+            if caller == "owner":
+                request = ap.SetUserPasswordRequest(
+                    username="alice", password="alice" * 3, current_password="alice" * 3
+                )
+            else:
+                request = ap.SetUserPasswordRequest(username="carol", password="carol" * 3)
+            return a.SetUserPassword(request, timeout=t)
         if name == "SetUserActive":
             return a.SetUserActive(ap.SetUserActiveRequest(username="bob", active=True), timeout=t)
         if name == "ValidateToken":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import tarfile
 import textwrap
 from pathlib import Path
 
@@ -74,3 +76,14 @@ def tiny_config(
     return textwrap.dedent(TINY_CONFIG).format(
         max_batches=max_batches, batches_per_step=batches_per_step, validation_period=validation_period
     ) + textwrap.dedent(extra)
+
+
+def plain_tar(files: dict[str, bytes]) -> bytes:
+    """A plain (uncompressed) tar of `files`, a model definition as the scheduler takes it."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 USER = "pedl"
@@ -33,6 +33,7 @@ class PostgresServer:
     port: int
     workdir: Path
     process: subprocess.Popen
+    settings: dict[str, str] = field(default_factory=dict)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
@@ -100,10 +101,15 @@ def stop_server(process: subprocess.Popen, grace: float = 20.0) -> None:
 
 
 def _start(
-    bin_dir: Path, data: Path, workdir: Path, user: pwd.struct_passwd | None, settings: dict[str, str]
+    bin_dir: Path,
+    data: Path,
+    workdir: Path,
+    user: pwd.struct_passwd | None,
+    settings: dict[str, str],
+    port: int | None = None,
 ) -> PostgresServer:
     as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
-    port = _free_port()
+    port = port or _free_port()
     with open(workdir / "postgres.log", "ab") as log:
         process = subprocess.Popen(
             [
@@ -120,7 +126,38 @@ def _start(
             start_new_session=True,
             **as_user,
         )  # fmt: skip
-    return PostgresServer(port, workdir, process)
+    return PostgresServer(port, workdir, process, settings)
+
+
+def restart_server(server: PostgresServer, crash: bool, timeout: float = 60) -> None:
+    """Restarts `server` on its port and data: `crash` is `kill -9` of the postmaster (its backends
+    exit when they see it gone; the start recovers from the WAL), else a fast shutdown (SIGINT,
+    what `pg_ctl restart -m fast` sends) then a start. `server.process` is the new postmaster."""
+    if crash:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+    else:
+        stop_server(server.process)
+    start_again(server, timeout)
+
+
+def start_again(server: PostgresServer, timeout: float = 60) -> None:
+    """Starts a stopped `server` again on its port and data."""
+    bin_dir = find_bin_dir()
+    deadline = time.monotonic() + timeout
+    while True:  # after a crash, the old backends may hold the shared memory for a moment
+        data = server.workdir / "data"
+        server.process = _start(
+            bin_dir, data, server.workdir, _run_as(), server.settings, server.port
+        ).process
+        try:
+            _wait_ready(server, bin_dir, max(1.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            stop_server(server.process)
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 @contextmanager

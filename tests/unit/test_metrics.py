@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import urllib.error
 import urllib.request
 import uuid
 
@@ -108,6 +109,34 @@ def test_the_http_endpoint_snapshots_on_the_event_loop(manager) -> None:
     assert values[("pedl_trials_queued", ())] == 1
     assert values[("pedl_experiments", (("state", "ACTIVE"),))] == 1
     assert ("process_cpu_seconds_total", ()) in values
+
+
+def test_with_a_token_only_a_scrape_presenting_it_reads_the_metrics(manager) -> None:
+    """Trials share the scheduler's host or network on a small cluster: /metrics is not theirs."""
+
+    def get(url: str, authorization: str | None) -> tuple[int, str]:
+        headers = {"Authorization": authorization} if authorization else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    async def scenario() -> list[tuple[int, str]]:
+        port, stop = metrics.serve_metrics(manager, "127.0.0.1", 0, token="s3cret")
+        url = f"http://127.0.0.1:{port}/metrics"
+        try:
+            return [
+                await asyncio.to_thread(get, url, auth)
+                for auth in (None, "Bearer wrong", "Basic s3cret", "Bearer s3cret")
+            ]
+        finally:
+            stop()
+
+    *refused, (status, text) = asyncio.run(scenario())
+    assert [code for code, _ in refused] == [401, 401, 401]
+    assert all("pedl_" not in body for _, body in refused)
+    assert status == 200 and "pedl_trials_queued" in text
 
 
 def test_a_taken_port_is_an_os_error(manager) -> None:

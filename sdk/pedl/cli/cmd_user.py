@@ -42,10 +42,18 @@ def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) ->
     create.set_defaults(func=user_create)
 
     change = commands.add_parser(
-        "change-password", parents=[common], help="change your password (an admin: anyone's)"
+        "change-password",
+        parents=[common],
+        help="change your password, giving the current one (an admin: anyone's); ends the user's other "
+        "sessions",
     )
     change.add_argument("target_user", nargs="?", metavar="USERNAME", help="default: the logged-in user")
-    change.add_argument("--password-stdin", action="store_true", help="read the new password from stdin")
+    change.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the passwords from stdin: your current one, then the new one, a line each (an admin "
+        "setting another user's: the new one only)",
+    )
     change.set_defaults(func=user_change_password)
     for verb, help_text in (
         ("activate", "let a deactivated user log in again (admins only)"),
@@ -152,11 +160,19 @@ def user_list(args: argparse.Namespace) -> int:
 def user_change_password(args: argparse.Namespace) -> int:
     stub, channel = _stub(args)
     with channel:
-        username = args.target_user or stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user.username
+        me = stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=_TIMEOUT).user.username
+        username = args.target_user or me
+        current = ""
+        if username == me:
+            current = _password(args.password_stdin, f"Current password for {username}: ")
         password = _password(args.password_stdin, f"New password for {username}: ", confirm=True)
-        request = auth_pb2.SetUserPasswordRequest(username=username, password=password)
-        stub.SetUserPassword(request, timeout=_TIMEOUT)
-    print(f"Changed the password of {username}")
+        request = auth_pb2.SetUserPasswordRequest(
+            username=username, password=password, current_password=current
+        )
+        reply = stub.SetUserPassword(request, timeout=_TIMEOUT)
+    ended = reply.sessions_ended
+    others = "other " if username == me else ""
+    print(f"Changed the password of {username}; ended {ended} {others}session{'' if ended == 1 else 's'}")
     return 0
 
 

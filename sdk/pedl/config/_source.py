@@ -14,6 +14,7 @@ import yaml
 
 from pedl.config.errors import ConfigError, FieldPath, format_path
 from pedl.config.yaml12 import Yaml12Loader
+from pedl.config.yaml_bounds import YamlLimitError
 
 
 @dataclass
@@ -72,6 +73,13 @@ def _load_yaml(text: str, filename: str | None) -> Source:
         data = loader.construct_object(node, deep=True)
         lines: dict[FieldPath, int] = {}
         _record_lines(node, (), loader.constructed_objects, lines, filename)
+    except YamlLimitError as e:
+        mark = e.problem_mark
+        raise ConfigError(
+            f"config refused: {e.problem} (see pedl.config.yaml_bounds)",
+            line=mark.line + 1 if mark else None,
+            filename=filename,
+        ) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         message = " ".join(str(p) for p in (e.context, e.problem) if p) or str(e)

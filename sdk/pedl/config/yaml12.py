@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from pedl.config.yaml_bounds import BoundedComposer
+
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -27,8 +29,9 @@ _FLOAT_RE = re.compile(
 )
 
 
-class Yaml12Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 core-schema scalars; timestamps stay as PyYAML reads them."""
+class Yaml12Loader(BoundedComposer, yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema scalars; timestamps stay as PyYAML reads them. Bounded
+    (yaml_bounds): a document too deep or with aliases expanding too far raises YamlLimitError."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {

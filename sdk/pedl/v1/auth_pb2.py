@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12pedl/v1/auth.proto\x12\x07pedl.v1\"K\n\x04User\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\"B\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\"O\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x1b\n\x04user\x18\x02 \x01(\x0b\x32\r.pedl.v1.User\x12\x12\n\nexpires_at\x18\x03 \x01(\t\"\x1c\n\rLogoutRequest\x12\x0b\n\x03\x61ll\x18\x01 \x01(\x08\"\x1f\n\x0eLogoutResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x05\"\x0f\n\rWhoAmIRequest\"-\n\x0eWhoAmIResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"V\n\x11\x43reateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06hashed\x18\x04 \x01(\x08\"1\n\x12\x43reateUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"\x12\n\x10ListUsersRequest\"1\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.pedl.v1.User\"%\n\x14ValidateTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"P\n\x15ValidateTokenResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\x12\x1a\n\x12\x65xpires_in_seconds\x18\x02 \x01(\x01\"L\n\x16SetUserPasswordRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\"\x19\n\x17SetUserPasswordResponse\"8\n\x14SetUserActiveRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"4\n\x15SetUserActiveResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"Z\n\x10\x41uthorizeRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x15\n\rexperiment_id\x18\x03 \x01(\x03\x12\x10\n\x08trial_id\x18\x04 \x01(\x03\"h\n\x11\x41uthorizeResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1b\n\x04user\x18\x03 \x01(\x0b\x32\r.pedl.v1.User\x12\x15\n\rcache_seconds\x18\x04 \x01(\x01\x32\x80\x05\n\x0b\x41uthService\x12\x36\n\x05Login\x12\x15.pedl.v1.LoginRequest\x1a\x16.pedl.v1.LoginResponse\x12\x39\n\x06Logout\x12\x16.pedl.v1.LogoutRequest\x1a\x17.pedl.v1.LogoutResponse\x12\x39\n\x06WhoAmI\x12\x16.pedl.v1.WhoAmIRequest\x1a\x17.pedl.v1.WhoAmIResponse\x12\x45\n\nCreateUser\x12\x1a.pedl.v1.CreateUserRequest\x1a\x1b.pedl.v1.CreateUserResponse\x12\x42\n\tListUsers\x12\x19.pedl.v1.ListUsersRequest\x1a\x1a.pedl.v1.ListUsersResponse\x12T\n\x0fSetUserPassword\x12\x1f.pedl.v1.SetUserPasswordRequest\x1a .pedl.v1.SetUserPasswordResponse\x12N\n\rSetUserActive\x12\x1d.pedl.v1.SetUserActiveRequest\x1a\x1e.pedl.v1.SetUserActiveResponse\x12N\n\rValidateToken\x12\x1d.pedl.v1.ValidateTokenRequest\x1a\x1e.pedl.v1.ValidateTokenResponse\x12\x42\n\tAuthorize\x12\x19.pedl.v1.AuthorizeRequest\x1a\x1a.pedl.v1.AuthorizeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12pedl/v1/auth.proto\x12\x07pedl.v1\"K\n\x04User\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\"B\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\"O\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x1b\n\x04user\x18\x02 \x01(\x0b\x32\r.pedl.v1.User\x12\x12\n\nexpires_at\x18\x03 \x01(\t\"\x1c\n\rLogoutRequest\x12\x0b\n\x03\x61ll\x18\x01 \x01(\x08\"\x1f\n\x0eLogoutResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x05\"\x0f\n\rWhoAmIRequest\"-\n\x0eWhoAmIResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"V\n\x11\x43reateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06hashed\x18\x04 \x01(\x08\"1\n\x12\x43reateUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"\x12\n\x10ListUsersRequest\"1\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.pedl.v1.User\"%\n\x14ValidateTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"P\n\x15ValidateTokenResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\x12\x1a\n\x12\x65xpires_in_seconds\x18\x02 \x01(\x01\"f\n\x16SetUserPasswordRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\x12\x18\n\x10\x63urrent_password\x18\x04 \x01(\t\"1\n\x17SetUserPasswordResponse\x12\x16\n\x0esessions_ended\x18\x01 \x01(\x05\"8\n\x14SetUserActiveRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"4\n\x15SetUserActiveResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"Z\n\x10\x41uthorizeRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x15\n\rexperiment_id\x18\x03 \x01(\x03\x12\x10\n\x08trial_id\x18\x04 \x01(\x03\"h\n\x11\x41uthorizeResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1b\n\x04user\x18\x03 \x01(\x0b\x32\r.pedl.v1.User\x12\x15\n\rcache_seconds\x18\x04 \x01(\x01\x32\x80\x05\n\x0b\x41uthService\x12\x36\n\x05Login\x12\x15.pedl.v1.LoginRequest\x1a\x16.pedl.v1.LoginResponse\x12\x39\n\x06Logout\x12\x16.pedl.v1.LogoutRequest\x1a\x17.pedl.v1.LogoutResponse\x12\x39\n\x06WhoAmI\x12\x16.pedl.v1.WhoAmIRequest\x1a\x17.pedl.v1.WhoAmIResponse\x12\x45\n\nCreateUser\x12\x1a.pedl.v1.CreateUserRequest\x1a\x1b.pedl.v1.CreateUserResponse\x12\x42\n\tListUsers\x12\x19.pedl.v1.ListUsersRequest\x1a\x1a.pedl.v1.ListUsersResponse\x12T\n\x0fSetUserPassword\x12\x1f.pedl.v1.SetUserPasswordRequest\x1a .pedl.v1.SetUserPasswordResponse\x12N\n\rSetUserActive\x12\x1d.pedl.v1.SetUserActiveRequest\x1a\x1e.pedl.v1.SetUserActiveResponse\x12N\n\rValidateToken\x12\x1d.pedl.v1.ValidateTokenRequest\x1a\x1e.pedl.v1.ValidateTokenResponse\x12\x42\n\tAuthorize\x12\x19.pedl.v1.AuthorizeRequest\x1a\x1a.pedl.v1.AuthorizeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -48,17 +48,17 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_VALIDATETOKENRESPONSE']._serialized_start=633
   _globals['_VALIDATETOKENRESPONSE']._serialized_end=713
   _globals['_SETUSERPASSWORDREQUEST']._serialized_start=715
-  _globals['_SETUSERPASSWORDREQUEST']._serialized_end=791
-  _globals['_SETUSERPASSWORDRESPONSE']._serialized_start=793
-  _globals['_SETUSERPASSWORDRESPONSE']._serialized_end=818
-  _globals['_SETUSERACTIVEREQUEST']._serialized_start=820
-  _globals['_SETUSERACTIVEREQUEST']._serialized_end=876
-  _globals['_SETUSERACTIVERESPONSE']._serialized_start=878
-  _globals['_SETUSERACTIVERESPONSE']._serialized_end=930
-  _globals['_AUTHORIZEREQUEST']._serialized_start=932
-  _globals['_AUTHORIZEREQUEST']._serialized_end=1022
-  _globals['_AUTHORIZERESPONSE']._serialized_start=1024
-  _globals['_AUTHORIZERESPONSE']._serialized_end=1128
-  _globals['_AUTHSERVICE']._serialized_start=1131
-  _globals['_AUTHSERVICE']._serialized_end=1771
+  _globals['_SETUSERPASSWORDREQUEST']._serialized_end=817
+  _globals['_SETUSERPASSWORDRESPONSE']._serialized_start=819
+  _globals['_SETUSERPASSWORDRESPONSE']._serialized_end=868
+  _globals['_SETUSERACTIVEREQUEST']._serialized_start=870
+  _globals['_SETUSERACTIVEREQUEST']._serialized_end=926
+  _globals['_SETUSERACTIVERESPONSE']._serialized_start=928
+  _globals['_SETUSERACTIVERESPONSE']._serialized_end=980
+  _globals['_AUTHORIZEREQUEST']._serialized_start=982
+  _globals['_AUTHORIZEREQUEST']._serialized_end=1072
+  _globals['_AUTHORIZERESPONSE']._serialized_start=1074
+  _globals['_AUTHORIZERESPONSE']._serialized_end=1178
+  _globals['_AUTHSERVICE']._serialized_start=1181
+  _globals['_AUTHSERVICE']._serialized_end=1821
 # @@protoc_insertion_point(module_scope)

@@ -254,18 +254,24 @@ class SetUserPasswordRequest(google.protobuf.message.Message):
     USERNAME_FIELD_NUMBER: builtins.int
     PASSWORD_FIELD_NUMBER: builtins.int
     HASHED_FIELD_NUMBER: builtins.int
+    CURRENT_PASSWORD_FIELD_NUMBER: builtins.int
     username: builtins.str
     password: builtins.str
     hashed: builtins.bool
-    """`password` is Determined's client-side form of it (see LoginRequest.hashed)."""
+    """`password` (and `current_password`) are Determined's client-side form (see LoginRequest.hashed)."""
+    current_password: builtins.str
+    """Required when users change their own password (admins too); an admin resetting another
+    user's password leaves it empty.
+    """
     def __init__(
         self,
         *,
         username: builtins.str = ...,
         password: builtins.str = ...,
         hashed: builtins.bool = ...,
+        current_password: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["current_password", b"current_password", "hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
 
 global___SetUserPasswordRequest = SetUserPasswordRequest
 
@@ -273,9 +279,17 @@ global___SetUserPasswordRequest = SetUserPasswordRequest
 class SetUserPasswordResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
+    SESSIONS_ENDED_FIELD_NUMBER: builtins.int
+    sessions_ended: builtins.int
+    """The user's sessions the change ended: all of them, but the caller's own session when users
+    change their own password.
+    """
     def __init__(
         self,
+        *,
+        sessions_ended: builtins.int = ...,
     ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["sessions_ended", b"sessions_ended"]) -> None: ...
 
 global___SetUserPasswordResponse = SetUserPasswordResponse
 

@@ -102,7 +102,8 @@ class AuthServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def SetUserPassword(self, request, context):
-        """A user changes their own password; an admin anyone's.
+        """A user changes their own password (giving the current one); an admin anyone's. Ends the
+        user's other sessions.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -55,7 +55,9 @@ class AuthServiceStub:
         pedl.v1.auth_pb2.SetUserPasswordRequest,
         pedl.v1.auth_pb2.SetUserPasswordResponse,
     ]
-    """A user changes their own password; an admin anyone's."""
+    """A user changes their own password (giving the current one); an admin anyone's. Ends the
+    user's other sessions.
+    """
 
     SetUserActive: grpc.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.SetUserActiveRequest,
@@ -115,7 +117,9 @@ class AuthServiceAsyncStub:
         pedl.v1.auth_pb2.SetUserPasswordRequest,
         pedl.v1.auth_pb2.SetUserPasswordResponse,
     ]
-    """A user changes their own password; an admin anyone's."""
+    """A user changes their own password (giving the current one); an admin anyone's. Ends the
+    user's other sessions.
+    """
 
     SetUserActive: grpc.aio.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.SetUserActiveRequest,
@@ -187,7 +191,9 @@ class AuthServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.auth_pb2.SetUserPasswordRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.auth_pb2.SetUserPasswordResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.SetUserPasswordResponse]]:
-        """A user changes their own password; an admin anyone's."""
+        """A user changes their own password (giving the current one); an admin anyone's. Ends the
+        user's other sessions.
+        """
 
     @abc.abstractmethod
     def SetUserActive(

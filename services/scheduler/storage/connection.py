@@ -12,23 +12,34 @@ INSERT as multi-row statements: SQLAlchemy's insertmanyvalues).
 
 A lost PostgreSQL connection never hangs the scheduler silently: the failed call raises
 `DatabaseUnavailable` (the statement may or may not have run; a transaction in progress is rolled
-back by the server), and the next call made outside a transaction reconnects.
+back by the server), and the next call made outside a transaction reconnects, however many
+reconnects failed before (a restarted server is picked up by itself). A connection the server
+ended while it sat idle (a restart, a crash: the socket is readable with no query out) is
+replaced before a unit of work starts on it, and a unit of work whose connection could not be made
+is retried a bounded number of times, since neither case ran a statement. `reachable` says whether
+the last attempt reached the database (the scheduler's health check reports it).
 """
 
 from __future__ import annotations
 
+import select
+import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Engine, Executable, Insert, RootTransaction, exc
-from sqlalchemy.engine.default import DefaultDialect
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy import Connection, CursorResult, Engine, Executable, Insert, RootTransaction, exc, text
 
-from pedl_scheduler.storage.engine import redact
+from pedl_scheduler.storage.compiled import MultiRowInsert, RawWrite, dialect_class
+from pedl_scheduler.storage.engine import SQLITE_BUSY_TIMEOUT, redact
+
+# Attempts at a unit of work whose connection could not be made, and the waits between them: short,
+# since the scheduler's event loop waits with it.
+CONNECT_ATTEMPTS = 3
+CONNECT_RETRY_WAIT = 0.1
 
 # PostgreSQL takes at most 65535 parameters in one statement; a few columns times this stays under.
 MAX_ROWS_PER_INSERT = 1024
@@ -68,15 +79,60 @@ class Storage:
             tuple[Insert, tuple[str, ...], int, bool], MultiRowInsert
         ] = {}  # by dict or tuple rows
         self._raw: dict[tuple[Executable | Positional, tuple[str, ...]], RawWrite] = {}
+        self.reachable = True  # whether the last attempt reached the database
         self._conn = self._connect()
 
     # ---- connection ------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
         try:
-            return self.engine.connect()
+            conn = self.engine.connect()
         except exc.DBAPIError as e:
+            self.reachable = False
             raise self._unavailable(e, connecting=True) from e
+        self.reachable = True
+        return conn
+
+    def _usable(self) -> bool:
+        """False for a connection closed by a failed reconnect, invalidated, or ended by the server."""
+        conn = self._conn
+        if conn.closed or conn.invalidated:
+            return False
+        if self.dialect != "postgresql" or self._raw_open:
+            return True
+        try:  # an idle PostgreSQL connection receives nothing unless the server is ending it
+            fd = _driver(conn).fileno()
+            return not select.select([fd], [], [], 0)[0]
+        except Exception:  # closed under us
+            return False
+
+    def _reconnect_if_lost(self) -> None:
+        """Between transactions, replaces a connection that is gone (see `_usable`)."""
+        if self._tx is not None or self._closed or self._usable():
+            return
+        if not self._conn.closed:
+            self._conn.invalidate()
+            self._conn.close()
+        attempt = 1
+        while True:
+            try:
+                self._conn = self._connect()
+                return
+            except DatabaseUnavailable:
+                if attempt >= CONNECT_ATTEMPTS or self._depth:
+                    raise
+            time.sleep(CONNECT_RETRY_WAIT * attempt)
+            attempt += 1
+
+    def ping(self) -> bool:
+        """Whether the database answers now (reconnecting when needed); for the health check."""
+        if self._depth:
+            return self.reachable
+        try:
+            self.scalar(text("SELECT 1"))
+        except DatabaseUnavailable:
+            return False
+        return True
 
     def _unavailable(self, e: exc.DBAPIError, connecting: bool = False) -> DatabaseUnavailable:
         cause = str(e.orig).strip() if e.orig is not None else str(e)
@@ -86,26 +142,37 @@ class Storage:
             f"lost the connection to {self._server()} at {self.url} (the statement may not have run): {cause}"
         )
 
+    def _locked(self, e: BaseException | None) -> DatabaseUnavailable:
+        return DatabaseUnavailable(
+            f"SQLite's file {self.url} stayed locked by another process past the {SQLITE_BUSY_TIMEOUT:g} s "
+            f"wait (nothing was written): {e}"
+        )
+
     def _server(self) -> str:
         return "PostgreSQL" if self.dialect == "postgresql" else "SQLite"
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
         """Reconnects a lost connection between transactions; turns a loss into DatabaseUnavailable."""
-        if self._conn.invalidated and self._tx is None and not self._closed:
-            self._conn.close()
-            self._conn = self._connect()
+        self._reconnect_if_lost()
         try:
             yield
         except exc.DBAPIError as e:
             if e.connection_invalidated or self._conn.invalidated:
+                self.reachable = False
                 raise self._unavailable(e) from e
             if isinstance(e, exc.OperationalError) and self._conn.closed is False and _broken(self._conn):
+                self.reachable = False
                 raise self._unavailable(e) from e
+            if _locked(e.orig):
+                raise self._locked(e.orig) from e
             raise
         except Exception as e:  # from the driver itself, on the deferred-write path
+            if _locked(e):
+                raise self._locked(e) from e
             if self.dialect == "postgresql" and not self._conn.closed and _broken(self._conn):
                 self._conn.invalidate(e)
+                self.reachable = False
                 raise DatabaseUnavailable(
                     f"lost the connection to PostgreSQL at {self.url} (the statement may not have run): {e}"
                 ) from e
@@ -266,7 +333,7 @@ class Storage:
         if raw is None:
             if self._positional_dialect is None:
                 self._positional_dialect = (
-                    _dialect_class(self.engine)(paramstyle="format")
+                    dialect_class(self.engine)(paramstyle="format")
                     if self.dialect == "postgresql"
                     else self.engine.dialect
                 )
@@ -291,7 +358,7 @@ class Storage:
         if self._raw_cursor is None:
             import psycopg  # only on PostgreSQL
 
-            self._numbered = _dialect_class(self.engine)(paramstyle="numeric_dollar")
+            self._numbered = dialect_class(self.engine)(paramstyle="numeric_dollar")
             self._raw_cursor = psycopg.RawCursor
         cursor = self._raw_cursor(_driver(self._conn))
         first = 0
@@ -381,101 +448,20 @@ class Positional:
         self.keys = keys
 
 
-class RawWrite:
-    """A write statement as its DBAPI SQL and how to lay out one row of its parameters (in the
-    order of the `?`s, or as a dict), with the type processing SQLAlchemy would apply."""
-
-    def __init__(self, statement: Executable, sample: Params, engine: Engine, dialect: Any = None) -> None:
-        if not isinstance(statement, ClauseElement):
-            raise TypeError(f"not a SQL statement: {statement!r}")
-        compiled = statement.compile(dialect=dialect or engine.dialect, column_keys=list(sample))
-        if not isinstance(compiled, SQLCompiler):
-            raise TypeError(f"not a SQL statement: {statement!r}")
-        if compiled.post_compile_params or compiled.literal_execute_params:
-            raise ValueError("a statement with expanding parameters (IN lists) needs SQLAlchemy to run it")
-        constants = compiled.construct_params(_check=False) or {}
-        self.sql: str = compiled.string
-        self.names = list(compiled.positiontup or ()) if compiled.positional else None
-        self.constants = {k: v for k, v in constants.items() if k not in sample}
-        # SQLAlchemy's own (private) map of parameter name -> type processor (a callable for DML).
-        self.processors: dict[str, Any] = dict(compiled._bind_processors)
-        if self.names is not None:
-            self.processed = [
-                (i, self.processors[n]) for i, n in enumerate(self.names) if n in self.processors
-            ]
-            # The row in the `?`s' order, taken in C: this runs for every deferred row.
-            self.take = itemgetter(*self.names) if len(self.names) > 1 and not self.constants else None
-
-    def positional_order(self, keys: tuple[str, ...]) -> None:
-        """Prepares `from_tuple` for rows given in `keys` order; `as_is` when they need nothing."""
-        self.keys = keys
-        self.order: Any = None  # the `?`s' values as a list from a tuple, or None: through a dict
-        if self.names is not None and not self.constants and set(self.names) <= set(keys):
-            positions = [keys.index(n) for n in self.names]
-            if positions == list(range(len(keys))):
-                self.order = list  # trial saves: in order, only their float is processed
-            elif len(positions) > 1:
-                take = itemgetter(*positions)
-                self.order = lambda values: list(take(values))
-        self.as_is = self.names == list(keys) and not self.processed and not self.constants
-
-    def from_tuple(self, values: tuple[Any, ...]) -> Any:
-        if self.order is None:
-            return self.row(dict(zip(self.keys, values, strict=True)))
-        out = self.order(values)
-        for i, process in self.processed:
-            out[i] = process(out[i])
-        return out
-
-    def row(self, params: Params) -> Any:
-        if self.names is not None:
-            if self.take is not None:
-                if not self.processed:
-                    return self.take(params)
-                values = list(self.take(params))
-            else:
-                values = [params[n] if n in params else self.constants[n] for n in self.names]
-            for i, process in self.processed:
-                values[i] = process(values[i])
-            return values
-        if not (self.constants or self.processors):
-            return params
-        row = {**self.constants, **params}
-        for name, process in self.processors.items():
-            row[name] = process(row[name])
-        return row
-
-
-class MultiRowInsert:
-    """`INSERT ... VALUES (row), (row), ...` for `size` rows as SQLAlchemy compiles it for PostgreSQL
-    with `$n` placeholders (sent as is on a raw cursor: psycopg parses a statement over 4 KB anew
-    on every call otherwise, 0.5 ms for 16 steps), with where each row's values go."""
-
-    def __init__(self, statement: Insert, keys: list[str], size: int, dialect: Any) -> None:
-        marked = [{k: (i, k) for k in keys} for i in range(size)]
-        compiled = statement.values(marked).compile(dialect=dialect)
-        self.sql: str = compiled.string
-        marks = compiled.construct_params()
-        self.places = [marks[name] for name in compiled.positiontup or ()]  # (row, column) of each $n
-
-    def params(self, rows: Sequence[Params]) -> list[Any]:
-        return [rows[i][k] for i, k in self.places]
-
-
 def _driver(conn: Connection) -> Any:
     """The driver's own connection under `conn` (psycopg's or sqlite3's)."""
     return conn.connection.driver_connection
-
-
-def _dialect_class(engine: Engine) -> type[DefaultDialect]:
-    """The engine's dialect class, to make a variant of it (another paramstyle)."""
-    return cast("type[DefaultDialect]", type(engine.dialect))
 
 
 def _dicts(result: CursorResult) -> list[Row]:
     """Rows as dicts: zipped with the keys, 3x faster than `result.mappings()` (10,000 trial ids)."""
     keys = list(result.keys())
     return [dict(zip(keys, row, strict=True)) for row in result]
+
+
+def _locked(e: BaseException | None) -> bool:
+    """SQLite's busy timeout ran out: another process holds the file's write lock."""
+    return isinstance(e, sqlite3.OperationalError) and "locked" in str(e)
 
 
 def _broken(conn: Connection) -> bool:

@@ -5,10 +5,12 @@ transaction (SQLAlchemy's recipe for real SQLite transactions); WAL with synchro
 commit survives a crash of the scheduler and only an OS crash can lose the last ones.
 
 PostgreSQL: libpq keepalives and a TCP user timeout bound how long a dead server or network can
-block a call (the URL's own settings win). Each commit waits for the WAL flush, which bounds
-transactions to the disk's fsync rate; the scheduler commits each batch of agent messages as one
-transaction. `?options=-c%20synchronous_commit%3Doff` in the URL trades the last few hundred
-milliseconds of commits on a PostgreSQL crash (never consistency) for no flush wait.
+block a call (the URL's own settings win); a pooled connection is pinged when it is checked out
+(the scheduler's reconnects), so a restart of the server never hands back a dead one. Each commit
+waits for the WAL flush, which bounds transactions to the disk's fsync rate; the scheduler commits
+each batch of agent messages as one transaction. `?options=-c%20synchronous_commit%3Doff` in the
+URL trades the last few hundred milliseconds of commits on a PostgreSQL crash (never consistency)
+for no flush wait.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ POSTGRES_CONNECTION_DEFAULTS = {
     "tcp_user_timeout": "30000",  # ms: unacknowledged writes fail after this
     "application_name": "pedl-scheduler",
 }
+
+# Seconds a SQLite statement waits for another process's lock on the file before it gives up.
+SQLITE_BUSY_TIMEOUT = 5.0
 
 
 def is_postgres(url: str) -> bool:
@@ -59,9 +64,7 @@ def _postgres_engine(url: str) -> Engine:
     query = dict(parse_qsl(parts.query))
     connect_args: dict[str, Any] = {k: v for k, v in POSTGRES_CONNECTION_DEFAULTS.items() if k not in query}
     sa_url = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, parts.query, parts.fragment))
-    engine = create_engine(
-        sa_url, connect_args=connect_args, pool_size=1, max_overflow=2, pool_pre_ping=False
-    )
+    engine = create_engine(sa_url, connect_args=connect_args, pool_size=1, max_overflow=2, pool_pre_ping=True)
     # Many rows of one INSERT go as multi-row statements (SQLAlchemy's insertmanyvalues) even without
     # RETURNING: psycopg's executemany costs a pipeline message and Python work per row.
     engine.dialect.use_insertmanyvalues_wo_returning = True
@@ -75,7 +78,9 @@ def _sqlite_engine(url: str) -> Engine:
     else:
         file = Path(path).expanduser()
         file.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(f"sqlite:///{file}", connect_args={"check_same_thread": False})
+        engine = create_engine(
+            f"sqlite:///{file}", connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT}
+        )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

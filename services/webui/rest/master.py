@@ -103,7 +103,8 @@ async def login(request: Request) -> JSONResponse:
         raise GatewayError(400, 'give a "username"')
     gateway = request.app.state.gateway
     password, hashed = fields.get("password") or "", bool(fields.get("isHashed"))
-    reply = await run_in_threadpool(gateway.login, username, password, hashed)
+    client = request.client.host if request.client else ""
+    reply = await run_in_threadpool(gateway.login, username, password, hashed, f"rest-{client}")
     return ok({"token": reply.token, "user": user_json(reply.user)})
 
 

@@ -10,6 +10,7 @@ document.getElementById("login").addEventListener("submit", async (event) => {
     body: JSON.stringify({
       username: document.getElementById("username").value,
       password: document.getElementById("password").value,
+      next: new URLSearchParams(location.search).get("next") || "",
     }),
   });
   if (!response.ok) {
@@ -17,7 +18,7 @@ document.getElementById("login").addEventListener("submit", async (event) => {
     error.textContent = body.error || "login failed";
     return;
   }
-  const next = new URLSearchParams(location.search).get("next") || "/experiments";
-  // Only a path on this site: never an open redirect.
-  location.href = next.startsWith("/") && !next.startsWith("//") ? next : "/experiments";
+  // The server's answer: a path on this site only (services/webui/redirects.py), never an open redirect.
+  const body = await response.json().catch(() => ({}));
+  location.href = body.next || "/experiments";
 });

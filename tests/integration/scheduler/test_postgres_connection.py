@@ -65,13 +65,11 @@ def test_schedulers_migrating_one_empty_database_at_once_do_not_collide(postgres
         db.close()
 
 
-def test_a_dropped_connection_raises_then_reconnects(postgres_url: str) -> None:
+def test_an_idle_connection_the_server_ended_is_replaced_before_use(postgres_url: str) -> None:
     db = open_storage(postgres_url)
     add_experiment(db)
     drop_connections(postgres_url)
-    with pytest.raises(DatabaseUnavailable, match="lost the connection"):
-        stored.rows(db, "SELECT id FROM experiments")
-    assert len(stored.rows(db, "SELECT id FROM experiments")) == 1  # the next call reconnected
+    assert len(stored.rows(db, "SELECT id FROM experiments")) == 1  # reconnected, nothing failed
     assert add_experiment(db) > 0
     db.close()
 

@@ -188,3 +188,31 @@ def test_a_warm_start_is_refused_locally_in_one_line(
         "cluster's store, so it runs only on a cluster (pedl experiment create); locally, load the "
         "weights in your Trial"
     ], err
+
+
+def _alias_bomb() -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(_alias_bomb(), "aliases expanded"), ("x: " + "[" * 10_000 + "]" * 10_000 + "\n", "nested more than")],
+    ids=["alias-bomb", "10000-deep"],
+)
+def test_yaml_bombs_are_one_line_not_a_hang_or_a_traceback(
+    text: str,
+    message: str,
+    tmp_path: Path,
+    context_dir: Path,
+    unused_address: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / "exp.yaml"
+    config.write_text(text)
+    code = main(["--master", unused_address, "experiment", "create", str(config), str(context_dir)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert err.startswith(f"error: {config}, line "), err

@@ -19,7 +19,8 @@ from pedl_webui.serve import Server
 class StandInGateway:
     """Answers as the scheduler would for user "ann" (token "tok-ann"), who owns experiment 1."""
 
-    def login(self, username: str, password: str) -> auth_pb2.LoginResponse:
+    def login(self, username: str, password: str, browser: str = "") -> auth_pb2.LoginResponse:
+        assert browser == "127.0.0.1"  # the scheduler limits failed logins per browser
         if (username, password) != ("ann", "pw"):
             raise GatewayError(401, "wrong username or password")
         return auth_pb2.LoginResponse(token="tok-ann", user=auth_pb2.User(username="ann"))
@@ -78,6 +79,19 @@ def test_login_sets_an_httponly_strict_cookie_and_a_wrong_password_is_refused(ur
     assert headers["Set-Cookie"] == "pedl_session=tok-ann; Path=/; HttpOnly; SameSite=Strict"
     status, _, body = request(url, "/api/login", {"username": "ann", "password": "nope"})
     assert status == 401 and json.loads(body)["error"] == "wrong username or password"
+
+
+@pytest.mark.parametrize(
+    ("sent", "next_page"),
+    [
+        ("/experiments/1", "/experiments/1"),
+        ("/\\evil.example/", "/experiments"),
+        ("//evil.example", "/experiments"),
+    ],
+)
+def test_login_answers_where_to_go_next_only_on_this_site(url: str, sent: str, next_page: str) -> None:
+    status, _, body = request(url, "/api/login", {"username": "ann", "password": "pw", "next": sent})
+    assert status == 200 and json.loads(body)["next"] == next_page
 
 
 def test_without_a_session_pages_redirect_to_login_and_the_api_answers_401(url: str) -> None:

@@ -79,6 +79,19 @@ def set_password(s: Storage, user_id: int, password_hash: str) -> None:
     s.run(_SET_PASSWORD, {"user_id": user_id, "new_hash": password_hash})
 
 
+def change_password(s: Storage, user_id: int, password_hash: str, keep_token_hash: str = "") -> int:
+    """A new password ends every session of the user but `keep_token_hash` (the one changing it),
+    in one transaction; how many ended."""
+    with s.transaction():
+        set_password(s, user_id, password_hash)
+        ended = [
+            r for r in s.rows(_USER_SESSIONS, {"user_id": user_id}) if r["token_hash"] != keep_token_hash
+        ]
+        for row in ended:
+            end_session(s, row["token_hash"])
+    return len(ended)
+
+
 def set_active(s: Storage, user_id: int, active: bool) -> None:
     """Deactivating also ends every session of the user."""
     with s.transaction():
