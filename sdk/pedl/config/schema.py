@@ -4,12 +4,10 @@ Written from the facts of Determined's published expconf v0 schema (field names,
 for Determined's fields and from pedl's rules for the rest (PEDL's older fields, pedl-only sections).
 What a schema cannot say (a length converted by the batch size, `minval < maxval`, a path under
 another, a searcher that needs a Trial class) stays in the section modules. `EXPERIMENT_SCHEMA` is
-plain JSON: `python -m pedl.config.schema` prints it.
+plain JSON (`json.dumps` writes it out).
 """
 
 from __future__ import annotations
-
-import json
 
 from pedl.config.schema_parts import (
     ANY,
@@ -271,6 +269,3 @@ EXPERIMENT_SCHEMA: Schema = {
     **section(TOP_LEVEL, required=("searcher",)),
     "$defs": {"space": SPACE, "hyperparameter": HYPERPARAMETER},
 }
-
-if __name__ == "__main__":
-    print(json.dumps(EXPERIMENT_SCHEMA, indent=2))
