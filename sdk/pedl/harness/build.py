@@ -154,7 +154,7 @@ def _load_pedl011(model_definition_dir: Path, mapping: dict[str, Any]) -> ModelD
 
 def start_trial(
     model_definition_dir: Path,
-    config: ExperimentConfig,
+    config: ExperimentConfig | dict[str, Any],
     hparams: dict[str, Any],
     seed: int,
     checkpoint_dir: Path | None = None,
@@ -168,11 +168,15 @@ def start_trial(
     `before_build` runs once the model definition is imported and before its data or model are
     built (a distributed harness starts TensorFlow's multi-worker runtime there, which must come
     before any TensorFlow op)."""
-    experiment_config = config.raw
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
     with timeline.phase("model definition loaded"):
-        model_def = load_for_spec(model_definition_dir, config.entrypoint_spec, experiment_config)
+        if isinstance(config, ExperimentConfig):  # a harness's: its entrypoint is parsed already
+            experiment_config = config.raw
+            model_def = load_for_spec(model_definition_dir, config.entrypoint_spec, experiment_config)
+        else:  # a plain mapping (tools and tests that build a trial by hand)
+            experiment_config = config
+            model_def = load_for_config(model_definition_dir, experiment_config)
     if before_build is not None:
         before_build(model_def)
     # Again, now that the model definition has imported its framework (torch is not imported
