@@ -9,22 +9,10 @@ directory the operator shares with trials (`pedl-agent --bind DIR`) and outside 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from .sandbox import Sandbox
-
-
-def bind_mounts_from_json(config_json: str) -> list[dict[str, Any]]:
-    """The mounts of the config as the agent receives it (StartTrial.config_json); none for JSON that
-    does not load: the harness then refuses the config, naming what is wrong."""
-    try:
-        config = json.loads(config_json) if config_json else None
-    except ValueError:
-        return []
-    mounts = config.get("bind_mounts") if isinstance(config, dict) else None
-    return [m for m in mounts or () if isinstance(m, dict) and isinstance(m.get("host_path"), str)]
 
 
 def unmet_bind_mount(mounts: list[dict[str, Any]], sandbox: Sandbox | None) -> str | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pedl.config.env_vars import trial_variables_from_text
+from pedl.config import ExperimentConfig
+from pedl.config.env_vars import trial_variables
 from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2
 
@@ -19,18 +20,21 @@ from .run_settings import RunSettings
 
 def run_environment(
     start: agent_pb2.StartTrial,
+    config: ExperimentConfig | None,
     settings: RunSettings,
     r: Ranks,
     trial_dir: Path,
     socket_path: Path,
     index: int = 0,
 ) -> dict[str, str]:
-    """The environment of the run's harness process `index` (its rank on this agent)."""
+    """The environment of the run's harness process `index` (its rank on this agent). `config` is the
+    run's, decoded once from StartTrial.config_json (None: it did not decode, and the harness refuses it)."""
     env = harness_environment(os.environ, trial_dir, DISTRIBUTED_ENV)
     slots = list(start.slot_ids)
     on_gpu = cuda_visible_devices(slots, settings.gpus) is not None
     # The experiment's environment.environment_variables; pedl's own names (below) cannot be among them.
-    env.update(trial_variables_from_text(start.config_json, gpu=on_gpu))
+    if config is not None:
+        env.update(trial_variables(config.raw, gpu=on_gpu))
     env.update(
         PEDL_HARNESS_SOCKET=str(socket_path),
         PEDL_TRIAL_ID=str(start.trial_id),

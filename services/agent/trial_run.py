@@ -24,10 +24,11 @@ import structlog
 
 import pedl._grpc
 from pedl._parent_death import Lifeline
+from pedl.config import ConfigError, ExperimentConfig, carried
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
+from .bind_mounts import unmet_bind_mount
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
@@ -61,11 +62,21 @@ class _Outcome:
     error: str = ""
 
 
+def _decoded(start: agent_pb2.StartTrial) -> ExperimentConfig | None:
+    """The run's config, decoded once here; None when it does not decode: the harness then refuses it
+    with the line naming what is wrong, which reaches the user as the run's failure."""
+    try:
+        return carried.from_json(start.config_json, source=f"StartTrial.{carried.FIELD}")
+    except ConfigError:
+        return None
+
+
 class TrialRun:
     """Runs one (trial, run) to its end and reports `trial_exited` exactly once."""
 
     def __init__(self, start: agent_pb2.StartTrial, settings: RunSettings) -> None:
         self.start = start
+        self.config = _decoded(start)
         self.trial_id = start.trial_id
         self.run_id = start.run_id
         self._s = settings
@@ -329,7 +340,8 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        unmet = unmet_bind_mount(bind_mounts_from_json(self.start.config_json), self._s.sandbox)
+        mounts = self.config.bind_mounts if self.config is not None else []
+        unmet = unmet_bind_mount(mounts, self._s.sandbox)
         if unmet is not None:
             raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
@@ -360,7 +372,9 @@ class TrialRun:
 
     def environment(self, index: int = 0) -> dict[str, str]:
         """The environment of the run's harness process `index` (see run_environment)."""
-        return run_environment(self.start, self._s, self._ranks, self.trial_dir, self.socket_path, index)
+        return run_environment(
+            self.start, self.config, self._s, self._ranks, self.trial_dir, self.socket_path, index
+        )
 
     async def _spawn_all(self, model_dir: Path, started: float) -> None:
         """Starts one harness per local rank; the first leads the process group the others join."""

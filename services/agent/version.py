@@ -19,7 +19,8 @@ AGENT_VERSION = _version()
 # every wire change the other side cannot bridge; services/scheduler/agent_protocol.py keeps the
 # scheduler's side. 1: StartTrial.config_json (the parsed, normalised config) replaced config_yaml.
 # 2: a result may say the trial ended itself early (WorkloadResult.early_exit).
-AGENT_PROTOCOL = 2
+# 3: StartTrial.config_json is the versioned config document (pedl.config.carried), decoded, not parsed.
+AGENT_PROTOCOL = 3
 # The oldest scheduler revision this agent can run trials for (AgentRegistered.protocol): one before
 # 2 would read a trial's early exit (set_stop_requested, report_early_exit) as nothing and drive it on.
 MIN_SCHEDULER_PROTOCOL = 2

@@ -11,11 +11,13 @@ from __future__ import annotations
 from pedl.v1 import agent_pb2
 
 # What this scheduler speaks (AgentRegistered.protocol); the agent's side: services/agent/version.py.
-SCHEDULER_PROTOCOL = 2
+SCHEDULER_PROTOCOL = 3
 # 1: StartTrial carries the effective config as config_json (field 19); config_yaml (4) is gone.
 # 2: results may carry WorkloadResult.early_exit. Agents of revision 1 never send it (their harness
 # refuses set_stop_requested(True)), so they stay welcome.
-MIN_AGENT_PROTOCOL = 1
+# 3: StartTrial.config_json is the versioned config document (pedl.config.carried); an agent before it
+# would hand its harness a document it reads as a config with unknown fields.
+MIN_AGENT_PROTOCOL = 3
 
 
 def refusal(register: agent_pb2.RegisterAgent) -> str | None:
@@ -26,6 +28,6 @@ def refusal(register: agent_pb2.RegisterAgent) -> str | None:
     return (
         f"agent {register.agent_id or '?'} (pedl {version}) speaks agent-link protocol "
         f"{register.protocol}, older than the {MIN_AGENT_PROTOCOL} this scheduler needs "
-        "(StartTrial.config_json): upgrade pedl-agent on "
+        "(StartTrial.config_json, the versioned config document): upgrade pedl-agent on "
         f"{register.hostname or 'its machine'} to the scheduler's release"
     )

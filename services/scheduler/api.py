@@ -13,7 +13,7 @@ import grpc.aio
 
 from pedl import __version__
 from pedl.checkpoints import CheckpointError
-from pedl.config import carried
+from pedl.config import ConfigError, carried, parse_experiment_config
 from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
@@ -106,10 +106,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             self.manager.request_limits.check_config_size(request.config_yaml)
         except LimitExceeded as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        try:  # the one parse of this request's config: everything after gets the typed object
+            config = await asyncio.to_thread(parse_experiment_config, request.config_yaml)
+        except ConfigError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid experiment config: {e}")
         try:
-            await asyncio.to_thread(
-                check_checkpoint_storage, request.config_yaml, self.storage_roots, self.allowed_s3
-            )
+            await asyncio.to_thread(check_checkpoint_storage, config, self.storage_roots, self.allowed_s3)
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         if request.model_definition:  # what an agent would refuse to unpack is refused here
@@ -120,7 +122,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         try:
             principal = current_principal()
             exp_id = self.manager.create_experiment(
-                request.config_yaml,
+                config,
                 request.model_definition,
                 request.model_definition_name,
                 owner=principal.username if principal.kind == "user" else "",
@@ -206,7 +208,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 experiment=self._experiment(exp_id), deleted_checkpoints=doomed
             )
         if config is not None:
-            updates.update(config_json=carried.to_json(config), config_yaml=config.masked_yaml())
+            updates.update(config_json=carried.stored_json(config), config_yaml=config.masked_yaml())
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
         self.db.flush()
         doomed = self.manager.reconfigure(exp_id, config, collect=gc) if config is not None else []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pedl.config import ConfigError, parse_experiment_config
+from pedl.config import ExperimentConfig
 from pedl_checkpoint_store.s3_allow import S3Allowance, S3NotAllowed
 from pedl_checkpoint_store.storage_roots import OutsideAllowedRoots, check_shared_fs
 
@@ -24,14 +24,11 @@ class StorageCheckError(ValueError):
 
 
 def check_checkpoint_storage(
-    config_yaml: str, roots: Sequence[Path] | None = None, allowed_s3: S3Allowance | None = None
+    config: ExperimentConfig, roots: Sequence[Path] | None = None, allowed_s3: S3Allowance | None = None
 ) -> None:
     """Raises StorageCheckError; `roots` (resolved) bound shared_fs host_paths and `allowed_s3` S3
-    buckets and endpoints, None allows any."""
-    try:
-        storage = parse_experiment_config(config_yaml).checkpoint_storage
-    except ConfigError:
-        return  # create_experiment reports the config error itself
+    buckets and endpoints, None allows any. `config` is the request's, parsed once by the API."""
+    storage = config.checkpoint_storage
     if storage.get("type") == "shared_fs" and roots is not None:
         try:
             check_shared_fs(storage, roots, ALLOW_FLAG)

@@ -225,3 +225,50 @@ def test_a_config_as_det_experiment_config_prints_it_is_accepted() -> None:
     assert sorted(w.split(":")[0] for w in parsed.warnings) == ["environment.image", "log_policies"]
     assert parsed.searcher_name == "single" and parsed.max_length_batches == 10
     assert parse_experiment_config(parsed.raw).raw == parsed.raw
+
+
+def _schema_verdict(config: Any) -> list[str]:
+    """pedl's JSON Schema alone (pedl.config.schema) on the config as the parser hands it over: explicit
+    nulls mean "unset" there, so they are dropped first, as the parser does."""
+    from pedl.config.policy import drop_nulls
+    from pedl.config.schema_errors import schema_errors
+
+    data = drop_nulls(config) if isinstance(config, dict) else config
+    return [str(e) for e in schema_errors(data)]
+
+
+def test_determined_cases_against_pedls_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every case run against pedl's own JSON Schema with `jsonschema`. The schema must accept what
+    Determined calls valid unless pedl refuses that field (the parser says so, naming it), and refuse what
+    Determined calls invalid unless the rule is one a JSON Schema cannot state (a < b, a grid's counts),
+    which pedl's parser then enforces. The count of cases the schema itself decides is printed and held."""
+    by_schema = by_rules = 0
+    for ident, verdict, place, fragment, _case in CHECKS:
+        config = _config(place, fragment)
+        if isinstance(config, dict):
+            config.setdefault("entrypoint", ENTRYPOINTS[0])
+        errors = _schema_verdict(config)
+        if verdict == "invalid":
+            if errors:
+                by_schema += 1
+                continue
+            assert isinstance(_parse_with_each_entrypoint(config)[0], ConfigError), ident
+            by_rules += 1
+            continue
+        if not errors:
+            by_schema += 1
+            continue
+        parsed = _parse_with_each_entrypoint(config)[0]
+        assert isinstance(parsed, ConfigError) and _names_field_of(parsed, place), f"{ident}: {errors[0]}"
+        by_rules += 1
+    with capsys.disabled():
+        print(
+            f"\nDetermined schema cases: {by_schema} of {len(CHECKS)} decided by pedl's JSON Schema alone, "
+            f"{by_rules} by pedl's other rules"
+        )
+    assert by_schema + by_rules == len(CHECKS)
+    assert by_schema >= SCHEMA_DECIDES_AT_LEAST
+
+
+# Measured when the schema was written; a change that makes the schema decide fewer cases is a regression.
+SCHEMA_DECIDES_AT_LEAST = 146

@@ -36,7 +36,8 @@ _to_json = carried.to_json
 def _to_json_corrupting(config):
     text = _to_json(config)
     if config.description == "corrupted on its way":
-        text = json.dumps({**json.loads(text), "max_restarts": "five"})
+        document = json.loads(text)
+        text = json.dumps({**document, "config": {**document["config"], "max_restarts": "five"}})
     return text
 
 
@@ -160,8 +161,9 @@ def test_an_agent_of_the_release_before_config_json_is_refused_at_registration(c
         list(link.Connect(iter([agent_pb2.ConnectRequest(register=old)]), timeout=30))
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert info.value.details() == (
-        "agent old-agent (pedl 0.9.0) speaks agent-link protocol 0, older than the 1 this scheduler needs "
-        "(StartTrial.config_json): upgrade pedl-agent on node9 to the scheduler's release"
+        "agent old-agent (pedl 0.9.0) speaks agent-link protocol 0, older than the 3 this scheduler needs "
+        "(StartTrial.config_json, the versioned config document): upgrade pedl-agent on node9 to the "
+        "scheduler's release"
     )
     agents = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=30).agents
     assert "old-agent" not in {a.id for a in agents}

@@ -1,4 +1,5 @@
-"""Small type/range validators shared by every config section; each raises FieldError with the path."""
+"""Small checks left to the code (the JSON Schema checks types and bounds): each raises FieldError with
+the path; `describe` and `suggestion` word values and names in messages."""
 
 from __future__ import annotations
 
@@ -31,41 +32,6 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def expect_int(value: Any, path: FieldPath, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    if not is_int(value):
-        raise FieldError(path, f"expected an integer, got {describe(value)}")
-    if minimum is not None and value < minimum:
-        raise FieldError(path, f"must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise FieldError(path, f"must be at most {maximum}, got {value}")
-    return value
-
-
-def expect_number(
-    value: Any,
-    path: FieldPath,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive_minimum: float | None = None,
-) -> float | int:
-    if not is_number(value):
-        raise FieldError(path, f"expected a number, got {describe(value)}")
-    if value != value:  # NaN
-        raise FieldError(path, "expected a number, got NaN")
-    if minimum is not None and value < minimum:
-        raise FieldError(path, f"must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise FieldError(path, f"must be at most {maximum}, got {value}")
-    if exclusive_minimum is not None and value <= exclusive_minimum:
-        raise FieldError(path, f"must be greater than {exclusive_minimum}, got {value}")
-    return value
-
-
 def expect_str(value: Any, path: FieldPath, *, non_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise FieldError(path, f"expected a string, got {describe(value)}")
@@ -92,20 +58,6 @@ def expect_mapping(value: Any, path: FieldPath) -> dict[str, Any]:
 def expect_list(value: Any, path: FieldPath) -> list[Any]:
     if not isinstance(value, list):
         raise FieldError(path, f"expected a list, got {describe(value)}")
-    return value
-
-
-def expect_str_list(value: Any, path: FieldPath) -> list[str]:
-    for i, item in enumerate(expect_list(value, path)):
-        expect_str(item, (*path, i))
-    return value
-
-
-def expect_choice(value: Any, path: FieldPath, choices: Iterable[str]) -> str:
-    options = list(choices)
-    if not isinstance(value, str) or value not in options:
-        hint = suggestion(value, options) if isinstance(value, str) else ""
-        raise FieldError(path, f"expected one of {', '.join(options)}; got {describe(value)}{hint}")
     return value
 
 

@@ -16,13 +16,7 @@ from typing import Any, Union
 
 from pedl.config import sections, storage, yaml12
 from pedl.config._checks import (
-    check_keys,
     describe,
-    expect_bool,
-    expect_choice,
-    expect_int,
-    expect_mapping,
-    expect_str,
     is_int,
 )
 from pedl.config._source import load_source
@@ -33,51 +27,13 @@ from pedl.config.lengths import Length, LengthContext, resolve_length
 from pedl.config.log_policies import validate_log_policies
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
+from pedl.config.schema_errors import check_schema
 from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
 
 DEFAULT_BATCHES_PER_STEP = 100
 DEFAULT_MAX_RESTARTS = 5
-TOP_LEVEL_FIELDS = (
-    "description",
-    "name",
-    "labels",
-    "data",
-    "hyperparameters",
-    "searcher",
-    "batches_per_step",
-    "scheduling_unit",
-    "min_validation_period",
-    "min_checkpoint_period",
-    "checkpoint_storage",
-    "resources",
-    "max_restarts",
-    "entrypoint",
-    "entrypoints",
-    "environment",
-    "reproducibility",
-    "records_per_epoch",
-    "optimizations",
-    "bind_mounts",
-    "perform_initial_validation",
-    "checkpoint_policy",
-    "tensorboard_storage",
-    "profiling",
-    "debug",
-    "workspace",
-    "project",
-    "data_layer",
-    # Accepted as written so Determined configs load; pedl does not act on them.
-    "internal",
-    "pbs",
-    "slurm",
-    "log_policies",
-    "retention_policy",
-    "integrations",
-    "preemption_timeout",
-    "security",
-)
 
 
 @dataclass(frozen=True)
@@ -216,6 +172,11 @@ class ExperimentConfig:
         return (self.raw.get("reproducibility") or {}).get("experiment_seed")
 
     @property
+    def bind_mounts(self) -> list[dict[str, Any]]:
+        """The mounts, as validated at create (`sections.validate_bind_mounts`)."""
+        return list(self.raw.get("bind_mounts") or [])
+
+    @property
     def records_per_epoch(self) -> int | None:
         return self.raw.get("records_per_epoch") or None
 
@@ -245,24 +206,13 @@ def _build(data: Any) -> ExperimentConfig:
     if not isinstance(data, dict):
         raise FieldError((), f"the top level of the config must be a mapping, got {describe(data)}")
     raw = copy.deepcopy(data)
-    expect_mapping(raw, ())
-    check_keys(raw, (), TOP_LEVEL_FIELDS)
     _check_json(raw, ())
     raw = drop_nulls(raw)
     warnings = apply_field_policy(raw)
-    if "searcher" not in raw:
-        raise FieldError(("searcher",), "is required")
-
-    for key in ("description", "name", "workspace", "project"):
-        if raw.get(key) is not None:
-            expect_str(raw[key], (key,))
-    if raw.get("labels") is not None:
-        sections.validate_labels(raw["labels"])
-    raw["data"] = expect_mapping({} if raw.get("data") is None else raw["data"], ("data",))
+    check_schema(raw)
+    raw["data"] = {} if raw.get("data") is None else raw["data"]
     raw["hyperparameters"] = normalize_space(raw.get("hyperparameters"))
     raw["batches_per_step"] = _batches_per_step(raw)
-    if "records_per_epoch" in raw:
-        expect_int(raw["records_per_epoch"], ("records_per_epoch",), minimum=0)
     entrypoint = parse_config_entrypoint(raw)
     ctx = LengthContext(
         batches_per_step=raw["batches_per_step"],
@@ -280,7 +230,6 @@ def _build(data: Any) -> ExperimentConfig:
     raw["checkpoint_storage"] = storage.validate_checkpoint_storage(raw.get("checkpoint_storage"))
     raw["resources"] = sections.validate_resources(raw.get("resources"))
     raw.setdefault("max_restarts", DEFAULT_MAX_RESTARTS)
-    expect_int(raw["max_restarts"], ("max_restarts",), minimum=0)
     check_searcher_for_entrypoint(
         raw["searcher"],
         max_length.amount,
@@ -304,36 +253,18 @@ def _build(data: Any) -> ExperimentConfig:
 def _validate_optional_sections(raw: dict[str, Any]) -> None:
     if raw.get("environment") is not None:
         raw["environment"] = sections.validate_environment(raw["environment"])
-    if raw.get("reproducibility") is not None:
-        raw["reproducibility"] = sections.validate_reproducibility(raw["reproducibility"])
     if raw.get("bind_mounts") is not None:
         raw["bind_mounts"] = sections.validate_bind_mounts(raw["bind_mounts"])
     if raw.get("profiling") is not None:
-        raw["profiling"] = sections.validate_profiling(raw["profiling"])
-    for key in ("perform_initial_validation", "debug"):
-        if key in raw:
-            expect_bool(raw[key], (key,))
-    if "checkpoint_policy" in raw:
-        expect_choice(raw["checkpoint_policy"], ("checkpoint_policy",), ("best", "all", "none"))
-    if "optimizations" in raw:
-        raw["optimizations"] = sections.validate_optimizations(raw["optimizations"])
-    for key in ("pbs", "slurm"):
-        if key in raw:
-            raw[key] = sections.validate_hpc(raw[key], (key,))
+        sections.check_profiling(raw["profiling"])
     if "log_policies" in raw:
         raw["log_policies"] = validate_log_policies(raw["log_policies"])
-    if "data_layer" in raw:
-        sections.validate_typed_mapping(raw["data_layer"], ("data_layer",))
 
 
 def _batches_per_step(raw: dict[str, Any]) -> int:
     """`scheduling_unit` is Determined's name for `batches_per_step`; both may be given if equal."""
     bps = raw.get("batches_per_step")
     unit = raw.get("scheduling_unit")
-    if bps is not None:
-        expect_int(bps, ("batches_per_step",), minimum=1)
-    if unit is not None:
-        expect_int(unit, ("scheduling_unit",), minimum=1)
     if bps is not None and unit is not None and bps != unit:
         raise FieldError(
             ("scheduling_unit",), f"is an alias of batches_per_step but differs ({unit} != {bps})"
@@ -374,7 +305,7 @@ def _period(value: Any, key: str, ctx: LengthContext) -> Length:
     if value is None:
         return Length(0)
     if is_int(value):
-        return Length(expect_int(value, (key,), minimum=0) * ctx.batches_per_step)
+        return Length(value * ctx.batches_per_step)
     return resolve_length(value, (key,), ctx, allow_zero=True)
 
 

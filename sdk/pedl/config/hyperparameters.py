@@ -12,38 +12,20 @@ import itertools
 import random
 from typing import Any
 
-from pedl.config._checks import check_keys, describe, expect_int, expect_list, expect_number
 from pedl.config.errors import FieldError, FieldPath
 
 HP_TYPES = ("const", "int", "double", "log", "categorical")
-_LEAF_KEYS: dict[str, tuple[str, ...]] = {
-    "const": ("type", "val"),
-    "int": ("type", "minval", "maxval", "count"),
-    "double": ("type", "minval", "maxval", "count"),
-    "log": ("type", "minval", "maxval", "base", "count"),
-    "categorical": ("type", "vals"),
-}
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "const": ("val",),
-    "int": ("minval", "maxval"),
-    "double": ("minval", "maxval"),
-    "log": ("minval", "maxval"),
-    "categorical": ("vals",),
-}
 
 
 def normalize_space(space: Any, path: FieldPath = ("hyperparameters",)) -> dict[str, Any]:
-    """Validate `space` and return a copy where every leaf is an explicit `{type: ..., ...}` mapping."""
+    """A copy where every leaf is an explicit `{type: ..., ...}` mapping (bare values become const).
+
+    The leaves' types and bounds are the schema's (pedl.config.schema_parts); this checks only what it
+    cannot state, `minval < maxval`."""
     if space is None:
         return {}
-    if not isinstance(space, dict):
-        raise FieldError(path, f"expected a mapping of hyperparameter names, got {describe(space)}")
     out: dict[str, Any] = {}
     for name, value in space.items():
-        if not isinstance(name, str):
-            raise FieldError(
-                (*path, str(name)), f"hyperparameter names must be strings, got {describe(name)}"
-            )
         child = (*path, name)
         if isinstance(value, dict) and "type" in value:
             out[name] = _normalize_leaf(value, child)
@@ -55,44 +37,15 @@ def normalize_space(space: Any, path: FieldPath = ("hyperparameters",)) -> dict[
 
 
 def _normalize_leaf(leaf: dict[str, Any], path: FieldPath) -> dict[str, Any]:
-    kind = leaf["type"]
-    if kind not in HP_TYPES:
-        raise FieldError(
-            (*path, "type"),
-            f"unknown hyperparameter type {describe(kind)}; expected one of {', '.join(HP_TYPES)}",
-        )
-    check_keys(
-        leaf, path, _LEAF_KEYS[kind], required=_REQUIRED[kind], what=f"key for a {kind} hyperparameter"
-    )
     out = copy.deepcopy(leaf)
-    if kind == "categorical":
-        vals = expect_list(leaf["vals"], (*path, "vals"))
-        if not vals:
-            raise FieldError((*path, "vals"), "must list at least one value")
-        return out
-    if kind == "const":
-        return out
-    lo: float
-    hi: float
-    if kind == "int":
-        lo = expect_int(leaf["minval"], (*path, "minval"))
-        hi = expect_int(leaf["maxval"], (*path, "maxval"))
-    else:
-        lo = expect_number(leaf["minval"], (*path, "minval"))
-        hi = expect_number(leaf["maxval"], (*path, "maxval"))
-    if not lo < hi:
-        raise FieldError((*path, "minval"), f"must be less than maxval ({lo} >= {hi})")
-    if "count" in leaf:
-        expect_int(leaf["count"], (*path, "count"), minimum=1)
+    kind = leaf["type"]
+    if kind in ("int", "double", "log"):
+        lo, hi = leaf["minval"], leaf["maxval"]
+        if not lo < hi:
+            raise FieldError((*path, "minval"), f"must be less than maxval ({lo} >= {hi})")
     if kind == "log":
-        # Determined's schema allows any positive base; base 1 gives 1.0 for every trial.
-        out["base"] = expect_number(leaf.get("base", 10), (*path, "base"), exclusive_minimum=0)
+        out.setdefault("base", 10)  # Determined's schema allows any positive base
     return out
-
-
-def validate_space(space: Any) -> None:
-    """Raise FieldError if `space` is not a valid hyperparameter space."""
-    normalize_space(space)
 
 
 def check_grid(space: dict[str, Any], path: FieldPath = ("hyperparameters",)) -> None:
@@ -194,4 +147,4 @@ def const_value(space: dict[str, Any], name: str) -> Any | None:
     return value
 
 
-__all__ = ["normalize_space", "validate_space", "check_grid", "sample", "grid", "grid_axis", "const_value"]
+__all__ = ["normalize_space", "check_grid", "sample", "grid", "grid_axis", "const_value"]

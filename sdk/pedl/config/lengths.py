@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pedl.config._checks import describe, expect_int, is_int
+from pedl.config._checks import is_int
 from pedl.config.errors import FieldError, FieldPath
 
 LENGTH_UNITS = ("batches", "records", "epochs")
@@ -46,27 +46,11 @@ class Length:
     unit: str = "batches"
 
 
-def validate_length(value: Any, path: FieldPath, *, allow_zero: bool = False) -> None:
-    """Check the form only: a bare int (batches) or a one-key mapping `{batches|records|epochs: N}`."""
-    minimum = 0 if allow_zero else 1
-    if is_int(value):
-        expect_int(value, path, minimum=minimum)
-        return
-    if not isinstance(value, dict):
-        raise FieldError(
-            path,
-            f"expected {{batches: N}}, {{records: N}}, {{epochs: N}} or an integer, got {describe(value)}",
-        )
-    if len(value) != 1 or next(iter(value)) not in LENGTH_UNITS:
-        keys = ", ".join(str(k) for k in value) or "nothing"
-        raise FieldError(path, f"expected exactly one of batches, records or epochs; got {keys}")
-    unit, amount = next(iter(value.items()))
-    expect_int(amount, (*path, unit), minimum=minimum)
-
-
 def resolve_length(value: Any, path: FieldPath, ctx: LengthContext, *, allow_zero: bool = False) -> Length:
-    """The length in batches where the config decides it, else in its own unit for each trial to convert."""
-    validate_length(value, path, allow_zero=allow_zero)
+    """The length in batches where the config decides it, else in its own unit for each trial to convert.
+
+    Its form (an integer, or one of batches/records/epochs) and bounds are the schema's
+    (`schema_parts.length`)."""
     if is_int(value):
         return Length(value)
     unit, amount = next(iter(value.items()))
@@ -90,7 +74,7 @@ def resolve_length(value: Any, path: FieldPath, ctx: LengthContext, *, allow_zer
 
 def steps_to_batches(value: Any, path: FieldPath, ctx: LengthContext) -> int:
     """Old PEDL lengths (`max_steps`, `target_trial_steps`, ...) count steps of `batches_per_step`."""
-    return expect_int(value, path, minimum=1) * ctx.batches_per_step
+    return int(value) * ctx.batches_per_step
 
 
 @dataclass(frozen=True)

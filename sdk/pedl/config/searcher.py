@@ -9,77 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pedl.config._checks import (
-    check_keys,
-    expect_bool,
-    expect_choice,
-    expect_int,
-    expect_list,
-    expect_mapping,
-    expect_number,
-    expect_str,
-)
 from pedl.config.errors import FieldError, FieldPath
 from pedl.config.lengths import Length, LengthContext, resolve_length, steps_to_batches
+from pedl.config.schema_searcher import MODES, SEARCHER_NAMES
 
-SEARCHER_NAMES = (
-    "single",
-    "random",
-    "grid",
-    "adaptive_asha",
-    "async_halving",
-    "adaptive",
-    "adaptive_simple",
-    "pbt",
-)
-MODES = ("aggressive", "standard", "conservative")
+__all__ = ["MODES", "SEARCHER_NAMES", "check_searcher_for_entrypoint", "searcher_budget", "validate_searcher"]
 
-_COMMON = ("name", "metric", "smaller_is_better", "source_trial_id", "source_checkpoint_uuid")
-_ADAPTIVE = ("mode", "divisor", "max_rungs", "bracket_rungs", "stop_once", "max_concurrent_trials")
-_KEYS: dict[str, tuple[str, ...]] = {
-    "single": (*_COMMON, "max_length", "max_steps"),
-    "random": (*_COMMON, "max_length", "max_steps", "max_trials", "max_concurrent_trials"),
-    "grid": (*_COMMON, "max_length", "max_steps", "max_concurrent_trials"),
-    "adaptive_asha": (
-        *_COMMON,
-        "max_length",
-        "max_steps",
-        "max_trials",
-        "time_metric",
-        "max_time",
-        *_ADAPTIVE,
-    ),
-    "adaptive_simple": (*_COMMON, "max_length", "max_steps", "max_trials", *_ADAPTIVE),
-    "async_halving": (
-        *_COMMON,
-        "max_length",
-        "max_steps",
-        "max_trials",
-        "num_rungs",
-        "divisor",
-        "stop_once",
-        "max_concurrent_trials",
-    ),
-    "adaptive": (
-        *_COMMON,
-        "max_length",
-        "max_steps",
-        "target_trial_steps",
-        "budget",
-        "step_budget",
-        "train_stragglers",
-        *_ADAPTIVE,
-    ),
-    "pbt": (
-        *_COMMON,
-        "population_size",
-        "num_rounds",
-        "length_per_round",
-        "steps_per_round",
-        "replace_function",
-        "explore_function",
-    ),
-}
 # Length fields per searcher: (field, in steps?) — exactly one must be given.
 _LENGTH_FIELDS: dict[str, tuple[tuple[str, bool], ...]] = {
     "adaptive": (("max_length", False), ("max_steps", True), ("target_trial_steps", True)),
@@ -112,27 +47,16 @@ def validate_searcher(
 
     For pbt the length is one round's training; for adaptive it is the target trial length.
     """
-    searcher = dict(expect_mapping(value, path))
-    if "name" not in searcher:
-        raise FieldError((*path, "name"), f"is required (one of {', '.join(SEARCHER_NAMES)})")
-    name = expect_choice(searcher["name"], (*path, "name"), SEARCHER_NAMES)
-    check_keys(searcher, path, _KEYS[name], required=("metric",), what=f"field for the {name} searcher")
-    expect_str(searcher["metric"], (*path, "metric"), non_empty=True)
+    searcher = dict(value)  # its shape is checked by the schema (pedl.config.schema_searcher)
+    name = searcher["name"]
     searcher.setdefault("smaller_is_better", True)
-    expect_bool(searcher["smaller_is_better"], (*path, "smaller_is_better"))
     for key, default in _DEFAULTS.get(name, {}).items():
         searcher.setdefault(key, default)
-    _check_common(searcher, path)
     length = _length(searcher, name, path, ctx)
-    if name in ("random", "adaptive_asha", "adaptive_simple", "async_halving"):
-        if "max_trials" not in searcher:
-            raise FieldError((*path, "max_trials"), f"is required for the {name} searcher")
     if name == "async_halving":
         _check_async_halving(searcher, path, length)
     if name == "adaptive":
         _adaptive_budget(searcher, path, ctx, length.unit)
-    if name == "pbt":
-        _check_pbt(searcher, path)
     return searcher, length
 
 
@@ -177,8 +101,7 @@ def _time_length(searcher: dict[str, Any], path: FieldPath) -> int:
     for key in ("max_length", "max_steps"):
         if key in searcher:
             raise FieldError((*path, key), "give either time_metric and max_time, or a length, not both")
-    expect_str(searcher["time_metric"], (*path, "time_metric"), non_empty=True)
-    return expect_int(searcher["max_time"], (*path, "max_time"), minimum=1)
+    return int(searcher["max_time"])
 
 
 def check_searcher_for_entrypoint(
@@ -219,33 +142,6 @@ def check_searcher_for_entrypoint(
         )
 
 
-def _check_common(searcher: dict[str, Any], path: FieldPath) -> None:
-    ints = {
-        "max_trials": 1,
-        "max_concurrent_trials": 0,
-        "max_rungs": 1,
-        "source_trial_id": 0,
-        "population_size": 1,
-        "num_rounds": 1,
-        "num_rungs": 1,
-    }
-    for key, minimum in ints.items():
-        if key in searcher:
-            expect_int(searcher[key], (*path, key), minimum=minimum)
-    if "source_checkpoint_uuid" in searcher:
-        expect_str(searcher["source_checkpoint_uuid"], (*path, "source_checkpoint_uuid"), non_empty=True)
-    if "mode" in searcher:
-        expect_choice(searcher["mode"], (*path, "mode"), MODES)
-    if "divisor" in searcher:
-        expect_number(searcher["divisor"], (*path, "divisor"), exclusive_minimum=1)
-    for key in ("stop_once", "train_stragglers"):
-        if key in searcher:
-            expect_bool(searcher[key], (*path, key))
-    if "bracket_rungs" in searcher:
-        for i, rungs in enumerate(expect_list(searcher["bracket_rungs"], (*path, "bracket_rungs"))):
-            expect_int(rungs, (*path, "bracket_rungs", i), minimum=1)
-
-
 def _adaptive_budget(searcher: dict[str, Any], path: FieldPath, ctx: LengthContext, unit: str) -> None:
     if "budget" in searcher and "step_budget" in searcher:
         raise FieldError((*path, "step_budget"), "give only one of budget, step_budget")
@@ -261,26 +157,8 @@ def _adaptive_budget(searcher: dict[str, Any], path: FieldPath, ctx: LengthConte
         )
 
 
-def _check_pbt(searcher: dict[str, Any], path: FieldPath) -> None:
-    for key in ("population_size", "num_rounds", "replace_function", "explore_function"):
-        if key not in searcher:
-            raise FieldError((*path, key), "is required for the pbt searcher")
-    replace_path = (*path, "replace_function")
-    replace = expect_mapping(searcher["replace_function"], replace_path)
-    check_keys(replace, replace_path, ("truncate_fraction",), required=("truncate_fraction",))
-    expect_number(replace["truncate_fraction"], (*replace_path, "truncate_fraction"), minimum=0, maximum=0.5)
-    explore_path = (*path, "explore_function")
-    explore = expect_mapping(searcher["explore_function"], explore_path)
-    keys = ("resample_probability", "perturb_factor")
-    check_keys(explore, explore_path, keys, required=keys)
-    for key in keys:
-        expect_number(explore[key], (*explore_path, key), minimum=0, maximum=1)
-
-
 def _check_async_halving(searcher: dict[str, Any], path: FieldPath, length: Length) -> None:
     """One bracket: the first rung, max_length / divisor^(num_rungs-1), must be at least one unit."""
-    if "num_rungs" not in searcher:
-        raise FieldError((*path, "num_rungs"), "is required for the async_halving searcher")
     first = length.amount / searcher["divisor"] ** (searcher["num_rungs"] - 1)
     unit = {"batches": "batch", "records": "record", "epochs": "epoch"}[length.unit]
     if first < 1:

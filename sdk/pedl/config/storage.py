@@ -10,42 +10,18 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from pedl.config._checks import check_keys, expect_choice, expect_int, expect_mapping, expect_str
 from pedl.config.errors import FieldError, FieldPath
 
 SAVE_KEYS = ("save_experiment_best", "save_trial_best", "save_trial_latest")
 _SAVE_DEFAULTS = {"save_experiment_best": 0, "save_trial_best": 1, "save_trial_latest": 1}
-# type -> (allowed keys, required keys)
-_STORAGE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "shared_fs": (
-        ("host_path", "storage_path", "container_path", "propagation", "checkpoint_path", "tensorboard_path"),
-        ("host_path",),
-    ),
-    "s3": (("bucket", "access_key", "secret_key", "endpoint_url", "prefix"), ("bucket",)),
-}
 
 
 def validate_checkpoint_storage(value: Any, path: FieldPath = ("checkpoint_storage",)) -> dict[str, Any]:
     """Without `type` the cluster's checkpoint store backend is used; only the save_* policy applies."""
-    storage = dict(expect_mapping({} if value is None else value, path))
+    storage = dict({} if value is None else value)  # its shape is checked by the schema
     for key, default in _SAVE_DEFAULTS.items():
         storage.setdefault(key, default)
-        expect_int(storage[key], (*path, key), minimum=0)
-    if "type" not in storage:
-        check_keys(storage, path, ("type", *SAVE_KEYS), what="field (give type: shared_fs or s3 first)")
-        return storage
-    kind = expect_choice(storage["type"], (*path, "type"), _STORAGE)
-    allowed, required = _STORAGE[kind]
-    check_keys(
-        storage,
-        path,
-        ("type", *SAVE_KEYS, *allowed),
-        required=required,
-        what=f"field for {kind} checkpoint storage",
-    )
-    for key in allowed:
-        if key in storage:
-            expect_str(storage[key], (*path, key), non_empty=key in required)
+    kind = storage.get("type")
     if kind == "s3" and "prefix" in storage:
         _check_prefix(storage["prefix"], (*path, "prefix"))
     if kind == "shared_fs":

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pedl import _trial_context
+from pedl.config import Entrypoint, ExperimentConfig
 from pedl.harness import model_code, timeline
 from pedl.harness.controller import TrialController
 from pedl.harness.controllers import create_controller
@@ -95,19 +96,28 @@ def _apply_optimizations(controller: TrialController, experiment_config: dict[st
 
 
 def load_for_config(model_definition_dir: Path, experiment_config: dict[str, Any]) -> ModelDefinition:
-    """The model definition the config's `entrypoint` names: a Trial class, or a script (the Simple
-    Model Definition, `entrypoint: {script: train.py, args: [...]}` or `entrypoint: train.py`)."""
+    """The model definition a plain config mapping's `entrypoint` names (tools, and checkpoints that
+    carry their config); a trial's harness has the parsed entrypoint already (`load_for_spec`)."""
     from pedl.config.entrypoint import parse_entrypoint
     from pedl.config.errors import FieldError
+
+    try:
+        spec = parse_entrypoint(experiment_config.get("entrypoint"))
+    except FieldError as e:
+        raise ModelDefinitionError(f"invalid experiment config: {e}") from None
+    return load_for_spec(model_definition_dir, spec, experiment_config)
+
+
+def load_for_spec(
+    model_definition_dir: Path, spec: Entrypoint | None, experiment_config: dict[str, Any]
+) -> ModelDefinition:
+    """The model definition the entrypoint names: a Trial class, or a script (the Simple Model
+    Definition, `entrypoint: {script: train.py, args: [...]}` or `entrypoint: train.py`)."""
     from pedl.harness.compat import ensure_determined_importable
 
     # Model definitions written for Determined import `determined`; pedl's stands in for a missing one.
     ensure_determined_importable()
     raw = experiment_config.get("entrypoint")
-    try:
-        spec = parse_entrypoint(raw)
-    except FieldError as e:
-        raise ModelDefinitionError(f"invalid experiment config: {e}") from None
     if spec is not None and spec.kind == "script":
         from pedl.simple import script_model_definition
 
@@ -144,7 +154,7 @@ def _load_pedl011(model_definition_dir: Path, mapping: dict[str, Any]) -> ModelD
 
 def start_trial(
     model_definition_dir: Path,
-    experiment_config: dict[str, Any],
+    config: ExperimentConfig | dict[str, Any],
     hparams: dict[str, Any],
     seed: int,
     checkpoint_dir: Path | None = None,
@@ -161,7 +171,12 @@ def start_trial(
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
     with timeline.phase("model definition loaded"):
-        model_def = load_for_config(model_definition_dir, experiment_config)
+        if isinstance(config, ExperimentConfig):  # a harness's: its entrypoint is parsed already
+            experiment_config = config.raw
+            model_def = load_for_spec(model_definition_dir, config.entrypoint_spec, experiment_config)
+        else:  # a plain mapping (tools and tests that build a trial by hand)
+            experiment_config = config
+            model_def = load_for_config(model_definition_dir, experiment_config)
     if before_build is not None:
         before_build(model_def)
     # Again, now that the model definition has imported its framework (torch is not imported

@@ -21,15 +21,6 @@ class EpochLengthUnavailable(ValueError):
     """The config counts in epochs that this trial type cannot measure."""
 
 
-def needs_epoch_length(config: dict[str, Any]) -> bool:
-    """Whether the (stored, validated) config has lengths in epochs that only the trial can measure."""
-    if "epochs" not in repr(config):
-        return False  # the common case, without parsing the config again
-    from pedl.config.stored import parse_stored_config
-
-    return parse_stored_config(config).needs_trial_epoch_length
-
-
 def epoch_length(controller: Any) -> int:
     """The controller's epoch in batches (its training data loader's length on this rank)."""
     measure = getattr(controller, "epoch_batches", None)

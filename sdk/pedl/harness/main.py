@@ -14,6 +14,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
+from pedl.config import ExperimentConfig
 from pedl.harness import timeline
 from pedl.harness._exit import flush_and_exit
 from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
@@ -28,7 +29,7 @@ from pedl.harness.distributed import (
     launch_from_env,
     start_framework,
 )
-from pedl.harness.epoch import epoch_length, needs_epoch_length, refusal_signature
+from pedl.harness.epoch import epoch_length, refusal_signature
 from pedl.harness.failure import failure_signature, is_invalid_hp
 from pedl.harness.hparams import typed_hparams
 from pedl.harness.script_run import is_command, run_script
@@ -49,7 +50,7 @@ SOCKET_ENV = "PEDL_HARNESS_SOCKET"
 def _start_distributed(
     group: ProcessGroup,
     model_dir: Path,
-    config: dict[str, Any],
+    config: ExperimentConfig,
     hparams: dict[str, Any],
     seed: int,
     checkpoint_uuid: str,
@@ -105,7 +106,7 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         if launch is None or launch.is_chief:  # it sends its machine's files, its other ranks' included
             uploader = tensorboard
             source = SyncingSource(source, uploader)
-        if is_command(config):
+        if is_command(parsed):
             try:
                 code = run_script(source, info, parsed, hparams, checkpoints, launch, tensorboard=tensorboard)
                 if uploader is not None:
@@ -119,14 +120,14 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
             controller = _start_distributed(
                 group,
                 model_dir,
-                config,
+                parsed,
                 hparams,
                 trial.trial_seed,
                 trial.latest_checkpoint_uuid or trial.warm_start_checkpoint_uuid,
                 checkpoints,
                 warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
             )
-            if launch.is_chief and needs_epoch_length(config):
+            if launch.is_chief and parsed.needs_trial_epoch_length:
                 source.report_epoch_length(epoch_length(controller))
             try:
                 run_workloads(controller, group.workloads(source), group.checkpoints(checkpoints))
@@ -145,13 +146,13 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
                     checkpoints.fetch(restore_uuid, restore_dir)
             controller = start_trial(
                 model_dir,
-                config,
+                parsed,
                 hparams,
                 trial.trial_seed,
                 restore_dir,
                 warm_start=not trial.latest_checkpoint_uuid and bool(trial.warm_start_checkpoint_uuid),
             )
-        if needs_epoch_length(config):
+        if parsed.needs_trial_epoch_length:
             source.report_epoch_length(epoch_length(controller))
         try:
             run_workloads(controller, source, checkpoints)

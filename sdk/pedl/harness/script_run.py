@@ -34,13 +34,8 @@ from pedl.v1 import agent_pb2, common_pb2
 KIND = common_pb2.WorkloadKind
 
 
-def is_command(config: dict[str, Any]) -> bool:
-    from pedl.config.entrypoint import parse_entrypoint
-
-    try:
-        spec = parse_entrypoint(config.get("entrypoint"))
-    except ValueError:
-        return False
+def is_command(config: ExperimentConfig) -> bool:
+    spec = config.entrypoint_spec
     return spec is not None and spec.kind == "command"
 
 

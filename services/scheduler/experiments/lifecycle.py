@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from pedl._timeutil import utc_now
-from pedl.config import ConfigError, carried, parse_experiment_config
+from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment_config
 from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
@@ -53,16 +53,20 @@ class ExperimentLifecycle:
 
     def create_experiment(
         self,
-        config_yaml: str,
+        config_yaml: str | ExperimentConfig,
         model_definition: bytes,
         name: str,
         owner: str = "",
         requester: Principal = ANONYMOUS,
     ) -> int:
+        """`config_yaml`: the user's YAML, or the config the API already parsed from it (parsed once)."""
         limits = self.state.request_limits
         try:
-            limits.check_config_size(config_yaml)
-            config = parse_experiment_config(config_yaml)
+            if isinstance(config_yaml, ExperimentConfig):
+                config = config_yaml
+            else:
+                limits.check_config_size(config_yaml)
+                config = parse_experiment_config(config_yaml)
             limits.check_config(config)
         except LimitExceeded as e:
             raise UserError(str(e)) from e
@@ -103,7 +107,7 @@ class ExperimentLifecycle:
         exp_id = experiment_ops.create_experiment(
             self.db,
             config_yaml=config.masked_yaml(),
-            config_json=carried.to_json(config),
+            config_json=carried.stored_json(config),
             model_definition=model_definition,
             model_definition_name=name,
             seed=seed,

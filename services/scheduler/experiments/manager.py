@@ -129,7 +129,7 @@ class ExperimentManager:
 
     def create_experiment(
         self,
-        config_yaml: str,
+        config_yaml: str | ExperimentConfig,
         model_definition: bytes,
         name: str,
         owner: str = "",

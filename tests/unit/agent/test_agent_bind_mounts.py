@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import yaml
-
-from pedl_agent.bind_mounts import bind_mounts_from_json, unmet_bind_mount
+from pedl.config import carried, parse_experiment_config
+from pedl_agent.bind_mounts import unmet_bind_mount
 from pedl_agent.sandbox import Sandbox
 
 CONFIG = """
@@ -18,7 +16,8 @@ bind_mounts:
 
 
 def _mounts(path: Path) -> list[dict]:
-    return bind_mounts_from_json(json.dumps(yaml.safe_load(CONFIG % (path, path))))
+    # As the agent gets them: decoded from the document the scheduler sends (StartTrial.config_json).
+    return carried.from_json(carried.to_json(parse_experiment_config(CONFIG % (path, path)))).bind_mounts
 
 
 def test_a_plain_process_sees_the_host_path_as_it_is(tmp_path: Path) -> None:
@@ -45,7 +44,6 @@ def test_a_sandbox_refuses_a_mount_inside_what_the_agent_hides(tmp_path: Path) -
 
 
 def test_a_config_without_mounts_needs_nothing() -> None:
-    assert bind_mounts_from_json('{"searcher": {"name": "single"}}') == []
-    assert bind_mounts_from_json("") == []
-    assert bind_mounts_from_json("{not json") == []
+    config = parse_experiment_config("searcher: {name: single, metric: loss, max_length: 1}")
+    assert carried.from_json(carried.to_json(config)).bind_mounts == []
     assert unmet_bind_mount([], Sandbox("bwrap")) is None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from pedl.config import carried, parse_experiment_config
 from pedl.v1 import agent_pb2
 from pedl_agent.model_definitions import ModelDefinitionCache
 from pedl_agent.model_trees import ModelTrees
@@ -24,8 +24,12 @@ def trial_run(tmp_path: Path, slots: int, config: dict, cpu_slots: int = 0) -> T
         model_definitions=ModelTrees(ModelDefinitionCache("127.0.0.1:1", tmp_path), tmp_path / "trees"),
         send=lambda message: None,
     )
+    # The document the scheduler sends: the parsed config, which the agent decodes once.
+    parsed = parse_experiment_config(
+        {"searcher": {"name": "single", "metric": "loss", "max_length": 1}, **config}
+    )
     start = agent_pb2.StartTrial(
-        trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)], config_json=json.dumps(config)
+        trial_id=1, run_id=1, slot_ids=[f"cpu{i}" for i in range(slots)], config_json=carried.to_json(parsed)
     )
     run = TrialRun(start, settings)
     run._ranks = plan_ranks(start, free_port=lambda: 4321)
@@ -57,7 +61,7 @@ def test_the_agents_allow_listed_environment_is_kept_and_overridden_by_the_confi
 
 
 def test_no_variables_without_the_field(tmp_path: Path) -> None:
-    env = trial_run(tmp_path, 1, {"searcher": {}}).environment(0)
+    env = trial_run(tmp_path, 1, {}).environment(0)
     assert "FOO" not in env and env["PEDL_TRIAL_ID"] == "1"
 
 

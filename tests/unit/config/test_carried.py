@@ -1,6 +1,7 @@
-"""The config the scheduler sends its harnesses (`StartTrial.config_json`) is the config it parsed:
-dumped to JSON and parsed again it is the same object, for every config pedl accepts; and one that
-does not parse is refused with a line naming where it came from and the field."""
+"""The config the scheduler sends its agents and harnesses (`StartTrial.config_json`) is the config it
+parsed: a versioned document that decodes to the same object, for every config pedl accepts, without
+being parsed or its lengths derived again; an older scheduler's plain config is still parsed, and one
+that does not parse is refused with a line naming where it came from and the field."""
 
 from __future__ import annotations
 
@@ -85,12 +86,42 @@ def test_the_json_holds_the_scheduler_normalisation() -> None:
         """
     )
     sent = json.loads(carried.to_json(config))
-    assert sent["batches_per_step"] == 7
-    assert sent["max_restarts"] == 5
-    assert sent["hyperparameters"]["lr"] == {"type": "const", "val": 0.1}
+    assert sent["version"] == carried.VERSION
+    assert sent["config"]["batches_per_step"] == 7
+    assert sent["config"]["max_restarts"] == 5
+    assert sent["config"]["hyperparameters"]["lr"] == {"type": "const", "val": 0.1}
+    # The lengths travel as the scheduler derived them.
+    assert (sent["max_length"], sent["length_unit"]) == (60, "batches")  # 3 epochs of 640 records / 32
+    assert sent["min_validation_period"] == {"amount": 14, "unit": "batches"}  # 2 steps of 7 batches
+    assert sent["entrypoint"]["kind"] == "trial" and sent["entrypoint"]["object_ref"] == "Trial"
     loaded = carried.from_json(json.dumps(sent))
-    assert loaded.max_length_batches == 60  # 3 epochs of 640 records in batches of 32
-    assert loaded.min_validation_period_batches == 14  # 2 steps of 7 batches
+    assert loaded.max_length_batches == 60
+    assert loaded.min_validation_period_batches == 14
+
+
+def test_decoding_neither_parses_nor_derives_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = parse_experiment_config({**BASE, "entrypoint": "python3 train.py --epochs 2"})
+    text = carried.to_json(config)
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the document was parsed again")
+
+    monkeypatch.setattr(carried, "parse_experiment_config", refuse)
+    before = carried.decoded
+    again = carried.from_json(text)
+    assert again == config and again.entrypoint_spec is not None and again.entrypoint_spec.kind == "command"
+    assert carried.decoded == before + 1
+
+
+def test_a_document_of_another_version_is_refused_in_one_line() -> None:
+    sent = json.loads(carried.to_json(parse_experiment_config(BASE)))
+    sent["version"] = 2
+    with pytest.raises(ConfigError) as info:
+        carried.from_json(json.dumps(sent))
+    assert str(info.value).startswith(
+        "config_json: is version 2 of the config document; this pedl reads version 1"
+    )
+    assert "\n" not in str(info.value)
 
 
 def test_secrets_travel_unmasked() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import pedl.experimental
 from pedl.config import ConfigError, parse_experiment_config
-from pedl.harness.epoch import EpochLengthUnavailable, epoch_length, needs_epoch_length, refusal_signature
+from pedl.harness.epoch import EpochLengthUnavailable, epoch_length, refusal_signature
 from pedl.model_def import load_model_definition
 from pedl.searcher.asha import ASHASearch
 from pedl.sequencer import Kind, TrialSequencer
@@ -161,7 +161,7 @@ def test_a_trial_without_a_data_loader_length_is_refused_naming_records_per_epoc
     class KerasTrialController:  # what a Keras trial's controller offers: no epoch_batches
         pass
 
-    assert needs_epoch_length(parse(EPOCHS).raw)
+    assert parse(EPOCHS).needs_trial_epoch_length
     with pytest.raises(EpochLengthUnavailable) as info:
         epoch_length(KerasTrialController())
     message = str(info.value)

@@ -14,8 +14,9 @@ def test_an_agent_of_the_previous_release_is_refused_naming_both_revisions() -> 
     old = agent_pb2.RegisterAgent(agent_id="gpu-7", hostname="node7", version="0.9.0")
     reason = agent_protocol.refusal(old)
     assert reason == (
-        "agent gpu-7 (pedl 0.9.0) speaks agent-link protocol 0, older than the 1 this scheduler needs "
-        "(StartTrial.config_json): upgrade pedl-agent on node7 to the scheduler's release"
+        "agent gpu-7 (pedl 0.9.0) speaks agent-link protocol 0, older than the 3 this scheduler needs "
+        "(StartTrial.config_json, the versioned config document): upgrade pedl-agent on node7 to the "
+        "scheduler's release"
     )
 
 
@@ -35,5 +36,10 @@ def test_an_agent_refuses_a_scheduler_that_would_ignore_early_exits() -> None:
     a scheduler of revision 1 would drive such a trial on, so this agent will not run trials for it."""
     with pytest.raises(version.IncompatibleScheduler, match="protocol 1, older than the 2"):
         version.check_scheduler_protocol(1, "m:1")
-    # Agents of revision 1 never report one, so the scheduler still takes them.
-    assert agent_protocol.refusal(agent_pb2.RegisterAgent(agent_id="a", protocol=1)) is None
+
+
+def test_an_agent_that_cannot_decode_the_config_document_is_refused() -> None:
+    """Protocol 3: StartTrial.config_json is the versioned config document (pedl.config.carried); an
+    agent of revision 2 would hand its harness a document it reads as a config with unknown fields."""
+    assert agent_protocol.refusal(agent_pb2.RegisterAgent(agent_id="a", protocol=2)) is not None
+    assert agent_protocol.refusal(agent_pb2.RegisterAgent(agent_id="a", protocol=3)) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pedl.config import ExperimentConfig, parse_experiment_config
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.config import parse_config
 from pedl_checkpoint_store.errors import InvalidArgument
@@ -14,9 +15,9 @@ from pedl_scheduler.main import _allowed_s3, parse_args
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 
-def s3_config(bucket: str, endpoint: str = "") -> str:
+def s3_config(bucket: str, endpoint: str = "") -> ExperimentConfig:
     extra = f", endpoint_url: '{endpoint}'" if endpoint else ""
-    return (
+    return parse_experiment_config(
         "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
         f"checkpoint_storage: {{type: s3, bucket: {bucket}{extra}}}\n"
     )

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from pedl.config import ExperimentConfig, parse_experiment_config
 from pedl_checkpoint_store.config import parse_config
 from pedl_checkpoint_store.storage_roots import resolved_roots
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
 
 
-def config(host_path: str, storage_path: str = "") -> str:
+def config(host_path: str, storage_path: str = "") -> ExperimentConfig:
     extra = f", storage_path: {storage_path}" if storage_path else ""
-    return (
+    return parse_experiment_config(
         "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
         f"checkpoint_storage: {{type: shared_fs, host_path: {host_path}{extra}}}\n"
     )
