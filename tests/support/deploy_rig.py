@@ -101,14 +101,14 @@ def deploy_rig(workdir: Path, block: int, names: list[str]) -> Iterator[DeployRi
             _remove_namespace(namespace)
 
 
-def start_moto(rig: DeployRig, host: Host) -> tuple[str, str]:
+def start_moto(rig: DeployRig, host: Host, port: int = MOTO_PORT) -> tuple[str, str]:
     """moto's AWS API on `host`: (its URL from the rig's hosts, its URL from the test process)."""
     binary = shutil.which("moto_server")
     if binary is None:
         raise RuntimeError("moto_server is not on PATH (pip install 'moto[server]')")
-    rig.background(host, [binary, "-H", host.address, "-p", str(MOTO_PORT)], "moto")
-    inside = f"http://{host.address}:{MOTO_PORT}"
-    outside = f"http://{rig.forward(f'{host.address}:{MOTO_PORT}')}"
+    rig.background(host, [binary, "-H", host.address, "-p", str(port)], "moto")
+    inside = f"http://{host.address}:{port}"
+    outside = f"http://{rig.forward(f'{host.address}:{port}')}"
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -27,10 +27,14 @@ FAKE_SYSTEMCTL = Path(__file__).with_name("fake_systemctl.py")
 OVERLAID = ("etc", "var", "opt")
 
 _BOOT = """set -e
+# Never rename the test machine: the hostname is set only in a UTS namespace of the machine's own.
+[ "$(readlink /proc/self/ns/uts)" != "$(readlink /proc/1/ns/uts)" ] || {{ echo "no UTS ns" >&2; exit 1; }}
+hostname {name}
 for d in {dirs}; do
   mkdir -p "{root}/disk/$d" "{root}/overlay-work/$d"
   mount -t overlay overlay -o "lowerdir=/$d,upperdir={root}/disk/$d,workdir={root}/overlay-work/$d" "/$d"
 done
+if [ -f {root}/setup.sh ]; then . {root}/setup.sh; fi
 cd /
 exec "$@"
 """
@@ -94,21 +98,24 @@ def _write(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
-def prepare(host: Host, metadata: dict[str, str]) -> Machine:
+def prepare(host: Host, metadata: dict[str, str] | None = None, setup: str = "") -> Machine:
     """The host's stand-ins for the image and the metadata service; `metadata` maps
-    `meta-data/instance-id`-style paths to values."""
+    `meta-data/instance-id`-style paths to values; `setup` is shell run as root after the overlays
+    are mounted (e.g. /etc/hosts lines, volume mounts)."""
+    (host.root / "setup.sh").write_text(setup)
     bin_dir, imds = host.root / "machine-bin", host.root / "imds"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for path, value in metadata.items():
+    for path, value in (metadata or {}).items():
         (imds / path).parent.mkdir(parents=True, exist_ok=True)
         (imds / path).write_text(value)
     _write(bin_dir / "apt-get", _PACKAGES)
     _write(bin_dir / "dnf", _PACKAGES)
     _write(bin_dir / "curl", _CURL.format(imds=imds))
+    _write(bin_dir / "python", f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     _write(bin_dir / "systemctl", f'#!/bin/sh\nexec {sys.executable} {FAKE_SYSTEMCTL} "$@"\n')
     real_python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable
     _write(bin_dir / "python3", _PYTHON3.format(venv=VENV, python=real_python))
-    _write(host.root / "boot.sh", _BOOT.format(dirs=" ".join(OVERLAID), root=host.root))
+    _write(host.root / "boot.sh", _BOOT.format(dirs=" ".join(OVERLAID), root=host.root, name=host.name))
     return Machine(host)
 
 
@@ -126,7 +133,16 @@ def boot(
     with open(host.root / log_name, "ab") as log:
         return subprocess.Popen(
             host.command(
-                ["unshare", "--mount", "--propagation", "private", "bash", str(host.root / "boot.sh"), *argv]
+                [
+                    "unshare",
+                    "--mount",
+                    "--uts",
+                    "--propagation",
+                    "private",
+                    "bash",
+                    str(host.root / "boot.sh"),
+                    *argv,
+                ]
             ),
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -179,6 +179,7 @@ def moto_ami(url: str) -> str:
     return aws_client("ec2", url).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
 
 
+@pytest.mark.timeout(900)  # ~40 resources, each polled until ready: minutes on a busy machine
 def test_apply_and_destroy_against_moto(workspace, moto) -> None:
     services = ("ec2", "s3", "rds", "iam", "autoscaling", "ssm", "sts", "secretsmanager")
     endpoints = "\n".join(f'    {s} = "{moto}"' for s in services)
