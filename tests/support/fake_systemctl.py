@@ -105,7 +105,7 @@ def main(argv: list[str]) -> None:
         supervise(argv[1])
         return
     command, rest = argv[0], argv[1:]
-    units = [u for u in rest if not u.startswith("-")]
+    units = [u if "." in u else f"{u}.service" for u in rest if not u.startswith("-")]
     if command == "daemon-reload":
         return
     if command == "enable" and "--now" not in rest:
