@@ -52,7 +52,7 @@ systemctl enable --now pedl-checkpoint-store pedl-scheduler pedl-webui
 AGENT_STEPS = f"""useradd --system --create-home --home-dir /var/lib/pedl pedl
 python3 -m venv /opt/pedl/venv
 /opt/pedl/venv/bin/pip install "./{WHEEL}" torch
-install -d -m 0750 -o pedl -g pedl /etc/pedl
+install -d -m 0755 -o pedl -g pedl /etc/pedl
 install -m 0600 -o pedl -g pedl cluster-secret /etc/pedl/cluster-secret
 install -m 0644 ca.pem /etc/pedl/ca.pem
 printf 'PEDL_SCHEDULER_ADDRESS={DOC_ADDRESS}\\nPEDL_AGENT_SLOTS=1\\n' > /etc/pedl/pedl.env
