@@ -7,6 +7,7 @@ import asyncio
 import gc
 import os
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
-from pedl_scheduler import db_health, master_config, metrics, security
+from pedl_scheduler import db_health, init_home, master_config, metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -49,7 +50,12 @@ def _allowed_s3(args: argparse.Namespace) -> S3Allowance:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="pedl-scheduler", description="The pedl scheduler (master).")
+    p = argparse.ArgumentParser(
+        prog="pedl-scheduler",
+        description="The pedl scheduler (master).",
+        epilog="`pedl-scheduler init --home DIR` writes the cluster secret and the first admin's password "
+        "(and TLS files) this command's flags then name.",
+    )
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(_env("PORT", "8080")), help="0 picks a free port")
     p.add_argument(
@@ -358,6 +364,10 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["init"]:
+        init_home.main(argv[1:])
+        return
     asyncio.run(serve(parse_args(argv)))
 
 

@@ -1,9 +1,12 @@
-"""`python ns_forward.py PORT_FILE NAMESPACE HOST:PORT`: relays 127.0.0.1 connections into a namespace.
+"""`python ns_forward.py PORT_FILE NAMESPACE HOST:PORT [LISTEN]`: relays connections into a namespace.
 
 It listens on a free 127.0.0.1 port of the namespace it starts in (writes it to PORT_FILE), then
 enters network namespace NAMESPACE (`ip netns` name) and opens each relayed connection to HOST:PORT
 from there: a socket keeps the namespace it was made in. So a process on no host of the rig (the
 test) reaches the scheduler as a client on that host would, over loopback and the rig's bridge only.
+LISTEN (HOST:PORT, default 127.0.0.1:0) with a NAMESPACE given as a path (/proc/PID/ns/net) relays
+the other way: started on a rig host with `ip netns exec`, it lets that host reach a server the test
+runs outside the rig.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ CLONE_NEWNET = 0x40000000
 
 def enter_namespace(name: str) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    fd = os.open(name if name.startswith("/") else f"/run/netns/{name}", os.O_RDONLY)
     try:
         if libc.setns(fd, CLONE_NEWNET) != 0:
             error = ctypes.get_errno()
@@ -56,9 +59,11 @@ async def serve(listener: socket.socket, target: str) -> None:
         await server.serve_forever()
 
 
-def main(port_file: str, namespace: str, target: str) -> None:
+def main(port_file: str, namespace: str, target: str, listen: str = "127.0.0.1:0") -> None:
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    host, _, port = listen.rpartition(":")
+    listener.bind((host, int(port)))
     listener.listen(64)
     enter_namespace(namespace)
     Path(port_file + ".tmp").write_text(str(listener.getsockname()[1]))
@@ -67,4 +72,4 @@ def main(port_file: str, namespace: str, target: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

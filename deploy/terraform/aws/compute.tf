@@ -18,6 +18,10 @@ resource "aws_instance" "scheduler" {
     db_port          = aws_db_instance.this.port
     db_password_name = aws_ssm_parameter.db_password.name
     bucket           = aws_s3_bucket.checkpoints.bucket
+    public_ip        = aws_eip.scheduler.public_ip
+    secret_name      = aws_ssm_parameter.cluster_secret.name
+    admin_name       = aws_ssm_parameter.admin_password.name
+    tls_ca_name      = aws_ssm_parameter.tls_ca.name
   })
   metadata_options {
     http_tokens = "required" # IMDSv2 only
@@ -30,10 +34,15 @@ resource "aws_instance" "scheduler" {
   tags = merge(local.tags, { Name = "${var.name}-scheduler" })
 }
 
+# Allocated before the instance so its address can go into the scheduler's TLS certificate.
 resource "aws_eip" "scheduler" {
-  domain   = "vpc"
-  instance = aws_instance.scheduler.id
-  tags     = merge(local.tags, { Name = "${var.name}-scheduler" })
+  domain = "vpc"
+  tags   = merge(local.tags, { Name = "${var.name}-scheduler" })
+}
+
+resource "aws_eip_association" "scheduler" {
+  allocation_id = aws_eip.scheduler.id
+  instance_id   = aws_instance.scheduler.id
 }
 
 resource "aws_launch_template" "agent" {
@@ -48,6 +57,10 @@ resource "aws_launch_template" "agent" {
     torch_requirement = var.torch_requirement
     master            = "${aws_instance.scheduler.private_ip}:8080"
     cpu_slots         = var.agent_cpu_slots
+    region            = data.aws_region.current.name
+    secret_name       = aws_ssm_parameter.cluster_secret.name
+    tls_ca_name       = aws_ssm_parameter.tls_ca.name
+    tls_ca_pending    = local.tls_ca_pending
   }))
   iam_instance_profile {
     name = aws_iam_instance_profile.agent.name

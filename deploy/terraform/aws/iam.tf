@@ -24,6 +24,16 @@ data "aws_iam_policy_document" "scheduler" {
     actions   = ["ssm:GetParameter"]
     resources = [aws_ssm_parameter.db_password.arn]
   }
+  statement {
+    sid       = "ClusterSecrets"
+    actions   = ["ssm:GetParameter"]
+    resources = [aws_ssm_parameter.cluster_secret.arn, aws_ssm_parameter.admin_password.arn]
+  }
+  statement {
+    sid       = "PublishTheClusterCA"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = [aws_ssm_parameter.tls_ca.arn]
+  }
 }
 
 resource "aws_iam_role" "scheduler" {
@@ -43,12 +53,26 @@ resource "aws_iam_instance_profile" "scheduler" {
   role = aws_iam_role.scheduler.name
 }
 
-# Agents need no AWS API: checkpoints go through the checkpoint store. The role exists so
-# operators can attach e.g. read access to datasets or SSM Session Manager.
+# Agents read the cluster secret and the CA certificate at boot; checkpoints go through the
+# checkpoint store. Operators may attach more, e.g. read access to datasets or SSM Session Manager.
 resource "aws_iam_role" "agent" {
   name               = "${var.name}-agent"
   assume_role_policy = data.aws_iam_policy_document.ec2_assume.json
   tags               = local.tags
+}
+
+data "aws_iam_policy_document" "agent" {
+  statement {
+    sid       = "ClusterSecretAndCA"
+    actions   = ["ssm:GetParameter"]
+    resources = [aws_ssm_parameter.cluster_secret.arn, aws_ssm_parameter.tls_ca.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "agent" {
+  name   = "${var.name}-agent"
+  role   = aws_iam_role.agent.id
+  policy = data.aws_iam_policy_document.agent.json
 }
 
 resource "aws_iam_instance_profile" "agent" {

@@ -77,19 +77,37 @@ resource "aws_security_group" "db" {
 }
 
 locals {
-  # port => what it serves, opened to allowed_cidrs on the scheduler instance
-  scheduler_ports = { 8080 = "scheduler API", 8090 = "checkpoint store", 8100 = "web UI", 9464 = "Prometheus metrics" }
+  # What users reach on the scheduler instance: gRPC over TLS only. The web UI and the metrics
+  # endpoint speak plain HTTP and open only to the CIDRs given for them (none by default).
+  user_rules = merge(
+    { for c in var.allowed_cidrs : "8080 ${c}" => { port = 8080, cidr = c, what = "scheduler API (TLS)" } },
+    { for c in var.allowed_cidrs : "8090 ${c}" => { port = 8090, cidr = c, what = "checkpoint store (TLS)" } },
+    { for c in var.webui_cidrs : "8100 ${c}" => { port = 8100, cidr = c, what = "web UI (HTTP)" } },
+    { for c in var.metrics_cidrs : "9464 ${c}" => { port = 9464, cidr = c, what = "Prometheus metrics (HTTP)" } },
+  )
 }
 
 resource "aws_security_group_rule" "scheduler_from_users" {
-  for_each          = local.scheduler_ports
+  for_each          = local.user_rules
   type              = "ingress"
   security_group_id = aws_security_group.scheduler.id
   protocol          = "tcp"
-  from_port         = tonumber(each.key)
-  to_port           = tonumber(each.key)
-  cidr_blocks       = var.allowed_cidrs
-  description       = each.value
+  from_port         = each.value.port
+  to_port           = each.value.port
+  cidr_blocks       = [each.value.cidr]
+  description       = each.value.what
+}
+
+# The ranks of a trial spanning agents connect to each other: the rendezvous on the chief agent's
+# 29500 + trial id mod 1000, then a port per rank that the kernel picks.
+resource "aws_security_group_rule" "agent_from_agents" {
+  type                     = "ingress"
+  security_group_id        = aws_security_group.agent.id
+  protocol                 = "tcp"
+  from_port                = 0
+  to_port                  = 65535
+  source_security_group_id = aws_security_group.agent.id
+  description              = "ranks of one trial across agents"
 }
 
 resource "aws_security_group_rule" "scheduler_from_agents" {

@@ -14,12 +14,12 @@ output "checkpoint_store_address" {
 }
 
 output "webui_url" {
-  description = "The web UI (log in with a pedl user); put it behind TLS for anything beyond a trial."
+  description = "The web UI (plain HTTP; reachable from webui_cidrs only, else through an SSH tunnel)."
   value       = "http://${aws_eip.scheduler.public_ip}:8100/"
 }
 
 output "metrics_url" {
-  description = "The scheduler's Prometheus endpoint."
+  description = "The scheduler's Prometheus endpoint (reachable from metrics_cidrs only)."
   value       = "http://${aws_eip.scheduler.public_ip}:9464/metrics"
 }
 
@@ -36,4 +36,14 @@ output "database_endpoint" {
 output "agent_autoscaling_group" {
   description = "Name of the agents' autoscaling group (scale it with `aws autoscaling set-desired-capacity`)."
   value       = aws_autoscaling_group.agents.name
+}
+
+output "admin_password_parameter" {
+  description = "SSM parameter holding the first admin's password (aws ssm get-parameter --with-decryption --name ...)."
+  value       = aws_ssm_parameter.admin_password.name
+}
+
+output "tls_ca_parameter" {
+  description = "SSM parameter the scheduler writes the cluster's CA certificate to at first boot (for PEDL_TLS_CA)."
+  value       = aws_ssm_parameter.tls_ca.name
 }

@@ -212,3 +212,29 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "secrets_version" {
+  description = "Bump to make a new cluster secret and admin password (instances read them at boot: replace them after)."
+  type        = number
+  default     = 1
+}
+
+variable "webui_cidrs" {
+  description = "CIDR blocks that may reach the web UI on 8100 (plain HTTP: prefer an SSH tunnel or a TLS proxy; default none)."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.webui_cidrs : can(cidrnetmask(c))])
+    error_message = "webui_cidrs must hold IPv4 CIDR blocks like 203.0.113.0/24."
+  }
+}
+
+variable "metrics_cidrs" {
+  description = "CIDR blocks that may scrape Prometheus metrics on 9464 (plain HTTP; default none)."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.metrics_cidrs : can(cidrnetmask(c))])
+    error_message = "metrics_cidrs must hold IPv4 CIDR blocks like 203.0.113.0/24."
+  }
+}

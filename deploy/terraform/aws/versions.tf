@@ -1,9 +1,9 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.11" # ephemeral values and write-only arguments (secrets.tf)
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.0, < 7.0"
+      version = ">= 5.100, < 7.0"
     }
   }
 }

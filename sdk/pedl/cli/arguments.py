@@ -37,3 +37,15 @@ def port(text: str) -> int:
     if value > 65535:
         raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (0 picks a free one), got {text!r}")
     return value
+
+
+def metrics_port(text: str) -> int:
+    """A port, 0 for a free one, or -1 for none."""
+    if text.strip() == "-1":
+        return -1
+    try:
+        return port(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a port number 0-65535 (0 picks a free one) or -1 (none), got {text!r}"
+        ) from None

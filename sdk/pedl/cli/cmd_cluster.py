@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pedl.cli.arguments import non_negative_int, port, positive_int
+from pedl.cli.arguments import metrics_port, non_negative_int, port, positive_int
 from pedl.cli.errors import CliError
 
 
@@ -13,13 +13,41 @@ def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     commands = cluster.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser(
-        "up", parents=[common], help="start a checkpoint store, a scheduler and agents on this machine"
+        "up",
+        parents=[common],
+        help="start a checkpoint store, a scheduler and agents on this machine",
+        description="Start a checkpoint store, a scheduler, a web UI and agents on 127.0.0.1 (no TLS). "
+        "Experiments whose checkpoint_storage is S3 need the bucket (and a non-AWS endpoint) allowed "
+        "with --allowed-s3-bucket/--allowed-s3-endpoint, and S3 credentials in this shell's "
+        "environment, which the services inherit: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+        "AWS_DEFAULT_REGION (and AWS_ENDPOINT_URL for MinIO and the like), or a profile in ~/.aws.",
     )
     up.add_argument("--agents", type=non_negative_int, default=1, help="number of agents (default 1)")
     up.add_argument("--slots-per-agent", type=positive_int, default=1, help="slots per agent (default 1)")
     up.add_argument("--port", type=port, default=8080, help="scheduler port (default 8080; 0 = any free)")
     up.add_argument("--store-port", type=port, default=8090, help="checkpoint store port (default 8090)")
     up.add_argument("--webui-port", type=port, default=8100, help="web UI port (default 8100; 0 = any free)")
+    up.add_argument(
+        "--metrics-port",
+        type=metrics_port,
+        default=9464,
+        help="the scheduler's Prometheus /metrics port (default 9464; 0 = any free; -1 = none)",
+    )
+    up.add_argument(
+        "--allowed-s3-bucket",
+        action="append",
+        default=[],
+        metavar="BUCKET",
+        help="an S3 bucket experiments' checkpoint_storage may name (repeatable; default none)",
+    )
+    up.add_argument(
+        "--allowed-s3-endpoint",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an S3 endpoint_url experiments may name, e.g. http://127.0.0.1:9000 ('aws': AWS's own, "
+        "the default); repeatable",
+    )
     _home_argument(up)
     up.set_defaults(func=cluster_up)
 
@@ -53,6 +81,9 @@ def cluster_up(args: argparse.Namespace) -> int:
         port=args.port,
         store_port=args.store_port,
         webui_port=args.webui_port,
+        metrics_port=args.metrics_port,
+        allowed_s3_buckets=tuple(args.allowed_s3_bucket),
+        allowed_s3_endpoints=tuple(args.allowed_s3_endpoint),
     )
     try:
         state = up(options, out=lambda line: print(line, flush=True))

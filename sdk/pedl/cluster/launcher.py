@@ -41,6 +41,11 @@ class UpOptions:
     port: int = 8080
     store_port: int = 8090
     webui_port: int = 8100
+    # The scheduler's Prometheus port (0: a free one, -1: none), so a second cluster need not clash.
+    metrics_port: int = 9464
+    # S3 buckets and endpoints experiments' checkpoint_storage may name (both services check them).
+    allowed_s3_buckets: tuple[str, ...] = ()
+    allowed_s3_endpoints: tuple[str, ...] = ()
     timeout_seconds: float = 60.0
     # Overridable so tests can start stand-in programs; maps "checkpoint-store"/"scheduler"/"agent".
     command: Callable[[str], list[str]] | None = None
@@ -234,10 +239,12 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     scheduler_port = opts.port or _free_port()
     store_port = opts.store_port or _free_port()
     webui_port = opts.webui_port or _free_port()
+    s3 = [*(a for b in opts.allowed_s3_buckets for a in ("--allowed-s3-bucket", b)),
+          *(a for e in opts.allowed_s3_endpoints for a in ("--allowed-s3-endpoint", e))]  # fmt: skip
     out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
     starter.start(STORE, STORE, [
         "--host", HOST, "--port", str(store_port), "--storage-path", str(paths.checkpoints),
-        "--port-file", str(paths.port_file(STORE)), "--master", f"{HOST}:{scheduler_port}", *secret,
+        "--port-file", str(paths.port_file(STORE)), "--master", f"{HOST}:{scheduler_port}", *secret, *s3,
     ])  # fmt: skip
     store_port = starter.wait_serving(STORE, time.monotonic() + opts.timeout_seconds)
     state.checkpoint_store = f"{HOST}:{store_port}"
@@ -249,6 +256,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
         "--checkpoint-store", state.checkpoint_store, "--port-file", str(paths.port_file(SCHEDULER)),
         "--allowed-storage-root", str(paths.checkpoints),
         "--log-level", "info", *secret, "--admin-password-file", str(credentials.admin_password_file(paths)),
+        "--metrics-port", str(opts.metrics_port), *s3,
     ])  # fmt: skip
     port = starter.wait_serving(SCHEDULER, time.monotonic() + opts.timeout_seconds)
     state.master = f"{HOST}:{port}"

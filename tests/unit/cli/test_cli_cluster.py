@@ -128,6 +128,12 @@ def test_up_and_down_with_stand_in_services(
                 "0",
                 "--webui-port",
                 "0",
+                "--metrics-port",
+                "0",
+                "--allowed-s3-bucket",
+                "team-ckpts",
+                "--allowed-s3-endpoint",
+                "http://127.0.0.1:9000",
             ]
         )
     finally:
@@ -144,6 +150,10 @@ def test_up_and_down_with_stand_in_services(
         "agent-2",
     ]
     assert f"export PEDL_MASTER={state.master}" in out
+    argv = {s.name: " ".join(s.argv) for s in state.services}
+    assert "--metrics-port 0" in argv["scheduler"]
+    for name in ("scheduler", "checkpoint-store"):
+        assert "--allowed-s3-bucket team-ckpts --allowed-s3-endpoint http://127.0.0.1:9000" in argv[name]
     assert all(processes.is_ours(s.pid, s.argv) for s in state.services)
     assert (tmp_path / "cluster" / "agents" / "agent-2").is_dir()
 
@@ -281,3 +291,9 @@ def test_status_names_a_service_that_is_down(reap: list[int], tmp_path: Path, ca
     ))  # fmt: skip
     assert main(["cluster", "status", "--home", str(tmp_path)]) == 1
     assert "agent-1" in capsys.readouterr().out.splitlines()[2].split()[0]
+
+
+def test_up_refuses_a_bad_metrics_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["cluster", "up", "--home", str(tmp_path), "--metrics-port", "-2"])
+    assert "or -1 (none), got '-2'" in capsys.readouterr().err

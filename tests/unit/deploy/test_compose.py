@@ -14,15 +14,10 @@ import yaml
 from pedl_agent.config import parse_args as parse_agent_args
 from pedl_checkpoint_store.config import parse_config as parse_store_config
 from pedl_scheduler.main import parse_args as parse_scheduler_args
+from support.compose_file import interpolate
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"
-
-
-def interpolate(text: str) -> str:
-    """Compose's `${VAR:-default}` with nothing set, and `$$` escapes."""
-    text = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}", r"\1", text)
-    return text.replace("$$", "$")
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +76,15 @@ def test_the_checkpoint_store_uses_the_minio_bucket(services) -> None:
 
 
 def test_the_agent_connects_to_the_scheduler(services, monkeypatch) -> None:
-    # `--address agent` names the agent's container: it resolves inside compose's network, not here,
-    # and the agent checks it against its own interfaces only where it runs.
+    # The agent checks an address against its own interfaces only where it runs.
     import pedl_agent.config
 
     monkeypatch.setattr(pedl_agent.config, "check_address", lambda address, interfaces=None: address)
-    config = parse_agent_args(services["agent"]["command"][1:], environ={})
+    # The files under /etc/pedl exist only in the secrets volume (test_compose_deploy runs them).
+    command = services["agent"]["command"][1:]
+    files = {i for i, a in enumerate(command) if a in ("--cluster-secret-file", "--tls-ca")}
+    argv = [a for i, a in enumerate(command) if i not in files and i - 1 not in files]
+    config = parse_agent_args(argv, environ={})
     assert config.master == f"scheduler:{parse_scheduler_args(services['scheduler']['command'][1:]).port}"
 
 
@@ -103,3 +101,16 @@ def test_docker_compose_accepts_the_file() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_no_pedl_service_starts_without_the_secret_init_made(services) -> None:
+    init = services["init"]["command"]
+    assert init[:4] == ["pedl-scheduler", "init", "--home", "/etc/pedl"]
+    assert {"scheduler", "checkpoint-store"} <= {init[i + 1] for i, a in enumerate(init) if a == "--tls-host"}
+    for name in ("checkpoint-store", "scheduler", "agent"):
+        command = services[name]["command"]
+        assert command[command.index("--cluster-secret-file") + 1] == "/etc/pedl/cluster-secret", name
+        assert command[command.index("--tls-ca") + 1] == "/etc/pedl/ca.pem", name
+        assert "pedl-secrets:/etc/pedl:ro" in services[name]["volumes"], name
+    store_needs = services["checkpoint-store"]["depends_on"]["init"]["condition"]
+    assert store_needs == "service_completed_successfully"

@@ -46,3 +46,19 @@ def test_every_unit_is_enabled_at_boot() -> None:
     text = "\n".join(t.read_text() for t in TEMPLATES.glob("*.tftpl"))
     enabled = {u for line in re.findall(r"systemctl enable --now (.*)", text) for u in line.split()}
     assert enabled == set(_units())
+
+
+def test_the_by_hand_units_restart_and_read_their_secret() -> None:
+    """deploy/systemd (docs/DEPLOY.md): each restarts forever and names the cluster secret (and TLS)."""
+    from support.fake_systemctl import parse_unit
+
+    units = {p.name: parse_unit(p.read_text()) for p in (TEMPLATES.parents[2] / "systemd").glob("*.service")}
+    assert set(units) == {"pedl-agent.service", "pedl-scheduler.service", "pedl-checkpoint-store.service",
+                          "pedl-webui.service"}  # fmt: skip
+    for name, unit in units.items():
+        service = unit["Service"]
+        assert service["Restart"] == ["on-failure"] and unit["Unit"]["StartLimitIntervalSec"] == ["0"], name
+        (command,) = service["ExecStart"]
+        if name != "pedl-webui.service":
+            assert "--cluster-secret-file /etc/pedl/cluster-secret" in command, name
+            assert "--tls-ca /etc/pedl/ca.pem" in command, name

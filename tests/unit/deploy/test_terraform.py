@@ -163,21 +163,25 @@ def moto(tmp_path):
         log.close()
 
 
-def moto_ami(url: str) -> str:
+def aws_client(service: str, url: str):  # type: ignore[no-untyped-def]
     import boto3
 
-    ec2 = boto3.client(
-        "ec2",
+    return boto3.client(
+        service,
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
-    return ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
 
 
+def moto_ami(url: str) -> str:
+    return aws_client("ec2", url).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+
+@pytest.mark.timeout(900)  # ~40 resources, each polled until ready: minutes on a busy machine
 def test_apply_and_destroy_against_moto(workspace, moto) -> None:
-    services = ("ec2", "s3", "rds", "iam", "autoscaling", "ssm", "sts")
+    services = ("ec2", "s3", "rds", "iam", "autoscaling", "ssm", "sts", "secretsmanager")
     endpoints = "\n".join(f'    {s} = "{moto}"' for s in services)
     provider = (
         'provider "aws" {\n  region = "us-east-1"\n  access_key = "testing"\n  secret_key = "testing"\n'
@@ -205,6 +209,15 @@ def test_apply_and_destroy_against_moto(workspace, moto) -> None:
         assert outputs["metrics_url"]["value"] == f"http://{host}:9464/metrics"
         assert outputs["checkpoint_bucket"]["value"].startswith("pedl-checkpoints-")
         assert outputs["agent_autoscaling_group"]["value"] == "pedl-agents"
+        # The provisioned secrets are in Parameter Store, and neither is in Terraform's state.
+        ssm = aws_client("ssm", moto)
+        stored = {
+            name: ssm.get_parameter(Name=f"/pedl/{name}", WithDecryption=True)["Parameter"]["Value"]
+            for name in ("cluster-secret", "admin-password")
+        }
+        assert len(stored["cluster-secret"]) >= 32 and len(stored["admin-password"]) >= 16
+        state = run(["show", "-json"], root, env).stdout
+        assert all(value not in state for value in stored.values())
     finally:
         run(["destroy", "-auto-approve", "-input=false", "-no-color"], root, env)
     assert json.loads(run(["show", "-json"], root, env).stdout).get("values") is None
