@@ -22,6 +22,11 @@ from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 
 
+# What build_training_data_loader/build_validation_data_loader return (annotations in Determined's
+# examples): a tf.data.Dataset, a Keras Sequence/PyDataset, or (x, y[, sample_weight]) arrays.
+InputData = Any
+
+
 def _ranks() -> DistributedContext:
     workers = _distributed.current()
     return DistributedContext() if workers is None else DistributedContext(workers.index, workers.count)
@@ -119,6 +124,7 @@ def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) ->
 
 
 __all__ = [
+    "InputData",
     "TFKerasTensorBoard",
     "TFKerasTrial",
     "TFKerasTrialContext",
