@@ -48,6 +48,9 @@
     $("title").textContent = "Experiment " + id;
     $("description").textContent = detail.description || "";
     stateBadge($("state"), detail.state);
+    // Why the experiment failed: the scheduler names the first failing trial's cause.
+    $("experiment-error").textContent = detail.error ? "Error: " + detail.error : "";
+    $("experiment-error").hidden = !detail.error;
     const progress = detail.progress === null ? "" : Math.round(detail.progress * 100) + "% · ";
     $("summary").textContent = progress + detail.num_trials + " trials · " + (detail.searcher || "") +
       " searcher · owner " + (detail.owner || "(none)") + " · created " + pedl.when(detail.created_at);

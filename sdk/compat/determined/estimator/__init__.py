@@ -13,7 +13,6 @@ from pedl.tensorflow._estimator import EstimatorTrial as _SeedEstimatorTrial
 from pedl.tensorflow._estimator import EstimatorTrialController
 from pedl.tensorflow._estimator_load import load_estimator_from_checkpoint_path
 
-
 # build_serving_input_receiver_fns() returns {name: ServingInputReceiverFn} (annotations in
 # Determined's examples): a function taking no arguments that returns a ServingInputReceiver.
 ServingInputReceiverFn = Callable[[], Any]
