@@ -123,3 +123,20 @@ def test_callbacks_import_and_are_refused_in_one_line(tmp_path) -> None:
     model_def = load_for_config(write(tmp_path / "callbacks", CALLBACKS), parsed.raw)
     with pytest.raises(TypeError, match="returned callbacks; pedl does not run PyTorchCallback objects"):
         run_local(parsed, model_def)
+
+
+def test_samplers_shard_skip_and_repeat_as_documented() -> None:
+    from determined.pytorch import samplers
+
+    base = list(range(10))
+    shuffled = list(samplers.ReproducibleShuffleSampler(base, seed=3))
+    assert sorted(shuffled) == base and shuffled == list(samplers.ReproducibleShuffleSampler(base, seed=3))
+    assert list(samplers.DistributedSampler(base, num_workers=3, rank=1)) == [1, 4, 7]
+    assert len(samplers.DistributedSampler(base, num_workers=3, rank=1)) == 3
+    assert list(samplers.SkipSampler(base, skip=7)) == [7, 8, 9]
+    repeated = iter(samplers.RepeatSampler([0, 1]))
+    assert [next(repeated) for _ in range(5)] == [0, 1, 0, 1, 0]
+    batches = [[0, 1], [2, 3], [4, 5]]
+    assert list(samplers.DistributedBatchSampler(batches, 2, 0)) == [[0, 1], [4, 5]]
+    with pytest.raises(ValueError, match="rank 2 is not in 0..1"):
+        samplers.DistributedSampler(base, num_workers=2, rank=2)

@@ -1,5 +1,6 @@
 """Determined's PyTorch API (`det.pytorch`) on pedl's PyTorch controller."""
 
+from determined.pytorch import samplers
 from determined.pytorch._callback import PyTorchCallback
 from determined.pytorch._context import DistributedContext, PyTorchTrialContext
 from determined.pytorch._data import Batch, DataLoader, Epoch
@@ -29,5 +30,6 @@ __all__ = [
     "init",
     "load_trial_from_checkpoint_path",
     "reset_parameters",
+    "samplers",
     "to_device",
 ]
