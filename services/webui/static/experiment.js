@@ -77,7 +77,7 @@
       el("table", {}, el("tr", {}, el("th", { text: "Rung (batches)" }), el("th", { text: "Trials stopped there" })),
         detail.rungs.map((r) => el("tr", {}, el("td", { class: "num", text: fmt(r.batches) }),
           el("td", {}, r.stopped_trials.flatMap((t, i) => [i ? ", " : "", el("a", { href: "/trials/" + t, text: String(t) })])))))] : []));
-    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: "Started from another trial's checkpoint (PBT)" }),
+    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.searcher === "pbt" ? "Started from another trial's checkpoint (PBT)" : "Resumed from a stopped trial's checkpoint (ASHA promotion)" }),
       el("table", {}, el("tr", {}, el("th", { text: "Trial" }), el("th", { text: "Copied from" })),
         detail.lineage.map((l) => el("tr", {}, el("td", {}, el("a", { href: "/trials/" + l.trial_id, text: String(l.trial_id) })),
           el("td", {}, el("a", { href: "/trials/" + l.parent_trial_id, text: String(l.parent_trial_id) })))))] : []));
