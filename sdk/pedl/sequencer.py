@@ -96,8 +96,8 @@ class TrialSequencer:
             min_validation_period=config.min_validation_period.amount,
             min_checkpoint_period=config.min_checkpoint_period.amount,
             initial_validation=bool(config.raw.get("perform_initial_validation", False)),
-            checkpoint_after_validation=config.raw.get("checkpoint_policy") == "all",
-            checkpoint_after_best_validation=config.raw.get("checkpoint_policy") == "best",
+            checkpoint_after_validation=config.checkpoint_policy == "all",
+            checkpoint_after_best_validation=config.checkpoint_policy == "best",
             open_ended=config.max_length == 0,
             target_unit=config.length_unit,
             validation_period_unit=config.min_validation_period.unit,
@@ -258,7 +258,7 @@ class TrialSequencer:
             ):
                 return False  # the searcher hears this one first
             self.on_validation_completed(w.total_batches)
-            if self.checkpoint_after_best_validation:
+            if self.checkpoint_after_best_validation and not self._same_next_if_best(w.total_batches):
                 return False  # whether it is the best, and so checkpointed, is not known yet
         elif w.kind is Kind.CHECKPOINT_MODEL:
             self.on_checkpoint_completed(w.total_batches)
@@ -266,6 +266,13 @@ class TrialSequencer:
             self.on_terminate_sent()
             return False
         return True
+
+    def _same_next_if_best(self, total_batches: int) -> bool:
+        """Whether what follows the validation at `total_batches` is the same whether or not it is
+        the best (at a closed trial's end the checkpoint comes either way)."""
+        if_best = self.clone()
+        if_best.best_validation_at = total_batches
+        return if_best.next_workload() == self.next_workload()
 
     def _last_target_of_closed(self) -> bool:
         """The searcher closed the trial up front: what follows its last validation is decided."""

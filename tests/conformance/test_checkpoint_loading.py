@@ -103,7 +103,7 @@ def test_a_tfkeras_trial_comes_back_as_its_model_with_the_trained_weights(tmp_pa
     config = (model_def / "const.yaml").read_text().replace("batches: 450", "batches: 90")
     path, metrics = train(model_def, config, tmp_path)
     model = det.keras.load_model_from_checkpoint_path(str(path))
-    assert keras_accuracy(model) == pytest.approx(metrics["accuracy"], abs=1e-6)
+    assert keras_accuracy(model) == pytest.approx(metrics["val_accuracy"], abs=1e-6)
     with pytest.raises(ValueError, match="tags"):
         det.keras.load_model_from_checkpoint_path(str(path), tags=["serve"])
 
@@ -115,7 +115,7 @@ def test_a_pedl011_keras_trial_comes_back_as_its_model(tmp_path) -> None:
     from pedl.keras import load_model_from_checkpoint_path
 
     model = load_model_from_checkpoint_path(path)
-    assert keras_accuracy(model) == pytest.approx(metrics["accuracy"], abs=1e-6)
+    assert keras_accuracy(model) == pytest.approx(metrics["val_accuracy"], abs=1e-6)
 
 
 def test_a_checkpoint_of_another_framework_is_refused_naming_both(tmp_path) -> None:

@@ -31,7 +31,7 @@ def test_a_pedl011_tfkeras_trial_with_a_data_adapter_trains_and_restores(tmp_pat
     model = shutil.copytree(EXAMPLES / "digits_keras_pedl011", tmp_path / "pedl011_keras")
     _, result = run(model)
     assert result.state == "COMPLETED"
-    assert set(result.trials[0].validations[-1][1]) == {"loss", "accuracy"}
+    assert set(result.trials[0].validations[-1][1]) == {"val_loss", "val_accuracy"}
 
 
 def test_a_determined_tfkeras_trial_uses_its_context_and_restores(tmp_path) -> None:
@@ -99,7 +99,7 @@ def test_a_determined_trial_returning_the_tensorboard_callback_trains_unchanged(
     )
     _, result = run(model)
     assert result.state == "COMPLETED"
-    assert set(result.trials[0].validations[-1][1]) == {"loss", "accuracy"}
+    assert set(result.trials[0].validations[-1][1]) == {"val_loss", "val_accuracy"}
 
 
 def test_a_pedl011_trial_returning_tfkeras_tensorboard_trains_unchanged(tmp_path) -> None:

@@ -35,7 +35,7 @@ CONFIG = {
 USER_LINES = 200
 
 
-def _populate(db: Path) -> tuple[int, int]:
+def _populate(db: Path) -> tuple[int, int, int]:
     """A COMPLETED trial whose log is USER_LINES user lines, each after three of pedl's own; and an
     ACTIVE trial with five user lines so far, which nothing runs (its experiment is stored as ended, so
     the scheduler recovers nothing): the test writes its new lines and its end."""
@@ -46,25 +46,30 @@ def _populate(db: Path) -> tuple[int, int]:
             model_definition_name="model", seed=1, created_at="2026-01-01T00:00:00Z", owner="admin",
             state="COMPLETED",
         )  # fmt: skip
-        for request_id in ("r0", "r1"):
+        for request_id in ("quiet", "r0", "r1"):
             trial_ops.create_trial(s, exp_id, request_id, "{}", 1, "{}")
     running, done = (row["id"] for row in trial_ops.newest_trials(s, exp_id, 2))
+    quiet = trial_ops.trial_id_of_request(s, exp_id, "quiet")
+    assert quiet is not None
     with s.transaction():
         for i in range(USER_LINES):
             for k in range(3):
                 result_ops.record_log(s, done, 1, "t", "pedl", f"pedl says {i}.{k}")
             result_ops.record_log(s, done, 1, "t", "stdout", f"user {i}")
         trial_ops.end_trial(s, done, "COMPLETED", "", "t")
+        for k in range(3):  # a trial whose code printed nothing: only pedl's own lines
+            result_ops.record_log(s, quiet, 1, "t", "pedl", f"pedl says {k}")
+        trial_ops.end_trial(s, quiet, "COMPLETED", "", "t")
         for i in range(5):
             result_ops.record_log(s, running, 1, "t", "stdout", f"early {i}")
     s.close()
-    return done, running
+    return done, running, quiet
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
+def cluster(tmp_path: Path) -> Iterator[tuple[Path, int, int, int]]:
     db = tmp_path / "pedl.db"
-    done, running = _populate(db)
+    done, running, quiet = _populate(db)
     password = secrets.token_hex(8)
     (tmp_path / "secret").write_text(secrets.token_hex(32))
     (tmp_path / "admin").write_text(password)
@@ -78,7 +83,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PEDL_MASTER", service.address)
             mp.setenv("PEDL_TOKEN", token)
-            yield db, done, running
+            yield db, done, running, quiet
     finally:
         processes.stop(service.process)
 
@@ -100,7 +105,7 @@ def received(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_the_scheduler_cuts_the_tail(cluster, received, capsys: pytest.CaptureFixture[str]) -> None:
-    _, done, _ = cluster
+    _, done, _, _ = cluster
     assert cli(["trial", "logs", str(done), "--tail", "3", "--system"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "[pedl] pedl says 199.1",
@@ -113,7 +118,7 @@ def test_the_scheduler_cuts_the_tail(cluster, received, capsys: pytest.CaptureFi
 def test_hidden_system_lines_still_leave_n_user_lines(
     cluster, received, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, done, _ = cluster
+    _, done, _, _ = cluster
     assert cli(["trial", "logs", str(done), "--tail", "5"]) == 0
     assert capsys.readouterr().out.splitlines() == [f"user {i}" for i in range(195, 200)]
     assert received == [5, 20]  # asked again for four times as many, never for the whole log
@@ -122,6 +127,17 @@ def test_hidden_system_lines_still_leave_n_user_lines(
     assert cli(["trial", "logs", str(done), "--tail", "1000", "--json"]) == 0
     shown = [json.loads(line)["message"] for line in capsys.readouterr().out.splitlines()]
     assert shown == [f"user {i}" for i in range(USER_LINES)]
+
+
+def test_a_trial_with_only_pedls_lines_says_where_they_are(cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, _, quiet = cluster
+    assert cli(["trial", "logs", str(quiet)]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.strip() == f"trial {quiet} has logged only pedl's own lines (3); show them with --system"
+    assert cli(["trial", "logs", str(quiet), "--system"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [f"[pedl] pedl says {k}" for k in range(3)] and out.err == ""
 
 
 def _pump(process: subprocess.Popen) -> queue.Queue:
@@ -147,7 +163,7 @@ def _next_lines(lines: queue.Queue, count: int, timeout: float = 60) -> list[str
 
 
 def test_follow_prints_the_tail_then_every_new_line(cluster) -> None:
-    db, _, running = cluster
+    db, _, running, _ = cluster
     follow = subprocess.Popen(
         [DET, "trial", "logs", str(running), "--tail", "2", "-f"],
         env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -92,6 +92,9 @@ def test_user_code_that_raises_errors_the_trial_with_its_traceback(cluster, tmp_
     (trial,) = result.trials
     assert trial.state == common_pb2.TRIAL_STATE_ERROR
     assert trial.restarts == 1 and "max_restarts is 1" in trial.error
+    # The experiment names the first failing trial's cause (describe, --json and the web UI show it).
+    first_line = trial.error.strip().splitlines()[0]
+    assert result.experiment.error == f"every trial failed; the first, trial {trial.id}: {first_line}"
     text = logs(cluster, trial.id)
     assert "Traceback" in text and "ValueError: bad layer size" in text and "__init__.py" in text
     assert "restarting trial" in text

@@ -206,9 +206,9 @@ def test_validation_metrics_cover_every_ranks_shard(cluster, reference, model_di
     x, y = sys.modules[module.trial_class.__module__].samples()
     expected = model.evaluate(x[64:], y[64:], batch_size=8, verbose=0, return_dict=True)
     reported = validations[-1][1]
-    assert set(reported) == {"loss", "accuracy"}
+    assert {"val_loss", "val_accuracy"} <= set(reported)
     for name in ("loss", "accuracy"):
-        assert math.isclose(reported[name], expected[name], rel_tol=1e-5), (name, reported, expected)
+        assert math.isclose(reported["val_" + name], expected[name], rel_tol=1e-5), (name, reported, expected)
     keras.backend.clear_session()
 
 
@@ -242,7 +242,7 @@ def test_the_keras_script_example_trains_on_two_slots(cluster) -> None:
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
     steps, validations = trial_history(cluster, exp_id)
     assert [b for b, _ in steps] == [10, 20, 30, 40]
-    assert [b for b, _ in validations] == [40] and validations[0][1]["accuracy"] > 0.7
+    assert [b for b, _ in validations] == [40] and validations[0][1]["val_accuracy"] > 0.7
     (trial,) = result.trials
     detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
     assert [c.total_batches for c in detail.checkpoints] == [20, 40] and trial.restarts == 0

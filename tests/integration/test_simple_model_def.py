@@ -44,7 +44,7 @@ def test_the_keras_script_example_trains_to_completed(tmp_path) -> None:
         assert [b for b, _ in steps] == [10, 20, 30, 40, 50, 60]
         assert all(set(m) == {"loss", "accuracy"} for _, m in steps)
         assert [b for b, _ in validations] == [20, 40, 60]
-        assert validations[-1][1]["accuracy"] > 0.7
+        assert validations[-1][1]["val_accuracy"] > 0.7
         (trial,) = result.trials
         detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
         assert detail.checkpoints[-1].total_batches == 60

@@ -54,7 +54,7 @@ def killed_run_matches_reference(cluster, example: str, config: str) -> None:
     assert result.trials[0].restarts == 0  # a lost agent does not spend max_restarts
     steps, validations = trial_history(cluster, exp_id)
     assert [b for b, _ in steps] == list(range(10, 61, 10))
-    assert "accuracy" in validations[-1][1]
+    assert "val_accuracy" in validations[-1][1]
     assert (steps, validations) == trial_history(cluster, reference)
 
 
@@ -82,7 +82,7 @@ def asha(example: str) -> str:
     searcher = {
         "name": "adaptive_asha",
         "mode": "aggressive",
-        "metric": "accuracy",
+        "metric": "val_accuracy",
         "smaller_is_better": False,
         "max_trials": 4,
     }
@@ -110,7 +110,7 @@ def stopped_at_the_rung_then_resumed(cluster, exp_id: int) -> None:
     assert [s.total_batches for s in top.steps] == [20, 30, 40]
     best = max(stopped, key=lambda d: d.trial.best_validation_metric)
     assert top.trial.hparams == best.trial.hparams
-    assert all("accuracy" in from_struct(d.validations[-1].metrics) for d in details)
+    assert all("val_accuracy" in from_struct(d.validations[-1].metrics) for d in details)
 
 
 def test_a_determined_tfkeras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(tmp_path) -> None:
@@ -176,4 +176,4 @@ def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_te
             tag: [e.step for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]
         }
     assert curves["training"]["accuracy"] == [10, 20, 30, 40]
-    assert curves["validation"]["accuracy"] == [20, 40]
+    assert curves["validation"]["val_accuracy"] == [20, 40]

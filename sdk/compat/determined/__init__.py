@@ -36,6 +36,11 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
+    if name == "TrialContext":
+        from determined._trial_context import TrialContext
+
+        globals()[name] = TrialContext
+        return TrialContext
     if name in ("get_cluster_info", "ClusterInfo"):
         from determined import _cluster_info
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,8 +63,14 @@ def add_log_flags(logs: argparse.ArgumentParser) -> None:
 
 
 def trial_logs(args: argparse.Namespace) -> int:
+    hidden = 0
+
     def shown(line: common_pb2.LogLine) -> bool:
-        return bool(args.system) or not records.is_system_line(line.source, line.message)
+        nonlocal hidden
+        if args.system or not records.is_system_line(line.source, line.message):
+            return True
+        hidden += 1
+        return False
 
     with connect(args) as client:
         lines: Iterable[common_pb2.LogLine]
@@ -74,9 +81,11 @@ def trial_logs(args: argparse.Namespace) -> int:
             if args.follow:
                 after = client.trial_logs(args.trial_id, follow=True, after_id=newest)
                 lines = itertools.chain(lines, (line for line in after if shown(line)))
+        printed = 0
         for count, line in enumerate(lines):
             if args.head is not None and count >= args.head:
                 break
+            printed += 1
             if args.json:
                 print(json.dumps(records.log_record(line)), flush=args.follow)
                 continue
@@ -84,6 +93,12 @@ def trial_logs(args: argparse.Namespace) -> int:
             if args.system and records.is_system_line(line.source, line.message):
                 message = f"[pedl] {message}"
             print(message, flush=args.follow)
+    if not printed and hidden:
+        # Nothing of the trial's own code (yet): say where pedl's lines are rather than print nothing.
+        print(
+            f"trial {args.trial_id} has logged only pedl's own lines ({hidden}); show them with --system",
+            file=sys.stderr,
+        )
     return 0
 
 

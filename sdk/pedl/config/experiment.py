@@ -157,6 +157,12 @@ class ExperimentConfig:
         return self.raw["max_restarts"]
 
     @property
+    def checkpoint_policy(self) -> str:
+        """`best` when the config leaves it out: Determined's default (a checkpoint after every
+        validation better than all earlier ones of the experiment)."""
+        return self.raw.get("checkpoint_policy") or "best"
+
+    @property
     def entrypoint(self) -> str | dict[str, Any] | list[str] | None:
         """The raw field; for PEDL 0.11's `entrypoints:` mapping, its trial_class."""
         if self.raw.get("entrypoints") is not None:

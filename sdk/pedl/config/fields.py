@@ -61,8 +61,8 @@ FIELDS: dict[str, Field] = {
     "min_checkpoint_period": _s("checkpoint at least this often: `{batches|records|epochs: N}` or steps"),
     "perform_initial_validation": _s("validates the untrained model (at batch 0) before training"),
     "checkpoint_policy": _s(
-        "`none` (pedl's default: checkpoints at min_checkpoint_period, on pause and at the end), `best` "
-        "or `all`"
+        "`best` (the default, as in Determined), `all` or `none` (checkpoints only at "
+        "min_checkpoint_period, on pause and at the end)"
     ),
     "checkpoint_policy=best": _s(
         "also a checkpoint after every validation better than all earlier ones of the experiment "

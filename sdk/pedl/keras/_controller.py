@@ -20,6 +20,7 @@ from pedl.keras._data import (
     validation_batches,
     validation_input,
 )
+from pedl.keras._names import keras_validation_metrics
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 from pedl.tensorflow._averaging import first_non_finite, mean_metrics
@@ -126,13 +127,13 @@ class KerasTrialController:
         if self._steps is not None:
             assert self.workers is not None
             batches = validation_batches(self.validation, self.workers.shard)
-            return mean_metrics([self._steps.validate(batches)], "validation")
+            return keras_validation_metrics(mean_metrics([self._steps.validate(batches)], "validation"))
         data, keywords = validation_input(self.validation)
         with warnings.catch_warnings():
             # Keras warns when a generator ends; for the validation pass that end is expected.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             metrics = self.model.evaluate(data, verbose=0, return_dict=True, **keywords)
-        return mean_metrics([metrics], "validation")
+        return keras_validation_metrics(mean_metrics([metrics], "validation"))
 
     def save(self, path: Path) -> None:
         """Writes the checkpoint; on several workers only the chief does (all hold the same state).

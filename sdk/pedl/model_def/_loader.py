@@ -16,6 +16,7 @@ from typing import Any
 
 from pedl.model_def._entrypoint import Entrypoint, parse_entrypoint
 from pedl.model_def._importing import import_package, import_submodule
+from pedl.model_def._suggest import suggested_entrypoint
 from pedl.model_def.errors import ModelDefinitionError, describe
 from pedl.trial import Trial, is_framework_base
 
@@ -72,9 +73,15 @@ def _find_trial_without_entrypoint(module: ModuleType, directory: Path) -> type[
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
+        suggestion = suggested_entrypoint(directory)
+        fix = (
+            f"add `{suggestion}` to the experiment config"
+            if suggestion
+            else "set entrypoint: '<module>:<TrialClass>' in the experiment config"
+        )
         raise ModelDefinitionError(
             f"{where} exposes no Trial subclass (such as a pedl.pytorch.PyTorchTrial); define or import "
-            "exactly one there, or set entrypoint: '<module>:<TrialClass>' in the experiment config"
+            f"exactly one there, or {fix}"
         )
     listed = ", ".join(describe(c, directory) for c in candidates)
     raise ModelDefinitionError(

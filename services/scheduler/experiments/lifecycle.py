@@ -236,6 +236,10 @@ class ExperimentLifecycle:
             error = (
                 "every trial failed" if states and all(s == "ERROR" for s in states) else "the search failed"
             )
+            first = trial_ops.first_trial_error(self.db, exp.id)
+            if first is not None:
+                cause = first[1].strip().splitlines()[0]
+                error += f"; the first, trial {first[0]}: {cause}"
         else:
             state = "COMPLETED"
         self.checkpoints.collect_garbage(exp)

@@ -48,6 +48,9 @@
     $("title").textContent = "Experiment " + id;
     $("description").textContent = detail.description || "";
     stateBadge($("state"), detail.state);
+    // Why the experiment failed: the scheduler names the first failing trial's cause.
+    $("experiment-error").textContent = detail.error ? "Error: " + detail.error : "";
+    $("experiment-error").hidden = !detail.error;
     const progress = detail.progress === null ? "" : Math.round(detail.progress * 100) + "% · ";
     $("summary").textContent = progress + detail.num_trials + " trials · " + (detail.searcher || "") +
       " searcher · owner " + (detail.owner || "(none)") + " · created " + pedl.when(detail.created_at);
@@ -74,7 +77,7 @@
       el("table", {}, el("tr", {}, el("th", { text: "Rung (batches)" }), el("th", { text: "Trials stopped there" })),
         detail.rungs.map((r) => el("tr", {}, el("td", { class: "num", text: fmt(r.batches) }),
           el("td", {}, r.stopped_trials.flatMap((t, i) => [i ? ", " : "", el("a", { href: "/trials/" + t, text: String(t) })])))))] : []));
-    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: "Started from another trial's checkpoint (PBT)" }),
+    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.searcher === "pbt" ? "Started from another trial's checkpoint (PBT)" : "Resumed from a stopped trial's checkpoint (ASHA promotion)" }),
       el("table", {}, el("tr", {}, el("th", { text: "Trial" }), el("th", { text: "Copied from" })),
         detail.lineage.map((l) => el("tr", {}, el("td", {}, el("a", { href: "/trials/" + l.trial_id, text: String(l.trial_id) })),
           el("td", {}, el("a", { href: "/trials/" + l.parent_trial_id, text: String(l.parent_trial_id) })))))] : []));

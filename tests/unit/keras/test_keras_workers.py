@@ -53,7 +53,8 @@ def test_two_workers_agree_and_a_restore_continues_exactly(tmp_path: Path, kind:
     # Metrics are reduced over both workers, so both report the same; inputs count both workers'
     # (10 batches of at most 8 each).
     for key in ("step10", "validation10", "step20", "validation20"):
-        assert chief[key] == other[key] and set(chief[key]) == {"loss", "accuracy"}, key
+        names = {"val_loss", "val_accuracy"} if key.startswith("validation") else {"loss", "accuracy"}
+        assert chief[key] == other[key] and names <= set(chief[key]), key
     assert chief["inputs10"] == other["inputs10"] > 10 * 8
     assert "model.weights.h5" in chief["wrote"] and other["wrote"] == []
 

@@ -280,3 +280,12 @@ def test_a_trials_steps_are_read_a_page_at_a_time_with_the_results_in_their_rang
     with s.transaction():  # a page, as every listing, shows stored checkpoints only
         result_ops.set_checkpoint_state(s, ["u3"], "DELETED")
     assert result_ops.checkpoints_between(s, a, 20, 40) == []
+
+
+def test_the_first_failing_trial_is_the_one_that_ended_first_with_an_error() -> None:
+    s, exp_id, (a, b, c) = storage_with_trials("a", "b", "c")
+    assert trial_ops.first_trial_error(s, exp_id) is None
+    trial_ops.end_trial(s, c, "ERROR", "ValueError: bad batch\nTraceback...", "t2")
+    trial_ops.end_trial(s, a, "ERROR", "", "t1")  # an error without a cause says nothing
+    trial_ops.end_trial(s, b, "ERROR", "searcher.metric 'x' is not among ...", "t3")
+    assert trial_ops.first_trial_error(s, exp_id) == (c, "ValueError: bad batch\nTraceback...")

@@ -3,7 +3,7 @@ pedl's Estimator controller (TensorFlow <= 2.15: `scripts/build-tf215-env`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from determined._trial_context import TrialContext
@@ -12,6 +12,10 @@ from pedl.frameworks.tensorflow import ESTIMATOR_METHODS
 from pedl.tensorflow._estimator import EstimatorTrial as _SeedEstimatorTrial
 from pedl.tensorflow._estimator import EstimatorTrialController
 from pedl.tensorflow._estimator_load import load_estimator_from_checkpoint_path
+
+# build_serving_input_receiver_fns() returns {name: ServingInputReceiverFn} (annotations in
+# Determined's examples): a function taking no arguments that returns a ServingInputReceiver.
+ServingInputReceiverFn = Callable[[], Any]
 
 
 class EstimatorTrialContext(TrialContext):
@@ -67,4 +71,9 @@ def _seed_graph(estimator: Any, seed: int) -> None:
         estimator._config = config.replace(tf_random_seed=seed % 2**31)
 
 
-__all__ = ["EstimatorTrial", "EstimatorTrialContext", "load_estimator_from_checkpoint_path"]
+__all__ = [
+    "EstimatorTrial",
+    "EstimatorTrialContext",
+    "ServingInputReceiverFn",
+    "load_estimator_from_checkpoint_path",
+]

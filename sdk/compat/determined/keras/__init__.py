@@ -21,6 +21,10 @@ from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 
+# What build_training_data_loader/build_validation_data_loader return (annotations in Determined's
+# examples): a tf.data.Dataset, a Keras Sequence/PyDataset, or (x, y[, sample_weight]) arrays.
+InputData = Any
+
 
 def _ranks() -> DistributedContext:
     workers = _distributed.current()
@@ -119,6 +123,7 @@ def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) ->
 
 
 __all__ = [
+    "InputData",
     "TFKerasTensorBoard",
     "TFKerasTrial",
     "TFKerasTrialContext",

@@ -16,6 +16,7 @@ import torch
 
 from determined._trial_context import DistributedContext, TrialContext
 from determined.pytorch._amp import AutoAmp
+from determined.pytorch._reducer import MetricReducer, Reducers
 from determined.pytorch._tensorboard import TensorboardMethods
 from pedl.frameworks.pytorch._lr import LRScheduler
 from pedl.pytorch import _distributed
@@ -53,6 +54,7 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
         self._averaged: dict[int, bool] = {}  # wrap_optimizer(average_aggregated_gradients=...), by id
         self._amp: AutoAmp | None = None
         self.experimental = PyTorchExperimentalContext(self)
+        self.reducers = Reducers()
 
     # --- what the trial builds -------------------------------------------------------------------
 
@@ -105,6 +107,17 @@ class PyTorchTrialContext(TensorboardMethods, TrialContext):
     ) -> Any:
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
         return lr_scheduler
+
+    def wrap_reducer(
+        self,
+        reducer: MetricReducer | Callable[[list[Any]], Any],
+        name: str | None = None,
+        for_training: bool = True,
+        for_validation: bool = True,
+    ) -> MetricReducer:
+        """Registers a custom metric: a MetricReducer, or a function of every `update(value)` of a
+        step or validation pass (returned wrapped, with `.update`); reported under `name`."""
+        return self.reducers.wrap(reducer, name, for_training, for_validation)
 
     def wrap_scaler(self, scaler: Any) -> Any:
         """Tracks the trial's torch.amp GradScaler so that checkpoints keep its loss scale. As

@@ -16,8 +16,10 @@ import torch
 import torch.utils.data
 
 from determined.pytorch._context import PyTorchTrialContext
+from determined.pytorch._evaluation import evaluation_reducers, reduced_per_batch
+from determined.pytorch._reducer import Reducer
 from pedl.frameworks.pytorch._adapter import BatchTrialController, ModelArgController, Parts, call_flexible
-from pedl.harness.controller import TrialController
+from pedl.harness.controller import StepResult, TrialController
 from pedl.model_def.errors import describe
 from pedl.pytorch._optimizations import TorchOptimizations
 from pedl.trial import Trial
@@ -103,6 +105,7 @@ class ContextController(BatchTrialController):
     """The current form: the trial steps its own optimizers through the context."""
 
     auto_step = False
+    _per_batch: list[dict[str, Any]] | None = None  # evaluate_batch's outputs, for SUM/MAX/MIN
 
     def _parts(self, trial: Any) -> Parts:
         context: PyTorchTrialContext = trial.context
@@ -125,7 +128,34 @@ class ContextController(BatchTrialController):
         return out
 
     def _call_evaluate(self, batch: Any, batch_idx: int) -> Any:
-        return call_flexible(self.trial.evaluate_batch, batch, batch_idx)
+        out = call_flexible(self.trial.evaluate_batch, batch, batch_idx)
+        if isinstance(out, dict) and self._per_batch is not None:
+            self._per_batch.append(dict(out))
+        return out
+
+    def train_until(self, total_batches: int) -> StepResult:
+        reducers = self.trial.context.reducers
+        reducers.reset(training=True)
+        result = super().train_until(total_batches)
+        if result.num_batches:
+            result.metrics.update(reducers.metrics(training=True))
+        return result
+
+    def validate(self) -> dict[str, Any]:
+        """Means of evaluate_batch's metrics over the batches, or what evaluation_reducer() names for
+        each (SUM, MAX, MIN), plus the wrapped reducers' metrics."""
+        reducers = self.trial.context.reducers
+        reducers.reset(training=False)
+        chosen = evaluation_reducers(self.trial)
+        self._per_batch = [] if any(r is not Reducer.AVG for r in chosen.values()) else None
+        try:
+            metrics = super().validate()
+            if self._per_batch is not None:
+                metrics.update(reduced_per_batch(self._per_batch, metrics, chosen))
+        finally:
+            self._per_batch = None
+        metrics.update(reducers.metrics(training=False))
+        return metrics
 
     def _call_full_dataset(self, loader: torch.utils.data.DataLoader) -> Any:
         return self.trial.evaluate_full_dataset(loader)

@@ -19,6 +19,12 @@ _NEWEST = (
 )
 _OF_EXPERIMENT = select(trials).where(trials.c.experiment_id == bindparam("exp_id")).order_by(trials.c.id)
 _STATES = select(trials.c.state).where(trials.c.experiment_id == bindparam("exp_id"))
+_FIRST_ERROR = (
+    select(trials.c.id, trials.c.error)
+    .where(trials.c.experiment_id == bindparam("exp_id"), trials.c.state == "ERROR", trials.c.error != "")
+    .order_by(trials.c.end_time, trials.c.id)
+    .limit(1)
+)
 _BY_ID = select(trials).where(trials.c.id == bindparam("trial_id"))
 _EXISTS = select(trials.c.id).where(trials.c.id == bindparam("trial_id"))
 _STATE = select(trials.c.state).where(trials.c.id == bindparam("trial_id"))
@@ -153,6 +159,12 @@ def trials_page(s: Storage, exp_id: int, after_id: int, limit: int) -> list[Row]
 
 def trial_states_of(s: Storage, exp_id: int) -> list[str]:
     return [r["state"] for r in s.rows(_STATES, {"exp_id": exp_id})]
+
+
+def first_trial_error(s: Storage, exp_id: int) -> tuple[int, str] | None:
+    """The trial of the experiment that failed first (by end time) and its error."""
+    row = s.row(_FIRST_ERROR, {"exp_id": exp_id})
+    return None if row is None else (row["id"], row["error"])
 
 
 def trial(s: Storage, trial_id: int) -> Row | None:
