@@ -38,6 +38,7 @@ from .run_environment import run_environment
 from .run_limits import RunLimits
 from .run_model_dir import RunModelDir
 from .run_settings import RunSettings
+from .trial_view import Mount
 
 T = TypeVar("T")
 # A harness the agent spawned, or one its environment's fork server forked.
@@ -98,6 +99,7 @@ class TrialRun:
         self._released: asyncio.Future[None] | None = None
         self._handed_over = False
         self._model_dir: RunModelDir | None = None  # the run's view of its experiment's shared tree
+        self._mounts: list[Mount] = []  # the experiment's bind_mounts (bind_mounts.py)
         self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
 
@@ -327,7 +329,8 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        unmet = unmet_bind_mount(bind_mounts_from_json(self.start.config_json), self._s.sandbox)
+        self._mounts = bind_mounts_from_json(self.start.config_json)
+        unmet = unmet_bind_mount(self._mounts, self._s.sandbox, self.trial_dir, self.socket_path)
         if unmet is not None:
             raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
@@ -377,7 +380,8 @@ class TrialRun:
         argv = self._harness_argv
         env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
-        if self._s.fork_servers is not None and self._ranks.local == 1:
+        # A fork server's sandbox holds no experiment's bind mounts: such a run spawns.
+        if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:
             view = self._model_dir.view() if self._model_dir is not None else None
             forked = await self._s.fork_servers.fork(
                 self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view
@@ -388,7 +392,7 @@ class TrialRun:
         if self._model_dir is not None:  # not forked after all: a copy of its own
             await self._model_dir.not_forked()
         if self._s.sandbox is not None:
-            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
+            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path, self._mounts)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, Any] = {"start_new_session": True}

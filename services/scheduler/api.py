@@ -26,6 +26,7 @@ from pedl_scheduler import (
     paging,
     trial_pages,
 )
+from pedl_scheduler.bind_check import BindMountRefused, check_bind_mounts
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
@@ -50,8 +51,11 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         storage_roots: Sequence[Path] | None = None,
         private: bool = False,
         allowed_s3: S3Allowance | None = None,
+        bind_roots: Sequence[Path] | None = None,
     ) -> None:
         self.manager = manager
+        # Where experiments' bind_mounts may take host paths from (--allowed-bind-root); None: any.
+        self.bind_roots = bind_roots
         # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
         self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -105,6 +109,10 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                 check_checkpoint_storage, request.config_yaml, self.storage_roots, self.allowed_s3
             )
         except StorageCheckError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        try:
+            check_bind_mounts(request.config_yaml, self.bind_roots)
+        except BindMountRefused as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         if request.model_definition:  # what an agent would refuse to unpack is refused here
             try:
