@@ -38,7 +38,7 @@ from .run_environment import run_environment
 from .run_limits import RunLimits
 from .run_model_dir import RunModelDir
 from .run_settings import RunSettings
-from .trial_view import Mount
+from .trial_view import Mount, linked_user
 
 T = TypeVar("T")
 # A harness the agent spawned, or one its environment's fork server forked.
@@ -384,7 +384,13 @@ class TrialRun:
         if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:
             view = self._model_dir.view() if self._model_dir is not None else None
             forked = await self._s.fork_servers.fork(
-                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view
+                self.start.environment,
+                env,
+                model_dir,
+                self.trial_dir,
+                self.socket_path,
+                view,
+                linked_user(self.start),
             )
             if forked is not None:
                 self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=view is not None)
@@ -392,7 +398,9 @@ class TrialRun:
         if self._model_dir is not None:  # not forked after all: a copy of its own
             await self._model_dir.not_forked()
         if self._s.sandbox is not None:
-            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path, self._mounts)
+            argv = self._s.sandbox.wrap(
+                argv, self.trial_dir, model_dir, self.socket_path, self._mounts, linked_user(self.start)
+            )
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, Any] = {"start_new_session": True}

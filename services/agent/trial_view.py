@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pedl.v1 import agent_pb2
+
 # Bound read-only where they exist (a symlink, as on merged-/usr systems, is recreated as one).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
 # What programs read from /etc: TLS certificates, name resolution, the dynamic linker, the time zone,
@@ -108,6 +110,17 @@ class TrialUser:
     def current(cls) -> TrialUser:
         uid, gid = os.getuid(), os.getgid()
         return cls(uid, gid, _user_name(uid, "pedl-trial"), _group_name(gid, "pedl-trial"))
+
+
+def linked_user(start: agent_pb2.StartTrial) -> TrialUser | None:
+    """The Unix user the experiment's owner is linked to (`pedl user link-with-agent-user`), where
+    this agent can run a trial as another user (it is root); else None (its --trial-user, or itself)."""
+    if not start.HasField("agent_user") or os.geteuid() != 0:
+        return None
+    a = start.agent_user
+    if a.uid <= 0 or a.gid <= 0:
+        return None
+    return TrialUser(a.uid, a.gid, a.user or f"pedl-{a.uid}", a.group or f"pedl-{a.gid}")
 
 
 def _user_name(uid: int, fallback: str) -> str:
