@@ -34,6 +34,8 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+# The Unix user mallory is linked to (`pedl user link-with-agent-user`).
+LINKED_UID = 4343
 
 PROBE = r"""
 import ctypes, json, os, signal, sys, time
@@ -244,8 +246,15 @@ def _check_hostile_trial_reaches(
     (model / "probe_targets.json").write_text(json.dumps(targets))
 
     mallory = _user_token(cluster, "mallory")
+    # As Determined's `det user link-with-agent-user`: a root agent runs mallory's trials as this user.
+    link = auth_pb2.LinkAgentUserRequest(
+        username="mallory", agent_user=auth_pb2.AgentUser(uid=LINKED_UID, gid=LINKED_UID, user="mallory")
+    )
+    auth_pb2_grpc.AuthServiceStub(_grpc.channel(cluster.master)).LinkAgentUser(link, timeout=30)
     channel = grpc.intercept_channel(grpc.insecure_channel(cluster.master), BearerInterceptor(mallory))
     (home / "data" / "input.txt").write_text("shared data")
+    if os.geteuid() == 0:  # the linked user's data, as on a shared file system
+        os.chown(home / "data", LINKED_UID, LINKED_UID)
     extra = f"bind_mounts:\n  - {{host_path: {home / 'data'}, container_path: /data}}\n" if mount else ""
     response = _run(
         scheduler_pb2_grpc.SchedulerServiceStub(channel), model, tiny_config(max_batches=20, extra=extra)
@@ -269,6 +278,8 @@ def _check_hostile_trial_reaches(
         assert not r["ok"] or r["value"] == "", f"read {path}: {r['value']!r}"
     uid, gid, groups = by[("uid", "os.getuid")]["value"]
     assert uid != 0 and gid != 0 and 0 not in groups  # never root
+    # A root agent runs it as the user mallory is linked to; any other agent as itself.
+    assert (uid, gid) == ((LINKED_UID, LINKED_UID) if os.geteuid() == 0 else (os.getuid(), os.getgid()))
     if mount:  # the mount at its container_path, read and written as the trial's user
         assert by[("mount-read", "/data")]["value"] == "shared data"
         assert by[("mount-write", "/data")]["ok"], by[("mount-write", "/data")]
