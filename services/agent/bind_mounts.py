@@ -16,6 +16,8 @@ import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 
+from pedl.v1 import agent_pb2
+
 from .sandbox import Sandbox
 from .trial_view import Mount
 
@@ -37,6 +39,17 @@ def bind_mounts_from_json(config_json: str) -> list[Mount]:
                 Mount(Path(m["host_path"]), Path(posixpath.normpath(container)), m.get("read_only") is True)
             )
     return out
+
+
+def run_mounts(
+    start: agent_pb2.StartTrial, sandbox: Sandbox | None, trial_dir: Path, socket_path: Path
+) -> list[Mount]:
+    """The run's bind mounts, or a ValueError naming the one this agent cannot give it."""
+    mounts = bind_mounts_from_json(start.config_json)
+    unmet = unmet_bind_mount(mounts, sandbox, trial_dir, socket_path)
+    if unmet is not None:
+        raise ValueError(f"experiment {start.experiment_id}: {unmet}")
+    return mounts
 
 
 def unmet_bind_mount(

@@ -27,7 +27,7 @@ from pedl._parent_death import Lifeline
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
+from .bind_mounts import run_mounts
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
@@ -329,10 +329,7 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        self._mounts = bind_mounts_from_json(self.start.config_json)
-        unmet = unmet_bind_mount(self._mounts, self._s.sandbox, self.trial_dir, self.socket_path)
-        if unmet is not None:
-            raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
+        self._mounts = run_mounts(self.start, self._s.sandbox, self.trial_dir, self.socket_path)
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
         self._model_dir = RunModelDir(self.trial_dir, name)
@@ -380,17 +377,11 @@ class TrialRun:
         argv = self._harness_argv
         env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
-        # A fork server's sandbox holds no experiment's bind mounts: such a run spawns.
-        if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:
+        user = linked_user(self.start)  # on a root agent, the Unix user the owner is linked to
+        if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:  # mounts spawn
             view = self._model_dir.view() if self._model_dir is not None else None
             forked = await self._s.fork_servers.fork(
-                self.start.environment,
-                env,
-                model_dir,
-                self.trial_dir,
-                self.socket_path,
-                view,
-                linked_user(self.start),
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view, user
             )
             if forked is not None:
                 self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=view is not None)
@@ -398,9 +389,7 @@ class TrialRun:
         if self._model_dir is not None:  # not forked after all: a copy of its own
             await self._model_dir.not_forked()
         if self._s.sandbox is not None:
-            argv = self._s.sandbox.wrap(
-                argv, self.trial_dir, model_dir, self.socket_path, self._mounts, linked_user(self.start)
-            )
+            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path, self._mounts, user)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, Any] = {"start_new_session": True}

@@ -26,7 +26,7 @@ from pedl_scheduler import (
     paging,
     trial_pages,
 )
-from pedl_scheduler.bind_check import BindMountRefused, check_bind_mounts
+from pedl_scheduler.bind_check import check_bind_mounts
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
@@ -54,8 +54,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         bind_roots: Sequence[Path] | None = None,
     ) -> None:
         self.manager = manager
-        # Where experiments' bind_mounts may take host paths from (--allowed-bind-root); None: any.
-        self.bind_roots = bind_roots
+        self.bind_roots = bind_roots  # bind_mounts' host paths (--allowed-bind-root); None: any
         # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
         self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -108,11 +107,8 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await asyncio.to_thread(
                 check_checkpoint_storage, request.config_yaml, self.storage_roots, self.allowed_s3
             )
+            check_bind_mounts(request.config_yaml, self.bind_roots)  # BindMountRefused is one too
         except StorageCheckError as e:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
-        try:
-            check_bind_mounts(request.config_yaml, self.bind_roots)
-        except BindMountRefused as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         if request.model_definition:  # what an agent would refuse to unpack is refused here
             try:

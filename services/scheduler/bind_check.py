@@ -9,12 +9,13 @@ from pathlib import Path
 
 from pedl.config import ConfigError, parse_experiment_config
 from pedl_checkpoint_store.storage_roots import is_under
+from pedl_scheduler.storage_check import StorageCheckError
 
 ALLOW_FLAG = "--allowed-bind-root"
 
 
-class BindMountRefused(ValueError):
-    pass
+class BindMountRefused(StorageCheckError):
+    """Refused at create like storage outside the allowed roots (FAILED_PRECONDITION)."""
 
 
 def check_bind_mounts(config_yaml: str, roots: Sequence[Path] | None) -> None:
