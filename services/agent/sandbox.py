@@ -88,7 +88,10 @@ def hand_over(user: TrialUser | None, trial_dir: Path, socket_path: Path, shm: P
     os.chown(trial_dir, user.uid, user.gid)
     for parent, dirs, files in os.walk(trial_dir):
         for name in (*dirs, *files):
-            os.lchown(os.path.join(parent, name), user.uid, user.gid)
+            path = os.path.join(parent, name)
+            # Never a file with other names (a hard link an earlier run made): only its own copies.
+            if name in dirs or os.lstat(path).st_nlink == 1:
+                os.lchown(path, user.uid, user.gid)
     for path in (socket_path, shm):
         if path is not None and path.exists():
             os.chown(path, user.uid, user.gid)
