@@ -424,7 +424,9 @@ class ForkServers:
             return None
         box = None
         if self._sandbox is not None:
-            box = self._sandbox.child_plan(trial_dir, socket_path, self._trials_root, self._trees_root, user)
+            tree = Path(view["lower"]) if view is not None else None
+            plan = self._sandbox.child_plan
+            box = plan(trial_dir, socket_path, self._trials_root, self._trees_root, user, tree)
         try:
             return await server.fork(env, cwd, box, view)
         except (ForkUnavailable, asyncio.TimeoutError) as e:

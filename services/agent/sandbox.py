@@ -80,21 +80,33 @@ def become(user: TrialUser) -> list[str]:
     ]
 
 
+def own_tree(user: TrialUser | None, tree: Path) -> None:
+    """Gives the run's user an experiment's unpacked tree (the lower directory of its runs' overlays,
+    which only their overlays show), unless it has it already: a root agent's trial can then rewrite
+    its model directory's files in place, as it can a copy's."""
+    if user is not None and os.geteuid() == 0 and tree.stat().st_uid != user.uid:
+        _chown_tree(tree, user)
+
+
 def hand_over(user: TrialUser | None, trial_dir: Path, socket_path: Path, shm: Path | None) -> None:
     """Gives the run's user its trial directory (model directory copy included), its socket and its
     /dev/shm, where it is not the agent's own user."""
     if user is None or os.geteuid() != 0:
         return
-    os.chown(trial_dir, user.uid, user.gid)
-    for parent, dirs, files in os.walk(trial_dir):
+    _chown_tree(trial_dir, user)
+    for path in (socket_path, shm):
+        if path is not None and path.exists():
+            os.chown(path, user.uid, user.gid)
+
+
+def _chown_tree(top: Path, user: TrialUser) -> None:
+    os.chown(top, user.uid, user.gid)
+    for parent, dirs, files in os.walk(top):
         for name in (*dirs, *files):
             path = os.path.join(parent, name)
             # Never a file with other names (a hard link an earlier run made): only its own copies.
             if name in dirs or os.lstat(path).st_nlink == 1:
                 os.lchown(path, user.uid, user.gid)
-    for path in (socket_path, shm):
-        if path is not None and path.exists():
-            os.chown(path, user.uid, user.gid)
 
 
 def bwrap_path() -> str | None:
@@ -248,7 +260,7 @@ class Sandbox:
         directory is a view of), with the machine's /dev/shm at FORK_HOST_SHM, and the capabilities
         (in its own user namespace) each child needs to narrow that to its own run (`child_plan`)
         and, for a root agent, to become the run's user."""
-        out = self._view(trials_root / ".fork-server", self.trial_user)
+        out = self._view(socket_dir / ".fork-server", self.trial_user)  # not a run for the sweep
         out += [
             "--tmpfs",
             "/tmp",
@@ -283,6 +295,7 @@ class Sandbox:
         trials_root: Path,
         trees_root: Path | None = None,
         user: TrialUser | None = None,
+        tree: Path | None = None,
     ) -> dict[str, object]:
         """What a forked harness narrows its fork server's view to (`pedl.harness._namespaces`): every
         experiment's model definition is covered too, once its own is mounted as its model directory.
@@ -294,6 +307,8 @@ class Sandbox:
         if shm is not None:
             shm.mkdir(mode=0o700, exist_ok=True)
         hand_over(user, trial_dir, socket_path, shm)
+        if tree is not None:  # the overlay's lower tree: its files are the run's to rewrite, as a copy's
+            own_tree(user, tree)
         covered = [trials_root, socket_path.parent, *([trees_root] if trees_root is not None else [])]
         in_tmp = [p for p in (*self.shared, *self.python) if _in_tmp(p)]
         return {
