@@ -18,6 +18,7 @@ from .disk import DEFAULT_KEEP_FAILED, DEFAULT_POLL_SECONDS, parse_duration, par
 from .load_limit import DEFAULT_LOAD_TIMEOUT
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES
 from .sandbox import ISOLATION_MODES, default_isolation
+from .trial_view import TrialUser
 
 HARNESS_STARTS = ("fork", "spawn")
 
@@ -58,6 +59,10 @@ class AgentConfig:
     hide_paths: list[Path] = field(default_factory=list)
     # Directories every sandboxed trial may read and write (--bind).
     bind_paths: list[Path] = field(default_factory=list)
+    # Where experiments' bind_mounts may take host paths from (--allowed-bind-root).
+    bind_roots: list[Path] = field(default_factory=list)
+    # Whom a root agent runs sandboxed trials as (--trial-user); None: nobody (65534).
+    trial_user: TrialUser | None = None
     # Disk hygiene (disk.py, log_relay.py); 0 turns a limit off.
     trial_disk_limit_bytes: int = 0
     trial_disk_poll_seconds: float = DEFAULT_POLL_SECONDS
@@ -151,6 +156,20 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a directory sandboxed trials may read and write (shared datasets, scratch), at the same "
         "path; repeatable. The agent's own paths inside it stay hidden",
+    )
+    p.add_argument(
+        "--allowed-bind-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory under which experiments' bind_mounts may name host paths (mounted at their "
+        "container_path in the sandbox); repeatable. --bind directories are allowed too",
+    )
+    p.add_argument(
+        "--trial-user",
+        metavar="UID[:GID]",
+        help="the unprivileged user (and group) a root agent runs sandboxed trials as, by number or "
+        "name (default 65534:65534, nobody); a pedl user linked to a Unix user runs as that one",
     )
     p.add_argument(
         "--trial-disk-limit",
@@ -309,6 +328,16 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
     for path in binds:
         if not path.is_dir():
             parser.error(f"--bind {path} is not a directory")
+    roots = [Path(p).expanduser().absolute() for p in ns.allowed_bind_root]
+    for path in roots:
+        if not path.is_dir():
+            parser.error(f"--allowed-bind-root {path} is not a directory")
+    trial_user = None
+    if ns.trial_user:
+        try:
+            trial_user = TrialUser.parse(ns.trial_user)
+        except ValueError as e:
+            parser.error(str(e))
     hygiene = _sizes_and_durations(parser, ns)
     return AgentConfig(
         master=master,
@@ -331,6 +360,8 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         cluster_secret_file=ns.cluster_secret_file or "",
         hide_paths=[Path(p).expanduser().absolute() for p in ns.hide_path],
         bind_paths=binds,
+        bind_roots=roots,
+        trial_user=trial_user,
         trial_disk_poll_seconds=ns.trial_disk_poll,
         **hygiene,
         harness_start=ns.harness_start,

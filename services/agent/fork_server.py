@@ -33,6 +33,7 @@ from typing import Any
 import structlog
 
 from .sandbox import Sandbox
+from .trial_view import TrialUser
 
 # How long a trial waits for its environment's server to finish its imports before it spawns.
 READY_TIMEOUT_S = 120.0
@@ -413,6 +414,7 @@ class ForkServers:
         trial_dir: Path,
         socket_path: Path,
         view: dict[str, str] | None = None,
+        user: TrialUser | None = None,
     ) -> ForkedProcess | None:
         """A harness forked for this run, or None (logged once per environment and reason): spawn it.
         With a `view` (see `overlays`) the harness mounts its model directory `cwd` as an overlay."""
@@ -422,7 +424,9 @@ class ForkServers:
             return None
         box = None
         if self._sandbox is not None:
-            box = self._sandbox.child_plan(trial_dir, socket_path, self._trials_root, self._trees_root)
+            tree = Path(view["lower"]) if view is not None else None
+            plan = self._sandbox.child_plan
+            box = plan(trial_dir, socket_path, self._trials_root, self._trees_root, user, tree)
         try:
             return await server.fork(env, cwd, box, view)
         except (ForkUnavailable, asyncio.TimeoutError) as e:

@@ -78,6 +78,8 @@ async def run_agent(cfg: AgentConfig) -> None:
         _readable_paths(cfg),
         cfg.bind_paths,
         [argv[0] for argv in cfg.environment_argvs().values()],
+        cfg.trial_user,
+        cfg.bind_roots,
     )
     if sandbox is None:
         log.warning(

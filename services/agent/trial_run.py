@@ -28,7 +28,7 @@ from pedl.config import ConfigError, ExperimentConfig, carried
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import unmet_bind_mount
+from .bind_mounts import run_mounts
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
@@ -39,6 +39,7 @@ from .run_environment import run_environment
 from .run_limits import RunLimits
 from .run_model_dir import RunModelDir
 from .run_settings import RunSettings
+from .trial_view import Mount, linked_user
 
 T = TypeVar("T")
 # A harness the agent spawned, or one its environment's fork server forked.
@@ -111,6 +112,7 @@ class TrialRun:
         self._released: asyncio.Future[None] | None = None
         self._handed_over = False
         self._model_dir: RunModelDir | None = None  # the run's view of its experiment's shared tree
+        self._mounts: list[Mount] = []  # the experiment's bind_mounts (bind_mounts.py)
         self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
 
@@ -340,10 +342,10 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        mounts = self.config.bind_mounts if self.config is not None else []
-        unmet = unmet_bind_mount(mounts, self._s.sandbox)
-        if unmet is not None:
-            raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
+        config_mounts = self.config.bind_mounts if self.config is not None else []
+        self._mounts = run_mounts(
+            self.start, config_mounts, self._s.sandbox, self.trial_dir, self.socket_path
+        )
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
         self._model_dir = RunModelDir(self.trial_dir, name)
@@ -393,10 +395,11 @@ class TrialRun:
         argv = self._harness_argv
         env = self.environment(index)
         env[TIMELINE_T0_ENV] = repr(started)
-        if self._s.fork_servers is not None and self._ranks.local == 1:
+        user = linked_user(self.start)  # on a root agent, the Unix user the owner is linked to
+        if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:  # mounts spawn
             view = self._model_dir.view() if self._model_dir is not None else None
             forked = await self._s.fork_servers.fork(
-                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view, user
             )
             if forked is not None:
                 self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=view is not None)
@@ -404,7 +407,7 @@ class TrialRun:
         if self._model_dir is not None:  # not forked after all: a copy of its own
             await self._model_dir.not_forked()
         if self._s.sandbox is not None:
-            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path)
+            argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path, self._mounts, user)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, Any] = {"start_new_session": True}

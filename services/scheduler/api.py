@@ -27,6 +27,7 @@ from pedl_scheduler import (
     paging,
     trial_pages,
 )
+from pedl_scheduler.bind_check import check_bind_mounts
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
@@ -53,10 +54,12 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
         private: bool = False,
         allowed_s3: S3Allowance | None = None,
         master_config: dict[str, Any] | None = None,
+        bind_roots: Sequence[Path] | None = None,
     ) -> None:
         self.manager = manager
         # `det master config`: the settings it started with (master_config.settings).
         self.master_config = master_config or {}
+        self.bind_roots = bind_roots  # bind_mounts' host paths (--allowed-bind-root); None: any
         # Which S3 buckets/endpoints experiments may name (--allowed-s3-bucket/-endpoint); None: any.
         self.allowed_s3 = allowed_s3
         # Where shared_fs checkpoint storage may lie (--allowed-storage-root); None: anywhere.
@@ -112,6 +115,7 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid experiment config: {e}")
         try:
             await asyncio.to_thread(check_checkpoint_storage, config, self.storage_roots, self.allowed_s3)
+            check_bind_mounts(config, self.bind_roots)  # BindMountRefused is one too
         except StorageCheckError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         if request.model_definition:  # what an agent would refuse to unpack is refused here

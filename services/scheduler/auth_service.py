@@ -17,6 +17,7 @@ from pedl_scheduler.login_guard import TARPIT_SECONDS, AttemptLimits, Busy, Clie
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import (
     AccountError,
+    AgentUserLink,
     Session,
     User,
     UserExists,
@@ -243,6 +244,23 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return auth_pb2.SetUserActiveResponse(user=_user_proto(user))
+
+    async def LinkAgentUser(  # noqa: N802
+        self, request: auth_pb2.LinkAgentUserRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.LinkAgentUserResponse:
+        await self._need_auth(context)
+        if not current_principal().admin:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an admin can link users to agent users"
+            )
+        a = request.agent_user
+        try:
+            self.users.link_agent_user(request.username, AgentUserLink(a.uid, a.gid, a.user, a.group))
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        except AccountError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return auth_pb2.LinkAgentUserResponse()
 
     async def ValidateToken(  # noqa: N802
         self, request: auth_pb2.ValidateTokenRequest, context: grpc.aio.ServicerContext

@@ -39,6 +39,11 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(f"PEDL_SCHEDULER_{name}", default)
 
 
+def _bind_roots(args: argparse.Namespace) -> list[Path] | None:
+    roots = parse_roots(args.allowed_bind_root, _env("ALLOWED_BIND_ROOT", ""))
+    return resolved_roots(roots) if roots else None
+
+
 def _allowed_s3(args: argparse.Namespace) -> S3Allowance:
     def listed(values: list[str], name: str) -> list[str]:
         return [v for v in values if v] or [v for v in _env(name, "").split(",") if v.strip()]
@@ -81,6 +86,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"PEDL_SCHEDULER_ALLOWED_STORAGE_ROOT joined by '{os.pathsep}' (default: the checkpoint "
         f"store's default root {DEFAULT_ROOT}; list the store's --storage-path and "
         "--allowed-storage-root here too)",
+    )
+    p.add_argument(
+        "--allowed-bind-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory under which experiments' bind_mounts may name host paths, checked at "
+        "experiment create; repeatable, or env PEDL_SCHEDULER_ALLOWED_BIND_ROOT joined by "
+        f"'{os.pathsep}' (default: not checked here; give the agents' --allowed-bind-root list)",
     )
     p.add_argument(
         "--allowed-s3-bucket",
@@ -295,6 +309,7 @@ async def serve(args: argparse.Namespace) -> None:
         private=sec.private_experiments,
         allowed_s3=_allowed_s3(args),
         master_config=master_config.settings(args),
+        bind_roots=_bind_roots(args),
     )
     link = AgentLink(manager, cluster, cluster_id, args.heartbeat_interval)
     server, port = _grpc.aio_server(

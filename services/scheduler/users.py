@@ -54,6 +54,16 @@ class User:
 
 
 @dataclass(frozen=True)
+class AgentUserLink:
+    """The Unix user and group a pedl user's trials run as on agents started as root."""
+
+    uid: int
+    gid: int
+    user: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True)
 class Session:
     user: User
     expires_at: float
@@ -230,6 +240,23 @@ class Users:
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)
         return self._existing(username)
+
+    def link_agent_user(self, username: str, link: AgentUserLink) -> None:
+        """Runs `username`'s trials as `link` on root agents (`pedl user link-with-agent-user`)."""
+        if link.uid <= 0 or link.gid <= 0:
+            raise AccountError("--agent-uid and --agent-gid must be above 0: trials never run as root")
+        user_ops.link_agent_user(
+            self.db, self._existing(username).id, link.uid, link.gid, link.user, link.group
+        )
+
+    def agent_user(self, username: str) -> AgentUserLink | None:
+        """The Unix user `username`'s trials run as, or None (the agent's --trial-user)."""
+        row = user_ops.agent_user_link(self.db, username) if username else None
+        if row is None:
+            return None
+        return AgentUserLink(
+            int(row["uid"]), int(row["gid"]), str(row["agent_user"]), str(row["agent_group"])
+        )
 
     def _existing(self, username: str) -> User:
         user = self.get(username)

@@ -129,7 +129,9 @@ def test_hidden_system_lines_still_leave_n_user_lines(
     assert shown == [f"user {i}" for i in range(USER_LINES)]
 
 
-def test_a_trial_with_only_pedls_lines_says_where_they_are(cluster, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_trial_with_only_pedls_lines_says_where_they_are(
+    cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, _, _, quiet = cluster
     assert cli(["trial", "logs", str(quiet)]) == 0
     out = capsys.readouterr()

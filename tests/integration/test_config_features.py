@@ -153,28 +153,32 @@ def test_checkpoint_policy_best_on_a_cluster_checkpoints_after_each_new_best(tmp
         assert sorted(c.total_batches for c in detail.checkpoints) == sorted(set(improved) | {80})
 
 
-def test_bind_mounts_are_writable_at_host_path_in_a_sandbox_or_the_trial_fails_naming_the_mount(
+def test_bind_mounts_appear_at_container_path_in_a_sandbox_or_the_trial_fails_naming_the_mount(
     tmp_path,
 ) -> None:
+    """As Determined's configs write them: host_path at container_path, read_only honoured; a host
+    path outside the agent's --allowed-bind-root fails the trial naming the mount and the roots."""
     shared, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
     shared.mkdir()
+    shared.chmod(0o777)  # the trial's (unprivileged) user writes here
     elsewhere.mkdir()
     write = "open({path!r}, 'w').write('from the trial')"
-    with local_cluster(tmp_path / "cluster", agent_args=["--bind", str(shared)]) as cluster:
+    with local_cluster(tmp_path / "cluster", agent_args=["--allowed-bind-root", str(shared)]) as cluster:
         (agent,) = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
         assert agent.isolation == "bwrap"
-        mount = "bind_mounts:\n  - {{host_path: {p}, container_path: {p}}}\nmax_restarts: 0\n"
-        model = write_tiny_model(tmp_path / "w", build_model_body=write.format(path=str(shared / "out")))
+        mount = "bind_mounts:\n  - {{host_path: {p}, container_path: /data}}\nmax_restarts: 0\n"
+        model = write_tiny_model(tmp_path / "w", build_model_body=write.format(path="/data/out"))
         exp_id = submit(cluster, model, tiny_config(max_batches=10, extra=mount.format(p=shared)))
         assert wait(cluster, exp_id).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
         assert (shared / "out").read_text() == "from the trial"
+        assert (shared / "out").stat().st_uid != 0  # written as the trial's user, never root
 
-        model = write_tiny_model(tmp_path / "e", build_model_body=write.format(path=str(elsewhere / "out")))
+        model = write_tiny_model(tmp_path / "e", build_model_body=write.format(path="/data/out"))
         exp_id = submit(cluster, model, tiny_config(max_batches=10, extra=mount.format(p=elsewhere)))
         result = wait(cluster, exp_id)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
         printed = logs(cluster, result.trials[0].id)
-        assert f"bind_mounts[0].host_path {elsewhere}:" in printed and f"--bind {elsewhere}" in printed
+        assert f"bind_mounts[0].host_path {elsewhere}:" in printed and f"allowed roots: {shared}" in printed
         assert not (elsewhere / "out").exists()
 
 

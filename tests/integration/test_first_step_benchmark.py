@@ -18,3 +18,4 @@ def test_the_first_step_benchmark_runs_in_smoke_mode() -> None:
     assert "--isolation none" in out and "beyond the import" in out
     if shutil.which("bwrap"):
         assert "--isolation bwrap" in out and "sandbox start cost (bwrap - none)" in out
+        assert "deny-list" in out and "ratio allow-list / deny-list" in out  # before/after, same run

@@ -34,6 +34,8 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+# The Unix user mallory is linked to (`pedl user link-with-agent-user`).
+LINKED_UID = 4343
 
 PROBE = r"""
 import ctypes, json, os, signal, sys, time
@@ -86,6 +88,11 @@ def run():
     attempt("environ", "os.environ", lambda: dict(os.environ))
     for path in targets["write"]:
         attempt("write", path, lambda p=path: Path(p).write_text("pwned") and "written")
+    attempt("uid", "os.getuid", lambda: [os.getuid(), os.getgid(), os.getgroups()])
+    if targets["mount"]:  # its experiment's bind mount: read, and written as its user
+        mounted = Path(targets["mount"])
+        attempt("mount-read", mounted, lambda: (mounted / "input.txt").read_text())
+        attempt("mount-write", mounted, lambda: (mounted / "output.txt").write_text("trained") and "written")
     if os.fork() == 0:  # a child that leaves the process group and ignores SIGTERM, writing forever
         try:
             os.setsid()
@@ -150,12 +157,16 @@ def test_a_hostile_model_definition_reaches_nothing_outside_its_trial(
     pedl_home = home / "home"
     monkeypatch.setenv("PEDL_HOME", str(pedl_home))
     # Finished runs' directories stay (--keep-trial-dirs): the probe targets one and leaves a report.
-    agent_args = ["--keep-trial-dirs", "1h", "--harness-start", start]
-    with local_cluster(pedl_home / "cluster", agent_args=agent_args) as cluster:
+    # Data under home/data may be mounted into trials (the scheduler checks at create, the agent at start).
+    (home / "data").mkdir()
+    roots = ["--allowed-bind-root", str(home / "data")]
+    agent_args = ["--keep-trial-dirs", "1h", "--harness-start", start, *roots]
+    with local_cluster(pedl_home / "cluster", agent_args=agent_args, scheduler_args=roots) as cluster:
         try:
             if start == "fork":  # until then, runs spawn rather than wait for its imports
                 _wait_for_log(cluster, "fork server ready")
-            _check_hostile_trial(cluster, home, pedl_home)
+            # A run with a bind mount spawns (a fork server's sandbox holds no experiment's mounts).
+            _check_hostile_trial(cluster, home, pedl_home, mount=start == "spawn")
             assert ("harness forked" in cluster.logs()) == (start == "fork")
         except BaseException:
             print(cluster.logs())
@@ -169,7 +180,32 @@ def _wait_for_log(cluster: LocalCluster, text: str, seconds: float = 300) -> Non
         time.sleep(0.5)
 
 
-def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> None:
+def _host_files(name: str) -> tuple[Path, Path]:
+    """A mode-0600 file of root's in /root and a file in another Unix user's home (world-readable,
+    as a home often is): the view, not permissions, must keep a trial from them."""
+    root_file = Path("/root") / f".pedl-hostile-{name}"
+    other_home = Path("/home") / f"pedl-other-{name}"
+    if os.geteuid() == 0:
+        root_file.write_text("root's secret")
+        root_file.chmod(0o600)
+        other_home.mkdir(parents=True, exist_ok=True)
+        (other_home / "notes.txt").write_text("someone else's notes")
+        os.chown(other_home / "notes.txt", 4242, 4242)
+    return root_file, other_home / "notes.txt"
+
+
+def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path, mount: bool) -> None:
+    root_file, other_file = _host_files(home.name)
+    try:
+        _check_hostile_trial_reaches(cluster, home, pedl_home, mount, [root_file, other_file])
+    finally:
+        root_file.unlink(missing_ok=True)
+        shutil.rmtree(other_file.parent, ignore_errors=True)
+
+
+def _check_hostile_trial_reaches(
+    cluster: LocalCluster, home: Path, pedl_home: Path, mount: bool, host_files: list[Path]
+) -> None:
     workdir = pedl_home / "cluster"
     admin_token = os.environ[auth.ENV_TOKEN]
     auth.save_login(cluster.master, {"username": "admin", "token": admin_token}, pedl_home / "auth.json")
@@ -198,17 +234,31 @@ def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> 
             str(pedl_home / "auth.json"),
             str(workdir / "pedl.db"),
             str(other_trial / "trial.log"),
+            "/etc/shadow",
+            *(str(p) for p in host_files),
         ],
         "walk": [str(pedl_home), str(agent_dir), str(other_trial), str(workdir / "checkpoints")],
         "write": [str(p) for p in planted] + [str(tmp_planted)],
         "uncover": [str(pedl_home), str(workdir), str(agent_dir)],
         "agent_pid": cluster.agents[0].process.pid,
+        "mount": "/data" if mount else "",
     }
     (model / "probe_targets.json").write_text(json.dumps(targets))
 
     mallory = _user_token(cluster, "mallory")
+    # As Determined's `det user link-with-agent-user`: a root agent runs mallory's trials as this user.
+    link = auth_pb2.LinkAgentUserRequest(
+        username="mallory", agent_user=auth_pb2.AgentUser(uid=LINKED_UID, gid=LINKED_UID, user="mallory")
+    )
+    auth_pb2_grpc.AuthServiceStub(_grpc.channel(cluster.master)).LinkAgentUser(link, timeout=30)
     channel = grpc.intercept_channel(grpc.insecure_channel(cluster.master), BearerInterceptor(mallory))
-    response = _run(scheduler_pb2_grpc.SchedulerServiceStub(channel), model, tiny_config(max_batches=20))
+    (home / "data" / "input.txt").write_text("shared data")
+    if os.geteuid() == 0:  # the linked user's data, as on a shared file system
+        os.chown(home / "data", LINKED_UID, LINKED_UID)
+    extra = f"bind_mounts:\n  - {{host_path: {home / 'data'}, container_path: /data}}\n" if mount else ""
+    response = _run(
+        scheduler_pb2_grpc.SchedulerServiceStub(channel), model, tiny_config(max_batches=20, extra=extra)
+    )
 
     (trial,) = response.trials
     trial_dir = agent_dir / "trials" / f"{trial.id}-1"
@@ -226,6 +276,15 @@ def _check_hostile_trial(cluster: LocalCluster, home: Path, pedl_home: Path) -> 
     for path in targets["read"]:
         r = by[("read", path)]
         assert not r["ok"] or r["value"] == "", f"read {path}: {r['value']!r}"
+    uid, gid, groups = by[("uid", "os.getuid")]["value"]
+    assert uid != 0 and gid != 0 and 0 not in groups  # never root
+    # A root agent runs it as the user mallory is linked to; any other agent as itself.
+    assert (uid, gid) == ((LINKED_UID, LINKED_UID) if os.geteuid() == 0 else (os.getuid(), os.getgid()))
+    if mount:  # the mount at its container_path, read and written as the trial's user
+        assert by[("mount-read", "/data")]["value"] == "shared data"
+        assert by[("mount-write", "/data")]["ok"], by[("mount-write", "/data")]
+        written = home / "data" / "output.txt"
+        assert written.read_text() == "trained" and written.stat().st_uid == uid
     own = (str(trial_dir) + "/", str(agent_dir / "sock" / f"{trial.id}-1.sock"))
     for top in targets["walk"]:
         r = by[("walk", top)]

@@ -98,6 +98,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         a + "ListUsers": signed_in(),
         a + "SetUserPassword": row(UNAUTH, DENIED, OK, OK, OK, DENIED, DENIED, DENIED),
         a + "SetUserActive": admins(),
+        a + "LinkAgentUser": admins(),
         a + "ValidateToken": services_only(),
         a + "Authorize": services_only(),
         "/pedl.v1.AgentLinkService/Connect": {**services_only(), "cluster": ALLOWED},
@@ -353,6 +354,9 @@ def _call(w: World, method: str, caller: str) -> Any:
             return a.SetUserPassword(request, timeout=t)
         if name == "SetUserActive":
             return a.SetUserActive(ap.SetUserActiveRequest(username="bob", active=True), timeout=t)
+        if name == "LinkAgentUser":
+            link = ap.AgentUser(uid=1001, gid=1001)
+            return a.LinkAgentUser(ap.LinkAgentUserRequest(username="bob", agent_user=link), timeout=t)
         if name == "ValidateToken":
             return a.ValidateToken(ap.ValidateTokenRequest(token=w.tokens["owner"] or ""), timeout=t)
         if name == "Authorize":

@@ -1,5 +1,5 @@
-"""`det user login|logout|whoami|token|create|list|change-password|activate|deactivate`: accounts
-on the scheduler, the login in auth.json."""
+"""`det user login|logout|whoami|token|create|list|change-password|activate|deactivate|
+link-with-agent-user`: accounts on the scheduler, the login in auth.json."""
 
 from __future__ import annotations
 
@@ -62,6 +62,18 @@ def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) ->
         parser = commands.add_parser(verb, parents=[common], help=help_text)
         parser.add_argument("username", metavar="USERNAME")
         parser.set_defaults(func=user_set_active)
+
+    link = commands.add_parser(
+        "link-with-agent-user",
+        parents=[common],
+        help="run a user's trials as this Unix user and group on agents started as root (admins only)",
+    )
+    link.add_argument("username", metavar="USERNAME")
+    link.add_argument("--agent-uid", type=int, required=True, metavar="UID", help="the Unix user id (not 0)")
+    link.add_argument("--agent-gid", type=int, required=True, metavar="GID", help="the Unix group id (not 0)")
+    link.add_argument("--agent-user", default="", metavar="NAME", help="the Unix user name trials see")
+    link.add_argument("--agent-group", default="", metavar="NAME", help="the Unix group name trials see")
+    link.set_defaults(func=user_link_agent_user)
 
     list_ = commands.add_parser("list", parents=[common], help="list users")
     output.add_format_flags(list_)
@@ -183,4 +195,23 @@ def user_set_active(args: argparse.Namespace) -> int:
         request = auth_pb2.SetUserActiveRequest(username=args.username, active=active)
         stub.SetUserActive(request, timeout=_TIMEOUT)
     print(f"{'Activated' if active else 'Deactivated'} user {args.username}")
+    return 0
+
+
+def user_link_agent_user(args: argparse.Namespace) -> int:
+    if args.agent_uid <= 0 or args.agent_gid <= 0:
+        raise CliError(
+            "--agent-uid and --agent-gid must be above 0: trials never run as root", EXIT_BAD_INPUT
+        )
+    stub, channel = _stub(args)
+    agent_user = auth_pb2.AgentUser(
+        uid=args.agent_uid, gid=args.agent_gid, user=args.agent_user, group=args.agent_group
+    )
+    with channel:
+        stub.LinkAgentUser(
+            auth_pb2.LinkAgentUserRequest(username=args.username, agent_user=agent_user), timeout=_TIMEOUT
+        )
+    print(
+        f"{args.username}'s trials run as uid {args.agent_uid}, gid {args.agent_gid} on root agents"
+    )
     return 0

@@ -108,9 +108,9 @@ FIELDS: dict[str, Field] = {
     "profiling.end_after_batch": _s("checked as Determined does"),
     "profiling.sync_timings": _s("checked as Determined does; no effect without the profiler"),
     "bind_mounts": _s(
-        "only mounts whose container_path is the host_path, writable, rprivate (others are refused naming "
-        "the mount); a sandboxed agent must share the path (`pedl-agent --bind DIR`), else the trial fails "
-        "at start naming the mount"
+        "host_path mounted at container_path in the trial's sandbox, read_only honoured, propagation "
+        "accepted; host paths only under the cluster's `--allowed-bind-root` (refused at create naming "
+        "the roots); a container_path over the system or the trial's own paths is refused naming it"
     ),
     # --- environment -----------------------------------------------------------------------
     "environment": _s("a string names the agent's Python environment; a mapping is Determined's"),

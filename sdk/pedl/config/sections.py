@@ -40,9 +40,17 @@ _MOUNT_PATHS = ("host_path", "container_path")
 _MOUNT_KEYS = (*_MOUNT_PATHS, "read_only", "propagation")
 
 
+# Determined's mount propagation values; a sandboxed trial gets a private mount whichever is named
+# (nothing the host mounts later reaches it), which is what `rprivate`, the default, means.
+PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
+# What a trial needs where it is: a mount there would hide the system it runs on.
+_COVERED_BY_NO_MOUNT = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/sys")
+
+
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
-    """Trials are plain processes: a mount of a host path at the same path is what they see anyway;
-    anything else (another path, read-only, other propagation) would need a container."""
+    """Determined's bind_mounts: host_path mounted at container_path in the trial's sandbox (a
+    relative container_path is inside the model directory), read-only where asked. Whether the host
+    path may be mounted is the cluster's to say (the scheduler's and agent's --allowed-bind-root)."""
     mounts = expect_list(value, path)
     out: list[Any] = []
     for i, given in enumerate(mounts):
@@ -57,29 +65,32 @@ def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list
         container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
         if not posixpath.isabs(host):
             raise FieldError((*item, "host_path"), f"must be an absolute path, got {host!r}")
-        if container == ".":
-            raise FieldError((*item, "container_path"), 'must not be "."')
-        if posixpath.normpath(container) != posixpath.normpath(host):
+        if container == "." or posixpath.normpath(container).startswith(".."):
+            raise FieldError((*item, "container_path"), f"must not be {container!r} (the model directory)")
+        covered = next(
+            (n for n in _COVERED_BY_NO_MOUNT if posixpath.isabs(container) and _covers(container, n)), None
+        )
+        if covered is not None:
             raise FieldError(
                 (*item, "container_path"),
-                f"{container!r} is not supported by pedl: trials run as plain processes, so data stays "
-                f"at its host path; set container_path to {host!r} and read it there",
+                f"{container!r} would cover {covered}, which the trial needs to run; mount it elsewhere",
             )
         mount.setdefault("read_only", False)
         mount.setdefault("propagation", "rprivate")
-        if expect_bool(mount["read_only"], (*item, "read_only")):
-            raise FieldError(
-                (*item, "read_only"),
-                "is not supported by pedl: a plain process cannot be given a read-only view of a host "
-                "path; remove read_only or protect the path with file permissions",
-            )
+        expect_bool(mount["read_only"], (*item, "read_only"))
         propagation = expect_str(mount["propagation"], (*item, "propagation"))
-        if propagation != "rprivate":
+        if propagation not in PROPAGATIONS:
             raise FieldError(
-                (*item, "propagation"), f"{propagation!r} is not supported by pedl: there is no mount"
+                (*item, "propagation"), f"must be one of {', '.join(PROPAGATIONS)}, got {propagation!r}"
             )
         out.append(mount)
     return out
+
+
+def _covers(container: str, needed: str) -> bool:
+    """Whether a mount at `container` hides `needed` or part of it (is it, a parent or a child)."""
+    c, n = posixpath.normpath(container), posixpath.normpath(needed)
+    return c == n or c == "/" or n.startswith(c + "/") or (n != "/" and c.startswith(n + "/"))
 
 
 def validate_environment(

@@ -3,7 +3,8 @@
 The agent's fork server runs inside a bubblewrap sandbox that sees every run's directory; each
 harness it forks first narrows that view to what bubblewrap would have given it alone (its trial
 directory, its socket, its /tmp and /dev/shm, its own PID namespace and /proc), then drops every
-capability before any user code runs. Only called in a freshly forked, single-threaded child.
+capability (a root agent's run becoming its unprivileged user) before any user code runs. Only
+called in a freshly forked, single-threaded child.
 """
 
 from __future__ import annotations
@@ -93,14 +94,19 @@ class _CapData(ctypes.Structure):
     ]
 
 
-def drop_all_capabilities() -> None:
+def drop_all_capabilities(uid: int = -1, gid: int = -1) -> None:
     """No capability left (bounding, ambient, effective, permitted, inheritable) and no way to gain
-    one back (no_new_privs), as bubblewrap leaves its sandboxed command."""
+    one back (no_new_privs), as bubblewrap leaves its sandboxed command; with a `uid` (a root agent's
+    run) as that user and `gid`, with no supplementary group, first."""
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "prctl(PR_SET_NO_NEW_PRIVS)")
     for cap in range(CAP_LAST + 1):
         if prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such capability
             _check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    if uid >= 0:  # the bounding set is dropped (which takes CAP_SETPCAP) before the user changes
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")
@@ -125,6 +131,11 @@ class ChildSandbox:
     # the run's own /tmp at the same path (`Sandbox.wrap` binds them there read-only; a copy leaves
     # the agent's file out of the trial's reach all the same).
     readable: tuple[str, ...] = ()
+    # The run's directory of generated passwd and group files, bound at /etc ("" for none).
+    etc: str = ""
+    # The run's user and group where the agent is root (-1: the fork server's own).
+    uid: int = -1
+    gid: int = -1
 
     @classmethod
     def from_dict(cls, data: dict) -> ChildSandbox:
@@ -137,6 +148,9 @@ class ChildSandbox:
             stage=str(data["stage"]),
             shared=tuple(str(p) for p in data.get("shared", ())),
             readable=tuple(str(p) for p in data.get("readable", ())),
+            etc=str(data.get("etc", "")),
+            uid=int(data.get("uid", -1)),
+            gid=int(data.get("gid", -1)),
         )
 
 
@@ -187,11 +201,14 @@ def narrow_mounts(
     copied = "" if view_lower is None or show_view is None else show_view(str(stage / "model"))
     if box.shm:
         bind(str(stage / "shm"), "/dev/shm")
+    for name in ("passwd", "group") if box.etc else ():
+        bind(f"{box.etc}/{name}", f"/etc/{name}")
     for path, data in readable.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_bytes(data)
     for path in reversed(box.covered):
         remount_read_only(path)
+    remount_read_only("/")  # the fork server's skeleton (its own tmpfs), as `Sandbox.wrap` leaves it
     if box.host_shm:
         umount(box.host_shm)
     umount(box.stage)

@@ -149,6 +149,15 @@ def _run_harness(env: dict[str, str], cwd: str) -> int:
     return main()
 
 
+def _own(path: str, uid: int, gid: int, whole: bool) -> None:
+    """Gives the run's user its model directory: an overlay's top (what it writes lands in the run's
+    upper directory), or the whole of a copy."""
+    os.chown(path, uid, gid)
+    for parent, dirs, files in os.walk(path) if whole else ():
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(parent, name), uid, gid)
+
+
 def _child(
     control: socket.socket, fds: list[int], box: dict[str, Any] | None, view: dict[str, Any] | None
 ) -> None:
@@ -187,7 +196,9 @@ def _child(
                 _exit_as(_exit_code(status))
             _namespaces.die_with_parent(signal.SIGKILL)
             _namespaces.mount_own_proc()
-            _namespaces.drop_all_capabilities()
+            if sandbox.uid >= 0 and model_view is not None:  # its model directory, as spawned
+                _own(model_view.target, sandbox.uid, sandbox.gid, whole=bool(copied))
+            _namespaces.drop_all_capabilities(sandbox.uid, sandbox.gid)
             harness = os.fork()
             if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
                 _init(harness)

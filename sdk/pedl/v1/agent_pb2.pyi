@@ -9,6 +9,7 @@ import google.protobuf.descriptor
 import google.protobuf.internal.containers
 import google.protobuf.message
 import google.protobuf.struct_pb2
+import pedl.v1.auth_pb2
 import pedl.v1.common_pb2
 import typing
 
@@ -469,6 +470,7 @@ class StartTrial(google.protobuf.message.Message):
     CHECKPOINT_TOKEN_FIELD_NUMBER: builtins.int
     AFTER_FIELD_NUMBER: builtins.int
     WARM_START_CHECKPOINT_UUID_FIELD_NUMBER: builtins.int
+    AGENT_USER_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     run_id: builtins.int
     experiment_id: builtins.int
@@ -514,6 +516,12 @@ class StartTrial(google.protobuf.message.Message):
         moment the last of them has exited. A run not (or no longer) here is not waited for.
         """
 
+    @property
+    def agent_user(self) -> pedl.v1.auth_pb2.AgentUser:
+        """The Unix user the experiment's owner is linked to (AuthService.LinkAgentUser); unset: the
+        agent's --trial-user. Only an agent started as root can run a trial as another user.
+        """
+
     def __init__(
         self,
         *,
@@ -536,9 +544,10 @@ class StartTrial(google.protobuf.message.Message):
         checkpoint_token: builtins.str = ...,
         after: collections.abc.Iterable[global___RunRef] | None = ...,
         warm_start_checkpoint_uuid: builtins.str = ...,
+        agent_user: pedl.v1.auth_pb2.AgentUser | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hparams", b"hparams"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["after", b"after", "checkpoint_store_address", b"checkpoint_store_address", "checkpoint_token", b"checkpoint_token", "config_json", b"config_json", "environment", b"environment", "experiment_id", b"experiment_id", "hparams", b"hparams", "latest_checkpoint_batches", b"latest_checkpoint_batches", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "model_definition_name", b"model_definition_name", "model_definition_sha256", b"model_definition_sha256", "rank", b"rank", "rendezvous_address", b"rendezvous_address", "run_id", b"run_id", "slot_ids", b"slot_ids", "trial_id", b"trial_id", "trial_seed", b"trial_seed", "warm_start_checkpoint_uuid", b"warm_start_checkpoint_uuid", "world_size", b"world_size"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["agent_user", b"agent_user", "hparams", b"hparams"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["after", b"after", "agent_user", b"agent_user", "checkpoint_store_address", b"checkpoint_store_address", "checkpoint_token", b"checkpoint_token", "config_json", b"config_json", "environment", b"environment", "experiment_id", b"experiment_id", "hparams", b"hparams", "latest_checkpoint_batches", b"latest_checkpoint_batches", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "model_definition_name", b"model_definition_name", "model_definition_sha256", b"model_definition_sha256", "rank", b"rank", "rendezvous_address", b"rendezvous_address", "run_id", b"run_id", "slot_ids", b"slot_ids", "trial_id", b"trial_id", "trial_seed", b"trial_seed", "warm_start_checkpoint_uuid", b"warm_start_checkpoint_uuid", "world_size", b"world_size"]) -> None: ...
 
 global___StartTrial = StartTrial
 

@@ -382,3 +382,59 @@ class AuthorizeResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["allowed", b"allowed", "cache_seconds", b"cache_seconds", "reason", b"reason", "user", b"user"]) -> None: ...
 
 global___AuthorizeResponse = AuthorizeResponse
+
+@typing.final
+class LinkAgentUserRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USERNAME_FIELD_NUMBER: builtins.int
+    AGENT_USER_FIELD_NUMBER: builtins.int
+    username: builtins.str
+    @property
+    def agent_user(self) -> global___AgentUser: ...
+    def __init__(
+        self,
+        *,
+        username: builtins.str = ...,
+        agent_user: global___AgentUser | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["agent_user", b"agent_user"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["agent_user", b"agent_user", "username", b"username"]) -> None: ...
+
+global___LinkAgentUserRequest = LinkAgentUserRequest
+
+@typing.final
+class LinkAgentUserResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+global___LinkAgentUserResponse = LinkAgentUserResponse
+
+@typing.final
+class AgentUser(google.protobuf.message.Message):
+    """A Unix user and group on the agents. Trials never run as root: uid and gid are above 0."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    UID_FIELD_NUMBER: builtins.int
+    GID_FIELD_NUMBER: builtins.int
+    USER_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
+    uid: builtins.int
+    gid: builtins.int
+    user: builtins.str
+    group: builtins.str
+    def __init__(
+        self,
+        *,
+        uid: builtins.int = ...,
+        gid: builtins.int = ...,
+        user: builtins.str = ...,
+        group: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["gid", b"gid", "group", b"group", "uid", b"uid", "user", b"user"]) -> None: ...
+
+global___AgentUser = AgentUser

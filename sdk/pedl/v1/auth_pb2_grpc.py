@@ -51,6 +51,11 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.FromString,
                 )
+        self.LinkAgentUser = channel.unary_unary(
+                '/pedl.v1.AuthService/LinkAgentUser',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
+                )
         self.ValidateToken = channel.unary_unary(
                 '/pedl.v1.AuthService/ValidateToken',
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
@@ -116,6 +121,14 @@ class AuthServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LinkAgentUser(self, request, context):
+        """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
+        Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ValidateToken(self, request, context):
         """Called with the cluster secret by other services (the checkpoint store) to check a user's token.
         """
@@ -169,6 +182,11 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.SetUserActive,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.SerializeToString,
+            ),
+            'LinkAgentUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.LinkAgentUser,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.SerializeToString,
             ),
             'ValidateToken': grpc.unary_unary_rpc_method_handler(
                     servicer.ValidateToken,
@@ -308,6 +326,23 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserActive',
             pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.SetUserActiveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def LinkAgentUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/LinkAgentUser',
+            pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

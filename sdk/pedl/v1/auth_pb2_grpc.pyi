@@ -65,6 +65,14 @@ class AuthServiceStub:
     ]
     """Admins only: a deactivated user cannot log in and their sessions end."""
 
+    LinkAgentUser: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.LinkAgentUserRequest,
+        pedl.v1.auth_pb2.LinkAgentUserResponse,
+    ]
+    """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
+    Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+    """
+
     ValidateToken: grpc.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.ValidateTokenRequest,
         pedl.v1.auth_pb2.ValidateTokenResponse,
@@ -126,6 +134,14 @@ class AuthServiceAsyncStub:
         pedl.v1.auth_pb2.SetUserActiveResponse,
     ]
     """Admins only: a deactivated user cannot log in and their sessions end."""
+
+    LinkAgentUser: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.LinkAgentUserRequest,
+        pedl.v1.auth_pb2.LinkAgentUserResponse,
+    ]
+    """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
+    Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+    """
 
     ValidateToken: grpc.aio.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.ValidateTokenRequest,
@@ -202,6 +218,16 @@ class AuthServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.auth_pb2.SetUserActiveResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.SetUserActiveResponse]]:
         """Admins only: a deactivated user cannot log in and their sessions end."""
+
+    @abc.abstractmethod
+    def LinkAgentUser(
+        self,
+        request: pedl.v1.auth_pb2.LinkAgentUserRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.auth_pb2.LinkAgentUserResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.LinkAgentUserResponse]]:
+        """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
+        Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+        """
 
     @abc.abstractmethod
     def ValidateToken(

@@ -89,6 +89,7 @@ class TrialRuns:
         if exp.start_config is None:
             exp.start_config = carried.to_json(exp.config)
         model_name, model_sha256 = run_start.model_definition(self.state, exp)
+        agent_user = run_start.agent_user(self.state, exp)
         rank = 0
         for member, slots in gang:
             self.work.send(
@@ -120,6 +121,7 @@ class TrialRuns:
                             agent_pb2.RunRef(trial_id=h, run_id=self.trials[h].run_id)
                             for h in after.get(member.id, ())
                         ],
+                        agent_user=agent_user,
                     )
                 ),
             )

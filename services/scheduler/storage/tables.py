@@ -169,6 +169,18 @@ users = Table(
     sqlite_autoincrement=True,
 )
 
+# The Unix user and group a pedl user's trials run as on root agents (`pedl user
+# link-with-agent-user`, Determined's agent_user_group); a user without a row runs as --trial-user.
+agent_user_links = Table(
+    "agent_user_links",
+    metadata,
+    Column("user_id", Integer, ForeignKey("users.id"), primary_key=True),
+    Column("uid", Integer, nullable=False),
+    Column("gid", Integer, nullable=False),
+    Column("agent_user", Text, nullable=False, server_default=""),
+    Column("agent_group", Text, nullable=False, server_default=""),
+)
+
 # Only a hash of each session token is kept.
 sessions = Table(
     "sessions",

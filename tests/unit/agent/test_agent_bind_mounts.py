@@ -1,45 +1,73 @@
-"""An experiment's bind_mounts on an agent: honoured (writable, at host_path) or the run fails naming it."""
+"""An experiment's bind_mounts on an agent: host_path at container_path under the allowed roots, or
+the run fails naming the mount."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pedl.config import carried, parse_experiment_config
-from pedl_agent.bind_mounts import unmet_bind_mount
+from pedl_agent.bind_mounts import mounts_of, unmet_bind_mount
 from pedl_agent.sandbox import Sandbox
+from pedl_agent.trial_view import Mount
 
 CONFIG = """
 searcher: {name: single, metric: loss, max_length: {batches: 1}}
 bind_mounts:
-  - {host_path: %s, container_path: %s, read_only: false, propagation: rprivate}
+  - {host_path: %s, container_path: %s, read_only: %s, propagation: rprivate}
 """
 
 
-def _mounts(path: Path) -> list[dict]:
+def _mounts(host: Path, container: str | Path | None = None, read_only: bool = False) -> list[Mount]:
     # As the agent gets them: decoded from the document the scheduler sends (StartTrial.config_json).
-    return carried.from_json(carried.to_json(parse_experiment_config(CONFIG % (path, path)))).bind_mounts
+    text = CONFIG % (host, container or host, "true" if read_only else "false")
+    return mounts_of(carried.from_json(carried.to_json(parse_experiment_config(text))).bind_mounts)
 
 
-def test_a_plain_process_sees_the_host_path_as_it_is(tmp_path: Path) -> None:
+def test_the_config_is_read_as_determined_writes_it(tmp_path: Path) -> None:
+    assert _mounts(tmp_path, "/data", read_only=True) == [Mount(tmp_path, Path("/data"), True)]
+    assert _mounts(tmp_path, "data/") == [Mount(tmp_path, Path("data"), False)]
+
+
+def test_a_plain_process_honours_only_a_host_path_at_that_path(tmp_path: Path) -> None:
     assert unmet_bind_mount(_mounts(tmp_path / "data"), None) is None
+    error = unmet_bind_mount(_mounts(tmp_path / "data", "/data"), None)
+    assert error is not None and error.startswith("bind_mounts[0].container_path /data:")
+    assert "--isolation none" in error and "\n" not in error
 
 
-def test_a_sandbox_honours_a_mount_inside_a_directory_the_operator_shares(tmp_path: Path) -> None:
-    sandbox = Sandbox("bwrap", shared=(tmp_path,))
-    assert unmet_bind_mount(_mounts(tmp_path / "data"), sandbox) is None
-    assert unmet_bind_mount(_mounts(tmp_path), sandbox) is None
+def test_a_sandbox_mounts_what_lies_under_an_allowed_root_anywhere(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    sandbox = Sandbox("bwrap", bind_roots=(tmp_path,))
+    assert unmet_bind_mount(_mounts(tmp_path / "data", "/mnt/data", read_only=True), sandbox) is None
+    assert unmet_bind_mount(_mounts(tmp_path, "/data"), sandbox) is None
 
 
-def test_a_sandbox_refuses_a_mount_it_would_show_read_only_naming_the_field(tmp_path: Path) -> None:
-    sandbox = Sandbox("bwrap", shared=(tmp_path / "datasets",))
-    error = unmet_bind_mount(_mounts(tmp_path / "scratch"), sandbox)
-    assert error is not None and error.startswith("bind_mounts[0].host_path ")
-    assert f"--bind {tmp_path / 'scratch'}" in error and "\n" not in error
+def test_a_host_path_outside_the_allowed_roots_is_refused_naming_them(tmp_path: Path) -> None:
+    sandbox = Sandbox("bwrap", bind_roots=(tmp_path / "datasets",))
+    error = unmet_bind_mount(_mounts(tmp_path / "scratch", "/data"), sandbox)
+    assert error is not None and error.startswith(f"bind_mounts[0].host_path {tmp_path / 'scratch'}:")
+    assert f"allowed roots: {tmp_path / 'datasets'}" in error and "--allowed-bind-root" in error
+    assert "\n" not in error
+
+
+def test_a_container_path_over_what_the_trial_needs_is_refused_naming_the_field(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    venv = tmp_path / "venv"
+    sandbox = Sandbox("bwrap", bind_roots=(tmp_path,), python=(venv,))
+    for container, covered in (("/usr", "/usr"), (str(tmp_path), str(venv)), ("/", "/usr")):
+        error = unmet_bind_mount(
+            _mounts(tmp_path / "data", container), sandbox, tmp_path / "t", tmp_path / "s"
+        )
+        assert error is not None and error.startswith(f"bind_mounts[0].container_path {container}:"), error
+        assert f"would cover {covered}" in error
 
 
 def test_a_sandbox_refuses_a_mount_inside_what_the_agent_hides(tmp_path: Path) -> None:
-    sandbox = Sandbox("bwrap", hidden=(tmp_path / "work",), shared=(tmp_path,))
-    error = unmet_bind_mount(_mounts(tmp_path / "work" / "trials"), sandbox)
+    (tmp_path / "work" / "trials").mkdir(parents=True)
+    sandbox = Sandbox("bwrap", hidden=(tmp_path / "work",), bind_roots=(tmp_path,))
+    error = unmet_bind_mount(_mounts(tmp_path / "work" / "trials", "/data"), sandbox)
+    assert error is not None and "hides" in error
+    error = unmet_bind_mount(_mounts(tmp_path, "/data"), sandbox)  # holding what it hides
     assert error is not None and "hides" in error
 
 

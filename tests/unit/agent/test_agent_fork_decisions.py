@@ -48,9 +48,10 @@ def test_the_fork_servers_sandbox_sees_every_run_but_no_other_agent_state(tmp_pa
     sandbox = Sandbox("bwrap", hidden=(work, sock))
     argv = sandbox.wrap_fork_server(["python", "-m", "pedl.harness.zygote", "3"], work / "trials", sock)
     joined = " ".join(argv)
-    assert f"--tmpfs {work}" in joined and f"--tmpfs {sock}" in joined
-    assert f"--bind {work / 'trials'} {work / 'trials'}" in joined
-    assert f"--remount-ro {work}" in joined and "--die-with-parent" in joined
+    assert " --ro-bind / / " not in joined and "--ro-bind /usr /usr" in joined  # an allow-list
+    assert f"--bind {work / 'trials'} {work / 'trials'}" in joined and f"--bind {sock} {sock}" in joined
+    assert f"--bind {work} " not in joined and f"--ro-bind {work} " not in joined  # no rest of it
+    assert "--die-with-parent" in joined
     assert argv[-4:] == ["python", "-m", "pedl.harness.zygote", "3"]
     # Each child keeps only its own run: the server's view of every run is covered again.
     trial = work / "trials" / "4-1"

@@ -113,14 +113,14 @@ CASES: list[tuple[str, int, str]] = [
     (S + "checkpoint_storage:\n  type: azure\n  container: c\n", 7, "checkpoint_storage.type"),
     (S + "checkpoint_storage:\n  type: hdfs\n  hdfs_url: u\n  hdfs_path: /p\n", 7, "checkpoint_storage.type"),
     (
-        S + "bind_mounts:\n  - host_path: /data\n    container_path: /mnt/data\n",
+        S + "bind_mounts:\n  - host_path: /data\n    container_path: /usr/lib\n",
         8,
         "bind_mounts[0].container_path",
     ),
     (
-        S + "bind_mounts:\n  - host_path: /data\n    container_path: /data\n    read_only: true\n",
+        S + "bind_mounts:\n  - host_path: /data\n    container_path: /data\n    propagation: rfoo\n",
         9,
-        "bind_mounts[0].read_only",
+        "bind_mounts[0].propagation",
     ),
     (S + "resources:\n  agent_label: gpu@rack1\n", 7, "resources.agent_label"),
     (S + "resources:\n  shm_size: 3 gi\n", 7, "resources.shm_size"),

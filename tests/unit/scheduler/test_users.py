@@ -7,6 +7,7 @@ import pytest
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.users import (
     AccountError,
+    AgentUserLink,
     Session,
     UserExists,
     Users,
@@ -147,4 +148,21 @@ def test_logout_all_ends_every_session_of_that_user_only(database_url: str) -> N
     assert users.logout_all("dave") == 3
     assert not any(isinstance(users.session(t), Session) for t in daves)
     assert isinstance(users.session(erins), Session)
+    db.close()
+
+
+def test_an_admin_links_a_user_to_an_agent_user_never_root(database_url: str) -> None:
+    """`pedl user link-with-agent-user`: stored, replaced by a new link, refused for uid or gid 0."""
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=60)
+    users.create("alice", "alicepassword")
+    assert users.agent_user("alice") is None and users.agent_user("") is None
+    users.link_agent_user("alice", AgentUserLink(1001, 1002, "alice", "lab"))
+    assert users.agent_user("alice") == AgentUserLink(1001, 1002, "alice", "lab")
+    users.link_agent_user("alice", AgentUserLink(2001, 2002))
+    assert users.agent_user("alice") == AgentUserLink(2001, 2002, "", "")
+    with pytest.raises(AccountError, match="never run as root"):
+        users.link_agent_user("alice", AgentUserLink(0, 2002))
+    with pytest.raises(AccountError, match="not found"):
+        users.link_agent_user("bob", AgentUserLink(3001, 3002))
     db.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, delete, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
-from pedl_scheduler.storage.tables import sessions, users
+from pedl_scheduler.storage.tables import agent_user_links, sessions, users
 
 _BY_NAME = select(users).where(users.c.username == bindparam("name"))
 _ALL = select(users).order_by(users.c.username)
@@ -98,3 +98,32 @@ def set_active(s: Storage, user_id: int, active: bool) -> None:
         s.run(_SET_ACTIVE, {"user_id": user_id, "new_active": int(active)})
         if not active:
             s.run(_DROP_USER_SESSIONS, {"user_id": user_id})
+
+
+_DROP_LINK = delete(agent_user_links).where(agent_user_links.c.user_id == bindparam("user_id"))
+_LINK = insert(agent_user_links)
+_LINK_BY_NAME = (
+    select(agent_user_links)
+    .select_from(agent_user_links.join(users, users.c.id == agent_user_links.c.user_id))
+    .where(users.c.username == bindparam("name"))
+)
+
+
+def link_agent_user(s: Storage, user_id: int, uid: int, gid: int, agent_user: str, agent_group: str) -> None:
+    """Replaces the user's link to a Unix user and group on the agents."""
+    with s.transaction():
+        s.run(_DROP_LINK, {"user_id": user_id})
+        s.run(
+            _LINK,
+            {
+                "user_id": user_id,
+                "uid": uid,
+                "gid": gid,
+                "agent_user": agent_user,
+                "agent_group": agent_group,
+            },
+        )
+
+
+def agent_user_link(s: Storage, username: str) -> Row | None:
+    return s.row(_LINK_BY_NAME, {"name": username})
