@@ -13,7 +13,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pedl.v1 import agent_pb2
+
 from .sandbox import Sandbox
+
+
+class BindMountRefused(ValueError):
+    """This agent cannot honour one of the experiment's bind mounts: every run placed here fails the
+    same way, so the run's exit carries a failure signature (the mount) and the scheduler ends the
+    trial when its next run is refused too, instead of spending every restart."""
+
+    def signature(self) -> agent_pb2.FailureSignature:
+        return agent_pb2.FailureSignature(
+            exception_type=f"{__name__}.{type(self).__qualname__}", location=str(self.args[1])
+        )
 
 
 def bind_mounts_from_json(config_json: str) -> list[dict[str, Any]]:
@@ -25,6 +38,13 @@ def bind_mounts_from_json(config_json: str) -> list[dict[str, Any]]:
         return []
     mounts = config.get("bind_mounts") if isinstance(config, dict) else None
     return [m for m in mounts or () if isinstance(m, dict) and isinstance(m.get("host_path"), str)]
+
+
+def refuse_unmet_bind_mount(mounts: list[dict[str, Any]], sandbox: Sandbox | None) -> None:
+    """BindMountRefused naming the first mount this agent cannot give a trial."""
+    unmet = unmet_bind_mount(mounts, sandbox)
+    if unmet is not None:
+        raise BindMountRefused(unmet, unmet.split(".host_path", 1)[0])  # "bind_mounts[i]"
 
 
 def unmet_bind_mount(mounts: list[dict[str, Any]], sandbox: Sandbox | None) -> str | None:

@@ -27,7 +27,7 @@ from pedl._parent_death import Lifeline
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import bind_mounts_from_json, unmet_bind_mount
+from .bind_mounts import BindMountRefused, bind_mounts_from_json, refuse_unmet_bind_mount
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
@@ -327,9 +327,11 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        unmet = unmet_bind_mount(bind_mounts_from_json(self.start.config_json), self._s.sandbox)
-        if unmet is not None:
-            raise ValueError(f"experiment {self.start.experiment_id}: {unmet}")
+        try:
+            refuse_unmet_bind_mount(bind_mounts_from_json(self.start.config_json), self._s.sandbox)
+        except BindMountRefused as e:
+            self.servicer.failure = e.signature()
+            raise ValueError(f"experiment {self.start.experiment_id}: {e.args[0]}") from e
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
         self._model_dir = RunModelDir(self.trial_dir, name)

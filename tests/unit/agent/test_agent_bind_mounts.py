@@ -49,3 +49,19 @@ def test_a_config_without_mounts_needs_nothing() -> None:
     assert bind_mounts_from_json("") == []
     assert bind_mounts_from_json("{not json") == []
     assert unmet_bind_mount([], Sandbox("bwrap")) is None
+
+
+def test_a_refused_mount_signs_the_runs_failure_so_a_repeat_ends_the_trial(tmp_path: Path) -> None:
+    """The scheduler ends a trial whose two runs fail alike before training (#37.5): the refusal
+    carries the mount as its location, the same on every run this agent refuses."""
+    import pytest
+
+    from pedl_agent.bind_mounts import BindMountRefused, refuse_unmet_bind_mount
+
+    sandbox = Sandbox("bwrap", shared=(tmp_path / "datasets",))
+    refuse_unmet_bind_mount(_mounts(tmp_path / "datasets" / "a"), sandbox)
+    with pytest.raises(BindMountRefused) as refused:
+        refuse_unmet_bind_mount(_mounts(tmp_path / "scratch"), sandbox)
+    signature = refused.value.signature()
+    assert signature.location == "bind_mounts[0]" and signature.exception_type.endswith("BindMountRefused")
+    assert str(refused.value.args[0]).startswith("bind_mounts[0].host_path ")
