@@ -84,6 +84,19 @@ class RunExited:
 
 
 @dataclass(frozen=True)
+class AgentLost:
+    """The agent of the trial's run (or of one gang member) did not come back within the reconnect
+    grace: the run is gone, failed by the infrastructure, so it restarts without spending max_restarts."""
+
+    trial_id: int
+    agent_id: str
+
+    def as_exit(self) -> RunExited:
+        lost = f"agent {self.agent_id} was lost"
+        return RunExited(self.trial_id, exit_code=-1, error=lost, infrastructure=lost)
+
+
+@dataclass(frozen=True)
 class ResultsRefused:
     """The scheduler found a problem in what the trial reported (a metric it cannot use)."""
 
@@ -115,6 +128,7 @@ class ActivateRequested:
 
 Event = (
     RunExited
+    | AgentLost
     | ResultsRefused
     | TrialKillRequested
     | ExperimentKillRequested
@@ -226,6 +240,8 @@ def handle(state: Experiment, event: Event) -> Result:
     """The experiment after `event`, and what must happen for it."""
     if isinstance(event, RunExited):
         return _run_exited(state, event)
+    if isinstance(event, AgentLost):
+        return _run_exited(state, event.as_exit())
     if isinstance(event, ResultsRefused):
         trial = state.trial(event.trial_id)
         return state.with_trial(dataclasses.replace(trial, running=False)), [

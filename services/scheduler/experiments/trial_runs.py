@@ -235,7 +235,7 @@ class TrialRuns:
         self._record_timeline(trial, trial.exit_timeline)
         self.on_exit(trial, 0, "", False)
 
-    def record_lost_run(self, trial: TrialRuntime) -> None:
+    def _record_lost_run(self, trial: TrialRuntime) -> None:
         """The timeline of a run whose agent was lost: what the scheduler saw (the agent's and the
         harness's phases went with the agent), from its slots assigned to the loss."""
         self._record_timeline(trial, [run_exits.agent_lost_phase(trial, time.time())])
@@ -246,16 +246,14 @@ class TrialRuns:
         )
 
     def on_exit(
-        self,
-        trial: TrialRuntime,
-        exit_code: int,
-        error: str,
-        killed: bool,
-        failure: RunFailure | None = None,
-        infrastructure: str = "",
+        self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
     ) -> None:
-        """`infrastructure`: why the infrastructure failed the run, when the scheduler knows (agent lost)."""
-        self._run_ended(trial, machine.RunExited(trial.id, exit_code, error, killed, failure, infrastructure))
+        self._run_ended(trial, machine.RunExited(trial.id, exit_code, error, killed, failure))
+
+    def on_agent_lost(self, trial: TrialRuntime, agent_id: str) -> None:
+        """The run's agent did not come back in time: the run is recorded as lost, the trial restarts."""
+        self._record_lost_run(trial)
+        self._run_ended(trial, machine.AgentLost(trial.id, agent_id))
 
     def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
         """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""

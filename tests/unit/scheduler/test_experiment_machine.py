@@ -236,3 +236,10 @@ END = [
 @pytest.mark.parametrize(("why", "args", "end"), END, ids=[r[0] for r in END])
 def test_the_experiments_end(why: str, args: tuple, end: tuple[str, str] | None) -> None:
     assert m.experiment_end(*args) == end, why
+
+
+def test_an_agent_lost_is_an_infrastructure_failure_named_in_the_wait() -> None:
+    new, effects = m.handle(experiment(trial(restarts=5)), m.AgentLost(1, "a3"))
+    (restart,) = [e for e in effects if isinstance(e, m.Restart)]
+    assert not restart.counted and restart.why == "agent a3 was lost"
+    assert new.trial(1).restarts == 5 and not new.trial(1).running
