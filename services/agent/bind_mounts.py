@@ -22,6 +22,17 @@ from .sandbox import Sandbox
 from .trial_view import Mount
 
 
+class BindMountRefused(ValueError):
+    """This agent cannot honour one of the experiment's bind mounts: every run placed here fails the
+    same way, so the run's exit carries a failure signature (the mount) and the scheduler ends the
+    trial when its next run is refused too, instead of spending every restart."""
+
+    def signature(self) -> agent_pb2.FailureSignature:
+        return agent_pb2.FailureSignature(
+            exception_type=f"{__name__}.{type(self).__qualname__}", location=str(self.args[1])
+        )
+
+
 def mounts_of(bind_mounts: Sequence[dict[str, Any]]) -> list[Mount]:
     """The config's bind_mounts (ExperimentConfig.bind_mounts, decoded once per run) as mounts; a
     missing container_path means the host path's own."""
@@ -41,11 +52,11 @@ def run_mounts(
     trial_dir: Path,
     socket_path: Path,
 ) -> list[Mount]:
-    """The run's bind mounts, or a ValueError naming the one this agent cannot give it."""
+    """The run's bind mounts, or BindMountRefused naming the one this agent cannot give it."""
     mounts = mounts_of(bind_mounts)
     unmet = unmet_bind_mount(mounts, sandbox, trial_dir, socket_path)
-    if unmet is not None:
-        raise ValueError(f"experiment {start.experiment_id}: {unmet}")
+    if unmet is not None:  # args: the message, and the mount ("bind_mounts[i]") as its signature
+        raise BindMountRefused(f"experiment {start.experiment_id}: {unmet}", unmet.split(".", 1)[0])
     return mounts
 
 

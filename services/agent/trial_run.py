@@ -28,7 +28,7 @@ from pedl.config import ConfigError, ExperimentConfig, carried
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 from . import process_exits
-from .bind_mounts import run_mounts
+from .bind_mounts import BindMountRefused, run_mounts
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer
@@ -343,9 +343,13 @@ class TrialRun:
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
         config_mounts = self.config.bind_mounts if self.config is not None else []
-        self._mounts = run_mounts(
-            self.start, config_mounts, self._s.sandbox, self.trial_dir, self.socket_path
-        )
+        try:
+            self._mounts = run_mounts(
+                self.start, config_mounts, self._s.sandbox, self.trial_dir, self.socket_path
+            )
+        except BindMountRefused as e:  # the same on every run here: signed, so it is not retried for ever
+            self.servicer.failure = e.signature()
+            raise ValueError(e.args[0]) from e
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
         # Unpacked once per experiment on this agent; this run gets a copy-on-write view of it.
         self._model_dir = RunModelDir(self.trial_dir, name)

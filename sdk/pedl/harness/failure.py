@@ -7,6 +7,12 @@ outside the model definition (pedl's own code reaching the agent or checkpoint s
 reached without passing through user code) and the network's (connection, timeout, DNS, gRPC).
 One network error is the exception: ranks that cannot reach each other (`RanksUnreachable`) fail
 the same way on every run, so its signature is `permanent`.
+
+A model definition that cannot be loaded (`ModelDefinitionError`) is signed by the user error it wraps
+(an ImportError at `__init__.py:1` is signed as that ImportError, where it arose), so that two runs
+failing to import end the trial; one that wraps nothing (an entrypoint naming no class, a module missing
+from the archive) is a fact about the experiment's archive and config, which no run changes: it is
+`permanent`, and the trial ends after that run.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pedl
 from pedl.harness.distributed import is_peer_failure
 from pedl.harness.rank_network import RanksUnreachable
 from pedl.harness.store_retry import StoreUnavailable
+from pedl.model_def import ModelDefinitionError
 from pedl.v1 import agent_pb2
 
 # Exception classes whose cause is outside the trial, whatever frame raised them.
@@ -47,10 +54,25 @@ def failure_signature(exc: BaseException, model_dir: Path) -> agent_pb2.FailureS
         return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
     if _transient(exc) or is_peer_failure(exc):
         return None
+    if isinstance(exc, ModelDefinitionError):
+        return _model_definition_signature(exc, model_dir)
     location = _innermost_user_frame(exc.__traceback__, model_dir.resolve())
     if location is None:
         return None
     return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), location=location)
+
+
+def _model_definition_signature(
+    exc: ModelDefinitionError, model_dir: Path
+) -> agent_pb2.FailureSignature | None:
+    """The user error the loader wrapped, where it arose; the loader's own refusal when it wrapped none."""
+    cause = exc.__cause__
+    if cause is None:
+        return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
+    location = _innermost_user_frame(cause.__traceback__, model_dir.resolve())
+    if location is None:  # a module missing from the archive: the archive never changes
+        return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
+    return agent_pb2.FailureSignature(exception_type=_qualified(type(cause)), location=location)
 
 
 def _qualified(kind: type) -> str:

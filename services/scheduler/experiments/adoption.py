@@ -93,6 +93,4 @@ class RunAdoption:
                 if trial.exits_awaited:  # the work was done; a member's agent went away while exiting
                     self.runs.end_straggling_gang(trial)
                 elif trial.agent_id is not None:
-                    lost = f"agent {trial.agent_id} was lost"
-                    self.runs.record_lost_run(trial)
-                    self.runs.on_exit(trial, exit_code=-1, error=lost, killed=False, infrastructure=lost)
+                    self.runs.on_agent_lost(trial, trial.agent_id)

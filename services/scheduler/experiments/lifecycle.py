@@ -14,6 +14,7 @@ from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment
 from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments import machine, machine_views
 from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
@@ -124,18 +125,8 @@ class ExperimentLifecycle:
         exp = self.experiments.get(exp_id)
         if exp is None:
             return  # already ended
-        exp.state = "CANCELED"
-        with self.work.transaction():
-            for trial_id in exp.trial_ids:
-                trial = self.trials.get(trial_id)
-                if trial is None or trial.terminal:
-                    continue
-                trial.killing = True
-                if trial.running:
-                    self.runs.kill_run(trial)
-                else:
-                    self.runs.end_trial(trial, "CANCELED", "")
-            self.maybe_finish(exp)
+        trials = [t for t in self._live_trials(exp) if not t.terminal]
+        self._handle(exp, trials, machine.ExperimentKillRequested())
         self.state.notify()
 
     def kill_trial(self, trial_id: int) -> None:
@@ -147,19 +138,14 @@ class ExperimentLifecycle:
         trial = self.trials.get(trial_id)
         if trial is None or trial.terminal:
             raise UserError(f"trial {trial_id} has already ended ({state})")
-        if trial.killing:
-            return
-        trial.killing = True
-        exp = self.experiments[trial.experiment_id]
+        self._handle(self.experiments[trial.experiment_id], [trial], machine.TrialKillRequested(trial_id))
+
+    def _handle(self, exp: ExperimentRuntime, trials: list[TrialRuntime], event: machine.Event) -> None:
+        """One user request through the state machine, its effects in one transaction."""
+        state, effects = machine.handle(machine_views.experiment_view(exp, trials), event)
+        machine_views.absorb(exp, {t.id: t for t in trials}, state)
         with self.work.transaction():
-            if trial.running:
-                self.runs.kill_run(trial)  # its exit ends it (TrialRuns.on_exit)
-            else:
-                self.runs.end_trial(trial, "CANCELED", "")
-                self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-                self.maybe_finish(exp)
-        self.state.wake.set()
-        self.state.notify()
+            self.runs.apply(exp, trials, effects)
 
     def reconfigure(self, exp_id: int, config: Any, collect: bool, dry_run: bool) -> list[str]:
         exp = self.experiments.get(exp_id)
@@ -171,15 +157,7 @@ class ExperimentLifecycle:
 
     def pause_experiment(self, exp_id: int) -> None:
         exp = self._live_experiment(exp_id)
-        if exp.state != "ACTIVE":
-            return
-        exp.state = "PAUSED"
-        with self.work.transaction():
-            self._record_paused(exp_id)
-            for trial in self._live_trials(exp):
-                if trial.running:
-                    self.runs.request_stop(trial)
-                self._set_trial_state(trial, "PAUSED")
+        self._handle(exp, self._live_trials(exp), machine.PauseRequested())
         self.state.notify()
 
     def activate_experiment(self, exp_id: int) -> None:
@@ -187,23 +165,14 @@ class ExperimentLifecycle:
             self.revival.revive(exp_id)  # refused unless the infrastructure ended it
             return
         exp = self._live_experiment(exp_id)
-        if exp.state != "PAUSED":
-            return
-        exp.state = "ACTIVE"
-        with self.work.transaction():
-            self._record_active(exp_id)
-            for trial in self._live_trials(exp):
-                self._set_trial_state(trial, "ACTIVE")
-        self.state.wake.set()
-        self.state.notify()
+        self._handle(exp, self._live_trials(exp), machine.ActivateRequested())
 
-    def _record_paused(self, exp_id: int) -> None:
-        experiment_ops.set_experiment_state(self.db, exp_id, "PAUSED")
-        self.db.flush()
-
-    def _record_active(self, exp_id: int) -> None:
-        experiment_ops.set_experiment_state(self.db, exp_id, "ACTIVE")
-        self.db.flush()
+    def record_state(self, exp: ExperimentRuntime, state: str) -> None:
+        """The experiment's state row (PAUSED, ACTIVE); a killed one's is written when it ends."""
+        exp.state = state
+        if state != "CANCELED":
+            experiment_ops.set_experiment_state(self.db, exp.id, state)
+            self.db.flush()
 
     def _live_experiment(self, exp_id: int) -> ExperimentRuntime:
         state = experiment_ops.experiment_state(self.db, exp_id)
@@ -217,31 +186,20 @@ class ExperimentLifecycle:
     def _live_trials(self, exp: ExperimentRuntime) -> list[TrialRuntime]:
         return [self.trials[t] for t in exp.trial_ids if t in self.trials]
 
-    def _set_trial_state(self, trial: TrialRuntime, state: str) -> None:
-        trial.state = state
-        trial_ops.set_trial_state(self.db, trial.id, state)
-
     def maybe_finish(self, exp: ExperimentRuntime) -> None:
         """Ends the experiment once it has no live trial and its search is over (or it was killed)."""
-        if exp.live or exp.id not in self.experiments:
+        if exp.id not in self.experiments:
             return
-        if exp.state != "CANCELED" and not exp.searcher_done:
+        settled = not exp.live and exp.state != "CANCELED" and exp.searcher_done
+        states = trial_ops.trial_states_of(self.db, exp.id) if settled else []
+        end = machine.experiment_end(exp.state, len(exp.live), exp.searcher_done, exp.searcher_failed, states)
+        if end is None:
             return
-        states = trial_ops.trial_states_of(self.db, exp.id)
-        error = ""
-        if exp.state == "CANCELED":
-            state = "CANCELED"
-        elif exp.searcher_failed or (states and all(s == "ERROR" for s in states)):
-            state = "ERROR"
-            error = (
-                "every trial failed" if states and all(s == "ERROR" for s in states) else "the search failed"
-            )
+        state, error = end
+        if state == "ERROR":  # the first failing trial's cause, so `describe` and the web UI say why
             first = trial_ops.first_trial_error(self.db, exp.id)
-            if first is not None:
-                cause = first[1].strip().splitlines()[0]
-                error += f"; the first, trial {first[0]}: {cause}"
-        else:
-            state = "COMPLETED"
+            if first is not None and first[1].strip():
+                error += f"; the first, trial {first[0]}: {first[1].strip().splitlines()[0]}"
         self.checkpoints.collect_garbage(exp)
         self._end_experiment(exp.id, state, error)
         del self.experiments[exp.id]

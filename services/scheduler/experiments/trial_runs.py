@@ -13,13 +13,12 @@ import structlog
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import carried
-from pedl.harness.failure import INVALID_HP
 from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import early_exit, run_exits, run_start
-from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically, run_failure
-from pedl_scheduler.experiments.restart_policy import USER, infrastructure_cause
+from pedl_scheduler.experiments import machine, machine_views, run_exits, run_start
+from pedl_scheduler.experiments.failures import RunFailure, run_failure
+from pedl_scheduler.experiments.restart_policy import USER
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
@@ -238,7 +237,7 @@ class TrialRuns:
         self._record_timeline(trial, trial.exit_timeline)
         self.on_exit(trial, 0, "", False)
 
-    def record_lost_run(self, trial: TrialRuntime) -> None:
+    def _record_lost_run(self, trial: TrialRuntime) -> None:
         """The timeline of a run whose agent was lost: what the scheduler saw (the agent's and the
         harness's phases went with the agent), from its slots assigned to the loss."""
         self._record_timeline(trial, [run_exits.agent_lost_phase(trial, time.time())])
@@ -249,18 +248,24 @@ class TrialRuns:
         )
 
     def on_exit(
-        self,
-        trial: TrialRuntime,
-        exit_code: int,
-        error: str,
-        killed: bool,
-        failure: RunFailure | None = None,
-        infrastructure: str = "",
+        self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
     ) -> None:
-        """`infrastructure`: why the infrastructure failed the run, when the scheduler knows (agent lost)."""
+        self._run_ended(trial, machine.RunExited(trial.id, exit_code, error, killed, failure))
+
+    def on_agent_lost(self, trial: TrialRuntime, agent_id: str) -> None:
+        """The run's agent did not come back in time: the run is recorded as lost, the trial restarts."""
+        self._record_lost_run(trial)
+        self._run_ended(trial, machine.AgentLost(trial.id, agent_id))
+
+    def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
+        """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
+        self._run_ended(trial, machine.ResultsRefused(trial.id, reason))
+
+    def _run_ended(self, trial: TrialRuntime, event: machine.Event) -> None:
         exp = self.state.experiments[trial.experiment_id]
-        if trial.peers and not (exit_code == 0 and trial.sequencer.terminated):
-            self.kill_run(trial)  # one member of a gang failed: the others cannot go on
+        state, effects = machine.handle(machine_views.experiment_view(exp, [trial]), event)
+        for kill in [e for e in effects if isinstance(e, machine.KillRun)]:
+            self.apply(exp, [trial], [kill])  # while the run's agents are still known
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
         trial.exits_awaited, trial.exit_timeline = None, []
@@ -268,153 +273,72 @@ class TrialRuns:
         trial.outstanding, trial.busy_unknown = [], False
         trial.unconfirmed_until = None
         trial.has_work = None
+        machine_views.absorb(exp, {trial.id: trial}, state)
         with self.work.transaction():
-            if trial.killing:
-                self.end_trial(trial, "CANCELED", "")
-                if exp.state != "CANCELED":  # `det trial kill`: the search goes on without it
-                    self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-            elif exit_code == 0 and trial.sequencer.exited_early:
-                self._end_early(trial, exp)
-            elif exit_code == 0 and trial.sequencer.terminated and not trial.sequencer.completed:
-                self.work.log_line(
-                    trial,
-                    f"trial {trial.id} stopped at batch {trial.sequencer.batches_trained}; "
-                    "it resumes from its checkpoint when scheduled again",
-                )
-                trial.last_failure = None
+            self.apply(exp, [trial], [e for e in effects if not isinstance(e, machine.KillRun)])
+
+    def apply(
+        self, exp: ExperimentRuntime, trials: Sequence[TrialRuntime], effects: Sequence[machine.Effect]
+    ) -> None:
+        """Turns the state machine's effects on `exp` and `trials` (those its event concerned) into rows,
+        log lines and agent messages (these sent after the commit), in the order it gave them."""
+        involved = {t.id: t for t in trials}
+        for effect in effects:
+            trial = involved.get(getattr(effect, "trial_id", -1))
+            if isinstance(effect, machine.Settle):
+                self.lifecycle.maybe_finish(exp)
+            elif isinstance(effect, machine.Wake):
+                self.state.wake.set()
+                self.state.notify()
+            elif isinstance(effect, machine.SetExperimentState):
+                self.lifecycle.record_state(exp, effect.state)
+            elif trial is None:
+                continue
+            elif isinstance(effect, machine.KillRun):
+                self.kill_run(trial)
+            elif isinstance(effect, machine.RequestStop):
+                self.request_stop(trial)
+            elif isinstance(effect, machine.SetTrialState):
+                trial.state = effect.state
+                trial_ops.set_trial_state(self.db, trial.id, effect.state)
+            elif isinstance(effect, machine.EndTrial):
+                self.end_trial(trial, effect.state, effect.error, effect.cause)
+            elif isinstance(effect, machine.TellSearcher):
+                args = (trial.request_id, effect.reason) if effect.reason else (trial.request_id,)
+                self.search.apply(exp, exp.journal.call(effect.call, *args))
+            elif isinstance(effect, machine.LogLine):
+                self.work.log_line(trial, effect.text, source=effect.source)
+            elif isinstance(effect, machine.SaveTrial):
                 self.work.save_trial(trial)
-            elif exit_code == 0 and trial.sequencer.terminated:
-                self.end_trial(trial, "COMPLETED", "")
-                self.search.apply(exp, exp.journal.call("on_trial_closed", trial.request_id))
-            else:
-                reason = error.strip() or f"the trial process exited with code {exit_code}"
-                if exit_code == 0:
-                    reason = "the trial process exited before it was told to stop"
-                cause = infrastructure or infrastructure_cause(exit_code)
-                if cause:
-                    self._on_infrastructure_failure(trial, cause, reason)
-                else:
-                    self._on_failure(trial, exp, reason, failure)
-            self.lifecycle.maybe_finish(exp)
-        self.state.wake.set()
-        self.state.notify()
+            elif isinstance(effect, machine.Restart):
+                self._restart(trial, exp, effect)
 
-    def _end_early(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
-        """The trial's code ended it (set_stop_requested, report_early_exit): it completed, short of
-        its length, and the searcher hears an early exit, as from Determined's master."""
-        reason = trial.sequencer.early_exit
-        self.work.log_line(trial, early_exit.ended_line(trial.id, reason, trial.sequencer.batches_trained))
-        trial.last_failure = None
-        self.end_trial(trial, "COMPLETED", "", cause=reason)
-        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id, reason))
-
-    def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime) -> None:
+    def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime, restart: machine.Restart) -> None:
         """Queues the trial again after its backoff; the next run resumes from its latest checkpoint."""
-        trial.restarts += 1
-        self._record_restarts(trial)
-        delay = self._back_off(trial, trial.restarts)
-        self.work.log_line(
-            trial,
-            f"restarting trial {trial.id} from {run_exits.restart_origin(trial)} in {delay:.1f} s "
-            f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
-        )
-        log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts, delay_s=round(delay, 2))
-
-    def _on_infrastructure_failure(self, trial: TrialRuntime, cause: str, reason: str) -> None:
-        """The infrastructure failed the run: the trial waits and restarts without spending a restart."""
-        trial.infrastructure_failures += 1
-        delay = self._back_off(trial, trial.infrastructure_failures)
-        why = run_exits.infrastructure_cause_text(cause, reason)
+        delay = self.state.restart_backoff.delay(restart.attempt)
+        trial.not_before = time.monotonic() + delay
+        origin = run_exits.restart_origin(trial)
+        if restart.counted:
+            trial_ops.set_restarts(self.db, trial.id, trial.restarts)
+            self.work.log_line(
+                trial,
+                f"restarting trial {trial.id} from {origin} in {delay:.1f} s "
+                f"(restart {trial.restarts} of max_restarts {exp.config.max_restarts})",
+            )
+            log.info("trial restarting", trial_id=trial.id, restarts=trial.restarts, delay_s=round(delay, 2))
+            return
         trial.waiting_reason = (
-            f"waiting for the infrastructure: {why}; restarting in {delay:.0f} s "
-            f"(failure {trial.infrastructure_failures} in a row, not counted against max_restarts)"
+            f"waiting for the infrastructure: {restart.why}; restarting in {delay:.0f} s "
+            f"(failure {restart.attempt} in a row, not counted against max_restarts)"
         )
         self.work.log_line(
             trial,
-            f"trial {trial.id}'s run failed because {why}; restarting from "
-            f"{run_exits.restart_origin(trial)} in {delay:.1f} s, which does not count against max_restarts",
+            f"trial {trial.id}'s run failed because {restart.why}; restarting from "
+            f"{origin} in {delay:.1f} s, which does not count against max_restarts",
         )
         log.warning(
-            "trial waits for the infrastructure",
-            trial_id=trial.id,
-            cause=cause,
-            failures=trial.infrastructure_failures,
-            delay_s=round(delay, 2),
+            "trial waits for the infrastructure", trial_id=trial.id, why=restart.why, failures=restart.attempt
         )
-
-    def _back_off(self, trial: TrialRuntime, attempt: int) -> float:
-        delay = self.state.restart_backoff.delay(attempt)
-        trial.not_before = time.monotonic() + delay
-        return delay
-
-    def _on_failure(
-        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure | None
-    ) -> None:
-        """A failed run: the trial restarts, unless restarts are used up or cannot help."""
-        if failure is not None and failure.exception_type == INVALID_HP:  # det.InvalidHP: no failure
-            trial.sequencer.exit_early("INVALID_HP")
-            self._end_early(trial, exp)
-            return
-        previous, trial.last_failure = trial.last_failure, failure
-        max_restarts = exp.config.max_restarts
-        if failure is not None and failure.permanent:
-            cause = f"trial {trial.id} failed with {failure.describe()}, which no restart can cure"
-            self.work.log_line(trial, cause, source="pedl")
-            self.end_trial(trial, "ERROR", f"{reason} (not restarted)")
-            self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-            return
-        if (
-            trial.restarts < max_restarts
-            and failure is not None
-            and fails_deterministically(previous, failure)
-        ):
-            self._end_deterministic(trial, exp, reason, failure)
-            return
-        self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
-        if trial.restarts < max_restarts:
-            self._restart(trial, exp)
-            return
-        if max_restarts:
-            reason = f"{reason} (after {trial.restarts} restarts, max_restarts is {max_restarts})"
-        self.end_trial(trial, "ERROR", reason)
-        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-
-    def _end_deterministic(
-        self, trial: TrialRuntime, exp: ExperimentRuntime, reason: str, failure: RunFailure
-    ) -> None:
-        """The run failed as the one before it, before training: another restart would too."""
-        self.work.log_line(
-            trial,
-            f"trial {trial.id} failed again with the same error ({failure.describe()}) before training "
-            "any batch; it is not restarted, since every run would fail the same way",
-            source="pedl",
-        )
-        self.end_trial(
-            trial,
-            "ERROR",
-            f"{reason} (the run before failed the same way, also before training any batch: not restarted "
-            f"after {trial.restarts} of max_restarts {exp.config.max_restarts})",
-        )
-        self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-
-    def _record_restarts(self, trial: TrialRuntime) -> None:
-        trial_ops.set_restarts(self.db, trial.id, trial.restarts)
-
-    def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
-        """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
-        exp = self.state.experiments[trial.experiment_id]
-        self.kill_run(trial)
-        self.cluster.release(trial.id)
-        trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
-        self.running.pop(trial.id, None)
-        trial.outstanding, trial.busy_unknown = [], False
-        with self.work.transaction():
-            self.work.log_line(trial, f"trial {trial.id} failed: {reason}", source="pedl")
-            self.end_trial(trial, "ERROR", reason)
-            self.search.apply(exp, exp.journal.call("on_trial_exited_early", trial.request_id))
-            self.lifecycle.maybe_finish(exp)
-        self.state.wake.set()
-        self.state.notify()
 
     def end_trial(self, trial: TrialRuntime, state: str, error: str, cause: str = "") -> None:
         """The trial ends for good: its row says how, the indexes forget it, waiting children move on.

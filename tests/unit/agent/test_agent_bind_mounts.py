@@ -75,3 +75,24 @@ def test_a_config_without_mounts_needs_nothing() -> None:
     config = parse_experiment_config("searcher: {name: single, metric: loss, max_length: 1}")
     assert carried.from_json(carried.to_json(config)).bind_mounts == []
     assert unmet_bind_mount([], Sandbox("bwrap")) is None
+
+
+def test_a_refused_mount_signs_the_runs_failure_so_a_repeat_ends_the_trial(tmp_path: Path) -> None:
+    """The scheduler ends a trial whose two runs fail alike before training (#37.5): the refusal
+    carries the mount as its location, the same on every run this agent refuses."""
+    import pytest
+
+    from pedl.v1 import agent_pb2
+    from pedl_agent.bind_mounts import BindMountRefused, run_mounts
+
+    (tmp_path / "datasets" / "a").mkdir(parents=True)
+    sandbox = Sandbox("bwrap", bind_roots=(tmp_path / "datasets",))
+    start = agent_pb2.StartTrial(experiment_id=3)
+    ok = [{"host_path": str(tmp_path / "datasets" / "a"), "container_path": "/data"}]
+    assert run_mounts(start, ok, sandbox, tmp_path / "trial", tmp_path / "sock")
+    bad = [{"host_path": str(tmp_path / "scratch"), "container_path": "/data"}]
+    with pytest.raises(BindMountRefused) as refused:
+        run_mounts(start, bad, sandbox, tmp_path / "trial", tmp_path / "sock")
+    signature = refused.value.signature()
+    assert signature.location == "bind_mounts[0]" and signature.exception_type.endswith("BindMountRefused")
+    assert str(refused.value.args[0]).startswith("experiment 3: bind_mounts[0].host_path ")

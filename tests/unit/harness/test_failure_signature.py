@@ -112,3 +112,41 @@ def test_det_invalid_hp_is_reported_as_such_wherever_determined_comes_from(tmp_p
     InvalidHP.__module__ = "determined._execution"
     assert failure_signature(InvalidHP("x"), model_dir).exception_type == "determined.InvalidHP"  # type: ignore[union-attr]
     assert det.InvalidHP("x").args == ("x",)
+
+
+def test_a_model_definition_that_cannot_be_imported_is_signed_by_the_import_error(tmp_path: Path) -> None:
+    """The loader wraps the user's ImportError in ModelDefinitionError, raised from pedl's frames: the
+    signature is the ImportError's, where it arose, so that two such runs end the trial (#37.5)."""
+    from pedl.model_def import load_model_definition
+    from pedl.model_def.errors import ModelDefinitionError
+
+    model_dir = tmp_path / "imports_missing"
+    model_dir.mkdir()
+    (model_dir / "__init__.py").write_text("import json\nimport pedl_no_such_module\n")
+    with pytest.raises(ModelDefinitionError) as raised:
+        load_model_definition(model_dir)
+    signature = failure_signature(raised.value, model_dir)
+    assert signature is not None
+    assert (signature.exception_type, signature.location) == ("builtins.ModuleNotFoundError", "__init__.py:2")
+    assert not signature.permanent
+
+
+def test_a_loader_refusal_wrapping_no_user_error_is_permanent(tmp_path: Path) -> None:
+    """An entrypoint naming no class (or a module missing from the archive) fails every run alike."""
+    from pedl.model_def.errors import ModelDefinitionError
+
+    signature = failure_signature(ModelDefinitionError("entrypoint ':f' names f, not a Trial"), tmp_path)
+    assert signature is not None and signature.permanent
+    assert signature.exception_type == "pedl.model_def.errors.ModelDefinitionError"
+
+
+def test_a_model_definition_failing_on_the_network_at_import_gets_no_signature(tmp_path: Path) -> None:
+    from pedl.model_def import load_model_definition
+    from pedl.model_def.errors import ModelDefinitionError
+
+    model_dir = tmp_path / "imports_download"
+    model_dir.mkdir()
+    (model_dir / "__init__.py").write_text("raise ConnectionError('dataset host unreachable')\n")
+    with pytest.raises(ModelDefinitionError) as raised:
+        load_model_definition(model_dir)
+    assert failure_signature(raised.value, model_dir) is None
