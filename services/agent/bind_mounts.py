@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pedl.config import ExperimentConfig
 from pedl.v1 import agent_pb2
 
 from .sandbox import Sandbox
@@ -47,13 +48,14 @@ def mounts_of(bind_mounts: Sequence[dict[str, Any]]) -> list[Mount]:
 
 def run_mounts(
     start: agent_pb2.StartTrial,
-    bind_mounts: Sequence[dict[str, Any]],
+    config: ExperimentConfig | None,
     sandbox: Sandbox | None,
     trial_dir: Path,
     socket_path: Path,
 ) -> list[Mount]:
-    """The run's bind mounts, or BindMountRefused naming the one this agent cannot give it."""
-    mounts = mounts_of(bind_mounts)
+    """The run's bind mounts (none without a decoded config: the harness then refuses it), or
+    BindMountRefused naming the one this agent cannot give it."""
+    mounts = mounts_of(config.bind_mounts if config is not None else [])
     unmet = unmet_bind_mount(mounts, sandbox, trial_dir, socket_path)
     if unmet is not None:  # args: the message, and the mount ("bind_mounts[i]") as its signature
         raise BindMountRefused(f"experiment {start.experiment_id}: {unmet}", unmet.split(".", 1)[0])

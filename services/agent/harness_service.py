@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import grpc
+import grpc.aio
 
+import pedl._grpc
 from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
 
 # A harness may report this many timeline phases per run; more are dropped (user code could flood them).
@@ -165,3 +169,18 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
 
 def _key(workload: common_pb2.Workload) -> tuple[int, int, int]:
     return (workload.kind, workload.step_id, workload.total_batches)
+
+
+async def serve_on_socket(servicer: HarnessServicer, socket_path: Path) -> grpc.aio.Server:
+    """The run's HarnessService on its Unix socket, a stale socket file of an earlier run replaced."""
+    socket_path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+    server, _ = pedl._grpc.aio_server(
+        [lambda s: harness_pb2_grpc.add_HarnessServiceServicer_to_server(servicer, s)],
+        [pedl._grpc.service_name(harness_pb2, "HarnessService")],
+        f"unix:{socket_path}",
+    )
+    await server.start()
+    await pedl._grpc.mark_serving(server)
+    return server

@@ -22,16 +22,15 @@ from typing import Any, TypeVar
 import grpc.aio
 import structlog
 
-import pedl._grpc
 from pedl._parent_death import Lifeline
 from pedl.config import ConfigError, ExperimentConfig, carried
-from pedl.v1 import agent_pb2, common_pb2, harness_pb2, harness_pb2_grpc
+from pedl.v1 import agent_pb2, common_pb2
 
 from . import process_exits
 from .bind_mounts import BindMountRefused, run_mounts
 from .devices import cuda_visible_devices
 from .fork_server import ForkedProcess
-from .harness_service import HarnessServicer
+from .harness_service import HarnessServicer, serve_on_socket
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import check_name
 from .ranks import Ranks, plan_ranks
@@ -261,7 +260,7 @@ class TrialRun:
             try:
                 started = time.time()
                 model_dir = await self._unless_killed(self._prepare())
-                server = await self._serve()
+                server = await serve_on_socket(self.servicer, self.socket_path)
                 self._phase("model definition fetched and unpacked", started)
                 if self._kill_requested.is_set():
                     raise _Killed()
@@ -342,12 +341,11 @@ class TrialRun:
 
     async def _prepare(self) -> Path:
         self._harness_argv = self._s.harness_for(self.start.environment)
-        config_mounts = self.config.bind_mounts if self.config is not None else []
-        try:
+        try:  # a refusal is the same on every run here: signed, so it is not retried for ever
             self._mounts = run_mounts(
-                self.start, config_mounts, self._s.sandbox, self.trial_dir, self.socket_path
+                self.start, self.config, self._s.sandbox, self.trial_dir, self.socket_path
             )
-        except BindMountRefused as e:  # the same on every run here: signed, so it is not retried for ever
+        except BindMountRefused as e:
             self.servicer.failure = e.signature()
             raise ValueError(e.args[0]) from e
         name = check_name(self.start.model_definition_name or DEFAULT_MODEL_DEFINITION_NAME)
@@ -362,19 +360,6 @@ class TrialRun:
         await self._model_dir.prepare(tree, overlay)
         self.servicer.model_definition_dir = str(self._model_dir.path)
         return self._model_dir.path
-
-    async def _serve(self) -> grpc.aio.Server:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()
-        server, _ = pedl._grpc.aio_server(
-            [lambda s: harness_pb2_grpc.add_HarnessServiceServicer_to_server(self.servicer, s)],
-            [pedl._grpc.service_name(harness_pb2, "HarnessService")],
-            f"unix:{self.socket_path}",
-        )
-        await server.start()
-        await pedl._grpc.mark_serving(server)
-        return server
 
     def environment(self, index: int = 0) -> dict[str, str]:
         """The environment of the run's harness process `index` (see run_environment)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,6 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from pedl import __version__
 from pedl.checkpoints import CheckpointError
 from pedl.config import ConfigError, carried, parse_experiment_config
 from pedl.context.errors import ContextError
@@ -29,10 +27,10 @@ from pedl_scheduler import (
 )
 from pedl_scheduler.bind_check import check_bind_mounts
 from pedl_scheduler.cluster import Cluster
+from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
-from pedl_scheduler.storage.ops import agents as agent_ops
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
@@ -44,7 +42,7 @@ from pedl_server_auth.authz import Access
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
 
-class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
+class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     def __init__(
         self,
         manager: ExperimentManager,
@@ -396,41 +394,6 @@ class SchedulerApi(scheduler_pb2_grpc.SchedulerServiceServicer):
                     await asyncio.wait_for(self.manager.changed.wait(), timeout=1.0)
                 except asyncio.TimeoutError:
                     pass
-
-    async def ListAgents(  # noqa: N802
-        self, request: scheduler_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
-    ) -> scheduler_pb2.ListAgentsResponse:
-        return scheduler_pb2.ListAgentsResponse(agents=[a.to_proto() for a in self.cluster.agents.values()])
-
-    async def SetAgentEnabled(  # noqa: N802
-        self, request: scheduler_pb2.SetAgentEnabledRequest, context: grpc.aio.ServicerContext
-    ) -> scheduler_pb2.SetAgentEnabledResponse:
-        if not current_principal().admin:  # authz.RULES says so; kept for --no-auth's test servers
-            await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, "only an admin can enable or disable agents"
-            )
-        try:
-            agent, slot_id = self.cluster.set_enabled(request.agent_id, request.slot_id, request.enabled)
-        except KeyError as e:
-            await context.abort(grpc.StatusCode.NOT_FOUND, str(e.args[0]))
-        agent_ops.set_disabled(self.db, agent.id, slot_id, not request.enabled)  # survives a restart
-        if request.enabled:
-            self.manager.wake.set()  # queued trials may fit now
-        return scheduler_pb2.SetAgentEnabledResponse(agent=agent.to_proto())
-
-    async def GetClusterInfo(  # noqa: N802
-        self, request: scheduler_pb2.GetClusterInfoRequest, context: grpc.aio.ServicerContext
-    ) -> scheduler_pb2.GetClusterInfoResponse:
-        return scheduler_pb2.GetClusterInfoResponse(
-            version=__version__,
-            checkpoint_store_address=self.manager.checkpoint_store_address,
-            cluster_id=self.cluster_id,
-        )
-
-    async def GetMasterConfig(  # noqa: N802
-        self, request: scheduler_pb2.GetMasterConfigRequest, context: grpc.aio.ServicerContext
-    ) -> scheduler_pb2.GetMasterConfigResponse:
-        return scheduler_pb2.GetMasterConfigResponse(config_json=json.dumps(self.master_config))
 
     async def GetMetrics(  # noqa: N802
         self, request: scheduler_pb2.GetMetricsRequest, context: grpc.aio.ServicerContext

@@ -13,9 +13,7 @@ from pedl.v1 import common_pb2
 _REASON = common_pb2.EarlyExitReason
 _PREFIX = "EARLY_EXIT_REASON_"
 # Stored in the trial's `end_cause` (which otherwise says why an ERROR happened: "user", "infrastructure").
-NAMES = frozenset(
-    name.removeprefix(_PREFIX) for name in _REASON.keys() if name != f"{_PREFIX}UNSPECIFIED"
-)
+NAMES = frozenset(name.removeprefix(_PREFIX) for name in _REASON.keys() if name != f"{_PREFIX}UNSPECIFIED")
 
 _WHY = {
     "INVALID_HP": "its code reported invalid hyperparameters (INVALID_HP)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pedl.config import carried, parse_experiment_config
+from pedl.config import ExperimentConfig, carried, parse_experiment_config
 from pedl_agent.bind_mounts import mounts_of, unmet_bind_mount
 from pedl_agent.sandbox import Sandbox
 from pedl_agent.trial_view import Mount
@@ -17,10 +17,14 @@ bind_mounts:
 """
 
 
-def _mounts(host: Path, container: str | Path | None = None, read_only: bool = False) -> list[Mount]:
-    # As the agent gets them: decoded from the document the scheduler sends (StartTrial.config_json).
+def _config(host: Path, container: str | Path | None = None, read_only: bool = False) -> ExperimentConfig:
+    # As the agent gets it: decoded from the document the scheduler sends (StartTrial.config_json).
     text = CONFIG % (host, container or host, "true" if read_only else "false")
-    return mounts_of(carried.from_json(carried.to_json(parse_experiment_config(text))).bind_mounts)
+    return carried.from_json(carried.to_json(parse_experiment_config(text)))
+
+
+def _mounts(host: Path, container: str | Path | None = None, read_only: bool = False) -> list[Mount]:
+    return mounts_of(_config(host, container, read_only).bind_mounts)
 
 
 def test_the_config_is_read_as_determined_writes_it(tmp_path: Path) -> None:
@@ -88,11 +92,12 @@ def test_a_refused_mount_signs_the_runs_failure_so_a_repeat_ends_the_trial(tmp_p
     (tmp_path / "datasets" / "a").mkdir(parents=True)
     sandbox = Sandbox("bwrap", bind_roots=(tmp_path / "datasets",))
     start = agent_pb2.StartTrial(experiment_id=3)
-    ok = [{"host_path": str(tmp_path / "datasets" / "a"), "container_path": "/data"}]
+    ok = _config(tmp_path / "datasets" / "a", "/data")
     assert run_mounts(start, ok, sandbox, tmp_path / "trial", tmp_path / "sock")
-    bad = [{"host_path": str(tmp_path / "scratch"), "container_path": "/data"}]
     with pytest.raises(BindMountRefused) as refused:
-        run_mounts(start, bad, sandbox, tmp_path / "trial", tmp_path / "sock")
+        run_mounts(
+            start, _config(tmp_path / "scratch", "/data"), sandbox, tmp_path / "trial", tmp_path / "sock"
+        )
     signature = refused.value.signature()
     assert signature.location == "bind_mounts[0]" and signature.exception_type.endswith("BindMountRefused")
     assert str(refused.value.args[0]).startswith("experiment 3: bind_mounts[0].host_path ")
