@@ -107,6 +107,7 @@ def cli_cluster(workdir: Path, slots: int = 2) -> Iterator[Cli]:
     """A module's cluster (one agent) and its CLI; stopped by PID when the module ends."""
     # Kill marks live in a folder the agent shares with its sandboxed trials (--bind).
     (workdir / "marks").mkdir(parents=True, exist_ok=True)
+    (workdir / "marks").chmod(0o777)  # a root agent runs trials as an unprivileged user (--trial-user)
     agent_args = ["--bind", str(workdir / "marks")]
     with local_cluster(workdir / "cluster", agents=1, slots=slots, agent_args=agent_args) as cluster:
         yield Cli(cluster, workdir)

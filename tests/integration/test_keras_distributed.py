@@ -133,7 +133,9 @@ def write_keras_model(directory: Path) -> Path:
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory) -> Path:
     """Where trials write their batch logs: the agents share it with their sandboxed trials."""
-    return tmp_path_factory.mktemp("shared")
+    shared = tmp_path_factory.mktemp("shared")
+    shared.chmod(0o777)  # a root agent runs trials as an unprivileged user (--trial-user)
+    return shared
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +254,8 @@ def test_the_keras_script_example_trains_on_two_slots(cluster) -> None:
 
 def test_a_two_slot_keras_trial_runs_as_a_gang_over_two_one_slot_agents(tmp_path) -> None:
     log_dir = tmp_path / "logs"
-    log_dir.mkdir()
+    log_dir.mkdir(mode=0o777)
+    log_dir.chmod(0o777)  # trials run as an unprivileged user (--trial-user) and write here
     with local_cluster(
         tmp_path / "cluster", agents=2, slots=1, agent_args=["--bind", str(log_dir)]
     ) as cluster:
