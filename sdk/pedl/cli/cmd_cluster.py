@@ -30,8 +30,9 @@ def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     up.add_argument(
         "--metrics-port",
         type=metrics_port,
-        default=9464,
-        help="the scheduler's Prometheus /metrics port (default 9464; 0 = any free; -1 = none)",
+        default=-2,
+        help="the scheduler's Prometheus /metrics port (default 9464, skipped with a warning when another "
+        "cluster holds it; 0 = any free; -1 = none)",
     )
     up.add_argument(
         "--allowed-s3-bucket",

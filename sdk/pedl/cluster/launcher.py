@@ -41,8 +41,9 @@ class UpOptions:
     port: int = 8080
     store_port: int = 8090
     webui_port: int = 8100
-    # The scheduler's Prometheus port (0: a free one, -1: none), so a second cluster need not clash.
-    metrics_port: int = 9464
+    # The scheduler's Prometheus port (0: a free one, -1: none; -2: 9464, skipped with a warning when
+    # taken, so a second cluster need not clash).
+    metrics_port: int = -2
     # S3 buckets and endpoints experiments' checkpoint_storage may name (both services check them).
     allowed_s3_buckets: tuple[str, ...] = ()
     allowed_s3_endpoints: tuple[str, ...] = ()
