@@ -19,7 +19,9 @@ from pedl_webui.serve import Server
 class StandInGateway:
     """Answers as the scheduler would for user "ann" (token "tok-ann"), who owns experiment 1."""
 
-    def login(self, username: str, password: str, browser: str = "") -> auth_pb2.LoginResponse:
+    def login(
+        self, username: str, password: str, hashed: bool = False, browser: str = ""
+    ) -> auth_pb2.LoginResponse:
         assert browser == "127.0.0.1"  # the scheduler limits failed logins per browser
         if (username, password) != ("ann", "pw"):
             raise GatewayError(401, "wrong username or password")
