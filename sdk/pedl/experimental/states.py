@@ -10,7 +10,14 @@ from enum import Enum
 from typing import TypeVar
 
 
-class ExperimentState(str, Enum):
+class _Named(str, Enum):
+    """A state that prints as pedl's name for it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class ExperimentState(_Named):
     UNSPECIFIED = "UNSPECIFIED"
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
@@ -21,11 +28,8 @@ class ExperimentState(str, Enum):
     CANCELED = "CANCELED"
     ERROR = "ERROR"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class TrialState(str, Enum):
+class TrialState(_Named):
     UNSPECIFIED = "UNSPECIFIED"
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
@@ -36,11 +40,8 @@ class TrialState(str, Enum):
     CANCELED = "CANCELED"
     ERROR = "ERROR"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class CheckpointState(str, Enum):
+class CheckpointState(_Named):
     UNSPECIFIED = "UNSPECIFIED"
     ACTIVE = "ACTIVE"
     COMPLETED = "COMPLETED"
@@ -49,9 +50,6 @@ class CheckpointState(str, Enum):
     DELETED = "DELETED"
     MISSING = "MISSING"
     PARTIALLY_DELETED = "PARTIALLY_DELETED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class OrderBy(Enum):
