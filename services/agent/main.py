@@ -56,8 +56,15 @@ def _hidden_paths(cfg: AgentConfig, sock_dir: Path) -> list[Path]:
 
 
 def _readable_paths(cfg: AgentConfig) -> list[Path]:
-    """Files harnesses need even when they lie under a hidden path (the CA bundle they verify with)."""
-    return [Path(cfg.tls_ca)] if cfg.tls_ca else []
+    """Files harnesses need even when they lie under a hidden path or outside the trial's view: the CA
+    bundle they verify with, and scripts an operator's --harness-command names (`python /opt/h.py`)."""
+    scripts = [
+        Path(arg)
+        for argv in cfg.environment_argvs().values()
+        for arg in argv[1:]
+        if os.path.isabs(arg) and os.path.isfile(arg)
+    ]
+    return ([Path(cfg.tls_ca)] if cfg.tls_ca else []) + scripts
 
 
 async def run_agent(cfg: AgentConfig) -> None:

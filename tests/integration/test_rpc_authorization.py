@@ -106,6 +106,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "UploadExperiment": signed_in(),
         s + "ListExperiments": signed_in(),  # filtered: see test_private_lists_show_only_ones_own
         s + "GetExperiment": read(private),
+        s + "WaitExperiment": read(private),
         s + "KillExperiment": manage(),
         s + "PauseExperiment": manage(),
         s + "ActivateExperiment": manage(),
@@ -121,6 +122,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "ListAgents": signed_in(),
         s + "SetAgentEnabled": {**admins(), "admin": NOT_FOUND, "cluster": NOT_FOUND},  # no such agent
         s + "GetClusterInfo": signed_in(),
+        s + "GetMasterConfig": admins(),  # the flags it runs with name paths and hosts
         c + "UploadCheckpoint": store_write(),
         c
         + "BeginUpload": store_write(),  # a filesystem store answers "no direct upload": S3 in test_s3_direct
@@ -369,6 +371,7 @@ def _call(w: World, method: str, caller: str) -> Any:
         s = w.scheduler(caller)
         by_experiment = {
             "GetExperiment": (w.exp_id, sp.GetExperimentRequest),
+            "WaitExperiment": (w.exp_id, sp.WaitExperimentRequest),  # no timeout: answers at once
             "GetModelDefinition": (w.exp_id, sp.GetModelDefinitionRequest),
             "ListTrialDetails": (w.exp_id, sp.ListTrialDetailsRequest),
         }

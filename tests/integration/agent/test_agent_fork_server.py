@@ -31,7 +31,7 @@ def _servers(tmp_path: Path, isolation: str) -> tuple[ForkServers, dict[str, str
     work, sock = tmp_path / "work", tmp_path / "sock"
     (work / "trials").mkdir(parents=True)
     sock.mkdir()
-    sandbox = make_sandbox(isolation, [work, sock], False)
+    sandbox = make_sandbox(isolation, [work, sock], False, harness_programs=[sys.executable])
     env = harness_environment(os.environ, work / "trials", ())
     env["PYTHONUNBUFFERED"] = "1"
     servers = ForkServers(

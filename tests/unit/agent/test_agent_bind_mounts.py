@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pedl.config import ExperimentConfig, carried, parse_experiment_config
+from pedl.config.errors import ConfigError
 from pedl_agent.bind_mounts import mounts_of, unmet_bind_mount
 from pedl_agent.sandbox import Sandbox
 from pedl_agent.trial_view import Mount
@@ -58,12 +61,15 @@ def test_a_container_path_over_what_the_trial_needs_is_refused_naming_the_field(
     (tmp_path / "data").mkdir()
     venv = tmp_path / "venv"
     sandbox = Sandbox("bwrap", bind_roots=(tmp_path,), python=(venv,))
-    for container, covered in (("/usr", "/usr"), (str(tmp_path), str(venv)), ("/", "/usr")):
-        error = unmet_bind_mount(
-            _mounts(tmp_path / "data", container), sandbox, tmp_path / "t", tmp_path / "s"
-        )
-        assert error is not None and error.startswith(f"bind_mounts[0].container_path {container}:"), error
-        assert f"would cover {covered}" in error
+    error = unmet_bind_mount(_mounts(tmp_path / "data", tmp_path), sandbox, tmp_path / "t", tmp_path / "s")
+    assert error is not None and error.startswith(f"bind_mounts[0].container_path {tmp_path}:"), error
+    assert f"would cover {venv}" in error
+    # Paths every trial needs on every agent are refused at create already, naming the field and line.
+    for container in ("/usr", "/"):
+        with pytest.raises(ConfigError) as refused:
+            _config(tmp_path / "data", container)
+        assert "bind_mounts[0].container_path" in str(refused.value)
+        assert "line 4" in str(refused.value) and f"would cover {container}" in str(refused.value)
 
 
 def test_a_sandbox_refuses_a_mount_inside_what_the_agent_hides(tmp_path: Path) -> None:

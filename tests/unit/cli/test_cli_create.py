@@ -169,5 +169,7 @@ def test_create_follow_prints_progress_until_the_end(
         "Trial 3 step 2: batches 200 (+100) loss=0.25",
         f"Trial 3 ACTIVE -> {state} after 200 batches",
     ]
-    assert lines[5] == f"Experiment 7 {state}"
-    assert lines[6:] == ([] if code == 0 else ["Trial 3 error: ValueError: boom"])
+    # The closing best-trial line: this search reported no validation metric.
+    assert lines[5] == "No trial of experiment 7 has reported a validation metric"
+    assert lines[6] == f"Experiment 7 {state}"
+    assert lines[7:] == ([] if code == 0 else ["Trial 3 error: ValueError: boom"])
