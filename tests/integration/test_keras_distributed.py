@@ -104,6 +104,7 @@ def keras_config(log_dir: Path, fail_on_epoch: int | None = None, slots: int = 2
     if fail_on_epoch is not None:
         data["fail_on_epoch"] = fail_on_epoch
     log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.chmod(0o777)  # trials run as an unprivileged user (--trial-user) and write here
     return textwrap.dedent(
         f"""
         description: keras on {slots} slots

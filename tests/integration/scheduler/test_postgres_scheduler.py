@@ -88,7 +88,9 @@ def test_an_experiment_runs_to_completion_on_postgres(postgres_url: str) -> None
         steps = stored.rows(db, "SELECT step_id, total_batches FROM steps ORDER BY total_batches")
         assert steps == [{"step_id": i, "total_batches": 10 * i} for i in range(1, 5)]
         assert stored.row(db, "SELECT COUNT(*) AS n FROM validations")["n"] >= 1
-        assert stored.row(db, "SELECT COUNT(*) AS n FROM checkpoints")["n"] == 1
+        # checkpoint_policy best (the default): after each validation that is the best so far (20, 40).
+        saved = stored.rows(db, "SELECT total_batches FROM checkpoints ORDER BY total_batches")
+        assert [r["total_batches"] for r in saved] == [20, 40]
         assert stored.row(db, "SELECT COUNT(*) AS n FROM trial_logs")["n"] >= 1
 
         killed = manager.create_experiment(tiny_config(), MODEL, "model")
