@@ -74,6 +74,8 @@ class AgentConfig:
     trial_idle_timeout_seconds: float = 0.0
     # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
     harness_start: str = "fork"
+    # Whether fork servers import TensorFlow before forking (--no-preload-tensorflow: torch only).
+    preload_tensorflow: bool = True
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -230,6 +232,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "(default 0: no limit)",
     )
     p.add_argument(
+        "--no-preload-tensorflow",
+        dest="preload_tensorflow",
+        action="store_false",
+        help="fork servers import the harness and torch but not TensorFlow: for agents whose trials use "
+        "PyTorch only, ~8 s less CPU and ~0.5 GB less memory per environment at start; a trial that "
+        "uses TensorFlow then imports it itself",
+    )
+    p.add_argument(
         "--harness-start",
         choices=HARNESS_STARTS,
         default="fork",
@@ -365,6 +375,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         trial_disk_poll_seconds=ns.trial_disk_poll,
         **hygiene,
         harness_start=ns.harness_start,
+        preload_tensorflow=ns.preload_tensorflow,
     )
 
 

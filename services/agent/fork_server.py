@@ -367,9 +367,19 @@ class ForkServers:
         trials_root: Path,
         socket_dir: Path,
         trees_root: Path | None = None,
+        preload_tensorflow: bool = True,
     ) -> None:
         self._servers = {
-            name: ForkServer(name, list(argv), dict(env), sandbox, trials_root, socket_dir, trees_root)
+            name: ForkServer(
+                name,
+                list(argv),
+                dict(env),
+                sandbox,
+                trials_root,
+                socket_dir,
+                trees_root,
+                without_tensorflow=not preload_tensorflow,
+            )
             for name, argv in environments.items()
         }
         self._sandbox = sandbox

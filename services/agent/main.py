@@ -102,7 +102,13 @@ async def run_agent(cfg: AgentConfig) -> None:
         env = harness_environment(os.environ, cfg.work_dir / "trials", DISTRIBUTED_ENV)
         env["PYTHONUNBUFFERED"] = "1"
         fork_servers = ForkServers(
-            cfg.environment_argvs(), env, sandbox, cfg.work_dir / "trials", sock_dir, model_trees.root
+            cfg.environment_argvs(),
+            env,
+            sandbox,
+            cfg.work_dir / "trials",
+            sock_dir,
+            model_trees.root,
+            preload_tensorflow=cfg.preload_tensorflow,
         )
         await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()

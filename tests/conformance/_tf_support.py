@@ -135,7 +135,7 @@ def restarts(described: dict[str, Any]) -> int:
 
 @contextmanager
 def cli_cluster(workdir: Path, agent_args: list[str] | None = None) -> Iterator[CliCluster]:
-    with local_cluster(workdir / "cluster", agent_args=agent_args) as cluster:
+    with local_cluster(workdir / "cluster", agent_args=agent_args, preload_tensorflow=True) as cluster:
         yield CliCluster(cluster, workdir)
 
 

@@ -103,13 +103,15 @@ class Cli:
         return "\n".join(self.run("trial", "logs", str(t["id"])).stdout for t in described["trials"])
 
 
-def cli_cluster(workdir: Path, slots: int = 2) -> Iterator[Cli]:
+def cli_cluster(workdir: Path, slots: int = 2, tensorflow: bool = False) -> Iterator[Cli]:
     """A module's cluster (one agent) and its CLI; stopped by PID when the module ends."""
     # Kill marks live in a folder the agent shares with its sandboxed trials (--bind).
     (workdir / "marks").mkdir(parents=True, exist_ok=True)
     (workdir / "marks").chmod(0o777)  # a root agent runs trials as an unprivileged user (--trial-user)
     agent_args = ["--bind", str(workdir / "marks")]
-    with local_cluster(workdir / "cluster", agents=1, slots=slots, agent_args=agent_args) as cluster:
+    with local_cluster(
+        workdir / "cluster", agents=1, slots=slots, agent_args=agent_args, preload_tensorflow=tensorflow
+    ) as cluster:
         yield Cli(cluster, workdir)
 
 

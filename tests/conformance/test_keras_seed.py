@@ -180,7 +180,7 @@ FORMS = ["arrays", "dataset", "pydataset", "generator_function", "started_genera
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    yield from cli_cluster(tmp_path_factory.mktemp("keras-seed"))
+    yield from cli_cluster(tmp_path_factory.mktemp("keras-seed"), tensorflow=True)
 
 
 def test_every_data_form_with_download_data_completes_and_resumes_exactly(cli: Cli, tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ FORMS = ["generator", "fit_generator", "arrays", "dataset", "pydataset"]
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    yield from cli_cluster(tmp_path_factory.mktemp("simple-seed"))
+    yield from cli_cluster(tmp_path_factory.mktemp("simple-seed"), tensorflow=True)
 
 
 def write(directory: Path, files: dict[str, str]) -> Path:

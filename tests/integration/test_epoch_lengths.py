@@ -43,7 +43,7 @@ def trial_detail(cluster, result: scheduler_pb2.GetExperimentResponse) -> schedu
 
 
 def test_epochs_count_the_chiefs_data_loader_and_a_keras_trial_is_refused(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster") as cluster:
+    with local_cluster(tmp_path / "cluster", preload_tensorflow=True) as cluster:
         try:
             # pedl's PyTorchTrial: 256 records in batches of 8, so an epoch is 32 batches.
             tiny = wait(cluster, submit(cluster, write_tiny_model(tmp_path / "tiny"), TINY))

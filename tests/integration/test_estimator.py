@@ -55,7 +55,7 @@ def config(environment: str = "tf215") -> str:
 
 def test_an_estimator_trial_completes_in_the_tf215_environment(tmp_path, tf215_python) -> None:
     agent_args = ["--environment", f"tf215={tf215_python}"]
-    with local_cluster(tmp_path / "cluster", agent_args=agent_args) as cluster:
+    with local_cluster(tmp_path / "cluster", agent_args=agent_args, preload_tensorflow=True) as cluster:
         with pytest.raises(grpc.RpcError) as refused:
             submit(cluster, EXAMPLE, config("tf999"))
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

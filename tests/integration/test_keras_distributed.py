@@ -142,7 +142,9 @@ def shared(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, shared):
     root = tmp_path_factory.mktemp("keras") / "cluster"
-    with local_cluster(root, agents=1, slots=2, agent_args=["--bind", str(shared)]) as c:
+    with local_cluster(
+        root, agents=1, slots=2, agent_args=["--bind", str(shared)], preload_tensorflow=True
+    ) as c:
         try:
             yield c
         except BaseException:
@@ -258,7 +260,11 @@ def test_a_two_slot_keras_trial_runs_as_a_gang_over_two_one_slot_agents(tmp_path
     log_dir.mkdir(mode=0o777)
     log_dir.chmod(0o777)  # trials run as an unprivileged user (--trial-user) and write here
     with local_cluster(
-        tmp_path / "cluster", agents=2, slots=1, agent_args=["--bind", str(log_dir)]
+        tmp_path / "cluster",
+        agents=2,
+        slots=1,
+        agent_args=["--bind", str(log_dir)],
+        preload_tensorflow=True,
     ) as cluster:
         exp_id = submit(cluster, write_keras_model(tmp_path / "keras_gang"), keras_config(log_dir))
         result = wait(cluster, exp_id, timeout=180)

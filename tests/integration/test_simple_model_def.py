@@ -36,7 +36,7 @@ def config() -> str:
 
 
 def test_the_keras_script_example_trains_to_completed(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster") as cluster:
+    with local_cluster(tmp_path / "cluster", preload_tensorflow=True) as cluster:
         exp_id = submit(cluster, EXAMPLE, config())
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
@@ -57,7 +57,7 @@ def test_the_keras_script_example_trains_to_completed(tmp_path) -> None:
 
 
 def test_a_script_trial_on_a_killed_agent_resumes_with_the_same_metrics(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=2) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=2, preload_tensorflow=True) as cluster:
         reference = submit(cluster, EXAMPLE, config())
         assert wait(cluster, reference, timeout=180).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
 

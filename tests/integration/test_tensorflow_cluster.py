@@ -33,7 +33,7 @@ def config(example: str) -> str:
 
 
 def test_a_tensorflow_trial_trains_validates_and_checkpoints(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster") as cluster:
+    with local_cluster(tmp_path / "cluster", preload_tensorflow=True) as cluster:
         exp_id = submit(cluster, EXAMPLES / "digits_tensorflow", config("digits_tensorflow"))
         result = wait(cluster, exp_id, timeout=180)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
@@ -47,7 +47,7 @@ def test_a_tensorflow_trial_trains_validates_and_checkpoints(tmp_path) -> None:
 
 
 def test_a_keras_trial_on_a_killed_agent_resumes_with_the_same_metrics(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=2) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=2, preload_tensorflow=True) as cluster:
         model = EXAMPLES / "digits_keras"
         reference = submit(cluster, model, config("digits_keras"))
         assert wait(cluster, reference, timeout=180).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED

@@ -59,7 +59,7 @@ def killed_run_matches_reference(cluster, example: str, config: str) -> None:
 
 
 def test_a_determined_tfkeras_trial_resumes_exactly_after_its_agent_is_killed(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=2) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=2, preload_tensorflow=True) as cluster:
         killed_run_matches_reference(cluster, "digits_determined_keras", small("digits_determined_keras", 60))
 
 
@@ -68,7 +68,9 @@ def test_a_determined_estimator_trial_resumes_exactly_after_its_agent_is_killed(
     tf215_python: str,  # noqa: F811
 ) -> None:
     agent_args = ["--environment", f"tf215={tf215_python}"]
-    with local_cluster(tmp_path / "cluster", agents=2, agent_args=agent_args) as cluster:
+    with local_cluster(
+        tmp_path / "cluster", agents=2, agent_args=agent_args, preload_tensorflow=True
+    ) as cluster:
         config = small("digits_determined_estimator", 60)
         killed_run_matches_reference(cluster, "digits_determined_estimator", config)
 
@@ -114,14 +116,14 @@ def stopped_at_the_rung_then_resumed(cluster, exp_id: int) -> None:
 
 
 def test_a_determined_tfkeras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1, preload_tensorflow=True) as cluster:
         exp_id = submit(cluster, EXAMPLES / "digits_determined_keras", asha("digits_determined_keras"))
         stopped_at_the_rung_then_resumed(cluster, exp_id)
 
 
 def test_a_pedl011_keras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(tmp_path) -> None:
     config = asha("digits_keras_pedl011")
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1, preload_tensorflow=True) as cluster:
         exp_id = submit(cluster, EXAMPLES / "digits_keras_pedl011", config)
         stopped_at_the_rung_then_resumed(cluster, exp_id)
 
@@ -131,7 +133,9 @@ def test_a_determined_estimator_trial_is_stopped_at_a_rung_and_resumed_by_adapti
     tf215_python: str,  # noqa: F811
 ) -> None:
     agent_args = ["--environment", f"tf215={tf215_python}"]
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1, agent_args=agent_args) as cluster:
+    with local_cluster(
+        tmp_path / "cluster", agents=1, slots=1, agent_args=agent_args, preload_tensorflow=True
+    ) as cluster:
         config = asha("digits_determined_estimator")
         exp_id = submit(cluster, EXAMPLES / "digits_determined_estimator", config)
         stopped_at_the_rung_then_resumed(cluster, exp_id)
@@ -160,7 +164,7 @@ def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_te
     callback = "det_keras.callbacks.TensorBoard(update_freq='batch')"
     source += f"\n    def keras_callbacks(self):\n        return [{callback}]\n"
     (model / "model_def.py").write_text(source)
-    with local_cluster(tmp_path / "cluster", agents=1) as cluster:
+    with local_cluster(tmp_path / "cluster", agents=1, preload_tensorflow=True) as cluster:
         exp_id = submit(cluster, model, small("digits_determined_keras", 40))
         result = wait(cluster, exp_id, timeout=300)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()

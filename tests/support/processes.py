@@ -97,6 +97,8 @@ class LocalCluster:
     store_args: list[str] = field(default_factory=list)
     # Extra environment of the scheduler process only (e.g. PYTHONPATH to change its code in a test).
     scheduler_env: dict[str, str] = field(default_factory=dict)
+    # Whether agents' fork servers import TensorFlow (~8 s of CPU each): only where trials use it.
+    preload_tensorflow: bool = False
 
     @property
     def secret_file(self) -> Path:
@@ -156,6 +158,7 @@ class LocalCluster:
                 "--cluster-secret-file",
                 str(self.secret_file),
                 *(["--tls-ca", str(self.tls.ca)] if self.tls else []),
+                *([] if self.preload_tensorflow else ["--no-preload-tensorflow"]),
                 *self.agent_args,
                 *(extra_args or []),
             ],
@@ -220,6 +223,7 @@ def local_cluster(
     scheduler_args: list[str] | None = None,
     store_args: list[str] | None = None,
     scheduler_env: dict[str, str] | None = None,
+    preload_tensorflow: bool = False,
 ) -> Iterator[LocalCluster]:
     """Checkpoint store, scheduler and agents as separate processes on 127.0.0.1 free ports.
 
@@ -257,6 +261,7 @@ def local_cluster(
         agent_args=list(agent_args or []),
         store_args=store_args,
         scheduler_env=dict(scheduler_env or {}),
+        preload_tensorflow=preload_tensorflow,
     )
     tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
     try:

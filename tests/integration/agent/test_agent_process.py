@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
+import sys
+import time
+from typing import Any
 
 import pytest
 from conftest import FakeScheduler, make_archive, pid_alive, wait_until
@@ -241,3 +245,22 @@ def test_sigterm_stops_the_agent_and_its_harnesses(scheduler, start_agent):
         wait_until(lambda pid=pid: not pid_alive(pid), f"process {pid} to die")
     ex = exited(scheduler, 10)
     assert not ex.killed and "shut down" in ex.error
+
+
+def test_without_tensorflow_preloading_the_fork_server_imports_torch_only(scheduler, start_agent):
+    # For agents whose trials are PyTorch only: their fork servers start ~8 s of CPU sooner.
+    agent = start_agent("--harness-command", f"{sys.executable} -m pedl.harness", "--no-preload-tensorflow")
+    scheduler.wait_for("register")
+
+    def ready() -> dict[str, Any] | None:
+        for line in agent.log_path.read_text().splitlines():
+            if '"fork server ready"' in line:
+                return json.loads(line)
+        return None
+
+    deadline = time.monotonic() + 120  # importing torch on a loaded 2-core machine
+    while ready() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    preloaded = (ready() or {})["preloaded"]
+    assert "torch" in preloaded and "pedl.harness.main" in preloaded
+    assert "tensorflow" not in preloaded and "pedl.keras" not in preloaded
