@@ -143,10 +143,11 @@ class Dispatcher:
         """
         with self.intake.batch(), self.work.transaction():
             for agent, message in batch:
-                if message.WhichOneof("message") == "trial_exited":
+                kind = message.WhichOneof("message")
+                if kind == "trial_exited":
                     self.runs.on_trial_exited(agent, message.trial_exited)
                 else:
-                    self.intake.take(agent, message)
+                    self.intake.take(agent, message, kind)
         self.state.notify()
         wake = self.state.wake
         if wake.is_set():

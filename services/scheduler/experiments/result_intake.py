@@ -53,9 +53,8 @@ class ResultIntake:
         finally:
             self._batch_time = None
 
-    def take(self, agent: AgentHandle, message: agent_pb2.ConnectRequest) -> None:
-        """One agent message of a batch (a run's exit is the trial runs room's, not this one's)."""
-        kind = message.WhichOneof("message")
+    def take(self, agent: AgentHandle, message: agent_pb2.ConnectRequest, kind: str | None) -> None:
+        """One agent message of a batch, of `kind` (its oneof; a run's exit is the trial runs room's)."""
         if kind == "workload_completed":
             self._workload_completed(agent, message.workload_completed.result)
         elif kind == "trial_logs":
