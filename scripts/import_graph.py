@@ -6,9 +6,7 @@ too). Modules are named as Python imports them: setup.py's package mapping (serv
 `pedl_scheduler`, ...), plus sdk/compat/determined as `determined`. `from pkg import sub` ties to the
 submodule, `from pkg import name` to the package.
 
-Circles wholly inside services/scheduler/experiments/ are printed but do not fail the check: that
-package is being rebuilt as one state machine (issue #35), which removes them. Nothing else is
-allowed.
+No circle is allowed, the experiment core's included (its rooms meet only in its dispatcher).
 
     .venv/bin/python scripts/import_graph.py          # exit 1 on a circle
     .venv/bin/python scripts/import_graph.py --edges  # also print every edge, for reading
@@ -27,8 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Beside setup.py's packages: pedl's own `determined` (shipped inside the wheel, see setup.py).
 EXTRA_ROOTS = {"determined": "sdk/compat/determined"}
-# Circles whose every module starts with one of these are reported, not failed (see the docstring).
-ALLOWED_INSIDE = ("pedl_scheduler.experiments.",)
 
 
 def package_roots(setup_py: Path) -> dict[str, Path]:
@@ -156,22 +152,18 @@ def main(argv: list[str]) -> int:
         for name in sorted(graph):
             for target in sorted(graph[name]):
                 print(f"{name} -> {target}")
-    failed = False
     groups = strongly_connected(graph)
     for group in groups:
-        allowed = all(m.startswith(ALLOWED_INSIDE) for m in group)
-        failed = failed or not allowed
-        label = "allowed (services/scheduler/experiments, issue #35)" if allowed else "import circle"
         ring = one_ring(group, graph)
         print(
-            f"{label}: {' -> '.join(ring)}"
+            f"import circle: {' -> '.join(ring)}"
             + (f" (and {len(group)} modules in all)" if len(group) > 2 else "")
         )
         for module in group:
             print(f"    {module}: {known[module].relative_to(root)}")
     edges = sum(len(t) for t in graph.values())
     print(f"import graph: {len(graph)} modules, {edges} imports, {len(groups)} circle(s)")
-    return 1 if failed else 0
+    return 1 if groups else 0
 
 
 if __name__ == "__main__":

@@ -4,27 +4,25 @@ treating the runs it does not report, within a grace period, as lost."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import structlog
 
 from pedl.v1 import agent_pb2
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments import machine
+from pedl_scheduler.experiments.effects import Emit, EndStragglers
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
-
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.trial_runs import TrialRuns
+from pedl_scheduler.runtime import TrialRuntime
 
 log = structlog.get_logger(component="experiments")
 
 
 class RunAdoption:
-    runs: TrialRuns
-
-    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # the runs it gives up on, ended by the trial runs room
         self.trials = state.trials
 
     def on_agent_registered(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
@@ -86,11 +84,14 @@ class RunAdoption:
     def expire_unconfirmed(self, now: float) -> None:
         """Trials whose agent did not report them in time are treated as lost (and restarted)."""
         for trial in [t for t in self.trials.values() if t.exits_awaited and now >= t.exits_deadline]:
-            self.runs.end_straggling_gang(trial)
+            self._emit(trial, EndStragglers(trial.id))
         for trial in [t for t in self.trials.values() if t.unconfirmed_until is not None]:
             if trial.unconfirmed_until is not None and now >= trial.unconfirmed_until:
                 trial.unconfirmed_until = None
                 if trial.exits_awaited:  # the work was done; a member's agent went away while exiting
-                    self.runs.end_straggling_gang(trial)
+                    self._emit(trial, EndStragglers(trial.id))
                 elif trial.agent_id is not None:
-                    self.runs.on_agent_lost(trial, trial.agent_id)
+                    self._emit(trial, machine.AgentLost(trial.id, trial.agent_id))
+
+    def _emit(self, trial: TrialRuntime, step: EndStragglers | machine.AgentLost) -> None:
+        self.emit(self.state.experiments[trial.experiment_id], [trial], [step])

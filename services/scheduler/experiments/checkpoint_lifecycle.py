@@ -107,26 +107,25 @@ class CheckpointLifecycle:
         """At start-up: the checkpoints an earlier run found missing from the store."""
         self.state.lost_checkpoints = set(result_ops.checkpoints_in_state(self.db, MISSING))
 
-    def usable_checkpoint(self, trial: TrialRuntime) -> None:
-        """A trial whose latest checkpoint the store lost resumes from its newest one still stored,
-        or from scratch, never from the lost one."""
-        lost = trial.latest_checkpoint_uuid
-        if lost not in self.state.lost_checkpoints:
-            return
-        own = result_ops.checkpoints_of(self.db, trial.id)  # COMPLETED ones only
-        if own:
-            row = own[-1]
-            trial.latest_checkpoint_uuid = row["uuid"]
-            trial.latest_checkpoint_batches = row["total_batches"]
-            trial.latest_checkpoint_step = row["step_id"]
-        else:
-            trial.latest_checkpoint_uuid = ""
-            trial.latest_checkpoint_batches = trial.latest_checkpoint_step = 0
-            exp = self.state.experiments.get(trial.experiment_id)
-            if exp is not None:
-                exp.checkpointed.pop(trial.id, None)
-        where = f"checkpoint {trial.latest_checkpoint_uuid}" if own else "scratch"
-        self.work.log_line(
-            trial, f"checkpoint {lost} is gone from the store: trial {trial.id} resumes from {where}"
-        )
-        self.work.save_trial(trial)
+
+def usable_checkpoint(state: SchedulerState, work: UnitOfWork, trial: TrialRuntime) -> None:
+    """A trial whose latest checkpoint the store lost resumes from its newest one still stored,
+    or from scratch, never from the lost one."""
+    lost = trial.latest_checkpoint_uuid
+    if lost not in state.lost_checkpoints:
+        return
+    own = result_ops.checkpoints_of(state.db, trial.id)  # COMPLETED ones only
+    if own:
+        row = own[-1]
+        trial.latest_checkpoint_uuid = row["uuid"]
+        trial.latest_checkpoint_batches = row["total_batches"]
+        trial.latest_checkpoint_step = row["step_id"]
+    else:
+        trial.latest_checkpoint_uuid = ""
+        trial.latest_checkpoint_batches = trial.latest_checkpoint_step = 0
+        exp = state.experiments.get(trial.experiment_id)
+        if exp is not None:
+            exp.checkpointed.pop(trial.id, None)
+    where = f"checkpoint {trial.latest_checkpoint_uuid}" if own else "scratch"
+    work.log_line(trial, f"checkpoint {lost} is gone from the store: trial {trial.id} resumes from {where}")
+    work.save_trial(trial)

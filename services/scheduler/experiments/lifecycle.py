@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -15,6 +15,7 @@ from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import machine, machine_views
+from pedl_scheduler.experiments.effects import Emit, SearcherOps
 from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
@@ -30,24 +31,14 @@ from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_server_auth import ANONYMOUS, Principal
 
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
-    from pedl_scheduler.experiments.revival import Revival
-    from pedl_scheduler.experiments.search_driver import SearchDriver
-    from pedl_scheduler.experiments.trial_runs import TrialRuns
-
 log = structlog.get_logger(component="experiments")
 
 
 class ExperimentLifecycle:
-    search: SearchDriver
-    runs: TrialRuns
-    checkpoints: CheckpointLifecycle
-    revival: Revival
-
-    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # the machine's effects and the searcher's first operations, carried out
         self.db = state.db
         self.experiments = state.experiments
         self.trials = state.trials
@@ -97,7 +88,7 @@ class ExperimentLifecycle:
                 exp_id, config, searcher, journal=SearcherJournal(searcher), warm_start_uuid=warm_start
             )
             self.experiments[exp_id] = exp
-            self.search.apply(exp, exp.journal.call("initial_operations"))
+            self.emit(exp, [], [SearcherOps(exp.journal.call("initial_operations"))])
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
         self.state.wake.set()
         return exp_id
@@ -145,25 +136,26 @@ class ExperimentLifecycle:
         state, effects = machine.handle(machine_views.experiment_view(exp, trials), event)
         machine_views.absorb(exp, {t.id: t for t in trials}, state)
         with self.work.transaction():
-            self.runs.apply(exp, trials, effects)
+            self.emit(exp, trials, effects)
 
-    def reconfigure(self, exp_id: int, config: Any, collect: bool, dry_run: bool) -> list[str]:
+    def reconfigure(self, exp_id: int, config: Any) -> None:
+        """The live experiment runs on under `config` (already stored)."""
         exp = self.experiments.get(exp_id)
-        if exp is not None and not dry_run:
+        if exp is not None:
             exp.config = config
             exp.start_config = None
             self.state.wake.set()  # a new cap, weight or priority may change what runs
-        return self.checkpoints.apply_policy(exp_id, config, dry_run) if collect else []
 
     def pause_experiment(self, exp_id: int) -> None:
         exp = self._live_experiment(exp_id)
         self._handle(exp, self._live_trials(exp), machine.PauseRequested())
         self.state.notify()
 
+    def revivable(self, exp_id: int) -> bool:
+        """Whether activate means reviving an ended ERROR experiment (`Revival`), not resuming one."""
+        return exp_id not in self.experiments and experiment_ops.experiment_state(self.db, exp_id) == "ERROR"
+
     def activate_experiment(self, exp_id: int) -> None:
-        if exp_id not in self.experiments and experiment_ops.experiment_state(self.db, exp_id) == "ERROR":
-            self.revival.revive(exp_id)  # refused unless the infrastructure ended it
-            return
         exp = self._live_experiment(exp_id)
         self._handle(exp, self._live_trials(exp), machine.ActivateRequested())
 
@@ -186,21 +178,25 @@ class ExperimentLifecycle:
     def _live_trials(self, exp: ExperimentRuntime) -> list[TrialRuntime]:
         return [self.trials[t] for t in exp.trial_ids if t in self.trials]
 
-    def maybe_finish(self, exp: ExperimentRuntime) -> None:
-        """Ends the experiment once it has no live trial and its search is over (or it was killed)."""
+    def ending(self, exp: ExperimentRuntime) -> tuple[str, str] | None:
+        """How the experiment ends now (state, error): once it has no live trial and its search is
+        over, or once it was killed; None while it goes on (or when it already ended)."""
         if exp.id not in self.experiments:
-            return
+            return None
         settled = not exp.live and exp.state != "CANCELED" and exp.searcher_done
         states = trial_ops.trial_states_of(self.db, exp.id) if settled else []
         end = machine.experiment_end(exp.state, len(exp.live), exp.searcher_done, exp.searcher_failed, states)
         if end is None:
-            return
+            return None
         state, error = end
         if state == "ERROR":  # the first failing trial's cause, so `describe` and the web UI say why
             first = trial_ops.first_trial_error(self.db, exp.id)
             if first is not None and first[1].strip():
                 error += f"; the first, trial {first[0]}: {first[1].strip().splitlines()[0]}"
-        self.checkpoints.collect_garbage(exp)
+        return state, error
+
+    def end(self, exp: ExperimentRuntime, state: str, error: str) -> None:
+        """The experiment's row says how it ended; it leaves the live ones (after its garbage collection)."""
         self._end_experiment(exp.id, state, error)
         del self.experiments[exp.id]
         log.info("experiment ended", experiment_id=exp.id, state=state)

@@ -9,11 +9,12 @@ committed (`UnitOfWork`). A result the scheduler has not committed was therefore
 after a crash its workload is sent again (workloads carry absolute batch counts) or the trial
 resumes from its last committed checkpoint.
 
-Why composition and not mixins: each room is an object holding the shared `SchedulerState` and the
-one `UnitOfWork`, and names the other rooms it calls (`self.runs.end_trial`, `self.search.apply`),
-so reading one room tells where every call it makes goes and what state it touches. A class
-assembled from mixins would put all 65 methods back into one namespace, where any method may call
-any other through `self` and nothing says which room owns what. The rooms are wired once, below.
+Why rooms and a dispatcher, not mixins: each room is an object holding the shared `SchedulerState`,
+the one `UnitOfWork` and the dispatcher's `perform`, and never another room: what it needs of the
+others it emits as typed values (`machine.Effect`, `effects.Step`) that `dispatcher.Dispatcher`
+carries out, so reading one room tells what it decides and what state it touches, and reading the
+dispatcher tells who carries out each decision. A class assembled from mixins would put every
+method back into one namespace, where any method may call any other through `self`.
 """
 
 from __future__ import annotations
@@ -25,17 +26,9 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.cluster import AgentHandle, Cluster
-from pedl_scheduler.experiments.adoption import RunAdoption
-from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
-from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
-from pedl_scheduler.experiments.recovery import Recovery
+from pedl_scheduler.experiments.dispatcher import Dispatcher
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
-from pedl_scheduler.experiments.result_intake import ResultIntake
-from pedl_scheduler.experiments.revival import Revival
-from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
-from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
-from pedl_scheduler.experiments.trial_runs import TrialRuns
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.storage import Storage
@@ -62,31 +55,15 @@ class ExperimentManager:
             restart_backoff,
             request_limits,
         )
-        self.work = work = UnitOfWork(db)
-        self.lifecycle = ExperimentLifecycle(state, work)
-        self.scheduling = SchedulingPass(state, work)
-        self.runs = TrialRuns(state, work)
-        self.adoption = RunAdoption(state, work)
-        self.intake = ResultIntake(state, work)
-        self.search = SearchDriver(state, work)
-        self.checkpoints = CheckpointLifecycle(state, work)
-        self.recovery = Recovery(state, self.search)
-        self.lifecycle.revival = Revival(state, work, self.search, self.recovery)
-        # The calls between rooms, in one place.
-        work.dispatch_now = self.runs.dispatch_now
-        self.lifecycle.search = self.search
-        self.lifecycle.runs = self.runs
-        self.lifecycle.checkpoints = self.checkpoints
-        self.scheduling.runs = self.runs
-        self.scheduling.adoption = self.adoption
-        self.runs.lifecycle = self.lifecycle
-        self.runs.search = self.search
-        self.runs.checkpoints = self.checkpoints
-        self.adoption.runs = self.runs
-        self.intake.runs = self.runs
-        self.intake.search = self.search
-        self.intake.scheduling = self.scheduling
-        self.search.lifecycle = self.lifecycle
+        self.work = work = UnitOfWork(state)
+        self.rooms = rooms = Dispatcher(state, work)
+        # The rooms the API, the scheduling loop and the checkpoint reconciler call directly.
+        self.lifecycle = rooms.lifecycle
+        self.scheduling = rooms.scheduling
+        self.runs = rooms.runs
+        self.adoption = rooms.adoption
+        self.intake = rooms.intake
+        self.checkpoints = rooms.checkpoints
         # What the API, the agent link, the scheduling loop and the metrics read.
         self.db = db
         self.cluster = cluster
@@ -122,8 +99,7 @@ class ExperimentManager:
     # ---- start-up ---------------------------------------------------------------------------
 
     def recover(self) -> None:
-        self.recovery.recover()
-        self.checkpoints.load_lost()
+        self.rooms.recover()
 
     # ---- user requests ----------------------------------------------------------------------
 
@@ -151,10 +127,10 @@ class ExperimentManager:
     ) -> list[str]:
         """`det e set max-slots|weight|priority|gc-policy`: the experiment runs on under `config` (already
         stored); with `collect`, its checkpoints are collected under the new save_* policy (the uuids)."""
-        return self.lifecycle.reconfigure(exp_id, config, collect, dry_run)
+        return self.rooms.reconfigure(exp_id, config, collect, dry_run)
 
     def activate_experiment(self, exp_id: int) -> None:
-        self.lifecycle.activate_experiment(exp_id)
+        self.rooms.activate_experiment(exp_id)
 
     def checkpoint_rows(self, uuids: list[str]) -> list[dict]:
         """The checkpoints' rows with their experiment and owner (NotFound: one is unknown or deleted)."""
@@ -177,7 +153,7 @@ class ExperimentManager:
     # ---- the scheduling loop ----------------------------------------------------------------
 
     def tick(self, now: float) -> None:
-        self.scheduling.tick(now)
+        self.rooms.tick(now)
 
     def schedule(self) -> None:
         self.scheduling.schedule()
@@ -198,7 +174,7 @@ class ExperimentManager:
         self.adoption.on_agent_disconnected(agent_id)
 
     def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
-        self.intake.on_agent_messages(batch)
+        self.rooms.on_agent_messages(batch)
 
     def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
         self.intake.on_workload_completed(agent, result)

@@ -1,5 +1,7 @@
 """A restarted scheduler rebuilds its active experiments from the database: searchers from their
-snapshot plus the journal's later events, live trials queued again (their runs may be adopted)."""
+snapshot plus the journal's later events, live trials queued again (their runs may be adopted).
+Functions of the shared state, used at start-up and by `revival` (the dispatcher then lets the
+children waiting on a parent's checkpoint look again: `effects.ResumeWaits`)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,10 @@ from pedl.config import ExperimentConfig
 from pedl.config.stored import parse_stored_config
 from pedl.searcher import is_better, restore_search_method
 from pedl.sequencer import TrialSequencer
-from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.searcher_journal import SearcherJournal
-from pedl_scheduler.storage import Row
+from pedl_scheduler.storage import Row, Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import searcher as searcher_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
@@ -23,68 +24,59 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 log = structlog.get_logger(component="experiments")
 
 
-class Recovery:
-    def __init__(self, state: SchedulerState, search: SearchDriver) -> None:
-        self.state = state
-        self.search = search
-        self.db = state.db
+def live_experiments(db: Storage) -> list[Row]:
+    """The rows of the experiments a restarted scheduler takes up again."""
+    return list(experiment_ops.live_experiments(db))
 
-    def recover(self) -> None:
-        """Rebuilds active experiments from the database; their live trials are queued again."""
-        for row in experiment_ops.live_experiments(self.db):
-            self.load(row)
-        self.state.wake.set()
 
-    def restore_searcher(self, row: Row) -> tuple[ExperimentConfig, SearcherJournal]:
-        """The experiment's config and its searcher as it last was (snapshot, then later events)."""
-        config = parse_stored_config(json.loads(row["config_json"]))
-        searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
-        journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
-        journal.replay(searcher_ops.events_after(self.db, row["id"], row["searcher_seq"]))
-        return config, journal
+def restore_searcher(db: Storage, row: Row) -> tuple[ExperimentConfig, SearcherJournal]:
+    """The experiment's config and its searcher as it last was (snapshot, then later events)."""
+    config = parse_stored_config(json.loads(row["config_json"]))
+    searcher = restore_search_method(config, row["seed"], json.loads(row["searcher_snapshot"]))
+    journal = SearcherJournal(searcher, row["searcher_seq"], len(row["searcher_snapshot"]))
+    journal.replay(searcher_ops.events_after(db, row["id"], row["searcher_seq"]))
+    return config, journal
 
-    def load(self, row: Row) -> ExperimentRuntime:
-        """Takes up one live experiment from its row: its searcher, its live trials queued again."""
-        config, journal = self.restore_searcher(row)
-        exp = ExperimentRuntime(
-            row["id"],
-            config,
-            journal.searcher,
-            journal,
-            state=row["state"],
-            warm_start_uuid=row["warm_start_checkpoint_uuid"],
+
+def load(state: SchedulerState, row: Row) -> ExperimentRuntime:
+    """Takes up one live experiment from its row: its searcher, its live trials queued again
+    (its children waiting on a parent's checkpoint look again when the caller emits `ResumeWaits`)."""
+    config, journal = restore_searcher(state.db, row)
+    exp = ExperimentRuntime(
+        row["id"],
+        config,
+        journal.searcher,
+        journal,
+        state=row["state"],
+        warm_start_uuid=row["warm_start_checkpoint_uuid"],
+    )
+    state.experiments[exp.id] = exp
+    for t in trial_ops.trials_of(state.db, exp.id):
+        exp.trial_ids.append(t["id"])
+        if t["best_validation"] is not None and is_better(
+            t["best_validation"], exp.best_validation, config.smaller_is_better
+        ):
+            exp.best_validation = t["best_validation"]
+        if t["state"] not in ("ACTIVE", "PAUSED"):
+            continue
+        trial = TrialRuntime(
+            id=t["id"],
+            experiment_id=exp.id,
+            request_id=t["request_id"],
+            hparams=json.loads(t["hparams_json"]),
+            seed=t["seed"],
+            sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
+            run_id=t["run_id"],
+            restarts=t["restarts"],
+            latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
+            latest_checkpoint_batches=t["latest_checkpoint_batches"],
+            latest_checkpoint_step=t["latest_checkpoint_step"],
+            state=t["state"],
+            best_validation=t["best_validation"],
         )
-        self.state.experiments[exp.id] = exp
-        for t in trial_ops.trials_of(self.db, exp.id):
-            exp.trial_ids.append(t["id"])
-            if t["best_validation"] is not None and is_better(
-                t["best_validation"], exp.best_validation, config.smaller_is_better
-            ):
-                exp.best_validation = t["best_validation"]
-            if t["state"] not in ("ACTIVE", "PAUSED"):
-                continue
-            trial = TrialRuntime(
-                id=t["id"],
-                experiment_id=exp.id,
-                request_id=t["request_id"],
-                hparams=json.loads(t["hparams_json"]),
-                seed=t["seed"],
-                sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
-                run_id=t["run_id"],
-                restarts=t["restarts"],
-                latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
-                latest_checkpoint_batches=t["latest_checkpoint_batches"],
-                latest_checkpoint_step=t["latest_checkpoint_step"],
-                state=t["state"],
-                best_validation=t["best_validation"],
-            )
-            self.state.trials[trial.id] = trial
-            exp.live[trial.request_id] = trial
-            self.search.wait_for(trial, t["waiting_on_trial_id"])
-            self.search.holds_checkpoint(trial)
-        for trial_id in exp.trial_ids:
-            child = self.state.trials.get(trial_id)
-            if child is not None and child.waiting_on is not None:
-                self.search.resume_wait_for_parent(child, child.waiting_on)
-        log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
-        return exp
+        state.trials[trial.id] = trial
+        exp.live[trial.request_id] = trial
+        state.wait_for(trial, t["waiting_on_trial_id"])
+        state.holds_checkpoint(trial)
+    log.info("experiment recovered", experiment_id=exp.id, trials=len(exp.trial_ids))
+    return exp

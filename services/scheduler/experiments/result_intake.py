@@ -4,8 +4,9 @@ exits, a batch of them in one unit of work (group commit)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import structlog
 from google.protobuf import json_format
@@ -18,31 +19,24 @@ from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import early_exit, script_results
+from pedl_scheduler.experiments import early_exit, machine, script_results
+from pedl_scheduler.experiments.effects import CheckpointStored, Emit, SearcherOps
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
-from pedl_scheduler.experiments.wire import KIND_NAMES, metrics_json, metrics_plain
+from pedl_scheduler.experiments.wire import KIND_NAMES, metrics_json, metrics_plain, retire
 from pedl_scheduler.runtime import TrialRuntime
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
-
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.scheduling_pass import SchedulingPass
-    from pedl_scheduler.experiments.search_driver import SearchDriver
-    from pedl_scheduler.experiments.trial_runs import TrialRuns
 
 log = structlog.get_logger(component="experiments")
 
 
 class ResultIntake:
-    runs: TrialRuns
-    search: SearchDriver
-    scheduling: SchedulingPass
-
-    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # searcher calls, refused results, checkpoints children wait for
         self.db = state.db
         self.experiments = state.experiments
         self.trials = state.trials
@@ -50,39 +44,23 @@ class ResultIntake:
         self._batch_time: str | None = None
         self._secrets: dict[int, tuple[Any, frozenset[str]]] = {}
 
-    def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
-        """Handles agent messages that arrived together, in order, in ONE transaction (group commit).
-
-        Durability is that of one transaction per message: nothing the batch decided (workloads,
-        starts, kills) leaves before the commit, and an agent that saw nothing cannot have acted on
-        a result the scheduler then lost. A trial that ended in the batch frees its slots for the
-        queued trials at once, not at the next scheduling tick.
-        """
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Agent messages that arrived together: the rows they write share one timestamp."""
         self._batch_time = utc_now()
         try:
-            with self.work.transaction():
-                for agent, message in batch:
-                    kind = message.WhichOneof("message")
-                    if kind == "workload_completed":
-                        self._workload_completed(agent, message.workload_completed.result)
-                    elif kind == "trial_logs":
-                        self._trial_logs(message.trial_logs)
-                    elif kind == "trial_exited":
-                        self.runs.on_trial_exited(agent, message.trial_exited)
-                    elif kind == "epoch_length":
-                        self._epoch_length(agent, message.epoch_length)
+            yield
         finally:
             self._batch_time = None
-        self.state.notify()
-        wake = self.state.wake
-        if wake.is_set():
-            wake.clear()
-            try:
-                with self.work.transaction():
-                    self.scheduling.schedule()
-            except Exception:
-                wake.set()  # the scheduling loop tries again
-                log.exception("scheduling after agent messages failed")
+
+    def take(self, agent: AgentHandle, message: agent_pb2.ConnectRequest, kind: str | None) -> None:
+        """One agent message of a batch, of `kind` (its oneof; a run's exit is the trial runs room's)."""
+        if kind == "workload_completed":
+            self._workload_completed(agent, message.workload_completed.result)
+        elif kind == "trial_logs":
+            self._trial_logs(message.trial_logs)
+        elif kind == "epoch_length":
+            self._epoch_length(agent, message.epoch_length)
 
     def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
         """One result alone (`on_agent_messages` handles what arrives together)."""
@@ -92,17 +70,17 @@ class ResultIntake:
 
     def _workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
         w = result.workload
-        trial = self.runs.current(agent, w.trial_id, w.run_id)
+        trial = self.state.current_run(agent, w.trial_id, w.run_id)
         if trial is None:
             return
         trial.busy_unknown = False
         trial.infrastructure_failures, trial.waiting_reason = 0, ""  # whatever held it up is over
-        self.runs.retire(trial, w)
+        retire(trial.outstanding, w)
         kind = KIND_NAMES.get(w.kind)
         now = self._batch_time or utc_now()
         try:
             if result.script_reports:
-                script_results.record_reports(self, trial, result.script_reports, now)
+                script_results.record_reports(self.state, trial, result.script_reports, now)
             if kind is Kind.RUN_STEP:
                 self._record_step(trial, w, result, now)
             elif kind is Kind.COMPUTE_VALIDATION_METRICS:
@@ -112,7 +90,8 @@ class ResultIntake:
             elif kind is Kind.CHECKPOINT_MODEL:
                 self._record_checkpoint(trial, w, result.checkpoint, now)
         except UserError as e:  # raised before the result wrote anything
-            self.runs.fail_running_trial(trial, str(e))
+            exp = self.experiments[trial.experiment_id]
+            self.emit(exp, [trial], [machine.ResultsRefused(trial.id, str(e))])
             return
         if result.early_exit and trial.sequencer.exit_early(early_exit.reason_name(result.early_exit)):
             self.work.log_line(trial, early_exit.asked_line(trial.id, result.early_exit))
@@ -121,7 +100,7 @@ class ResultIntake:
 
     def _epoch_length(self, agent: AgentHandle, message: agent_pb2.EpochLength) -> None:
         """The harness measured the trial's epoch: lengths in epochs now count batches."""
-        trial = self.runs.current(agent, message.trial_id, message.run_id)
+        trial = self.state.current_run(agent, message.trial_id, message.run_id)
         if trial is None or message.batches < 1:
             return
         before = trial.sequencer.epoch_batches
@@ -176,12 +155,10 @@ class ResultIntake:
         if best:
             exp.best_validation = value
         if trial.sequencer.on_validation_completed(w.total_batches, best=best):
-            self.search.apply(
-                exp,
-                exp.journal.call(
-                    "on_validation_completed", trial.request_id, float(value), trial.sequencer.answered_length
-                ),
+            ops = exp.journal.call(
+                "on_validation_completed", trial.request_id, float(value), trial.sequencer.answered_length
             )
+            self.emit(exp, [trial], [SearcherOps(ops)])
 
     def _record_checkpoint(
         self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
@@ -195,7 +172,7 @@ class ResultIntake:
         trial.latest_checkpoint_uuid = ckpt.uuid
         trial.latest_checkpoint_batches = w.total_batches
         trial.latest_checkpoint_step = w.step_id
-        self.search.holds_checkpoint(trial)
+        self.state.holds_checkpoint(trial)
         exp = self.experiments[trial.experiment_id]
         if exp.gc is not None:
             exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, w.total_batches))
@@ -203,8 +180,7 @@ class ResultIntake:
         trial.sequencer.on_checkpoint_completed(w.total_batches)
         prometheus.checkpoint_recorded()
         if copyable:
-            for child in self.search.waiting_children(trial.id):
-                self.search.copy_checkpoint(child, trial.id, ckpt.uuid, w.total_batches, w.step_id)
+            self.emit(exp, [trial], [CheckpointStored(trial.id, ckpt.uuid, w.total_batches, w.step_id)])
 
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):

@@ -14,10 +14,10 @@ from __future__ import annotations
 import structlog
 
 from pedl.searcher import SearcherError
+from pedl_scheduler.experiments import recovery
+from pedl_scheduler.experiments.effects import Emit, ResumeWaits, SearcherOps
 from pedl_scheduler.experiments.errors import UserError
-from pedl_scheduler.experiments.recovery import Recovery
 from pedl_scheduler.experiments.restart_policy import ended_by_infrastructure
-from pedl_scheduler.experiments.search_driver import SearchDriver
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import TrialRuntime
@@ -30,14 +30,11 @@ log = structlog.get_logger(component="experiments")
 
 
 class Revival:
-    def __init__(
-        self, state: SchedulerState, work: UnitOfWork, search: SearchDriver, recovery: Recovery
-    ) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # the searcher taking the revived trials back
         self.db = state.db
-        self.search = search
-        self.recovery = recovery
 
     def revive(self, exp_id: int) -> None:
         """Revives the ERROR experiment's infrastructure-ended trials; UserError when it has none."""
@@ -51,7 +48,8 @@ class Revival:
             self.db.flush()
             reopened = experiment_ops.experiment(self.db, exp_id)
             assert reopened is not None
-            exp = self.recovery.load(reopened)
+            exp = recovery.load(self.state, reopened)
+            self.emit(exp, [], [ResumeWaits()])
             for t in revivable:
                 trial = exp.live[t["request_id"]]
                 self._still_stored_checkpoint(trial)
@@ -65,7 +63,7 @@ class Revival:
                     f"trial {trial.id} revived by activate: it had ended ERROR because the infrastructure "
                     f"failed it ({_last_line(t['error'])}); it resumes from {origin}, its restarts unspent",
                 )
-                self.search.apply(exp, exp.journal.call("on_trial_revived", t["request_id"]))
+                self.emit(exp, [trial], [SearcherOps(exp.journal.call("on_trial_revived", t["request_id"]))])
         log.info("experiment revived", experiment_id=exp_id, trials=[t["id"] for t in revivable])
         self.state.wake.set()
         self.state.notify()
@@ -103,7 +101,7 @@ class Revival:
                 "activate revives only an experiment the infrastructure ended; fix the code and create "
                 "a new experiment"
             )
-        _, journal = self.recovery.restore_searcher(row)
+        _, journal = recovery.restore_searcher(self.db, row)
         revivable, refused = [], []
         for t in candidates:
             try:

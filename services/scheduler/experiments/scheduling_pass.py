@@ -4,35 +4,26 @@ and the queue, and acting on its decision (starts, preemptions, idle slots given
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments import machine
+from pedl_scheduler.experiments.effects import Emit, StartRun
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import TrialRuntime
 from pedl_scheduler.scheduling.labels import offered_keys, placement_key
 
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.adoption import RunAdoption
-    from pedl_scheduler.experiments.trial_runs import TrialRuns
-
 
 class SchedulingPass:
-    runs: TrialRuns
-    adoption: RunAdoption
-
-    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # the starts and stops it decides, carried out by the trial runs room
         self.policy = scheduling.SchedulingPolicy()
 
-    def tick(self, now: float) -> None:
-        """The scheduling loop's periodic work: lost runs, then one scheduling pass in one transaction."""
-        self.state.wake.clear()
-        self.adoption.expire_unconfirmed(now)
-        with self.work.transaction():
-            self.schedule()
+    def _stop(self, trial: TrialRuntime) -> None:
+        self.emit(self.state.experiments[trial.experiment_id], [trial], [machine.RequestStop(trial.id)])
 
     def schedule(self) -> None:
         """One tick: start queued trials on free slots, and ask preempted ones to stop."""
@@ -46,14 +37,15 @@ class SchedulingPass:
                     f"trial {trial.id} is preempted by higher-priority work: it checkpoints "
                     "and will resume when slots free up",
                 )
-                self.runs.request_stop(trial)
+                self._stop(trial)
         waiting = {t.trial_id for t in state.queued} - set(decision.assignments)
         self.state.trials_waiting = bool(waiting)
         if waiting:
             self._yield_idle_slots()
         for trial_id, allocations in decision.assignments.items():
             gang = [(self.state.cluster.agents[a.agent_id], a.slot_ids) for a in allocations]
-            self.runs.start(self.state.trials[trial_id], gang)
+            trial = self.state.trials[trial_id]
+            self.emit(self.state.experiments[trial.experiment_id], [trial], [StartRun(trial_id, gang)])
 
     def cluster_state(self) -> scheduling.ClusterState:
         running, queued = [], []
@@ -145,7 +137,7 @@ class SchedulingPass:
                 self.work.log_line(
                     trial, f"trial {trial.id} waits for the searcher; it releases its slots meanwhile"
                 )
-                self.runs.request_stop(trial)
+                self._stop(trial)
 
     @staticmethod
     def has_work(trial: TrialRuntime) -> bool:

@@ -20,6 +20,7 @@ from pedl.searcher import MetricError, is_better, searcher_metric
 from pedl.v1 import common_pb2
 from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
+from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import TrialRuntime
 from pedl_scheduler.storage.ops import results as result_ops
 
@@ -27,17 +28,17 @@ REPORT = common_pb2.ScriptReportKind
 
 
 def record_reports(
-    manager: Any, trial: TrialRuntime, reports: Iterable[common_pb2.ScriptReport], now: str
+    state: SchedulerState, trial: TrialRuntime, reports: Iterable[common_pb2.ScriptReport], now: str
 ) -> None:
-    """`manager` is the ResultIntake room, inside its unit of work."""
-    exp = manager.experiments[trial.experiment_id]
+    """Inside the result intake's unit of work."""
+    exp = state.experiments[trial.experiment_id]
     step_id = trial.sequencer.step_id
     previous = trial.sequencer.batches_trained  # where the last result left the script
     for report in reports:
         steps = report.steps_completed
         if report.kind == REPORT.SCRIPT_REPORT_KIND_TRAINING:
             result_ops.record_step(
-                manager.db,
+                state.db,
                 trial.id,
                 step_id,
                 steps,
@@ -48,15 +49,21 @@ def record_reports(
             previous = steps
             prometheus.step_ingested()
         elif report.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION:
-            _record_validation(manager, exp, trial, step_id, steps, from_struct(report.metrics), now)
+            _record_validation(state, exp, trial, step_id, steps, from_struct(report.metrics), now)
         elif report.kind == REPORT.SCRIPT_REPORT_KIND_CHECKPOINT:
-            _record_checkpoint(manager, exp, trial, step_id, steps, report.checkpoint, now)
+            _record_checkpoint(state, exp, trial, step_id, steps, report.checkpoint, now)
 
 
 def _record_validation(
-    manager: Any, exp: Any, trial: TrialRuntime, step_id: int, steps: int, metrics: dict[str, Any], now: str
+    state: SchedulerState,
+    exp: Any,
+    trial: TrialRuntime,
+    step_id: int,
+    steps: int,
+    metrics: dict[str, Any],
+    now: str,
 ) -> None:
-    result_ops.record_validation(manager.db, trial.id, step_id, steps, json.dumps(metrics), now)
+    result_ops.record_validation(state.db, trial.id, step_id, steps, json.dumps(metrics), now)
     prometheus.validation_ingested()
     try:
         value = searcher_metric(metrics, exp.config.searcher_metric)
@@ -69,7 +76,7 @@ def _record_validation(
 
 
 def _record_checkpoint(
-    manager: Any,
+    state: SchedulerState,
     exp: Any,
     trial: TrialRuntime,
     step_id: int,
@@ -78,12 +85,12 @@ def _record_checkpoint(
     now: str,
 ) -> None:
     result_ops.record_checkpoint(
-        manager.db, ckpt.uuid, trial.id, step_id, progress, json_format.MessageToJson(ckpt), now
+        state.db, ckpt.uuid, trial.id, step_id, progress, json_format.MessageToJson(ckpt), now
     )
     trial.latest_checkpoint_uuid = ckpt.uuid
     trial.latest_checkpoint_batches = progress
     trial.latest_checkpoint_step = step_id
-    manager.search.holds_checkpoint(trial)
+    state.holds_checkpoint(trial)
     if exp.gc is not None:
         exp.gc.add_checkpoint(CheckpointRef(ckpt.uuid, trial.id, progress))
     prometheus.checkpoint_recorded()

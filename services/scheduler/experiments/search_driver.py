@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pedl.searcher import Close, Create, Operation, Shutdown, ValidateAfter
 from pedl.sequencer import TrialSequencer
@@ -15,13 +14,8 @@ from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import trials as trial_ops
 
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
-
 
 class SearchDriver:
-    lifecycle: ExperimentLifecycle
-
     def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
         self.state = state
         self.work = work
@@ -30,7 +24,8 @@ class SearchDriver:
         self.children = state.children
 
     def apply(self, exp: ExperimentRuntime, ops: list[Operation]) -> None:
-        """Acts on searcher operations; call inside a transaction."""
+        """Acts on searcher operations; call inside a transaction (the dispatcher then sees whether
+        the experiment ended)."""
         pending = list(ops)
         while pending:
             op = pending.pop(0)
@@ -68,7 +63,6 @@ class SearchDriver:
                 exp.searcher_done = True
                 exp.searcher_failed = exp.searcher_failed or op.failure
         self.work.save_searcher(exp)  # its journal is written when the transaction flushes
-        self.lifecycle.maybe_finish(exp)
 
     def _create_trials(
         self, exp: ExperimentRuntime, batch: Sequence[tuple[Create, Sequence[Operation]]]
@@ -114,7 +108,7 @@ class SearchDriver:
         parent = exp.live.get(parent_request)
         if parent is not None and parent.sequencer.checkpoint_due_before_stop():
             parent.sequencer.request_checkpoint()
-            self.wait_for(child, parent.id)
+            self.state.wait_for(child, parent.id)
             self.work.save_trial(child)
             self.work.save_trial(parent)
             self.work.dispatch(parent)
@@ -148,7 +142,7 @@ class SearchDriver:
         request was lost) copies the parent's newest stored checkpoint, or starts from scratch."""
         parent = self.trials.get(parent_id)
         if parent is not None and parent.sequencer.checkpoint_requested:
-            self.wait_for(child, parent_id)
+            self.state.wait_for(child, parent_id)
             return
         row = self._latest_checkpoint_of(parent_id)
         if row and row["latest_checkpoint_uuid"] and row["state"] == "COMPLETED":
@@ -160,33 +154,13 @@ class SearchDriver:
                 row["latest_checkpoint_step"],
             )
             return
-        self.wait_for(child, None)
+        self.state.wait_for(child, None)
         self.work.save_trial(child)
         self.work.log_line(
             child,
             f"trial {child.id} starts from scratch: trial {parent_id} ended without a stored checkpoint",
         )
         self.state.wake.set()
-
-    def wait_for(self, child: TrialRuntime, parent_id: int | None) -> None:
-        """Sets (or clears) the trial whose checkpoint the child waits for, keeping the index."""
-        if child.waiting_on is not None:
-            waiting = self.children.get(child.waiting_on, set())
-            waiting.discard(child.id)
-            if not waiting:
-                self.children.pop(child.waiting_on, None)
-        child.waiting_on = parent_id
-        if parent_id is not None:
-            self.children.setdefault(parent_id, set()).add(child.id)
-
-    def waiting_children(self, parent_id: int) -> list[TrialRuntime]:
-        return [self.trials[c] for c in sorted(self.children.get(parent_id, ())) if c in self.trials]
-
-    def holds_checkpoint(self, trial: TrialRuntime) -> None:
-        """Indexes the trial among its experiment's trials holding a checkpoint (GC keeps theirs)."""
-        exp = self.state.experiments.get(trial.experiment_id)
-        if exp is not None and trial.latest_checkpoint_uuid:
-            exp.checkpointed[trial.id] = trial
 
     def copy_checkpoint(
         self, child: TrialRuntime, parent_id: int, uuid: str, batches: int, step: int
@@ -195,13 +169,30 @@ class SearchDriver:
         child.latest_checkpoint_batches = batches
         child.latest_checkpoint_step = step
         child.sequencer.restart_from(batches, step)
-        self.wait_for(child, None)
-        self.holds_checkpoint(child)
+        self.state.wait_for(child, None)
+        self.state.holds_checkpoint(child)
         self.work.save_trial(child)
         self.work.log_line(
             child, f"trial {child.id} continues from trial {parent_id}'s checkpoint {uuid} (batch {batches})"
         )
         self.state.wake.set()
+
+    def checkpoint_stored(self, parent_id: int, uuid: str, batches: int, step: int) -> None:
+        """The parent stored the checkpoint its waiting children asked for: each copies it."""
+        for child in self.state.waiting_children(parent_id):
+            self.copy_checkpoint(child, parent_id, uuid, batches, step)
+
+    def parent_ended(self, parent_id: int) -> None:
+        """The parent ended: its waiting children copy its newest stored checkpoint, or start afresh."""
+        for child in self.state.waiting_children(parent_id):
+            self.resume_wait_for_parent(child, parent_id)
+
+    def resume_waits(self, exp: ExperimentRuntime) -> None:
+        """A loaded experiment's children waiting on a parent look again (the parent may be gone)."""
+        for trial_id in exp.trial_ids:
+            child = self.trials.get(trial_id)
+            if child is not None and child.waiting_on is not None:
+                self.resume_wait_for_parent(child, child.waiting_on)
 
     def _by_request(self, exp: ExperimentRuntime, request_id: str) -> TrialRuntime:
         trial = exp.live.get(request_id)

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
-from pedl_scheduler.cluster import Cluster
+import structlog
+
+from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Storage
 from pedl_server_auth import trial_token
+
+log = structlog.get_logger(component="experiments")
 
 
 class SchedulerState:
@@ -59,3 +63,33 @@ class SchedulerState:
         self._notifying = False
         async with self.changed:
             self.changed.notify_all()
+
+    # ---- the indexes, kept by every room that changes what they index ------------------------
+
+    def current_run(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
+        """The trial if a message is from its current run on this agent; stale messages are dropped."""
+        trial = self.trials.get(trial_id)
+        if trial is None or trial.run_id != run_id or agent.id not in trial.gang_agents():
+            log.info("dropped message from a stale run", trial_id=trial_id, run_id=run_id, agent_id=agent.id)
+            return None
+        return trial
+
+    def wait_for(self, child: TrialRuntime, parent_id: int | None) -> None:
+        """Sets (or clears) the trial whose checkpoint the child waits for, keeping the index."""
+        if child.waiting_on is not None:
+            waiting = self.children.get(child.waiting_on, set())
+            waiting.discard(child.id)
+            if not waiting:
+                self.children.pop(child.waiting_on, None)
+        child.waiting_on = parent_id
+        if parent_id is not None:
+            self.children.setdefault(parent_id, set()).add(child.id)
+
+    def waiting_children(self, parent_id: int) -> list[TrialRuntime]:
+        return [self.trials[c] for c in sorted(self.children.get(parent_id, ())) if c in self.trials]
+
+    def holds_checkpoint(self, trial: TrialRuntime) -> None:
+        """Indexes the trial among its experiment's trials holding a checkpoint (GC keeps theirs)."""
+        exp = self.experiments.get(trial.experiment_id)
+        if exp is not None and trial.latest_checkpoint_uuid:
+            exp.checkpointed[trial.id] = trial

@@ -6,30 +6,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import structlog
 
 from pedl._metrics import to_struct
 from pedl._timeutil import utc_now
 from pedl.config import carried
-from pedl.sequencer import Kind
 from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import machine, machine_views, run_exits, run_start
+from pedl_scheduler.experiments.checkpoint_lifecycle import usable_checkpoint
+from pedl_scheduler.experiments.effects import Emit
 from pedl_scheduler.experiments.failures import RunFailure, run_failure
 from pedl_scheduler.experiments.restart_policy import USER
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
-from pedl_scheduler.experiments.wire import KIND_NAMES, WORKLOAD_KINDS
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
-
-if TYPE_CHECKING:
-    from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
-    from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
-    from pedl_scheduler.experiments.search_driver import SearchDriver
 
 log = structlog.get_logger(component="experiments")
 
@@ -38,13 +32,10 @@ RENDEZVOUS_BASE_PORT = 29500
 
 
 class TrialRuns:
-    lifecycle: ExperimentLifecycle
-    search: SearchDriver
-    checkpoints: CheckpointLifecycle
-
-    def __init__(self, state: SchedulerState, work: UnitOfWork) -> None:
+    def __init__(self, state: SchedulerState, work: UnitOfWork, emit: Emit) -> None:
         self.state = state
         self.work = work
+        self.emit = emit  # what the machine decided about a run's end, carried out by the dispatcher
         self.db = state.db
         self.cluster = state.cluster
         self.trials = state.trials
@@ -70,7 +61,7 @@ class TrialRuns:
         trial.slot_ids = slot_ids
         trial.peers = tuple((a.id, slots) for a, slots in others)
         trial.outstanding, trial.busy_unknown = [], False
-        self.checkpoints.usable_checkpoint(trial)
+        usable_checkpoint(self.state, self.work, trial)
         trial.sequencer.restart_from(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
         after: dict[str, list[int]] = {}  # per agent: trials whose slots this run takes over as they exit
         for member, slots in gang:
@@ -136,53 +127,6 @@ class TrialRuns:
     def _record_run_started(self, trial: TrialRuntime) -> None:
         trial_ops.start_run(self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now())
 
-    def dispatch_now(self, trial: TrialRuntime) -> None:
-        """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
-        if not trial.running or trial.busy_unknown or trial.killing:
-            return
-        agent = self.cluster.agents.get(trial.agent_id or "")
-        if agent is None:
-            return
-        for nxt in trial.sequencer.pipeline(trial.outstanding):
-            if nxt.kind is Kind.TERMINATE:
-                trial.sequencer.on_terminate_sent()
-                self.work.save_trial(trial)
-                if self.state.trials_waiting and agent.accepts_handoffs:
-                    self.state.wake.set()  # a queued trial may take its slots over
-            else:
-                trial.outstanding.append(nxt)
-            self.work.send(
-                agent,
-                agent_pb2.ConnectResponse(
-                    run_workload=agent_pb2.RunWorkload(
-                        workload=common_pb2.Workload(
-                            kind=WORKLOAD_KINDS[nxt.kind],
-                            trial_id=trial.id,
-                            run_id=trial.run_id,
-                            step_id=nxt.step_id,
-                            total_batches=nxt.total_batches,
-                        )
-                    )
-                ),
-            )
-
-    @staticmethod
-    def retire(trial: TrialRuntime, w: common_pb2.Workload) -> None:
-        """Forgets the outstanding workload `w` answers (a stale duplicate answers none)."""
-        kind = KIND_NAMES.get(w.kind)
-        for i, sent in enumerate(trial.outstanding):
-            if sent.kind is kind and sent.total_batches == w.total_batches and sent.step_id == w.step_id:
-                del trial.outstanding[i]
-                return
-
-    def current(self, agent: AgentHandle, trial_id: int, run_id: int) -> TrialRuntime | None:
-        """The trial if the message is from its current run on this agent; stale messages are dropped."""
-        trial = self.trials.get(trial_id)
-        if trial is None or trial.run_id != run_id or agent.id not in trial.gang_agents():
-            log.info("dropped message from a stale run", trial_id=trial_id, run_id=run_id, agent_id=agent.id)
-            return None
-        return trial
-
     def trial_agent(self, trial_id: int) -> str:
         trial = self.trials.get(trial_id)
         return trial.agent_id or "" if trial else ""
@@ -211,7 +155,7 @@ class TrialRuns:
     # ---- a run's end ------------------------------------------------------------------------
 
     def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
-        trial = self.current(agent, message.trial_id, message.run_id)
+        trial = self.state.current_run(agent, message.trial_id, message.run_id)
         if trial is None:
             return
         if agent.id == trial.agent_id:
@@ -250,22 +194,20 @@ class TrialRuns:
     def on_exit(
         self, trial: TrialRuntime, exit_code: int, error: str, killed: bool, failure: RunFailure | None = None
     ) -> None:
-        self._run_ended(trial, machine.RunExited(trial.id, exit_code, error, killed, failure))
+        self.run_ended(trial, machine.RunExited(trial.id, exit_code, error, killed, failure))
 
     def on_agent_lost(self, trial: TrialRuntime, agent_id: str) -> None:
         """The run's agent did not come back in time: the run is recorded as lost, the trial restarts."""
         self._record_lost_run(trial)
-        self._run_ended(trial, machine.AgentLost(trial.id, agent_id))
+        self.run_ended(trial, machine.AgentLost(trial.id, agent_id))
 
-    def fail_running_trial(self, trial: TrialRuntime, reason: str) -> None:
-        """A problem the scheduler found in a trial's results: stop the run, mark it ERROR."""
-        self._run_ended(trial, machine.ResultsRefused(trial.id, reason))
-
-    def _run_ended(self, trial: TrialRuntime, event: machine.Event) -> None:
+    def run_ended(self, trial: TrialRuntime, event: machine.Event) -> None:
+        """The run is over (`RunExited`, `AgentLost`, `ResultsRefused`): its slots are freed and the
+        machine's decision about the trial is carried out (the kill first, while its agents are known)."""
         exp = self.state.experiments[trial.experiment_id]
         state, effects = machine.handle(machine_views.experiment_view(exp, [trial]), event)
-        for kill in [e for e in effects if isinstance(e, machine.KillRun)]:
-            self.apply(exp, [trial], [kill])  # while the run's agents are still known
+        if any(isinstance(e, machine.KillRun) for e in effects):
+            self.kill_run(trial)  # while the run's agents are still known
         self.cluster.release(trial.id)
         trial.agent_id, trial.slot_ids, trial.peers = None, (), ()
         trial.exits_awaited, trial.exit_timeline = None, []
@@ -275,45 +217,9 @@ class TrialRuns:
         trial.has_work = None
         machine_views.absorb(exp, {trial.id: trial}, state)
         with self.work.transaction():
-            self.apply(exp, [trial], [e for e in effects if not isinstance(e, machine.KillRun)])
+            self.emit(exp, [trial], [e for e in effects if not isinstance(e, machine.KillRun)])
 
-    def apply(
-        self, exp: ExperimentRuntime, trials: Sequence[TrialRuntime], effects: Sequence[machine.Effect]
-    ) -> None:
-        """Turns the state machine's effects on `exp` and `trials` (those its event concerned) into rows,
-        log lines and agent messages (these sent after the commit), in the order it gave them."""
-        involved = {t.id: t for t in trials}
-        for effect in effects:
-            trial = involved.get(getattr(effect, "trial_id", -1))
-            if isinstance(effect, machine.Settle):
-                self.lifecycle.maybe_finish(exp)
-            elif isinstance(effect, machine.Wake):
-                self.state.wake.set()
-                self.state.notify()
-            elif isinstance(effect, machine.SetExperimentState):
-                self.lifecycle.record_state(exp, effect.state)
-            elif trial is None:
-                continue
-            elif isinstance(effect, machine.KillRun):
-                self.kill_run(trial)
-            elif isinstance(effect, machine.RequestStop):
-                self.request_stop(trial)
-            elif isinstance(effect, machine.SetTrialState):
-                trial.state = effect.state
-                trial_ops.set_trial_state(self.db, trial.id, effect.state)
-            elif isinstance(effect, machine.EndTrial):
-                self.end_trial(trial, effect.state, effect.error, effect.cause)
-            elif isinstance(effect, machine.TellSearcher):
-                args = (trial.request_id, effect.reason) if effect.reason else (trial.request_id,)
-                self.search.apply(exp, exp.journal.call(effect.call, *args))
-            elif isinstance(effect, machine.LogLine):
-                self.work.log_line(trial, effect.text, source=effect.source)
-            elif isinstance(effect, machine.SaveTrial):
-                self.work.save_trial(trial)
-            elif isinstance(effect, machine.Restart):
-                self._restart(trial, exp, effect)
-
-    def _restart(self, trial: TrialRuntime, exp: ExperimentRuntime, restart: machine.Restart) -> None:
+    def restart(self, trial: TrialRuntime, exp: ExperimentRuntime, restart: machine.Restart) -> None:
         """Queues the trial again after its backoff; the next run resumes from its latest checkpoint."""
         delay = self.state.restart_backoff.delay(restart.attempt)
         trial.not_before = time.monotonic() + delay
@@ -340,24 +246,25 @@ class TrialRuns:
             "trial waits for the infrastructure", trial_id=trial.id, why=restart.why, failures=restart.attempt
         )
 
+    def set_state(self, trial: TrialRuntime, state: str) -> None:
+        """ACTIVE or PAUSED (the experiment's pause or activate)."""
+        trial.state = state
+        trial_ops.set_trial_state(self.db, trial.id, state)
+
     def end_trial(self, trial: TrialRuntime, state: str, error: str, cause: str = "") -> None:
-        """The trial ends for good: its row says how, the indexes forget it, waiting children move on.
-        `cause`: why a COMPLETED trial ended early (early_exit.NAMES); an ERROR's is derived."""
+        """The trial ends for good: its row says how, the indexes forget it (the dispatcher then moves
+        its waiting children on). `cause`: why a COMPLETED trial ended early (early_exit.NAMES)."""
         trial.state = state
         self.work.save_trial(trial)
         self._record_trial_end(trial.id, state, error, cause)
         self.trials.pop(trial.id, None)
         self.running.pop(trial.id, None)
-        self.search.wait_for(trial, None)
+        self.state.wait_for(trial, None)
         exp = self.state.experiments.get(trial.experiment_id)
         if exp is not None and exp.live.get(trial.request_id) is trial:
             del exp.live[trial.request_id]
         if exp is not None:
             exp.checkpointed.pop(trial.id, None)
-        for child in self.search.waiting_children(trial.id):
-            self.search.resume_wait_for_parent(child, trial.id)
-        if exp is not None:
-            self.checkpoints.collect_garbage(exp)
 
     def _record_trial_end(self, trial_id: int, state: str, error: str, cause: str = "") -> None:
         # The infrastructure never ends a trial (it waits for it instead): an ERROR is the trial's own.

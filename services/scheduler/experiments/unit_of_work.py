@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pedl._timeutil import utc_now
-from pedl.v1 import agent_pb2
+from pedl.sequencer import Kind
+from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler.cluster import AgentHandle
+from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.wire import WORKLOAD_KINDS
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
-from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import searcher as searcher_ops
@@ -28,10 +30,9 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 
 
 class UnitOfWork:
-    def __init__(self, db: Storage) -> None:
-        self.db = db
-        # Sends a trial's next workloads now (the trial runs room); set when the rooms are wired.
-        self.dispatch_now: Callable[[TrialRuntime], None] = _unwired
+    def __init__(self, state: SchedulerState) -> None:
+        self.state = state
+        self.db = db = state.db
         self._depth = 0
         # Trials whose next workloads are chosen at the end, messages held until the commit, and
         # rows written from memory when the transaction flushes.
@@ -95,6 +96,36 @@ class UnitOfWork:
         else:
             self.dispatch_now(trial)
 
+    def dispatch_now(self, trial: TrialRuntime) -> None:
+        """Sends what the sequencer has decided behind the run's outstanding workloads (`pipeline`)."""
+        if not trial.running or trial.busy_unknown or trial.killing:
+            return
+        agent = self.state.cluster.agents.get(trial.agent_id or "")
+        if agent is None:
+            return
+        for nxt in trial.sequencer.pipeline(trial.outstanding):
+            if nxt.kind is Kind.TERMINATE:
+                trial.sequencer.on_terminate_sent()
+                self.save_trial(trial)
+                if self.state.trials_waiting and agent.accepts_handoffs:
+                    self.state.wake.set()  # a queued trial may take its slots over
+            else:
+                trial.outstanding.append(nxt)
+            self.send(
+                agent,
+                agent_pb2.ConnectResponse(
+                    run_workload=agent_pb2.RunWorkload(
+                        workload=common_pb2.Workload(
+                            kind=WORKLOAD_KINDS[nxt.kind],
+                            trial_id=trial.id,
+                            run_id=trial.run_id,
+                            step_id=nxt.step_id,
+                            total_batches=nxt.total_batches,
+                        )
+                    )
+                ),
+            )
+
     def save_trial(self, trial: TrialRuntime) -> None:
         """Marks the trial's row for writing from memory when the transaction flushes (once, however
         many events of a batch changed it); outside a transaction it is written now."""
@@ -148,7 +179,3 @@ class UnitOfWork:
                 searcher_ops.drop_events_through(self.db, exp.id, flush.seq)
         for seq, event in flush.events:
             searcher_ops.journal_event(self.db, exp.id, seq, event)
-
-
-def _unwired(trial: TrialRuntime) -> None:
-    raise RuntimeError("the unit of work was used before the trial runs room was wired to it")

@@ -7,7 +7,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-from pedl.sequencer import Kind
+from pedl.sequencer import Kind, Next
 from pedl.v1 import common_pb2
 
 WORKLOAD_KINDS = {kind: common_pb2.WorkloadKind.Value(f"WORKLOAD_KIND_{kind.value}") for kind in Kind}
@@ -40,3 +40,13 @@ def _plain(value: struct_pb2.Value) -> Any:
     if kind == "list_value":
         return [_plain(v) for v in value.list_value.values]
     return None
+
+
+def retire(outstanding: list[Next], w: common_pb2.Workload) -> None:
+    """Forgets the outstanding workload (a run's `outstanding`) that `w` answers; a stale duplicate
+    answers none."""
+    kind = KIND_NAMES.get(w.kind)
+    for i, sent in enumerate(outstanding):
+        if sent.kind is kind and sent.total_batches == w.total_batches and sent.step_id == w.step_id:
+            del outstanding[i]
+            return
