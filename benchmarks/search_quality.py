@@ -29,7 +29,7 @@ from sklearn.datasets import load_digits
 from torch import nn
 
 from pedl.config import parse_experiment_config
-from pedl.searcher import Close, Create, SearchMethod, Shutdown, ValidateAfter, make_search_method
+from pedl.searcher import Close, Create, Resume, SearchMethod, Shutdown, ValidateAfter, make_search_method
 
 MAX_LENGTH = 640  # batches of 32: about 17 epochs of the 1,200 training digits
 BATCH_SIZE = 32
@@ -149,6 +149,8 @@ def run_search(searcher: SearchMethod, data: Data, order_seed: int) -> Result:
                 trials[op.request_id] = trial
                 result.trials += op.checkpoint_from is None
                 pending.extend(searcher.on_trial_created(op.request_id))
+            elif isinstance(op, Resume):  # a promotion: the same trial goes on where it stopped
+                trials[op.request_id].closing = trials[op.request_id].closed = False
             elif isinstance(op, ValidateAfter):
                 trials[op.request_id].targets.append(op.length)
             elif isinstance(op, Close):
@@ -174,7 +176,7 @@ def run_search(searcher: SearchMethod, data: Data, order_seed: int) -> Result:
                 result.curve.append((result.batches, error))
             apply(searcher.on_validation_completed(request_id, error, length))
         else:
-            trial.closed = True  # kept: ASHA may resume it later with checkpoint_from
+            trial.closed = True  # kept: ASHA may resume it later (Resume)
             apply(searcher.on_trial_closed(request_id))
     return result
 

@@ -335,6 +335,13 @@ class TrialSequencer:
         self.terminated = False
         self.stop_requested = False
 
+    def reopen(self, checkpoint_batches: int, checkpoint_step_id: int) -> None:
+        """The searcher takes back a trial it had closed (an ASHA promotion): a new run goes on from
+        the trial's latest checkpoint toward the targets the searcher adds next."""
+        self.closing = False
+        self.early_exit = ""
+        self.restart_from(checkpoint_batches, checkpoint_step_id)
+
     def _step_end(self, limit: int) -> int:
         """Steps end at `limit`, at a requested checkpoint a restarted run has to train back to, and
         at the end of a period in records or epochs (a validation "every epoch" comes at the epoch's end)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import _interfaces, auth
+from pedl.harness.process_limits import DEFAULT_PIDS_LIMIT
 from pedl.harness.store_retry import DEFAULT_BUDGET_S as DEFAULT_STORE_RETRY_BUDGET_S
 
 from .disk import DEFAULT_KEEP_FAILED, DEFAULT_POLL_SECONDS, parse_duration, parse_size
@@ -72,6 +73,8 @@ class AgentConfig:
     trial_log_file_bytes: int = FILE_BYTES
     trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
     trial_idle_timeout_seconds: float = 0.0
+    # Most processes (and threads) the user a run's harness runs as may have (RLIMIT_NPROC); 0: no limit.
+    trial_pids_limit: int = DEFAULT_PIDS_LIMIT
     # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
     harness_start: str = "fork"
     # Whether fork servers import TensorFlow before forking (--no-preload-tensorflow: torch only).
@@ -240,6 +243,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "uses TensorFlow then imports it itself",
     )
     p.add_argument(
+        "--trial-pids-limit",
+        type=int,
+        default=DEFAULT_PIDS_LIMIT,
+        metavar="N",
+        help="most processes and threads a trial may run (RLIMIT_NPROC of the Unix user it runs as, so "
+        "trials sharing a --trial-user share it); past it the trial's fork fails with EAGAIN "
+        f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit; not enforced for a trial running as root)",
+    )
+    p.add_argument(
         "--harness-start",
         choices=HARNESS_STARTS,
         default="fork",
@@ -266,6 +278,8 @@ def _sizes_and_durations(parser: argparse.ArgumentParser, ns: argparse.Namespace
             out[name] = parse(getattr(ns, flag[2:].replace("-", "_")))
         except ValueError as e:
             parser.error(f"{flag}: {e}")
+    if ns.trial_pids_limit < 0:
+        parser.error(f"--trial-pids-limit must be 0 (no limit) or more, got {ns.trial_pids_limit}")
     if not ns.trial_disk_poll > 0:
         parser.error(f"--trial-disk-poll must be a number of seconds > 0, got {ns.trial_disk_poll}")
     return out
@@ -373,6 +387,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         bind_roots=roots,
         trial_user=trial_user,
         trial_disk_poll_seconds=ns.trial_disk_poll,
+        trial_pids_limit=ns.trial_pids_limit,
         **hygiene,
         harness_start=ns.harness_start,
         preload_tensorflow=ns.preload_tensorflow,

@@ -1,8 +1,9 @@
 """Disk hygiene on an agent: a per-trial disk limit, and trial directories that do not pile up.
 
-A trial writes only inside its own directory (the sandbox binds it, with /tmp inside it), so polling
-that directory's allocated size bounds what it can fill; a quota mechanism would need root and a
-filesystem that has one, which bubblewrap alone does not give. A run's directory goes when the run
+A trial writes only inside its own directory (the sandbox binds it, with /tmp inside it) and its own
+/dev/shm (a directory of the machine's, in RAM), so polling what both hold bounds what it can fill
+(the limit sizes its /dev/shm too); a quota mechanism would need root and a filesystem that has one,
+which bubblewrap alone does not give. A run's directory goes when the run
 ends; after a failure it stays `--keep-failed-trial-dirs` long for debugging (a marker file holds the
 time it may go), and a sweep removes what is due, also what a crashed agent left behind.
 """
@@ -99,11 +100,16 @@ def remove_tree(path: Path) -> None:
 
 
 async def watch_usage(
-    trial_dir: Path, limit: int, on_over: Callable[[int], None], poll_seconds: float = DEFAULT_POLL_SECONDS
+    trial_dir: Path | Collection[Path],
+    limit: int,
+    on_over: Callable[[int], None],
+    poll_seconds: float = DEFAULT_POLL_SECONDS,
 ) -> None:
-    """Calls `on_over(used)` once the directory holds more than `limit` bytes, then returns."""
+    """Calls `on_over(used)` once the directory (or the directories together: a run's own and its
+    /dev/shm) holds more than `limit` bytes, then returns."""
+    roots = [trial_dir] if isinstance(trial_dir, Path) else list(trial_dir)
     while True:
-        used = await asyncio.to_thread(usage_bytes, trial_dir)
+        used = await asyncio.to_thread(lambda: sum(usage_bytes(root) for root in roots))
         if used > limit:
             on_over(used)
             return
@@ -112,7 +118,8 @@ async def watch_usage(
 
 def over_limit_message(used: int, limit: int) -> str:
     return (
-        f"the trial wrote {format_size(used)} into its directory, over this agent's per-trial disk limit "
+        f"the trial wrote {format_size(used)} into its directory and /dev/shm, over this agent's per-trial "
+        "disk limit "
         f"of {format_size(limit)} (pedl-agent --trial-disk-limit); the run was killed and its files removed"
     )
 

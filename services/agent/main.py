@@ -136,6 +136,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         log_file_bytes=cfg.trial_log_file_bytes,
         load_timeout_seconds=cfg.trial_load_timeout_seconds,
         idle_timeout_seconds=cfg.trial_idle_timeout_seconds,
+        pids_limit=cfg.trial_pids_limit,
         fork_servers=fork_servers,
     )
     agent = Agent(

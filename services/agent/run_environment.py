@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pedl.config import ExperimentConfig
 from pedl.config.env_vars import trial_variables
+from pedl.harness.process_limits import PIDS_LIMIT_ENV
 from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2
 
@@ -42,6 +43,8 @@ def run_environment(
         PYTHONUNBUFFERED="1",
     )
     env[BUDGET_ENV] = f"{settings.store_retry_budget_seconds:g}"
+    if settings.pids_limit:
+        env[PIDS_LIMIT_ENV] = str(settings.pids_limit)
     harness_credentials(env, start.checkpoint_token)
     if r.distributed:
         slots = slots[index : index + 1]

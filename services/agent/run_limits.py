@@ -30,9 +30,11 @@ class RunLimits:
     over_disk: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    def start(self, trial_dir: Path, loaded: asyncio.Event) -> None:
+    def start(self, trial_dir: Path, loaded: asyncio.Event, shm: Path | None = None) -> None:
+        """`shm`: the run's /dev/shm (its sandbox's), counted with its directory against the disk limit."""
         if self.disk_limit_bytes:
-            usage = watch_usage(trial_dir, self.disk_limit_bytes, self._disk, self.disk_poll_seconds)
+            roots = [trial_dir] if shm is None else [trial_dir, shm]
+            usage = watch_usage(roots, self.disk_limit_bytes, self._disk, self.disk_poll_seconds)
             self._tasks.append(asyncio.ensure_future(usage))
         if self.load_timeout_seconds:
             self._tasks.append(

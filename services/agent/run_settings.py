@@ -57,6 +57,8 @@ class RunSettings:
     load_timeout_seconds: float = 0.0
     # Seconds a workload the harness holds may go without a result (0: no limit).
     idle_timeout_seconds: float = 0.0
+    # Most processes and threads of the user a run's harness runs as (RLIMIT_NPROC; 0: no limit).
+    pids_limit: int = 0
     # Warm harness processes (one fork server per environment); None spawns every harness.
     fork_servers: ForkServers | None = None
 

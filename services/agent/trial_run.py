@@ -273,7 +273,8 @@ class TrialRun:
                 started = time.time()
                 await self._spawn_all(model_dir, started)
                 self._phase("process spawned", started)
-                self._limits.start(self.trial_dir, self.servicer.loaded)
+                shm = self._s.sandbox.shm_dir(self.trial_dir) if self._s.sandbox is not None else None
+                self._limits.start(self.trial_dir, self.servicer.loaded, shm)
             except _Killed:
                 outcome = _Outcome(1, self._kill_reason or "killed before the harness started")
             except Exception as e:

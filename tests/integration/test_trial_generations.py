@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster import stub, submit, wait, wait_for_steps
+from test_cluster import logs, stub, submit, wait, wait_for_steps
 from test_faults import trial_history
 
 from pedl.experimental.client import get_experiment
@@ -64,6 +64,7 @@ searcher:
   max_trials: 4
   max_rungs: 2
   divisor: 4
+  mode: aggressive
 batches_per_step: 10
 reproducibility: {experiment_seed: 3}
 """
@@ -111,14 +112,23 @@ def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
     model_config = model_config.replace(
         "learning_rate: 0.003", "learning_rate: {type: log, minval: -3, maxval: -2, base: 10}"
     )
-    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
+    # One slot: each configuration is alone in its rung when it reports there and stops; the best
+    # is promoted once all four have, and continues as the same trial (Determined's adaptive_asha).
+    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
         exp_id = submit(cluster, EXAMPLES / example, model_config + ASHA)
         result = wait(cluster, exp_id, timeout=300)
         assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        # ASHA may continue a stopped configuration as a further trial; each of the 4 ran.
-        assert len({str(t.hparams) for t in result.trials}) == 4
-        assert max(t.total_batches for t in result.trials) == 40
+        assert len(result.trials) == 4 and len({str(t.hparams) for t in result.trials}) == 4
         assert all(t.best_validation_metric <= 1.0 for t in result.trials)
+        (top,) = [t for t in result.trials if t.total_batches == 40]
+        assert sorted(t.total_batches for t in result.trials) == [10, 10, 10, 40]
+        assert top.best_validation_metric <= min(t.best_validation_metric for t in result.trials if t != top)
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=top.id))
+        assert [s.total_batches for s in detail.steps] == [10, 20, 30, 40]
+        # Promoted once all four had reported, the same trial continued from its checkpoint; unless it
+        # was the last to report there and the best, which simply goes on.
+        promoted = f"trial {top.id} promoted by the searcher: it continues from its checkpoint"
+        assert promoted in logs(cluster, top.id) or top.id == max(t.id for t in result.trials)
 
 
 @pytest.mark.parametrize("generation", sorted(GENERATIONS))

@@ -1,6 +1,7 @@
 """Determined's TFKerasTrial and EstimatorTrial (with their contexts) and PEDL 0.11's TFKerasTrial
 run unchanged on a local cluster: they resume exactly after their agent is killed with SIGKILL
-mid-trial, adaptive_asha stops them at a rung and resumes the best from its checkpoint, and a
+mid-trial, adaptive_asha stops them at a rung and promotes the best, which continues from its
+checkpoint as the same trial, and a
 trial returning the TensorBoard callback has its curves in pedl's TensorBoard files.
 EstimatorTrial runs in the TensorFlow 2.15 environment (scripts/build-tf215-env) that an agent
 offers as `tf215`."""
@@ -77,7 +78,7 @@ def test_a_determined_estimator_trial_resumes_exactly_after_its_agent_is_killed(
 
 def asha(example: str) -> str:
     """Four configurations, one rung at 10 batches and the top at 40: on one slot each of the four
-    stops at the first rung, then the best resumes from its checkpoint as a further trial. PEDL 0.11
+    stops at the first rung, then the best continues from its checkpoint (the same trial). PEDL 0.11
     configs count in steps (`batches_per_step`, `max_steps`), Determined's in batches."""
     raw = yaml.safe_load((EXAMPLES / example / "const.yaml").read_text())
     raw["hyperparameters"]["learning_rate"] = {"type": "log", "minval": -3, "maxval": -1, "base": 10}
@@ -103,15 +104,16 @@ def stopped_at_the_rung_then_resumed(cluster, exp_id: int) -> None:
     result = wait(cluster, exp_id, timeout=540)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
     details = [stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=t.id)) for t in result.trials]
+    assert len(details) == 4  # max_trials: a promotion is no further trial
     stopped = [d for d in details if d.trial.total_batches == 10]
     resumed = [d for d in details if d.trial.total_batches == 40]
-    assert len({str(d.trial.hparams) for d in stopped}) == 4
-    assert len(resumed) == 1
+    assert len(stopped) == 3 and len(resumed) == 1
+    assert len({str(d.trial.hparams) for d in details}) == 4
     (top,) = resumed
-    # It continues the best stopped configuration from its checkpoint: its first step is 10..20.
-    assert [s.total_batches for s in top.steps] == [20, 30, 40]
-    best = max(stopped, key=lambda d: d.trial.best_validation_metric)
-    assert top.trial.hparams == best.trial.hparams
+    # The best configuration at the rung goes on from its checkpoint there: its steps run 10..40.
+    assert [s.total_batches for s in top.steps] == [10, 20, 30, 40]
+    first = {d.trial.id: from_struct(d.validations[0].metrics)["val_accuracy"] for d in details}
+    assert first[top.trial.id] == max(first.values())
     assert all("val_accuracy" in from_struct(d.validations[-1].metrics) for d in details)
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from pedl.cli.arguments import metrics_port, non_negative_int, port, positive_int
 from pedl.cli.errors import CliError
+from pedl.cluster.paths import DEFAULT_TRIAL_DISK_LIMIT
 
 
 def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -40,6 +41,13 @@ def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) 
         default=[],
         metavar="BUCKET",
         help="an S3 bucket experiments' checkpoint_storage may name (repeatable; default none)",
+    )
+    up.add_argument(
+        "--trial-disk-limit",
+        default=DEFAULT_TRIAL_DISK_LIMIT,
+        metavar="SIZE",
+        help="most disk one trial run may fill (its directory and /tmp), passed to each agent "
+        f"(pedl-agent --trial-disk-limit; default {DEFAULT_TRIAL_DISK_LIMIT}, 0: no limit)",
     )
     up.add_argument(
         "--allowed-s3-endpoint",
@@ -85,6 +93,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         allowed_s3_buckets=tuple(args.allowed_s3_bucket),
         allowed_s3_endpoints=tuple(args.allowed_s3_endpoint),
+        trial_disk_limit=args.trial_disk_limit,
     )
     try:
         state = up(options, out=lambda line: print(line, flush=True))

@@ -14,7 +14,7 @@ import grpc
 
 from pedl import _timeutil
 from pedl.cluster import credentials, health, processes, supervisor
-from pedl.cluster.paths import ClusterPaths, pedl_home
+from pedl.cluster.paths import DEFAULT_TRIAL_DISK_LIMIT, ClusterPaths, pedl_home
 from pedl.cluster.state import ClusterRecord, ServiceRecord, StateError, load_state, save_state
 
 HOST = "127.0.0.1"
@@ -47,6 +47,8 @@ class UpOptions:
     # S3 buckets and endpoints experiments' checkpoint_storage may name (both services check them).
     allowed_s3_buckets: tuple[str, ...] = ()
     allowed_s3_endpoints: tuple[str, ...] = ()
+    # Each agent's --trial-disk-limit: a local cluster shares one disk with its user ("0": none).
+    trial_disk_limit: str = DEFAULT_TRIAL_DISK_LIMIT
     timeout_seconds: float = 60.0
     # Overridable so tests can start stand-in programs; maps "checkpoint-store"/"scheduler"/"agent".
     command: Callable[[str], list[str]] | None = None
@@ -283,7 +285,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
         work_dir.mkdir(parents=True, exist_ok=True)
         starter.start(name, "agent", [
             "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
-            "--work-dir", str(work_dir), *secret,
+            "--work-dir", str(work_dir), "--trial-disk-limit", opts.trial_disk_limit, *secret,
         ])  # fmt: skip
     starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds, token)
 

@@ -6,6 +6,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+# Most disk one trial run may fill in its agent's work dir under the cluster's home (each agent's
+# --trial-disk-limit): a local cluster shares its disk with its user.
+DEFAULT_TRIAL_DISK_LIMIT = "20G"
+
 
 def pedl_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     """`--home`, else $PEDL_HOME, else ~/.pedl: one place so every command agrees."""

@@ -25,6 +25,7 @@ from pedl.searcher import (
     Close,
     Create,
     Operation,
+    Resume,
     Shutdown,
     ValidateAfter,
     is_better,
@@ -72,6 +73,8 @@ class _Trial:
     sequencer: TrialSequencer
     checkpoints: LocalCheckpoints
     controller: TrialController | None = None
+    # The checkpoint a resumed trial's next controller loads (an ASHA promotion), else "".
+    resume_from: str = ""
 
 
 def local_refusal(config: ExperimentConfig) -> str | None:
@@ -155,6 +158,8 @@ class _LocalRunner:
                     LocalCheckpoints(self.root / f"trial-{trial_id}", trial_id),
                 )
                 pending.extend(self.searcher.on_trial_created(op.request_id))
+            elif isinstance(op, Resume):
+                self._resume(self.trials[op.request_id])
             elif isinstance(op, ValidateAfter):
                 self.trials[op.request_id].sequencer.add_target(op.length)
             elif isinstance(op, Close):
@@ -178,11 +183,22 @@ class _LocalRunner:
                 return
             self._run_next(ready[0])
 
+    def _resume(self, trial: _Trial) -> None:
+        """The searcher promotes a trial it had closed: it goes on from its latest checkpoint."""
+        sequencer = trial.sequencer
+        trial.resume_from = trial.result.checkpoints[-1] if trial.result.checkpoints else ""
+        batches = sequencer.last_checkpoint if trial.resume_from else 0
+        sequencer.reopen(batches, sequencer.step_id if trial.resume_from else 0)
+        trial.result.state = "ACTIVE"
+
     def _controller(self, trial: _Trial) -> TrialController:
         _trial_context.set_hyperparameters(trial.result.hparams)
         if trial.controller is None:
             seed_all(trial.seed)
             trial.controller = build_controller(self.model_def, self.config.raw, trial.result.hparams)
+            if trial.resume_from:
+                trial.controller.load(trial.checkpoints.path(trial.resume_from))
+                trial.resume_from = ""
         return trial.controller
 
     def _run_next(self, trial: _Trial) -> None:

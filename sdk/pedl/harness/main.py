@@ -32,6 +32,7 @@ from pedl.harness.distributed import (
 from pedl.harness.epoch import epoch_length, refusal_signature
 from pedl.harness.failure import failure_signature, is_invalid_hp
 from pedl.harness.hparams import typed_hparams
+from pedl.harness.process_limits import apply_pids_limit
 from pedl.harness.script_run import is_command, run_script
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE, StoreUnavailable
 from pedl.harness.tensorboard_sync import (
@@ -190,6 +191,7 @@ def _exit_code(exc: BaseException) -> int:
 
 def main() -> int:
     die_with_agent()  # first: a harness whose agent dies exits in every phase, this one included
+    apply_pids_limit()  # before any trial code: pedl-agent --trial-pids-limit
     socket_path = os.environ.get(SOCKET_ENV)
     if not socket_path:
         print(f"pedl.harness: environment variable {SOCKET_ENV} is not set", file=sys.stderr)

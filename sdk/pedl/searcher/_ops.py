@@ -11,14 +11,22 @@ class Create:
     """Start a new trial with these hyperparameters.
 
     `checkpoint_from` names an earlier trial (its request id) whose latest checkpoint the new trial
-    starts from, weights and batch count both: PBT copies a parent, ASHA resumes a trial it had
-    stopped. The new trial's lengths stay absolute, continuing from that checkpoint's batch count.
+    starts from, weights and batch count both: PBT copies a parent. The new trial's lengths stay
+    absolute, continuing from that checkpoint's batch count.
     """
 
     request_id: str
     hparams: dict[str, Any]
     seed: int
     checkpoint_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Open again a trial this search closed (an ASHA promotion): the same trial, same id, goes on
+    from its latest checkpoint toward the targets that follow, as Determined's adaptive_asha does."""
+
+    request_id: str
 
 
 @dataclass(frozen=True)
@@ -43,4 +51,4 @@ class Shutdown:
     failure: bool = False
 
 
-Operation = Create | ValidateAfter | Close | Shutdown
+Operation = Create | Resume | ValidateAfter | Close | Shutdown

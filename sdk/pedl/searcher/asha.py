@@ -13,10 +13,11 @@ one trial can reach the top. `max_trials` is split so each bracket gets about th
 max(1, n/divisor) of its rung and, once closed, is never resumed. Without it (the default) this is
 ASHA proper: whenever a slot is free, a stopped trial in the top n/divisor of its rung (checked top
 rung first) is promoted before any new trial starts, so a trial closed early can be promoted once
-enough worse results arrive. It resumes as a new trial with `checkpoint_from` set to it, the same
-hyperparameters and seed, continuing at absolute lengths. A trial promotable when it reports simply
-goes on. If a bracket ends with nobody at its top rung (trials exited early), its best stopped trial
-is resumed until one gets there, so every bracket yields a fully trained model.
+enough worse results arrive. As in Determined, a promotion continues the same trial (`Resume`: same
+trial id, from its latest checkpoint, at absolute lengths), so a search has at most `max_trials`
+trials. A trial promotable when it reports simply goes on. If a bracket ends with nobody at its top
+rung (trials exited early), its best stopped trial is resumed until one gets there, so every bracket
+yields a fully trained model.
 
 Under a concurrency limit (`pedl.searcher.concurrency`) on the open trials of all brackets together,
 a freed slot goes to the bracket with the fewest open trials, so brackets progress evenly.
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pedl.searcher._base import SearcherError, SearchMethod
-from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
+from pedl.searcher._ops import Close, Create, Operation, Resume, Shutdown, ValidateAfter
 
 # A rung entry is [config index, signed metric or None (exited: ranks last), promoted].
 Entry = list[Any]
@@ -44,7 +45,10 @@ class BracketPlan:
 
 @dataclass
 class _Config:
-    """One sampled hyperparameter configuration; resuming it makes a new trial of the same config."""
+    """One sampled hyperparameter configuration, trained by one trial (a promotion resumes it).
+
+    `request_id` is its trial's. Snapshots written before promotions resumed the same trial may have
+    moved it to a newer request id; it names the config's latest trial either way."""
 
     index: int
     bracket: int
@@ -294,12 +298,9 @@ class ASHASearch(SearchMethod):
             for entry in bracket.rungs[rung]:
                 if entry[0] == index:
                     entry[2] = True
-            parent = config.request_id
-            config.request_id = self.new_request_id()
             config.rung = rung + 1
             config.live = True
-            self.by_request[config.request_id] = index
-            ops.append(Create(config.request_id, config.hparams, config.seed, checkpoint_from=parent))
+            ops.append(Resume(config.request_id))
         else:
             hparams = self.sample_hparams()
             request_id = self.new_request_id()

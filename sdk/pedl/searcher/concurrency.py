@@ -16,9 +16,14 @@ from dataclasses import asdict
 from typing import Any
 
 from pedl.searcher._base import SearchMethod
-from pedl.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
+from pedl.searcher._ops import Close, Create, Operation, Resume, Shutdown, ValidateAfter
 
-_OP_TYPES: dict[str, type] = {"Create": Create, "ValidateAfter": ValidateAfter, "Close": Close}
+_OP_TYPES: dict[str, type] = {
+    "Create": Create,
+    "Resume": Resume,
+    "ValidateAfter": ValidateAfter,
+    "Close": Close,
+}
 
 
 def limit_concurrency(method: SearchMethod, config: Any) -> SearchMethod:
@@ -86,10 +91,14 @@ class ConcurrencyLimiter(SearchMethod):
         for op in ops:
             if isinstance(op, Shutdown):
                 out.append(op)
-            elif isinstance(op, Create) and op.request_id not in self.held and len(self.live) < self.limit:
-                self.live[op.request_id] = None
+            elif (
+                isinstance(op, (Create, Resume))
+                and op.request_id not in self.held
+                and len(self.live) < self.limit
+            ):
+                self.live[op.request_id] = None  # a resumed trial is open again: it counts too
                 out.append(op)
-            elif isinstance(op, Create) or op.request_id in self.held:
+            elif isinstance(op, (Create, Resume)) or op.request_id in self.held:
                 self.held.setdefault(op.request_id, []).append(op)
             else:
                 out.append(op)

@@ -12,9 +12,9 @@ import structlog
 from pedl.config import ExperimentConfig
 from pedl.config.stored import parse_stored_config
 from pedl.searcher import is_better, restore_search_method
-from pedl.sequencer import TrialSequencer
 from pedl_scheduler.experiments.state import SchedulerState
-from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
+from pedl_scheduler.experiments.trial_rows import trial_from_row
+from pedl_scheduler.runtime import ExperimentRuntime
 from pedl_scheduler.searcher_journal import SearcherJournal
 from pedl_scheduler.storage import Row, Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -59,21 +59,7 @@ def load(state: SchedulerState, row: Row) -> ExperimentRuntime:
             exp.best_validation = t["best_validation"]
         if t["state"] not in ("ACTIVE", "PAUSED"):
             continue
-        trial = TrialRuntime(
-            id=t["id"],
-            experiment_id=exp.id,
-            request_id=t["request_id"],
-            hparams=json.loads(t["hparams_json"]),
-            seed=t["seed"],
-            sequencer=TrialSequencer.from_dict(json.loads(t["sequencer_json"])),
-            run_id=t["run_id"],
-            restarts=t["restarts"],
-            latest_checkpoint_uuid=t["latest_checkpoint_uuid"],
-            latest_checkpoint_batches=t["latest_checkpoint_batches"],
-            latest_checkpoint_step=t["latest_checkpoint_step"],
-            state=t["state"],
-            best_validation=t["best_validation"],
-        )
+        trial = trial_from_row(t)
         state.trials[trial.id] = trial
         exp.live[trial.request_id] = trial
         state.wait_for(trial, t["waiting_on_trial_id"])

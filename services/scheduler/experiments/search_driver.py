@@ -1,14 +1,16 @@
 """Acting on what the searcher decides: new trials, validation targets, closes, shutdown; and the
-trials that continue another's state (PBT children, ASHA resumes), which wait for or copy a checkpoint."""
+trials that continue another's state (PBT children), which wait for or copy a checkpoint; and the
+trials a searcher opens again (an ASHA promotion continues the same trial from its checkpoint)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from pedl.searcher import Close, Create, Operation, Shutdown, ValidateAfter
+from pedl.searcher import Close, Create, Operation, Resume, Shutdown, ValidateAfter
 from pedl.sequencer import TrialSequencer
 from pedl_scheduler.experiments.state import SchedulerState
+from pedl_scheduler.experiments.trial_rows import trial_from_row
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
 from pedl_scheduler.storage import Row
@@ -49,6 +51,8 @@ class SearchDriver:
                     op = following
                 for created in self._create_trials(exp, batch):
                     pending.extend(exp.journal.call("on_trial_created", created.request_id))
+            elif isinstance(op, Resume):
+                self._reopen(exp, op.request_id)
             elif isinstance(op, ValidateAfter):
                 trial = self._by_request(exp, op.request_id)
                 trial.sequencer.add_target(op.length)
@@ -91,6 +95,30 @@ class SearchDriver:
             created.append(trial)
         self.state.wake.set()
         return created
+
+    def _reopen(self, exp: ExperimentRuntime, request_id: str) -> None:
+        """The searcher takes back a trial it closed: the same trial runs again from its latest
+        checkpoint (kept for it: `resumable_requests`), toward the targets that follow."""
+        self.db.flush()  # its row as it ended, should that have been in this transaction
+        trial_id = trial_ops.trial_id_of_request(self.db, exp.id, request_id)
+        row = None if trial_id is None else trial_ops.trial(self.db, trial_id)
+        if row is None:
+            raise KeyError(f"experiment {exp.id} has no trial for searcher request {request_id}")
+        trial = trial_from_row(row)
+        trial.state = "ACTIVE"
+        trial.sequencer.reopen(trial.latest_checkpoint_batches, trial.latest_checkpoint_step)
+        trial_ops.reopen_trial(self.db, trial.id)
+        self.trials[trial.id] = trial
+        exp.live[request_id] = trial
+        self.state.holds_checkpoint(trial)
+        self.work.save_trial(trial)
+        origin = (
+            f"its checkpoint {trial.latest_checkpoint_uuid} (batch {trial.latest_checkpoint_batches})"
+            if trial.latest_checkpoint_uuid
+            else "the beginning: it has no stored checkpoint"
+        )
+        self.work.log_line(trial, f"trial {trial.id} promoted by the searcher: it continues from {origin}")
+        self.state.wake.set()
 
     def _insert_trial(self, exp_id: int, op: Create, sequencer: TrialSequencer) -> None:
         trial_ops.create_trial(

@@ -113,3 +113,22 @@ def test_a_run_that_does_not_load_in_time_is_reported_once_and_one_that_loads_is
 
     asyncio.run(scenario())
     assert len(reasons) == 1 and "within 0.05 s" in reasons[0] and "--trial-load-timeout" in reasons[0]
+
+
+def test_a_runs_dev_shm_counts_with_its_directory(tmp_path: Path) -> None:
+    """What a run writes into its /dev/shm (RAM) counts against its disk limit too."""
+    trial, shm = tmp_path / "trial", tmp_path / "shm"
+    trial.mkdir()
+    shm.mkdir()
+    (trial / "half").write_bytes(os.urandom(384 * 1024))
+    seen: list[int] = []
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(watch_usage([trial, shm], 512 * 1024, seen.append, poll_seconds=0.01))
+        await asyncio.sleep(0.05)
+        assert not seen
+        (shm / "segment").write_bytes(os.urandom(384 * 1024))
+        await asyncio.wait_for(task, 5)
+
+    asyncio.run(scenario())
+    assert len(seen) == 1 and seen[0] >= 768 * 1024

@@ -152,6 +152,8 @@ def test_up_and_down_with_stand_in_services(
     assert f"export PEDL_MASTER={state.master}" in out
     argv = {s.name: " ".join(s.argv) for s in state.services}
     assert "--metrics-port 0" in argv["scheduler"]
+    # A local cluster shares its user's disk: each agent bounds what one trial run may write.
+    assert all("--trial-disk-limit 20G" in argv[f"agent-{i}"] for i in (1, 2))
     for name in ("scheduler", "checkpoint-store"):
         assert "--allowed-s3-bucket team-ckpts --allowed-s3-endpoint http://127.0.0.1:9000" in argv[name]
     assert all(processes.is_ours(s.pid, s.argv) for s in state.services)

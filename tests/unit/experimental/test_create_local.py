@@ -155,3 +155,18 @@ def test_local_and_test_mode_trials_get_the_config_a_cluster_harness_would_load(
     assert seen["max_restarts"] == (0 if test else 5)
     assert seen["entrypoint"].endswith(":TinyTrial")
     assert carried.from_json(json.dumps(seen)).raw == seen
+
+
+def test_an_asha_promotion_in_local_mode_continues_the_same_trial(tmp_path) -> None:
+    """As on a cluster: a promoted trial goes on from its checkpoint; no further trial is made."""
+    trial_def, context = tiny_trial(tmp_path)
+    config = tiny_config(max_batches=40, validation_period=10).replace(
+        "name: single",
+        "name: adaptive_asha\n  max_trials: 4\n  max_rungs: 2\n  divisor: 4\n  mode: aggressive\n"
+        "  max_concurrent_trials: 1",
+    )
+    result = pedl.experimental.create(trial_def, context, config=config, local=True)
+    assert result.state == "COMPLETED" and len(result.trials) == 4
+    (top,) = [t for t in result.trials if t.steps[-1][0] == 40]
+    assert [b for b, _ in top.steps] == [10, 20, 30, 40]  # continued from batch 10, not from 0
+    assert sorted(t.steps[-1][0] for t in result.trials) == [10, 10, 10, 40]

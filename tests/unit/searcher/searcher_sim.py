@@ -3,7 +3,8 @@
 Trials "train" by jumping to their next target and report `objective(trial)` (it reads the trial's
 hparams, trained length and `root`, the first trial of its checkpoint lineage); which open
 trial moves next is drawn from a seeded rng, so results arrive out of order as on a real cluster.
-A trial created with `checkpoint_from` starts at its parent's trained length.
+A trial created with `checkpoint_from` starts at its parent's trained length; a resumed one (an ASHA
+promotion) goes on from where it was closed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pedl.searcher import Close, Create, Operation, SearchMethod, Shutdown, ValidateAfter
+from pedl.searcher import Close, Create, Operation, Resume, SearchMethod, Shutdown, ValidateAfter
 
 Objective = Callable[["SimTrial"], float]
 
@@ -32,6 +33,7 @@ class SimTrial:
     validations: list[tuple[int, float]] = field(default_factory=list)
     closing: bool = False
     state: str = "ACTIVE"  # ACTIVE, COMPLETED, ERROR
+    resumes: int = 0  # times the searcher opened it again after closing it
 
 
 class Simulator:
@@ -77,6 +79,11 @@ class Simulator:
                     trial.root = parent.root
                 self.trials[op.request_id] = trial
                 pending.extend(self.searcher.on_trial_created(op.request_id))
+            elif isinstance(op, Resume):
+                trial = self.trials[op.request_id]
+                assert trial.state == "COMPLETED", f"{op} of a trial that is {trial.state}"
+                trial.state, trial.closing = "ACTIVE", False
+                trial.resumes += 1
             elif isinstance(op, ValidateAfter):
                 trial = self.trials[op.request_id]
                 assert trial.state == "ACTIVE" and not trial.closing, f"ValidateAfter on a closed {op}"

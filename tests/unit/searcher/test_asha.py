@@ -8,7 +8,7 @@ import pytest
 from searcher_sim import SimTrial, Simulator
 
 from pedl.config import parse_experiment_config
-from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method
+from pedl.searcher import Close, Create, Resume, Shutdown, ValidateAfter, make_search_method
 from pedl.searcher.asha import AsyncHalvingSearch
 from pedl.searcher.concurrency import ConcurrencyLimiter
 
@@ -57,7 +57,8 @@ def test_rungs_are_max_length_over_powers_of_the_divisor_and_max_trials_configs_
     cfg = config("max_trials: 64, max_length: 640, max_rungs: 4, mode: aggressive", max_concurrent_trials=8)
     sim = Simulator(make_search_method(cfg, seed=1), by_x, seed=2).run()
     assert rung_lengths(sim) == {10, 40, 160, 640}
-    assert len([c for c in sim.created() if c.checkpoint_from is None]) == 64
+    assert len(sim.created()) == len(sim.trials) == 64  # promotions continue trials: no extra ones
+    assert any(t.resumes for t in sim.trials.values())
     assert sim.max_open == 8
     assert sim.shutdown == Shutdown()
     check_promotions(sim, [10, 40, 160, 640], 4, stop_once=False)
@@ -67,11 +68,13 @@ def test_rungs_are_max_length_over_powers_of_the_divisor_and_max_trials_configs_
     assert sim.searcher.progress() == 1.0
 
 
-def test_a_stopped_trial_promoted_later_resumes_from_its_checkpoint() -> None:
+def test_a_stopped_trial_promoted_later_continues_as_the_same_trial() -> None:
+    """As Determined's adaptive_asha: a promotion opens the same trial again (no new trial), which goes
+    on from where it stopped, so the search has max_trials trials."""
     cfg = config("max_trials: 2, max_length: 160, divisor: 2, mode: aggressive", max_concurrent_trials=1)
     metrics = {"r1": 0.5, "r2": 0.7}
     sim = Simulator(make_search_method(cfg, seed=0), lambda t: metrics[t.root], seed=0).run()
-    first, second, resumed = sim.created()
+    first, second = sim.created()
     assert sim.log == [
         first,
         ValidateAfter("r1", 80),
@@ -79,14 +82,15 @@ def test_a_stopped_trial_promoted_later_resumes_from_its_checkpoint() -> None:
         second,
         ValidateAfter("r2", 80),
         Close("r2"),  # r2 is worse; now that the rung has two results, r1 is promoted
-        resumed,
-        ValidateAfter("r3", 160),
-        Close("r3"),  # bound for the top rung: closed as it starts
-        Close("r3"),  # and again with its result (idempotent; trials closed before that still close)
+        Resume("r1"),
+        ValidateAfter("r1", 160),
+        Close("r1"),  # bound for the top rung: closed as it starts
+        Close("r1"),  # and again with its result (idempotent; trials closed before that still close)
         Shutdown(),
     ]
-    assert (resumed.hparams, resumed.seed, resumed.checkpoint_from) == (first.hparams, first.seed, "r1")
-    assert sim.trials["r3"].start == 80
+    r1 = sim.trials["r1"]
+    assert (r1.resumes, r1.start, r1.validations) == (1, 0, [(80, 0.5), (160, 0.5)])
+    assert len(sim.trials) == 2
 
 
 def test_stop_once_keeps_the_best_so_far_going_and_never_resumes_a_stopped_trial() -> None:
@@ -225,7 +229,7 @@ def test_stopped_trials_asha_may_still_promote_keep_their_checkpoints() -> None:
     assert asha.resumable_requests() == {"r1"}  # stopped, alone in its rung: promotable later
     asha.on_validation_completed("r2", 0.7, 80)
     ops = asha.on_trial_closed("r2")
-    assert any(isinstance(op, Create) and op.checkpoint_from == "r1" for op in ops)
+    assert Resume("r1") in ops
     assert asha.resumable_requests() == {"r2"}  # r1 was promoted; r2 may still be
     once = make_search_method(
         config("max_trials: 2, max_length: 160, divisor: 2, mode: aggressive, stop_once: true"), seed=0

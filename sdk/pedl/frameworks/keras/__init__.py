@@ -58,7 +58,7 @@ class TFKerasTrial(KerasTrial):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        accept_hparams(cls, ("build_model",))
+        accept_hparams(cls, ("build_model", "keras_callbacks"))  # PEDL 0.11 passed hparams to both
 
     def session_config(self) -> Any:
         return None
@@ -70,7 +70,7 @@ class TFKerasTrial(KerasTrial):
         trial = cls(hparams)
         callbacks = getattr(trial, "keras_callbacks", None)
         if callable(callbacks):
-            check_callbacks(callbacks(), describe(callbacks))
+            check_callbacks(callbacks(hparams), describe(callbacks))
         apply_session_config(trial.session_config())
         if isinstance(data_loaders, (tuple, list)):
             data_loaders = [unwrap_data(d) for d in data_loaders]

@@ -1,4 +1,5 @@
-"""`pedl.frameworks.keras.data.KerasDataAdapter`: PEDL 0.11's wrapper around a Keras Sequence."""
+"""`pedl.frameworks.keras.data`: PEDL 0.11's KerasDataAdapter (a wrapper around a Keras Sequence) and
+InMemorySequence (`in_memory.py`, imported when asked for: it needs Keras)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,11 @@ class KerasDataAdapter:
         self.use_multiprocessing = use_multiprocessing
         self.workers = workers
         self.max_queue_size = max_queue_size
+
+
+def __getattr__(name: str) -> Any:
+    if name == "InMemorySequence":
+        from pedl.frameworks.keras.in_memory import InMemorySequence
+
+        return InMemorySequence
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

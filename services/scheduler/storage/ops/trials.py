@@ -125,6 +125,11 @@ _REVIVE = (
     .where(trials.c.id == bindparam("trial_id"))
     .values(state="ACTIVE", error="", end_time="", end_cause="", restarts=0)
 )
+_REOPEN = (
+    update(trials)
+    .where(trials.c.id == bindparam("trial_id"))
+    .values(state="ACTIVE", end_time="", end_cause="")
+)
 
 
 def create_trial(
@@ -254,6 +259,11 @@ def end_trial(s: Storage, trial_id: int, state: str, error: str, now: str, cause
 def revive_trial(s: Storage, trial_id: int) -> None:
     """An ERROR trial the infrastructure ended is live again, with its restarts unspent."""
     s.defer(_REVIVE, {"trial_id": trial_id})
+
+
+def reopen_trial(s: Storage, trial_id: int) -> None:
+    """A trial its searcher had closed is live again (an ASHA promotion), its restarts as they were."""
+    s.defer(_REOPEN, {"trial_id": trial_id})
 
 
 def trial_state_counts(s: Storage) -> dict[str, int]:

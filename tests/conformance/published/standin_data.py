@@ -1,0 +1,63 @@
+"""Stand-in data of the shape the published examples download, made here (nothing is fetched): the
+iris CSVs (TensorFlow's `iris_training.csv`, `iris_test.csv`: a count line, then four measurements
+and a class per row), and MNIST in its idx files, as torchvision's `datasets.MNIST` reads them from
+`<root>/MNIST/raw/`, either laid where an example looks or packed as the `pytorch_mnist.tar.gz` that
+Determined's examples download."""
+
+from __future__ import annotations
+
+import struct
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+TRAIN, TEST = 320, 64
+
+
+def _images_and_labels(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Digits a model can learn: a bright square whose position is the label, over noise."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, count).astype(np.uint8)
+    images = rng.integers(0, 60, (count, 28, 28)).astype(np.uint8)
+    for image, label in zip(images, labels, strict=True):
+        row, col = divmod(int(label), 5)
+        image[4 + row * 12 : 12 + row * 12, 1 + col * 5 : 6 + col * 5] = 255
+    return images, labels
+
+
+def write_iris(folder: Path) -> dict[str, Path]:
+    """`iris_training.csv` (120 rows) and `iris_test.csv` (30): classes separable by their means."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(2)
+    paths = {}
+    for name, count in (("iris_training.csv", 120), ("iris_test.csv", 30)):
+        labels = rng.integers(0, 3, count)
+        rows = [f"{count},4,setosa,versicolor,virginica"]
+        for label in labels:
+            values = rng.normal(loc=[5.0 + label, 3.0, 1.5 + 2 * label, 0.3 + label], scale=0.3)
+            rows.append(",".join(f"{v:.1f}" for v in values) + f",{label}")
+        paths[name] = folder / name
+        paths[name].write_text("\n".join(rows) + "\n")
+    return paths
+
+
+def write_mnist_raw(raw: Path) -> Path:
+    """The four idx files of MNIST (small) in `raw`; returns it."""
+    raw.mkdir(parents=True, exist_ok=True)
+    for prefix, count, seed in (("train", TRAIN, 0), ("t10k", TEST, 1)):
+        images, labels = _images_and_labels(count, seed)
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(
+            struct.pack(">IIII", 2051, count, 28, 28) + images.tobytes()
+        )
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, count) + labels.tobytes())
+    return raw
+
+
+def mnist_tarball(folder: Path) -> Path:
+    """`pytorch_mnist.tar.gz` as Determined's examples unpack it into `<download dir>/MNIST`."""
+    raw = write_mnist_raw(folder / "tree" / "raw")
+    target = folder / "pytorch_mnist.tar.gz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(raw, arcname="raw")
+    return target

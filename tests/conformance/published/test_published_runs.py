@@ -1,0 +1,122 @@
+"""Published examples run unchanged on a real local cluster, in test mode (a few batches, a validation,
+a checkpoint): each example's folder is copied as it is, its own const.yaml is submitted with only
+its data URLs pointed at stand-in data this suite serves on loopback (`standin_data`) and its length
+cut to a few batches. Which examples run, and why the others do not, is `catalogue`'s, and README.md's
+table is generated from it (`python tests/conformance/published/catalogue_table.py`, `--check` here).
+
+`scripts/test` runs the smoke part (`catalogue.SMOKE`); the whole run over every release is
+`PEDL_PUBLISHED_FULL=1 .venv/bin/pytest tests/conformance/published/test_published_runs.py`, which
+prints each example's result."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from catalogue import HISTOGRAMS, SMOKE, Example, examples
+from standin_data import write_iris
+
+from pedl.v1 import common_pb2
+from support.processes import local_cluster
+
+pytestmark = pytest.mark.integration
+
+_REPO = Path(__file__).resolve().parents[3]
+FULL = __import__("os").environ.get("PEDL_PUBLISHED_FULL") == "1"
+TEST_BATCHES = 8
+
+
+@pytest.fixture(scope="module")
+def data_server(tmp_path_factory) -> Iterator[str]:
+    """Stand-in data on loopback, as the examples' URLs would serve it."""
+    root = tmp_path_factory.mktemp("standin")
+    write_iris(root)
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+        pass
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator:
+    with local_cluster(tmp_path_factory.mktemp("cluster"), agents=1, slots=2) as running:
+        yield running
+
+
+def config_for_test_mode(example: Example, base_url: str) -> str:
+    """The example's const.yaml with its data URLs on loopback and its length a few batches."""
+    raw = yaml.safe_load((example.folder / "const.yaml").read_text())
+    data = raw.get("data") or {}
+    for key in ("train_url", "test_url"):
+        if key in data:
+            data[key] = f"{base_url}/{data[key].rsplit('/', 1)[1]}"
+    searcher = raw["searcher"]
+    if "max_steps" in searcher:  # PEDL 0.11 and Determined before 0.13 count steps
+        searcher["max_steps"] = 1
+        raw["batches_per_step"] = TEST_BATCHES
+    else:
+        searcher["max_length"] = {"batches": TEST_BATCHES}
+    raw.pop("min_validation_period", None)
+    return yaml.safe_dump(raw)
+
+
+def run_example(cluster, example: Example, base_url: str, tmp_path: Path) -> str:
+    """completes / refused: <its one line> / failed: <the trial's error>."""
+    from integration.test_cluster import submit, wait
+
+    model = shutil.copytree(example.folder, tmp_path / example.folder.name)
+    try:
+        exp_id = submit(cluster, model, config_for_test_mode(example, base_url))
+    except grpc.RpcError as refused:
+        return f"refused: {refused.details()}"
+    result = wait(cluster, exp_id, timeout=600)
+    if result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED:
+        (trial,) = result.trials
+        assert trial.total_batches == TEST_BATCHES and trial.best_validation_metric >= 0
+        return "completes"
+    errors = [t.error for t in result.trials if t.error] or [result.experiment.error]
+    last = (errors[0].strip().splitlines() or ["no error recorded"])[-1]
+    if last.startswith("ValueError: TensorBoard(histogram_freq=1): ") and "before training any batch" in last:
+        return HISTOGRAMS
+    return f"failed: {last}"
+
+
+def _smoke() -> list[Example]:
+    try:
+        every = examples()
+    except pytest.skip.Exception:
+        return []
+    return [e for e in every if e.runs and (FULL or (e.release, e.name) in SMOKE)]
+
+
+@pytest.mark.parametrize("example", _smoke(), ids=lambda e: f"{e.release}:{e.name}")
+def test_a_published_example_runs_unchanged(cluster, data_server, example, tmp_path) -> None:
+    result = run_example(cluster, example, data_server, tmp_path)
+    print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
+    assert result == example.expected, cluster.logs()
+
+
+def test_the_readme_table_of_published_examples_is_current() -> None:
+    examples()  # skips when the published trees are not here
+    script = Path(__file__).with_name("catalogue_table.py")
+    check = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, cwd=_REPO
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
