@@ -366,8 +366,9 @@ def main() -> None:
         f"({work.work_seconds():g} s of work each), random search, 1 agent"
     )
     if python is None:
+        installed = (RAY_ENV / "bin" / "python").exists()
         why = (
-            "--no-ray"
+            f"--no-ray{'' if installed else f'; not installed here ({RAY_ENV})'}"
             if args.no_ray
             else "--smoke without --ray"
             if skip_ray
