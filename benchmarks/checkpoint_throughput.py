@@ -38,6 +38,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _restore_path import RestorePath  # noqa: E402
+
 from pedl.checkpoints import CheckpointStoreClient  # noqa: E402
 from support.processes import start, stop  # noqa: E402
 from support.seaweedfs import seaweedfs  # noqa: E402
@@ -170,6 +172,7 @@ def run(weed: object, address: str, work: Path, size: int, sd_bytes: int, repeat
                 print(f"ratio {label:14s} {direction:4s}: {ratio:.2f}  median {typical:.2f}  ({note})")
 
         shutil.rmtree(src)
+        restore_rounds(RestorePath(work, size, client, s3, BUCKET), work, repeat)
         weights = state_dict(sd_bytes)
         local: list[float] = []
         pedl_times: list[float] = []
@@ -189,6 +192,26 @@ def run(weed: object, address: str, work: Path, size: int, sd_bytes: int, repeat
         print(f"torch.save to local disk      {best(local):6.2f} s")
         factor = best(pedl_times) / best(local)
         print(f"torch.save + pedl upload (S3) {best(pedl_times):6.2f} s  ({factor:.1f}x)")
+
+
+def restore_rounds(restore: RestorePath, work: Path, repeat: int) -> None:
+    """The harness's restore path (start to first batch) with pedl's download against boto3's."""
+    times: dict[str, list[float]] = {"boto3": [], "pedl": []}
+    try:
+        for i in range(repeat):
+            for way in ("boto3", "pedl") if i % 2 == 0 else ("pedl", "boto3"):
+                os.sync()
+                times[way].append(restore.run(way, work / f"restore-{way}-{i}"))
+    finally:
+        restore.close()
+    mib = restore.bytes // MiB
+    print(f"== restore path: start to first batch after restoring a {mib} MiB checkpoint, best of {repeat}")
+    for way, values in times.items():
+        runs = " ".join(f"{v:.2f}" for v in values)
+        print(f"{way + ' download':14s} {best(values):7.2f} s  (runs: {runs})")
+    ratio = best(times["boto3"]) / best(times["pedl"])
+    typical = median(times["boto3"]) / median(times["pedl"])
+    print(f"ratio pedl/boto3     restore: {ratio:.2f}  median {typical:.2f}  (target >= 0.9)")
 
 
 if __name__ == "__main__":

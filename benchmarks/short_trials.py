@@ -10,7 +10,11 @@ Ray lives in its own environment, `.cache/envs/raytune` (`ray[tune]` and torch, 
 use; never a dependency of pedl). Goal: pedl <= 1.05x ideal at 2 slots, <= 1.10x at 4.
 
     .venv/bin/python benchmarks/short_trials.py [--trials 32] [--slots 2 4] [--no-ray]
-        [--ray-modes new reuse] [--smoke]
+        [--ray-modes new reuse] [--cli] [--smoke]
+
+--cli also times the search as a user runs it, beside the warm stub-driven run: a cluster just
+started by `pedl cluster up` (free ports), from `pedl experiment create` to `pedl experiment wait`
+returning, no warm-up. Issue #42's goal there: <= 1.10x ideal.
 """
 
 from __future__ import annotations
@@ -248,6 +252,47 @@ def run_pedl(work: Workload, slots: int, warm_up: bool) -> tuple[float, dict[str
             down(home / "home", out=lambda _: None)
 
 
+# The `pedl` command of this interpreter's environment, as a user's shell finds it.
+PEDL = str(Path(sys.executable).parent / "pedl")
+
+
+def _pedl(env: dict[str, str], *argv: str) -> str:
+    done = subprocess.run([PEDL, *argv], capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"pedl {' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def run_cli(work: Workload, slots: int) -> tuple[float, float]:
+    """As a user runs it, no warm-up: `pedl cluster up` (seconds it took, returned second), then
+    seconds from `pedl experiment create` to `pedl experiment wait` returning."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        model = Path(tmp) / "short"
+        model.mkdir()
+        (model / "__init__.py").write_text(MODEL.format(sleep=work.sleep))
+        config = Path(tmp) / "config.yaml"
+        config.write_text(
+            CONFIG.format(trials=work.trials, batches=work.steps * work.per_step, per_step=work.per_step)
+        )
+        port = free_port()
+        env = {**os.environ, "PEDL_HOME": str(home), "PEDL_MASTER": f"127.0.0.1:{port}"}
+        env.pop("PEDL_TOKEN", None)
+        started = time.perf_counter()
+        _pedl(env, "cluster", "up", "--slots-per-agent", str(slots), "--port", str(port),
+              "--store-port", str(free_port()), "--webui-port", "0", "--metrics-port", "-1")  # fmt: skip
+        up_seconds = time.perf_counter() - started
+        try:
+            started = time.perf_counter()
+            created = _pedl(env, "experiment", "create", str(config), str(model))
+            exp_id = created.split("Created experiment ", 1)[1].split()[0]
+            _pedl(env, "experiment", "wait", exp_id)
+            wall = time.perf_counter() - started
+        finally:
+            subprocess.run([PEDL, "cluster", "down"], env=env, capture_output=True, timeout=300)
+    return wall, up_seconds
+
+
 # --- Ray Tune ----------------------------------------------------------------------------------
 
 
@@ -306,6 +351,11 @@ def main() -> None:
     parser.add_argument(
         "--ray", action="store_true", help="with --smoke: Ray Tune too, if its environment exists"
     )
+    parser.add_argument(
+        "--cli",
+        action="store_true",
+        help="also as a user runs it: `pedl cluster up`, then create to `pedl experiment wait`, no warm-up",
+    )
     args = parser.parse_args()
     work = Workload(trials=4, sleep=0.01) if args.smoke else Workload(trials=args.trials, sleep=0.25)
     slot_counts = [2] if args.smoke else args.slots
@@ -316,8 +366,9 @@ def main() -> None:
         f"({work.work_seconds():g} s of work each), random search, 1 agent"
     )
     if python is None:
+        installed = (RAY_ENV / "bin" / "python").exists()
         why = (
-            "--no-ray"
+            f"--no-ray{'' if installed else f'; not installed here ({RAY_ENV})'}"
             if args.no_ray
             else "--smoke without --ray"
             if skip_ray
@@ -329,6 +380,13 @@ def main() -> None:
         ideal = work.ideal(slots)
         wall, medians[slots] = run_pedl(work, slots, warm_up=not args.smoke)
         print(f"{slots} slots: ideal {ideal:.1f} s | pedl {wall:.1f} s ({wall / ideal:.2f}x)", flush=True)
+        if args.cli:
+            cli_wall, up_seconds = run_cli(work, slots)
+            print(
+                f"{slots} slots: ideal {ideal:.1f} s | pedl CLI, fresh cluster {cli_wall:.1f} s "
+                f"({cli_wall / ideal:.2f}x; `pedl cluster up` took {up_seconds:.1f} s before it)",
+                flush=True,
+            )
         if python is not None:
             modes = ((False, "new", "Ray new process"), (True, "reuse", "Ray reuse_actors"))
             for reuse, label in ((r, text) for r, mode, text in modes if mode in args.ray_modes):

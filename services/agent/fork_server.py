@@ -289,13 +289,16 @@ class ForkServer:
         view: dict[str, str] | None = None,
     ) -> ForkedProcess:
         if not self._serving:
-            # A run never waits for the imports it would pay for by spawning.
+            # A server already importing (warmed when the agent started) is waited for: it has a head
+            # start on the imports a spawned harness would pay from scratch, on the same cores. One
+            # not started yet starts for later runs; this one spawns rather than wait the whole import.
             if self._lock.locked():
-                raise ForkUnavailable("its fork server is still importing")
-            if not self.unusable and (not self.running or self._ready is None or not self._ready.done()):
+                await self.ready()
+            elif not self.unusable and (not self.running or self._ready is None or not self._ready.done()):
                 self._starting = asyncio.ensure_future(self._start_quietly())
                 raise ForkUnavailable("its fork server is starting")
-            await self.ready()
+            else:
+                await self.ready()
         different = startup_difference(self.env, env)
         if different:
             raise ForkUnavailable(

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NUMBER = r"[0-9][0-9,]*\.?[0-9]*"
 
 
-def smoke(script: str) -> str:
+def smoke(script: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke"],
+        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *args],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, f"{script} --smoke exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
@@ -30,6 +30,7 @@ def test_the_checkpoint_throughput_benchmark_runs_in_smoke_mode() -> None:
         assert re.search(rf"ratio pedl/boto3 +{direction} *: {NUMBER}  median {NUMBER}", out), out
         assert re.search(rf"ratio streamed/boto3 +{direction} *: {NUMBER}  median {NUMBER}", out), out
     assert re.search(rf"torch\.save \+ pedl upload \(S3\) +{NUMBER} s  \({NUMBER}x\)", out), out
+    assert re.search(rf"ratio pedl/boto3 +restore: {NUMBER}  median {NUMBER}", out), out
 
 
 def test_the_ddp_scaling_benchmark_runs_in_smoke_mode() -> None:
@@ -92,9 +93,12 @@ def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
 
 
 def test_the_short_trials_benchmark_runs_in_smoke_mode() -> None:
-    out = smoke("short_trials.py")
+    out = smoke("short_trials.py", "--cli")
     assert "== 4 trials x 2 steps of 4 batches" in out
     assert re.search(rf"^2 slots: ideal {NUMBER} s \| pedl {NUMBER} s \({NUMBER}x\)", out, re.M), out
+    # As a user runs it: `pedl cluster up`, then `pedl experiment create` to `pedl experiment wait`.
+    cli = rf"^2 slots: ideal {NUMBER} s \| pedl CLI, fresh cluster {NUMBER} s \({NUMBER}x; `pedl cluster up`"
+    assert re.search(cli, out, re.M), out
     # Ray Tune (its own environment, built by a full run) is left out of the smoke run, which says so.
     assert "Ray Tune: skipped (--smoke without --ray)" in out, out
     phases = ("slot held", "imports", "model definition loaded", "train step", "checkpoint upload", "exit")

@@ -2,8 +2,9 @@
 
 Like boto3's download_file: parallel ranged GETs of one part each, written in place. Unlike it, each
 file is also hashed (sha256, in order, as its parts arrive) for the caller to check against the
-record, and parts land in a few buffers reused for the whole download: on a small machine, fresh
-part-sized allocations cost more than the copying.
+record. The hash stays off the critical path: each part is written by the thread that fetched it,
+straight from the bytes urllib3 read (no copy into a buffer of ours), and twice as many parts as
+there are connections may be fetched ahead of the hash, so the GETs go on while it catches up.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 
 from pedl.checkpoints import presigned_http as http
 from pedl.checkpoints.errors import CheckpointError
+
+# Parts fetched ahead of the hash, per connection.
+AHEAD = 2
 
 
 class ShortObject(CheckpointError):
@@ -77,24 +81,21 @@ class UrlFetcher:
         """Writes each target's file and yields it, with the size and sha256 of what was written, in
         the order given. Raises TransferError or ShortObject; files already yielded stay written."""
         jobs = deque((t, start) for t in targets for start in range(0, max(t.size, 1), self.part_size))
-        largest = min(self.part_size, max((t.size for t in targets), default=0))
-        free = [bytearray(largest) for _ in range(min(self.concurrency, len(jobs)))]
         opened: dict[str, _OpenFile] = {}
-        window: deque[tuple[_OpenFile, Future[memoryview]]] = deque()
+        window: deque[tuple[_OpenFile, Future[bytes]]] = deque()
         try:
             while jobs or window:
-                while jobs and free:
+                while jobs and len(window) < AHEAD * self.concurrency:
                     target, start = jobs.popleft()
                     f = opened.get(target.path)
                     if f is None:
                         f = opened[target.path] = _OpenFile(target, _create(target))
-                    view = memoryview(free.pop())[: min(self.part_size, target.size - start)]
-                    window.append((f, self._pool.submit(self._get_part, f, start, view)))
+                    length = min(self.part_size, target.size - start)
+                    window.append((f, self._pool.submit(self._get_part, f, start, length)))
                 f, future = window.popleft()
-                view = future.result()
-                f.hasher.update(view)  # releases the GIL: the parts in flight keep arriving
-                f.size += len(view)
-                free.append(cast(bytearray, view.obj))  # the view is of one of `free`'s buffers
+                data = future.result()
+                f.hasher.update(data)  # releases the GIL: the parts in flight keep arriving
+                f.size += len(data)
                 if f.size == f.target.size:
                     os.close(f.fd)
                     del opened[f.target.path]
@@ -106,21 +107,22 @@ class UrlFetcher:
             for f in opened.values():
                 os.close(f.fd)
 
-    def _get_part(self, f: _OpenFile, start: int, view: memoryview) -> memoryview:
-        """One range of one file into `view`, then onto disk; any failure retries the whole range."""
-        if view:  # else an empty file: nothing to GET
-            what = f"fetching {http.where(f.target.url)}"
-            self._read_range(f.target, start, view, what)
-            written = 0
-            try:
-                while written < len(view):
-                    written += os.pwrite(f.fd, view[written:], start + written)
-            except OSError as e:
-                raise CheckpointError(f"writing {f.target.file} failed: {e}") from e
-        return view
+    def _get_part(self, f: _OpenFile, start: int, length: int) -> bytes:
+        """One range of one file, onto disk and returned; any failure retries the whole range."""
+        if not length:  # an empty file: nothing to GET
+            return b""
+        data = self._read_range(f.target, start, length, f"fetching {http.where(f.target.url)}")
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < length:
+                written += os.pwrite(f.fd, view[written:], start + written)
+        except OSError as e:
+            raise CheckpointError(f"writing {f.target.file} failed: {e}") from e
+        return data
 
-    def _read_range(self, target: Target, start: int, view: memoryview, what: str) -> None:
-        end = start + len(view) - 1
+    def _read_range(self, target: Target, start: int, length: int, what: str) -> bytes:
+        end = start + length - 1
         response = http.request(
             self._http, "GET", target.url, what, headers={"Range": f"bytes={start}-{end}"}
         )
@@ -128,12 +130,12 @@ class UrlFetcher:
             raise ShortObject(target.path, f"storage holds fewer than {end + 1} bytes")
         if response.status != 206 and not (response.status == 200 and start == 0):
             raise http.refused(response, what)
-        data = response.data
-        if len(data) < len(view):
+        data: bytes = response.data
+        if len(data) < length:
             raise ShortObject(target.path, f"storage answered {len(data)} bytes for bytes {start}-{end}")
-        if len(data) > len(view):
+        if len(data) > length:
             raise http.TransferError(f"{what}: {len(data)} bytes answered for bytes {start}-{end}")
-        view[:] = data
+        return data
 
 
 def _create(target: Target) -> int:

@@ -93,6 +93,29 @@ def test_runs_starting_together_are_all_forked(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_the_first_runs_on_a_new_agent_wait_for_its_fork_server_instead_of_spawning(tmp_path: Path) -> None:
+    """On a cluster just started the fork server is still importing torch when the first trials
+    come: they are forked once it is ready, not spawned to import torch all over again beside it."""
+
+    async def scenario() -> None:
+        servers, env, trials, sock = _servers(tmp_path, "none")
+        try:
+            await servers.warm("default")  # as the agent does when it starts
+            await asyncio.sleep(0.05)  # the warm-up has begun importing; far from done
+            trial = trials / "1-1"
+            (trial / "model").mkdir(parents=True)
+            proc = await asyncio.wait_for(
+                servers.fork("", {**env, "HOME": str(trial)}, trial / "model", trial, sock / "1-1.sock"), 300
+            )
+            assert proc is not None, "the run was spawned instead of waiting for the fork server"
+            await proc.stderr.read()
+            assert await proc.wait() == 2  # no PEDL_HARNESS_SOCKET: it says so and exits 2
+        finally:
+            await servers.close()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("isolation", MODES)
 def test_sigterm_to_a_forked_harness_group_ends_it(tmp_path: Path, isolation: str) -> None:
     async def scenario() -> None:
