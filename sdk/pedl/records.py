@@ -102,7 +102,9 @@ def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
     return {
         "id": experiment.id,
         "state": experiment_state(experiment.state),
+        "name": experiment.name,
         "description": experiment.description,
+        "notes": experiment.notes,
         "owner": experiment.owner,
         "labels": list(experiment.labels),
         "archived": experiment.archived,

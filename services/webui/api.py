@@ -151,6 +151,15 @@ def act(gateway: Gateway, token: str, exp_id: int, action: str) -> dict[str, Any
     return {"id": exp_id, "state": records.experiment_state(reply.experiment.state)}
 
 
+def set_notes(gateway: Gateway, token: str, exp_id: int, notes: Any) -> dict[str, Any]:
+    """Replaces the experiment's notes; the scheduler lets only its owner or an admin."""
+    if not isinstance(notes, str):
+        raise GatewayError(400, 'give "notes" as a string')
+    request = scheduler_pb2.PatchExperimentRequest(experiment_id=exp_id, notes=notes)
+    reply = gateway.call(token, "PatchExperiment", request)
+    return {"id": exp_id, "notes": reply.experiment.notes}
+
+
 def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
     agents = gateway.call(token, "ListAgents", scheduler_pb2.ListAgentsRequest()).agents
     live, page = [], ""

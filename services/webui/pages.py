@@ -215,6 +215,13 @@ async def act(request: Request) -> Response:
     return json_response(200, result)
 
 
+async def notes(request: Request) -> Response:
+    body = await json_body(request)
+    token, ident = _required_session(request), _target(request)[1]
+    result = await run_in_threadpool(api.set_notes, gateway_of(request), token, ident, body.get("notes"))
+    return json_response(200, result)
+
+
 async def metrics_events(request: Request) -> Response:
     token, (kind, ident) = _required_session(request), _target(request)
     metrics = (
@@ -327,6 +334,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/experiments", experiments, methods=["GET", "HEAD"]),
         Route("/api/cluster", cluster, methods=["GET", "HEAD"]),
         Route(f"/api/{{kind:str}}/{ident}", detail, methods=["GET", "HEAD"]),
+        Route(f"/api/experiments/{ident}/notes", notes, methods=["PUT"]),
         Route(f"/api/experiments/{ident}/{{action:str}}", act, methods=["POST"]),
         Route(f"/api/{{kind:str}}/{ident}/metrics", metrics_events, methods=["GET"]),
         Route(f"/api/trials/{ident}/logs", log_events, methods=["GET"]),

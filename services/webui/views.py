@@ -95,6 +95,7 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
         "plotted_hparams": [n for n in names if any(t["hparams"].get(n, MASK) != MASK for t in trials)],
         "rungs": rungs(trials, summary["searcher"], _length_batches(config)),
         "lineage": lineage(trials),
+        "lineage_title": lineage_title(summary["searcher"]),
     }
 
 
@@ -128,6 +129,15 @@ def lineage(trials: Sequence[dict[str, Any]]) -> list[dict[str, int]]:
     return [
         {"trial_id": t["id"], "parent_trial_id": t["parent_trial_id"]} for t in trials if t["parent_trial_id"]
     ]
+
+
+def lineage_title(searcher: str) -> str:
+    """What starting from another trial's checkpoint means under this searcher."""
+    if searcher == "pbt":
+        return "Started from another trial's checkpoint (PBT exploit)"
+    if searcher.startswith(("asha", "adaptive")):
+        return "Resumed from a stopped trial's checkpoint (ASHA promotion)"
+    return "Started from another trial's checkpoint"
 
 
 def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> dict[str, Any]:

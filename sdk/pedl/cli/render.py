@@ -102,6 +102,7 @@ def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
         (
             e.id,
             experiment_state(e.state),
+            e.name,
             e.description,
             e.num_trials,
             short_time(e.created_at),
@@ -110,7 +111,7 @@ def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
         )
         for e in sorted(experiments, key=lambda e: e.id)
     ]
-    return table(["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"], rows)
+    return table(["ID", "STATE", "NAME", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"], rows)
 
 
 def _best(trial: scheduler_pb2.Trial) -> str:

@@ -45,7 +45,8 @@
 
   function render() {
     document.title = "Experiment " + id + " · pedl";
-    $("title").textContent = "Experiment " + id;
+    $("title").textContent = "Experiment " + id + (detail.name ? " · " + detail.name : "");
+    if (document.activeElement !== $("notes")) $("notes").value = detail.notes || "";
     $("description").textContent = detail.description || "";
     stateBadge($("state"), detail.state);
     // Why the experiment failed: the scheduler names the first failing trial's cause.
@@ -77,7 +78,7 @@
       el("table", {}, el("tr", {}, el("th", { text: "Rung (batches)" }), el("th", { text: "Trials stopped there" })),
         detail.rungs.map((r) => el("tr", {}, el("td", { class: "num", text: fmt(r.batches) }),
           el("td", {}, r.stopped_trials.flatMap((t, i) => [i ? ", " : "", el("a", { href: "/trials/" + t, text: String(t) })])))))] : []));
-    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.searcher === "pbt" ? "Started from another trial's checkpoint (PBT)" : "Resumed from a stopped trial's checkpoint (ASHA promotion)" }),
+    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.lineage_title }),
       el("table", {}, el("tr", {}, el("th", { text: "Trial" }), el("th", { text: "Copied from" })),
         detail.lineage.map((l) => el("tr", {}, el("td", {}, el("a", { href: "/trials/" + l.trial_id, text: String(l.trial_id) })),
           el("td", {}, el("a", { href: "/trials/" + l.parent_trial_id, text: String(l.parent_trial_id) })))))] : []));
@@ -88,6 +89,18 @@
     detail = await api("/api/experiments/" + id);
     render();
   }
+
+  // Notes: kept by the scheduler; only the owner or an admin may change them (it says so otherwise).
+  $("save-notes").addEventListener("click", async () => {
+    $("notes-status").textContent = "";
+    try {
+      const result = await api(`/api/experiments/${id}/notes`, { method: "PUT", body: { notes: $("notes").value } });
+      $("notes").value = result.notes;
+      $("notes-status").textContent = "saved";
+    } catch (error) {
+      $("notes-status").textContent = error.message;
+    }
+  });
 
   for (const action of ["kill", "pause", "activate"]) {
     $(action).addEventListener("click", async () => {
