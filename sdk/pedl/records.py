@@ -312,3 +312,16 @@ def log_record(line: common_pb2.LogLine) -> dict[str, Any]:
         "system": is_system_line(line.source, line.message),
         "message": line.message.rstrip("\n"),
     }
+
+
+def flat_hparams(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested hyperparameters as dotted names (a column each in the trials table)."""
+    flat: dict[str, Any] = {}
+    for name, value in hparams.items():
+        if isinstance(value, dict):
+            flat.update(flat_hparams(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = (
+                value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+            )
+    return flat

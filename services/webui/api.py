@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from pedl import records
+from pedl.importance import ImportanceUnavailable
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import views
 from pedl_webui.gateway import Gateway, GatewayError
@@ -113,6 +114,14 @@ def experiments(
 def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
     response = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
     return views.experiment_detail(response)
+
+
+def importance(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
+    response = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+    try:
+        return views.importance_view(response)
+    except ImportanceUnavailable as e:
+        raise GatewayError(501, str(e)) from None
 
 
 def trial(gateway: Gateway, token: str, trial_id: int) -> dict[str, Any]:

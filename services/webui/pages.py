@@ -215,6 +215,11 @@ async def act(request: Request) -> Response:
     return json_response(200, result)
 
 
+async def importance(request: Request) -> Response:
+    token, ident = _required_session(request), _target(request)[1]
+    return json_response(200, await run_in_threadpool(api.importance, gateway_of(request), token, ident))
+
+
 async def notes(request: Request) -> Response:
     body = await json_body(request)
     token, ident = _required_session(request), _target(request)[1]
@@ -335,6 +340,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/cluster", cluster, methods=["GET", "HEAD"]),
         Route(f"/api/{{kind:str}}/{ident}", detail, methods=["GET", "HEAD"]),
         Route(f"/api/experiments/{ident}/notes", notes, methods=["PUT"]),
+        Route(f"/api/experiments/{ident}/importance", importance, methods=["GET", "HEAD"]),
         Route(f"/api/experiments/{ident}/{{action:str}}", act, methods=["POST"]),
         Route(f"/api/{{kind:str}}/{ident}/metrics", metrics_events, methods=["GET"]),
         Route(f"/api/trials/{ident}/logs", log_events, methods=["GET"]),

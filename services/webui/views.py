@@ -11,8 +11,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
-from pedl import records
+from pedl import importance, records
 from pedl.config.masking import MASK
+from pedl.records import flat_hparams
 from pedl.v1 import scheduler_pb2
 
 TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
@@ -99,17 +100,14 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
     }
 
 
-def flat_hparams(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested hyperparameters as dotted names (a column each in the trials table)."""
-    flat: dict[str, Any] = {}
-    for name, value in hparams.items():
-        if isinstance(value, dict):
-            flat.update(flat_hparams(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = (
-                value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
-            )
-    return flat
+def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
+    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA)."""
+    ranked = importance.experiment_importance(response.experiment, response.trials)
+    return {
+        "metric": response.experiment.searcher_metric,
+        "importance": [{"name": i.name, "importance": i.importance} for i in ranked],
+        "min_trials": importance.MIN_TRIALS,
+    }
 
 
 def rungs(trials: Sequence[dict[str, Any]], searcher: str, length: int | None) -> list[dict[str, Any]]:

@@ -43,6 +43,27 @@
     parallel.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, detail.smaller_is_better);
   }
 
+  // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
+  let importanceShape = "", importanceAsked = 0;
+  async function drawImportance() {
+    const shape = JSON.stringify(detail.trials.map((t) => t.best_validation_metric));
+    if (shape === importanceShape || Date.now() - importanceAsked < 10000) return;
+    importanceShape = shape; importanceAsked = Date.now();
+    const box = $("importance");
+    try {
+      const result = await api(`/api/experiments/${id}/importance`);
+      if (!result.importance.length) {
+        box.replaceChildren(el("p", { class: "muted", text: `Shown once ${result.min_trials} trials have a ${result.metric} value and a hyperparameter varies.` }));
+        return;
+      }
+      box.replaceChildren(el("table", { id: "importance-table" }, el("tr", {}, el("th", { text: "Hyperparameter" }), el("th", { text: "Importance" })),
+        result.importance.map((i) => el("tr", { "data-name": i.name }, el("td", { text: i.name }),
+          el("td", {}, el("span", { class: "bar" }, el("span", { style: `width:${Math.round(i.importance * 100)}%` })), " " + i.importance.toFixed(3))))));
+    } catch (error) {
+      box.replaceChildren(el("p", { class: "error", text: error.message }));
+    }
+  }
+
   function render() {
     document.title = "Experiment " + id + " · pedl";
     $("title").textContent = "Experiment " + id + (detail.name ? " · " + detail.name : "");
@@ -71,6 +92,7 @@
       picker.replaceChildren(...detail.plotted_hparams.map((n) => el("option", { value: n, text: n })));
     }
     drawHparams();
+    drawImportance();
 
     const decisions = detail.rungs.length || detail.lineage.length;
     $("searcher-section").hidden = !decisions;
