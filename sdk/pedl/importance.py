@@ -11,6 +11,7 @@ milliseconds for 1,000 trials, where fANOVA's random forest takes seconds.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,10 +78,20 @@ def importances(
         ]
     )
     evaluator = PedAnovaImportanceEvaluator(target_quantile=TARGET_QUANTILE)
-    raw = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=True)
+    with warnings.catch_warnings():  # "quantiles select the same trials" on small searches: equal shares
+        warnings.simplefilter("ignore")
+        raw = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=True)
     ranked = [Importance(name, float(value)) for name, value in raw.items()]
     ranked += [Importance(name, 0.0) for name in distributions if name not in raw]
     return sorted(ranked, key=lambda i: (-i.importance, i.name))
+
+
+def preload() -> None:
+    """Imports optuna ahead of the first question (a server's start), where it is installed."""
+    try:
+        import optuna.importance  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _number(value: Any) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pedl._metrics import from_struct
+from pedl.log_filter import log_fields
 from pedl.v1 import common_pb2, scheduler_pb2
 
 
@@ -303,7 +304,10 @@ def is_system_line(source: str, message: str) -> bool:
 
 
 def log_record(line: common_pb2.LogLine) -> dict[str, Any]:
+    level, rank = log_fields(line.message)
     return {
+        "level": level,
+        "rank": rank,
         "id": line.id,
         "trial_id": line.trial_id,
         "run_id": line.run_id,

@@ -150,6 +150,7 @@ def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> 
             "total_batches": c.total_batches,
             "state": records.checkpoint_state(c.state),
             "size": c.total_size or sum(f.size for f in c.files),
+            "files": [{"path": f.path, "size": f.size} for f in sorted(c.files, key=lambda f: f.path)],
             "validation": _json_safe(validations.get(c.total_batches)),
         }
         for c in sorted(response.checkpoints, key=lambda c: (c.total_batches, c.uuid))

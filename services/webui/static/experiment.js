@@ -13,7 +13,19 @@
   const parallel = new ParallelChart($("parallel"));
   let detail = null, caughtUp = false, drawnVersion = -1, trialsShape = "";
 
+  // Trials chosen to compare (2-10): their page's URL is the selection.
+  const selected = new Set();
+  function updateCompare() {
+    const ids = [...selected].sort((a, b) => a - b);
+    const link = $("compare-link");
+    link.href = `/experiments/${id}/compare?trials=${ids.join(",")}`;
+    link.hidden = ids.length < 2 || ids.length > 10;
+    $("compare-count").textContent = ids.length ? `${ids.length} selected` + (ids.length > 10 ? " (at most 10)" : "") : "";
+  }
   const fixedColumns = [
+    { key: "select", label: "Compare", get: (t) => (selected.has(t.id) ? 1 : 0), render: (t) => el("input", {
+      type: "checkbox", "aria-label": "compare trial " + t.id, "data-trial": String(t.id), checked: selected.has(t.id),
+      onchange: (e) => { if (e.target.checked) selected.add(t.id); else selected.delete(t.id); updateCompare(); } }) },
     { key: "id", label: "Trial", get: (t) => t.id, render: (t) => el("a", { href: "/trials/" + t.id, text: String(t.id) }) },
     { key: "state", label: "State", get: (t) => t.state },
     { key: "total_batches", label: "Batches", get: (t) => t.total_batches },
@@ -28,18 +40,19 @@
     drawnVersion = store.version;
     const preferred = detail && detail.searcher_metric ? "v:" + detail.searcher_metric : "t:loss";
     const key = fillMetricPicker($("metric"), store.keys(), preferred);
-    curves.draw(store, key, $("log-scale").checked);
+    curves.draw(store, key, $("log-scale").checked, null, Number($("smoothing").value));
     $("points").textContent = fmt(store.rows) + " rows from " + fmt(store.trials.size) + " trials";
   }
   $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redrawCurves(); });
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
-  $("hparam").addEventListener("change", () => drawHparams(true));
+  $("smoothing").addEventListener("input", () => { $("smoothing-value").textContent = Number($("smoothing").value).toFixed(2); drawnVersion = -1; redrawCurves(); });
+  for (const name of ["hparam", "log-x", "log-y"]) $(name).addEventListener("change", () => drawHparams(true));
 
   function drawHparams(force = false) {
     const shape = JSON.stringify(detail.trials.map((t) => [t.id, t.best_validation_metric])) + $("hparam").value;
     if (!force && shape === trialsShape) return;
     trialsShape = shape;
-    scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric);
+    scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric, $("log-x").checked, $("log-y").checked);
     parallel.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, detail.smaller_is_better);
   }
 
