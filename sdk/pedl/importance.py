@@ -86,14 +86,6 @@ def importances(
     return sorted(ranked, key=lambda i: (-i.importance, i.name))
 
 
-def preload() -> None:
-    """Imports optuna ahead of the first question (a server's start), where it is installed."""
-    try:
-        import optuna.importance  # noqa: F401
-    except ImportError:
-        pass
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

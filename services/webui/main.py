@@ -13,11 +13,10 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from pedl import _log, importance
+from pedl import _log
 from pedl_webui.app import build_app
 from pedl_webui.gateway import Gateway
 from pedl_webui.serve import Server
@@ -63,9 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = _log.configure_logging("webui", args.log_level)
     gateway = Gateway(args.master, tls_ca=args.tls_ca)
     app = build_app(gateway, secure_cookie=args.secure_cookie)
-    # optuna (hyperparameter importance) takes seconds to import: loaded aside at start, so the first
-    # experiment page that asks does not wait for it.
-    threading.Thread(target=importance.preload, name="preload-optuna", daemon=True).start()
     try:
         server = Server(
             app, args.host, args.port, log_level="debug" if args.log_level == "debug" else "warning"
