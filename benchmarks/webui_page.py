@@ -191,6 +191,22 @@ def main() -> None:
                   f"interactive in {median:.2f} s median of {args.repeat} "
                   f"(best {min(loads):.2f} s), target < 1 s, ratio {median / 1.0:.2f}")  # fmt: skip
 
+            # The views the experiment's answers live in, each from navigation to drawn: hyperparameter
+            # importance on the experiment page, and 10 trials compared side by side.
+            importance, compare = [], []
+            for _ in range(args.repeat):
+                context, page = open_page(browser, webui, cookie, exp_id)
+                page.wait_for_selector("#importance-table, #importance p", timeout=120_000)
+                importance.append(page.evaluate("performance.now()") / 1000)
+                page.goto(f"{webui}/experiments/{exp_id}/compare?trials={','.join(map(str, range(1, 11)))}")
+                page.wait_for_selector("body[data-ready]", timeout=120_000)
+                compare.append(page.evaluate("performance.now()") / 1000)
+                context.close()
+            for view, times in (("hyperparameter importance", importance), ("compare 10 trials", compare)):
+                median = statistics.median(times)
+                print(f"{view}, {args.trials} trials: shown in {median:.2f} s median of {args.repeat} "
+                      f"(best {min(times):.2f} s), target < 1 s, ratio {median / 1.0:.2f}")  # fmt: skip
+
             token = login(master, "admin", password).token
             procs.append(spawn(tmp, "agent", [
                 str(BIN / "pedl-agent"), "--master", master, "--agent-id", "bench", "--slots", "1",

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pedl._metrics import from_struct
+from pedl.log_filter import log_fields
 from pedl.v1 import common_pb2, scheduler_pb2
 
 
@@ -102,7 +103,9 @@ def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
     return {
         "id": experiment.id,
         "state": experiment_state(experiment.state),
+        "name": experiment.name,
         "description": experiment.description,
+        "notes": experiment.notes,
         "owner": experiment.owner,
         "labels": list(experiment.labels),
         "archived": experiment.archived,
@@ -301,7 +304,10 @@ def is_system_line(source: str, message: str) -> bool:
 
 
 def log_record(line: common_pb2.LogLine) -> dict[str, Any]:
+    level, rank = log_fields(line.message)
     return {
+        "level": level,
+        "rank": rank,
         "id": line.id,
         "trial_id": line.trial_id,
         "run_id": line.run_id,
@@ -310,3 +316,16 @@ def log_record(line: common_pb2.LogLine) -> dict[str, Any]:
         "system": is_system_line(line.source, line.message),
         "message": line.message.rstrip("\n"),
     }
+
+
+def flat_hparams(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested hyperparameters as dotted names (a column each in the trials table)."""
+    flat: dict[str, Any] = {}
+    for name, value in hparams.items():
+        if isinstance(value, dict):
+            flat.update(flat_hparams(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = (
+                value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+            )
+    return flat

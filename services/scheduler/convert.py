@@ -40,6 +40,7 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         labels=json.loads(row.get("labels_json") or "[]"),
         archived=bool(row.get("archived")),
         name=mask_text(str(config.get("name") or "")),
+        notes=row.get("notes") or "",
     )
 
 

@@ -9,6 +9,8 @@ ENDED = ("COMPLETED", "ERROR", "CANCELED")
 MAX_LABEL = 255
 MAX_DESCRIPTION = 4096
 MAX_NAME = 256
+# Notes are a page of text, not a document store: the web UI's request bodies stop at 64 KiB.
+MAX_NOTES = 32 * 1024
 
 
 class PatchError(ValueError):
@@ -28,6 +30,10 @@ def changes(
                 "(--max-description-length raises the limit)"
             )
         out["description"] = request.description
+    if request.HasField("notes"):
+        if len(request.notes) > MAX_NOTES:
+            raise PatchError(f"notes are longer than {MAX_NOTES} characters")
+        out["notes"] = request.notes
     if request.add_labels or request.remove_labels:
         labels = list(json.loads(row.get("labels_json") or "[]"))
         for label in request.add_labels:

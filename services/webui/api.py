@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from pedl import records
+from pedl.importance import ImportanceUnavailable
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import views
 from pedl_webui.gateway import Gateway, GatewayError
@@ -115,6 +116,14 @@ def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
     return views.experiment_detail(response)
 
 
+def importance(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
+    response = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+    try:
+        return views.importance_view(response)
+    except ImportanceUnavailable as e:
+        raise GatewayError(501, str(e)) from None
+
+
 def trial(gateway: Gateway, token: str, trial_id: int) -> dict[str, Any]:
     """The trial page's data without its steps (the curves stream them): the trial from a one-step
     page of GetTrial, its validations and checkpoints from a one-trial page of ListTrialDetails."""
@@ -149,6 +158,15 @@ def act(gateway: Gateway, token: str, exp_id: int, action: str) -> dict[str, Any
     method, request_type = ACTIONS[action]
     reply = gateway.call(token, method, request_type(experiment_id=exp_id))
     return {"id": exp_id, "state": records.experiment_state(reply.experiment.state)}
+
+
+def set_notes(gateway: Gateway, token: str, exp_id: int, notes: Any) -> dict[str, Any]:
+    """Replaces the experiment's notes; the scheduler lets only its owner or an admin."""
+    if not isinstance(notes, str):
+        raise GatewayError(400, 'give "notes" as a string')
+    request = scheduler_pb2.PatchExperimentRequest(experiment_id=exp_id, notes=notes)
+    reply = gateway.call(token, "PatchExperiment", request)
+    return {"id": exp_id, "notes": reply.experiment.notes}
 
 
 def cluster(gateway: Gateway, token: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from pedl.log_filter import LOG_LEVELS, log_matches
 from pedl.v1 import scheduler_pb2
 from pedl_webui import api, downloads
 from pedl_webui.gateway import Gateway, GatewayError, error_of
@@ -147,6 +148,18 @@ def detail_page(request: Request) -> Response:
     return page("experiment.html" if kind == "experiments" else "trial.html")
 
 
+def compare_page(request: Request) -> Response:
+    """Trials of one experiment side by side; which ones is the page's query (?trials=1,2)."""
+    path, ident = request.url.path, request.path_params["ident"]
+    token = session(request)
+    if token is None:
+        return redirect(f"/login?next={quote(path)}")
+    if not 0 < ident < 10**9:
+        raise GatewayError(404, f"no page at {path}")
+    api.exists(gateway_of(request), token, "experiments", ident)
+    return page("compare.html")
+
+
 def static(request: Request) -> Response:
     target = (STATIC / request.path_params["rel"]).resolve()
     if STATIC not in target.parents or not target.is_file() or target.suffix == ".html":
@@ -215,6 +228,18 @@ async def act(request: Request) -> Response:
     return json_response(200, result)
 
 
+async def importance(request: Request) -> Response:
+    token, ident = _required_session(request), _target(request)[1]
+    return json_response(200, await run_in_threadpool(api.importance, gateway_of(request), token, ident))
+
+
+async def notes(request: Request) -> Response:
+    body = await json_body(request)
+    token, ident = _required_session(request), _target(request)[1]
+    result = await run_in_threadpool(api.set_notes, gateway_of(request), token, ident, body.get("notes"))
+    return json_response(200, result)
+
+
 async def metrics_events(request: Request) -> Response:
     token, (kind, ident) = _required_session(request), _target(request)
     metrics = (
@@ -261,8 +286,17 @@ def _sse(item: Item) -> bytes:
 
 
 def log_file(request: Request) -> Response:
-    """The whole log as text (the page keeps only its newest lines), streamed as it is read."""
+    """The whole log as text (the page keeps only its newest lines), streamed as it is read; with
+    ?q=TEXT&level=LEVEL&rank=N only the lines the page's filter shows."""
     token, trial_id = _required_session(request), _target(request)[1]
+    params = request.query_params
+    rank = params.get("rank", "")
+    if rank and not rank.isdigit():
+        raise GatewayError(400, f"rank must be a whole number, not {rank[:20]!r}")
+    level = params.get("level", "").upper()
+    if level and level not in LOG_LEVELS:
+        raise GatewayError(400, f"level must be one of {', '.join(LOG_LEVELS)}")
+    criteria = (params.get("q", ""), level, int(rank) if rank else None)
     call = gateway_of(request).stream(
         token, "GetTrialLogs", scheduler_pb2.GetTrialLogsRequest(trial_id=trial_id, follow=False)
     )
@@ -274,9 +308,9 @@ def log_file(request: Request) -> Response:
     def body() -> Iterator[bytes]:
         try:
             if first is not None:
-                yield _lines(first)
+                yield _lines(first, *criteria)
             for message in call:
-                yield _lines(message)
+                yield _lines(message, *criteria)
         except grpc.RpcError:
             yield b"\n[the log was cut short: the scheduler stopped answering]\n"
         finally:
@@ -286,16 +320,25 @@ def log_file(request: Request) -> Response:
     return StreamingResponse(body(), media_type="text/plain; charset=utf-8", headers=disposition)
 
 
-def _lines(message: Any) -> bytes:
-    return "".join(line.message.rstrip("\n") + "\n" for line in message.lines).encode()
+def _lines(message: Any, text: str = "", level: str = "", rank: int | None = None) -> bytes:
+    return "".join(
+        line.message.rstrip("\n") + "\n"
+        for line in message.lines
+        if log_matches(line.message, text, level, rank)
+    ).encode()
 
 
 def checkpoint_download(request: Request) -> Response:
-    """The checkpoint as a .tar.gz, whole before any byte goes out, so failures stay errors."""
+    """The checkpoint as a .tar.gz (or, with ?file=PATH, that one file of it), whole before any
+    byte goes out, so failures stay errors."""
     token, uuid = _required_session(request), request.path_params["uuid"]
+    one = request.query_params.get("file", "")
     spool = tempfile.TemporaryFile()
     try:
-        downloads.write_tar(gateway_of(request), token, uuid, spool)
+        if one:
+            downloads.write_file(gateway_of(request), token, uuid, one, spool)
+        else:
+            downloads.write_tar(gateway_of(request), token, uuid, spool)
         spool.seek(0)
     except BaseException:
         spool.close()
@@ -306,6 +349,10 @@ def checkpoint_download(request: Request) -> Response:
             while chunk := spool.read(1 << 20):
                 yield chunk
 
+    if one:
+        name = quote(Path(one).name)
+        headers = {"Content-Disposition": f"attachment; filename*=UTF-8''{name}"}
+        return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
     headers = {"Content-Disposition": f'attachment; filename="{uuid}.tar.gz"'}
     return StreamingResponse(body(), media_type="application/gzip", headers=headers)
 
@@ -327,10 +374,13 @@ def routes() -> list[BaseRoute]:
         Route("/api/experiments", experiments, methods=["GET", "HEAD"]),
         Route("/api/cluster", cluster, methods=["GET", "HEAD"]),
         Route(f"/api/{{kind:str}}/{ident}", detail, methods=["GET", "HEAD"]),
+        Route(f"/api/experiments/{ident}/notes", notes, methods=["PUT"]),
+        Route(f"/api/experiments/{ident}/importance", importance, methods=["GET", "HEAD"]),
         Route(f"/api/experiments/{ident}/{{action:str}}", act, methods=["POST"]),
         Route(f"/api/{{kind:str}}/{ident}/metrics", metrics_events, methods=["GET"]),
         Route(f"/api/trials/{ident}/logs", log_events, methods=["GET"]),
         Route(f"/api/trials/{ident}/logs.txt", log_file, methods=["GET", "HEAD"]),
         Route("/api/checkpoints/{uuid:str}/download", checkpoint_download, methods=["GET", "HEAD"]),
+        Route(f"/experiments/{ident}/compare", compare_page, methods=["GET", "HEAD"]),
         Route("/{kind:str}/{ident:str}", detail_page, methods=["GET", "HEAD"]),
     ]

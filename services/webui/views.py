@@ -11,8 +11,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
-from pedl import records
+from pedl import importance, records
 from pedl.config.masking import MASK
+from pedl.records import flat_hparams
 from pedl.v1 import scheduler_pb2
 
 TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
@@ -95,20 +96,18 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
         "plotted_hparams": [n for n in names if any(t["hparams"].get(n, MASK) != MASK for t in trials)],
         "rungs": rungs(trials, summary["searcher"], _length_batches(config)),
         "lineage": lineage(trials),
+        "lineage_title": lineage_title(summary["searcher"]),
     }
 
 
-def flat_hparams(hparams: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested hyperparameters as dotted names (a column each in the trials table)."""
-    flat: dict[str, Any] = {}
-    for name, value in hparams.items():
-        if isinstance(value, dict):
-            flat.update(flat_hparams(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = (
-                value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
-            )
-    return flat
+def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
+    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA)."""
+    ranked = importance.experiment_importance(response.experiment, response.trials)
+    return {
+        "metric": response.experiment.searcher_metric,
+        "importance": [{"name": i.name, "importance": i.importance} for i in ranked],
+        "min_trials": importance.MIN_TRIALS,
+    }
 
 
 def rungs(trials: Sequence[dict[str, Any]], searcher: str, length: int | None) -> list[dict[str, Any]]:
@@ -130,6 +129,15 @@ def lineage(trials: Sequence[dict[str, Any]]) -> list[dict[str, int]]:
     ]
 
 
+def lineage_title(searcher: str) -> str:
+    """What starting from another trial's checkpoint means under this searcher."""
+    if searcher == "pbt":
+        return "Started from another trial's checkpoint (PBT exploit)"
+    if searcher.startswith(("asha", "adaptive")):
+        return "Resumed from a stopped trial's checkpoint (ASHA promotion)"
+    return "Started from another trial's checkpoint"
+
+
 def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> dict[str, Any]:
     """The trial page: its record, hyperparameters, checkpoints (with their validations)."""
     space = records.stored_config(config_yaml).get("hyperparameters")
@@ -142,6 +150,7 @@ def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> 
             "total_batches": c.total_batches,
             "state": records.checkpoint_state(c.state),
             "size": c.total_size or sum(f.size for f in c.files),
+            "files": [{"path": f.path, "size": f.size} for f in sorted(c.files, key=lambda f: f.path)],
             "validation": _json_safe(validations.get(c.total_batches)),
         }
         for c in sorted(response.checkpoints, key=lambda c: (c.total_batches, c.uuid))

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pedl import records
+from pedl import importance, records
 from pedl._metrics import from_struct
 from pedl.cli import output, render
 from pedl.cli.arguments import positive_int
@@ -30,6 +30,11 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     describe.add_argument("experiment_ids", type=id_list, metavar="ID[,ID...]")
     describe.add_argument(
         "--metrics", action="store_true", help="include every step's and validation's metrics"
+    )
+    describe.add_argument(
+        "--importance",
+        action="store_true",
+        help="rank the hyperparameters by importance to the searcher metric (PED-ANOVA)",
     )
     describe.add_argument(
         "--outdir", metavar="DIR", help="write experiments.csv, trials.csv (and workloads.csv)"
@@ -84,6 +89,7 @@ def describe_experiments(args: argparse.Namespace) -> int:
     # Only the form asked for is built: for 10,000 trials each costs about a second.
     structured = bool(args.outdir or getattr(args, "json", False) or getattr(args, "csv", False))
     described: list[dict[str, Any]] = []
+    ranked = {r.experiment.id: _importance(r) for r, _ in loaded} if args.importance else {}
     for response, details in loaded if structured else []:
         space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
         described.append(
@@ -91,6 +97,7 @@ def describe_experiments(args: argparse.Namespace) -> int:
                 "experiment": records.experiment_record(response.experiment),
                 "trials": [records.trial_detail_record(d, space, metrics=args.metrics) for d in details],
             }
+            | ({"importance": [vars(i) for i in ranked[response.experiment.id]]} if args.importance else {})
         )
     if args.outdir:
         _write_outdir(Path(args.outdir), described, args.metrics)
@@ -104,7 +111,11 @@ def describe_experiments(args: argparse.Namespace) -> int:
     text = (
         ""
         if structured
-        else "\n\n".join(render.describe_experiment(r, d, steps=args.metrics) for r, d in loaded)
+        else "\n\n".join(
+            render.describe_experiment(r, d, steps=args.metrics)
+            + (render.importance_table(ranked[r.experiment.id]) if args.importance else "")
+            for r, d in loaded
+        )
     )
     output.emit(
         args,
@@ -113,6 +124,13 @@ def describe_experiments(args: argparse.Namespace) -> int:
         csv_rows=trial_rows,
     )
     return 0
+
+
+def _importance(response: scheduler_pb2.GetExperimentResponse) -> list[importance.Importance]:
+    try:
+        return importance.experiment_importance(response.experiment, response.trials)
+    except importance.ImportanceUnavailable as e:
+        raise CliError(str(e), EXIT_BAD_INPUT) from None
 
 
 def _write_outdir(outdir: Path, described: list[dict[str, Any]], metrics: bool) -> None:

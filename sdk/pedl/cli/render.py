@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pedl._metrics import from_struct
+from pedl.importance import Importance
 from pedl.records import checkpoint_state, early_exit_reason, experiment_state, trial_state
 from pedl.v1 import common_pb2, scheduler_pb2
 
@@ -102,6 +103,7 @@ def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
         (
             e.id,
             experiment_state(e.state),
+            e.name,
             e.description,
             e.num_trials,
             short_time(e.created_at),
@@ -110,7 +112,7 @@ def experiments_table(experiments: Iterable[scheduler_pb2.Experiment]) -> str:
         )
         for e in sorted(experiments, key=lambda e: e.id)
     ]
-    return table(["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"], rows)
+    return table(["ID", "STATE", "NAME", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"], rows)
 
 
 def _best(trial: scheduler_pb2.Trial) -> str:
@@ -384,6 +386,16 @@ def describe_experiment(
         parts.append("Waiting:\n" + "\n".join(waiting))
     parts.extend(trial_details(d, heading=True, steps=steps) for d in details)
     return "\n\n".join(parts)
+
+
+def importance_table(ranked: Sequence[Importance]) -> str:
+    """`describe --importance`: the hyperparameters, most important first, after the experiment."""
+    if not ranked:
+        return "\n\nImportance: none yet (needs validated trials and a hyperparameter that varies)"
+    rows = [(i.name, f"{i.importance:.3f}") for i in ranked]
+    return "\n\nImportance (PED-ANOVA, of the searcher metric):\n" + table(
+        ["HYPERPARAMETER", "IMPORTANCE"], rows
+    )
 
 
 def experiment_checkpoints_table(details: Iterable[scheduler_pb2.GetTrialResponse], metric: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from pedl import records
+from pedl import importance, records
 from pedl.experimental import metrics as _metrics
 from pedl.experimental._session import DEFAULT_MASTER, ClientError, Session, resolve_master
 from pedl.experimental.checkpoint import (
@@ -116,6 +116,17 @@ class ExperimentClient:
     @property
     def end_time(self) -> str | None:
         return self._get().experiment.ended_at or None
+
+    @property
+    def notes(self) -> str:
+        return self._get().experiment.notes
+
+    def importance(self) -> dict[str, float]:
+        """Each hyperparameter's importance to the searcher metric (PED-ANOVA, summing to 1), most
+        important first; empty before enough trials have validated (pedl.importance)."""
+        response = self._get()
+        ranked = importance.experiment_importance(response.experiment, response.trials)
+        return {i.name: i.importance for i in ranked}
 
     def reload(self) -> None:
         """Properties are read afresh on every access; this only checks the experiment still exists."""

@@ -60,6 +60,7 @@ class Experiment(google.protobuf.message.Message):
     LABELS_FIELD_NUMBER: builtins.int
     ARCHIVED_FIELD_NUMBER: builtins.int
     NAME_FIELD_NUMBER: builtins.int
+    NOTES_FIELD_NUMBER: builtins.int
     id: builtins.int
     state: pedl.v1.common_pb2.ExperimentState.ValueType
     config_yaml: builtins.str
@@ -79,6 +80,8 @@ class Experiment(google.protobuf.message.Message):
     """Archived experiments are left out of `det e list` unless --all."""
     name: builtins.str
     """The config's name (empty when it has none)."""
+    notes: builtins.str
+    """Free text its owner (or an admin) keeps on the experiment (PatchExperiment notes); "" for none."""
     @property
     def config(self) -> google.protobuf.struct_pb2.Struct:
         """The validated config with defaults filled in."""
@@ -104,9 +107,10 @@ class Experiment(google.protobuf.message.Message):
         labels: collections.abc.Iterable[builtins.str] | None = ...,
         archived: builtins.bool = ...,
         name: builtins.str = ...,
+        notes: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["config", b"config"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "name", b"name", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "name", b"name", "notes", b"notes", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
 
 global___Experiment = Experiment
 
@@ -872,6 +876,7 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     GC_POLICY_FIELD_NUMBER: builtins.int
     DRY_RUN_FIELD_NUMBER: builtins.int
     NAME_FIELD_NUMBER: builtins.int
+    NOTES_FIELD_NUMBER: builtins.int
     experiment_id: builtins.int
     description: builtins.str
     """Replaces the config's description when set."""
@@ -887,6 +892,8 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     """Check the request and report what it would delete, changing nothing."""
     name: builtins.str
     """Replaces the config's name (`det e set name`)."""
+    notes: builtins.str
+    """Replaces the experiment's notes ("" clears them)."""
     @property
     def add_labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     @property
@@ -909,9 +916,10 @@ class PatchExperimentRequest(google.protobuf.message.Message):
         gc_policy: global___CheckpointGcPolicy | None = ...,
         dry_run: builtins.bool = ...,
         name: builtins.str | None = ...,
+        notes: builtins.str | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_priority", b"_priority", "_weight", b"_weight", "archived", b"archived", "description", b"description", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "priority", b"priority", "weight", b"weight"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_priority", b"_priority", "_weight", b"_weight", "add_labels", b"add_labels", "archived", b"archived", "description", b"description", "dry_run", b"dry_run", "experiment_id", b"experiment_id", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "priority", b"priority", "remove_labels", b"remove_labels", "weight", b"weight"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_notes", b"_notes", "_priority", b"_priority", "_weight", b"_weight", "archived", b"archived", "description", b"description", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "notes", b"notes", "priority", b"priority", "weight", b"weight"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_archived", b"_archived", "_description", b"_description", "_gc_policy", b"_gc_policy", "_max_slots", b"_max_slots", "_name", b"_name", "_notes", b"_notes", "_priority", b"_priority", "_weight", b"_weight", "add_labels", b"add_labels", "archived", b"archived", "description", b"description", "dry_run", b"dry_run", "experiment_id", b"experiment_id", "gc_policy", b"gc_policy", "max_slots", b"max_slots", "name", b"name", "notes", b"notes", "priority", b"priority", "remove_labels", b"remove_labels", "weight", b"weight"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_archived", b"_archived"]) -> typing.Literal["archived"] | None: ...
     @typing.overload
@@ -922,6 +930,8 @@ class PatchExperimentRequest(google.protobuf.message.Message):
     def WhichOneof(self, oneof_group: typing.Literal["_max_slots", b"_max_slots"]) -> typing.Literal["max_slots"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_name", b"_name"]) -> typing.Literal["name"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_notes", b"_notes"]) -> typing.Literal["notes"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_priority", b"_priority"]) -> typing.Literal["priority"] | None: ...
     @typing.overload

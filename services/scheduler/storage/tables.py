@@ -60,6 +60,8 @@ experiments = Table(
     # The checkpoint every trial starts from (searcher.source_checkpoint_uuid / source_trial_id,
     # resolved at create); "" for none.
     Column("warm_start_checkpoint_uuid", Text, nullable=False, server_default=""),
+    # Free text its owner or an admin keeps on the experiment (PatchExperiment notes).
+    Column("notes", Text, nullable=False, server_default=""),
     sqlite_autoincrement=True,
 )
 

@@ -132,7 +132,7 @@ async def delete(request: Request) -> JSONResponse:
 
 
 async def patch(request: Request) -> JSONResponse:
-    """description and labels (pedl's); name and notes are not stored by pedl: refused by name."""
+    """description, labels and notes; the name lives in the config (refused unless unchanged)."""
     fields = await body(
         request,
         {
@@ -147,13 +147,13 @@ async def patch(request: Request) -> JSONResponse:
     )
     c, exp_id = caller(request), path_id(request, "experimentId")
     current = (await run_in_threadpool(_experiment, c, exp_id)).experiment
-    if fields.get("notes"):
-        raise GatewayError(400, "pedl does not store an experiment's notes; patch description or labels")
     if fields.get("name") not in (None, experiment_json(current)["name"]):
         raise GatewayError(400, "pedl names an experiment in its config (name:); patch description or labels")
     message = scheduler_pb2.PatchExperimentRequest(experiment_id=exp_id)
     if fields.get("description") is not None:
         message.description = fields["description"]
+    if fields.get("notes") is not None:
+        message.notes = fields["notes"]
     resources = fields.get("resources") or {}
     for key in resources:
         if key not in ("maxSlots", "weight", "priority"):

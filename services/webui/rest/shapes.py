@@ -75,7 +75,7 @@ def experiment_json(
         "resourcePool": str((config.get("resources") or {}).get("resource_pool") or "default"),
         "searcherType": str(searcher.get("name", "")),
         "searcherMetric": exp.searcher_metric,
-        "notes": "",
+        "notes": exp.notes,
         "jobId": f"experiment-{exp.id}",
         "forkedFrom": None,
         "progress": None,

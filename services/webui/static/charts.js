@@ -55,13 +55,14 @@ function chartWidth(container) {
 // Learning curves of many trials overlaid: x = batches trained, one line per trial.
 class CurvesChart {
   constructor(container) { this.container = container; this.plot = null; this.shape = ""; }
-  draw(store, key, logScale, onlyTrials = null) {
+  // smoothing: the weight of the running average (0 = raw points), as TensorBoard's slider.
+  draw(store, key, logScale, onlyTrials = null, smoothing = 0) {
     if (!key) return;
     const ids = [...store.trials.keys()].filter((id) => !onlyTrials || onlyTrials.has(id)).sort((a, b) => a - b);
     const tables = [], shown = [];
     for (const id of ids) {
       const xy = store.xy(id, key, logScale);
-      if (xy[0].length) { tables.push(xy); shown.push(id); }
+      if (xy[0].length) { tables.push(smoothing > 0 ? [xy[0], smooth(xy[1], smoothing)] : xy); shown.push(id); }
     }
     if (!tables.length) {
       this.destroy();
@@ -92,6 +93,17 @@ class CurvesChart {
   destroy() { if (this.plot) { this.plot.destroy(); this.plot = null; } }
 }
 
+// An exponential moving average, debiased as TensorBoard's (the first points are not pulled to 0);
+// gaps (null) stay gaps.
+function smooth(values, weight) {
+  let last = 0, n = 0;
+  return values.map((v) => {
+    if (typeof v !== "number" || !isFinite(v)) return v;
+    last = last * weight + (1 - weight) * v; n += 1;
+    return last / (1 - Math.pow(weight, n));
+  });
+}
+
 function hparamAxis(trials, name) {
   // Numbers stay numbers; anything else is placed by its category's index.
   const values = trials.map((t) => t.hparams[name]);
@@ -103,7 +115,8 @@ function hparamAxis(trials, name) {
 // The searcher metric against one hyperparameter: a point per trial.
 class ScatterChart {
   constructor(container) { this.container = container; this.plot = null; }
-  draw(trials, hparam, metricName) {
+  // logX / logY: log scales where every value on that axis is positive (numbers only).
+  draw(trials, hparam, metricName, logX = false, logY = false) {
     if (this.plot) { this.plot.destroy(); this.plot = null; }
     const rows = trials.filter((t) => typeof t.best_validation_metric === "number" && hparam in t.hparams);
     if (!rows.length || !hparam) {
@@ -117,7 +130,10 @@ class ScatterChart {
     if (axis.categories) xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? axis.categories[v] ?? "" : ""));
     this.plot = new uPlot({
       width: chartWidth(this.container), height: 340,
-      scales: { x: { time: false, ...(axis.categories ? { range: [-0.5, axis.categories.length - 0.5] } : {}) } },
+      scales: {
+        x: { time: false, ...(axis.categories ? { range: [-0.5, axis.categories.length - 0.5] } : { distr: logX && pairs.every((p) => p[0] > 0) ? 3 : 1 }) },
+        y: { distr: logY && pairs.every((p) => p[1] > 0) ? 3 : 1 },
+      },
       axes: [xAxis, { label: metricName, size: 70 }],
       legend: { show: false },
       series: [{ label: hparam }, {
@@ -128,8 +144,9 @@ class ScatterChart {
   }
 }
 
-// Parallel coordinates: an axis per hyperparameter and the metric (each scaled to 0..1), a line
-// per trial, coloured from best (blue) to worst (red).
+// Parallel coordinates: an axis per hyperparameter and the metric, each drawn between its real
+// lowest and highest value (categories at their places), a line per trial, coloured by its metric
+// from best (blue) to worst (red).
 class ParallelChart {
   constructor(container) { this.container = container; this.plot = null; }
   draw(trials, names, metricName, smallerIsBetter) {
@@ -139,13 +156,19 @@ class ParallelChart {
       this.container.replaceChildren(pedl.el("p", { class: "muted", text: "No validated trials yet." }));
       return;
     }
-    const axes = names.map((n) => hparamAxis(rows, n).values).concat([rows.map((t) => t.best_validation_metric)]);
+    const hp = names.map((n) => hparamAxis(rows, n));
+    const axes = hp.map((a) => a.values).concat([rows.map((t) => t.best_validation_metric)]);
     const labels = names.concat([metricName]);
-    const scaled = axes.map((values) => {
+    const ticks = [];  // per axis: [[scaled position, text], ...]
+    const scaled = axes.map((values, a) => {
       const finite = values.filter((v) => typeof v === "number" && isFinite(v));
       const lo = Math.min(...finite), hi = Math.max(...finite);
-      return values.map((v) => (typeof v !== "number" ? null : hi > lo ? (v - lo) / (hi - lo) : 0.5));
+      const at = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+      const categories = a < hp.length ? hp[a].categories : null;
+      ticks.push(categories ? categories.map((c, i) => [at(i), c]) : hi > lo ? [[0, pedl.fmt(lo)], [1, pedl.fmt(hi)]] : [[0.5, pedl.fmt(lo)]]);
+      return values.map((v) => (typeof v !== "number" ? null : at(v)));
     });
+    this.container.dataset.axes = JSON.stringify(labels.map((name, a) => ({ name, ticks: ticks[a].map((t) => t[1]) })));
     const metric = scaled[scaled.length - 1];
     const xs = labels.map((_, i) => i);
     const series = [{ label: "axis" }], data = [xs];
@@ -159,9 +182,20 @@ class ParallelChart {
       width: chartWidth(this.container), height: 340,
       scales: { x: { time: false, range: [-0.2, labels.length - 0.8] }, y: { range: [0, 1] } },
       axes: [{ values: (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? labels[v] ?? "" : "")), incrs: [1] },
-             { label: "scaled 0..1", size: 50 }],
+             { show: false }],
       legend: { show: false },
       series,
+      hooks: { draw: [(u) => {  // each axis's real values beside it
+        const ctx = u.ctx;
+        ctx.save();
+        ctx.fillStyle = "#111"; ctx.strokeStyle = "#9ca3af"; ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
+        ticks.forEach((axisTicks, a) => {
+          const x = u.valToPos(a, "x", true);
+          ctx.beginPath(); ctx.moveTo(x, u.valToPos(0, "y", true)); ctx.lineTo(x, u.valToPos(1, "y", true)); ctx.stroke();
+          for (const [pos, text] of axisTicks) ctx.fillText(text, x + 3, u.valToPos(pos, "y", true) + (pos === 0 ? -3 : pos === 1 ? 11 : 4));
+        });
+        ctx.restore();
+      }] },
     }, data, this.container);
   }
 }

@@ -13,7 +13,19 @@
   const parallel = new ParallelChart($("parallel"));
   let detail = null, caughtUp = false, drawnVersion = -1, trialsShape = "";
 
+  // Trials chosen to compare (2-10): their page's URL is the selection.
+  const selected = new Set();
+  function updateCompare() {
+    const ids = [...selected].sort((a, b) => a - b);
+    const link = $("compare-link");
+    link.href = `/experiments/${id}/compare?trials=${ids.join(",")}`;
+    link.hidden = ids.length < 2 || ids.length > 10;
+    $("compare-count").textContent = ids.length ? `${ids.length} selected` + (ids.length > 10 ? " (at most 10)" : "") : "";
+  }
   const fixedColumns = [
+    { key: "select", label: "Compare", get: (t) => (selected.has(t.id) ? 1 : 0), render: (t) => el("input", {
+      type: "checkbox", "aria-label": "compare trial " + t.id, "data-trial": String(t.id), checked: selected.has(t.id),
+      onchange: (e) => { if (e.target.checked) selected.add(t.id); else selected.delete(t.id); updateCompare(); } }) },
     { key: "id", label: "Trial", get: (t) => t.id, render: (t) => el("a", { href: "/trials/" + t.id, text: String(t.id) }) },
     { key: "state", label: "State", get: (t) => t.state },
     { key: "total_batches", label: "Batches", get: (t) => t.total_batches },
@@ -28,24 +40,47 @@
     drawnVersion = store.version;
     const preferred = detail && detail.searcher_metric ? "v:" + detail.searcher_metric : "t:loss";
     const key = fillMetricPicker($("metric"), store.keys(), preferred);
-    curves.draw(store, key, $("log-scale").checked);
+    curves.draw(store, key, $("log-scale").checked, null, Number($("smoothing").value));
     $("points").textContent = fmt(store.rows) + " rows from " + fmt(store.trials.size) + " trials";
   }
   $("metric").addEventListener("change", () => { $("metric").dataset.userPicked = "1"; drawnVersion = -1; redrawCurves(); });
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
-  $("hparam").addEventListener("change", () => drawHparams(true));
+  $("smoothing").addEventListener("input", () => { $("smoothing-value").textContent = Number($("smoothing").value).toFixed(2); drawnVersion = -1; redrawCurves(); });
+  for (const name of ["hparam", "log-x", "log-y"]) $(name).addEventListener("change", () => drawHparams(true));
 
   function drawHparams(force = false) {
     const shape = JSON.stringify(detail.trials.map((t) => [t.id, t.best_validation_metric])) + $("hparam").value;
     if (!force && shape === trialsShape) return;
     trialsShape = shape;
-    scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric);
+    scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric, $("log-x").checked, $("log-y").checked);
     parallel.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, detail.smaller_is_better);
+  }
+
+  // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
+  let importanceShape = "", importanceAsked = 0;
+  async function drawImportance() {
+    const shape = JSON.stringify(detail.trials.map((t) => t.best_validation_metric));
+    if (shape === importanceShape || Date.now() - importanceAsked < 10000) return;
+    importanceShape = shape; importanceAsked = Date.now();
+    const box = $("importance");
+    try {
+      const result = await api(`/api/experiments/${id}/importance`);
+      if (!result.importance.length) {
+        box.replaceChildren(el("p", { class: "muted", text: `Shown once ${result.min_trials} trials have a ${result.metric} value and a hyperparameter varies.` }));
+        return;
+      }
+      box.replaceChildren(el("table", { id: "importance-table" }, el("tr", {}, el("th", { text: "Hyperparameter" }), el("th", { text: "Importance" })),
+        result.importance.map((i) => el("tr", { "data-name": i.name }, el("td", { text: i.name }),
+          el("td", {}, el("span", { class: "bar" }, el("span", { style: `width:${Math.round(i.importance * 100)}%` })), " " + i.importance.toFixed(3))))));
+    } catch (error) {
+      box.replaceChildren(el("p", { class: "error", text: error.message }));
+    }
   }
 
   function render() {
     document.title = "Experiment " + id + " · pedl";
-    $("title").textContent = "Experiment " + id;
+    $("title").textContent = "Experiment " + id + (detail.name ? " · " + detail.name : "");
+    if (document.activeElement !== $("notes")) $("notes").value = detail.notes || "";
     $("description").textContent = detail.description || "";
     stateBadge($("state"), detail.state);
     // Why the experiment failed: the scheduler names the first failing trial's cause.
@@ -70,6 +105,7 @@
       picker.replaceChildren(...detail.plotted_hparams.map((n) => el("option", { value: n, text: n })));
     }
     drawHparams();
+    drawImportance();
 
     const decisions = detail.rungs.length || detail.lineage.length;
     $("searcher-section").hidden = !decisions;
@@ -77,7 +113,7 @@
       el("table", {}, el("tr", {}, el("th", { text: "Rung (batches)" }), el("th", { text: "Trials stopped there" })),
         detail.rungs.map((r) => el("tr", {}, el("td", { class: "num", text: fmt(r.batches) }),
           el("td", {}, r.stopped_trials.flatMap((t, i) => [i ? ", " : "", el("a", { href: "/trials/" + t, text: String(t) })])))))] : []));
-    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.searcher === "pbt" ? "Started from another trial's checkpoint (PBT)" : "Resumed from a stopped trial's checkpoint (ASHA promotion)" }),
+    $("lineage").replaceChildren(...(detail.lineage.length ? [el("h3", { text: detail.lineage_title }),
       el("table", {}, el("tr", {}, el("th", { text: "Trial" }), el("th", { text: "Copied from" })),
         detail.lineage.map((l) => el("tr", {}, el("td", {}, el("a", { href: "/trials/" + l.trial_id, text: String(l.trial_id) })),
           el("td", {}, el("a", { href: "/trials/" + l.parent_trial_id, text: String(l.parent_trial_id) })))))] : []));
@@ -88,6 +124,18 @@
     detail = await api("/api/experiments/" + id);
     render();
   }
+
+  // Notes: kept by the scheduler; only the owner or an admin may change them (it says so otherwise).
+  $("save-notes").addEventListener("click", async () => {
+    $("notes-status").textContent = "";
+    try {
+      const result = await api(`/api/experiments/${id}/notes`, { method: "PUT", body: { notes: $("notes").value } });
+      $("notes").value = result.notes;
+      $("notes-status").textContent = "saved";
+    } catch (error) {
+      $("notes-status").textContent = error.message;
+    }
+  });
 
   for (const action of ["kill", "pause", "activate"]) {
     $(action).addEventListener("click", async () => {

@@ -11,8 +11,11 @@
   let tokens = [""], index = 0, nextToken = "", rows = [], generation = 0;
   const columns = [
     { key: "id", label: "ID", get: (e) => e.id, render: (e) => el("a", { href: "/experiments/" + e.id, text: String(e.id) }) },
+    { key: "name", label: "Name", get: (e) => e.name },
     { key: "description", label: "Description", get: (e) => e.description },
-    { key: "state", label: "State", get: (e) => e.state, render: (e) => el("span", { class: "state " + e.state, text: e.state }) },
+    // A failed experiment's row says why (the first failing trial's cause), in full on hover.
+    { key: "state", label: "State", get: (e) => e.state, render: (e) => el("span", {}, el("span", { class: "state " + e.state, text: e.state }),
+      e.error ? el("span", { class: "error row-error", title: e.error, text: " " + e.error.slice(0, 80) + (e.error.length > 80 ? "…" : "") }) : "") },
     { key: "progress", label: "Progress", get: (e) => e.progress, render: (e) => e.progress === null ? "" :
       el("span", {}, el("span", { class: "bar" }, el("span", { style: `width:${Math.round(e.progress * 100)}%` })), " " + Math.round(e.progress * 100) + "%") },
     { key: "best", label: "Best metric", get: (e) => e.best_metric, render: (e) => e.best_metric === null ? "" : fmt(e.best_metric) + " " + e.searcher_metric },

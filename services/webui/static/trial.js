@@ -30,6 +30,12 @@
     { key: "validation", label: "Validation", get: (c) => c.validation ? Object.entries(c.validation).map(([k, v]) => k + "=" + fmt(v)).join(", ") : "" },
     { key: "download", label: "Download", get: (c) => c.state, render: (c) => c.state === "COMPLETED" ?
       el("a", { href: `/api/checkpoints/${encodeURIComponent(c.uuid)}/download`, text: "tar.gz" }) : "" },
+    // Its files with their sizes, each downloadable alone (a <details>, so the table stays short).
+    { key: "files", label: "Files", get: (c) => c.files.length, render: (c) => el("details", { class: "checkpoint-files" },
+      el("summary", { text: c.files.length + " files" }),
+      el("table", {}, c.files.map((f) => el("tr", {},
+        el("td", {}, c.state === "COMPLETED" ? el("a", { href: `/api/checkpoints/${encodeURIComponent(c.uuid)}/download?file=${encodeURIComponent(f.path)}`, text: f.path }) : f.path),
+        el("td", { class: "num", text: fmt(f.size) + " B" }))))) },
   ], { sortKey: "batches", pageSize: 20 });
 
   function keyValueTable(entries) {
@@ -63,7 +69,11 @@
   function appendLines(pre, lines) {
     if (!lines.length) return;
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    for (const line of lines) pre.append(el("span", { class: "line" }, line + "\n")); // text, never HTML
+    for (const line of lines) {  // text, never HTML; the filter hides what it does not match
+      const span = el("span", { class: "line", "data-level": line.level || "", "data-rank": line.rank ?? "" }, line.message + "\n");
+      span.hidden = !matches(line.message, span.dataset.level, span.dataset.rank);
+      pre.append(span);
+    }
     const extra = pre.childElementCount - MAX_LOG_LINES;
     for (let i = 0; i < extra; i++) pre.firstElementChild.remove();
     if (extra > 0) {
@@ -72,6 +82,28 @@
     }
     if (atBottom) pre.scrollTop = pre.scrollHeight;
   }
+
+  // The log filter: text (any case), level and above, rank; the download link takes the same filter.
+  const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
+  function matches(message, level, rank) {
+    const text = $("log-search").value.toLowerCase(), minLevel = $("log-level").value, wantRank = $("log-rank").value;
+    if (text && !message.toLowerCase().includes(text)) return false;
+    if (wantRank !== "" && rank !== wantRank) return false;
+    if (minLevel && LEVELS.indexOf(level) < LEVELS.indexOf(minLevel)) return false;
+    return true;
+  }
+  function applyFilter() {
+    for (const span of document.querySelectorAll("pre.logs > span.line")) {
+      span.hidden = !matches(span.textContent.replace(/\n$/, ""), span.dataset.level, span.dataset.rank);
+    }
+    const params = new URLSearchParams();
+    if ($("log-search").value) params.set("q", $("log-search").value);
+    if ($("log-level").value) params.set("level", $("log-level").value);
+    if ($("log-rank").value !== "") params.set("rank", $("log-rank").value);
+    $("log-file").href = `/api/trials/${id}/logs.txt` + (params.size ? "?" + params : "");
+    $("log-file").textContent = params.size ? "Download the matching lines" : "Download the whole log";
+  }
+  for (const name of ["log-search", "log-level", "log-rank"]) $(name).addEventListener("input", applyFilter);
 
   async function refresh() { detail = await api("/api/trials/" + id); render(); }
   await refresh();
@@ -87,7 +119,7 @@
   follow(`/api/trials/${id}/logs?tail=${2 * MAX_LOG_LINES}`, {
     onData: (event) => {
       const user = [], system = [];
-      for (const line of event.lines) (line.system ? system : user).push(line.message);
+      for (const line of event.lines) (line.system ? system : user).push(line);
       appendLines($("user-logs"), user);
       appendLines($("system-logs"), system);
     },

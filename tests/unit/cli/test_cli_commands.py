@@ -40,7 +40,7 @@ def run(script: Script, *argv: str) -> int:
 def test_experiment_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(Script(experiments=[_experiment()]), "experiment", "list") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"]
+    assert lines[0].split() == ["ID", "STATE", "NAME", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"]
     assert lines[2].split() == ["7", "COMPLETED", "mnist", "1"]
 
 

@@ -48,7 +48,8 @@ def test_table_aligns_columns() -> None:
 def test_experiments_table() -> None:
     experiments = [
         scheduler_pb2.Experiment(
-            id=2, state=common_pb2.EXPERIMENT_STATE_ACTIVE, description="mnist", num_trials=4,
+            id=2, state=common_pb2.EXPERIMENT_STATE_ACTIVE, name="mnist-asha", description="mnist",
+            num_trials=4,
             created_at="2024-05-01T12:00:03Z",
         ),
         scheduler_pb2.Experiment(
@@ -56,10 +57,10 @@ def test_experiments_table() -> None:
         ),
     ]  # fmt: skip
     lines = render.experiments_table(experiments).splitlines()
-    assert lines[0].split() == ["ID", "STATE", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"]
+    assert lines[0].split() == ["ID", "STATE", "NAME", "DESCRIPTION", "TRIALS", "CREATED", "ENDED", "OWNER"]
     assert lines[2].startswith("1   COMPLETED")
     assert lines[2].endswith("2024-05-02 00:00:00")
-    assert lines[3].split()[:4] == ["2", "ACTIVE", "mnist", "4"]
+    assert lines[3].split()[:5] == ["2", "ACTIVE", "mnist-asha", "mnist", "4"]
 
 
 def test_trials_table_shows_hparams_and_best_validation() -> None:

@@ -87,3 +87,11 @@ def test_an_ended_experiment_takes_a_gc_policy_but_no_resources() -> None:
     )
     with pytest.raises(PatchError, match="experiment 4 has ended \\(COMPLETED\\): resources.weight matters"):
         config_change(ended, request(weight=2.0))
+
+
+def test_notes_are_replaced_and_cleared_and_bounded() -> None:
+    assert changes(ROW, request(notes="lr 0.1 diverges")) == {"notes": "lr 0.1 diverges"}
+    assert changes(ROW, request(notes="")) == {"notes": ""}  # cleared, not left as they were
+    assert changes(ROW, request(description="d")) == {"description": "d"}  # notes untouched
+    with pytest.raises(PatchError, match="notes are longer than 32768 characters"):
+        changes(ROW, request(notes="x" * 40_000))

@@ -23,7 +23,7 @@ from pedl_scheduler.storage.ops import users as user_ops
 from pedl_scheduler.storage.tables import metadata
 
 FIXTURES = Path(__file__).with_name("fixtures")
-REVISIONS = ["0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012"]
+REVISIONS = [f"{n:04d}" for n in range(1, 14)]
 
 
 def schema_differences(url: str) -> list:

@@ -64,10 +64,19 @@ def test_asha_shows_which_trials_stopped_at_which_rung_and_progress_counts_plann
     )
     assert detail["rungs"] == [{"batches": 100, "stopped_trials": [1, 2]}]
     assert detail["lineage"] == [{"trial_id": 4, "parent_trial_id": 1}]
+    assert detail["lineage_title"] == "Resumed from a stopped trial's checkpoint (ASHA promotion)"
     assert detail["progress"] == 0.875  # 3 ended + half of one, of 4 planned
     assert detail["best_metric"] == 0.2
     assert detail["hparam_names"] == ["lr", "model.layers"]
     assert detail["trials"][0]["hparams"] == {"lr": 0.1, "model.layers": 2}
+
+
+def test_a_pbt_lineage_is_labelled_an_exploit_and_name_and_notes_show() -> None:
+    response = experiment("pbt", trial(1, "COMPLETED", 100), trial(2, "ACTIVE", 100, parent=1))
+    response.experiment.name, response.experiment.notes = "mnist-pbt", "try wider"
+    detail = views.experiment_detail(response)
+    assert detail["lineage_title"] == "Started from another trial's checkpoint (PBT exploit)"
+    assert (detail["name"], detail["notes"]) == ("mnist-pbt", "try wider")
 
 
 def test_random_search_has_no_rungs_and_no_trials_no_progress() -> None:

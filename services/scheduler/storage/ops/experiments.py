@@ -188,6 +188,7 @@ def patch_experiment(
     archived: bool | None = None,
     config_json: str | None = None,
     config_yaml: str | None = None,
+    notes: str | None = None,
 ) -> None:
     """Changes what users may change after creation; None leaves a field as it is."""
     values: dict[str, object] = {}
@@ -199,6 +200,8 @@ def patch_experiment(
         values["labels_json"] = labels_json
     if archived is not None:
         values["archived"] = int(archived)
+    if notes is not None:
+        values["notes"] = notes
     if values:
         s.defer(_PATCH.values(**values), {"exp_id": exp_id})
 

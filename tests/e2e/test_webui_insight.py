@@ -1,0 +1,185 @@
+"""The experiment page's answers in a real headless Chromium against a real local cluster running a
+small random search: the config's name on the list and the page, notes kept across reloads and
+refused to a non-owner, and the hyperparameters ranked by importance once the trials validated.
+One cluster for the module; the README's screenshot of the experiment page lands in
+test-artifacts/webui/insight-experiment.png.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pedl import _grpc
+from pedl.context import pack
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
+from support.browser import artifacts_dir, chromium
+from support.models import write_tiny_model
+from support.processes import LocalCluster, local_cluster, start, stop
+from tests.integration.test_auth import create_user
+
+pytestmark = pytest.mark.e2e
+CONFIG = """
+name: insight-search
+description: tiny random search
+hyperparameters:
+  learning_rate: {type: double, minval: 0.001, maxval: 0.5}
+  width: {type: categorical, vals: [1, 2]}
+searcher:
+  name: random
+  metric: error
+  smaller_is_better: true
+  max_trials: 5
+  max_length: {batches: 20}
+batches_per_step: 10
+min_validation_period: {batches: 10}
+"""
+
+
+class Env:
+    def __init__(self, cluster: LocalCluster, url: str, browser: Any, experiment_id: int) -> None:
+        self.cluster, self.url, self.browser, self.experiment_id = cluster, url, browser, experiment_id
+
+    def page(self, user: str, password: str) -> Any:
+        page = self.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.goto(self.url + "/login")
+        page.fill("#username", user)
+        page.fill("#password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url("**/experiments")
+        return page
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    tmp = tmp_path_factory.mktemp("insight")
+    with chromium() as browser, local_cluster(tmp / "cluster") as cluster:
+        port_file = tmp / "webui.port"
+        argv = ["pedl-webui", "--master", cluster.master, "--port", "0", "--port-file", str(port_file)]
+        webui = start("webui", argv, tmp, port_file)
+        try:
+            stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
+            packed = pack(write_tiny_model(tmp / "tiny"))
+            created = stub.CreateExperiment(
+                scheduler_pb2.CreateExperimentRequest(
+                    config_yaml=CONFIG, model_definition=packed.data, model_definition_name=packed.name
+                ),
+                timeout=60,
+            )
+            yield Env(cluster, f"http://{webui.address}", browser, created.experiment.id)
+        finally:
+            stop(webui.process)
+
+
+def _wait(predicate, timeout: float = 300, what: str = "") -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def test_the_name_shows_on_the_list_and_the_page_and_notes_are_kept(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    row = page.locator(f"#experiments tr:has(a[href='/experiments/{env.experiment_id}'])")
+    row.wait_for()
+    assert "insight-search" in row.inner_text()
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state]")
+    assert "insight-search" in page.inner_text("#title")
+    page.fill("#notes", "lr above 0.3 diverges")
+    page.click("#save-notes")
+    _wait(lambda: page.inner_text("#notes-status") == "saved", timeout=30, what="the notes saved")
+    page.reload()
+    page.wait_for_selector("body[data-state]")
+    _wait(lambda: page.input_value("#notes") == "lr above 0.3 diverges", timeout=30, what="the kept notes")
+
+
+def test_a_non_owner_cannot_change_the_notes(env: Env) -> None:
+    create_user(env.cluster, "carol")
+    page = env.page("carol", "carol" * 3)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state]")
+    page.fill("#notes", "carol was here")
+    page.click("#save-notes")
+    status = page.locator("#notes-status")
+    _wait(lambda: "only its owner or an admin" in status.inner_text(), timeout=30, what="the refusal")
+
+
+def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+    page.reload()
+    page.wait_for_selector("#importance-table", timeout=60_000)
+    names = page.locator("#importance-table tr[data-name]").evaluate_all(
+        "rows => rows.map(r => r.dataset.name)"
+    )
+    assert sorted(names) == ["learning_rate", "width"]
+    # Parallel coordinates read real values: lr's lowest and highest drawn, width's categories.
+    axes = {a["name"]: a["ticks"] for a in json.loads(page.get_attribute("#parallel", "data-axes"))}
+    assert axes["width"] == ["1", "2"] and len(axes["learning_rate"]) == 2
+    assert 0.001 <= float(axes["learning_rate"][0]) < float(axes["learning_rate"][1]) <= 0.5
+    assert set(axes) == {"learning_rate", "width", "error"}
+    page.fill("#smoothing", "0.9")  # smoothing redraws the curves; the page stays usable
+    page.wait_for_selector("#smoothing-value:text('0.90')")
+    page.screenshot(path=str(artifacts_dir("webui") / "insight-experiment.png"), full_page=True)
+
+
+def test_two_chosen_trials_compare_side_by_side_at_a_shareable_url(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+    boxes = page.locator("#trials input[type=checkbox]")
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.click("#compare-link")
+    page.wait_for_selector("body[data-compared]")
+    compared = page.get_attribute("body", "data-compared").split(",")
+    assert len(compared) == 2 and f"trials={','.join(compared)}" in page.url
+    header = page.locator("#compare-table tr").first.inner_text()
+    assert all(f"Trial {t}" in header for t in compared)
+    assert page.locator("#compare-table tr[data-row='learning_rate'] td").count() == 2
+    page.wait_for_selector("body[data-ready]")
+    shared = env.page("admin", env.cluster.admin_password)  # the URL alone shows the same trials
+    shared.goto(page.url)
+    shared.wait_for_selector("body[data-compared]")
+    assert shared.get_attribute("body", "data-compared") == ",".join(compared)
+
+
+def test_a_trials_log_is_searched_and_the_download_takes_the_filter(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("#trials a[href^='/trials/']")
+    trial_url = page.locator("#trials a[href^='/trials/']").first.get_attribute("href")
+    page.goto(env.url + trial_url)
+    page.wait_for_selector("pre.logs > span.line", state="attached")
+    shown = page.locator("pre.logs > span.line:not([hidden])")
+    _wait(lambda: shown.count() > 0, timeout=60, what="the trial's log lines")
+    page.fill("#log-search", "no line says this")
+    assert shown.count() == 0
+    href = page.get_attribute("#log-file", "href")
+    assert "q=no+line+says+this" in href
+    assert page.request.get(env.url + href).text() == ""  # the download holds what the filter shows
+    page.fill("#log-search", "")
+    assert shown.count() > 0
+    assert page.request.get(f"{env.url}/api/trials/1/logs.txt?rank=x").status == 400
+
+
+def test_a_checkpoints_files_are_listed_with_sizes_and_one_downloads_alone(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+    page.goto(env.url + page.locator("#trials a[href^='/trials/']").first.get_attribute("href"))
+    page.wait_for_selector("details.checkpoint-files")
+    page.locator("details.checkpoint-files summary").first.click()
+    link = page.locator("details.checkpoint-files a").first
+    size = link.locator("xpath=../following-sibling::td").inner_text()
+    response = page.request.get(env.url + link.get_attribute("href"))
+    assert response.status == 200 and f"{len(response.body()):,} B" == size
+    missing = link.get_attribute("href").split("?")[0] + "?file=no/such/file"
+    assert page.request.get(env.url + missing).status == 404
