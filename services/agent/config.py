@@ -74,6 +74,8 @@ class AgentConfig:
     trial_idle_timeout_seconds: float = 0.0
     # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
     harness_start: str = "fork"
+    # Exit once no trial has run here for this long (a Slurm pilot job's agent); 0: never.
+    exit_when_idle_seconds: float = 0.0
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -230,6 +232,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "(default 0: no limit)",
     )
     p.add_argument(
+        "--exit-when-idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="exit once no trial has run on this agent for SECONDS (pilot agents in Slurm jobs; "
+        "default 0: never)",
+    )
+    p.add_argument(
         "--harness-start",
         choices=HARNESS_STARTS,
         default="fork",
@@ -345,6 +355,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         work_dir=work_dir.resolve(),
         cpu_slots=ns.slots,
         resource_pool=ns.resource_pool,
+        exit_when_idle_seconds=ns.exit_when_idle,
         label=_label(parser, ns.label),
         python=ns.python,
         harness_command=harness_argv,

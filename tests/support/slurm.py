@@ -78,8 +78,9 @@ class SlurmCluster:
         self.processes.clear()
 
 
-def write_conf(workdir: Path, nodes: list[Node], partition: str, controller: str, ctld_port: int,
-               slurmd_port: int) -> Path:
+def write_conf(
+    workdir: Path, nodes: list[Node], partition: str, controller: str, ctld_port: int, slurmd_port: int
+) -> Path:
     """A slurm.conf whose every path lies under `workdir`."""
     state = workdir / "state"
     state.mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,11 @@ def wait_idle(cluster: SlurmCluster, count: int, timeout: float = 60) -> None:
             if p.poll() is not None:
                 raise RuntimeError(f"a Slurm daemon exited ({p.args}):\n{cluster.logs()}")
         states = cluster.run("sinfo", "--noheader", "--Node", "--format=%N|%t", check=False)
-        ready = [line for line in states.splitlines() if line.split("|")[-1].rstrip("*") in {"idle", "mix", "alloc"}]
+        ready = [
+            line
+            for line in states.splitlines()
+            if line.split("|")[-1].rstrip("*") in {"idle", "mix", "alloc"}
+        ]
         if len(ready) >= count:
             return
         time.sleep(0.3)
