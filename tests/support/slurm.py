@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.netns import Rig
 from support.processes import free_port, stop
 
 
@@ -46,6 +47,8 @@ class SlurmCluster:
     conf: Path
     partition: str
     processes: list[subprocess.Popen] = field(default_factory=list)
+    # How the test process runs Slurm's clients (`ip netns exec NS` when the controller is on a rig host).
+    prefix: list[str] = field(default_factory=list)
 
     @property
     def env(self) -> dict[str, str]:
@@ -54,7 +57,7 @@ class SlurmCluster:
 
     def run(self, *argv: str, check: bool = True) -> str:
         out = subprocess.run(
-            list(argv), env={**os.environ, **self.env}, capture_output=True, text=True, timeout=30
+            [*self.prefix, *argv], env={**os.environ, **self.env}, capture_output=True, text=True, timeout=30
         )
         if check and out.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)}: {out.stderr.strip()}\n{self.logs()}")
@@ -187,3 +190,24 @@ def _job_ids(cluster: SlurmCluster) -> list[str]:
         return [j["id"] for j in cluster.jobs()]
     except Exception:
         return []
+
+
+def on_rig(rig: Rig, node_hosts: list[str], cpus: int = 2, partition: str = "pedl") -> SlurmCluster:
+    """slurmctld on the rig's `server` host and one slurmd on each of `node_hosts` (network namespaces:
+    each node is its own machine on the bridge). The rig stops them with its other services."""
+    server = rig.hosts["server"]
+    workdir = server.root / "slurm"
+    workdir.mkdir(parents=True, exist_ok=True)
+    nodes = [Node(name, rig.hosts[name].address, socket.gethostname(), cpus) for name in node_hosts]
+    conf = write_conf(workdir, nodes, partition, server.address, 6817, 6818)
+    rig.extra_env["SLURM_CONF"] = str(conf)
+    cluster = SlurmCluster(workdir, conf, partition, prefix=server.command([]))
+    rig.start(server, "slurmctld", ["slurmctld", "-D", "-i", "-f", str(conf)])
+    for node in nodes:
+        # Only the host's network namespace: `ip netns exec` would mount a /sys of its own, without
+        # the cgroups slurmd 22.05 needs to start.
+        net = f"--net=/run/netns/{rig.hosts[node.name].namespace}"
+        argv = ["nsenter", net, "slurmd", "-D", "-N", node.name, "-f", str(conf)]
+        rig.start(None, f"slurmd-{node.name}", argv)
+    wait_idle(cluster, len(nodes))
+    return cluster
