@@ -188,8 +188,11 @@ def free_port() -> int:
 # --- pedl --------------------------------------------------------------------------------------
 
 
-def _search(stub: scheduler_pb2_grpc.SchedulerServiceStub, packed, work: Workload, trials: int) -> float:
-    config = CONFIG.format(trials=trials, batches=work.steps * work.per_step, per_step=work.per_step)
+def _search(
+    stub: scheduler_pb2_grpc.SchedulerServiceStub, packed, work: Workload, trials: int, extra: str = ""
+) -> float:
+    """Seconds from create to completed; `extra` is appended to the config (slurm_short_trials.py)."""
+    config = CONFIG.format(trials=trials, batches=work.steps * work.per_step, per_step=work.per_step) + extra
     start = time.perf_counter()
     exp = stub.CreateExperiment(
         scheduler_pb2.CreateExperimentRequest(

@@ -17,6 +17,9 @@ class RunLike(Protocol):
     """What the agent needs of a trial run (`TrialRun`; fakes in tests)."""
 
     start: agent_pb2.StartTrial
+    # Set when the agent itself stops (SIGTERM: scancel, walltime, shutdown): the exit is the
+    # infrastructure's, not the trial's.
+    stopped_by_infrastructure: bool
 
     def add_workload(self, workload: common_pb2.Workload) -> bool: ...
 
@@ -179,6 +182,7 @@ class Agent:
         """Kills every run and waits until each has exited (and reported it)."""
         self.shutting_down = True
         for run in list(self.runs.values()):
+            run.stopped_by_infrastructure = True
             run.kill(by_scheduler=False, reason=reason)
         tasks = list(self._tasks.values())
         if tasks:

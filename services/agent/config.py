@@ -79,6 +79,8 @@ class AgentConfig:
     harness_start: str = "fork"
     # Whether fork servers import TensorFlow before forking (--no-preload-tensorflow: torch only).
     preload_tensorflow: bool = True
+    # Exit once no trial has run here for this long (a Slurm pilot job's agent); 0: never.
+    exit_when_idle_seconds: float = 0.0
 
     def harness_argv(self) -> list[str]:
         return list(self.harness_command) or [self.python, "-m", "pedl.harness"]
@@ -252,6 +254,14 @@ def _build_parser() -> argparse.ArgumentParser:
         f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit; not enforced for a trial running as root)",
     )
     p.add_argument(
+        "--exit-when-idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="exit once no trial has run on this agent for SECONDS (pilot agents in Slurm jobs; "
+        "default 0: never)",
+    )
+    p.add_argument(
         "--harness-start",
         choices=HARNESS_STARTS,
         default="fork",
@@ -369,6 +379,7 @@ def parse_args(argv: list[str] | None = None, environ: dict[str, str] | None = N
         work_dir=work_dir.resolve(),
         cpu_slots=ns.slots,
         resource_pool=ns.resource_pool,
+        exit_when_idle_seconds=ns.exit_when_idle,
         label=_label(parser, ns.label),
         python=ns.python,
         harness_command=harness_argv,

@@ -11,6 +11,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+import structlog
+
 from pedl import auth
 from pedl._log import configure_logging
 from pedl.cluster.paths import pedl_home
@@ -177,6 +179,9 @@ async def run_agent(cfg: AgentConfig) -> None:
         trial_dirs.sweep_forever(lambda: [trial_dirs.root / f"{t}-{r}" for t, r in list(agent.runs)])
     )
     tree_sweeper = asyncio.ensure_future(model_trees.sweep_forever())
+    idle_watch = asyncio.ensure_future(
+        _exit_when_idle(agent, link, cfg.exit_when_idle_seconds, stop_requested)
+    )
     try:
         stopping = asyncio.ensure_future(stop_requested.wait())
         await asyncio.wait([stopping, link_task], return_when=asyncio.FIRST_COMPLETED)
@@ -188,6 +193,7 @@ async def run_agent(cfg: AgentConfig) -> None:
     finally:
         sweeper.cancel()
         tree_sweeper.cancel()
+        idle_watch.cancel()
         link_stop.set()
         try:
             await asyncio.wait_for(link_task, 5.0)
@@ -203,6 +209,22 @@ async def run_agent(cfg: AgentConfig) -> None:
     refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
     if refused is not None:
         raise refused  # IncompatibleScheduler, which main() prints
+
+
+async def _exit_when_idle(agent: Agent, link: SchedulerLink, seconds: float, stop: asyncio.Event) -> None:
+    """Sets `stop` once the agent, registered, has run no trial for `seconds` (a pilot job ends)."""
+    if seconds <= 0:
+        return
+    log = structlog.get_logger(component="agent")
+    loop = asyncio.get_running_loop()
+    idle_since = loop.time()
+    while not stop.is_set():
+        await asyncio.sleep(min(1.0, seconds))
+        if agent.runs or not link.connected.is_set():
+            idle_since = loop.time()
+        elif loop.time() - idle_since >= seconds:
+            log.info("agent idle; exiting", idle_seconds=seconds)
+            stop.set()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import grpc.aio
 import structlog
 
+from pedl._exit_codes import AGENT_STOPPED_EXIT_CODE
 from pedl._parent_death import Lifeline
 from pedl.config import ConfigError, ExperimentConfig, carried
 from pedl.v1 import agent_pb2, common_pb2
@@ -89,6 +90,7 @@ class TrialRun:
         self._kill_requested = asyncio.Event()
         self._killed_by_scheduler = False
         self._kill_reason = ""
+        self.stopped_by_infrastructure = False
         self._proc: HarnessProcess | None = None  # the group leader (the first rank)
         self._procs: list[HarnessProcess] = []
         # One per spawned harness process: its read end tells the harness when this agent is gone.
@@ -227,6 +229,8 @@ class TrialRun:
         self.exited = True
         if self._limits.reason:
             outcome = _Outcome(outcome.exit_code or 1, self._limits.reason)
+        if self.stopped_by_infrastructure and outcome.exit_code != 0:
+            outcome = _Outcome(AGENT_STOPPED_EXIT_CODE, outcome.error or self._kill_reason)
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
         self._log.info("trial exited", exit_code=outcome.exit_code, killed=killed)
         exited = agent_pb2.TrialExited(

@@ -29,6 +29,7 @@ from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.request_limits import LimitExceeded, RequestLimits
+from pedl_scheduler.slurm import options as slurm_options
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import agents as agent_ops
 
@@ -183,7 +184,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     security.add_arguments(p)
     RequestLimits.add_arguments(p)
+    slurm_options.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        args.slurm = slurm_options.from_args(args)
+    except ValueError as e:
+        p.error(str(e))
     if args.checkpoint_reconcile_interval <= 0:
         p.error(f"--checkpoint-reconcile-interval must be > 0, got {args.checkpoint_reconcile_interval}")
     if not 0 < args.db_check_interval < float("inf"):
@@ -277,6 +283,18 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
             log.exception("scheduling tick failed")
 
 
+def _start_slurm_pools(
+    args: argparse.Namespace, manager: ExperimentManager, master: str
+) -> asyncio.Task | None:
+    """Submits pilot jobs for the Slurm pools (--resource-pool NAME=slurm:PARTITION), if any."""
+    if not args.slurm.pools:
+        return None
+    from pedl_scheduler.slurm.service import SlurmPools
+
+    pools = SlurmPools(manager, args.slurm, master)
+    return asyncio.create_task(pools.run_forever())
+
+
 async def serve(args: argparse.Namespace) -> None:
     log = configure_logging("scheduler", args.log_level)
     db = open_storage(args.db)
@@ -364,11 +382,14 @@ async def serve(args: argparse.Namespace) -> None:
     )
     reconciling = asyncio.create_task(reconciler.run_forever(args.checkpoint_reconcile_interval))
     watching = asyncio.create_task(db_health.watch_database(server, db, args.db_check_interval))
+    slurm_pools = _start_slurm_pools(args, manager, f"{args.host}:{port}")
     await stop.wait()
     log.info("scheduler stopping")
     ticker.cancel()
     reconciling.cancel()
     watching.cancel()
+    if slurm_pools is not None:
+        slurm_pools.cancel()
     for agent in list(cluster.agents.values()):
         agent.send(CLOSE_STREAM)
     await server.stop(grace=2)

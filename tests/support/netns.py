@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +96,8 @@ class Rig:
     token: str = ""
     # The scheduler, as the test process reaches it (the forwarder to it from the client host).
     master: str = ""
+    # Added to every host's environment (e.g. SLURM_CONF for a Slurm cluster on the rig).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def scheduler_address(self) -> str:
@@ -111,7 +113,7 @@ class Rig:
             for k, v in os.environ.items()
             if not k.startswith(("PEDL_", "GLOO_", "NCCL_", "MASTER_", "PYTEST_"))
         }
-        return {**keep, "PEDL_HOME": str(host.home)}
+        return {**keep, **self.extra_env, "PEDL_HOME": str(host.home)}
 
     def start(self, host: Host | None, name: str, argv: list[str], wait_for: Path | None = None) -> Service:
         """Starts `argv` on `host` (None: outside the rig, in the test's directory)."""
@@ -220,11 +222,20 @@ def _remove_namespace(namespace: str) -> None:
 
 @contextmanager
 def multihost_rig(
-    workdir: Path, block: int, agents: int = 2, slots: int = 2, tls_dir: Path | None = None
+    workdir: Path,
+    block: int,
+    agents: int = 2,
+    slots: int = 2,
+    tls_dir: Path | None = None,
+    before_scheduler: Callable[[Rig], None] | None = None,
+    scheduler_args: list[str] | None = None,
+    start_agents: bool = True,
 ) -> Iterator[Rig]:
     """Scheduler and store on host `server`, `agents` agent hosts `host1`.., a `client` host.
 
-    With `tls_dir`, a CA and a certificate for the server host's address; every channel is TLS."""
+    With `tls_dir`, a CA and a certificate for the server host's address; every channel is TLS.
+    `before_scheduler` runs once the hosts exist (it may start daemons there, set `extra_env`);
+    without `start_agents` the agent hosts run no pedl-agent of the rig's own."""
     tag = f"pedl{os.getpid()}b{block}"
     names = ["server", *[f"host{i}" for i in range(1, agents + 1)], "client"]
     workdir.mkdir(parents=True, exist_ok=True)
@@ -253,6 +264,8 @@ def multihost_rig(
              "--master", scheduler_at, *tls_args],
             server.root / "store.port",
         )  # fmt: skip
+        if before_scheduler is not None:
+            before_scheduler(rig)
         rig.start(
             server, "scheduler",
             [str(BIN / "pedl-scheduler"), "--host", server.address, "--port", str(SCHEDULER_PORT),
@@ -260,7 +273,7 @@ def multihost_rig(
              "--admin-password-file", str(server.root / "admin-password"), *tls_args,
              "--db", str(server.work / "pedl.db"), "--checkpoint-store", store_at,
              "--port-file", str(server.root / "scheduler.port"), "--agent-reconnect-grace", "3",
-             "--heartbeat-interval", "1", "--heartbeat-timeout", "10"],
+             "--heartbeat-interval", "1", "--heartbeat-timeout", "10", *(scheduler_args or [])],
             server.root / "scheduler.port",
         )  # fmt: skip
         port_file = workdir / "forwarder.port"
@@ -275,9 +288,10 @@ def multihost_rig(
             password = (server.root / "admin-password").read_text().strip()
             rig.token = login(rig.master, "admin", password)
             with _env(PEDL_TOKEN=rig.token):
-                for i in range(1, agents + 1):
-                    rig.start_agent(hosts[f"host{i}"], slots)
-                wait_for_agents(rig, agents, slots)
+                if start_agents:
+                    for i in range(1, agents + 1):
+                        rig.start_agent(hosts[f"host{i}"], slots)
+                    wait_for_agents(rig, agents, slots)
                 yield rig
     finally:
         for service in reversed(rig.services if rig else []):

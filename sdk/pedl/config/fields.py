@@ -80,10 +80,10 @@ FIELDS: dict[str, Field] = {
     "pbs": _w("pedl has no PBS launcher; trials are placed on pedl agents", {}),
     "pbs.slots_per_node": _w("pedl has no PBS launcher"),
     "pbs.pbsbatch_args": _w("pedl has no PBS launcher", []),
-    "slurm": _w("pedl has no Slurm launcher; trials are placed on pedl agents", {}),
-    "slurm.slots_per_node": _w("pedl has no Slurm launcher"),
-    "slurm.gpu_type": _w("pedl has no Slurm launcher"),
-    "slurm.sbatch_args": _w("pedl has no Slurm launcher", []),
+    "slurm": _s("shapes the pilot jobs of a Slurm pool (resources.resource_pool; docs/DEPLOY.md)"),
+    "slurm.slots_per_node": _s("slots per node of the pilot jobs submitted for this experiment"),
+    "slurm.gpu_type": _s("a GPU pool's pilot jobs ask --gres=gpu:TYPE:N"),
+    "slurm.sbatch_args": _s("added to the sbatch of this experiment's pilot jobs, after pedl's own"),
     "preemption_timeout": _r(
         "pedl waits for a preempted trial's checkpoint without a deadline; remove preemption_timeout"
     ),

@@ -17,10 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pedl._backoff import backoff_seconds
+from pedl._exit_codes import AGENT_STOPPED_EXIT_CODE
 from pedl.harness.store_retry import STORE_UNAVAILABLE_EXIT_CODE
 
 # What a harness's exit code says about the infrastructure (the text `describe` shows).
-INFRASTRUCTURE_EXITS = {STORE_UNAVAILABLE_EXIT_CODE: "the checkpoint store is unreachable"}
+INFRASTRUCTURE_EXITS = {
+    STORE_UNAVAILABLE_EXIT_CODE: "the checkpoint store is unreachable",
+    AGENT_STOPPED_EXIT_CODE: "its agent was stopped (a Slurm job cancelled or at its time limit, a machine "
+    "shut down)",
+}
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class FakeRun:
         self.busy = False
         self.waiting = False
         self.after: list[asyncio.Future[None]] = []
+        self.stopped_by_infrastructure = False
 
     def add_workload(self, workload: common_pb2.Workload) -> bool:
         if workload.run_id != self.start.run_id:

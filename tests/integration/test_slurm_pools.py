@@ -1,0 +1,157 @@
+"""A Slurm resource pool against real slurmctld and slurmd: the scheduler sbatches pilot agents for
+the pool's queued trials, a search completes through them, a scancel'd pilot's trial resumes from its
+checkpoint in another job without spending max_restarts, and a trial Slurm cannot place says why."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cluster import stub, submit, wait
+
+from pedl.v1 import common_pb2, scheduler_pb2
+from support.models import write_tiny_model
+from support.processes import BIN, LocalCluster, local_cluster
+from support.slurm import SlurmCluster, slurm_cluster, unavailable_reason
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(unavailable_reason() is not None, reason=unavailable_reason() or ""),
+]
+
+POOL = "hpc"
+
+SEARCH = """
+description: slurm search
+hyperparameters:
+  learning_rate:
+    type: categorical
+    vals: [0.05, 0.1, 0.2]
+searcher:
+  name: grid
+  metric: error
+  smaller_is_better: true
+  max_length:
+    batches: {batches}
+batches_per_step: 10
+min_validation_period:
+  batches: 20
+min_checkpoint_period:
+  batches: 20
+max_restarts: 0
+resources:
+  resource_pool: {pool}
+slurm:
+  slots_per_node: {slots_per_node}
+  sbatch_args: {sbatch_args}
+"""
+
+
+def search_config(
+    batches: int = 20, slots_per_node: int = 2, sbatch_args: str = "[]", single: bool = False
+) -> str:
+    text = SEARCH.format(batches=batches, pool=POOL, slots_per_node=slots_per_node, sbatch_args=sbatch_args)
+    if single:
+        text = text.replace("vals: [0.05, 0.1, 0.2]", "vals: [0.1]")
+    return text
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory) -> Iterator[tuple[SlurmCluster, LocalCluster]]:
+    root = tmp_path_factory.mktemp("slurm")
+    with slurm_cluster(root / "slurm", cpus=4) as slurm:
+        workdir = root / "pedl"
+        agent = [str(BIN / "pedl-agent"), "--cluster-secret-file", str(workdir / "cluster-secret")]
+        scheduler_args = [
+            "--resource-pool",
+            f"{POOL}=slurm:{slurm.partition}",
+            "--slurm-agent-command",
+            shlex.join(agent),
+            "--slurm-poll",
+            "0.5",
+            "--slurm-exit-when-idle",
+            "2",
+            "--slurm-output-dir",
+            str(root / "jobs"),
+        ]
+        # sbatch passes the scheduler's environment to the pilots: their work dirs go under HOME.
+        env = {**slurm.env, "HOME": str(root / "home")}
+        with local_cluster(workdir, agents=0, scheduler_args=scheduler_args, scheduler_env=env) as pedl:
+            yield slurm, pedl
+
+
+def trials(pedl: LocalCluster, exp_id: int) -> list[scheduler_pb2.Trial]:
+    return list(stub(pedl).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)).trials)
+
+
+def until(check, what: str, pedl: LocalCluster, slurm: SlurmCluster, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"{what}\n{pedl.logs()}\n{slurm.logs()}")
+
+
+def test_a_search_completes_through_slurm_pilot_jobs(clusters, tmp_path: Path) -> None:
+    slurm, pedl = clusters
+    exp_id = submit(pedl, write_tiny_model(tmp_path / "tiny"), search_config())
+    result = wait(pedl, exp_id, timeout=240)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, pedl.logs() + slurm.logs()
+    assert len(result.trials) == 3
+    assert all(t.state == common_pb2.TRIAL_STATE_COMPLETED and t.total_batches == 20 for t in result.trials)
+    # Every trial ran in a pilot job; the pilots leave once idle and Slurm lists no job after them.
+    describe = [stub(pedl).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=t.id)) for t in result.trials]
+    assert describe
+    until(lambda: not slurm.jobs(), "the idle pilot jobs did not end", pedl, slurm, timeout=60)
+
+
+def test_a_cancelled_pilot_job_resumes_its_trial_elsewhere_without_spending_restarts(
+    clusters, tmp_path
+) -> None:
+    slurm, pedl = clusters
+    exp_id = submit(pedl, write_tiny_model(tmp_path / "tiny"), search_config(batches=200, single=True))
+
+    def running_with_checkpoint():
+        (trial,) = trials(pedl, exp_id)
+        return trial if trial.agent_id.startswith("slurm-") and trial.latest_checkpoint_uuid else None
+
+    trial = until(running_with_checkpoint, "the trial never checkpointed in a pilot job", pedl, slurm)
+    first_agent = trial.agent_id
+    job = first_agent.split("-")[1]
+    slurm.run("scancel", job)
+
+    def elsewhere():
+        (t,) = trials(pedl, exp_id)
+        return t if t.agent_id.startswith("slurm-") and t.agent_id != first_agent else None
+
+    until(elsewhere, "the trial did not restart in another pilot job", pedl, slurm, timeout=120)
+    result = wait(pedl, exp_id, timeout=240)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, pedl.logs() + slurm.logs()
+    (done,) = result.trials
+    assert done.restarts == 0 and done.total_batches == 200  # max_restarts is 0: it did not spend one
+
+
+def test_a_trial_slurm_cannot_place_waits_with_slurms_reason(clusters, tmp_path) -> None:
+    slurm, pedl = clusters
+    # A pilot of the pool still idle would take the trial whatever its slurm: section asks.
+    until(lambda: not slurm.jobs(), "earlier pilot jobs did not end", pedl, slurm, timeout=60)
+    config = search_config(single=True, sbatch_args="[--cpus-per-task=64]")
+    exp_id = submit(pedl, write_tiny_model(tmp_path / "tiny"), config)
+
+    def reason():
+        (t,) = trials(pedl, exp_id)
+        return t.waiting_reason if "pending (" in t.waiting_reason else ""
+
+    text = until(reason, "the trial's describe never said why it waits", pedl, slurm, timeout=60)
+    assert "waiting for Slurm job" in text and slurm.partition in text
+    assert not any(j["reason"] in {"None", ""} for j in slurm.jobs())
+    stub(pedl).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id))
+    # No trial needs the pending job any more: the scheduler scancels it.
+    until(lambda: not slurm.jobs(), "the unneeded pending job was not cancelled", pedl, slurm, timeout=60)
+    assert os.environ.get("SLURM_CONF") is None  # the test's own Slurm never leaked into this process
