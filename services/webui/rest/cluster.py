@@ -8,10 +8,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from pedl import __version__
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import caller, int_param, ok, page
+from pedl_webui.rest.master import API_VERSION
 
 _DEVICE_TYPE = {"cpu": "TYPE_CPU", "gpu": "TYPE_CUDA"}
 
@@ -54,7 +54,8 @@ def agent_json(agent: scheduler_pb2.Agent) -> dict[str, Any]:
         "addresses": [agent.address] if agent.address else [],
         "enabled": not agent.disabled,
         "draining": False,
-        "version": __version__,
+        # The API version the master reports: Determined's clients expect agents to match it.
+        "version": API_VERSION,
         "slotStats": {
             "typeStats": {k: {**v, "states": {}} for k, v in stats.items()},
             "brandStats": {
