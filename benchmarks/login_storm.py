@@ -201,7 +201,9 @@ def main() -> None:
     p.add_argument(
         "--storm-seconds", type=float, default=30.0, help="length of the storm other users log in through"
     )
-    p.add_argument("--smoke", action="store_true", help="2 s phases, at most 8 clients: checks the benchmark runs")
+    p.add_argument(
+        "--smoke", action="store_true", help="2 s phases, at most 8 clients: checks the benchmark runs"
+    )
     args = p.parse_args()
     seconds = 2.0 if args.smoke else args.seconds
     if args.smoke:  # checks that it runs: 8 clients keep it short on a loaded 2-core CI machine
