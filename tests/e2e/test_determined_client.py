@@ -251,3 +251,21 @@ def test_an_older_client_still_common_0_26_works_too(det: Det, cluster: Cluster)
     assert exp, listed
     assert "COMPLETED" in old.ok("e", "describe", exp.group(1))
     assert re.search(r"^\s+\d+ \| COMPLETED", old.ok("e", "lt", exp.group(1)), re.M)
+
+
+def test_det_user_ls_leaves_deactivated_users_out_as_determined_does(det: Det, cluster: Cluster) -> None:
+    det.ok("user", "create", "carol", "--password", "Carol-passw0rd")
+    assert re.search(r"\| carol +\|", det.ok("user", "ls"))
+    cluster.user.ok("pedl", "user", "deactivate", "carol")
+    assert not re.search(r"\| carol +\|", det.ok("user", "ls"))  # Determined's client asks active=true
+    status, login = _request(
+        cluster, "POST", "/api/v1/auth/login",
+        json.dumps({"username": "admin", "password": cluster.admin_password}).encode(),
+    )  # fmt: skip
+    token = login["token"]
+    _, everyone = _request(cluster, "GET", "/api/v1/users", None, token)
+    assert "carol" in [u["username"] for u in everyone["users"]]
+    _, admins = _request(cluster, "GET", "/api/v1/users?admin=true&name=ADM", None, token)
+    assert [u["username"] for u in admins["users"]] == ["admin"]
+    status, error = _request(cluster, "GET", "/api/v1/users?active=maybe", None, token)
+    assert status == 400 and "active must be true or false" in error["message"]

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from pedl import __version__
 from pedl.v1 import auth_pb2, scheduler_pb2
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import body, caller, int_param, ok, page
+from pedl_webui.rest.common import body, bool_param, caller, int_param, ok, page
 
 # The Determined API these routes implement, reported as the master's version (Determined's client
 # compares it with its own); pedl's own version is in `/api/v1/master/config`.
@@ -128,7 +128,18 @@ def me(request: Request) -> JSONResponse:
 
 
 def users(request: Request) -> JSONResponse:
+    """Determined's GetUsers: its `active`, `admin` and `name` (part of the username) filters, as
+    `det user ls` sends `active=true` to leave deactivated users out."""
     rows = [user_json(u, i) for i, u in enumerate(_users(request), start=1)]
+    active, admin = bool_param(request, "active"), bool_param(request, "admin")
+    name = (request.query_params.get("name") or "").lower()
+    rows = [
+        r
+        for r in rows
+        if (active is None or r["active"] == active)
+        and (admin is None or r["admin"] == admin)
+        and name in r["username"].lower()
+    ]
     offset, limit = int_param(request, "offset", 0, -(2**31)), int_param(request, "limit", 0)
     return ok(page(rows, offset, limit, "users"))
 
