@@ -11,11 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pedl._metrics import from_struct
+from pedl.harness.hparams import typed_values
 from pedl.log_filter import log_fields
 from pedl.v1 import common_pb2, scheduler_pb2
 
@@ -55,48 +55,8 @@ def stored_config(config_yaml: str) -> dict[str, Any]:
 
 
 def typed_hparams(values: Mapping[str, Any], space: Any) -> dict[str, Any]:
-    """Sampled hyperparameters with the types of the config's space: `int` ranges as integers,
-    const and categorical values as the config wrote them."""
-    space = space if isinstance(space, Mapping) else {}
-    return {name: _typed_value(value, space.get(name)) for name, value in values.items()}
-
-
-def _typed_value(value: Any, spec: Any) -> Any:
-    if isinstance(value, Mapping):
-        if isinstance(spec, Mapping) and not isinstance(spec.get("type"), str):
-            return typed_hparams(value, spec)
-        return dict(value)
-    if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
-        kind = spec["type"]
-        if kind == "int":
-            return _as_int(value)
-        if kind == "const":
-            return _like(value, spec.get("val"))
-        if kind == "categorical":
-            for candidate in spec.get("vals") or ():
-                if _equal(value, candidate):
-                    return candidate
-            return value
-        return value
-    return _like(value, spec) if spec is not None else value
-
-
-def _as_int(value: Any) -> Any:
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _like(value: Any, example: Any) -> Any:
-    if isinstance(example, bool) or not isinstance(example, int):
-        return value
-    return _as_int(value)
-
-
-def _equal(value: Any, candidate: Any) -> bool:
-    if isinstance(candidate, bool) or isinstance(value, bool):
-        return value is candidate
-    return bool(value == candidate)
+    """Sampled hyperparameters with the types of the config's space (`pedl.harness.hparams`)."""
+    return typed_values(values, space)
 
 
 def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:

@@ -285,3 +285,28 @@ def test_files_in_the_runs_tensorboard_directory_are_stored_before_results_go_ba
         harness_main.run(socket_path)
     assert (store / "tensorboard" / "run" / "events.out.tfevents.1").read_bytes() == events.read_bytes()
     assert os.environ["PEDL_TENSORBOARD_DIR"] == str(model_dir.parent / "tensorboard")
+
+
+def test_hparams_inside_consts_lists_and_nested_groups_get_their_ints_back() -> None:
+    # Determined's e2e noop fixture: a const list of actions, whose `level` logging.log needs as an int.
+    config = {
+        "hyperparameters": {
+            "actions": {"type": "const", "val": [{"action": "log", "level": 20}, {"sleep": 0.5}]},
+            "bare": [1, {"n": 2}],
+            "optimizer": {"lr": {"type": "double"}, "steps": 3, "inner": {"type": "int"}},
+            "choice": {"type": "categorical", "vals": [[1, 2], {"k": 4}]},
+        }
+    }
+    sent = {
+        "actions": [{"action": "log", "level": 20.0}, {"sleep": 0.5}],
+        "bare": [1.0, {"n": 2.0}],
+        "optimizer": {"lr": 1.0, "steps": 3.0, "inner": 7.0},
+        "choice": {"k": 4.0},
+    }
+    typed = typed_hparams(sent, config)
+    assert typed == sent
+    assert type(typed["actions"][0]["level"]) is int and type(typed["actions"][1]["sleep"]) is float
+    assert [type(x) for x in (typed["bare"][0], typed["bare"][1]["n"])] == [int, int]
+    opt = typed["optimizer"]
+    assert (type(opt["lr"]), type(opt["steps"]), type(opt["inner"])) == (float, int, int)
+    assert type(typed["choice"]["k"]) is int
