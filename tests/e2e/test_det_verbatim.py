@@ -437,7 +437,7 @@ assert same.resources == best.resources and same.training.trial_id == best.trial
 own = client.get_trial(best.trial_id)
 assert own.select_checkpoint(uuid=best.uuid).uuid == best.uuid == own.top_checkpoint().uuid
 assert own.select_checkpoint(latest=True).total_batches == 40
-path = best.download(os.path.join(out, "best"))
+path = best.download(os.path.join(out, "sdk-best"))  # not {tmp}/best, which `det t download` fills
 assert "model_state_dict.pt" in os.listdir(path)
 assert exp_id in [e.id for e in client.list_experiments()]
 try:

@@ -52,7 +52,8 @@ def run_scenario(tmp_path: Path, flag: Path) -> None:
     fails = f'__import__("os").path.exists({str(flag)!r})'
     body = f'(setattr(type(self), "losses", lambda s, p, l: 1 / 0) if {fails} else None)'
     model = write_tiny_model(tmp_path / "model", build_model_body=body)
-    with local_cluster(tmp_path / "cluster") as cluster:
+    # The agent shares the flag's folder with its sandboxed trials, which see only an allow-list.
+    with local_cluster(tmp_path / "cluster", agent_args=["--bind", str(flag.parent)]) as cluster:
         outage = submit(cluster, model, tiny_config(extra="max_restarts: 0\n"))
         own_bug = submit(cluster, model, tiny_config(extra="max_restarts: 0\n"))
         for exp_id in (outage, own_bug):
