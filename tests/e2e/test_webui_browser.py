@@ -11,7 +11,6 @@ import io
 import re
 import shutil
 import tarfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 from pedl import _grpc
 from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from support.browser import artifacts_dir, chromium
+from support.browser import artifacts_dir, chromium, wait_for
 from support.processes import LocalCluster, Service, local_cluster, start, stop
 from tests.integration.test_auth import create_user
 
@@ -114,14 +113,6 @@ def _rows(page: Any) -> int:
     return int(match.group(1).replace(",", "")) if match else 0
 
 
-def _wait(predicate, timeout: float = 240, what: str = "") -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 def test_the_curve_gains_points_as_steps_arrive_without_a_reload(env: Env) -> None:
     page = env.page("admin", env.cluster.admin_password)
     row = page.locator(f"#experiments tr[data-id='{env.experiment_id}']")
@@ -130,10 +121,10 @@ def test_the_curve_gains_points_as_steps_arrive_without_a_reload(env: Env) -> No
     row.locator("a").first.click()
     page.wait_for_url(f"**/experiments/{env.experiment_id}")
     page.wait_for_selector("body[data-ready]")
-    _wait(lambda: _rows(page) > 0, what="the first rows")
+    wait_for(lambda: _rows(page) > 0, what="the first rows")
     first = _rows(page)
     navigations = page.evaluate("performance.getEntriesByType('navigation').length")
-    _wait(lambda: _rows(page) >= first + 3, what="more rows to arrive")
+    wait_for(lambda: _rows(page) >= first + 3, what="more rows to arrive")
     assert page.evaluate("performance.getEntriesByType('navigation').length") == navigations  # no reload
     assert page.locator("#curves canvas").count() == 1
     assert page.inner_text("#description") == DESCRIPTION and page.locator("#owned").count() == 0
@@ -148,7 +139,7 @@ def test_a_trials_logs_show_what_it_prints_apart_from_pedls_lines(env: Env) -> N
     stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(env.cluster.master))
     trials = stub.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=env.experiment_id)).trials
     page.goto(f"{env.url}/trials/{trials[0].id}")
-    _wait(lambda: PRINTED in page.inner_text("#user-logs"), what="the trial's printed line")
+    wait_for(lambda: PRINTED in page.inner_text("#user-logs"), what="the trial's printed line")
     system = page.inner_text("#system-logs")
     assert "started on agent" in system and PRINTED not in system
     assert "workload completed" not in page.inner_text("#user-logs")
@@ -182,7 +173,7 @@ def test_the_sdk_reads_metrics_ranks_checkpoints_and_acts(env: Env) -> None:
     from pedl.experimental import get_experiment
 
     exp = get_experiment(env.experiment_id, master=env.cluster.master)
-    _wait(lambda: exp.top_checkpoints(1), what="a checkpoint at a validation")
+    wait_for(lambda: exp.top_checkpoints(1), what="a checkpoint at a validation")
     steps = exp.metrics(kind="training")
     assert steps and all(r["kind"] == "training" and "loss" in r["metrics"] for r in steps)
     batches = [r["total_batches"] for r in steps]
@@ -205,7 +196,7 @@ def test_a_non_owner_is_refused_and_unknown_ids_are_404(env: Env) -> None:
     page.click("#kill")
     error = page.locator("#action-error")
     error.wait_for(state="visible")
-    _wait(lambda: "only its owner or an admin" in error.inner_text(), timeout=30, what="the refusal")
+    wait_for(lambda: "only its owner or an admin" in error.inner_text(), timeout=30, what="the refusal")
     assert page.get_attribute("body", "data-state") == "ACTIVE"
     page.screenshot(path=str(env.shots / "refused.png"), full_page=True)
     for path in ("/experiments/99999", "/trials/99999", "/experiments/abc", "/nowhere"):

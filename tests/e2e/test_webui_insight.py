@@ -8,7 +8,6 @@ test-artifacts/webui/insight-experiment.png.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from pedl import _grpc
 from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
-from support.browser import artifacts_dir, chromium
+from support.browser import artifacts_dir, chromium, wait_for
 from support.models import write_tiny_model
 from support.processes import LocalCluster, local_cluster, start, stop
 from tests.integration.test_auth import create_user
@@ -75,14 +74,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             stop(webui.process)
 
 
-def _wait(predicate, timeout: float = 300, what: str = "") -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 def test_the_name_shows_on_the_list_and_the_page_and_notes_are_kept(env: Env) -> None:
     page = env.page("admin", env.cluster.admin_password)
     row = page.locator(f"#experiments tr:has(a[href='/experiments/{env.experiment_id}'])")
@@ -93,10 +84,10 @@ def test_the_name_shows_on_the_list_and_the_page_and_notes_are_kept(env: Env) ->
     assert "insight-search" in page.inner_text("#title")
     page.fill("#notes", "lr above 0.3 diverges")
     page.click("#save-notes")
-    _wait(lambda: page.inner_text("#notes-status") == "saved", timeout=30, what="the notes saved")
+    wait_for(lambda: page.inner_text("#notes-status") == "saved", timeout=30, what="the notes saved")
     page.reload()
     page.wait_for_selector("body[data-state]")
-    _wait(lambda: page.input_value("#notes") == "lr above 0.3 diverges", timeout=30, what="the kept notes")
+    wait_for(lambda: page.input_value("#notes") == "lr above 0.3 diverges", timeout=30, what="the kept notes")
 
 
 def test_a_non_owner_cannot_change_the_notes(env: Env) -> None:
@@ -107,7 +98,7 @@ def test_a_non_owner_cannot_change_the_notes(env: Env) -> None:
     page.fill("#notes", "carol was here")
     page.click("#save-notes")
     status = page.locator("#notes-status")
-    _wait(lambda: "only its owner or an admin" in status.inner_text(), timeout=30, what="the refusal")
+    wait_for(lambda: "only its owner or an admin" in status.inner_text(), timeout=30, what="the refusal")
 
 
 def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env: Env) -> None:
@@ -159,7 +150,7 @@ def test_a_trials_log_is_searched_and_the_download_takes_the_filter(env: Env) ->
     page.goto(env.url + trial_url)
     page.wait_for_selector("pre.logs > span.line", state="attached")
     shown = page.locator("pre.logs > span.line:not([hidden])")
-    _wait(lambda: shown.count() > 0, timeout=60, what="the trial's log lines")
+    wait_for(lambda: shown.count() > 0, timeout=60, what="the trial's log lines")
     page.fill("#log-search", "no line says this")
     assert shown.count() == 0
     href = page.get_attribute("#log-file", "href")
