@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from support.slurm import unavailable_reason as slurm_unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = r"[0-9][0-9,]*\.?[0-9]*"
 
@@ -139,3 +143,14 @@ def test_the_rest_api_benchmark_runs_in_smoke_mode() -> None:
     assert "== REST API (pedl-webui) vs gRPC: 500 experiments" in out
     for row in ("experiments, first page", "trials page", "logs follow"):
         assert re.search(rf"^{row}.*REST +{NUMBER} .*ratio REST/gRPC +{NUMBER}", out, re.M), out
+
+
+def test_the_slurm_short_trials_benchmark_runs_in_smoke_mode() -> None:
+    reason = slurm_unavailable()
+    if reason is not None:
+        pytest.skip(f"real Slurm daemons are needed: {reason}")
+    out = smoke("slurm_short_trials.py")
+    assert "== 4 trials x 2 steps of 4 batches, 2 slots, one node" in out, out
+    assert re.search(rf"^pedl agent: {NUMBER} s \({NUMBER}x ideal\)$", out, re.M), out
+    assert re.search(rf"^Slurm pilot: {NUMBER} s \({NUMBER}x ideal\)$", out, re.M), out
+    assert re.search(rf"^ratio Slurm/agent {NUMBER}$", out, re.M), out
