@@ -22,6 +22,7 @@ from .config import DEFAULT_ENVIRONMENT, AgentConfig, local_address, parse_args
 from .credentials import harness_environment
 from .devices import detect_gpus, make_slots
 from .disk import TrialDirs
+from .drain import drain_when_asked
 from .fork_server import ForkServers
 from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
@@ -171,6 +172,8 @@ async def run_agent(cfg: AgentConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_requested.set)
+    drain_requested = asyncio.Event()  # SIGUSR2: checkpoint and stop the trials, then exit
+    loop.add_signal_handler(signal.SIGUSR2, drain_requested.set)
     link_stop = asyncio.Event()
     link_task = asyncio.ensure_future(link.run(link_stop))
     trial_dirs = settings.trial_dirs
@@ -181,6 +184,9 @@ async def run_agent(cfg: AgentConfig) -> None:
     tree_sweeper = asyncio.ensure_future(model_trees.sweep_forever())
     idle_watch = asyncio.ensure_future(
         _exit_when_idle(agent, link, cfg.exit_when_idle_seconds, stop_requested)
+    )
+    drain_watch = asyncio.ensure_future(
+        drain_when_asked(agent.runs, outbox, drain_requested, stop_requested, _drain_reason(cfg.agent_id))
     )
     try:
         stopping = asyncio.ensure_future(stop_requested.wait())
@@ -194,6 +200,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         sweeper.cancel()
         tree_sweeper.cancel()
         idle_watch.cancel()
+        drain_watch.cancel()
         link_stop.set()
         try:
             await asyncio.wait_for(link_task, 5.0)
@@ -209,6 +216,12 @@ async def run_agent(cfg: AgentConfig) -> None:
     refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
     if refused is not None:
         raise refused  # IncompatibleScheduler, which main() prints
+
+
+def _drain_reason(agent_id: str) -> str:
+    if agent_id.startswith("slurm-"):
+        return f"agent {agent_id} leaves: its Slurm job nears its walltime"
+    return f"agent {agent_id} leaves (SIGUSR2)"
 
 
 async def _exit_when_idle(agent: Agent, link: SchedulerLink, seconds: float, stop: asyncio.Event) -> None:

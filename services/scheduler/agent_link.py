@@ -31,7 +31,7 @@ log = structlog.get_logger(component="agent_link")
 Batch = Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]
 
 # What the manager handles; heartbeats only refresh the agent's liveness.
-HANDLED = frozenset({"workload_completed", "trial_logs", "trial_exited", "epoch_length"})
+HANDLED = frozenset({"workload_completed", "trial_logs", "trial_exited", "epoch_length", "draining"})
 # Bounds on one outgoing batch message (far below the channels' message limit).
 BATCH_MAX_MESSAGES = 256
 BATCH_MAX_BYTES = 4 * 1024 * 1024

@@ -99,6 +99,8 @@ class Cluster:
         # Kept here, not on the handle, so an agent that reconnects stays disabled.
         self.disabled_agents: set[str] = set()
         self.disabled_slots: dict[str, set[str]] = {}
+        # The Slurm pools' pilot jobs as squeue last listed them (slurm/service.py), for listings.
+        self.pilot_jobs: list[scheduler_pb2.PilotJob] = []
 
     def connect(self, register: agent_pb2.RegisterAgent) -> AgentHandle:
         old = self.agents.get(register.agent_id)

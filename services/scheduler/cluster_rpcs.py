@@ -27,7 +27,9 @@ class ClusterRpcs:
     async def ListAgents(  # noqa: N802
         self, request: scheduler_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.ListAgentsResponse:
-        return scheduler_pb2.ListAgentsResponse(agents=[a.to_proto() for a in self.cluster.agents.values()])
+        return scheduler_pb2.ListAgentsResponse(
+            agents=[a.to_proto() for a in self.cluster.agents.values()], pilot_jobs=self.cluster.pilot_jobs
+        )
 
     async def SetAgentEnabled(  # noqa: N802
         self, request: scheduler_pb2.SetAgentEnabledRequest, context: grpc.aio.ServicerContext

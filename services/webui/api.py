@@ -170,7 +170,7 @@ def set_notes(gateway: Gateway, token: str, exp_id: int, notes: Any) -> dict[str
 
 
 def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
-    agents = gateway.call(token, "ListAgents", scheduler_pb2.ListAgentsRequest()).agents
+    listed = gateway.call(token, "ListAgents", scheduler_pb2.ListAgentsRequest())
     live, page = [], ""
     while True:  # only live experiments hold slots or queue: the scheduler filters, a page at a time
         request = scheduler_pb2.ListExperimentsRequest(
@@ -189,7 +189,7 @@ def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
                     raise
         page = reply.next_page_token
         if not page:
-            return views.cluster_view(list(agents), live)
+            return views.cluster_view(list(listed.agents), live, list(listed.pilot_jobs))
 
 
 def event_json(message: Any) -> str:

@@ -159,9 +159,12 @@ def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> 
 
 
 def cluster_view(
-    agents: Sequence[scheduler_pb2.Agent], experiments: Sequence[scheduler_pb2.GetExperimentResponse]
+    agents: Sequence[scheduler_pb2.Agent],
+    experiments: Sequence[scheduler_pb2.GetExperimentResponse],
+    pilot_jobs: Sequence[scheduler_pb2.PilotJob] = (),
 ) -> dict[str, Any]:
-    """Agents, their slots and who holds each (trial, experiment, owner), and the queued trials."""
+    """Agents, their slots and who holds each (trial, experiment, owner), the queued trials, and the
+    Slurm pools' pilot jobs (pending ones with Slurm's reason)."""
     holders: dict[int, dict[str, Any]] = {}
     queued: list[dict[str, Any]] = []
     for response in experiments:
@@ -180,6 +183,19 @@ def cluster_view(
         "agents": [records.agent_record(a) | {"label": a.label, "isolation": a.isolation} for a in agents],
         "slots": slots,
         "queued": queued,
+        "pilot_jobs": [
+            {
+                "job_id": j.job_id,
+                "resource_pool": j.resource_pool,
+                "partition": j.partition,
+                "state": j.state,
+                "reason": j.reason,
+                "nodes": j.nodes,
+                "node_list": j.node_list,
+                "time_left": j.time_left,
+            }
+            for j in pilot_jobs
+        ],
     }
 
 

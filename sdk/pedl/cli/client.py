@@ -270,7 +270,11 @@ class SchedulerClient(_grpc.Client):
         return self._stub.SetAgentEnabled(request, timeout=_TIMEOUT).agent
 
     def list_agents(self) -> list[scheduler_pb2.Agent]:
-        return list(self._stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=_TIMEOUT).agents)
+        return list(self.list_cluster().agents)
+
+    def list_cluster(self) -> scheduler_pb2.ListAgentsResponse:
+        """The agents and the Slurm pools' pilot jobs (pending ones have no agent yet)."""
+        return self._stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=_TIMEOUT)
 
 
 def connect(args: argparse.Namespace) -> SchedulerClient:

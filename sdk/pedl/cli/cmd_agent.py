@@ -45,15 +45,19 @@ def register_slot(slot: argparse.ArgumentParser, common: argparse.ArgumentParser
 
 def list_agents(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        agents = sorted(client.list_agents(), key=lambda a: a.id)
-    output.emit(args, [records.agent_record(a) for a in agents], render.agents_table(agents))
+        listed = client.list_cluster()
+    agents = sorted(listed.agents, key=lambda a: a.id)
+    text = render.agents_table(agents) + render.pilot_jobs_text(listed.pilot_jobs)
+    output.emit(args, [records.agent_record(a) for a in agents], text)
     return 0
 
 
 def list_slots(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        agents = client.list_agents()
-    output.emit(args, records.slot_records(agents), render.slots_table(agents))
+        listed = client.list_cluster()
+    agents = list(listed.agents)
+    text = render.slots_table(agents) + render.pilot_jobs_text(listed.pilot_jobs)
+    output.emit(args, records.slot_records(agents), text)
     return 0
 
 

@@ -178,6 +178,27 @@ def checkpoints_table(checkpoints: Iterable[common_pb2.Checkpoint]) -> str:
     return table(["UUID", "BATCHES", "FILES", "SIZE", "STATE", "CREATED"], rows)
 
 
+def pilot_jobs_text(jobs: Sequence[scheduler_pb2.PilotJob]) -> str:
+    """The Slurm pools' pilot jobs under an agent or slot listing ("" when there are none)."""
+    if not jobs:
+        return ""
+    rows = [
+        (
+            j.job_id,
+            j.resource_pool,
+            j.partition,
+            j.state,
+            f"({j.reason})" if j.reason and j.reason != "None" else "-",
+            j.nodes,
+            j.node_list or "-",
+            j.time_left or "-",
+        )
+        for j in jobs
+    ]
+    headers = ["SLURM JOB", "RESOURCE POOL", "PARTITION", "STATE", "REASON", "NODES", "NODELIST", "TIME LEFT"]
+    return "\n\nSlurm pilot jobs (their agents are slurm-<job>-<node>):\n" + table(headers, rows)
+
+
 def agents_table(agents: Iterable[scheduler_pb2.Agent]) -> str:
     rows = [
         (

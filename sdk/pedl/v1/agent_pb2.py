@@ -17,7 +17,7 @@ from pedl.v1 import auth_pb2 as pedl_dot_v1_dot_auth__pb2
 from pedl.v1 import common_pb2 as pedl_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13pedl/v1/agent.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x12pedl/v1/auth.proto\x1a\x14pedl/v1/common.proto\"\xdf\x02\n\x0e\x43onnectRequest\x12*\n\x08register\x18\x01 \x01(\x0b\x32\x16.pedl.v1.RegisterAgentH\x00\x12\'\n\theartbeat\x18\x02 \x01(\x0b\x32\x12.pedl.v1.HeartbeatH\x00\x12\x38\n\x12workload_completed\x18\x03 \x01(\x0b\x32\x1a.pedl.v1.WorkloadCompletedH\x00\x12(\n\ntrial_logs\x18\x04 \x01(\x0b\x32\x12.pedl.v1.TrialLogsH\x00\x12,\n\x0ctrial_exited\x18\x05 \x01(\x0b\x32\x14.pedl.v1.TrialExitedH\x00\x12-\n\x05\x62\x61tch\x18\x06 \x01(\x0b\x32\x1c.pedl.v1.ConnectRequestBatchH\x00\x12,\n\x0c\x65poch_length\x18\x07 \x01(\x0b\x32\x14.pedl.v1.EpochLengthH\x00\x42\t\n\x07message\"@\n\x13\x43onnectRequestBatch\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pedl.v1.ConnectRequest\"\x80\x02\n\x0f\x43onnectResponse\x12.\n\nregistered\x18\x01 \x01(\x0b\x32\x18.pedl.v1.AgentRegisteredH\x00\x12*\n\x0bstart_trial\x18\x02 \x01(\x0b\x32\x13.pedl.v1.StartTrialH\x00\x12,\n\x0crun_workload\x18\x03 \x01(\x0b\x32\x14.pedl.v1.RunWorkloadH\x00\x12(\n\nkill_trial\x18\x04 \x01(\x0b\x32\x12.pedl.v1.KillTrialH\x00\x12.\n\x05\x62\x61tch\x18\x05 \x01(\x0b\x32\x1d.pedl.v1.ConnectResponseBatchH\x00\x42\t\n\x07message\"B\n\x14\x43onnectResponseBatch\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.pedl.v1.ConnectResponse\"a\n\x0cRunningTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x10\n\x08slot_ids\x18\x03 \x03(\t\x12\x0c\n\x04\x62usy\x18\x04 \x01(\x08\x12\x0f\n\x07waiting\x18\x05 \x01(\x08\"*\n\x06RunRef\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\"\xb6\x02\n\rRegisterAgent\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x1c\n\x05slots\x18\x02 \x03(\x0b\x32\r.pedl.v1.Slot\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12\x14\n\x0c\x65nvironments\x18\x05 \x03(\t\x12\x15\n\rresource_pool\x18\x06 \x01(\t\x12-\n\x0erunning_trials\x18\x07 \x03(\x0b\x32\x15.pedl.v1.RunningTrial\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x17\n\x0f\x61\x63\x63\x65pts_batches\x18\t \x01(\x08\x12\x18\n\x10\x61\x63\x63\x65pts_handoffs\x18\n \x01(\x08\x12\x11\n\tisolation\x18\x0b \x01(\t\x12\r\n\x05label\x18\x0c \x01(\t\x12\x10\n\x08protocol\x18\r \x01(\r\"\x0b\n\tHeartbeat\"@\n\x0b\x45pochLength\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\x03\"<\n\x11WorkloadCompleted\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.pedl.v1.WorkloadResult\"N\n\tTrialLogs\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x1f\n\x05lines\x18\x03 \x03(\x0b\x32\x10.pedl.v1.LogLine\"\xb7\x01\n\x0bTrialExited\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x0e\n\x06killed\x18\x05 \x01(\x08\x12*\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x19.pedl.v1.FailureSignature\x12(\n\x08timeline\x18\x07 \x03(\x0b\x32\x16.pedl.v1.TimelinePhase\"`\n\x10\x46\x61ilureSignature\x12\x16\n\x0e\x65xception_type\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x0f\n\x07trained\x18\x03 \x01(\x08\x12\x11\n\tpermanent\x18\x04 \x01(\x08\"t\n\x0f\x41gentRegistered\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\"\n\x1aheartbeat_interval_seconds\x18\x02 \x01(\x01\x12\x17\n\x0f\x61\x63\x63\x65pts_batches\x18\x03 \x01(\x08\x12\x10\n\x08protocol\x18\x04 \x01(\r\"\xbb\x04\n\nStartTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x15\n\rexperiment_id\x18\x03 \x01(\x05\x12\x13\n\x0b\x63onfig_json\x18\x13 \x01(\t\x12(\n\x07hparams\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1e\n\x16latest_checkpoint_uuid\x18\x06 \x01(\t\x12!\n\x19latest_checkpoint_batches\x18\x07 \x01(\x03\x12\x10\n\x08slot_ids\x18\x08 \x03(\t\x12\x12\n\ntrial_seed\x18\t \x01(\x03\x12 \n\x18\x63heckpoint_store_address\x18\n \x01(\t\x12\x1d\n\x15model_definition_name\x18\x0b \x01(\t\x12\x1f\n\x17model_definition_sha256\x18\x14 \x01(\t\x12\x0c\n\x04rank\x18\x0c \x01(\x05\x12\x12\n\nworld_size\x18\r \x01(\x05\x12\x1a\n\x12rendezvous_address\x18\x0e \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x0f \x01(\t\x12\x18\n\x10\x63heckpoint_token\x18\x10 \x01(\t\x12\x1e\n\x05\x61\x66ter\x18\x11 \x03(\x0b\x32\x0f.pedl.v1.RunRef\x12\"\n\x1awarm_start_checkpoint_uuid\x18\x12 \x01(\t\x12&\n\nagent_user\x18\x15 \x01(\x0b\x32\x12.pedl.v1.AgentUserJ\x04\x08\x04\x10\x05R\x0b\x63onfig_yaml\"2\n\x0bRunWorkload\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\"-\n\tKillTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x32T\n\x10\x41gentLinkService\x12@\n\x07\x43onnect\x12\x17.pedl.v1.ConnectRequest\x1a\x18.pedl.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13pedl/v1/agent.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x12pedl/v1/auth.proto\x1a\x14pedl/v1/common.proto\"\x8b\x03\n\x0e\x43onnectRequest\x12*\n\x08register\x18\x01 \x01(\x0b\x32\x16.pedl.v1.RegisterAgentH\x00\x12\'\n\theartbeat\x18\x02 \x01(\x0b\x32\x12.pedl.v1.HeartbeatH\x00\x12\x38\n\x12workload_completed\x18\x03 \x01(\x0b\x32\x1a.pedl.v1.WorkloadCompletedH\x00\x12(\n\ntrial_logs\x18\x04 \x01(\x0b\x32\x12.pedl.v1.TrialLogsH\x00\x12,\n\x0ctrial_exited\x18\x05 \x01(\x0b\x32\x14.pedl.v1.TrialExitedH\x00\x12-\n\x05\x62\x61tch\x18\x06 \x01(\x0b\x32\x1c.pedl.v1.ConnectRequestBatchH\x00\x12,\n\x0c\x65poch_length\x18\x07 \x01(\x0b\x32\x14.pedl.v1.EpochLengthH\x00\x12*\n\x08\x64raining\x18\x08 \x01(\x0b\x32\x16.pedl.v1.AgentDrainingH\x00\x42\t\n\x07message\"@\n\x13\x43onnectRequestBatch\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.pedl.v1.ConnectRequest\"\x80\x02\n\x0f\x43onnectResponse\x12.\n\nregistered\x18\x01 \x01(\x0b\x32\x18.pedl.v1.AgentRegisteredH\x00\x12*\n\x0bstart_trial\x18\x02 \x01(\x0b\x32\x13.pedl.v1.StartTrialH\x00\x12,\n\x0crun_workload\x18\x03 \x01(\x0b\x32\x14.pedl.v1.RunWorkloadH\x00\x12(\n\nkill_trial\x18\x04 \x01(\x0b\x32\x12.pedl.v1.KillTrialH\x00\x12.\n\x05\x62\x61tch\x18\x05 \x01(\x0b\x32\x1d.pedl.v1.ConnectResponseBatchH\x00\x42\t\n\x07message\"B\n\x14\x43onnectResponseBatch\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.pedl.v1.ConnectResponse\"a\n\x0cRunningTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x10\n\x08slot_ids\x18\x03 \x03(\t\x12\x0c\n\x04\x62usy\x18\x04 \x01(\x08\x12\x0f\n\x07waiting\x18\x05 \x01(\x08\"*\n\x06RunRef\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\"\xb6\x02\n\rRegisterAgent\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x1c\n\x05slots\x18\x02 \x03(\x0b\x32\r.pedl.v1.Slot\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12\x14\n\x0c\x65nvironments\x18\x05 \x03(\t\x12\x15\n\rresource_pool\x18\x06 \x01(\t\x12-\n\x0erunning_trials\x18\x07 \x03(\x0b\x32\x15.pedl.v1.RunningTrial\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x17\n\x0f\x61\x63\x63\x65pts_batches\x18\t \x01(\x08\x12\x18\n\x10\x61\x63\x63\x65pts_handoffs\x18\n \x01(\x08\x12\x11\n\tisolation\x18\x0b \x01(\t\x12\r\n\x05label\x18\x0c \x01(\t\x12\x10\n\x08protocol\x18\r \x01(\r\"\x0b\n\tHeartbeat\"@\n\x0b\x45pochLength\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\x03\"\x1f\n\rAgentDraining\x12\x0e\n\x06reason\x18\x01 \x01(\t\"<\n\x11WorkloadCompleted\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.pedl.v1.WorkloadResult\"N\n\tTrialLogs\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x1f\n\x05lines\x18\x03 \x03(\x0b\x32\x10.pedl.v1.LogLine\"\xb7\x01\n\x0bTrialExited\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x0e\n\x06killed\x18\x05 \x01(\x08\x12*\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x19.pedl.v1.FailureSignature\x12(\n\x08timeline\x18\x07 \x03(\x0b\x32\x16.pedl.v1.TimelinePhase\"`\n\x10\x46\x61ilureSignature\x12\x16\n\x0e\x65xception_type\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x0f\n\x07trained\x18\x03 \x01(\x08\x12\x11\n\tpermanent\x18\x04 \x01(\x08\"t\n\x0f\x41gentRegistered\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\"\n\x1aheartbeat_interval_seconds\x18\x02 \x01(\x01\x12\x17\n\x0f\x61\x63\x63\x65pts_batches\x18\x03 \x01(\x08\x12\x10\n\x08protocol\x18\x04 \x01(\r\"\xbb\x04\n\nStartTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x12\x15\n\rexperiment_id\x18\x03 \x01(\x05\x12\x13\n\x0b\x63onfig_json\x18\x13 \x01(\t\x12(\n\x07hparams\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1e\n\x16latest_checkpoint_uuid\x18\x06 \x01(\t\x12!\n\x19latest_checkpoint_batches\x18\x07 \x01(\x03\x12\x10\n\x08slot_ids\x18\x08 \x03(\t\x12\x12\n\ntrial_seed\x18\t \x01(\x03\x12 \n\x18\x63heckpoint_store_address\x18\n \x01(\t\x12\x1d\n\x15model_definition_name\x18\x0b \x01(\t\x12\x1f\n\x17model_definition_sha256\x18\x14 \x01(\t\x12\x0c\n\x04rank\x18\x0c \x01(\x05\x12\x12\n\nworld_size\x18\r \x01(\x05\x12\x1a\n\x12rendezvous_address\x18\x0e \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x0f \x01(\t\x12\x18\n\x10\x63heckpoint_token\x18\x10 \x01(\t\x12\x1e\n\x05\x61\x66ter\x18\x11 \x03(\x0b\x32\x0f.pedl.v1.RunRef\x12\"\n\x1awarm_start_checkpoint_uuid\x18\x12 \x01(\t\x12&\n\nagent_user\x18\x15 \x01(\x0b\x32\x12.pedl.v1.AgentUserJ\x04\x08\x04\x10\x05R\x0b\x63onfig_yaml\"2\n\x0bRunWorkload\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\"-\n\tKillTrial\x12\x10\n\x08trial_id\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\x05\x32T\n\x10\x41gentLinkService\x12@\n\x07\x43onnect\x12\x17.pedl.v1.ConnectRequest\x1a\x18.pedl.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -25,39 +25,41 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pedl.v1.agent_pb2', _global
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _globals['_CONNECTREQUEST']._serialized_start=105
-  _globals['_CONNECTREQUEST']._serialized_end=456
-  _globals['_CONNECTREQUESTBATCH']._serialized_start=458
-  _globals['_CONNECTREQUESTBATCH']._serialized_end=522
-  _globals['_CONNECTRESPONSE']._serialized_start=525
-  _globals['_CONNECTRESPONSE']._serialized_end=781
-  _globals['_CONNECTRESPONSEBATCH']._serialized_start=783
-  _globals['_CONNECTRESPONSEBATCH']._serialized_end=849
-  _globals['_RUNNINGTRIAL']._serialized_start=851
-  _globals['_RUNNINGTRIAL']._serialized_end=948
-  _globals['_RUNREF']._serialized_start=950
-  _globals['_RUNREF']._serialized_end=992
-  _globals['_REGISTERAGENT']._serialized_start=995
-  _globals['_REGISTERAGENT']._serialized_end=1305
-  _globals['_HEARTBEAT']._serialized_start=1307
-  _globals['_HEARTBEAT']._serialized_end=1318
-  _globals['_EPOCHLENGTH']._serialized_start=1320
-  _globals['_EPOCHLENGTH']._serialized_end=1384
-  _globals['_WORKLOADCOMPLETED']._serialized_start=1386
-  _globals['_WORKLOADCOMPLETED']._serialized_end=1446
-  _globals['_TRIALLOGS']._serialized_start=1448
-  _globals['_TRIALLOGS']._serialized_end=1526
-  _globals['_TRIALEXITED']._serialized_start=1529
-  _globals['_TRIALEXITED']._serialized_end=1712
-  _globals['_FAILURESIGNATURE']._serialized_start=1714
-  _globals['_FAILURESIGNATURE']._serialized_end=1810
-  _globals['_AGENTREGISTERED']._serialized_start=1812
-  _globals['_AGENTREGISTERED']._serialized_end=1928
-  _globals['_STARTTRIAL']._serialized_start=1931
-  _globals['_STARTTRIAL']._serialized_end=2502
-  _globals['_RUNWORKLOAD']._serialized_start=2504
-  _globals['_RUNWORKLOAD']._serialized_end=2554
-  _globals['_KILLTRIAL']._serialized_start=2556
-  _globals['_KILLTRIAL']._serialized_end=2601
-  _globals['_AGENTLINKSERVICE']._serialized_start=2603
-  _globals['_AGENTLINKSERVICE']._serialized_end=2687
+  _globals['_CONNECTREQUEST']._serialized_end=500
+  _globals['_CONNECTREQUESTBATCH']._serialized_start=502
+  _globals['_CONNECTREQUESTBATCH']._serialized_end=566
+  _globals['_CONNECTRESPONSE']._serialized_start=569
+  _globals['_CONNECTRESPONSE']._serialized_end=825
+  _globals['_CONNECTRESPONSEBATCH']._serialized_start=827
+  _globals['_CONNECTRESPONSEBATCH']._serialized_end=893
+  _globals['_RUNNINGTRIAL']._serialized_start=895
+  _globals['_RUNNINGTRIAL']._serialized_end=992
+  _globals['_RUNREF']._serialized_start=994
+  _globals['_RUNREF']._serialized_end=1036
+  _globals['_REGISTERAGENT']._serialized_start=1039
+  _globals['_REGISTERAGENT']._serialized_end=1349
+  _globals['_HEARTBEAT']._serialized_start=1351
+  _globals['_HEARTBEAT']._serialized_end=1362
+  _globals['_EPOCHLENGTH']._serialized_start=1364
+  _globals['_EPOCHLENGTH']._serialized_end=1428
+  _globals['_AGENTDRAINING']._serialized_start=1430
+  _globals['_AGENTDRAINING']._serialized_end=1461
+  _globals['_WORKLOADCOMPLETED']._serialized_start=1463
+  _globals['_WORKLOADCOMPLETED']._serialized_end=1523
+  _globals['_TRIALLOGS']._serialized_start=1525
+  _globals['_TRIALLOGS']._serialized_end=1603
+  _globals['_TRIALEXITED']._serialized_start=1606
+  _globals['_TRIALEXITED']._serialized_end=1789
+  _globals['_FAILURESIGNATURE']._serialized_start=1791
+  _globals['_FAILURESIGNATURE']._serialized_end=1887
+  _globals['_AGENTREGISTERED']._serialized_start=1889
+  _globals['_AGENTREGISTERED']._serialized_end=2005
+  _globals['_STARTTRIAL']._serialized_start=2008
+  _globals['_STARTTRIAL']._serialized_end=2579
+  _globals['_RUNWORKLOAD']._serialized_start=2581
+  _globals['_RUNWORKLOAD']._serialized_end=2631
+  _globals['_KILLTRIAL']._serialized_start=2633
+  _globals['_KILLTRIAL']._serialized_end=2678
+  _globals['_AGENTLINKSERVICE']._serialized_start=2680
+  _globals['_AGENTLINKSERVICE']._serialized_end=2764
 # @@protoc_insertion_point(module_scope)

@@ -28,6 +28,7 @@ class ConnectRequest(google.protobuf.message.Message):
     TRIAL_EXITED_FIELD_NUMBER: builtins.int
     BATCH_FIELD_NUMBER: builtins.int
     EPOCH_LENGTH_FIELD_NUMBER: builtins.int
+    DRAINING_FIELD_NUMBER: builtins.int
     @property
     def register(self) -> global___RegisterAgent: ...
     @property
@@ -46,6 +47,10 @@ class ConnectRequest(google.protobuf.message.Message):
     def epoch_length(self) -> global___EpochLength:
         """The trial's epoch as the harness measured it, for lengths in epochs (sent once per run)."""
 
+    @property
+    def draining(self) -> global___AgentDraining:
+        """The agent is leaving soon (a Slurm pilot job near its walltime): checkpoint and stop its trials."""
+
     def __init__(
         self,
         *,
@@ -56,10 +61,11 @@ class ConnectRequest(google.protobuf.message.Message):
         trial_exited: global___TrialExited | None = ...,
         batch: global___ConnectRequestBatch | None = ...,
         epoch_length: global___EpochLength | None = ...,
+        draining: global___AgentDraining | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["batch", b"batch", "epoch_length", b"epoch_length", "heartbeat", b"heartbeat", "message", b"message", "register", b"register", "trial_exited", b"trial_exited", "trial_logs", b"trial_logs", "workload_completed", b"workload_completed"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["batch", b"batch", "epoch_length", b"epoch_length", "heartbeat", b"heartbeat", "message", b"message", "register", b"register", "trial_exited", b"trial_exited", "trial_logs", b"trial_logs", "workload_completed", b"workload_completed"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["message", b"message"]) -> typing.Literal["register", "heartbeat", "workload_completed", "trial_logs", "trial_exited", "batch", "epoch_length"] | None: ...
+    def HasField(self, field_name: typing.Literal["batch", b"batch", "draining", b"draining", "epoch_length", b"epoch_length", "heartbeat", b"heartbeat", "message", b"message", "register", b"register", "trial_exited", b"trial_exited", "trial_logs", b"trial_logs", "workload_completed", b"workload_completed"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["batch", b"batch", "draining", b"draining", "epoch_length", b"epoch_length", "heartbeat", b"heartbeat", "message", b"message", "register", b"register", "trial_exited", b"trial_exited", "trial_logs", b"trial_logs", "workload_completed", b"workload_completed"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["message", b"message"]) -> typing.Literal["register", "heartbeat", "workload_completed", "trial_logs", "trial_exited", "batch", "epoch_length", "draining"] | None: ...
 
 global___ConnectRequest = ConnectRequest
 
@@ -298,6 +304,27 @@ class EpochLength(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["batches", b"batches", "run_id", b"run_id", "trial_id", b"trial_id"]) -> None: ...
 
 global___EpochLength = EpochLength
+
+@typing.final
+class AgentDraining(google.protobuf.message.Message):
+    """Sent (and sent again while trials remain) by an agent that will exit once its trials have
+    checkpointed and stopped: the scheduler places nothing new there and asks each of its trials to
+    checkpoint and stop; they resume on other agents, which costs no restart.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: builtins.int
+    reason: builtins.str
+    """Why, for the trials' logs (e.g. "the Slurm job nears its walltime")."""
+    def __init__(
+        self,
+        *,
+        reason: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["reason", b"reason"]) -> None: ...
+
+global___AgentDraining = AgentDraining
 
 @typing.final
 class WorkloadCompleted(google.protobuf.message.Message):

@@ -744,16 +744,66 @@ class ListAgentsResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     AGENTS_FIELD_NUMBER: builtins.int
+    PILOT_JOBS_FIELD_NUMBER: builtins.int
     @property
     def agents(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___Agent]: ...
+    @property
+    def pilot_jobs(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___PilotJob]:
+        """The Slurm pools' pilot jobs (`--resource-pool NAME=slurm:PARTITION`), pending ones too, as
+        squeue last listed them: a pending job has no agent yet, and its reason says why it waits.
+        """
+
     def __init__(
         self,
         *,
         agents: collections.abc.Iterable[global___Agent] | None = ...,
+        pilot_jobs: collections.abc.Iterable[global___PilotJob] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["agents", b"agents"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["agents", b"agents", "pilot_jobs", b"pilot_jobs"]) -> None: ...
 
 global___ListAgentsResponse = ListAgentsResponse
+
+@typing.final
+class PilotJob(google.protobuf.message.Message):
+    """A Slurm job that runs (or will run) one pedl-agent per node, named slurm-<job_id>-<node>."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    JOB_ID_FIELD_NUMBER: builtins.int
+    RESOURCE_POOL_FIELD_NUMBER: builtins.int
+    PARTITION_FIELD_NUMBER: builtins.int
+    STATE_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    NODES_FIELD_NUMBER: builtins.int
+    TIME_LEFT_FIELD_NUMBER: builtins.int
+    NODE_LIST_FIELD_NUMBER: builtins.int
+    job_id: builtins.str
+    resource_pool: builtins.str
+    partition: builtins.str
+    state: builtins.str
+    """squeue's state: PENDING, RUNNING, COMPLETING, ..."""
+    reason: builtins.str
+    """squeue's reason: Resources, Priority, QOSMaxJobsPerUserLimit, ... ("None" while running)."""
+    nodes: builtins.int
+    time_left: builtins.str
+    """squeue's time left (e.g. "4:59", "1-00:00:00"; "UNLIMITED")."""
+    node_list: builtins.str
+    """The job's nodes once it runs ("" while pending)."""
+    def __init__(
+        self,
+        *,
+        job_id: builtins.str = ...,
+        resource_pool: builtins.str = ...,
+        partition: builtins.str = ...,
+        state: builtins.str = ...,
+        reason: builtins.str = ...,
+        nodes: builtins.int = ...,
+        time_left: builtins.str = ...,
+        node_list: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["job_id", b"job_id", "node_list", b"node_list", "nodes", b"nodes", "partition", b"partition", "reason", b"reason", "resource_pool", b"resource_pool", "state", b"state", "time_left", b"time_left"]) -> None: ...
+
+global___PilotJob = PilotJob
 
 @typing.final
 class GetClusterInfoRequest(google.protobuf.message.Message):

@@ -146,6 +146,8 @@ class Dispatcher:
                 kind = message.WhichOneof("message")
                 if kind == "trial_exited":
                     self.runs.on_trial_exited(agent, message.trial_exited)
+                elif kind == "draining":
+                    self.scheduling.drain(agent, message.draining.reason or f"agent {agent.id} leaves")
                 else:
                     self.intake.take(agent, message, kind)
         self.state.notify()

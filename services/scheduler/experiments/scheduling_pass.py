@@ -47,6 +47,21 @@ class SchedulingPass:
             trial = self.state.trials[trial_id]
             self.emit(self.state.experiments[trial.experiment_id], [trial], [StartRun(trial_id, gang)])
 
+    def drain(self, agent: AgentHandle, reason: str) -> None:
+        """An agent leaving on notice (AgentDraining): nothing new goes there, and each of its trials
+        checkpoints at its next step boundary and stops, to resume elsewhere without spending a
+        restart (as a preempted trial does). Idempotent: the agent repeats it while trials remain."""
+        agent.disabled = True  # in memory only: the agent's id is not reused once it leaves
+        for trial in list(self.state.running.values()):
+            if agent.id not in trial.gang_agents() or trial.sequencer.stop_requested:
+                continue
+            if trial.sequencer.terminated:
+                continue  # it exits anyway
+            self.work.log_line(
+                trial, f"{reason}: trial {trial.id} checkpoints and stops, to resume on another agent"
+            )
+            self._stop(trial)
+
     def cluster_state(self) -> scheduling.ClusterState:
         running, queued = [], []
         exiting: set[int] = set()  # told to terminate: their slots may be handed off

@@ -71,9 +71,9 @@ def sbatch_argv(pilot: Pilot, request: Request) -> list[str]:
         f"--nodes={request.nodes}",
         "--ntasks-per-node=1",
         f"--output={pilot.output_dir}/%x-%j.out",
-        # Before a walltime end (or a QOS preemption that grants a grace time) the batch shell is
-        # signalled; the script passes SIGTERM to the agents, whose trials then count as stopped by
-        # the infrastructure and resume elsewhere from their last checkpoint.
+        # Before a walltime end (or a QOS preemption that grants a grace time) the batch shell gets
+        # USR1; the script passes USR2 to the agents, which drain (pedl_agent.drain): their trials
+        # checkpoint and stop, and resume in another pilot job without spending a restart.
         f"--signal=B:USR1@{pilot.signal_s}",
     ]
     if shape.gpu:
@@ -108,12 +108,23 @@ def batch_script(pilot: Pilot, shape: JobShape) -> str:
         "# pedl pilot job: one pedl-agent per node, for this job's life.\n"
         f"srun --ntasks-per-node=1 --kill-on-bad-exit=0 bash -c {shlex.quote(inner)} &\n"
         "step=$!\n"
-        "trap 'kill -TERM $step' USR1 TERM\n"
-        "wait $step; wait $step\n"
+        # USR1 (--signal, before the walltime): each node's agent, and only it (a signal to the step
+        # would reach the trials' processes too), gets USR2 and drains. TERM (scancel): stop now.
+        f"trap {shlex.quote(DRAIN)} USR1\n"
+        "trap 'kill -TERM $step' TERM\n"
+        # `wait` returns when a trapped signal arrives; the agents are still leaving then.
+        "while kill -0 $step 2>/dev/null; do wait $step; done\n"
     )
 
 
 AGENT_PREFIX = "slurm-"
+# A step beside the agents' (--overlap) on each node signals the agent whose --agent-id is of this
+# job; "[s]lurm" matches the agent's command line but not this one's own.
+DRAIN = (
+    'srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 pkill -USR2 -f -- "--agent-id [s]'
+    + AGENT_PREFIX[1:]
+    + '$SLURM_JOB_ID-"'
+)
 
 
 def job_of_agent(agent_id: str) -> str | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from pedl.v1 import scheduler_pb2
 from pedl_scheduler.slurm import commands
 from pedl_scheduler.slurm.commands import ListedJob, Pilot, SlurmError
 from pedl_scheduler.slurm.options import SlurmPool, SlurmSettings
@@ -87,6 +88,24 @@ class SlurmPools:
         decided = plan(self.demand(state), self.jobs(state), self.settings.max_jobs)
         await self.act(state, decided)
         self.show_waiting(state, decided)
+        self.manager.state.cluster.pilot_jobs = self.listing()
+
+    def listing(self) -> list[scheduler_pb2.PilotJob]:
+        """Every pool's pilot jobs, pending ones with Slurm's reason: `pedl agent list`, the web UI."""
+        return [
+            scheduler_pb2.PilotJob(
+                job_id=j.job_id,
+                resource_pool=name,
+                partition=s.pool.partition,
+                state=j.state,
+                reason=j.reason,
+                nodes=j.nodes,
+                time_left=j.time_left,
+                node_list=j.node_list,
+            )
+            for name, s in self.pools.items()
+            for j in s.listed
+        ]
 
     def demand(self, state: PoolState) -> list[Demand]:
         experiments = self.manager.state.experiments
@@ -154,8 +173,3 @@ class SlurmPools:
                 trial.waiting_reason = (
                     f"{WAITING_PREFIX} job {job.job_id}: {job.state.lower()}, its agents are starting"
                 )
-
-    def pending_jobs(self) -> list[tuple[str, ListedJob]]:
-        """(pool, job) for each pilot job that has no agent yet, with Slurm's reason: for listings."""
-        connected = {commands.job_of_agent(a) for a in self.manager.state.cluster.agents}
-        return [(name, j) for name, s in self.pools.items() for j in s.listed if j.job_id not in connected]

@@ -1,4 +1,5 @@
-// The cluster page: agents, every slot and who holds it, and the trials waiting for one.
+// The cluster page: agents, every slot and who holds it, the trials waiting for one, and Slurm
+// pools' pilot jobs.
 "use strict";
 
 (async () => {
@@ -32,10 +33,23 @@
     { key: "owner", label: "Owner", get: (q) => q.owner },
     { key: "batches", label: "Batches", get: (q) => q.total_batches },
   ], { sortKey: "trial" });
+  // A Slurm pool's jobs, pending ones with Slurm's reason; their agents are slurm-<job>-<node>.
+  const pilots = new pedl.SortableTable($("pilots"), [
+    { key: "job", label: "Slurm job", get: (j) => j.job_id },
+    { key: "pool", label: "Pool", get: (j) => j.resource_pool },
+    { key: "partition", label: "Partition", get: (j) => j.partition },
+    { key: "state", label: "State", get: (j) => j.state },
+    { key: "reason", label: "Reason", get: (j) => (j.reason && j.reason !== "None" ? "(" + j.reason + ")" : "") },
+    { key: "nodes", label: "Nodes", get: (j) => j.nodes },
+    { key: "nodelist", label: "Node list", get: (j) => j.node_list },
+    { key: "left", label: "Time left", get: (j) => j.time_left },
+  ], { sortKey: "job" });
   poll(async () => {
     const view = await api("/api/cluster");
     agents.render(view.agents);
     slots.render(view.slots);
     queued.render(view.queued);
+    $("pilots-section").hidden = !view.pilot_jobs.length;
+    pilots.render(view.pilot_jobs);
   }, 3000);
 })();

@@ -154,3 +154,20 @@ def test_describe_says_why_a_trial_ended_itself_early() -> None:
     invalid = render.trial_summary(trial(6, early_exit=reasons.EARLY_EXIT_REASON_INVALID_HP))
     assert "INVALID_HP: its code reported invalid hyperparameters" in invalid
     assert "Exited early" not in render.trial_summary(trial(7))
+
+
+def test_agent_and_slot_listings_show_slurm_pilot_jobs_with_slurms_reason() -> None:
+    assert render.pilot_jobs_text([]) == ""  # clusters without Slurm pools: no extra table
+    jobs = [
+        scheduler_pb2.PilotJob(
+            job_id="12", resource_pool="hpc", partition="batch", state="PENDING", reason="Resources", nodes=2
+        ),
+        scheduler_pb2.PilotJob(
+            job_id="11", resource_pool="hpc", partition="batch", state="RUNNING", reason="None", nodes=1,
+            node_list="n1", time_left="4:59",
+        ),
+    ]  # fmt: skip
+    lines = render.pilot_jobs_text(jobs).strip().splitlines()
+    assert lines[0].startswith("Slurm pilot jobs")
+    assert lines[3].split() == ["12", "hpc", "batch", "PENDING", "(Resources)", "2", "-", "-"]
+    assert lines[4].split() == ["11", "hpc", "batch", "RUNNING", "-", "1", "n1", "4:59"]

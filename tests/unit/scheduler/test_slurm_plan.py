@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -104,3 +105,19 @@ def test_resource_pool_flags_name_slurm_partitions() -> None:
 def test_bad_slurm_flags_are_refused_with_one_line(argv: list[str], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         parse(*argv)
+
+
+def test_the_walltime_signal_drains_each_nodes_agent_and_only_it() -> None:
+    """USR1 (sbatch --signal) runs a step beside the agents that sends USR2 to the agent of this job
+    on each node; a signal to the agents' step would reach their trials' processes too."""
+    pilot = commands.Pilot("hpc", "q", "10.0.0.1:8080", ("pedl-agent",), 60, 1, "/out", 120)
+    script = commands.batch_script(pilot, CPU2)
+    assert "trap 'kill -TERM $step' TERM" in script  # scancel: stop now
+    (trap,) = [line for line in script.splitlines() if line.endswith(" USR1")]
+    assert "srun --overlap --ntasks-per-node=1" in trap and "pkill -USR2 -f --" in trap
+    found = re.search(r'-- "(.+?)"', trap)
+    assert found is not None
+    pattern = found.group(1).replace("$SLURM_JOB_ID", "42")
+    assert re.search(pattern, "/venv/bin/pedl-agent --master m:1 --agent-id slurm-42-n1")
+    assert not re.search(pattern, "/venv/bin/pedl-agent --master m:1 --agent-id slurm-421-n1")
+    assert not re.search(pattern, f"pkill -USR2 -f -- {pattern}")  # not the step's own processes

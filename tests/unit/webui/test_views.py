@@ -129,3 +129,17 @@ def test_the_experiments_query_becomes_one_filtered_scheduler_page() -> None:
     assert request.text == "digits" and request.exclude_archived
     everything = api.list_request({"order": ["oldest"], "archived": ["1"]})
     assert not everything.newest_first and not everything.exclude_archived and everything.page_size == 50
+
+
+def test_the_cluster_page_shows_slurm_pilot_jobs_pending_ones_with_slurms_reason() -> None:
+    pending = scheduler_pb2.PilotJob(
+        job_id="12", resource_pool="hpc", partition="batch", state="PENDING", reason="Resources", nodes=2
+    )
+    view = views.cluster_view([], [], [pending])
+    assert view["pilot_jobs"] == [
+        {
+            "job_id": "12", "resource_pool": "hpc", "partition": "batch", "state": "PENDING",
+            "reason": "Resources", "nodes": 2, "node_list": "", "time_left": "",
+        }
+    ]  # fmt: skip
+    assert views.cluster_view([], [])["pilot_jobs"] == []
