@@ -172,6 +172,8 @@ def test_a_pilot_near_its_walltime_checkpoints_its_trial_which_resumes_in_the_ne
     after it starts, mid-trial. The agent drains: the trial checkpoints where it is (the config asks
     no periodic checkpoint) and goes on in a new pilot job from exactly there, spending no restart."""
     slurm, pedl = clusters
+    # An idle pilot of the pool (no time limit) would take the trial whatever its slurm: section asks.
+    until(lambda: not slurm.jobs(), "earlier pilot jobs did not end", pedl, slurm, timeout=60)
     model = write_tiny_model(tmp_path / "slow")
     with open(model / "__init__.py", "a") as f:
         f.write(SLOW_STEPS)
