@@ -1,9 +1,13 @@
 """`det.pytorch.init()` and `det.pytorch.Trainer(trial, context).fit(...)` for training scripts.
 
 The Trainer drives the same controller the harness uses (`controller_for`): `fit` trains to
-`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period` into
-`checkpoint_dir` (one directory per checkpoint, named by batches trained), so a script resumes
-exactly with `latest_checkpoint=`.
+`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period`. Off a
+cluster its metrics are printed and its checkpoints written into `checkpoint_dir` (one directory per
+checkpoint, named by batches trained), so a script resumes exactly with `latest_checkpoint=` (a
+path). Run as a pedl trial (Determined's tutorial script as an experiment's entrypoint), it reports
+as Determined's does, through the Core API: training and validation metrics to the scheduler,
+checkpoints (also one at the end) to the experiment's storage, `latest_checkpoint` a storage id
+(`det.get_cluster_info().latest_checkpoint`), and a preemption checkpoints and stops.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -79,27 +84,97 @@ class Trainer:
             to_batches(validation_period, per_epoch, "validation_period") if validation_period else 0
         )
         save_every = to_batches(checkpoint_period, per_epoch, "checkpoint_period") if checkpoint_period else 0
-        if latest_checkpoint is not None:
-            controller.load(Path(latest_checkpoint))
-        checkpoints = Path(checkpoint_dir)
-        results: list[dict[str, Any]] = []
-        while controller.batches_trained < total:
-            done = controller.batches_trained
-            targets = [total] + [done + p - done % p for p in (validate_every, save_every) if p]
-            step = controller.train_until(min(targets))
-            print(
-                json.dumps({"batches_trained": controller.batches_trained, "training": step.metrics}),
-                flush=True,
-            )
-            last = controller.batches_trained == total
-            if last or (validate_every and controller.batches_trained % validate_every == 0):
-                results.append(controller.validate())
-                print(
-                    json.dumps({"batches_trained": controller.batches_trained, "validation": results[-1]}),
-                    flush=True,
-                )
-            if last or (save_every and controller.batches_trained % save_every == 0):
-                target = checkpoints / f"batches-{controller.batches_trained}"
-                target.mkdir(parents=True, exist_ok=True)
-                controller.save(target)
+        with _reports(Path(checkpoint_dir)) as reports:
+            if latest_checkpoint is not None:
+                with reports.restore(str(latest_checkpoint)) as path:
+                    controller.load(path)
+            results: list[dict[str, Any]] = []
+            saved = -1
+            while controller.batches_trained < total:
+                done = controller.batches_trained
+                targets = [total] + [done + p - done % p for p in (validate_every, save_every) if p]
+                step = controller.train_until(min(targets))
+                trained = controller.batches_trained
+                reports.training(trained, step.metrics, trained / total)
+                last = trained == total
+                if last or (validate_every and trained % validate_every == 0):
+                    results.append(controller.validate())
+                    reports.validation(trained, results[-1])
+                preempted = reports.should_preempt()
+                if last or preempted or (save_every and trained % save_every == 0):
+                    with reports.store(trained) as target:
+                        controller.save(target)
+                    saved = trained
+                if preempted:
+                    break
+            if reports.on_cluster and saved != controller.batches_trained:
+                with reports.store(controller.batches_trained) as target:
+                    controller.save(target)
         return results
+
+
+class _LocalReports:
+    """Off a cluster: metrics printed as JSON lines, checkpoints under `checkpoint_dir`."""
+
+    on_cluster = False
+
+    def __init__(self, checkpoints: Path) -> None:
+        self.checkpoints = checkpoints
+
+    def training(self, batches: int, metrics: dict[str, Any], progress: float) -> None:
+        print(json.dumps({"batches_trained": batches, "training": metrics}), flush=True)
+
+    def validation(self, batches: int, metrics: dict[str, Any]) -> None:
+        print(json.dumps({"batches_trained": batches, "validation": metrics}), flush=True)
+
+    def should_preempt(self) -> bool:
+        return False
+
+    @contextlib.contextmanager
+    def store(self, batches: int) -> Iterator[Path]:
+        target = self.checkpoints / f"batches-{batches}"
+        target.mkdir(parents=True, exist_ok=True)
+        yield target
+
+    def restore(self, checkpoint: str) -> AbstractContextManager[Path]:
+        return contextlib.nullcontext(Path(checkpoint))
+
+
+class _TrialReports:
+    """In a pedl trial: through the Core API, as Determined's Trainer reports."""
+
+    on_cluster = True
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def training(self, batches: int, metrics: dict[str, Any], progress: float) -> None:
+        self.core.train.report_training_metrics(steps_completed=batches, metrics=metrics)
+        self.core.train.report_progress(min(progress, 1.0))
+
+    def validation(self, batches: int, metrics: dict[str, Any]) -> None:
+        self.core.train.report_validation_metrics(steps_completed=batches, metrics=metrics)
+
+    def should_preempt(self) -> bool:
+        return bool(self.core.preempt.should_preempt())
+
+    @contextlib.contextmanager
+    def store(self, batches: int) -> Iterator[Path]:
+        with self.core.checkpoint.store_path({"steps_completed": batches}) as (path, _storage_id):
+            yield Path(path)
+
+    def restore(self, checkpoint: str) -> AbstractContextManager[Path]:
+        restored: AbstractContextManager[Path] = self.core.checkpoint.restore_path(checkpoint)
+        return restored
+
+
+@contextlib.contextmanager
+def _reports(checkpoints: Path) -> Iterator[_LocalReports | _TrialReports]:
+    from determined import core
+    from determined.core._link import harness_link
+
+    if harness_link() is None:
+        yield _LocalReports(checkpoints)
+        return
+    with core.init() as context:
+        yield _TrialReports(context)
