@@ -44,7 +44,7 @@ _NO_METRICS = (
 )
 FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
-        "failed: AttributeError: module 'numpy' has no attribute 'float' (removed in NumPy 1.24)"
+        "failed: AttributeError: module 'numpy' has no attribute 'int' (an alias removed in NumPy 1.24)"
     ),
     **{(r, "computer_vision/iris_tf_keras"): _LEGACY_KERAS for r in ("0.23.4", "0.26.7", "0.30.0", "0.34.0")},
     **{
