@@ -5,6 +5,7 @@ calls: `det.TrialContext` as an annotation, custom reducers (`det.pytorch.Metric
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -92,9 +93,43 @@ class MyTrial(PyTorchTrial):
 CALLBACKS = """
     def build_callbacks(self):
         class Noted(PyTorchCallback):
+            def __init__(self):
+                self.validations = 0
+
+            def on_training_start(self):
+                EVENTS.append("training start")
+
+            def on_training_epoch_start(self, epoch_idx):
+                EVENTS.append(f"epoch {epoch_idx} start")
+
+            def on_training_epoch_end(self, epoch_idx):
+                EVENTS.append(f"epoch {epoch_idx} end")
+
             def on_validation_end(self, metrics):
-                pass
+                self.validations += 1
+                EVENTS.append(f"validation {sorted(metrics)[0]}")
+
+            def on_checkpoint_save_start(self, checkpoint):
+                checkpoint["x"] = 4
+                EVENTS.append("save")
+
+            def on_checkpoint_load_start(self, checkpoint):
+                EVENTS.append(f"load x={checkpoint['x']}")
+
+            def on_checkpoint_end(self, checkpoint_dir):
+                EVENTS.append("saved")
+
+            def state_dict(self):
+                return {"validations": self.validations}
+
+            def load_state_dict(self, state):
+                EVENTS.append(f"restored validations={state['validations']}")
+                self.validations = state["validations"]
+
         return {"noted": Noted()}
+
+
+EVENTS = []
 """
 
 
@@ -118,10 +153,34 @@ def test_reducers_and_evaluation_reducer_report_as_the_reference_describes(tmp_p
         assert metrics["worst"] in (0.0, 1.0)
 
 
-def test_callbacks_import_and_are_refused_in_one_line(tmp_path) -> None:
+def test_callbacks_run_where_the_reference_places_them_and_keep_their_state(tmp_path) -> None:
+    """Determined's checkpoint_hooks example: a callback adds to the checkpoint on save and finds it
+    on load; its state_dict travels with the checkpoint."""
     parsed = parse_experiment_config(CONFIG)
     model_def = load_for_config(write(tmp_path / "callbacks", CALLBACKS), parsed.raw)
-    with pytest.raises(TypeError, match="returned callbacks; pedl does not run PyTorchCallback objects"):
+    result = run_local(parsed, model_def, verify_restore=True)
+    assert result.state == "COMPLETED"
+    events = sys.modules[model_def.trial_class.__module__].EVENTS
+    assert events[:2] == ["training start", "epoch 0 start"]
+    assert "epoch 0 end" in events and events.index("epoch 0 end") < events.index("epoch 1 start")
+    assert "validation loss" not in events and any(e.startswith("validation ") for e in events)
+    save = events.index("save")
+    assert events[save + 1] == "saved"
+    load = events.index("load x=4")
+    assert events[load + 1].startswith("restored validations=")
+
+
+def test_a_callback_hook_pedl_does_not_call_is_refused_in_one_line(tmp_path) -> None:
+    startup = CALLBACKS.replace(
+        "            def on_training_start(self):",
+        "            def on_trial_startup(self, first_batch_idx, checkpoint_uuid):\n"
+        "                pass\n\n"
+        "            def on_training_start(self):",
+    )
+    parsed = parse_experiment_config(CONFIG)
+    model_def = load_for_config(write(tmp_path / "startup", startup), parsed.raw)
+    refused = "callback 'noted' overrides on_trial_startup .*which pedl does not call"
+    with pytest.raises(TypeError, match=refused):
         run_local(parsed, model_def)
 
 

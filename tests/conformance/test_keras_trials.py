@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pedl.config import parse_experiment_config
 from pedl.config.test_mode import test_mode_config as minimal
@@ -115,9 +116,9 @@ def test_a_pedl011_trial_returning_tfkeras_tensorboard_trains_unchanged(tmp_path
 
 @pytest.mark.parametrize(
     ("argument", "named"),
-    [("histogram_freq=1", "histogram_freq=1"), ("profile_batch=(2, 4)", "profile_batch=(2, 4)")],
+    [("profile_batch=(2, 4)", "profile_batch=(2, 4)"), ("write_images=True", "write_images=True")],
 )
-def test_tensorboard_options_beyond_metric_curves_are_refused_naming_them(
+def test_tensorboard_options_beyond_metrics_and_histograms_are_refused_naming_them(
     tmp_path, argument: str, named: str
 ) -> None:
     model = with_callbacks(
@@ -128,3 +129,67 @@ def test_tensorboard_options_beyond_metric_curves_are_refused_naming_them(
     )
     with pytest.raises(ValueError, match=re.escape(f"TensorBoard({named})")):
         run(model)
+
+
+def test_histograms_asked_of_the_tensorboard_callback_are_written_by_keras_at_each_validation(
+    tmp_path, monkeypatch
+) -> None:
+    """Determined's iris example: `TensorBoard(histogram_freq=1)`; Keras logs the weights'
+    histograms into the run's TensorBoard directory, whatever `log_dir` says."""
+    logdir = tmp_path / "run-tensorboard"
+    monkeypatch.setenv("PEDL_TENSORBOARD_DIR", str(logdir))
+    model = with_callbacks(
+        tmp_path,
+        "digits_determined_keras",
+        'callbacks.TensorBoard(log_dir="/nonexistent/logs", update_freq="batch", profile_batch=0, '
+        "histogram_freq=1)",
+        "from determined.keras import callbacks",
+    )
+    _, result = run(model)
+    assert result.state == "COMPLETED"
+    assert not Path("/nonexistent/logs").exists()
+    tags: dict[str, set[int]] = {}
+    import tensorflow as tf
+
+    for events in sorted((logdir / "train").glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(events)):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, set()).add(event.step)
+    histograms = {tag for tag in tags if tag.endswith("/histogram")}
+    assert any("kernel" in tag for tag in histograms), sorted(tags)
+    validations = len(result.trials[0].validations)
+    assert all(len(tags[tag]) >= min(validations, 2) for tag in histograms), tags
+
+
+def test_keras2s_lr_and_metrics_third_in_compile_are_read_as_keras_2_did(tmp_path) -> None:
+    """Determined's iris example (0.12 to 0.20) and PEDL 0.11's: `RMSprop(lr=...)` and
+    `model.compile(optimizer, loss, [metric])`, Keras 2's spelling and order."""
+    model = shutil.copytree(EXAMPLES / "digits_determined_keras", tmp_path / "lr")
+    source = (model / "model_def.py").read_text()
+    compiled = """        model.compile(
+            optimizer=optimizer,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        )"""
+    assert compiled in source
+    source = source.replace(
+        compiled,
+        "        model.compile(optimizer, keras.losses.SparseCategoricalCrossentropy(from_logits=True),\n"
+        "                      [keras.metrics.sparse_categorical_accuracy])",
+    )
+    old = 'keras.optimizers.Adam(self.context.get_hparam("learning_rate"))'
+    assert old in source
+    source = source.replace(old, 'keras.optimizers.Adam(lr=self.context.get_hparam("learning_rate"))')
+    source = source.replace(
+        "        return model\n",
+        "        LEARNING_RATES.append(float(model.optimizer.learning_rate))\n        return model\n",
+        1,
+    )
+    (model / "model_def.py").write_text(source + "\n\nLEARNING_RATES = []\n")
+    config = (model / "const.yaml").read_text().replace("val_accuracy", "val_sparse_categorical_accuracy")
+    model_def, result = run(model, config)
+    assert result.state == "COMPLETED"
+    rates = sys.modules[model_def.trial_class.__module__].LEARNING_RATES
+    wanted = yaml.safe_load((model / "const.yaml").read_text())["hyperparameters"]["learning_rate"]
+    assert rates and rates[0] == pytest.approx(wanted)
+    assert set(result.trials[0].validations[-1][1]) == {"val_loss", "val_sparse_categorical_accuracy"}

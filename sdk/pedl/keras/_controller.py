@@ -21,6 +21,7 @@ from pedl.keras._data import (
     validation_input,
 )
 from pedl.keras._names import keras_validation_metrics
+from pedl.keras._tensorboard import TensorBoard
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 from pedl.tensorflow._averaging import first_non_finite, mean_metrics
@@ -56,6 +57,7 @@ class KerasTrialController:
         # Set when the harness started this process as one of several workers.
         self.workers = _distributed.current()
         self._steps: _distributed.Steps | None = None
+        self._tensorboards: list[TensorBoard] = []
         # Drawn from NumPy, which the harness seeds with the trial seed (alike on every worker).
         seed = int(np.random.randint(2**31 - 1))
         self.stream = TrainingStream(training, seed, self.workers.shard if self.workers else None)
@@ -97,6 +99,15 @@ class KerasTrialController:
         trial.model = model
         return cls(trial, model, training, validation, where)
 
+    def attach_tensorboards(self, callbacks: Sequence[TensorBoard]) -> None:
+        """The trial's TensorBoard callbacks (`keras_callbacks()`), told of each validation; on
+        several workers only the chief's write (the harness uploads the chief's files)."""
+        if self.workers is not None and not self.workers.is_chief:
+            return
+        self._tensorboards = list(callbacks)
+        for callback in self._tensorboards:
+            callback.attach(self.model)
+
     @property
     def batches_trained(self) -> int:
         return self._batches_trained
@@ -124,6 +135,12 @@ class KerasTrialController:
         return StepResult(metrics=metrics, num_batches=count, num_inputs=num_inputs)
 
     def validate(self) -> dict[str, Any]:
+        metrics = self._validate()
+        for callback in self._tensorboards:
+            callback.after_validation()
+        return metrics
+
+    def _validate(self) -> dict[str, Any]:
         if self._steps is not None:
             assert self.workers is not None
             batches = validation_batches(self.validation, self.workers.shard)

@@ -5,9 +5,13 @@ pedl trains batch by batch and runs no Keras callbacks. What this callback shows
 (the trial's training and validation metric curves) pedl's TensorBoard support writes from the
 metrics every trial reports: `pedl tensorboard EXPERIMENT_ID` (also `det tensorboard start`) writes
 event files with one `training` and one `validation` run per trial, the step axis counting batches.
-So a trial returning this callback from `keras_callbacks()` runs unchanged; the options that ask
-for more than metric curves (histograms, images, embeddings, profiling) are refused with one line
-naming the option, and the model graph, which pedl does not write, is named in a warning.
+Weight histograms (`histogram_freq=N`) Keras writes itself: the callback is Keras's own
+TensorBoard, its log directory the run's TensorBoard directory (as Determined puts it in
+/tmp/tensorboard, whatever `log_dir` says), and after every Nth validation (pedl's epoch: Keras's
+`on_epoch_end` with the validation's index) Keras logs each weight's histogram under the `train`
+run; the harness uploads them and `pedl tensorboard` shows them beside the metric curves. The
+options that ask for more (images, embeddings, profiling) are refused with one line naming the
+option, and the model graph, which pedl does not write, is named in a warning.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import keras
 logger = logging.getLogger("pedl.keras")
 
 
-class TensorBoard(keras.callbacks.Callback):
+class TensorBoard(keras.callbacks.TensorBoard):
     """Accepts tf.keras.callbacks.TensorBoard's arguments; see the module docstring."""
 
     def __init__(
@@ -37,9 +41,7 @@ class TensorBoard(keras.callbacks.Callback):
         embeddings_metadata: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__()
         refused = {
-            "histogram_freq": histogram_freq not in (0, None),
             "write_images": bool(write_images),
             "write_steps_per_second": bool(write_steps_per_second),
             "profile_batch": profile_batch not in (0, None, (0, 0), "0", "0,0"),
@@ -47,7 +49,6 @@ class TensorBoard(keras.callbacks.Callback):
             "embeddings_metadata": embeddings_metadata is not None,
         }
         values = {
-            "histogram_freq": histogram_freq,
             "write_images": write_images,
             "write_steps_per_second": write_steps_per_second,
             "profile_batch": profile_batch,
@@ -60,20 +61,40 @@ class TensorBoard(keras.callbacks.Callback):
             listed = ", ".join(f"{name}={values[name]!r}" for name in names)
             raise ValueError(
                 f"TensorBoard({listed}): pedl's TensorBoard shows the metrics each trial reports "
-                "(`pedl tensorboard EXPERIMENT_ID`), not histograms, images, embeddings or profiles; "
-                "leave these out"
+                "(`pedl tensorboard EXPERIMENT_ID`) and Keras's weight histograms (histogram_freq), "
+                "not images, embeddings or profiles; leave these out"
             )
         if not isinstance(update_freq, int) and update_freq not in ("epoch", "batch"):
             raise ValueError(f"TensorBoard(update_freq={update_freq!r}): use 'epoch', 'batch' or an int")
-        self.log_dir = log_dir
-        self.write_graph = bool(write_graph)
-        self.update_freq = update_freq
+        if not isinstance(histogram_freq, int) or histogram_freq < 0:
+            raise ValueError(f"TensorBoard(histogram_freq={histogram_freq!r}): use 0 or a positive int")
+        # Keras's own graph option writes a model summary at set_model; pedl writes neither.
+        super().__init__(
+            log_dir=log_dir, histogram_freq=histogram_freq, write_graph=False, update_freq=update_freq
+        )
+        self.asks_for_graph = bool(write_graph)
+        self._validations = 0
+
+    def attach(self, model: keras.Model) -> None:
+        """Points Keras's writers at the run's TensorBoard directory, for `model`."""
+        from pedl.harness.tensorboard_sync import tensorboard_dir
+
+        self.log_dir = str(tensorboard_dir())
+        self.set_model(model)
+
+    def after_validation(self) -> None:
+        """One validation ended: Keras's epoch end, where it logs the weights' histograms
+        (every `histogram_freq` epochs) and, with no logs given, no metrics (pedl writes those)."""
+        if self.histogram_freq:
+            self.on_epoch_end(self._validations, logs=None)
+        self._validations += 1
 
 
-def check_callbacks(callbacks: Any, where: str) -> None:
-    """Raises for callbacks pedl cannot honour; `where` names the trial's keras_callbacks method."""
+def check_callbacks(callbacks: Any, where: str) -> list[TensorBoard]:
+    """The trial's TensorBoard callbacks; raises for callbacks pedl cannot honour (`where` names the
+    trial's keras_callbacks method)."""
     if callbacks is None:
-        return
+        return []
     if not isinstance(callbacks, Sequence) or isinstance(callbacks, (str, bytes)):
         raise TypeError(f"{where} must return a list of callbacks, got {type(callbacks).__name__}")
     others = [type(c).__name__ for c in callbacks if not isinstance(c, TensorBoard)]
@@ -82,9 +103,10 @@ def check_callbacks(callbacks: Any, where: str) -> None:
             f"{where} returned callbacks ({', '.join(others)}); pedl trains batch by batch and does not run "
             "Keras callbacks other than TensorBoard (report metrics from the compiled model instead)"
         )
-    if any(c.write_graph for c in callbacks):
+    if any(c.asks_for_graph for c in callbacks):
         logger.warning(
             "%s: TensorBoard(write_graph=True): pedl's TensorBoard shows the trial's training and "
             "validation metrics (pedl tensorboard EXPERIMENT_ID); it does not write the model graph",
             where,
         )
+    return list(callbacks)

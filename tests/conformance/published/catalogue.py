@@ -4,26 +4,53 @@ data the suite stands in for: the iris CSVs their config's `data.train_url`/`tes
 reason it is not run. `published_table()` is the README's table.
 
 The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's download into `data/`)
-have stand-in data too (`standin_data.py`), but they need torchvision, which this environment lacks
-(PyPI's torchvision wheels are built against CUDA torch, and pedl's is the CPU build): they are listed
-as needing it, and run wherever it is installed (its `datasets.MNIST` then finds the stand-in)."""
+have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
+(`example_env`: PyPI's torch and torchvision beside .venv) provides. The Core API tutorials (a folder
+of stage scripts, each with its own config, no data) are listed one example per config."""
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from example_env import missing as missing_modules
 from published_trees import pedl_examples, releases
 
 MNIST_URL = "pytorch_mnist.tar.gz"
-# Run by `scripts/test` (the smoke part): one per generation of Determined's trial API, and PEDL 0.11's.
+# Run by `scripts/test` (the smoke part): one per generation of Determined's trial API (0.12's
+# PyTorchTrial, 0.38's PyTorchTrial under `pytorch.Trainer`, TFKerasTrial, a Core API script), and
+# PEDL 0.11's.
 SMOKE = {
-    ("0.12.13", "official/trial/iris_tf_keras"),
-    ("pedl-0.11", "iris_tf_keras"),
+    ("0.12.13", "official/trial/mnist_pytorch"),
+    ("0.38.1", "tutorials/mnist_pytorch"),
+    ("0.20.1", "computer_vision/iris_tf_keras"),
+    ("0.38.1", "tutorials/core_api/3_hpsearch"),
+    ("pedl-0.11", "mnist_pytorch"),
+}
+CLUSTER_SLOTS = 2  # the suite's one agent's
+# Examples that run but do not complete: what they fail with (the trial's exception, summarised).
+_LEGACY_KERAS = (
+    "failed: ImportError: `keras.optimizers.legacy` is not supported in Keras 3 "
+    "(Keras 2's optimizers: pedl's TensorFlow carries Keras 3)"
+)
+_NO_METRICS = (
+    "failed: searcher.metric 'x' is not among the validation metrics the trial reported (none) "
+    "(an unmodified script reporting nothing: Determined completes it)"
+)
+FAILS: dict[tuple[str, str], str] = {
+    ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
+        "failed: AttributeError: module 'numpy' has no attribute 'int' (an alias removed in NumPy 1.24)"
+    ),
+    **{(r, "computer_vision/iris_tf_keras"): _LEGACY_KERAS for r in ("0.23.4", "0.26.7", "0.30.0", "0.34.0")},
+    **{
+        (r, "tutorials/core_api/0_start"): _NO_METRICS
+        for r in ("0.20.1", "0.23.4", "0.26.7", "0.30.0", "0.34.0", "0.38.1")
+    },
 }
 # Top-level imports that are the examples' own or the standard library's are not dependencies.
 _STDLIB_LIKE = {"__future__", "determined", "pedl"}
@@ -36,18 +63,24 @@ class Example:
     name: str  # its folder under the release's examples/
     folder: Path
     framework: str
-    data: str  # "iris-url", "mnist-url", "mnist-dir", or "" (no stand-in)
-    missing: tuple[str, ...]  # libraries it imports that this environment lacks
-    histograms: bool = False  # asks Keras's TensorBoard callback for weight histograms
+    data: str  # "iris-url", "mnist-url", "mnist-dir", "none" (needs none), or "" (no stand-in)
+    missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
+    config: str = "const.yaml"  # the experiment config submitted
+    slots: int = 1  # its resources.slots_per_trial
 
     @property
     def expected(self) -> str:
-        """Its result when run: completes, or the one line it stops with (a feature pedl lacks)."""
-        return HISTOGRAMS if self.histograms else "completes"
+        """Its result when run: completes, or how it fails (`FAILS`, with why in parentheses)."""
+        return FAILS.get((self.release, self.name), "completes")
+
+    def matches(self, result: str) -> bool:
+        """Whether a run's result is the expected one (a failure's explanation aside)."""
+        expected = self.expected
+        return result == expected or (result != "completes" and expected.startswith(result + " ("))
 
     @property
     def runs(self) -> bool:
-        return bool(self.data) and not self.missing and self.framework not in _UNSUPPORTED
+        return not self.reason
 
     @property
     def reason(self) -> str:
@@ -56,15 +89,13 @@ class Example:
             return _UNSUPPORTED[self.framework]
         if self.missing:
             return f"needs {', '.join(self.missing)}, not in pedl's environment"
+        if self.slots > CLUSTER_SLOTS:
+            return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
             return "downloads a data set the suite has no stand-in for"
         return ""
 
 
-# What a trial asking Keras's TensorBoard callback for histograms stops with, at its start.
-HISTOGRAMS = (
-    "stops at its start in one line: TensorBoard(histogram_freq=1): pedl's TensorBoard has no histograms"
-)
 _UNSUPPORTED = {
     "DeepSpeed": "DeepSpeed: refused in one line (README: not supported by pedl)",
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
@@ -87,13 +118,16 @@ def _framework(sources: str) -> str:
     return "other"
 
 
-def _missing(folder: Path, sources: str) -> tuple[str, ...]:
+def _imports(folder: Path, sources: str) -> set[str]:
+    """The top-level modules the example imports that are not its own or the standard library."""
     local = {p.stem for p in folder.rglob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
     wanted = {m for m in _IMPORT.findall(sources) if m not in local and m not in _STDLIB_LIKE}
-    return tuple(sorted(m for m in wanted if importlib.util.find_spec(m) is None))
+    return {m for m in wanted if m not in sys.stdlib_module_names}
 
 
-def _data(folder: Path, sources: str) -> str:
+def _data(folder: Path, sources: str, config: str) -> str:
+    if config != "const.yaml":  # a Core API tutorial's stage
+        return "" if re.search(r"datasets\.|download|https?://", sources) else "none"
     const = yaml.safe_load((folder / "const.yaml").read_text()) or {}
     data = const.get("data") if isinstance(const.get("data"), dict) else {}
     if str(data.get("train_url", "")).endswith("iris_training.csv"):
@@ -106,18 +140,42 @@ def _data(folder: Path, sources: str) -> str:
     return ""
 
 
-def _example(release: str, name: str, folder: Path) -> Example:
-    sources = "\n".join(p.read_text(errors="replace") for p in sorted(folder.rglob("*.py")))
-    histograms = re.search(r"histogram_freq\s*=\s*[1-9]", sources) is not None
-    return Example(
-        release,
-        name,
-        folder,
-        _framework(sources),
-        _data(folder, sources),
-        _missing(folder, sources),
-        histograms,
-    )
+def _sources(folder: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(folder.rglob("*.py")))
+
+
+def _example(release: str, name: str, folder: Path, config: str, absent: set[str]) -> Example:
+    if config == "const.yaml":
+        sources = _sources(folder)
+        framework = _framework(sources)
+    else:  # a plain script becomes a Core API one stage by stage
+        sources = _stage_script(folder, config)
+        framework = "Core API" if "core.init" in sources else "other"
+    needs = tuple(sorted(_imports(folder, sources) & absent))
+    raw = yaml.safe_load((folder / config).read_text())
+    resources = raw.get("resources") if isinstance(raw.get("resources"), dict) else {}
+    slots = int(resources.get("slots_per_trial") or 1)
+    data = _data(folder, sources, config)
+    return Example(release, name, folder, framework, data, needs, config, slots)
+
+
+def _stage_script(folder: Path, config: str) -> str:
+    """The source of the script a Core API tutorial stage's entrypoint runs (`python3 N_stage.py`)."""
+    entrypoint = str(yaml.safe_load((folder / config).read_text())["entrypoint"])
+    scripts = [folder / word for word in entrypoint.split() if word.endswith(".py")]
+    return "\n".join(p.read_text(errors="replace") for p in scripts if p.is_file())
+
+
+def _stage_configs(folder: Path) -> list[str]:
+    """A Core API tutorial's configs (no const.yaml; each `N_stage.yaml` names an entrypoint)."""
+    if (folder / "const.yaml").exists() or folder.name != "core_api":
+        return []
+    found = []
+    for config in sorted(folder.glob("*.yaml")):
+        raw = yaml.safe_load(config.read_text())
+        if isinstance(raw, dict) and "entrypoint" in raw:
+            found.append(config.name)
+    return found
 
 
 def _is_example(folder: Path) -> bool:
@@ -133,19 +191,23 @@ def _is_example(folder: Path) -> bool:
     )
 
 
+@functools.cache
 def examples() -> list[Example]:
-    """Each published example with a const.yaml, releases oldest first, then PEDL 0.11's."""
-    found = []
-    for root in releases():
-        release = root.parent.name.lstrip("v")
-        for const in sorted(root.rglob("const.yaml")):
-            if _is_example(const.parent):
-                found.append(_example(release, const.parent.relative_to(root).as_posix(), const.parent))
-    root = pedl_examples()
-    for const in sorted(root.rglob("const.yaml")):
-        if _is_example(const.parent):
-            found.append(_example("pedl-0.11", const.parent.relative_to(root).as_posix(), const.parent))
-    return found
+    """Each published example with a const.yaml (and each Core API tutorial stage), releases oldest
+    first, then PEDL 0.11's."""
+    places: list[tuple[str, str, Path, str]] = []
+    roots = [(root.parent.name.lstrip("v"), root) for root in releases()]
+    for release, root in [*roots, ("pedl-0.11", pedl_examples())]:
+        folders = sorted({c.parent for c in root.rglob("const.yaml")} | set(root.rglob("core_api")))
+        for folder in folders:
+            name = folder.relative_to(root).as_posix()
+            if _is_example(folder):
+                places.append((release, name, folder, "const.yaml"))
+            for config in _stage_configs(folder):
+                places.append((release, f"{name}/{Path(config).stem}", folder, config))
+    wanted = set().union(*(_imports(f, _sources(f)) for f in {p[2] for p in places}))
+    absent = missing_modules(wanted)
+    return [_example(release, name, folder, config, absent) for release, name, folder, config in places]
 
 
 def published_table(results: dict[tuple[str, str], str] | None = None) -> str:

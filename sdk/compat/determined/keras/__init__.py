@@ -16,6 +16,7 @@ from determined.keras import callbacks
 from pedl.frameworks.keras import apply_session_config, unwrap_data
 from pedl.keras import _distributed
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._keras2 import accept_keras2_spellings
 from pedl.keras._load import load_model_from_checkpoint_path as _load_model
 from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
@@ -97,14 +98,17 @@ class TFKerasTrial(KerasTrial):
         if not hasattr(trial, "context"):
             trial.context = context
         trial.hparams = context.get_hparams()
-        check_callbacks(trial.keras_callbacks(), describe(cls.keras_callbacks))
+        tensorboards = check_callbacks(trial.keras_callbacks(), describe(cls.keras_callbacks))
+        accept_keras2_spellings()
         apply_session_config(trial.session_config())
         loaders = [
             unwrap_data(trial.build_training_data_loader()),
             unwrap_data(trial.build_validation_data_loader()),
         ]
         origin = f"{cls.__qualname__}.build_training_data_loader/build_validation_data_loader"
-        return KerasTrialController.from_trial(trial, loaders, origin, build=trial.build_model)
+        controller = KerasTrialController.from_trial(trial, loaders, origin, build=trial.build_model)
+        controller.attach_tensorboards(tensorboards)
+        return controller
 
 
 class TFKerasTensorBoard(TensorBoard):

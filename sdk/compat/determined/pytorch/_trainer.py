@@ -1,9 +1,13 @@
 """`det.pytorch.init()` and `det.pytorch.Trainer(trial, context).fit(...)` for training scripts.
 
 The Trainer drives the same controller the harness uses (`controller_for`): `fit` trains to
-`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period` into
-`checkpoint_dir` (one directory per checkpoint, named by batches trained), so a script resumes
-exactly with `latest_checkpoint=`.
+`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period`. Off a
+cluster its metrics are printed and its checkpoints written into `checkpoint_dir` (one directory per
+checkpoint, named by batches trained), so a script resumes exactly with `latest_checkpoint=` (a
+path). Run as a pedl trial (Determined's tutorial script as an experiment's entrypoint), it reports
+as Determined's does, through the Core API: training and validation metrics to the scheduler,
+checkpoints (also one at the end) to the experiment's storage, `latest_checkpoint` a storage id
+(`det.get_cluster_info().latest_checkpoint`), and a preemption checkpoints and stops.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +64,7 @@ class Trainer:
 
     def fit(
         self,
-        max_length: Any,
+        max_length: Any = None,
         validation_period: Any | None = None,
         checkpoint_period: Any | None = None,
         latest_checkpoint: str | Path | None = None,
@@ -67,39 +72,173 @@ class Trainer:
         test_mode: bool = False,
         **unsupported: Any,
     ) -> list[dict[str, Any]]:
-        """Trains to `max_length`; returns the validation metrics, one dict per validation."""
+        """Trains to `max_length` (on a cluster, None: the searcher's lengths, as Determined 0.23 to
+        0.34's tutorial asks); returns the validation metrics, one dict per validation."""
         if unsupported:
             raise TypeError(
                 f"Trainer.fit(): pedl does not support the argument(s) {', '.join(sorted(unsupported))}"
             )
         controller = self._controller
         per_epoch = len(controller.training_loader)
-        total = 2 if test_mode else to_batches(max_length, per_epoch, "max_length")
         validate_every = (
             to_batches(validation_period, per_epoch, "validation_period") if validation_period else 0
         )
         save_every = to_batches(checkpoint_period, per_epoch, "checkpoint_period") if checkpoint_period else 0
-        if latest_checkpoint is not None:
-            controller.load(Path(latest_checkpoint))
-        checkpoints = Path(checkpoint_dir)
-        results: list[dict[str, Any]] = []
-        while controller.batches_trained < total:
+        with _reports(Path(checkpoint_dir)) as reports:
+            if latest_checkpoint is not None:
+                with reports.restore(str(latest_checkpoint)) as path:
+                    controller.load(path)
+            loop = _Loop(controller, reports, validate_every, save_every)
+            if max_length is None and not test_mode:
+                if not isinstance(reports, _TrialReports):
+                    raise TypeError(
+                        "Trainer.fit(): max_length is required off a cluster (Batch(n) or Epoch(n))"
+                    )
+                metric = _searcher_metric(self.context.get_experiment_config())
+                searcher = reports.core.searcher
+                unit = searcher.get_configured_units()
+                for op in searcher.operations():
+                    target = _searcher_batches(op.length, unit, per_epoch, controller.training_loader)
+                    loop.train_to(target)
+                    op.report_completed(loop.validation_at(target)[metric])
+                    if loop.preempted:
+                        break
+            else:
+                loop.train_to(2 if test_mode else to_batches(max_length, per_epoch, "max_length"))
+            if reports.on_cluster and loop.saved != controller.batches_trained:
+                with reports.store(controller.batches_trained) as target_dir:
+                    controller.save(target_dir)
+        return loop.results
+
+
+def _searcher_metric(config: dict[str, Any]) -> str:
+    """searcher.metric of the trial's experiment config (the context's, else the cluster info's)."""
+    from determined import _cluster_info
+
+    info = _cluster_info.get_cluster_info()
+    for source in (config, info.trial.config if info is not None else {}):
+        searcher = source.get("searcher") if isinstance(source, dict) else None
+        if isinstance(searcher, dict) and searcher.get("metric"):
+            return str(searcher["metric"])
+    raise ValueError("Trainer.fit(max_length=None): the experiment config names no searcher.metric")
+
+
+def _searcher_batches(length: int, unit: Any, per_epoch: int, loader: Any) -> int:
+    """A searcher operation's length (in its configured unit) in batches."""
+    name = getattr(unit, "value", "batches")
+    if name == "epochs":
+        return int(length) * per_epoch
+    if name == "records":
+        return -(-int(length) // int(getattr(loader, "batch_size", None) or 1))
+    return int(length)
+
+
+class _Loop:
+    """Training to a target: validations every `validate_every` batches and at the target,
+    checkpoints every `save_every` and at the target (or when preempted)."""
+
+    def __init__(self, controller: Any, reports: Any, validate_every: int, save_every: int) -> None:
+        self.controller = controller
+        self.reports = reports
+        self.validate_every = validate_every
+        self.save_every = save_every
+        self.results: list[dict[str, Any]] = []
+        self.validated_at = -1
+        self.saved = -1
+        self.preempted = False
+
+    def train_to(self, total: int) -> None:
+        controller, reports = self.controller, self.reports
+        while controller.batches_trained < total and not self.preempted:
             done = controller.batches_trained
-            targets = [total] + [done + p - done % p for p in (validate_every, save_every) if p]
+            targets = [total] + [done + p - done % p for p in (self.validate_every, self.save_every) if p]
             step = controller.train_until(min(targets))
-            print(
-                json.dumps({"batches_trained": controller.batches_trained, "training": step.metrics}),
-                flush=True,
-            )
-            last = controller.batches_trained == total
-            if last or (validate_every and controller.batches_trained % validate_every == 0):
-                results.append(controller.validate())
-                print(
-                    json.dumps({"batches_trained": controller.batches_trained, "validation": results[-1]}),
-                    flush=True,
-                )
-            if last or (save_every and controller.batches_trained % save_every == 0):
-                target = checkpoints / f"batches-{controller.batches_trained}"
-                target.mkdir(parents=True, exist_ok=True)
-                controller.save(target)
-        return results
+            trained = controller.batches_trained
+            reports.training(trained, step.metrics, trained / total)
+            last = trained == total
+            if last or (self.validate_every and trained % self.validate_every == 0):
+                self._validate()
+            self.preempted = reports.should_preempt()
+            if last or self.preempted or (self.save_every and trained % self.save_every == 0):
+                with reports.store(trained) as target:
+                    controller.save(target)
+                self.saved = trained
+
+    def _validate(self) -> dict[str, Any]:
+        self.results.append(self.controller.validate())
+        self.validated_at = self.controller.batches_trained
+        self.reports.validation(self.validated_at, self.results[-1])
+        return self.results[-1]
+
+    def validation_at(self, batches: int) -> dict[str, Any]:
+        """The validation metrics at `batches` (validating now if the last validation was earlier)."""
+        if self.validated_at == self.controller.batches_trained == batches and self.results:
+            return self.results[-1]
+        return self._validate()
+
+
+class _LocalReports:
+    """Off a cluster: metrics printed as JSON lines, checkpoints under `checkpoint_dir`."""
+
+    on_cluster = False
+
+    def __init__(self, checkpoints: Path) -> None:
+        self.checkpoints = checkpoints
+
+    def training(self, batches: int, metrics: dict[str, Any], progress: float) -> None:
+        print(json.dumps({"batches_trained": batches, "training": metrics}), flush=True)
+
+    def validation(self, batches: int, metrics: dict[str, Any]) -> None:
+        print(json.dumps({"batches_trained": batches, "validation": metrics}), flush=True)
+
+    def should_preempt(self) -> bool:
+        return False
+
+    @contextlib.contextmanager
+    def store(self, batches: int) -> Iterator[Path]:
+        target = self.checkpoints / f"batches-{batches}"
+        target.mkdir(parents=True, exist_ok=True)
+        yield target
+
+    def restore(self, checkpoint: str) -> AbstractContextManager[Path]:
+        return contextlib.nullcontext(Path(checkpoint))
+
+
+class _TrialReports:
+    """In a pedl trial: through the Core API, as Determined's Trainer reports."""
+
+    on_cluster = True
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def training(self, batches: int, metrics: dict[str, Any], progress: float) -> None:
+        self.core.train.report_training_metrics(steps_completed=batches, metrics=metrics)
+        self.core.train.report_progress(min(progress, 1.0))
+
+    def validation(self, batches: int, metrics: dict[str, Any]) -> None:
+        self.core.train.report_validation_metrics(steps_completed=batches, metrics=metrics)
+
+    def should_preempt(self) -> bool:
+        return bool(self.core.preempt.should_preempt())
+
+    @contextlib.contextmanager
+    def store(self, batches: int) -> Iterator[Path]:
+        with self.core.checkpoint.store_path({"steps_completed": batches}) as (path, _storage_id):
+            yield Path(path)
+
+    def restore(self, checkpoint: str) -> AbstractContextManager[Path]:
+        restored: AbstractContextManager[Path] = self.core.checkpoint.restore_path(checkpoint)
+        return restored
+
+
+@contextlib.contextmanager
+def _reports(checkpoints: Path) -> Iterator[_LocalReports | _TrialReports]:
+    from determined import core
+    from determined.core._link import harness_link
+
+    if harness_link() is None:
+        yield _LocalReports(checkpoints)
+        return
+    with core.init() as context:
+        yield _TrialReports(context)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.utils.data
 
+from determined.pytorch._callback import TrialCallbacks
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._evaluation import evaluation_reducers, reduced_per_batch
 from determined.pytorch._reducer import Reducer
@@ -75,12 +77,16 @@ class PyTorchTrial(Trial):
             )
         context = cls.trial_context_class.for_running_trial(hparams)
         trial = cls(context)
-        if trial.build_callbacks():
-            raise TypeError(
-                f"{describe(cls.build_callbacks)} returned callbacks; pedl does not run PyTorchCallback "
-                "objects (move that work into train_batch/evaluate_batch)"
-            )
-        return controller_for(trial, context)
+        callbacks = TrialCallbacks(trial.build_callbacks(), describe(cls.build_callbacks))
+        controller = controller_for(trial, context)
+        if callbacks:
+            if not isinstance(controller, ContextController):
+                raise TypeError(
+                    f"{describe(cls.build_callbacks)} returned callbacks; pedl runs PyTorchCallback "
+                    "objects for trials that wrap their models through the context, not build_model()"
+                )
+            controller.callbacks = callbacks
+        return controller
 
 
 def controller_for(trial: PyTorchTrial, context: PyTorchTrialContext) -> BatchTrialController:
@@ -106,6 +112,7 @@ class ContextController(BatchTrialController):
 
     auto_step = False
     _per_batch: list[dict[str, Any]] | None = None  # evaluate_batch's outputs, for SUM/MAX/MIN
+    callbacks = TrialCallbacks({}, "build_callbacks()")  # the trial's, set by create_controller
 
     def _parts(self, trial: Any) -> Parts:
         context: PyTorchTrialContext = trial.context
@@ -123,8 +130,11 @@ class ContextController(BatchTrialController):
         context._configure_aggregation(opts.aggregation_frequency, opts.average_aggregated_gradients)
 
     def _call_train(self, batch: Any, epoch_idx: int, batch_idx: int) -> Any:
+        self.callbacks.before_batch(epoch_idx)
         out = self.trial.train_batch(batch, epoch_idx, batch_idx)
         self.trial.context._after_train_batch()
+        # The stream has already drawn this batch: a new epoch there means this one ended it.
+        self.callbacks.after_batch(epoch_idx, self._stream.epoch != epoch_idx)
         return out
 
     def _call_evaluate(self, batch: Any, batch_idx: int) -> Any:
@@ -139,11 +149,13 @@ class ContextController(BatchTrialController):
         result = super().train_until(total_batches)
         if result.num_batches:
             result.metrics.update(reducers.metrics(training=True))
+            self.callbacks.step_ended(result.metrics)
         return result
 
     def validate(self) -> dict[str, Any]:
         """Means of evaluate_batch's metrics over the batches, or what evaluation_reducer() names for
         each (SUM, MAX, MIN), plus the wrapped reducers' metrics."""
+        self.callbacks.validation_started()
         reducers = self.trial.context.reducers
         reducers.reset(training=False)
         chosen = evaluation_reducers(self.trial)
@@ -155,7 +167,12 @@ class ContextController(BatchTrialController):
         finally:
             self._per_batch = None
         metrics.update(reducers.metrics(training=False))
+        self.callbacks.validation_ended(metrics)
         return metrics
+
+    def save(self, path: Path) -> None:
+        super().save(path)
+        self.callbacks.saved(str(path))
 
     def _call_full_dataset(self, loader: torch.utils.data.DataLoader) -> Any:
         return self.trial.evaluate_full_dataset(loader)
@@ -163,7 +180,13 @@ class ContextController(BatchTrialController):
     def _training_state(self) -> dict[str, Any]:
         state = super()._training_state()
         state["wrapped_scalers"] = [s.state_dict() for s in self.trial.context.scalers]
+        if self.callbacks:
+            self.callbacks.saving(state)
         return state
+
+    def _restore_training_state(self, state: dict[str, Any]) -> None:
+        super()._restore_training_state(state)
+        self.callbacks.loading(state)
 
     def _restore_weights_state(self, state: dict[str, Any]) -> None:
         super()._restore_weights_state(state)

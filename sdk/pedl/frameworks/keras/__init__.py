@@ -12,6 +12,7 @@ from pedl.frameworks._arity import accept_hparams
 from pedl.frameworks.keras import data
 from pedl.frameworks.keras.data import KerasDataAdapter
 from pedl.keras._controller import KerasTrialController
+from pedl.keras._keras2 import accept_keras2_spellings
 from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
@@ -69,12 +70,14 @@ class TFKerasTrial(KerasTrial):
     ) -> KerasTrialController:
         trial = cls(hparams)
         callbacks = getattr(trial, "keras_callbacks", None)
-        if callable(callbacks):
-            check_callbacks(callbacks(hparams), describe(callbacks))
+        tensorboards = check_callbacks(callbacks(hparams), describe(callbacks)) if callable(callbacks) else []
         apply_session_config(trial.session_config())
+        accept_keras2_spellings()
         if isinstance(data_loaders, (tuple, list)):
             data_loaders = [unwrap_data(d) for d in data_loaders]
-        return KerasTrialController.from_trial(trial, data_loaders, origin)
+        controller = KerasTrialController.from_trial(trial, data_loaders, origin)
+        controller.attach_tensorboards(tensorboards)
+        return controller
 
 
 __all__ = ["KerasDataAdapter", "TFKerasTensorBoard", "TFKerasTrial", "data", "wrap_dataset"]
