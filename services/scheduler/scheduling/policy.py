@@ -65,9 +65,14 @@ class _Tick:
         }
         exp_ids = {t.experiment_id for t in state.running} | {t.experiment_id for t in state.queued}
         self.res: dict[int, ExperimentResources] = {e: state.resources(e) for e in sorted(exp_ids)}
-        self.used = {e: 0 for e in self.res}  # slots held, started or planned this tick
+        # Slots held, started or planned this tick. A slot offered for handoff is counted as free, as
+        # it will be the moment its run exits: counting it against the exiting run's experiment
+        # would hand it out as if that experiment were larger than it is, and skew weighted shares.
+        exiting = {(a.agent_id, s) for a in state.agents for s in a.handoff_slot_ids}
+        self.used = {e: 0 for e in self.res}
         for t in state.running:
-            self.used[t.experiment_id] += t.slots
+            leaving = sum((a.agent_id, s) in exiting for a in t.allocations for s in a.slot_ids)
+            self.used[t.experiment_id] += max(t.slots - leaving, 0)
         self.released = {e: 0 for e in self.res}  # slots of this tick's victims
         slot_types = {a.agent_id: types_of(a) for a in state.agents}
         self.preemptor = Preemptor(

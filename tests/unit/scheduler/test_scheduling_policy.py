@@ -333,3 +333,20 @@ def test_a_gang_never_counts_on_slots_already_handed_off() -> None:
     decision = decide(state)
     assert decision.assignments == {10: (Allocation("a", ("a/0",)),)}
     assert decision.preemptions == ()  # trial 1's slots went to trial 10: no plan may reclaim them
+
+
+def test_an_exiting_runs_slot_goes_by_weight_as_if_it_were_already_free() -> None:
+    # Weights 1 and 3 on 4 slots, held 1 and 3; one of the heavy experiment's runs is exiting. Its
+    # slot goes back to the heavy experiment (2/3 < 1/1), as it would once free: counting the exiting
+    # run against its experiment tied the two and gave the light one the slot, settling at 2 and 2.
+    state = ClusterState(
+        agents=[exiting_agent("a", 4, free=0, exiting=1)],
+        running=[
+            running(1, 2, "a", 1, preempting=True),
+            running(2, 2, "a", 2, first=1),
+            running(3, 1, "a", 1, first=3),
+        ],
+        queued=[queued(10, 1), queued(20, 2)],
+        experiments=exps(ExperimentResources(1, weight=1), ExperimentResources(2, weight=3)),
+    )
+    assert decide(state).assignments == {20: (Allocation("a", ("a/0",)),)}
