@@ -33,7 +33,8 @@ def harness_pids(workdir: Path) -> list[int]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if b"pedl.harness" in cmdline and cwd.startswith(str(workdir)):
+        # Spawned (`-m pedl.harness`) and forked ones (which keep the fork server's `pedl.harness.zygote`).
+        if any(arg.startswith(b"pedl.harness") for arg in cmdline) and cwd.startswith(str(workdir)):
             found.append(int(entry.name))
     return found
 
@@ -87,8 +88,7 @@ def test_a_harness_dies_with_its_agent_in_every_phase(tmp_path, isolation: str) 
         path = bwrap_path()
         if path is None or bwrap_problem(path) is not None:
             pytest.skip("bubblewrap cannot make a sandbox on this machine")
-    # Spawned harnesses: a forked one (and its fork server) outliving a SIGKILLed agent is a known gap.
-    agent_args = ["--isolation", isolation, "--harness-start", "spawn"]
+    agent_args = ["--isolation", isolation]
     with local_cluster(tmp_path / "cluster", agent_args=agent_args) as cluster:
         api = stub(cluster)
 

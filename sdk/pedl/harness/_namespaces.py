@@ -27,6 +27,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+PR_GET_PDEATHSIG = 2
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -51,6 +52,13 @@ def prctl(option: int, arg: int = 0) -> int:
 
 def die_with_parent(sig: int) -> None:
     _check(prctl(PR_SET_PDEATHSIG, sig), "prctl(PR_SET_PDEATHSIG)")
+
+
+def parent_death_signal() -> int:
+    """The signal this process gets when its parent dies (0: none)."""
+    sig = ctypes.c_int(0)
+    _check(_libc.prctl(PR_GET_PDEATHSIG, ctypes.byref(sig), 0, 0, 0), "prctl(PR_GET_PDEATHSIG)")
+    return sig.value
 
 
 def unshare(flags: int) -> None:
@@ -104,9 +112,14 @@ def drop_all_capabilities(uid: int = -1, gid: int = -1) -> None:
             _check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     if uid >= 0:  # the bounding set is dropped (which takes CAP_SETPCAP) before the user changes
+        armed, parent = parent_death_signal(), os.getppid()
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
+        if armed:  # a change of user clears the parent-death signal (prctl(2)): it is set again,
+            die_with_parent(armed)  # else a killed agent would leave this run behind
+            if os.getppid() != parent:  # the parent died in between: as the signal would have had it
+                os.kill(os.getpid(), armed)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")
