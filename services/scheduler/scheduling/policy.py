@@ -69,10 +69,13 @@ class _Tick:
         # it will be the moment its run exits: counting it against the exiting run's experiment
         # would hand it out as if that experiment were larger than it is, and skew weighted shares.
         exiting = {(a.agent_id, s) for a in state.agents for s in a.handoff_slot_ids}
+        # `max_slots` still counts them: until they exit, the experiment does hold them.
         self.used = {e: 0 for e in self.res}
+        self.leaving = {e: 0 for e in self.res}
         for t in state.running:
             leaving = sum((a.agent_id, s) in exiting for a in t.allocations for s in a.slot_ids)
             self.used[t.experiment_id] += max(t.slots - leaving, 0)
+            self.leaving[t.experiment_id] += min(leaving, t.slots)
         self.released = {e: 0 for e in self.res}  # slots of this tick's victims
         slot_types = {a.agent_id: types_of(a) for a in state.agents}
         self.preemptor = Preemptor(
@@ -116,7 +119,7 @@ class _Tick:
         pools = self.pools.get(trial.resource_pool)
         e, n = trial.experiment_id, trial.slots
         cap = self.res[e].max_slots
-        if pools is None or (cap is not None and self.used[e] + n > cap):
+        if pools is None or (cap is not None and self.used[e] + self.leaving[e] + n > cap):
             return
         for pool in pools:
             largest = pool.largest_offering(trial.environment)
