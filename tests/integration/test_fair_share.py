@@ -23,11 +23,6 @@ resources: {{weight: {weight}}}
 """
 
 
-@pytest.mark.xfail(
-    reason="regression found at stop 17 after merging six branches: the weight-3 experiment averages "
-    "2.0-2.2 of 4 slots, not 3; to bisect next (see the issue note)",
-    strict=False,
-)
 def test_slots_are_shared_in_proportion_to_weight(tmp_path) -> None:
     with local_cluster(tmp_path / "cluster", agents=1, slots=4) as cluster:
         model = write_tiny_model(tmp_path / "tiny")

@@ -1,15 +1,15 @@
 """One scheduling tick as a pure function: `decide(state) -> Decision`.
 
-Order of service: higher priority first (a smaller number, as in Determined); among
-experiments of one priority, the one using the fewest slots per unit of `weight` next, so
-slots divide in proportion to weight and none idle while any trial could use them; within
-an experiment, the oldest trial first. A trial that does not fit is passed over this tick
-(no reservation outlives the tick, so two gangs can never deadlock each other) unless it
-may preempt: then lower-priority trials are stopped for it and it starts once they have
-checkpointed and let go of their slots. Before preempting, a trial that fits on one agent
-may take over slots whose runs were told to terminate (a handoff): the agent starts it the
-moment they exit, without a round trip through the scheduler. Every step looks at one slot type
-at a time, GPUs first (`slot_types.py`), so no gang mixes GPU and CPU slots.
+Order of service: higher priority first (a smaller number, as in Determined); among experiments
+of one priority, the one using the fewest slots per unit of `weight` next (slots of runs
+already stopping count as gone), so slots divide in proportion to weight and none idle while
+any trial could use them; within an experiment, the oldest trial first. A trial that does not
+fit is passed over this tick (no reservation outlives the tick, so two gangs can never deadlock
+each other) unless it may preempt: then lower-priority trials are stopped for it and it starts
+once they have checkpointed and let go of their slots. Before preempting, a trial that fits on
+one agent may take over slots whose runs were told to terminate (a handoff): the agent starts
+it the moment they exit, without a round trip through the scheduler. Every step looks at one
+slot type at a time, GPUs first (`slot_types.py`), so no gang mixes GPU and CPU slots.
 """
 
 from __future__ import annotations
@@ -66,8 +66,15 @@ class _Tick:
         exp_ids = {t.experiment_id for t in state.running} | {t.experiment_id for t in state.queued}
         self.res: dict[int, ExperimentResources] = {e: state.resources(e) for e in sorted(exp_ids)}
         self.used = {e: 0 for e in self.res}  # slots held, started or planned this tick
+        # Slots of runs already stopping or terminating: still held (max_slots counts them), but
+        # not in the order of service, which asks who holds the fewest once they are gone. Else
+        # the slot a weight-3 experiment's finished trial hands off goes to its weight-1 peer on
+        # the tie (3/3 = 1/1), and the shares drift to 2:2.
+        self.leaving = {e: 0 for e in self.res}
         for t in state.running:
             self.used[t.experiment_id] += t.slots
+            if t.preempting:
+                self.leaving[t.experiment_id] += t.slots
         self.released = {e: 0 for e in self.res}  # slots of this tick's victims
         slot_types = {a.agent_id: types_of(a) for a in state.agents}
         self.preemptor = Preemptor(
@@ -105,7 +112,7 @@ class _Tick:
         return self.res[experiment_id].priority
 
     def _ratio(self, e: int) -> float:
-        return self.used[e] / self.res[e].weight
+        return (self.used[e] - self.leaving[e]) / self.res[e].weight
 
     def _try(self, trial: QueuedTrial) -> None:
         pools = self.pools.get(trial.resource_pool)
