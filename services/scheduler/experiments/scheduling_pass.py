@@ -4,6 +4,7 @@ and the queue, and acting on its decision (starts, preemptions, idle slots given
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
@@ -76,7 +77,8 @@ class SchedulingPass:
             held = [(t.agent_id or "", t.slot_ids), *t.peers]
             # Slots already handed off count as the next trial's, not this one's.
             allocations = tuple(
-                scheduling.Allocation(a, _not_handed_off(agents.get(a), slots)) for a, slots in held
+                scheduling.Allocation(a, slots_held(_next_of(agents.get(a)), t.id, slots))
+                for a, slots in held
             )
             if any(slots for _, slots in held) and not any(a.slot_ids for a in allocations):
                 continue
@@ -183,7 +185,15 @@ def scheduling_agent(
     )
 
 
-def _not_handed_off(agent: AgentHandle | None, slots: tuple[str, ...]) -> tuple[str, ...]:
-    if agent is None or not agent.next:
-        return slots
-    return tuple(s for s in slots if s not in agent.next)
+def slots_held(next_by_slot: Mapping[str, int], trial_id: int, slots: tuple[str, ...]) -> tuple[str, ...]:
+    """The trial's `slots` that count as its own: all but those handed off to another trial.
+
+    A trial placed on handed-off slots holds them from its start (they are `next` to it, not
+    to another): counting them as nobody's would show its experiment below its weighted share,
+    and hand it, or its peer, slots the weights do not owe it.
+    """
+    return tuple(s for s in slots if next_by_slot.get(s, trial_id) == trial_id)
+
+
+def _next_of(agent: AgentHandle | None) -> Mapping[str, int]:
+    return agent.next if agent is not None else {}

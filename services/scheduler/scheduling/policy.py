@@ -1,15 +1,15 @@
 """One scheduling tick as a pure function: `decide(state) -> Decision`.
 
-Order of service: higher priority first (a smaller number, as in Determined); among
-experiments of one priority, the one using the fewest slots per unit of `weight` next, so
-slots divide in proportion to weight and none idle while any trial could use them; within
-an experiment, the oldest trial first. A trial that does not fit is passed over this tick
-(no reservation outlives the tick, so two gangs can never deadlock each other) unless it
-may preempt: then lower-priority trials are stopped for it and it starts once they have
-checkpointed and let go of their slots. Before preempting, a trial that fits on one agent
-may take over slots whose runs were told to terminate (a handoff): the agent starts it the
-moment they exit, without a round trip through the scheduler. Every step looks at one slot type
-at a time, GPUs first (`slot_types.py`), so no gang mixes GPU and CPU slots.
+Order of service: higher priority first (a smaller number, as in Determined); among experiments
+of one priority, the one using the fewest slots per unit of `weight` next (slots of runs
+already stopping count as gone), so slots divide in proportion to weight and none idle while
+any trial could use them; within an experiment, the oldest trial first. A trial that does not
+fit is passed over this tick (no reservation outlives the tick, so two gangs can never deadlock
+each other) unless it may preempt: then lower-priority trials are stopped for it and it starts
+once they have checkpointed and let go of their slots. Before preempting, a trial that fits on
+one agent may take over slots whose runs were told to terminate (a handoff): the agent starts
+it the moment they exit, without a round trip through the scheduler. Every step looks at one
+slot type at a time, GPUs first (`slot_types.py`), so no gang mixes GPU and CPU slots.
 """
 
 from __future__ import annotations
@@ -65,17 +65,22 @@ class _Tick:
         }
         exp_ids = {t.experiment_id for t in state.running} | {t.experiment_id for t in state.queued}
         self.res: dict[int, ExperimentResources] = {e: state.resources(e) for e in sorted(exp_ids)}
-        # Slots held, started or planned this tick. A slot offered for handoff is counted as free, as
-        # it will be the moment its run exits: counting it against the exiting run's experiment
-        # would hand it out as if that experiment were larger than it is, and skew weighted shares.
+        # Slots held, started or planned this tick, not counting slots already leaving: those of runs
+        # told to stop, and those offered for handoff. They are free a moment later, and the order of
+        # service asks who holds the fewest once they are gone: counting them against the leaving
+        # run's experiment ties weight 3 on 3 slots with weight 1 on 1, and the tie drifts shares to
+        # 2:2. `max_slots` still counts them (`leaving`): until they exit, the experiment holds them.
         exiting = {(a.agent_id, s) for a in state.agents for s in a.handoff_slot_ids}
-        # `max_slots` still counts them: until they exit, the experiment does hold them.
         self.used = {e: 0 for e in self.res}
         self.leaving = {e: 0 for e in self.res}
         for t in state.running:
-            leaving = sum((a.agent_id, s) in exiting for a in t.allocations for s in a.slot_ids)
-            self.used[t.experiment_id] += max(t.slots - leaving, 0)
-            self.leaving[t.experiment_id] += min(leaving, t.slots)
+            if t.preempting:
+                leaving = t.slots
+            else:
+                leaving = sum((a.agent_id, s) in exiting for a in t.allocations for s in a.slot_ids)
+            leaving = min(leaving, t.slots)
+            self.used[t.experiment_id] += t.slots - leaving
+            self.leaving[t.experiment_id] += leaving
         self.released = {e: 0 for e in self.res}  # slots of this tick's victims
         slot_types = {a.agent_id: types_of(a) for a in state.agents}
         self.preemptor = Preemptor(

@@ -319,6 +319,8 @@ def test_a_queued_trial_is_handed_the_slot_of_a_run_told_to_terminate(tmp_path) 
         assert starts(second) == [(2, [(1, 1)])]  # the agent starts it as trial 1's run exits
         assert kinds(s.workloads(second)) == kinds(s.workloads(first))  # its workloads go along
         assert (s.agent.used, s.agent.next) == ({"0": 1}, {"0": 2})
+        # The policy sees the slot as trial 2's (its experiment's share), no longer as trial 1's.
+        assert [(t.trial_id, t.slots) for t in s.manager._cluster_state().running] == [(2, 1)]
         s.manager.tick(0)
         assert s.sent() == []  # one trial waits per slot: trial 3 waits for a slot of its own
         s.manager.on_agent_messages(s.answers(s.workloads(first)))

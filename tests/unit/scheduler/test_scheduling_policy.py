@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from pedl_scheduler.scheduling import (
     Agent,
     Allocation,
@@ -350,3 +352,38 @@ def test_an_exiting_runs_slot_goes_by_weight_as_if_it_were_already_free() -> Non
         experiments=exps(ExperimentResources(1, weight=1), ExperimentResources(2, weight=3)),
     )
     assert decide(state).assignments == {20: (Allocation("a", ("a/0",)),)}
+
+
+@pytest.mark.parametrize(
+    ("exiting_experiment", "weights", "expected_taker"),
+    [
+        # Weight 3 holds 3 of 4 slots, weight 1 holds 1; whichever's trial ends, 3:1 is kept.
+        (2, {1: 1.0, 2: 3.0}, 2),
+        (1, {1: 1.0, 2: 3.0}, 1),
+        # Equal weights at 1:3: the slot goes to the one holding fewer, even when its trial is leaving.
+        (2, {1: 1.0, 2: 1.0}, 1),
+        (1, {1: 1.0, 2: 1.0}, 1),
+        # Weight 3 on one slot next to weight 1 on three: the weight-3 experiment is owed the slot.
+        (2, {1: 3.0, 2: 1.0}, 1),
+    ],
+)
+def test_a_slot_handed_off_goes_to_whoever_holds_fewest_per_weight_once_the_exiting_run_is_gone(
+    exiting_experiment: int, weights: dict[int, float], expected_taker: int
+) -> None:
+    # Experiment 1 holds slot a/0, experiment 2 slots a/1-a/3; one run of `exiting_experiment` is
+    # terminating, and both experiments queue a trial.
+    exiting_slot = 0 if exiting_experiment == 1 else 1
+    holders = {0: 1, 1: 2, 2: 2, 3: 2}
+    state = ClusterState(
+        agents=[Agent("a", agent("a", 4).slot_ids, (), handoff_slot_ids=(f"a/{exiting_slot}",))],
+        running=[
+            running(slot + 1, exp, "a", 1, first=slot, preempting=slot == exiting_slot)
+            for slot, exp in holders.items()
+        ],
+        queued=[queued(10, 1), queued(20, 2)],
+        experiments=exps(*(ExperimentResources(e, weight=w) for e, w in weights.items())),
+    )
+    decision = decide(state)
+    takers = {q.experiment_id for q in state.queued if q.trial_id in decision.assignments}
+    assert takers == {expected_taker}
+    assert decision.preemptions == ()
