@@ -17,8 +17,11 @@ With a "box" the child narrows its mounts and takes a PID namespace of its own b
 starts (`_namespaces`), so a harness forked inside the server's sandbox sees what a harness
 sandboxed alone would. With a "view" its model directory is an overlay over the experiment's tree
 the agent unpacked once (`_model_view`); "ready" says whether children can mount one here
-("model_views": "overlay"), else the agent copies the tree for them. The server and every child
-die with their parent (PR_SET_PDEATHSIG).
+("model_views": "overlay"), else the agent copies the tree for them.
+
+No process here outlives the agent (see `_tie_to_parent`): the server exits when FD reads EOF (the
+kernel closes the agent's end however the agent dies) and is killed with its parent (bwrap or the
+agent); every process below it is killed with its parent.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import gc
 import importlib
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -126,6 +130,35 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
+def _tie_to_parent(parent: int = 0, lifeline: int = -1) -> None:
+    """Killed (SIGKILL) when the parent exits, or exits now if it already has.
+
+    PR_SET_PDEATHSIG needs no thread in the process (a harness stuck in C code holding the GIL dies
+    too) and reaches into a PID namespace; every process here forks its children from its only,
+    lifelong thread (the signal follows the thread that forked, not the process). Its gaps are
+    closed here: a parent that exited before the call (the signal never comes) is seen by `parent`
+    (its pid before the fork, against getppid()) or, where getppid() says nothing (a PID
+    namespace's init sees 0), by EOF on `lifeline` (a pipe whose write end only the parent holds);
+    and since a change of user or group clears the setting, it is made again after one."""
+    _namespaces.die_with_parent(signal.SIGKILL)
+    if parent and os.getppid() != parent:
+        os._exit(1)
+    if lifeline >= 0 and select.select([lifeline], [], [], 0)[0]:
+        os._exit(1)
+
+
+def _hung_up(control: socket.socket) -> bool:
+    """Whether the agent's end of the control socket is closed (the agent is gone)."""
+    if not select.select([control], [], [], 0)[0]:
+        return False
+    try:
+        return control.recv(MAX_MESSAGE, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
@@ -159,13 +192,17 @@ def _own(path: str, uid: int, gid: int, whole: bool) -> None:
 
 
 def _child(
-    control: socket.socket, fds: list[int], box: dict[str, Any] | None, view: dict[str, Any] | None
+    control: socket.socket,
+    server: int,
+    fds: list[int],
+    box: dict[str, Any] | None,
+    view: dict[str, Any] | None,
 ) -> None:
     """The forked harness (never returns): its own session, its output, its sandbox, then the trial."""
     code = 1
     try:
         os.setsid()
-        _namespaces.die_with_parent(signal.SIGKILL)
+        _tie_to_parent(parent=server)
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
@@ -188,20 +225,26 @@ def _child(
                     sandbox, model_view.lower, functools.partial(_model_view.show, model_view)
                 )
             _namespaces.unshare(_namespaces.CLONE_NEWPID)
+            lifeline, held = os.pipe()  # the init's view of this process (its getppid() is 0)
             pid = os.fork()
             if pid:  # waits for the namespace's init and ends as the harness did
+                os.close(lifeline)
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_IGN)
                 _, status = os.waitpid(pid, 0)
                 _exit_as(_exit_code(status))
-            _namespaces.die_with_parent(signal.SIGKILL)
+            os.close(held)
+            _tie_to_parent(lifeline=lifeline)
             _namespaces.mount_own_proc()
             if sandbox.uid >= 0 and model_view is not None:  # its model directory, as spawned
                 _own(model_view.target, sandbox.uid, sandbox.gid, whole=bool(copied))
             _namespaces.drop_all_capabilities(sandbox.uid, sandbox.gid)
+            _tie_to_parent(lifeline=lifeline)  # the parent may have gone meanwhile: getppid() is 0 here
+            os.close(lifeline)
             harness = os.fork()
             if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
                 _init(harness)
+            # The init's death kills every process in the namespace: no gap to close here.
             _namespaces.die_with_parent(signal.SIGKILL)
         elif model_view is not None:
             copied = _model_view.show_alone(model_view)
@@ -268,9 +311,10 @@ def serve(control: socket.socket) -> None:
                 if len(fds) != 3:
                     _send(control, {"id": request.get("id"), "error": f"expected 3 fds, got {len(fds)}"})
                 else:
+                    server = os.getpid()
                     pid = os.fork()
                     if pid == 0:
-                        _child(control, fds, request.get("box"), request.get("view"))
+                        _child(control, server, fds, request.get("box"), request.get("view"))
                     children.add(pid)
                     _send(control, {"id": request["id"], "pid": pid})
                 for fd in fds:
@@ -283,10 +327,10 @@ def serve(control: socket.socket) -> None:
 
 
 def main() -> int:
-    _namespaces.die_with_parent(signal.SIGKILL)
+    _namespaces.die_with_parent(signal.SIGKILL)  # with the agent, or bwrap (--die-with-parent)
     control = socket.socket(fileno=int(sys.argv[1]))
-    if os.getppid() == 1:
-        return 1  # the agent died before PR_SET_PDEATHSIG was in place
+    if _hung_up(control):
+        return 1  # the agent died before PR_SET_PDEATHSIG was in place (later, `serve` reads EOF)
     # Before the imports: the probe forks, which is safe only while no thread runs. HOME is the agent's
     # trials directory, where the runs' overlays keep their changes.
     overlay = _model_view.probe(sandboxed="--sandboxed" in sys.argv[2:], near=os.environ.get("HOME"))
