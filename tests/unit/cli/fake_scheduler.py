@@ -65,6 +65,11 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
     def GetExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return _next(self.script.experiments, context, f"experiment {request.experiment_id}")
 
+    def WaitExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        # Answers at once with the next snapshot, as a scheduler would once the state changed.
+        snapshot = _next(self.script.experiments, context, f"experiment {request.experiment_id}")
+        return scheduler_pb2.WaitExperimentResponse(experiment=snapshot.experiment)
+
     def KillExperiment(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         self.script.killed.append(request.experiment_id)
         experiment = scheduler_pb2.Experiment(
