@@ -1,5 +1,5 @@
 """The Python environment the published examples run in: `scripts/install-torchvision-env`'s
-(PyPI's torch with the torchvision built for it, layered over .venv), which `scripts/setup-env`
+(PyPI's torch with the torchvision built for it, layered over .venv), which `scripts/test`
 builds; where it is absent, .venv's own. The suite's agent runs trials with it (`--python`), and
 what an example imports is looked up in it, not in the test process."""
 
