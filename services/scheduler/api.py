@@ -146,7 +146,10 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
-            experiments=[convert.experiment(r, r["num_trials"]) for r in rows], next_page_token=next_token
+            experiments=[
+                convert.experiment(r, r["num_trials"], document=request.with_config_document) for r in rows
+            ],
+            next_page_token=next_token,
         )
 
     async def GetExperiment(  # noqa: N802

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from google.protobuf import json_format
 
 from pedl._metrics import to_struct
-from pedl.config import mask_secrets
+from pedl.config import carried, mask_secrets
+from pedl.config.errors import ConfigError
 from pedl.config.masking import mask_text
+from pedl.config.stored import parse_stored_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_scheduler.experiments import early_exit
 
@@ -20,7 +23,8 @@ STATE_NAMES = {value: name for name, value in EXPERIMENT_STATES.items() if value
 TRIAL_STATES = {name.removeprefix("TRIAL_STATE_"): value for name, value in common_pb2.TrialState.items()}
 
 
-def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment:
+def experiment(row: dict[str, Any], num_trials: int, *, document: bool = True) -> scheduler_pb2.Experiment:
+    """`document`: fill config_document (a parse of the stored config the first time it is seen)."""
     config = json.loads(row["config_json"])
     searcher = config.get("searcher", {})
     return scheduler_pb2.Experiment(
@@ -41,7 +45,19 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         archived=bool(row.get("archived")),
         name=mask_text(str(config.get("name") or "")),
         notes=row.get("notes") or "",
+        config_document=config_document(row["config_json"]) if document else "",
     )
+
+
+@functools.lru_cache(maxsize=2048)
+def config_document(config_json: str) -> str:
+    """The stored config as the typed, masked document (`carried.masked_json`); "" for one that no
+    longer parses. Cached by the stored text: a config changes only by a patch, which stores new text,
+    and a page of experiments then costs no parse after its first view."""
+    try:
+        return carried.masked_json(parse_stored_config(json.loads(config_json)))
+    except (ConfigError, ValueError):
+        return ""
 
 
 def description(row: dict[str, Any], config: dict[str, Any]) -> str:
