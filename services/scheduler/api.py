@@ -123,7 +123,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
         try:
             principal = current_principal()
-            exp_id = self.manager.create_experiment(
+            exp_id = self.manager.lifecycle.create_experiment(
                 config,
                 request.model_definition,
                 request.model_definition_name,
@@ -131,7 +131,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
                 requester=principal,
             )
             if request.paused:  # before the scheduling pass can run (no await since the create)
-                self.manager.pause_experiment(exp_id)
+                self.manager.lifecycle.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
@@ -175,19 +175,19 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     async def KillExperiment(  # noqa: N802
         self, request: scheduler_pb2.KillExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.KillExperimentResponse:
-        await self._lifecycle(self.manager.kill_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.lifecycle.kill_experiment, request.experiment_id, context)
         return scheduler_pb2.KillExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def PauseExperiment(  # noqa: N802
         self, request: scheduler_pb2.PauseExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.PauseExperimentResponse:
-        await self._lifecycle(self.manager.pause_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.lifecycle.pause_experiment, request.experiment_id, context)
         return scheduler_pb2.PauseExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def ActivateExperiment(  # noqa: N802
         self, request: scheduler_pb2.ActivateExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.ActivateExperimentResponse:
-        await self._lifecycle(self.manager.activate_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.rooms.activate_experiment, request.experiment_id, context)
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def PatchExperiment(  # noqa: N802
@@ -208,7 +208,8 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         gc = request.HasField("gc_policy")
         if request.dry_run:
-            doomed = self.manager.reconfigure(exp_id, config, collect=gc, dry_run=True) if config else []
+            rooms = self.manager.rooms
+            doomed = rooms.reconfigure(exp_id, config, collect=gc, dry_run=True) if config else []
             return scheduler_pb2.PatchExperimentResponse(
                 experiment=self._experiment(exp_id), deleted_checkpoints=doomed
             )
@@ -216,7 +217,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
             updates.update(config_json=carried.stored_json(config), config_yaml=config.masked_yaml())
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
         self.db.flush()
-        doomed = self.manager.reconfigure(exp_id, config, collect=gc) if config is not None else []
+        doomed = self.manager.rooms.reconfigure(exp_id, config, collect=gc) if config is not None else []
         return scheduler_pb2.PatchExperimentResponse(
             experiment=self._experiment(exp_id), deleted_checkpoints=doomed
         )
@@ -243,7 +244,8 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         trial_id = row["id"]
-        await self._lifecycle(lambda _: self.manager.kill_trial(trial_id), row["experiment_id"], context)
+        kill = self.manager.lifecycle.kill_trial
+        await self._lifecycle(lambda _: kill(trial_id), row["experiment_id"], context)
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:  # deleted meanwhile
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
@@ -256,17 +258,17 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         if not uuids or not all(uuids):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
         try:
-            rows = self.manager.checkpoint_rows(uuids)
+            rows = self.manager.checkpoints.rows(uuids)
         except NotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         for exp_id in sorted({r["experiment_id"] for r in rows}):
             await self._check_owner(exp_id, context)
         try:
-            self.manager.refuse_deleting_needed(rows)
+            self.manager.checkpoints.refuse_if_needed(rows)
         except UserError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         try:
-            await self.manager.delete_checkpoints([r["uuid"] for r in rows])
+            await self.manager.checkpoints.delete([r["uuid"] for r in rows])
         except CheckpointError as e:
             await context.abort(
                 grpc.StatusCode.ABORTED,
@@ -321,7 +323,10 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     def _trial(self, row: dict[str, Any], num_steps: int) -> scheduler_pb2.Trial:
         trial_id = row["id"]
         return convert.trial(
-            row, self.manager.trial_agent(trial_id), num_steps, self.manager.trial_waiting_reason(trial_id)
+            row,
+            self.manager.runs.trial_agent(trial_id),
+            num_steps,
+            self.manager.trial_waiting_reason(trial_id),
         )
 
     async def GetTrial(  # noqa: N802
