@@ -31,6 +31,7 @@ from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
+from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
@@ -146,9 +147,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
-            experiments=[
-                convert.experiment(r, r["num_trials"], document=request.with_config_document) for r in rows
-            ],
+            experiments=[self._message(r, r["num_trials"], request.with_config_document) for r in rows],
             next_page_token=next_token,
         )
 
@@ -321,12 +320,9 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def _trial(self, row: dict[str, Any], num_steps: int) -> scheduler_pb2.Trial:
-        trial_id = row["id"]
+        trial_id, manager = row["id"], self.manager
         return convert.trial(
-            row,
-            self.manager.runs.trial_agent(trial_id),
-            num_steps,
-            self.manager.trial_waiting_reason(trial_id),
+            row, manager.runs.trial_agent(trial_id), num_steps, manager.trial_waiting_reason(trial_id)
         )
 
     async def GetTrial(  # noqa: N802
@@ -431,7 +427,12 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     def _experiment(self, exp_id: int) -> scheduler_pb2.Experiment:
         row = experiment_ops.experiment(self.db, exp_id)
         assert row is not None
-        return convert.experiment(row, experiment_ops.trial_count(self.db, exp_id))
+        return self._message(row, experiment_ops.trial_count(self.db, exp_id))
+
+    def _message(self, row: Row, num_trials: int, document: bool = True) -> scheduler_pb2.Experiment:
+        """A running experiment's config_document comes from its config parsed at create or recovery."""
+        live = self.manager.experiments.get(row["id"])
+        return convert.experiment(row, num_trials, document=document, live=live.config if live else None)
 
     async def _experiment_or_abort(
         self, exp_id: int, context: grpc.aio.ServicerContext

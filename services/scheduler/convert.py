@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import json
+from collections import OrderedDict
 from typing import Any
 
 from google.protobuf import json_format
 
 from pedl._metrics import to_struct
-from pedl.config import carried, mask_secrets
+from pedl.config import ExperimentConfig, carried, mask_secrets
 from pedl.config.errors import ConfigError
 from pedl.config.masking import mask_text
 from pedl.config.stored import parse_stored_config
@@ -23,8 +23,10 @@ STATE_NAMES = {value: name for name, value in EXPERIMENT_STATES.items() if value
 TRIAL_STATES = {name.removeprefix("TRIAL_STATE_"): value for name, value in common_pb2.TrialState.items()}
 
 
-def experiment(row: dict[str, Any], num_trials: int, *, document: bool = True) -> scheduler_pb2.Experiment:
-    """`document`: fill config_document (a parse of the stored config the first time it is seen)."""
+def experiment(
+    row: dict[str, Any], num_trials: int, *, document: bool = True, live: ExperimentConfig | None = None
+) -> scheduler_pb2.Experiment:
+    """`document`: fill config_document (`config_document`; `live`: the running experiment's config)."""
     config = json.loads(row["config_json"])
     searcher = config.get("searcher", {})
     return scheduler_pb2.Experiment(
@@ -45,19 +47,32 @@ def experiment(row: dict[str, Any], num_trials: int, *, document: bool = True) -
         archived=bool(row.get("archived")),
         name=mask_text(str(config.get("name") or "")),
         notes=row.get("notes") or "",
-        config_document=config_document(row["config_json"]) if document else "",
+        config_document=config_document(row["config_json"], live) if document else "",
     )
 
 
-@functools.lru_cache(maxsize=2048)
-def config_document(config_json: str) -> str:
+_DOCUMENTS: OrderedDict[str, str] = OrderedDict()
+DOCUMENTS_KEPT = 2048
+
+
+def config_document(config_json: str, live: ExperimentConfig | None = None) -> str:
     """The stored config as the typed, masked document (`carried.masked_json`); "" for one that no
-    longer parses. Cached by the stored text: a config changes only by a patch, which stores new text,
-    and a page of experiments then costs no parse after its first view."""
-    try:
-        return carried.masked_json(parse_stored_config(json.loads(config_json)))
-    except (ConfigError, ValueError):
-        return ""
+    longer parses. Made from the live experiment's config where there is one (parsed once, at create
+    or recovery), else from one parse of the stored config; kept by the stored text (a config changes
+    only by a patch, which stores new text), so a page of experiments costs no parse after its first view."""
+    document = _DOCUMENTS.get(config_json)
+    if document is None:
+        try:
+            config = live if live is not None else parse_stored_config(json.loads(config_json))
+            document = carried.masked_json(config)
+        except (ConfigError, ValueError):
+            document = ""
+        _DOCUMENTS[config_json] = document
+        if len(_DOCUMENTS) > DOCUMENTS_KEPT:
+            _DOCUMENTS.popitem(last=False)
+    else:
+        _DOCUMENTS.move_to_end(config_json)
+    return document
 
 
 def description(row: dict[str, Any], config: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from pedl.config import MASK, carried
 from pedl.config.experiment import parse_experiment_config
 from pedl_scheduler import convert
@@ -42,3 +44,18 @@ def test_a_list_page_carries_documents_only_when_asked() -> None:
 
 def test_a_stored_config_that_no_longer_parses_gives_no_document_not_an_error() -> None:
     assert convert.experiment(row({"searcher": {}}), 0).config_document == ""
+
+
+def test_a_running_experiments_document_comes_from_its_live_config_without_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    live = parse_experiment_config({**CONFIG, "description": "live one"})
+
+    def no_parse(raw: object) -> None:
+        raise AssertionError("the stored config was parsed again")
+
+    monkeypatch.setattr(convert, "parse_stored_config", no_parse)
+    message = convert.experiment(row(live.raw), 0, live=live)
+    assert carried.from_json(message.config_document).description == "live one"
+    # Asked again (a polling client), the document is the one made before.
+    assert convert.experiment(row(live.raw), 0).config_document == message.config_document
