@@ -135,11 +135,15 @@ def log_scaled_names(space: Any, prefix: str = "") -> frozenset[str]:
 
 
 def experiment_importance(
-    experiment: scheduler_pb2.Experiment, trials: Iterable[scheduler_pb2.Trial]
+    experiment: scheduler_pb2.Experiment,
+    trials: Iterable[scheduler_pb2.Trial],
+    space: Mapping[str, Any] | None = None,
 ) -> list[Importance]:
     """An experiment's importances from its trials' best searcher-metric values; masked
-    hyperparameters (api_key: ****) are left out."""
-    space = records.stored_config(experiment.config_yaml).get("hyperparameters")
+    hyperparameters (api_key: ****) are left out. `space`: the typed config's hyperparameters where
+    the caller has it (the web UI), else read from the stored YAML."""
+    if space is None:
+        space = records.stored_config(experiment.config_yaml).get("hyperparameters")
     rows = [records.trial_record(t, space) for t in trials]
     for row in rows:
         row["hparams"] = {k: v for k, v in records.flat_hparams(row["hparams"]).items() if v != MASK}

@@ -59,8 +59,10 @@ def typed_hparams(values: Mapping[str, Any], space: Any) -> dict[str, Any]:
     return typed_values(values, space)
 
 
-def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
-    return {
+def experiment_record(experiment: scheduler_pb2.Experiment, *, with_config: bool = True) -> dict[str, Any]:
+    """`with_config`: include the stored YAML as a mapping (the web UI reads the typed
+    config_document instead)."""
+    record = {
         "id": experiment.id,
         "state": experiment_state(experiment.state),
         "name": experiment.name,
@@ -76,8 +78,10 @@ def experiment_record(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
         "searcher_metric": experiment.searcher_metric,
         "smaller_is_better": experiment.smaller_is_better,
         "error": experiment.error or None,
-        "config": stored_config(experiment.config_yaml),
     }
+    if with_config:
+        record["config"] = stored_config(experiment.config_yaml)
+    return record
 
 
 def trial_record(trial: scheduler_pb2.Trial, hparam_space: Any = None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """AgentLinkService: each agent's one bidirectional stream, relayed to the ExperimentManager.
 
 Every stream's reader puts what its agent reports into ONE shared `Inbox`; the inbox hands
-everything that has arrived, across all streams, to `ExperimentManager.on_agent_messages` as one
+everything that has arrived, across all streams, to `Dispatcher.on_agent_messages` as one
 batch, in arrival order (so each agent's own order is kept). A batch is one database transaction:
 under load, what arrives while one commit waits on the disk is committed together by the next, so
 fsyncs are shared instead of paid per result.
@@ -90,7 +90,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
         self.cluster = cluster
         self.cluster_id = cluster_id
         self.heartbeat_interval = heartbeat_interval
-        self.inbox = Inbox(manager.on_agent_messages)
+        self.inbox = Inbox(manager.rooms.on_agent_messages)
 
     async def Connect(  # noqa: N802
         self, request_iterator: AsyncIterator[agent_pb2.ConnectRequest], context: grpc.aio.ServicerContext
@@ -117,7 +117,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
                 protocol=agent_protocol.SCHEDULER_PROTOCOL,
             )
         )
-        self.manager.on_agent_registered(agent, list(first.register.running_trials))
+        self.manager.adoption.on_agent_registered(agent, list(first.register.running_trials))
         reader = asyncio.create_task(self._read(agent, request_iterator))
         try:
             while True:
@@ -136,7 +136,7 @@ class AgentLink(agent_pb2_grpc.AgentLinkServiceServicer):
             self.inbox.drain()  # what the stream delivered, before its agent counts as gone
             if self.cluster.disconnect(agent):
                 log.warning("agent disconnected", agent_id=agent.id)
-                self.manager.on_agent_disconnected(agent.id)
+                self.manager.adoption.on_agent_disconnected(agent.id)
 
     async def _read(
         self, agent: AgentHandle, request_iterator: AsyncIterator[agent_pb2.ConnectRequest]

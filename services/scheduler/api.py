@@ -31,6 +31,7 @@ from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
 from pedl_scheduler.request_limits import LimitExceeded
+from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
@@ -123,7 +124,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
         try:
             principal = current_principal()
-            exp_id = self.manager.create_experiment(
+            exp_id = self.manager.lifecycle.create_experiment(
                 config,
                 request.model_definition,
                 request.model_definition_name,
@@ -131,7 +132,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
                 requester=principal,
             )
             if request.paused:  # before the scheduling pass can run (no await since the create)
-                self.manager.pause_experiment(exp_id)
+                self.manager.lifecycle.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
@@ -146,7 +147,8 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         principal = current_principal()
         rows = [r for r in rows if authz.may(principal, Access.READ, r["owner"], self.private)]
         return scheduler_pb2.ListExperimentsResponse(
-            experiments=[convert.experiment(r, r["num_trials"]) for r in rows], next_page_token=next_token
+            experiments=[self._message(r, r["num_trials"], request.with_config_document) for r in rows],
+            next_page_token=next_token,
         )
 
     async def GetExperiment(  # noqa: N802
@@ -172,19 +174,19 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     async def KillExperiment(  # noqa: N802
         self, request: scheduler_pb2.KillExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.KillExperimentResponse:
-        await self._lifecycle(self.manager.kill_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.lifecycle.kill_experiment, request.experiment_id, context)
         return scheduler_pb2.KillExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def PauseExperiment(  # noqa: N802
         self, request: scheduler_pb2.PauseExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.PauseExperimentResponse:
-        await self._lifecycle(self.manager.pause_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.lifecycle.pause_experiment, request.experiment_id, context)
         return scheduler_pb2.PauseExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def ActivateExperiment(  # noqa: N802
         self, request: scheduler_pb2.ActivateExperimentRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.ActivateExperimentResponse:
-        await self._lifecycle(self.manager.activate_experiment, request.experiment_id, context)
+        await self._lifecycle(self.manager.rooms.activate_experiment, request.experiment_id, context)
         return scheduler_pb2.ActivateExperimentResponse(experiment=self._experiment(request.experiment_id))
 
     async def PatchExperiment(  # noqa: N802
@@ -205,7 +207,8 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         gc = request.HasField("gc_policy")
         if request.dry_run:
-            doomed = self.manager.reconfigure(exp_id, config, collect=gc, dry_run=True) if config else []
+            rooms = self.manager.rooms
+            doomed = rooms.reconfigure(exp_id, config, collect=gc, dry_run=True) if config else []
             return scheduler_pb2.PatchExperimentResponse(
                 experiment=self._experiment(exp_id), deleted_checkpoints=doomed
             )
@@ -213,7 +216,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
             updates.update(config_json=carried.stored_json(config), config_yaml=config.masked_yaml())
         experiment_ops.patch_experiment(self.db, exp_id, **updates)
         self.db.flush()
-        doomed = self.manager.reconfigure(exp_id, config, collect=gc) if config is not None else []
+        doomed = self.manager.rooms.reconfigure(exp_id, config, collect=gc) if config is not None else []
         return scheduler_pb2.PatchExperimentResponse(
             experiment=self._experiment(exp_id), deleted_checkpoints=doomed
         )
@@ -240,7 +243,8 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         trial_id = row["id"]
-        await self._lifecycle(lambda _: self.manager.kill_trial(trial_id), row["experiment_id"], context)
+        kill = self.manager.lifecycle.kill_trial
+        await self._lifecycle(lambda _: kill(trial_id), row["experiment_id"], context)
         row = trial_ops.trial(self.db, request.trial_id)
         if row is None:  # deleted meanwhile
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
@@ -253,17 +257,17 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         if not uuids or not all(uuids):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
         try:
-            rows = self.manager.checkpoint_rows(uuids)
+            rows = self.manager.checkpoints.rows(uuids)
         except NotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         for exp_id in sorted({r["experiment_id"] for r in rows}):
             await self._check_owner(exp_id, context)
         try:
-            self.manager.refuse_deleting_needed(rows)
+            self.manager.checkpoints.refuse_if_needed(rows)
         except UserError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         try:
-            await self.manager.delete_checkpoints([r["uuid"] for r in rows])
+            await self.manager.checkpoints.delete([r["uuid"] for r in rows])
         except CheckpointError as e:
             await context.abort(
                 grpc.StatusCode.ABORTED,
@@ -316,9 +320,9 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def _trial(self, row: dict[str, Any], num_steps: int) -> scheduler_pb2.Trial:
-        trial_id = row["id"]
+        trial_id, manager = row["id"], self.manager
         return convert.trial(
-            row, self.manager.trial_agent(trial_id), num_steps, self.manager.trial_waiting_reason(trial_id)
+            row, manager.runs.trial_agent(trial_id), num_steps, manager.trial_waiting_reason(trial_id)
         )
 
     async def GetTrial(  # noqa: N802
@@ -423,7 +427,12 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     def _experiment(self, exp_id: int) -> scheduler_pb2.Experiment:
         row = experiment_ops.experiment(self.db, exp_id)
         assert row is not None
-        return convert.experiment(row, experiment_ops.trial_count(self.db, exp_id))
+        return self._message(row, experiment_ops.trial_count(self.db, exp_id))
+
+    def _message(self, row: Row, num_trials: int, document: bool = True) -> scheduler_pb2.Experiment:
+        """A running experiment's config_document comes from its config parsed at create or recovery."""
+        live = self.manager.experiments.get(row["id"])
+        return convert.experiment(row, num_trials, document=document, live=live.config if live else None)
 
     async def _experiment_or_abort(
         self, exp_id: int, context: grpc.aio.ServicerContext

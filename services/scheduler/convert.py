@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from google.protobuf import json_format
 
 from pedl._metrics import to_struct
-from pedl.config import mask_secrets
+from pedl.config import ExperimentConfig, carried, mask_secrets
+from pedl.config.errors import ConfigError
 from pedl.config.masking import mask_text
+from pedl.config.stored import parse_stored_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_scheduler.experiments import early_exit
 
@@ -20,7 +23,10 @@ STATE_NAMES = {value: name for name, value in EXPERIMENT_STATES.items() if value
 TRIAL_STATES = {name.removeprefix("TRIAL_STATE_"): value for name, value in common_pb2.TrialState.items()}
 
 
-def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment:
+def experiment(
+    row: dict[str, Any], num_trials: int, *, document: bool = True, live: ExperimentConfig | None = None
+) -> scheduler_pb2.Experiment:
+    """`document`: fill config_document (`config_document`; `live`: the running experiment's config)."""
     config = json.loads(row["config_json"])
     searcher = config.get("searcher", {})
     return scheduler_pb2.Experiment(
@@ -41,7 +47,32 @@ def experiment(row: dict[str, Any], num_trials: int) -> scheduler_pb2.Experiment
         archived=bool(row.get("archived")),
         name=mask_text(str(config.get("name") or "")),
         notes=row.get("notes") or "",
+        config_document=config_document(row["config_json"], live) if document else "",
     )
+
+
+_DOCUMENTS: OrderedDict[str, str] = OrderedDict()
+DOCUMENTS_KEPT = 2048
+
+
+def config_document(config_json: str, live: ExperimentConfig | None = None) -> str:
+    """The stored config as the typed, masked document (`carried.masked_json`); "" for one that no
+    longer parses. Made from the live experiment's config where there is one (parsed once, at create
+    or recovery), else from one parse of the stored config; kept by the stored text (a config changes
+    only by a patch, which stores new text), so a page of experiments costs no parse after its first view."""
+    document = _DOCUMENTS.get(config_json)
+    if document is None:
+        try:
+            config = live if live is not None else parse_stored_config(json.loads(config_json))
+            document = carried.masked_json(config)
+        except (ConfigError, ValueError):
+            document = ""
+        _DOCUMENTS[config_json] = document
+        if len(_DOCUMENTS) > DOCUMENTS_KEPT:
+            _DOCUMENTS.popitem(last=False)
+    else:
+        _DOCUMENTS.move_to_end(config_json)
+    return document
 
 
 def description(row: dict[str, Any], config: dict[str, Any]) -> str:

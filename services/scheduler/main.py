@@ -257,7 +257,7 @@ def receive_limit(args: argparse.Namespace) -> int:
 async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: float, timeout: float) -> None:
     """Acts on scheduling decisions in ticks: woken early by events, at least once per `tick`.
 
-    Agent messages schedule right away themselves (ExperimentManager.on_agent_messages) and clear
+    Agent messages schedule right away themselves (Dispatcher.on_agent_messages) and clear
     `wake`; a wake-up they already handled is skipped until the tick is due.
     """
     log = structlog.get_logger(component="scheduler")
@@ -278,7 +278,7 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
                 log.warning("agent missed heartbeats", agent_id=agent.id)
                 agent.send(CLOSE_STREAM)
         try:
-            manager.tick(now)
+            manager.rooms.tick(now)
         except Exception:
             log.exception("scheduling tick failed")
 
@@ -316,7 +316,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
     manager.cluster_secret = sec.secret
     manager.state.trial_token_ttl_seconds = sec.trial_token_ttl_seconds
-    manager.recover()
+    manager.rooms.recover()
     cluster_id = str(uuid.uuid5(uuid.NAMESPACE_URL, db.url))
     roots = parse_roots(args.allowed_storage_root, _env("ALLOWED_STORAGE_ROOT", "")) or [str(DEFAULT_ROOT)]
     api = SchedulerApi(

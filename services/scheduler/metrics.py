@@ -85,7 +85,7 @@ def take_snapshot(manager: Any) -> Snapshot:
     ):
         into.update(dict.fromkeys(states, 0))
         into.update(counts)
-    snap.trials_queued = len(manager._cluster_state().queued)
+    snap.trials_queued = len(manager.scheduling.cluster_state().queued)
     snap.trials_running = sum(1 for t in manager.trials.values() if t.running)
     agents, total, used = Tally[str](), Tally[str](), Tally[str]()
     for agent in manager.cluster.agents.values():

@@ -140,7 +140,7 @@ def trial(gateway: Gateway, token: str, trial_id: int) -> dict[str, Any]:
         del response.validations[:], response.checkpoints[:]
         response.validations.extend(details[0].validations)
         response.checkpoints.extend(details[0].checkpoints)
-    detail = views.trial_detail(response, exp.config_yaml)
+    detail = views.trial_detail(response, exp)
     return detail | {
         "experiment": {
             "id": exp.id,

@@ -8,44 +8,29 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, TypeGuard
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pedl import importance, records
 from pedl.config.masking import MASK
 from pedl.records import flat_hparams
 from pedl.v1 import scheduler_pb2
+from pedl_webui import configs
 
 TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
 
 
-def _length_batches(config: dict[str, Any]) -> int | None:
-    """The searcher's per-trial length in batches where the config says it in batches."""
-    searcher = config.get("searcher") or {}
-    length = searcher.get("max_length")
-    if isinstance(length, dict):
-        length = length.get("batches")
-    steps, per_step = searcher.get("max_steps"), config.get("batches_per_step") or 100
-    if length is None and _positive_int(steps) and _positive_int(per_step):
-        length = steps * per_step  # PEDL's lengths are in steps of batches_per_step
-    return int(length) if _positive_int(length) else None
-
-
-def _positive_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def progress(trials: Sequence[dict[str, Any]], config: dict[str, Any]) -> float | None:
-    """Fraction of the search done: ended trials count whole, live ones by batches of the searcher's
-    length (when it is given in batches); None before the first trial."""
+def progress(
+    trials: Sequence[dict[str, Any]], planned: int | None, lengths: Mapping[int, int | None]
+) -> float | None:
+    """Fraction of the search done: ended trials count whole, live ones by batches of their length
+    (`lengths`, by trial id, as the scheduler counts it; None: unknown); None before the first trial."""
     if not trials:
         return None
-    length = _length_batches(config)
-    searcher = config.get("searcher") or {}
-    planned = searcher.get("max_trials")
-    planned = planned if isinstance(planned, int) and planned >= len(trials) else len(trials)
+    planned = planned if planned is not None and planned >= len(trials) else len(trials)
     done = 0.0
     for t in trials:
+        length = lengths.get(t["id"])
         if t["state"] in TERMINAL:
             done += 1.0
         elif length:
@@ -66,13 +51,13 @@ def _finite(value: Any) -> bool:
 
 def experiment_summary(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
     """One row of the experiments page."""
-    exp = records.experiment_record(response.experiment)
-    config = exp.pop("config")
+    exp = records.experiment_record(response.experiment, with_config=False)
+    config = configs.experiment_config(response.experiment)
     trials = [records.trial_record(t) for t in response.trials]
-    searcher = config.get("searcher") or {}
+    lengths = {t.id: configs.trial_length(config, t) for t in response.trials}
     return exp | {
-        "searcher": searcher.get("name", ""),
-        "progress": progress(trials, config),
+        "searcher": config.searcher_name if config is not None else "",
+        "progress": progress(trials, config.max_trials if config is not None else None, lengths),
         "best_metric": best_metric(trials, exp["smaller_is_better"]),
         "num_trials": len(trials),
         "active_trials": sum(1 for t in trials if t["state"] == "ACTIVE"),
@@ -82,19 +67,20 @@ def experiment_summary(response: scheduler_pb2.GetExperimentResponse) -> dict[st
 def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
     """The experiment page: its record and config, each trial, and what its searcher decided."""
     summary = experiment_summary(response)
-    config = records.stored_config(response.experiment.config_yaml)
-    space = config.get("hyperparameters")
+    config = configs.experiment_config(response.experiment)
+    space = configs.hparam_space(config)
     trials = [records.trial_record(t, space) for t in sorted(response.trials, key=lambda t: t.id)]
     for t in trials:
         t["hparams"] = flat_hparams(t["hparams"])
     names = sorted({k for t in trials for k in t["hparams"]})
+    lengths = {t.id: configs.trial_length(config, t) for t in response.trials}
     return summary | {
         "config_yaml": response.experiment.config_yaml,
         "trials": trials,
         "hparam_names": names,
         # The scatter and parallel coordinates leave out what the scheduler masked (api_key: ****).
         "plotted_hparams": [n for n in names if any(t["hparams"].get(n, MASK) != MASK for t in trials)],
-        "rungs": rungs(trials, summary["searcher"], _length_batches(config)),
+        "rungs": rungs(trials, summary["searcher"], lengths),
         "lineage": lineage(trials),
         "lineage_title": lineage_title(summary["searcher"]),
     }
@@ -102,7 +88,8 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
 
 def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
     """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA)."""
-    ranked = importance.experiment_importance(response.experiment, response.trials)
+    space = configs.hparam_space(configs.experiment_config(response.experiment))
+    ranked = importance.experiment_importance(response.experiment, response.trials, space or {})
     return {
         "metric": response.experiment.searcher_metric,
         "importance": [{"name": i.name, "importance": i.importance} for i in ranked],
@@ -110,13 +97,16 @@ def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, 
     }
 
 
-def rungs(trials: Sequence[dict[str, Any]], searcher: str, length: int | None) -> list[dict[str, Any]]:
-    """For ASHA (adaptive*): the trials that ended short of the full length, grouped by where they
-    stopped (a rung), so the page shows which trials were cut at which rung."""
+def rungs(
+    trials: Sequence[dict[str, Any]], searcher: str, lengths: Mapping[int, int | None]
+) -> list[dict[str, Any]]:
+    """For ASHA (adaptive*): the trials that ended short of their full length (`lengths`, by trial
+    id), grouped by where they stopped (a rung), so the page shows which trials were cut at which rung."""
     if not searcher.startswith(("asha", "adaptive")):
         return []
     stopped: dict[int, list[int]] = {}
     for t in trials:
+        length = lengths.get(t["id"])
         if t["state"] == "COMPLETED" and (length is None or t["total_batches"] < length):
             stopped.setdefault(t["total_batches"], []).append(t["id"])
     return [{"batches": b, "stopped_trials": ids} for b, ids in sorted(stopped.items())]
@@ -138,9 +128,11 @@ def lineage_title(searcher: str) -> str:
     return "Started from another trial's checkpoint"
 
 
-def trial_detail(response: scheduler_pb2.GetTrialResponse, config_yaml: str) -> dict[str, Any]:
+def trial_detail(
+    response: scheduler_pb2.GetTrialResponse, experiment: scheduler_pb2.Experiment
+) -> dict[str, Any]:
     """The trial page: its record, hyperparameters, checkpoints (with their validations)."""
-    space = records.stored_config(config_yaml).get("hyperparameters")
+    space = configs.hparam_space(configs.experiment_config(experiment))
     trial = records.trial_record(response.trial, space)
     trial["hparams"] = flat_hparams(trial["hparams"])
     validations = {v.total_batches: records.validation_record(v)["metrics"] for v in response.validations}

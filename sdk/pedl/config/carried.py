@@ -13,13 +13,14 @@ plain config) is parsed as such; one from a newer pedl is refused naming the ver
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from pedl.config.entrypoint import Entrypoint
 from pedl.config.errors import ConfigError, FieldError, format_path
 from pedl.config.experiment import ExperimentConfig, parse_experiment_config
 from pedl.config.lengths import Length
+from pedl.config.masking import mask_secrets
 from pedl.config.schema_errors import check_schema
 
 FIELD = "config_json"
@@ -44,6 +45,12 @@ def to_json(config: ExperimentConfig) -> str:
         "warnings": list(config.warnings),
     }
     return json.dumps(document, separators=(",", ":"))
+
+
+def masked_json(config: ExperimentConfig) -> str:
+    """The document with secrets masked, for showing to people (`Experiment.config_document`, read by
+    the web UI); it decodes like any other (a masked value is still a string where one is allowed)."""
+    return to_json(replace(config, raw=mask_secrets(config.raw)))
 
 
 def stored_json(config: ExperimentConfig) -> str:

@@ -23,7 +23,7 @@ from pedl.config._source import load_source
 from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
-from pedl.config.lengths import Length, LengthContext, resolve_length
+from pedl.config.lengths import Length, LengthContext, TrialLengths, resolve_length, trial_batch_size
 from pedl.config.log_policies import validate_log_policies
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
@@ -69,6 +69,27 @@ class ExperimentConfig:
     @property
     def budget_batches(self) -> int | None:
         return self.budget if self.length_unit == "batches" else None
+
+    def trial_length_batches(self, hparams: dict[str, Any], epoch_batches: int = 0) -> int | None:
+        """One trial's length in batches as its sequencer counts it (records by its own
+        global_batch_size, epochs by records_per_epoch or the epoch its harness measured); None for an
+        open-ended trial or a length in epochs not measured yet."""
+        if not self.max_length:
+            return None
+        lengths = TrialLengths(trial_batch_size(hparams), self.records_per_epoch or 0, epoch_batches)
+        if not lengths.known(self.length_unit):
+            return None
+        return lengths.to_batches(self.max_length, self.length_unit)
+
+    @property
+    def max_trials(self) -> int | None:
+        """The searcher's planned number of trials, where it has one."""
+        value = self.searcher.get("max_trials")
+        return value if is_int(value) else None
+
+    @property
+    def resource_pool(self) -> str:
+        return self.resources.get("resource_pool") or "default"
 
     @property
     def needs_trial_epoch_length(self) -> bool:

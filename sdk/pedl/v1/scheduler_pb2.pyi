@@ -61,6 +61,7 @@ class Experiment(google.protobuf.message.Message):
     ARCHIVED_FIELD_NUMBER: builtins.int
     NAME_FIELD_NUMBER: builtins.int
     NOTES_FIELD_NUMBER: builtins.int
+    CONFIG_DOCUMENT_FIELD_NUMBER: builtins.int
     id: builtins.int
     state: pedl.v1.common_pb2.ExperimentState.ValueType
     config_yaml: builtins.str
@@ -82,6 +83,12 @@ class Experiment(google.protobuf.message.Message):
     """The config's name (empty when it has none)."""
     notes: builtins.str
     """Free text its owner (or an admin) keeps on the experiment (PatchExperiment notes); "" for none."""
+    config_document: builtins.str
+    """The validated config and what the scheduler derived from it (trial length and unit, periods,
+    budget) as pedl.config.carried's versioned JSON document, secrets masked: decode it with
+    `carried.from_json` instead of re-reading config_yaml. Always set by GetExperiment; by
+    ListExperiments only when the request sets with_config_document.
+    """
     @property
     def config(self) -> google.protobuf.struct_pb2.Struct:
         """The validated config with defaults filled in."""
@@ -108,9 +115,10 @@ class Experiment(google.protobuf.message.Message):
         archived: builtins.bool = ...,
         name: builtins.str = ...,
         notes: builtins.str = ...,
+        config_document: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["config", b"config"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "name", b"name", "notes", b"notes", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["archived", b"archived", "config", b"config", "config_document", b"config_document", "config_yaml", b"config_yaml", "created_at", b"created_at", "description", b"description", "ended_at", b"ended_at", "error", b"error", "id", b"id", "labels", b"labels", "model_definition_name", b"model_definition_name", "name", b"name", "notes", b"notes", "num_trials", b"num_trials", "owner", b"owner", "searcher_metric", b"searcher_metric", "smaller_is_better", b"smaller_is_better", "state", b"state"]) -> None: ...
 
 global___Experiment = Experiment
 
@@ -362,6 +370,7 @@ class ListExperimentsRequest(google.protobuf.message.Message):
     OWNER_FIELD_NUMBER: builtins.int
     EXCLUDE_ARCHIVED_FIELD_NUMBER: builtins.int
     TEXT_FIELD_NUMBER: builtins.int
+    WITH_CONFIG_DOCUMENT_FIELD_NUMBER: builtins.int
     page_size: builtins.int
     """Most experiments in one page (by id, oldest first), capped at 2000. 0 with no page_token and no
     filter: every experiment in one reply (what clients before paging asked for).
@@ -377,6 +386,10 @@ class ListExperimentsRequest(google.protobuf.message.Message):
     text: builtins.str
     """Only experiments whose id, description, owner, searcher name or a label contains this text
     (case-insensitive).
+    """
+    with_config_document: builtins.bool
+    """Fill each Experiment's config_document (the web UI's pages read lengths and searcher fields
+    from it; the CLI's list does not need it).
     """
     @property
     def states(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[pedl.v1.common_pb2.ExperimentState.ValueType]:
@@ -394,8 +407,9 @@ class ListExperimentsRequest(google.protobuf.message.Message):
         owner: builtins.str = ...,
         exclude_archived: builtins.bool = ...,
         text: builtins.str = ...,
+        with_config_document: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["exclude_archived", b"exclude_archived", "newest_first", b"newest_first", "owner", b"owner", "page_size", b"page_size", "page_token", b"page_token", "states", b"states", "text", b"text"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["exclude_archived", b"exclude_archived", "newest_first", b"newest_first", "owner", b"owner", "page_size", b"page_size", "page_token", b"page_token", "states", b"states", "text", b"text", "with_config_document", b"with_config_document"]) -> None: ...
 
 global___ListExperimentsRequest = ListExperimentsRequest
 

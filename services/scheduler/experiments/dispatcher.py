@@ -16,9 +16,10 @@ from collections.abc import Sequence
 import structlog
 
 from pedl.config import ExperimentConfig
+from pedl.searcher import Operation
 from pedl.v1 import agent_pb2
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import effects, machine, recovery
+from pedl_scheduler.experiments import effects, machine, machine_views, recovery
 from pedl_scheduler.experiments.adoption import RunAdoption
 from pedl_scheduler.experiments.checkpoint_lifecycle import CheckpointLifecycle
 from pedl_scheduler.experiments.lifecycle import ExperimentLifecycle
@@ -65,19 +66,58 @@ class Dispatcher:
                 self.state.notify()
             elif isinstance(step, machine.SetExperimentState):
                 self.lifecycle.record_state(exp, step.state)
-            elif isinstance(step, effects.SearcherOps):
-                self.search.apply(exp, list(step.ops))
-                self.settle(exp)
+            elif isinstance(step, (machine.SearcherDecided, machine.CheckpointStored)):
+                self.decide(exp, step)
             elif isinstance(step, effects.ResumeWaits):
                 self.search.resume_waits(exp)
+            elif isinstance(step, machine.SearchEffect):
+                self._perform_search(exp, step)
             elif trial is None:
                 continue
             elif isinstance(step, machine.TellSearcher):
                 args = (trial.request_id, step.reason) if step.reason else (trial.request_id,)
-                self.search.apply(exp, exp.journal.call(step.call, *args))
-                self.settle(exp)
+                self.decide(exp, machine.SearcherDecided(exp.journal.call(step.call, *args)))
             else:
                 self._perform_on_trial(exp, trial, step)
+
+    def decide(
+        self, exp: ExperimentRuntime, event: machine.SearcherDecided | machine.CheckpointStored
+    ) -> None:
+        """The searcher's operations (or a stored checkpoint) through the state machine, its effects
+        carried out in order; what the searcher answers to the trials they created is decided next,
+        after the rest of the decision (the order the searcher's queue of operations has)."""
+        while True:
+            state, steps = machine.handle(machine_views.experiment_view(exp, []), event)
+            machine_views.absorb(exp, {}, state)
+            answers: list[Operation] = []
+            for step in steps:
+                if isinstance(step, machine.CreateTrials):
+                    answers += self._create_trials(exp, step)
+                else:
+                    self.perform(exp, [], [step])
+            if not answers:
+                return
+            event = machine.SearcherDecided(answers)
+
+    def _create_trials(self, exp: ExperimentRuntime, step: machine.CreateTrials) -> list[Operation]:
+        """The new trials' rows; what the searcher answers to hearing each was created."""
+        created = self.search.create_trials(exp, step.batch)
+        return [op for trial in created for op in exp.journal.call("on_trial_created", trial.request_id)]
+
+    def _perform_search(self, exp: ExperimentRuntime, step: machine.SearchEffect) -> None:
+        if isinstance(step, machine.SetTarget):
+            self.search.set_target(exp, step.op)
+        elif isinstance(step, machine.ReopenTrial):
+            self.search.reopen(exp, step.request_id)
+        elif isinstance(step, machine.SaveSearcher):
+            self.work.save_searcher(exp)
+        elif isinstance(step, machine.HandOffCheckpoint):
+            stored = step.stored
+            self.search.checkpoint_stored(stored.trial_id, stored.uuid, stored.batches, stored.step)
+        else:  # CreateTrials outside `decide`: the searcher's answers are decided in turn
+            answers = self._create_trials(exp, step)
+            if answers:
+                self.decide(exp, machine.SearcherDecided(answers))
 
     def _perform_on_trial(self, exp: ExperimentRuntime, trial: TrialRuntime, step: effects.Step) -> None:
         if isinstance(step, machine.KillRun):
@@ -97,8 +137,6 @@ class Dispatcher:
             self.work.save_trial(trial)
         elif isinstance(step, machine.Restart):
             self.runs.restart(trial, exp, step)
-        elif isinstance(step, effects.CheckpointStored):
-            self.search.checkpoint_stored(trial.id, step.uuid, step.batches, step.step)
         elif isinstance(step, effects.StartRun):
             self.runs.start(trial, list(step.gang))
         elif isinstance(step, effects.EndStragglers):

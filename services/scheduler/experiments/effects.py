@@ -1,9 +1,10 @@
 """What one room asks of the others, as typed values the dispatcher (`dispatcher.py`) carries out.
 
 The state machine's effects (`machine.Effect`) say what an experiment's decision needs; these say
-what a room's own work needs from a room it does not hold (no room references another): the
-searcher's operations acted on, a stored checkpoint handed to the children waiting for it, a run
-started or given up on. A room passes them, with the experiment and trials they concern, to the
+what a room's own work needs from a room it does not hold (no room references another): a run
+started or given up on, a loaded experiment's waiting children looking again. What a room observes
+that the machine decides on (the searcher's operations, a checkpoint stored) it emits as the
+machine's event. A room passes them, with the experiment and trials they concern, to the
 `Emit` it was built with; the dispatcher runs them in order inside the room's unit of work.
 """
 
@@ -12,27 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pedl.searcher import Operation
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import machine
 from pedl_scheduler.runtime import ExperimentRuntime, TrialRuntime
-
-
-@dataclass(frozen=True)
-class SearcherOps:
-    """Act on the searcher's operations (new trials, targets, closes, shutdown); the experiment may end."""
-
-    ops: Sequence[Operation]
-
-
-@dataclass(frozen=True)
-class CheckpointStored:
-    """The trial stored the checkpoint its waiting children (PBT) asked for: they copy it."""
-
-    trial_id: int
-    uuid: str
-    batches: int
-    step: int
 
 
 @dataclass(frozen=True)
@@ -57,13 +40,13 @@ class EndStragglers:
 
 # What a room may emit: these, the machine's effects, and the machine's events a room observed.
 Step = (
-    SearcherOps
-    | CheckpointStored
-    | ResumeWaits
+    ResumeWaits
     | StartRun
     | EndStragglers
     | machine.Effect
     | machine.AgentLost
     | machine.ResultsRefused
+    | machine.SearcherDecided
+    | machine.CheckpointStored
 )
 Emit = Callable[[ExperimentRuntime, Sequence[TrialRuntime], Sequence[Step]], None]

@@ -15,7 +15,7 @@ from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import machine, machine_views
-from pedl_scheduler.experiments.effects import Emit, SearcherOps
+from pedl_scheduler.experiments.effects import Emit
 from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
 from pedl_scheduler.experiments.state import SchedulerState
@@ -88,7 +88,7 @@ class ExperimentLifecycle:
                 exp_id, config, searcher, journal=SearcherJournal(searcher), warm_start_uuid=warm_start
             )
             self.experiments[exp_id] = exp
-            self.emit(exp, [], [SearcherOps(exp.journal.call("initial_operations"))])
+            self.emit(exp, [], [machine.SearcherDecided(exp.journal.call("initial_operations"))])
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
         self.state.wake.set()
         return exp_id

@@ -1,17 +1,16 @@
 """The experiment's decisions as one pure state machine: `handle(state, event) -> (state, effects)`.
 
-What arrives (a run's exit, an agent lost, results the scheduler refuses, a user's pause, activate or
-kill) is an event; what must happen (kill a run, end a trial, tell the searcher, restart after a
-backoff, log a line, stop a run at its next checkpoint) is an effect. Nothing here touches the
-database, an agent or a clock: the rooms turn what they receive into events, and the effects into
-rows and agent messages inside their `UnitOfWork` (messages go out after the commit). The state is
-the part of the experiment an event can change (the experiment and the trials the event concerns),
-so a table of (state, event) -> (state, effects) tests every rule users rely on without a cluster.
+Events are what arrives (a run's exit, an agent lost, refused results, a user's pause, activate or
+kill, the searcher's operations, a checkpoint stored); effects are what must happen (kill a run, end
+a trial, tell the searcher, restart after a backoff, create trials, set targets, hand a checkpoint
+to waiting children). Nothing here touches the database, an agent or a clock: the rooms turn what
+they receive into events, and the effects into rows and agent messages inside their `UnitOfWork`.
+The state is the part of the experiment an event can change, so tables of (state, event) ->
+(state, effects) test every rule users rely on without a cluster.
 
 The restart policy lives here (`_failed`): a failure of the trial's own code spends `max_restarts`,
-one the infrastructure caused (agent lost, checkpoint store unreachable) waits and restarts without
-spending one, and a failure that repeats before training (`failures.fails_deterministically`) or that
-no restart can cure (`RunFailure.permanent`) ends the trial at once.
+one the infrastructure caused (agent lost, checkpoint store unreachable) restarts without spending
+one, and one that repeats before training or that no restart can cure ends the trial at once.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pedl.harness.failure import INVALID_HP
+from pedl.searcher import Close, Create, Operation, Resume, Shutdown, ValidateAfter
 from pedl_scheduler.experiments import early_exit, run_exits
 from pedl_scheduler.experiments.failures import RunFailure, fails_deterministically
 from pedl_scheduler.experiments.restart_policy import infrastructure_cause
@@ -59,6 +59,9 @@ class Experiment:
     state: str = "ACTIVE"  # ACTIVE, PAUSED or CANCELED while it lives
     max_restarts: int = 5
     trials: Mapping[int, Trial] = dataclasses.field(default_factory=dict)
+    # The searcher said Shutdown (its search is over), and whether it failed.
+    searcher_done: bool = False
+    searcher_failed: bool = False
 
     def trial(self, trial_id: int) -> Trial:
         return self.trials[trial_id]
@@ -126,15 +129,27 @@ class ActivateRequested:
     """`det experiment activate` of a paused experiment: its trials are scheduled again."""
 
 
-Event = (
-    RunExited
-    | AgentLost
-    | ResultsRefused
-    | TrialKillRequested
-    | ExperimentKillRequested
-    | PauseRequested
-    | ActivateRequested
-)
+@dataclass(frozen=True)
+class SearcherDecided:
+    """The searcher's operations, in its order (what it answered to its first call, a validation, a
+    trial's close, early exit, creation or revival)."""
+
+    ops: Sequence[Operation]
+
+
+@dataclass(frozen=True)
+class CheckpointStored:
+    """A trial stored the checkpoint its waiting children (PBT exploit) asked for."""
+
+    trial_id: int
+    uuid: str
+    batches: int
+    step: int
+
+
+RunEvent = RunExited | AgentLost | ResultsRefused
+UserEvent = TrialKillRequested | ExperimentKillRequested | PauseRequested | ActivateRequested
+Event = RunEvent | UserEvent | SearcherDecided | CheckpointStored
 
 # ---- effects ----------------------------------------------------------------------------------
 
@@ -218,19 +233,43 @@ class Wake:
     """Run the scheduling loop soon (slots were freed, or trials may run again)."""
 
 
-Effect = (
-    KillRun
-    | RequestStop
-    | EndTrial
-    | TellSearcher
-    | Restart
-    | LogLine
-    | SaveTrial
-    | SetTrialState
-    | SetExperimentState
-    | Settle
-    | Wake
-)
+@dataclass(frozen=True)
+class CreateTrials:
+    """Insert the searcher's new trials together (one round trip), each with the targets and the close
+    decided with it; then the searcher hears each was created (its answer is a new SearcherDecided)."""
+
+    batch: tuple[tuple[Create, tuple[ValidateAfter | Close, ...]], ...]
+
+
+@dataclass(frozen=True)
+class SetTarget:
+    """A live trial trains on to a new validation target, or is closed (finishes what it was given)."""
+
+    op: ValidateAfter | Close
+
+
+@dataclass(frozen=True)
+class ReopenTrial:
+    """The searcher takes back a trial it closed (ASHA promotion): it continues from its checkpoint."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class SaveSearcher:
+    """Write the searcher's journal with this transaction (a restarted scheduler resumes it exactly)."""
+
+
+@dataclass(frozen=True)
+class HandOffCheckpoint:
+    """The children waiting on the trial copy its stored checkpoint and may start."""
+
+    stored: CheckpointStored
+
+
+TrialEffect = KillRun | RequestStop | EndTrial | TellSearcher | Restart | LogLine | SaveTrial | SetTrialState
+SearchEffect = CreateTrials | SetTarget | ReopenTrial | SaveSearcher | HandOffCheckpoint
+Effect = TrialEffect | SearchEffect | SetExperimentState | Settle | Wake
 Result = tuple[Experiment, list[Effect]]
 
 # ---- the machine ------------------------------------------------------------------------------
@@ -258,7 +297,45 @@ def handle(state: Experiment, event: Event) -> Result:
         return _kill_experiment(state)
     if isinstance(event, PauseRequested):
         return _pause(state)
+    if isinstance(event, SearcherDecided):
+        return _searcher_decided(state, list(event.ops))
+    if isinstance(event, CheckpointStored):
+        return state, [HandOffCheckpoint(event)]
     return _activate(state)
+
+
+def _searcher_decided(state: Experiment, pending: list[Operation]) -> Result:
+    """The searcher's operations as effects, in its order. Consecutive new trials are created together,
+    each with the targets and close that follow it; a Shutdown ends the search (the experiment ends
+    once its trials have: `experiment_end`)."""
+    effects: list[Effect] = []
+    done, failed = state.searcher_done, state.searcher_failed
+    while pending:
+        op = pending.pop(0)
+        if isinstance(op, Create):
+            batch: list[tuple[Create, tuple[ValidateAfter | Close, ...]]] = []
+            create: Create | None = op
+            while create is not None:
+                decided: list[ValidateAfter | Close] = []
+                while pending and isinstance(head := pending[0], (ValidateAfter, Close)):
+                    if head.request_id != create.request_id:
+                        break
+                    decided.append(head)
+                    pending.pop(0)
+                batch.append((create, tuple(decided)))
+                following = pending[0] if pending else None
+                create = following if isinstance(following, Create) else None
+                if create is not None:
+                    pending.pop(0)
+            effects.append(CreateTrials(tuple(batch)))
+        elif isinstance(op, Resume):
+            effects.append(ReopenTrial(op.request_id))
+        elif isinstance(op, (ValidateAfter, Close)):
+            effects.append(SetTarget(op))
+        elif isinstance(op, Shutdown):
+            done, failed = True, failed or op.failure
+    new = dataclasses.replace(state, searcher_done=done, searcher_failed=failed)
+    return new, [*effects, SaveSearcher(), Settle()]
 
 
 def _run_exited(state: Experiment, event: RunExited) -> Result:

@@ -36,6 +36,8 @@ def experiment_view(exp: ExperimentRuntime, trials: Iterable[TrialRuntime]) -> m
         state=exp.state,
         max_restarts=exp.config.max_restarts,
         trials={t.id: trial_view(t) for t in trials},
+        searcher_done=exp.searcher_done,
+        searcher_failed=exp.searcher_failed,
     )
 
 
@@ -43,6 +45,7 @@ def absorb(exp: ExperimentRuntime, trials: Mapping[int, TrialRuntime], state: ma
     """Writes the machine's decisions about the experiment and its trials back onto the runtime
     (rows are the effects' job; the trial's lifecycle state moves with SetTrialState and EndTrial)."""
     exp.state = state.state
+    exp.searcher_done, exp.searcher_failed = state.searcher_done, state.searcher_failed
     for view in state.trials.values():
         trial = trials.get(view.id)
         if trial is None:

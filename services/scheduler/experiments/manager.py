@@ -19,20 +19,15 @@ method back into one namespace, where any method may call any other through `sel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from pedl.config import ExperimentConfig
-from pedl.v1 import agent_pb2, common_pb2
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
-from pedl_scheduler.cluster import AgentHandle, Cluster
+from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.experiments.dispatcher import Dispatcher
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
 from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.storage import Storage
-from pedl_server_auth import ANONYMOUS, Principal
 
 
 class ExperimentManager:
@@ -74,6 +69,23 @@ class ExperimentManager:
         self.changed = state.changed
         self.policy: scheduling.SchedulingPolicy = self.scheduling.policy
         self.deleter: CheckpointDeleter = self.checkpoints.deleter
+        # The entry points tests, benchmarks and tools call, bound to the room that owns each (no
+        # forwarding layer: the product's callers, the servicer, agent link and loops, name the owner).
+        self.recover = rooms.recover
+        self.create_experiment = rooms.lifecycle.create_experiment
+        self.kill_experiment = rooms.lifecycle.kill_experiment
+        self.pause_experiment = rooms.lifecycle.pause_experiment
+        self.kill_trial = rooms.lifecycle.kill_trial
+        self.reconfigure = rooms.reconfigure
+        self.activate_experiment = rooms.activate_experiment
+        self.tick = rooms.tick
+        self.schedule = rooms.scheduling.schedule
+        self.expire_unconfirmed = rooms.adoption.expire_unconfirmed
+        self.on_agent_registered = rooms.adoption.on_agent_registered
+        self.on_agent_disconnected = rooms.adoption.on_agent_disconnected
+        self.on_agent_messages = rooms.on_agent_messages
+        self.on_workload_completed = rooms.intake.on_workload_completed
+        self.on_trial_exited = rooms.runs.on_trial_exited
 
     @property
     def model_definition_limit(self) -> int:
@@ -96,88 +108,6 @@ class ExperimentManager:
     def cluster_secret(self, secret: str | None) -> None:
         self.state.cluster_secret = secret
 
-    # ---- start-up ---------------------------------------------------------------------------
-
-    def recover(self) -> None:
-        self.rooms.recover()
-
-    # ---- user requests ----------------------------------------------------------------------
-
-    def create_experiment(
-        self,
-        config_yaml: str | ExperimentConfig,
-        model_definition: bytes,
-        name: str,
-        owner: str = "",
-        requester: Principal = ANONYMOUS,
-    ) -> int:
-        return self.lifecycle.create_experiment(config_yaml, model_definition, name, owner, requester)
-
-    def kill_experiment(self, exp_id: int) -> None:
-        self.lifecycle.kill_experiment(exp_id)
-
-    def pause_experiment(self, exp_id: int) -> None:
-        self.lifecycle.pause_experiment(exp_id)
-
-    def kill_trial(self, trial_id: int) -> None:
-        self.lifecycle.kill_trial(trial_id)
-
-    def reconfigure(
-        self, exp_id: int, config: ExperimentConfig, collect: bool = False, dry_run: bool = False
-    ) -> list[str]:
-        """`det e set max-slots|weight|priority|gc-policy`: the experiment runs on under `config` (already
-        stored); with `collect`, its checkpoints are collected under the new save_* policy (the uuids)."""
-        return self.rooms.reconfigure(exp_id, config, collect, dry_run)
-
-    def activate_experiment(self, exp_id: int) -> None:
-        self.rooms.activate_experiment(exp_id)
-
-    def checkpoint_rows(self, uuids: list[str]) -> list[dict]:
-        """The checkpoints' rows with their experiment and owner (NotFound: one is unknown or deleted)."""
-        return self.checkpoints.rows(uuids)
-
-    def refuse_deleting_needed(self, rows: list[dict]) -> None:
-        """UserError when a live or queued trial, a PBT child, ASHA or a warm start needs one of them."""
-        self.checkpoints.refuse_if_needed(rows)
-
-    async def delete_checkpoints(self, uuids: list[str]) -> None:
-        await self.checkpoints.delete(uuids)
-
-    def trial_agent(self, trial_id: int) -> str:
-        return self.runs.trial_agent(trial_id)
-
     def trial_waiting_reason(self, trial_id: int) -> str:
         trial = self.trials.get(trial_id)
         return trial.waiting_reason if trial is not None else ""
-
-    # ---- the scheduling loop ----------------------------------------------------------------
-
-    def tick(self, now: float) -> None:
-        self.rooms.tick(now)
-
-    def schedule(self) -> None:
-        self.scheduling.schedule()
-
-    def _cluster_state(self) -> scheduling.ClusterState:
-        """What the scheduling policy would be shown now (the metrics count the queue from it)."""
-        return self.scheduling.cluster_state()
-
-    def expire_unconfirmed(self, now: float) -> None:
-        self.adoption.expire_unconfirmed(now)
-
-    # ---- agent events -----------------------------------------------------------------------
-
-    def on_agent_registered(self, agent: AgentHandle, running: list[agent_pb2.RunningTrial]) -> None:
-        self.adoption.on_agent_registered(agent, running)
-
-    def on_agent_disconnected(self, agent_id: str) -> None:
-        self.adoption.on_agent_disconnected(agent_id)
-
-    def on_agent_messages(self, batch: Sequence[tuple[AgentHandle, agent_pb2.ConnectRequest]]) -> None:
-        self.rooms.on_agent_messages(batch)
-
-    def on_workload_completed(self, agent: AgentHandle, result: common_pb2.WorkloadResult) -> None:
-        self.intake.on_workload_completed(agent, result)
-
-    def on_trial_exited(self, agent: AgentHandle, message: agent_pb2.TrialExited) -> None:
-        self.runs.on_trial_exited(agent, message)

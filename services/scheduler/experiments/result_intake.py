@@ -20,7 +20,7 @@ from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
 from pedl_scheduler.cluster import AgentHandle
 from pedl_scheduler.experiments import early_exit, machine, script_results
-from pedl_scheduler.experiments.effects import CheckpointStored, Emit, SearcherOps
+from pedl_scheduler.experiments.effects import Emit
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.unit_of_work import UnitOfWork
@@ -158,7 +158,7 @@ class ResultIntake:
             ops = exp.journal.call(
                 "on_validation_completed", trial.request_id, float(value), trial.sequencer.answered_length
             )
-            self.emit(exp, [trial], [SearcherOps(ops)])
+            self.emit(exp, [trial], [machine.SearcherDecided(ops)])
 
     def _record_checkpoint(
         self, trial: TrialRuntime, w: common_pb2.Workload, ckpt: common_pb2.Checkpoint, now: str
@@ -180,7 +180,9 @@ class ResultIntake:
         trial.sequencer.on_checkpoint_completed(w.total_batches)
         prometheus.checkpoint_recorded()
         if copyable:
-            self.emit(exp, [trial], [CheckpointStored(trial.id, ckpt.uuid, w.total_batches, w.step_id)])
+            self.emit(
+                exp, [trial], [machine.CheckpointStored(trial.id, ckpt.uuid, w.total_batches, w.step_id)]
+            )
 
     def _trial_logs(self, message: agent_pb2.TrialLogs) -> None:
         if message.trial_id not in self.trials and not self._trial_exists(message.trial_id):

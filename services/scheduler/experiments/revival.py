@@ -14,8 +14,8 @@ from __future__ import annotations
 import structlog
 
 from pedl.searcher import SearcherError
-from pedl_scheduler.experiments import recovery
-from pedl_scheduler.experiments.effects import Emit, ResumeWaits, SearcherOps
+from pedl_scheduler.experiments import machine, recovery
+from pedl_scheduler.experiments.effects import Emit, ResumeWaits
 from pedl_scheduler.experiments.errors import UserError
 from pedl_scheduler.experiments.restart_policy import ended_by_infrastructure
 from pedl_scheduler.experiments.state import SchedulerState
@@ -63,7 +63,11 @@ class Revival:
                     f"trial {trial.id} revived by activate: it had ended ERROR because the infrastructure "
                     f"failed it ({_last_line(t['error'])}); it resumes from {origin}, its restarts unspent",
                 )
-                self.emit(exp, [trial], [SearcherOps(exp.journal.call("on_trial_revived", t["request_id"]))])
+                self.emit(
+                    exp,
+                    [trial],
+                    [machine.SearcherDecided(exp.journal.call("on_trial_revived", t["request_id"]))],
+                )
         log.info("experiment revived", experiment_id=exp_id, trials=[t["id"] for t in revivable])
         self.state.wake.set()
         self.state.notify()

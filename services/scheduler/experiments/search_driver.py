@@ -1,4 +1,5 @@
-"""Acting on what the searcher decides: new trials, validation targets, closes, shutdown; and the
+"""Carrying out what the searcher decided (`machine.SearcherDecided` made into effects): new trials,
+validation targets, closes; and the
 trials that continue another's state (PBT children), which wait for or copy a checkpoint; and the
 trials a searcher opens again (an ASHA promotion continues the same trial from its checkpoint)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pedl.searcher import Close, Create, Operation, Resume, Shutdown, ValidateAfter
+from pedl.searcher import Close, Create, Operation, ValidateAfter
 from pedl.sequencer import TrialSequencer
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.experiments.trial_rows import trial_from_row
@@ -25,52 +26,21 @@ class SearchDriver:
         self.trials = state.trials
         self.children = state.children
 
-    def apply(self, exp: ExperimentRuntime, ops: list[Operation]) -> None:
-        """Acts on searcher operations; call inside a transaction (the dispatcher then sees whether
-        the experiment ended)."""
-        pending = list(ops)
-        while pending:
-            op = pending.pop(0)
-            if isinstance(op, Create):
-                # The trials the searcher creates together are inserted together (one round trip);
-                # targets and a close decided with each go into its first row.
-                batch: list[tuple[Create, list[Operation]]] = []
-                while True:
-                    decided: list[Operation] = []
-                    while (
-                        pending
-                        and isinstance(pending[0], (ValidateAfter, Close))
-                        and pending[0].request_id == op.request_id
-                    ):
-                        decided.append(pending.pop(0))
-                    batch.append((op, decided))
-                    following = pending[0] if pending else None
-                    if not isinstance(following, Create):
-                        break
-                    pending.pop(0)
-                    op = following
-                for created in self._create_trials(exp, batch):
-                    pending.extend(exp.journal.call("on_trial_created", created.request_id))
-            elif isinstance(op, Resume):
-                self._reopen(exp, op.request_id)
-            elif isinstance(op, ValidateAfter):
-                trial = self._by_request(exp, op.request_id)
-                trial.sequencer.add_target(op.length)
-                self.work.save_trial(trial)
-                self.work.dispatch(trial)
-            elif isinstance(op, Close):
-                trial = self._by_request(exp, op.request_id)
-                trial.sequencer.close()
-                self.work.save_trial(trial)
-                self.work.dispatch(trial)
-            elif isinstance(op, Shutdown):
-                exp.searcher_done = True
-                exp.searcher_failed = exp.searcher_failed or op.failure
-        self.work.save_searcher(exp)  # its journal is written when the transaction flushes
+    def set_target(self, exp: ExperimentRuntime, op: ValidateAfter | Close) -> None:
+        """The live trial trains on to a new validation target, or is closed."""
+        trial = self._by_request(exp, op.request_id)
+        if isinstance(op, ValidateAfter):
+            trial.sequencer.add_target(op.length)
+        else:
+            trial.sequencer.close()
+        self.work.save_trial(trial)
+        self.work.dispatch(trial)
 
-    def _create_trials(
+    def create_trials(
         self, exp: ExperimentRuntime, batch: Sequence[tuple[Create, Sequence[Operation]]]
     ) -> list[TrialRuntime]:
+        """Inserts the searcher's new trials together (one round trip), each with the targets and close
+        decided with it (`machine.CreateTrials`); the trials, for the searcher to hear of."""
         cfg = exp.config
         sequencers = []
         for op, decided in batch:
@@ -96,7 +66,7 @@ class SearchDriver:
         self.state.wake.set()
         return created
 
-    def _reopen(self, exp: ExperimentRuntime, request_id: str) -> None:
+    def reopen(self, exp: ExperimentRuntime, request_id: str) -> None:
         """The searcher takes back a trial it closed: the same trial runs again from its latest
         checkpoint (kept for it: `resumable_requests`), toward the targets that follow."""
         self.db.flush()  # its row as it ended, should that have been in this transaction

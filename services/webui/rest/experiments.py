@@ -8,8 +8,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from pedl import records
 from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_webui import configs
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import (
     EXPERIMENT_STATE,
@@ -53,6 +53,7 @@ def _list_request(request: Request) -> tuple[scheduler_pb2.ListExperimentsReques
         owner=users[0] if users else "",
         exclude_archived=archived is False,
         text=(q.get("name") or "")[:200],
+        with_config_document=True,  # each row's name, resource pool and searcher come from it
     )
     return message, offset, limit or MAX_LIMIT
 
@@ -207,7 +208,7 @@ def experiment_trials(request: Request) -> JSONResponse:
         ordered = [t for t in ordered if trial_json(t)["state"] in states]
     chosen = page(ordered, offset, limit, "trials")
     ids = sorted(t.id for t in chosen["trials"])
-    space = records.stored_config(reply.experiment.config_yaml).get("hyperparameters")
+    space = configs.hparam_space(configs.experiment_config(reply.experiment))
     exp = reply.experiment
     by_id = {d.trial.id: d for d in _details(c, exp_id, ids)}
     rows = []

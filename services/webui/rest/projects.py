@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from pedl.config import carried
 from pedl.config import experiment as experiment_config
 from pedl.config.errors import ConfigError
 from pedl.context.pack import DEFAULT_MAX_BYTES
@@ -95,12 +96,14 @@ async def create_experiment(request: Request) -> JSONResponse:
     if not config.strip():
         raise GatewayError(400, 'give the experiment config as "config" (YAML text)')
     try:
-        experiment_config.parse_experiment_config(config, filename="config")
+        parsed = experiment_config.parse_experiment_config(config, filename="config")
     except ConfigError as e:
         raise GatewayError(400, str(e)) from None
     archive = model_definition_archive(fields.get("modelDefinition") or [])
     if fields.get("validateOnly"):
-        checked = scheduler_pb2.Experiment(config_yaml=config)
+        checked = scheduler_pb2.Experiment(
+            config_yaml=config, name=parsed.name or "", config_document=carried.masked_json(parsed)
+        )
         return ok(
             {
                 "experiment": experiment_json(checked),

@@ -5,11 +5,10 @@ from __future__ import annotations
 from json.encoder import encode_basestring as _esc
 from typing import Any
 
-import yaml
-
 from pedl import records
 from pedl._metrics import from_struct
 from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_webui import configs
 from pedl_webui.rest.common import state_name
 
 DEFAULT_PROJECT = {
@@ -40,28 +39,13 @@ _CHECKPOINT_STATE = {
 }
 
 
-def stored_config(config_yaml: str) -> dict[str, Any]:
-    """The experiment's stored config, parsed with libyaml's loader where present (a page of 100
-    experiments parses 100 configs: the pure-Python loader was most of its time)."""
-    if not config_yaml:
-        return {}
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        loaded = yaml.load(config_yaml, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def experiment_json(
     exp: scheduler_pb2.Experiment, trials: list[scheduler_pb2.Trial] | None = None
 ) -> dict[str, Any]:
-    config = stored_config(exp.config_yaml)
-    searcher_value = config.get("searcher")
-    searcher: dict[str, Any] = searcher_value if isinstance(searcher_value, dict) else {}
+    config = configs.experiment_config(exp)
     value: dict[str, Any] = {
         "id": exp.id,
-        "name": str(config.get("name") or f"Experiment {exp.id}"),
+        "name": exp.name or f"Experiment {exp.id}",
         "description": exp.description,
         "labels": list(exp.labels),
         "startTime": exp.created_at,
@@ -72,8 +56,8 @@ def experiment_json(
         "displayName": exp.owner,
         "username": exp.owner,
         "userId": 0,
-        "resourcePool": str((config.get("resources") or {}).get("resource_pool") or "default"),
-        "searcherType": str(searcher.get("name", "")),
+        "resourcePool": config.resource_pool if config is not None else "default",
+        "searcherType": config.searcher_name if config is not None else "",
         "searcherMetric": exp.searcher_metric,
         "notes": exp.notes,
         "jobId": f"experiment-{exp.id}",
@@ -81,7 +65,7 @@ def experiment_json(
         "progress": None,
         "parentArchived": False,
         "projectOwnerId": 1,
-        "config": config,
+        "config": configs.masked_raw(config),
         "originalConfig": exp.config_yaml,
         "unmanaged": False,
         **DEFAULT_PROJECT,
@@ -181,7 +165,7 @@ def checkpoint_json(
     if exp is not None:
         # Not a storage Determined's client can read directly: its download (DownloadMode.AUTO)
         # finds no such directory and goes through this app (`GET /checkpoints/{uuid}`).
-        training["experimentConfig"] = stored_config(exp.config_yaml) | {
+        training["experimentConfig"] = configs.masked_raw(configs.experiment_config(exp)) | {
             "checkpoint_storage": {"type": "directory", "container_path": STORE_PATH}
         }
         training["searcherMetric"] = None

@@ -12,11 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from pedl import records
 from pedl.checkpoints import CheckpointStoreClient
 from pedl.checkpoints.errors import CheckpointError
 from pedl.v1 import scheduler_pb2
-from pedl_webui import downloads
+from pedl_webui import configs, downloads
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, bool_param, caller, int_param, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
@@ -45,7 +44,7 @@ def _trial(
 
 def get_trial(request: Request) -> JSONResponse:
     detail, exp = _trial(caller(request), path_id(request, "trialId"))
-    space = records.stored_config(exp.experiment.config_yaml).get("hyperparameters")
+    space = configs.hparam_space(configs.experiment_config(exp.experiment))
     value = trial_json(
         detail.trial,
         space,

@@ -16,6 +16,7 @@ import pytest
 from pedl import _grpc
 from pedl.cli import client as cli_client
 from pedl.cli.main import main as cli
+from pedl.config import carried
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -25,7 +26,11 @@ from support import processes
 
 pytestmark = pytest.mark.integration
 
-CONFIG = {"description": "paged", "searcher": {"name": "single", "metric": "error"}}
+CONFIG = {
+    "description": "paged",
+    "entrypoint": "model_def:Trial",
+    "searcher": {"name": "single", "metric": "error", "max_length": {"batches": 70}},
+}
 
 
 def _populate(db: Path) -> tuple[list[int], int]:
@@ -97,6 +102,14 @@ def test_experiments_come_a_page_at_a_time_and_old_clients_get_all(scheduler) ->
         if not token:
             break
     assert seen == ids and pages == 3
+    assert not reply.experiments[0].config_document  # the CLI's pages carry no typed config
+    typed = stub.ListExperiments(
+        scheduler_pb2.ListExperimentsRequest(page_size=5, with_config_document=True), timeout=30
+    )
+    config = carried.from_json(typed.experiments[0].config_document)  # the web UI's decoder
+    assert (config.searcher_name, config.max_length, config.length_unit) == ("single", 70, "batches")
+    one = stub.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=ids[0]), timeout=30)
+    assert one.experiment.config_document == typed.experiments[0].config_document
     old = stub.ListExperiments(scheduler_pb2.ListExperimentsRequest(), timeout=30)
     assert [e.id for e in old.experiments] == ids and old.next_page_token == ""
     assert old.experiments[-1].num_trials == 1

@@ -320,7 +320,7 @@ def test_a_queued_trial_is_handed_the_slot_of_a_run_told_to_terminate(tmp_path) 
         assert kinds(s.workloads(second)) == kinds(s.workloads(first))  # its workloads go along
         assert (s.agent.used, s.agent.next) == ({"0": 1}, {"0": 2})
         # The policy sees the slot as trial 2's (its experiment's share), no longer as trial 1's.
-        assert [(t.trial_id, t.slots) for t in s.manager._cluster_state().running] == [(2, 1)]
+        assert [(t.trial_id, t.slots) for t in s.manager.scheduling.cluster_state().running] == [(2, 1)]
         s.manager.tick(0)
         assert s.sent() == []  # one trial waits per slot: trial 3 waits for a slot of its own
         s.manager.on_agent_messages(s.answers(s.workloads(first)))
@@ -381,7 +381,8 @@ def test_a_search_that_queues_many_trials_starts_them_oldest_first(tmp_path) -> 
     async def body() -> None:
         s = Scenario(tmp_path / "pedl.db", slots=2, handoffs=True)
         s.manager.create_experiment(config(trials=60, concurrent=0, length=10), b"model", "model")
-        assert len(s.manager._cluster_state().queued) == 2 * 2 + 1  # what one pass could place, no more
+        queued = s.manager.scheduling.cluster_state().queued
+        assert len(queued) == 2 * 2 + 1  # what one pass could place, no more
         started: list[int] = []
         while len(started) < 20:
             s.manager.tick(0)

@@ -42,7 +42,7 @@ def on_loop(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
 
 def refusal(manager: ExperimentManager, uuid: str) -> str | None:
     try:
-        manager.refuse_deleting_needed(manager.checkpoint_rows([uuid]))
+        manager.checkpoints.refuse_if_needed(manager.checkpoints.rows([uuid]))
     except UserError as e:
         return str(e)
     return None
@@ -121,7 +121,7 @@ async def test_a_stopped_trial_asha_may_promote_keeps_its_latest(tmp_path) -> No
 def test_unknown_and_deleted_checkpoints_are_not_found(tmp_path) -> None:
     manager, _ = start(str(tmp_path / "s.db"))
     with pytest.raises(LookupError, match="checkpoint nope not found"):
-        manager.checkpoint_rows(["nope"])
+        manager.checkpoints.rows(["nope"])
     manager.db.close()
 
 

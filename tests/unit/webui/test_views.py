@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from pedl.config import MASK
+from pedl.config import MASK, carried
+from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import api, views
 from pedl_webui.gateway import GatewayError
@@ -41,14 +42,29 @@ def trial(
     return t
 
 
+PBT = (
+    "population_size: 2, num_rounds: 2, length_per_round: {batches: 100}, "
+    "replace_function: {truncate_fraction: 0.5}, "
+    "explore_function: {resample_probability: 0.5, perturb_factor: 0.2}"
+)
+
+
 def experiment(searcher: str, *trials: scheduler_pb2.Trial) -> scheduler_pb2.GetExperimentResponse:
+    fields = PBT if searcher == "pbt" else "max_trials: 4, max_length: {batches: 1000}"
     config = (
         "description: '<b>x</b>'\n"
-        f"searcher: {{name: {searcher}, metric: error, max_trials: 4, max_length: {{batches: 1000}}}}\n"
+        f"searcher: {{name: {searcher}, metric: error, {fields}}}\n"
         "hyperparameters:\n  lr: 0.1\n  model: {layers: {type: int, minval: 1, maxval: 4}}\n"
     )
+    return response(config, *trials)
+
+
+def response(config: str, *trials: scheduler_pb2.Trial) -> scheduler_pb2.GetExperimentResponse:
+    """What GetExperiment answers: the YAML as written and the typed document the scheduler made of it."""
+    document = carried.masked_json(parse_experiment_config(config))
     exp = scheduler_pb2.Experiment(id=1, state=common_pb2.EXPERIMENT_STATE_ACTIVE, config_yaml=config,
-                                   searcher_metric="error", smaller_is_better=True)  # fmt: skip
+                                   config_document=document, searcher_metric="error",
+                                   smaller_is_better=True)  # fmt: skip
     return scheduler_pb2.GetExperimentResponse(experiment=exp, trials=list(trials))
 
 
