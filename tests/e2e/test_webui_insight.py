@@ -121,6 +121,42 @@ def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env:
     page.screenshot(path=str(artifacts_dir("webui") / "insight-experiment.png"), full_page=True)
 
 
+# How many different colours a canvas holds: a drawn field has many, an empty plot a handful.
+COLOURS = """c => new Set(Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)
+    .map((v, i, a) => (i % 4 ? null : a.slice(i, i + 3).join()))).size"""
+
+
+def test_contour_and_slices_draw_the_metric_over_the_hyperparameters(env: Env) -> None:
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/experiments/{env.experiment_id}")
+    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+    page.reload()
+    page.wait_for_selector("#importance-table", timeout=60_000)
+    # A slice per hyperparameter that varies, each its own chart.
+    names = page.locator("#slices .slice").evaluate_all("boxes => boxes.map(b => b.dataset.name)")
+    assert sorted(names) == ["learning_rate", "width"]
+    assert page.locator("#slices .slice canvas").count() == 2
+    # The contour opens on the two most important hyperparameters, every validated trial a dot.
+    rows = page.locator("#importance-table tr[data-name]")
+    ranked = rows.evaluate_all("rows => rows.map(r => r.dataset.name)")
+    contour = page.locator("#contour")
+    wait_for(lambda: contour.get_attribute("data-x") == ranked[0], timeout=30, what="the top two")
+    assert contour.get_attribute("data-y") == ranked[1] and contour.get_attribute("data-trials") == "5"
+    low, high = json.loads(contour.get_attribute("data-metric-range"))
+    assert low <= high and "(best)" in page.inner_text("#contour-legend")
+    assert page.locator("#contour canvas").evaluate(COLOURS) > 20
+    # The user's pick and log axes redraw it; the same hyperparameter twice is explained, not drawn.
+    page.select_option("#contour-x", "width")
+    page.select_option("#contour-y", "width")
+    assert "two different" in contour.inner_text() and page.locator("#contour canvas").count() == 0
+    page.select_option("#contour-y", "learning_rate")
+    page.check("#contour-log")
+    logs = "width,learning_rate"  # width's values are the numbers 1 and 2: both axes can be log
+    wait_for(lambda: contour.get_attribute("data-log") == logs, timeout=10, what="the log contour")
+    assert (contour.get_attribute("data-x"), contour.get_attribute("data-y")) == ("width", "learning_rate")
+    page.locator("#contour").screenshot(path=str(artifacts_dir("webui") / "insight-contour.png"))
+
+
 def test_two_chosen_trials_compare_side_by_side_at_a_shareable_url(env: Env) -> None:
     page = env.page("admin", env.cluster.admin_password)
     page.goto(f"{env.url}/experiments/{env.experiment_id}")
