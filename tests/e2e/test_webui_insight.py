@@ -52,6 +52,15 @@ class Env:
         page.wait_for_url("**/experiments")
         return page
 
+    def validated_page(self) -> Any:
+        """The admin's experiment page once the search has ended and importance is shown."""
+        page = self.page("admin", self.cluster.admin_password)
+        page.goto(f"{self.url}/experiments/{self.experiment_id}")
+        page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+        page.reload()
+        page.wait_for_selector("#importance-table", timeout=60_000)
+        return page
+
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
@@ -102,11 +111,7 @@ def test_a_non_owner_cannot_change_the_notes(env: Env) -> None:
 
 
 def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env: Env) -> None:
-    page = env.page("admin", env.cluster.admin_password)
-    page.goto(f"{env.url}/experiments/{env.experiment_id}")
-    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
-    page.reload()
-    page.wait_for_selector("#importance-table", timeout=60_000)
+    page = env.validated_page()
     names = page.locator("#importance-table tr[data-name]").evaluate_all(
         "rows => rows.map(r => r.dataset.name)"
     )
@@ -127,11 +132,7 @@ COLOURS = """c => new Set(Array.from(c.getContext('2d').getImageData(0, 0, c.wid
 
 
 def test_contour_and_slices_draw_the_metric_over_the_hyperparameters(env: Env) -> None:
-    page = env.page("admin", env.cluster.admin_password)
-    page.goto(f"{env.url}/experiments/{env.experiment_id}")
-    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
-    page.reload()
-    page.wait_for_selector("#importance-table", timeout=60_000)
+    page = env.validated_page()
     # A slice per hyperparameter that varies, each its own chart.
     names = page.locator("#slices .slice").evaluate_all("boxes => boxes.map(b => b.dataset.name)")
     assert sorted(names) == ["learning_rate", "width"]
