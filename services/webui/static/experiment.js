@@ -79,6 +79,7 @@
     slices.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, $("log-x").checked, $("log-y").checked);
     fillContourPickers();
     drawContour();
+    if (validatedTrials(detail.trials).length) mark("plots");
   }
 
   // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
@@ -90,6 +91,7 @@
     const box = $("importance");
     try {
       const result = await api(`/api/experiments/${id}/importance`);
+      requestAnimationFrame(() => mark("importance"));  // drawn by the next frame
       if (!result.importance.length) {
         box.replaceChildren(el("p", { class: "muted", text: `Shown once ${result.min_trials} trials have a ${result.metric} value and a hyperparameter varies.` }));
         return;
@@ -180,7 +182,10 @@
 
   // The history streams while the trials load: neither waits for the other.
   // Load milestones (ms from navigation) for benchmarks/webui_page.py.
-  const mark = (name) => { (window.__marks = window.__marks || {})[name] = Math.round(performance.now()); };
+  function mark(name) {  // the first time each milestone is reached
+    const marks = (window.__marks = window.__marks || {});
+    if (!(name in marks)) marks[name] = Math.round(performance.now());
+  }
   follow(`/api/experiments/${id}/metrics`, {
     onData: (event) => {
       if (!window.__marks || !window.__marks.firstData) mark("firstData");
