@@ -19,7 +19,8 @@ and what a page left open on a live experiment costs the scheduler.
    the trial trained while watched (a machine shared with others makes the trial's pace vary).
 
     .venv/bin/python benchmarks/webui_page.py [--trials 1000] [--validations 100] [--repeat 5]
-                                               [--window 30] [--first-request-after 0.5] [--smoke]
+                                               [--window 30] [--first-request-after 0.5]
+                                               [--first-request-only] [--smoke]
 """
 
 from __future__ import annotations
@@ -207,6 +208,7 @@ def main() -> None:
         "--first-request-after", type=float, default=0.5,
         help="seconds between the web UI's start and its first importance request",
     )  # fmt: skip
+    p.add_argument("--first-request-only", action="store_true", help="stop after the first-request figure")
     p.add_argument("--screenshot", type=Path, help="save the large experiment page here")
     p.add_argument("--smoke", action="store_true", help="20 trials x 10 validations, 3 s windows")
     args = p.parse_args()
@@ -251,6 +253,8 @@ def main() -> None:
             print(f"first importance request {args.first_request_after:.1f} s after the web UI started, "
                   f"{args.trials} trials: {first:.3f} s, a repeat {again:.3f} s, "
                   f"ratio {first / again:.2f}")  # fmt: skip
+            if args.first_request_only:
+                return
             browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
 
             if args.screenshot:

@@ -100,9 +100,13 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
     }
 
 
-def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
-    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA)."""
-    ranked = importance.experiment_importance(response.experiment, response.trials)
+def importance_view(
+    response: scheduler_pb2.GetExperimentResponse, ranked: Sequence[importance.Importance] | None = None
+) -> dict[str, Any]:
+    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA); `ranked`
+    when already known (the web UI's importance cache)."""
+    if ranked is None:
+        ranked = importance.experiment_importance(response.experiment, response.trials)
     return {
         "metric": response.experiment.searcher_metric,
         "importance": [{"name": i.name, "importance": i.importance} for i in ranked],

@@ -18,7 +18,7 @@ from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from support.browser import artifacts_dir, chromium, wait_for
 from support.models import write_tiny_model
-from support.processes import LocalCluster, local_cluster, start, stop
+from support.processes import LocalCluster, Service, local_cluster, start, stop
 from tests.integration.test_auth import create_user
 
 pytestmark = pytest.mark.e2e
@@ -40,8 +40,9 @@ min_validation_period: {batches: 10}
 
 
 class Env:
-    def __init__(self, cluster: LocalCluster, url: str, browser: Any, experiment_id: int) -> None:
-        self.cluster, self.url, self.browser, self.experiment_id = cluster, url, browser, experiment_id
+    def __init__(self, cluster: LocalCluster, webui: Service, browser: Any, experiment_id: int) -> None:
+        self.cluster, self.webui, self.browser, self.experiment_id = cluster, webui, browser, experiment_id
+        self.url = f"http://{webui.address}"
 
     def page(self, user: str, password: str) -> Any:
         page = self.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -78,7 +79,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 ),
                 timeout=60,
             )
-            yield Env(cluster, f"http://{webui.address}", browser, created.experiment.id)
+            yield Env(cluster, webui, browser, created.experiment.id)
         finally:
             stop(webui.process)
 
@@ -116,6 +117,7 @@ def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env:
         "rows => rows.map(r => r.dataset.name)"
     )
     assert sorted(names) == ["learning_rate", "width"]
+    assert "importance ready" in env.webui.log()  # optuna was imported as the web UI started
     # Parallel coordinates read real values: lr's lowest and highest drawn, width's categories.
     axes = {a["name"]: a["ticks"] for a in json.loads(page.get_attribute("#parallel", "data-axes"))}
     assert axes["width"] == ["1", "2"] and len(axes["learning_rate"]) == 2
