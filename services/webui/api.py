@@ -8,7 +8,7 @@ from typing import Any
 from pedl import records
 from pedl.importance import ImportanceUnavailable
 from pedl.v1 import common_pb2, scheduler_pb2
-from pedl_webui import views
+from pedl_webui import importance_cache, views
 from pedl_webui.gateway import Gateway, GatewayError
 
 ACTIONS = {
@@ -119,7 +119,7 @@ def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
 def importance(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
     response = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
     try:
-        return views.importance_view(response)
+        return views.importance_view(response, importance_cache.CACHE.importances(response))
     except ImportanceUnavailable as e:
         raise GatewayError(501, str(e)) from None
 

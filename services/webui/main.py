@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pedl import _log
+from pedl_webui import importance_cache
 from pedl_webui.app import build_app
 from pedl_webui.gateway import Gateway
 from pedl_webui.serve import Server
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         determined_master=f"http://{args.host}:{port}",
         master=args.master,
     )
+    importance_cache.start_warm_up()  # optuna's import off the first importance request's path
     server.run()
     gateway.close()
     log.info("stopped")

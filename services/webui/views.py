@@ -86,10 +86,14 @@ def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str
     }
 
 
-def importance_view(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
-    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA)."""
-    space = configs.hparam_space(configs.experiment_config(response.experiment))
-    ranked = importance.experiment_importance(response.experiment, response.trials, space or {})
+def importance_view(
+    response: scheduler_pb2.GetExperimentResponse, ranked: Sequence[importance.Importance] | None = None
+) -> dict[str, Any]:
+    """Each hyperparameter's importance to the searcher metric (pedl.importance, PED-ANOVA); `ranked`
+    when already known (the web UI's importance cache)."""
+    if ranked is None:
+        space = configs.hparam_space(configs.experiment_config(response.experiment))
+        ranked = importance.experiment_importance(response.experiment, response.trials, space or {})
     return {
         "metric": response.experiment.searcher_metric,
         "importance": [{"name": i.name, "importance": i.importance} for i in ranked],

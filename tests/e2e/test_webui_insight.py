@@ -18,7 +18,7 @@ from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from support.browser import artifacts_dir, chromium, wait_for
 from support.models import write_tiny_model
-from support.processes import LocalCluster, local_cluster, start, stop
+from support.processes import LocalCluster, Service, local_cluster, start, stop
 from tests.integration.test_auth import create_user
 
 pytestmark = pytest.mark.e2e
@@ -40,8 +40,9 @@ min_validation_period: {batches: 10}
 
 
 class Env:
-    def __init__(self, cluster: LocalCluster, url: str, browser: Any, experiment_id: int) -> None:
-        self.cluster, self.url, self.browser, self.experiment_id = cluster, url, browser, experiment_id
+    def __init__(self, cluster: LocalCluster, webui: Service, browser: Any, experiment_id: int) -> None:
+        self.cluster, self.webui, self.browser, self.experiment_id = cluster, webui, browser, experiment_id
+        self.url = f"http://{webui.address}"
 
     def page(self, user: str, password: str) -> Any:
         page = self.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -50,6 +51,15 @@ class Env:
         page.fill("#password", password)
         page.click("button[type=submit]")
         page.wait_for_url("**/experiments")
+        return page
+
+    def validated_page(self) -> Any:
+        """The admin's experiment page once the search has ended and importance is shown."""
+        page = self.page("admin", self.cluster.admin_password)
+        page.goto(f"{self.url}/experiments/{self.experiment_id}")
+        page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
+        page.reload()
+        page.wait_for_selector("#importance-table", timeout=60_000)
         return page
 
 
@@ -69,7 +79,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 ),
                 timeout=60,
             )
-            yield Env(cluster, f"http://{webui.address}", browser, created.experiment.id)
+            yield Env(cluster, webui, browser, created.experiment.id)
         finally:
             stop(webui.process)
 
@@ -102,15 +112,12 @@ def test_a_non_owner_cannot_change_the_notes(env: Env) -> None:
 
 
 def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env: Env) -> None:
-    page = env.page("admin", env.cluster.admin_password)
-    page.goto(f"{env.url}/experiments/{env.experiment_id}")
-    page.wait_for_selector("body[data-state='COMPLETED']", timeout=600_000)
-    page.reload()
-    page.wait_for_selector("#importance-table", timeout=60_000)
+    page = env.validated_page()
     names = page.locator("#importance-table tr[data-name]").evaluate_all(
         "rows => rows.map(r => r.dataset.name)"
     )
     assert sorted(names) == ["learning_rate", "width"]
+    assert "importance ready" in env.webui.log()  # optuna was imported as the web UI started
     # Parallel coordinates read real values: lr's lowest and highest drawn, width's categories.
     axes = {a["name"]: a["ticks"] for a in json.loads(page.get_attribute("#parallel", "data-axes"))}
     assert axes["width"] == ["1", "2"] and len(axes["learning_rate"]) == 2
@@ -119,6 +126,38 @@ def test_importance_ranks_the_hyperparameters_once_the_search_has_validated(env:
     page.fill("#smoothing", "0.9")  # smoothing redraws the curves; the page stays usable
     page.wait_for_selector("#smoothing-value:text('0.90')")
     page.screenshot(path=str(artifacts_dir("webui") / "insight-experiment.png"), full_page=True)
+
+
+# How many different colours a canvas holds: a drawn field has many, an empty plot a handful.
+COLOURS = """c => new Set(Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)
+    .map((v, i, a) => (i % 4 ? null : a.slice(i, i + 3).join()))).size"""
+
+
+def test_contour_and_slices_draw_the_metric_over_the_hyperparameters(env: Env) -> None:
+    page = env.validated_page()
+    # A slice per hyperparameter that varies, each its own chart.
+    names = page.locator("#slices .slice").evaluate_all("boxes => boxes.map(b => b.dataset.name)")
+    assert sorted(names) == ["learning_rate", "width"]
+    assert page.locator("#slices .slice canvas").count() == 2
+    # The contour opens on the two most important hyperparameters, every validated trial a dot.
+    rows = page.locator("#importance-table tr[data-name]")
+    ranked = rows.evaluate_all("rows => rows.map(r => r.dataset.name)")
+    contour = page.locator("#contour")
+    wait_for(lambda: contour.get_attribute("data-x") == ranked[0], timeout=30, what="the top two")
+    assert contour.get_attribute("data-y") == ranked[1] and contour.get_attribute("data-trials") == "5"
+    low, high = json.loads(contour.get_attribute("data-metric-range"))
+    assert low <= high and "(best)" in page.inner_text("#contour-legend")
+    assert page.locator("#contour canvas").evaluate(COLOURS) > 20
+    # The user's pick and log axes redraw it; the same hyperparameter twice is explained, not drawn.
+    page.select_option("#contour-x", "width")
+    page.select_option("#contour-y", "width")
+    assert "two different" in contour.inner_text() and page.locator("#contour canvas").count() == 0
+    page.select_option("#contour-y", "learning_rate")
+    page.check("#contour-log")
+    logs = "width,learning_rate"  # width's values are the numbers 1 and 2: both axes can be log
+    wait_for(lambda: contour.get_attribute("data-log") == logs, timeout=10, what="the log contour")
+    assert (contour.get_attribute("data-x"), contour.get_attribute("data-y")) == ("width", "learning_rate")
+    page.locator("#contour").screenshot(path=str(artifacts_dir("webui") / "insight-contour.png"))
 
 
 def test_two_chosen_trials_compare_side_by_side_at_a_shareable_url(env: Env) -> None:

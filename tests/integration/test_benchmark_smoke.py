@@ -90,9 +90,12 @@ def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
         import pytest
 
         pytest.skip(out.strip())
-    line = rf"20 trials x 10 validations \(200 rows from 20 trials\): interactive in {NUMBER} s"
-    assert re.search(line, out), out
-    assert re.search(rf"ratio {NUMBER}$", out, re.M), out
+    assert "views of 20 trials x 10 validations (200 rows from 20 trials) against 10 trials" in out, out
+    views = ("experiment page", "hyperparameter importance", "contour and slice plots", "compare 10 trials")
+    for view in views:
+        assert re.search(rf"^  {view}: {NUMBER} s .*baseline {NUMBER} s, .*ratio {NUMBER}$", out, re.M), out
+    assert re.search(rf"contour redrawn for a new pick: {NUMBER} ms .*ratio {NUMBER}$", out, re.M), out
+    assert re.search(rf"first importance request .*, a repeat {NUMBER} s, ratio {NUMBER}$", out, re.M), out
     assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out
 
 

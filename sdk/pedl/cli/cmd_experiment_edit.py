@@ -1,10 +1,12 @@
-"""`det e label add|remove` and `det e archive|unarchive|delete` (and `det e set`, in cmd_experiment_set):
-what may change after creation goes through PatchExperiment or DeleteExperiment (owner or admin)."""
+"""`det e label add|remove`, `det e note` and `det e archive|unarchive|delete` (and `det e set`, in
+cmd_experiment_set): what may change after creation goes through PatchExperiment or DeleteExperiment
+(owner or admin)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pedl.cli import cmd_experiment_set
 from pedl.cli.arguments import positive_int
@@ -23,6 +25,15 @@ def register(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
         parser.add_argument("experiment_id", type=positive_int, metavar="ID")
         parser.add_argument("label", metavar="LABEL")
         parser.set_defaults(func=change_label)
+
+    note = commands.add_parser(
+        "note", parents=[common], help="print an experiment's notes, or replace them (--set/--file)"
+    )
+    note.add_argument("experiment_id", type=positive_int, metavar="ID")
+    given = note.add_mutually_exclusive_group()
+    given.add_argument("--set", dest="text", metavar="TEXT", help="replace the notes with TEXT ('' clears)")
+    given.add_argument("--file", type=Path, metavar="F", help="replace the notes with F's text ('-': stdin)")
+    note.set_defaults(func=notes)
 
     for verb, help_text in (
         ("archive", "hide an ended experiment from `det e list` (--all shows it)"),
@@ -75,3 +86,26 @@ def archive(args: argparse.Namespace) -> int:
         client.patch_experiment(request)
     print(f"{'Archived' if archived else 'Unarchived'} experiment {args.experiment_id}")
     return 0
+
+
+def notes(args: argparse.Namespace) -> int:
+    """Without --set/--file prints the notes as kept; with them replaces them (owner or admin)."""
+    text = args.text if args.file is None else _read_notes(args.file)
+    with connect(args) as client:
+        if text is None:
+            kept = client.get_experiment(args.experiment_id).experiment.notes
+            print(kept, end="" if not kept or kept.endswith("\n") else "\n")
+            return 0
+        request = scheduler_pb2.PatchExperimentRequest(experiment_id=args.experiment_id, notes=text)
+        client.patch_experiment(request)
+    print(f"Set the notes of experiment {args.experiment_id} ({len(text):,} characters)")
+    return 0
+
+
+def _read_notes(path: Path) -> str:
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read notes from {path}: {getattr(e, 'strerror', None) or e}") from None

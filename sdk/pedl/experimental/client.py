@@ -119,6 +119,7 @@ class ExperimentClient:
 
     @property
     def notes(self) -> str:
+        """The free text kept on the experiment (the web UI's notes pane, `pedl e note`)."""
         return self._get().experiment.notes
 
     def importance(self) -> dict[str, float]:
@@ -264,6 +265,10 @@ class ExperimentClient:
 
     def set_description(self, description: str) -> None:
         self._patch(description=description)
+
+    def set_notes(self, notes: str) -> None:
+        """Replaces the experiment's notes ("" clears them); only its owner or an admin may."""
+        self._patch(notes=notes)
 
     def add_label(self, label: str) -> None:
         self._patch(add_labels=[label])

@@ -114,7 +114,8 @@ function hparamAxis(trials, name) {
 
 // The searcher metric against one hyperparameter: a point per trial.
 class ScatterChart {
-  constructor(container) { this.container = container; this.plot = null; }
+  constructor(container, height = 340) { this.container = container; this.height = height; this.plot = null; }
+  destroy() { if (this.plot) { this.plot.destroy(); this.plot = null; } }
   // logX / logY: log scales where every value on that axis is positive (numbers only).
   draw(trials, hparam, metricName, logX = false, logY = false) {
     if (this.plot) { this.plot.destroy(); this.plot = null; }
@@ -129,7 +130,7 @@ class ScatterChart {
     const xAxis = { label: hparam };
     if (axis.categories) xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? axis.categories[v] ?? "" : ""));
     this.plot = new uPlot({
-      width: chartWidth(this.container), height: 340,
+      width: chartWidth(this.container), height: this.height,
       scales: {
         x: { time: false, ...(axis.categories ? { range: [-0.5, axis.categories.length - 0.5] } : { distr: logX && pairs.every((p) => p[0] > 0) ? 3 : 1 }) },
         y: { distr: logY && pairs.every((p) => p[1] > 0) ? 3 : 1 },
@@ -142,6 +143,13 @@ class ScatterChart {
       }],
     }, [pairs.map((p) => p[0]), pairs.map((p) => p[1])], this.container);
   }
+}
+
+// Blue for the best metric, red for the worst (parallel coordinates, contour); lighter for areas.
+function metricColor(value, lo, hi, smallerIsBetter, lightness = 45) {
+  const scaled = hi > lo ? (value - lo) / (hi - lo) : 0.5;
+  const goodness = smallerIsBetter ? 1 - scaled : scaled;
+  return `hsl(${Math.round(goodness * 220)}, 70%, ${lightness}%)`;
 }
 
 // Parallel coordinates: an axis per hyperparameter and the metric, each drawn between its real
@@ -173,8 +181,7 @@ class ParallelChart {
     const xs = labels.map((_, i) => i);
     const series = [{ label: "axis" }], data = [xs];
     rows.forEach((t, r) => {
-      const goodness = smallerIsBetter ? 1 - metric[r] : metric[r];
-      series.push({ label: "trial " + t.id, stroke: `hsl(${Math.round(goodness * 220)}, 70%, 45%)`, width: 1, points: { show: false } });
+      series.push({ label: "trial " + t.id, stroke: metricColor(metric[r], 0, 1, smallerIsBetter), width: 1, points: { show: false } });
       data.push(scaled.map((column) => column[r]));
     });
     this.container.replaceChildren();

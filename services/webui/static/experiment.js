@@ -11,6 +11,8 @@
   const curves = new CurvesChart($("curves"));
   const scatter = new ScatterChart($("scatter"));
   const parallel = new ParallelChart($("parallel"));
+  const contour = new ContourChart($("contour"), $("contour-legend"));
+  const slices = new SlicePlots($("slices"));
   let detail = null, caughtUp = false, drawnVersion = -1, trialsShape = "";
 
   // Trials chosen to compare (2-10): their page's URL is the selection.
@@ -47,6 +49,26 @@
   $("log-scale").addEventListener("change", () => { drawnVersion = -1; redrawCurves(); });
   $("smoothing").addEventListener("input", () => { $("smoothing-value").textContent = Number($("smoothing").value).toFixed(2); drawnVersion = -1; redrawCurves(); });
   for (const name of ["hparam", "log-x", "log-y"]) $(name).addEventListener("change", () => drawHparams(true));
+  for (const name of ["contour-x", "contour-y"]) $(name).addEventListener("change", () => { $("contour-x").dataset.userPicked = "1"; drawContour(); });
+  $("contour-log").addEventListener("change", () => drawContour());
+
+  // The contour's two hyperparameters: the user's pick, else the two most important, else the first two.
+  let ranked = [];
+  function fillContourPickers() {
+    const names = varyingHparams(detail.trials, detail.plotted_hparams);
+    for (const select of [$("contour-x"), $("contour-y")]) {
+      if ([...select.options].map((o) => o.value).join("|") !== names.join("|")) {
+        select.replaceChildren(...names.map((n) => el("option", { value: n, text: n })));
+      }
+    }
+    if ($("contour-x").dataset.userPicked && names.includes($("contour-x").value) && names.includes($("contour-y").value)) return;
+    const order = ranked.filter((n) => names.includes(n)).concat(names.filter((n) => !ranked.includes(n)));
+    if (order.length) $("contour-x").value = order[0];
+    if (order.length > 1) $("contour-y").value = order[1];
+  }
+  function drawContour() {
+    contour.draw(detail.trials, $("contour-x").value, $("contour-y").value, detail.searcher_metric, detail.smaller_is_better, $("contour-log").checked);
+  }
 
   function drawHparams(force = false) {
     const shape = JSON.stringify(detail.trials.map((t) => [t.id, t.best_validation_metric])) + $("hparam").value;
@@ -54,6 +76,10 @@
     trialsShape = shape;
     scatter.draw(detail.trials, $("hparam").value, detail.searcher_metric, $("log-x").checked, $("log-y").checked);
     parallel.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, detail.smaller_is_better);
+    slices.draw(detail.trials, detail.plotted_hparams, detail.searcher_metric, $("log-x").checked, $("log-y").checked);
+    fillContourPickers();
+    drawContour();
+    if (validatedTrials(detail.trials).length) mark("plots");
   }
 
   // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
@@ -65,10 +91,14 @@
     const box = $("importance");
     try {
       const result = await api(`/api/experiments/${id}/importance`);
+      requestAnimationFrame(() => mark("importance"));  // drawn by the next frame
       if (!result.importance.length) {
         box.replaceChildren(el("p", { class: "muted", text: `Shown once ${result.min_trials} trials have a ${result.metric} value and a hyperparameter varies.` }));
         return;
       }
+      const before = ranked.slice(0, 2).join("|");
+      ranked = result.importance.map((i) => i.name);
+      if (ranked.slice(0, 2).join("|") !== before && !$("contour-x").dataset.userPicked) { fillContourPickers(); drawContour(); }
       box.replaceChildren(el("table", { id: "importance-table" }, el("tr", {}, el("th", { text: "Hyperparameter" }), el("th", { text: "Importance" })),
         result.importance.map((i) => el("tr", { "data-name": i.name }, el("td", { text: i.name }),
           el("td", {}, el("span", { class: "bar" }, el("span", { style: `width:${Math.round(i.importance * 100)}%` })), " " + i.importance.toFixed(3))))));
@@ -152,7 +182,10 @@
 
   // The history streams while the trials load: neither waits for the other.
   // Load milestones (ms from navigation) for benchmarks/webui_page.py.
-  const mark = (name) => { (window.__marks = window.__marks || {})[name] = Math.round(performance.now()); };
+  function mark(name) {  // the first time each milestone is reached
+    const marks = (window.__marks = window.__marks || {});
+    if (!(name in marks)) marks[name] = Math.round(performance.now());
+  }
   follow(`/api/experiments/${id}/metrics`, {
     onData: (event) => {
       if (!window.__marks || !window.__marks.firstData) mark("firstData");
