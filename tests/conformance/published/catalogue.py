@@ -38,19 +38,11 @@ _LEGACY_KERAS = (
     "failed: ImportError: `keras.optimizers.legacy` is not supported in Keras 3 "
     "(Keras 2's optimizers: pedl's TensorFlow carries Keras 3)"
 )
-_NO_METRICS = (
-    "failed: searcher.metric 'x' is not among the validation metrics the trial reported (none) "
-    "(an unmodified script reporting nothing: Determined completes it)"
-)
 FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
         "failed: AttributeError: module 'numpy' has no attribute 'int' (an alias removed in NumPy 1.24)"
     ),
     **{(r, "computer_vision/iris_tf_keras"): _LEGACY_KERAS for r in ("0.23.4", "0.26.7", "0.30.0", "0.34.0")},
-    **{
-        (r, "tutorials/core_api/0_start"): _NO_METRICS
-        for r in ("0.20.1", "0.23.4", "0.26.7", "0.30.0", "0.34.0", "0.38.1")
-    },
 }
 # Top-level imports that are the examples' own or the standard library's are not dependencies.
 _STDLIB_LIKE = {"__future__", "determined", "pedl"}

@@ -106,9 +106,11 @@ def run_example(cluster, example: Example, base_url: str, tmp_path: Path) -> str
     result = wait(cluster, exp_id, timeout=600)
     if result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED:
         trial_logs = "\n".join(logs(cluster, t.id)[-3000:] for t in result.trials)
-        assert result.trials and all(t.total_batches > 0 for t in result.trials), trial_logs
-        if lengths_set_by_config(example):
-            assert {t.total_batches for t in result.trials} == {TEST_BATCHES}, result
+        # A plain script (the Core API tutorial's stage 0) reports nothing: no batches to count.
+        trained = [t for t in result.trials if example.framework != "other" and not t.early_exit]
+        assert result.trials and all(t.total_batches > 0 for t in trained), trial_logs
+        if lengths_set_by_config(example) and trained:
+            assert {t.total_batches for t in trained} == {TEST_BATCHES}, result
         return "completes"
     errors = [t.error for t in result.trials if t.error] or [result.experiment.error]
     return f"failed: {error_summary(errors[0])}"
