@@ -30,6 +30,7 @@ from catalogue import CLUSTER_SLOTS, SMOKE, Example, examples
 from standin_data import mnist_tarball, write_iris, write_mnist_raw
 
 from pedl.v1 import common_pb2
+from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
 from support.processes import local_cluster
 
 pytestmark = pytest.mark.integration
@@ -113,16 +114,21 @@ def run_example(cluster, example: Example, base_url: str, tmp_path: Path) -> str
             assert {t.total_batches for t in trained} == {TEST_BATCHES}, result
         return "completes"
     errors = [t.error for t in result.trials if t.error] or [result.experiment.error]
+    if HARNESS_LINE in errors[0]:  # a one-line cause: the experiment's error names it too
+        assert cause_line(errors[0]) in result.experiment.error, result.experiment.error
     return f"failed: {error_summary(errors[0])}"
 
 
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b: ")
-_RESTARTS = re.compile(r" \((the run before|after \d+ restarts).*\)$")
+_RESTARTS = re.compile(r" \((the run before|after \d+ restarts|not restarted).*\)$")
 
 
 def error_summary(error: str) -> str:
-    """The trial's exception line (the last one naming an exception), its first sentence, without
-    pedl's note on restarts: what the README's table says an example fails with."""
+    """The harness's one-line cause where it gave one, else the trial's exception line (the last
+    one naming an exception), its first sentence; without pedl's note on restarts: what the
+    README's table says an example fails with."""
+    if HARNESS_LINE in error:
+        return _RESTARTS.sub("", cause_line(error))
     lines = [line.strip() for line in error.strip().splitlines() if line.strip()] or ["no error recorded"]
     named = [line for line in lines if _EXCEPTION.match(line)]
     line = _RESTARTS.sub("", (named or lines)[-1])
