@@ -5,8 +5,9 @@ back an alias NumPy removed, or swapping TensorFlow's Keras 3 for Keras 2), so i
 the library version installed and the change to make; the traceback stays in the trial's log.
 
 Found by running Determined's published examples unchanged (tests/conformance/published/):
-0.12's `mnist_pytorch_multi_output` uses `np.int`, and 0.23 to 0.34's `iris_tf_keras` imports
-`tensorflow.keras.optimizers.legacy`.
+0.12's `mnist_pytorch_multi_output` uses `np.int`, 0.23 to 0.34's `iris_tf_keras` imports
+`tensorflow.keras.optimizers.legacy`, and the CIFAR-10 Keras examples import `load_batch` from
+`keras.datasets.cifar` or `tensorflow.python.keras`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def explain(exc: BaseException) -> str | None:
     """One line naming the cause when `exc` (or an error it wraps) is a known incompatibility of the
     model definition with the installed libraries; None for any other error."""
     for seen in _chain(exc):
-        line = _numpy_alias(seen) or _keras_legacy(seen)
+        line = _numpy_alias(seen) or _keras_legacy(seen) or _keras_2_module(seen)
         if line:
             where = _user_frame(seen.__traceback__)
             return f"{line}{f' (at {where})' if where else ''}"
@@ -82,6 +83,30 @@ def _keras_legacy(exc: BaseException) -> str | None:
         "not have; it was written for TensorFlow 2.11 to 2.15: use tf.keras.optimizers (such as "
         "tf.keras.optimizers.RMSprop) instead"
     )
+
+
+def _keras_2_module(exc: BaseException) -> str | None:
+    """A module of Keras 2 that Keras 3 dropped (`keras.datasets.cifar`), or TensorFlow's internal
+    copy of Keras 2 (`tensorflow.python.keras`, gone since TensorFlow 2.16)."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if not name:
+        return None
+    if name == "tensorflow.python.keras" or name.startswith("tensorflow.python.keras."):
+        return (
+            f"the model definition imports {name}, TensorFlow's internal copy of Keras 2, which the "
+            f"installed TensorFlow {_version('tensorflow')} no longer has (gone since TensorFlow "
+            "2.16); it was written for an older TensorFlow: use tf.keras instead"
+        )
+    if name.startswith("keras.") and _keras_3():
+        return (
+            f"the model definition imports {name}, a module of Keras 2 that the installed Keras "
+            f"{_version('keras')} (Keras 3) does not have; it was written for TensorFlow 2.15 or older"
+        )
+    return None
+
+
+def _keras_3() -> bool:
+    return _version("keras").split(".")[0] == "3"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

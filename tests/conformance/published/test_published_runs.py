@@ -27,7 +27,7 @@ import grpc
 import pytest
 import yaml
 from catalogue import CLUSTER_SLOTS, SMOKE, Example, examples
-from standin_data import mnist_tarball, write_iris, write_mnist_raw
+from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw
 
 from pedl.v1 import common_pb2
 from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
@@ -46,6 +46,8 @@ def data_server(tmp_path_factory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("standin")
     write_iris(root)
     mnist_tarball(root)
+    if any(e.data == "cifar-url" for e in _smoke()):  # a few seconds to make: only when run
+        cifar_tarball(root)
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

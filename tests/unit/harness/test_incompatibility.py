@@ -79,3 +79,15 @@ def test_report_puts_the_line_on_stderr_and_the_traceback_on_stdout(tmp_path, ca
     assert err.count("\n") == 1 and err.startswith("pedl.harness: the model definition uses np.object")
     assert "Traceback" in out and "data.py" in out
     assert sys.modules.get("published_data") is None
+
+
+def test_keras_2_modules_gone_from_keras_3_and_tensorflow_are_named(tmp_path) -> None:
+    # What `from keras.datasets.cifar import load_batch` raises under Keras 3 (without importing
+    # TensorFlow here: the conformance suite runs the real imports).
+    for module in ("keras.datasets.cifar", "tensorflow.python.keras.datasets"):
+        raise_it = f"raise ModuleNotFoundError({f'No module named {module!r}'!r}, name={module!r})"
+        data = load(tmp_path, f"def build():\n    {raise_it}\n")
+        line = incompatibility.explain(raised(data.build))
+        assert line is not None and "\n" not in line, module
+        assert line.startswith(f"the model definition imports {module}, ") and line.endswith("(at data.py:2)")
+    assert incompatibility.explain(ModuleNotFoundError("No module named 'keras_cv'", name="keras_cv")) is None
