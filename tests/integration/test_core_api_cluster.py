@@ -41,10 +41,21 @@ def write_plain_loop(directory: Path) -> Path:
 def test_a_plain_loop_under_a_searcher_without_a_length_completes(tmp_path) -> None:
     config = "name: core-api-stage-0\nentrypoint: python3 0_start.py\nsearcher: {name: single, metric: x}\n"
     with local_cluster(tmp_path / "cluster") as cluster:
-        exp_id = submit(cluster, write_plain_loop(tmp_path / "stage0"), config + "max_restarts: 0\n")
+        model = write_plain_loop(tmp_path / "stage0")
+        exp_id = submit(cluster, model, config + "max_restarts: 0\n")
         result = wait(cluster, exp_id, timeout=120)
         assert result.experiment.state == COMPLETED, cluster.logs()
         assert "x is now 100" in logs(cluster, result.trials[0].id)
+        # Determined 0.20 to 0.34's stage 0 config adds `max_length: 1` ("ignored if the training
+        # script ignores it"): the script exits without a metric for the searcher, and completes.
+        with_length = config.replace("metric: x}", "metric: x, max_length: 1}")
+        exp_id = submit(cluster, model, with_length + "max_restarts: 0\n")
+        result = wait(cluster, exp_id, timeout=120)
+        assert result.experiment.state == COMPLETED, cluster.logs()
+        trial = result.trials[0]
+        assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
+        assert trial.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+        assert "having reported no validation metrics" in logs(cluster, trial.id)
 
 
 def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(tmp_path) -> None:

@@ -183,6 +183,8 @@ class CoreApiTrial:
                 found = self._validation_at(target)
                 if found is None and self._validations:
                     found = self._validations[-1]  # the script ended before the target
+                if found is None and self._early_exit is None:
+                    self._ended_without_metrics()
                 result.metrics.CopyFrom(to_struct(found[1] if found else {}))
             elif workload.kind == KIND.WORKLOAD_KIND_CHECKPOINT_MODEL:
                 # The trial stops: the script checkpoints on should_preempt() and exits.
@@ -196,6 +198,19 @@ class CoreApiTrial:
             if self._early_exit is not None:
                 result.early_exit = self._early_exit
         return result
+
+    def _ended_without_metrics(self) -> None:
+        """The script exited 0 before its target having reported no validation metrics (an
+        unmodified training script, Determined's Core API tutorial stage 0): nothing can answer
+        the searcher, and that is no failure. As Determined's master does with a trial whose
+        processes exit on their own, the trial ends as one that stopped itself (COMPLETED; the
+        searcher hears USER_REQUESTED_STOP). Caller holds the lock."""
+        self._early_exit = common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+        self._log.info(
+            f"the entrypoint exited before reaching the searcher's length, having reported no "
+            f"validation metrics (searcher.metric {self.settings.searcher_metric!r} is never "
+            "reported): the trial completes as one that stopped itself (USER_REQUESTED_STOP)"
+        )
 
     def _validation_at(self, target: int) -> tuple[int, dict[str, Any]] | None:
         return next((v for v in self._validations if v[0] >= target), None)

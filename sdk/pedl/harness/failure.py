@@ -12,7 +12,8 @@ A model definition that cannot be loaded (`ModelDefinitionError`) is signed by t
 (an ImportError at `__init__.py:1` is signed as that ImportError, where it arose), so that two runs
 failing to import end the trial; one that wraps nothing (an entrypoint naming no class, a module missing
 from the archive) is a fact about the experiment's archive and config, which no run changes: it is
-`permanent`, and the trial ends after that run.
+`permanent`, and the trial ends after that run. So is a model definition written for older libraries
+than the trial's (`incompatibility`: NumPy's removed aliases, Keras 2's optimizers).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 import pedl
+from pedl.harness import incompatibility
 from pedl.harness.distributed import is_peer_failure
 from pedl.harness.rank_network import RanksUnreachable
 from pedl.harness.store_retry import StoreUnavailable
@@ -54,6 +56,11 @@ def failure_signature(exc: BaseException, model_dir: Path) -> agent_pb2.FailureS
         return agent_pb2.FailureSignature(exception_type=_qualified(type(exc)), permanent=True)
     if _transient(exc) or is_peer_failure(exc):
         return None
+    if incompatibility.explain(exc) is not None:  # the libraries stay what they are on every run
+        where = _innermost_user_frame(exc.__traceback__, model_dir.resolve()) or ""
+        return agent_pb2.FailureSignature(
+            exception_type=_qualified(type(exc)), location=where, permanent=True
+        )
     if isinstance(exc, ModelDefinitionError):
         return _model_definition_signature(exc, model_dir)
     location = _innermost_user_frame(exc.__traceback__, model_dir.resolve())

@@ -15,7 +15,7 @@ from pedl import _log
 from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
 from pedl.config import ExperimentConfig
-from pedl.harness import timeline
+from pedl.harness import incompatibility, timeline
 from pedl.harness._exit import flush_and_exit
 from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
@@ -212,7 +212,7 @@ def main() -> int:
             print(f"pedl.harness: det.InvalidHP: {exc}; the trial ends early (INVALID_HP)", file=sys.stderr)
         elif code == STORE_UNAVAILABLE_EXIT_CODE:
             print(f"pedl.harness: the checkpoint store is unavailable: {exc}", file=sys.stderr)
-        else:
+        elif not incompatibility.report(exc):  # a known one: its line, the traceback in the log
             traceback.print_exc()
         sys.stderr.flush()
         if launch is not None:

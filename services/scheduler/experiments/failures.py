@@ -45,3 +45,15 @@ def fails_deterministically(previous: RunFailure | None, current: RunFailure | N
     if previous is None or current is None or previous.trained or current.trained:
         return False
     return (previous.exception_type, previous.location) == (current.exception_type, current.location)
+
+
+HARNESS_LINE = "pedl.harness: "
+
+
+def cause_line(error: str) -> str:
+    """The line of a trial's error that says why it failed, for the experiment's own error: the
+    harness's one-line cause where it gave one (a model definition written for older libraries,
+    pedl.harness.incompatibility), which other output on stderr may precede; else the first line."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(HARNESS_LINE)]
+    return said[-1].removeprefix(HARNESS_LINE) if said else (lines[0] if lines else "")

@@ -14,7 +14,7 @@ from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment
 from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
-from pedl_scheduler.experiments import machine, machine_views
+from pedl_scheduler.experiments import failures, machine, machine_views
 from pedl_scheduler.experiments.effects import Emit
 from pedl_scheduler.experiments.errors import NotFound, UserError
 from pedl_scheduler.experiments.scheduling_pass import scheduling_agent
@@ -192,7 +192,7 @@ class ExperimentLifecycle:
         if state == "ERROR":  # the first failing trial's cause, so `describe` and the web UI say why
             first = trial_ops.first_trial_error(self.db, exp.id)
             if first is not None and first[1].strip():
-                error += f"; the first, trial {first[0]}: {first[1].strip().splitlines()[0]}"
+                error += f"; the first, trial {first[0]}: {failures.cause_line(first[1])}"
         return state, error
 
     def end(self, exp: ExperimentRuntime, state: str, error: str) -> None:

@@ -2,10 +2,12 @@
 iris CSVs (TensorFlow's `iris_training.csv`, `iris_test.csv`: a count line, then four measurements
 and a class per row), and MNIST in its idx files, as torchvision's `datasets.MNIST` reads them from
 `<root>/MNIST/raw/`, either laid where an example looks or packed as the `pytorch_mnist.tar.gz` that
-Determined's examples download."""
+Determined's examples download; and CIFAR-10's `cifar-10-python.tar.gz` (`cifar_tarball`)."""
 
 from __future__ import annotations
 
+import io
+import pickle
 import struct
 import tarfile
 from pathlib import Path
@@ -61,3 +63,40 @@ def mnist_tarball(folder: Path) -> Path:
     with tarfile.open(target, "w:gz") as tar:
         tar.add(raw, arcname="raw")
     return target
+
+
+CIFAR_URL = "cifar-10-python.tar.gz"
+
+
+def cifar_tarball(folder: Path) -> Path:
+    """`cifar-10-python.tar.gz` in CIFAR-10's python layout, full size (the examples index its five
+    10000-image training batches by count): `cifar-10-batches-py/data_batch_1..5` and `test_batch`,
+    each a pickled dict of `b"data"` (N x 3072 uint8, channel-major) and `b"labels"`, as Keras's
+    `load_batch` reads them, plus `batches.meta`. Each image is one bright band whose colour and row
+    are its label, so it compresses to about a megabyte."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / CIFAR_URL
+    rng = np.random.default_rng(3)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    with tarfile.open(target, "w:gz", compresslevel=1) as tar:
+        for name in names:
+            labels = rng.integers(0, 10, 10000)
+            images = np.zeros((10000, 3, 32, 32), np.uint8)
+            for label in range(10):
+                images[labels == label, label % 3, (label // 3) * 8 : (label // 3) * 8 + 8, :] = 255
+            batch = {
+                b"batch_label": name.encode(),
+                b"labels": labels.tolist(),
+                b"data": images.reshape(10000, 3072),
+            }
+            _add_pickle(tar, f"cifar-10-batches-py/{name}", batch)
+        meta = {b"label_names": [f"class{i}".encode() for i in range(10)], b"num_cases_per_batch": 10000}
+        _add_pickle(tar, "cifar-10-batches-py/batches.meta", meta)
+    return target
+
+
+def _add_pickle(tar: tarfile.TarFile, name: str, value: object) -> None:
+    data = pickle.dumps(value, protocol=2)
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))

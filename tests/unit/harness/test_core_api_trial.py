@@ -162,3 +162,32 @@ def test_report_early_exit_with_an_unknown_reason_is_refused_naming_the_known_on
     finally:
         trial.kill()
         server.close()
+
+
+def test_a_script_that_exits_having_reported_nothing_ends_itself_instead_of_failing(tmp_path) -> None:
+    """Determined's Core API tutorial stage 0 (an unmodified loop under `max_length: 1`): the script
+    exits 0 short of its length with no validation to answer the searcher; the trial stops itself
+    (USER_REQUESTED_STOP), as Determined's master ends a trial whose processes exit on their own."""
+    trial, server = start(tmp_path, limit=1, command=[sys.executable, "-c", "print('x is now 100')"])
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 8))
+        assert step.script_finished and step.script_progress == 0
+        validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 0))
+        assert from_struct(validation.metrics) == {}
+        assert validation.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+        trial.close()  # TERMINATE: no error
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_script_that_reported_validations_answers_with_its_last_and_does_not_end_itself(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=15)  # validations at 10, exits at 15
+    try:
+        trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 100))
+        validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 100))
+        assert from_struct(validation.metrics)["x"] == 10
+        assert not validation.early_exit
+    finally:
+        trial.kill()
+        server.close()
