@@ -1,10 +1,11 @@
 """How long the CLI takes to answer commands that need no torch or TensorFlow, as a user runs them.
 
 Starts a real `pedl-scheduler` (SQLite, authentication on, logged in as admin), then times, in
-interleaved rounds, the `pedl` console script for `pedl --help`, `pedl version` and `pedl experiment
-list` (each a new process, output discarded) against `python -c pass` in the same rounds: the
-interpreter's own start, the floor under any command. Prints each command's median and best in
-seconds and the ratio of its median to the baseline's. Goal (issue #42): each <= 0.3 s.
+interleaved rounds, the `pedl` console script for `pedl --help`, `pedl version`, `pedl experiment
+list` and `pedl experiment create` of a small search (it stays queued: no agents), each a new
+process with its output discarded, against `python -c pass` in the same rounds: the interpreter's
+own start, the floor under any command. Prints each command's median and best in seconds and the
+ratio of its median to the baseline's. Goal (issue #42): each <= 0.3 s.
 
     .venv/bin/python benchmarks/cli_start.py [--rounds 15] [--smoke]
 """
@@ -29,6 +30,11 @@ COMMANDS = {
     "pedl version": ["version"],
     "pedl experiment list": ["experiment", "list"],
 }
+CREATE_CONFIG = """
+entrypoint: model:T
+hyperparameters: {lr: {type: double, minval: 0.01, maxval: 0.2}}
+searcher: {name: random, metric: error, max_trials: 2, max_length: {batches: 8}}
+"""
 
 
 def _time(argv: list[str], env: dict[str, str]) -> float:
@@ -54,9 +60,22 @@ def main() -> None:
         env = dict(os.environ, PEDL_HOME=str(home))
         scheduler, master, _ = start_scheduler(tmp, auth_file=home / "auth.json")
         env["PEDL_MASTER"] = master
+        model = tmp / "model"
+        model.mkdir()
+        (model / "model.py").write_text(
+            "from pedl.pytorch import PyTorchTrial\n\n\nclass T(PyTorchTrial):\n    pass\n"
+        )
+        (tmp / "config.yaml").write_text(CREATE_CONFIG)
         try:
             argvs = {"python -c pass": [sys.executable, "-c", "pass"]}
             argvs |= {name: [str(BIN / "pedl"), *words] for name, words in COMMANDS.items()}
+            argvs["pedl experiment create"] = [
+                str(BIN / "pedl"),
+                "experiment",
+                "create",
+                str(tmp / "config.yaml"),
+                str(model),
+            ]
             times: dict[str, list[float]] = {name: [] for name in argvs}
             for argv in argvs.values():  # one unmeasured run each: the page cache, .pyc files
                 _time(argv, env)

@@ -136,7 +136,13 @@ def test_the_model_views_benchmark_runs_in_smoke_mode() -> None:
 def test_the_cli_start_benchmark_runs_in_smoke_mode() -> None:
     out = smoke("cli_start.py")
     assert "CLI start, 2 interleaved rounds" in out, out
-    for command in ("python -c pass", "pedl --help", "pedl version", "pedl experiment list"):
+    for command in (
+        "python -c pass",
+        "pedl --help",
+        "pedl version",
+        "pedl experiment list",
+        "pedl experiment create",
+    ):
         line = rf"^  {re.escape(command)} +median {NUMBER} s  best {NUMBER} s  {NUMBER}x python -c pass$"
         assert re.search(line, out, re.M), out
 

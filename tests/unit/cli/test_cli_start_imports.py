@@ -1,0 +1,56 @@
+"""The CLI starts fast because it imports only what a command needs (issue #42): checked by the
+modules a fresh `python -m pedl.cli ...` process holds after answering, never by timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY_FOR_ALL = ("google.protobuf.json_format", "yaml", "jsonschema", "numpy", "torch", "tensorflow")
+HEAVY_FOR_HELP = (*HEAVY_FOR_ALL, "grpc", "google.protobuf", "pedl.v1")
+
+# Runs the `pedl` command as `python -m pedl.cli` does, then prints the modules it loaded.
+PROBE = """
+import json, runpy, sys
+sys.argv = ["pedl", *sys.argv[1:]]
+try:
+    runpy.run_module("pedl.cli", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def _loaded(*argv: str) -> tuple[str, set[str]]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    return done.stdout, set(report["modules"])
+
+
+def _heavy(modules: set[str], heavy: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy))
+
+
+def test_pedl_help_imports_no_grpc_protobuf_yaml_or_numpy() -> None:
+    out, modules = _loaded("--help")
+    assert out.startswith("usage: pedl"), out
+    assert "experiment" in out and "checkpoint" in out
+    assert _heavy(modules, HEAVY_FOR_HELP) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("experiment", "create", "--help"), ("experiment", "list", "--help"), ("trial", "--help")],
+)
+def test_commands_that_talk_to_the_scheduler_leave_out_json_format_yaml_and_the_schema(
+    argv: tuple[str, ...],
+) -> None:
+    """gRPC is theirs to load; the config schema, YAML and metrics' JSON conversion only when used."""
+    out, modules = _loaded(*argv)
+    assert out.startswith("usage: pedl"), out
+    assert _heavy(modules, HEAVY_FOR_ALL) == []
+    assert "pedl.config.experiment" not in modules
