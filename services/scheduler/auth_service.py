@@ -24,6 +24,7 @@ from pedl_scheduler.users import (
     UserNotFound,
     Users,
     hash_password,
+    is_active,
     rfc3339,
     verify,
 )
@@ -135,6 +136,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
             self.limits.failed(request.username, client)
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong username or password")
         self.limits.succeeded(request.username, client)
+        if not is_active(row):
+            # Only the right password learns this (Determined's answer, a 403 over REST).
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "user is not active")
         token, session = self.users.open_session(row, rehash)
         return auth_pb2.LoginResponse(
             token=token, user=_user_proto(session.user), expires_at=rfc3339(session.expires_at)

@@ -141,13 +141,19 @@ def _dummy_hash() -> str:
     return hash_password(secrets.token_hex(8))
 
 
+def is_active(row: dict) -> bool:
+    return bool(row.get("active", 1))
+
+
 def verify(password: str, row: dict | None, prehashed: bool = False) -> tuple[bool, str]:
-    """(password right and user active, a new hash when the stored one is weaker than today's).
-    The slow part of a login, free of the database: AuthService runs it in its worker pool."""
+    """(password right, a new hash when the stored one is weaker than today's); whether the user
+    is active is the caller's to check (`is_active`), so a deactivated user with the right
+    password hears so, as Determined answers. The slow part of a login, free of the database:
+    AuthService runs it in its worker pool."""
     if row is None:
         check_password(password, _dummy_hash(), prehashed)
         return False, ""
-    good = check_password(password, row["password_hash"], prehashed) and bool(row.get("active", 1))
+    good = check_password(password, row["password_hash"], prehashed)
     rehash = good and needs_rehash(row["password_hash"])
     return good, hash_password(password, prehashed) if rehash else ""
 
@@ -202,7 +208,7 @@ class Users:
         """A new session token for good credentials; None otherwise. Hashes on the calling thread."""
         row = self.lookup(username)
         good, rehash = verify(password, row)
-        return self.open_session(row, rehash) if good and row is not None else None
+        return self.open_session(row, rehash) if good and row is not None and is_active(row) else None
 
     def lookup(self, username: str) -> dict | None:
         return user_ops.user_by_name(self.db, username)

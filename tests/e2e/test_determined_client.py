@@ -269,3 +269,18 @@ def test_det_user_ls_leaves_deactivated_users_out_as_determined_does(det: Det, c
     assert [u["username"] for u in admins["users"]] == ["admin"]
     status, error = _request(cluster, "GET", "/api/v1/users?active=maybe", None, token)
     assert status == 400 and "active must be true or false" in error["message"]
+
+
+def test_a_deactivated_user_is_told_so_only_with_the_right_password(det: Det, cluster: Cluster) -> None:
+    det.ok("user", "create", "dave", "--password", "Dave-passw0rd")
+    det.ok("user", "deactivate", "dave")
+    dave = Det(det.bin, cluster.det_master, cluster.tmp / "dave-home")
+    refused = dave.run("user", "login", "dave", input="Dave-passw0rd\n")
+    assert refused.returncode != 0 and "user is not active" in refused.stdout + refused.stderr, refused
+    answers = {"Dave-passw0rd": (403, "user is not active"), "wrong-pw": (401, "wrong")}
+    for password, (want, words) in answers.items():
+        sent = json.dumps({"username": "dave", "password": password}).encode()
+        status, error = _request(cluster, "POST", "/api/v1/auth/login", sent)
+        assert status == want and words in error["message"], (password, status, error)
+    det.ok("user", "activate", "dave")
+    dave.login("dave", "Dave-passw0rd")
