@@ -24,8 +24,9 @@ from pedl_webui import configs
 log = structlog.get_logger("webui.importance")
 
 
-def warm_up() -> float:
-    """Imports and runs PED-ANOVA once on a small synthetic search; returns the seconds it took."""
+def warm_up() -> float | None:
+    """Imports and runs PED-ANOVA once on a small synthetic search; returns the seconds it took, or
+    None where optuna is not installed (each importance request then says what to install)."""
     start = time.perf_counter()
     observations = [
         importance.Observation({"x": float(i), "c": "ab"[i % 2]}, float(i * i))
@@ -34,7 +35,7 @@ def warm_up() -> float:
     try:
         importance.importances(observations, smaller_is_better=True)
     except importance.ImportanceUnavailable:
-        pass  # the request says so, naming what to install
+        return None
     return time.perf_counter() - start
 
 
@@ -43,7 +44,11 @@ def start_warm_up() -> threading.Thread:
 
     def run() -> None:
         try:
-            log.info("importance ready", seconds=round(warm_up(), 3))
+            seconds = warm_up()
+            if seconds is None:
+                log.warning("importance unavailable: optuna is not installed")
+            else:
+                log.info("importance ready", seconds=round(seconds, 3))
         except Exception as e:  # a broken optuna install: the requests report it, the server keeps going
             log.warning("importance warm-up failed", error=str(e))
 
