@@ -136,10 +136,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
             chunks = opened
             yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
             while (item := await asyncio.to_thread(lambda: next(opened, None))) is not None:
-                if isinstance(item, pb.FileUrl):
-                    yield pb.DownloadCheckpointResponse(url=item)
-                else:
-                    yield pb.DownloadCheckpointResponse(chunk=item)
+                yield item
         except StoreError as e:
             await context.abort(status_code(e), str(e))
         except OSError as e:
