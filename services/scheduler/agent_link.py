@@ -25,6 +25,7 @@ from pedl.v1 import agent_pb2, agent_pb2_grpc
 from pedl_scheduler import agent_protocol
 from pedl_scheduler.cluster import CLOSE_STREAM, AgentHandle, Cluster
 from pedl_scheduler.experiments import ExperimentManager
+from pedl_scheduler.storage import DatabaseUnavailable
 
 log = structlog.get_logger(component="agent_link")
 
@@ -68,6 +69,13 @@ class Inbox:
         self.messages += len(batch)
         try:
             self._handle(batch)
+        except DatabaseUnavailable as e:
+            # A serving scheduler restarts in place before this (db_restart); without that hook, the
+            # agents reconnect and re-synchronise their runs, as after any broken stream.
+            agents = {id(agent): agent for agent, _ in batch}
+            log.warning("agent messages wait for the database", error=str(e))
+            for agent in agents.values():
+                agent.send(CLOSE_STREAM)
         except Exception:
             # The transaction rolled back and nothing it decided was sent. The agents reconnect and
             # re-register, which re-synchronises their runs (as a broken stream always has).

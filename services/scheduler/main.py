@@ -21,7 +21,7 @@ from pedl._log import configure_logging
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
-from pedl_scheduler import db_health, init_home, master_config, metrics, security
+from pedl_scheduler import db_health, db_restart, init_home, master_config, metrics, security
 from pedl_scheduler.agent_link import AgentLink
 from pedl_scheduler.api import SchedulerApi
 from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
@@ -30,7 +30,7 @@ from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.request_limits import LimitExceeded, RequestLimits
 from pedl_scheduler.slurm import options as slurm_options
-from pedl_scheduler.storage import open_storage
+from pedl_scheduler.storage import DatabaseUnavailable, open_storage
 from pedl_scheduler.storage.ops import agents as agent_ops
 
 METRICS_PORT = 9464  # the Prometheus exporter port OpenTelemetry uses; 9090 is Prometheus's own
@@ -279,6 +279,8 @@ async def _scheduling_loop(manager: ExperimentManager, cluster: Cluster, tick: f
                 agent.send(CLOSE_STREAM)
         try:
             manager.rooms.tick(now)
+        except DatabaseUnavailable:
+            pass  # the database health watcher says so, once; the next tick tries again
         except Exception:
             log.exception("scheduling tick failed")
 
@@ -361,6 +363,9 @@ async def serve(args: argparse.Namespace) -> None:
     gc.freeze()
     await server.start()
     await _grpc.mark_serving(server)
+    db.on_lost_writes = lambda reason: db_restart.wait_then_restart(
+        args.db, port, reason, args.db_check_interval
+    )
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
         tmp.write_text(str(port))

@@ -18,9 +18,9 @@ __all__ = ["database_url", "pg_server", "postgres_url"]
 _counter = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server for the whole session; tests skip when PostgreSQL or psycopg is missing."""
+def own_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the caller's own (one it may stop and start again), for a fixture to
+    yield from; the test skips when PostgreSQL or psycopg is missing."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -30,6 +30,12 @@ def pg_server() -> Iterator[PostgresServer]:
             yield server
     except PostgresUnavailable as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session."""
+    yield from own_server()
 
 
 @pytest.fixture

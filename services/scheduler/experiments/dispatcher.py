@@ -180,6 +180,7 @@ class Dispatcher:
         queued trials at once, not at the next scheduling tick.
         """
         with self.intake.batch(), self.work.transaction():
+            self.work.db.will_write()
             for agent, message in batch:
                 kind = message.WhichOneof("message")
                 if kind == "trial_exited":

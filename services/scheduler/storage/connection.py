@@ -80,6 +80,10 @@ class Storage:
         ] = {}  # by dict or tuple rows
         self._raw: dict[tuple[Executable | Positional, tuple[str, ...]], RawWrite] = {}
         self.reachable = True  # whether the last attempt reached the database
+        # Called with the reason when the database goes away under a transaction that had written (or
+        # was to write) state the caller keeps in memory too: memory and database now disagree.
+        self.on_lost_writes: Callable[[str], None] | None = None
+        self._tx_wrote = False
         self._conn = self._connect()
 
     # ---- connection ------------------------------------------------------------------------
@@ -220,7 +224,13 @@ class Storage:
 
     def run(self, statement: Executable, params: Params | Sequence[Params] | None = None) -> None:
         """A write whose outcome the caller needs before going on (use `defer` otherwise)."""
+        self._tx_wrote = self._tx_wrote or self._depth > 0
         self._within(lambda c: c.execute(statement, params or {}))
+
+    def will_write(self) -> None:
+        """Marks the open transaction as one that carries writes (an agent's results) even before it
+        makes them: losing the database under it loses them (see `on_lost_writes`)."""
+        self._tx_wrote = self._depth > 0
 
     def defer(self, statement: Executable | Positional, params: Params | tuple[Any, ...]) -> None:
         """Runs a write later in this transaction (at once outside one); see the module docstring.
@@ -244,15 +254,20 @@ class Storage:
     def transaction(self) -> Iterator[None]:
         """Groups statements so that they land together or not at all (nesting joins the outer one)."""
         self._depth += 1
+        if self._depth == 1:
+            self._tx_wrote = False
         try:
             yield
             if self._depth == 1:
                 # The last deferred writes and the commit go together: one round trip on PostgreSQL.
                 self._commit(self._take_writes())
-        except BaseException:
+        except BaseException as e:
             if self._depth == 1:
+                lost = isinstance(e, DatabaseUnavailable) and (self._tx_wrote or bool(self._take_writes()))
                 self._pending.clear()
                 self._rollback()
+                if lost and self.on_lost_writes is not None:
+                    self.on_lost_writes(str(e))
             raise
         finally:
             self._depth -= 1
@@ -285,6 +300,7 @@ class Storage:
         finally:
             self._flushing = False
         pending, self._pending = self._pending, []
+        self._tx_wrote = self._tx_wrote or (self._depth > 0 and bool(pending))
         return [
             (stmt, [params for _, params in group]) for stmt, group in groupby(pending, key=itemgetter(0))
         ]

@@ -23,11 +23,10 @@ from pedl import _grpc
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_scheduler.storage import DatabaseUnavailable, open_storage
 from support import processes, stored
+from support.db_fixtures import own_server
 from support.models import plain_tar, tiny_config
 from support.postgres import (
     PostgresServer,
-    PostgresUnavailable,
-    postgres_server,
     restart_server,
     start_again,
     stop_server,
@@ -44,15 +43,8 @@ MODEL = plain_tar({"model_def.py": b"x = 1\n"})
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PostgresServer]:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed")
-    try:
-        with postgres_server() as server:
-            yield server
-    except PostgresUnavailable as e:
-        pytest.skip(str(e))
+    """A server of this module's own: its tests stop and start it."""
+    yield from own_server()
 
 
 @pytest.fixture(scope="module")
