@@ -21,9 +21,9 @@ def test_a_change_keeps_what_parsing_derived_and_leaves_the_original_alone() -> 
         sections["name"] = "wide"
 
     changed = with_changes(CONFIG, cap)
-    assert (changed.resources["max_slots"], changed.name) == (8, "wide")
+    assert (changed.resources.max_slots, changed.name) == (8, "wide")
     assert changed.max_length == CONFIG.max_length == 50 and changed.searcher is CONFIG.searcher
-    assert CONFIG.resources["max_slots"] == 2 and CONFIG.name is None
+    assert CONFIG.resources.max_slots == 2 and CONFIG.name is None
 
 
 def test_a_bad_value_names_the_field() -> None:

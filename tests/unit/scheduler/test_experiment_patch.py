@@ -56,10 +56,10 @@ RUNNING = {"id": 4, "state": "ACTIVE", "labels_json": "[]", "config_json": json.
 
 def test_resources_knobs_change_the_config_as_at_creation() -> None:
     config = config_change(RUNNING, request(weight=2.5, priority=10))
-    assert config.resources["weight"] == 2.5 and config.resources["priority"] == 10
-    assert config.resources["max_slots"] == 4
-    assert config_change(RUNNING, request(max_slots=2)).resources["max_slots"] == 2
-    assert "max_slots" not in config_change(RUNNING, request(max_slots=0)).resources  # `none`: no cap
+    assert config.resources.weight == 2.5 and config.resources.priority == 10
+    assert config.resources.max_slots == 4
+    assert config_change(RUNNING, request(max_slots=2)).resources.max_slots == 2
+    assert config_change(RUNNING, request(max_slots=0)).resources.max_slots is None  # `none`: no cap
     assert "max_slots: 2" in config_change(RUNNING, request(max_slots=2)).masked_yaml()
     assert config_change(RUNNING, request(description="x")) is None
 
@@ -118,7 +118,7 @@ def test_a_running_experiments_held_config_is_changed_without_parsing_it_again(
     policy = scheduler_pb2.CheckpointGcPolicy(save_trial_latest=3)
     config = config_change(row, request(name="renamed", priority=7, gc_policy=policy), held=held)
     assert config is not None
-    assert (config.name, config.resources["priority"], config.checkpoint_storage["save_trial_latest"]) == (
+    assert (config.name, config.resources.priority, config.checkpoint_storage["save_trial_latest"]) == (
         "renamed",
         7,
         3,
@@ -128,6 +128,6 @@ def test_a_running_experiments_held_config_is_changed_without_parsing_it_again(
         held.length_unit,
         held.min_validation_period,
     )
-    assert held.name is None and "priority" not in held.resources  # the held one is not changed in place
+    assert held.name is None and held.resources.priority is None  # the held one is not changed in place
     with pytest.raises(PatchError, match="resources.weight: must be greater than 0"):
         config_change(row, request(weight=0.0), held=held)

@@ -60,7 +60,7 @@ def test_a_new_max_slots_caps_the_next_pass_and_none_lifts_it(tmp_path: Path) ->
         manager.tick(0)
         assert running(manager) == [exp]
         stored = parse_stored_config(json.loads(experiment_ops.experiment(manager.db, exp)["config_json"]))
-        assert stored.resources["max_slots"] == 1  # a restarted scheduler reads it back
+        assert stored.resources.max_slots == 1  # a restarted scheduler reads it back
         patch(manager, exp, max_slots=0)
         manager.tick(0)
         assert running(manager) == [exp, exp]
@@ -103,9 +103,9 @@ def test_patch_experiment_changes_the_running_experiments_held_config_without_a_
             request = scheduler_pb2.PatchExperimentRequest(experiment_id=exp, name="wider", max_slots=3)
             reply = await api.PatchExperiment(request, Context())  # type: ignore[arg-type]
             live = manager.experiments[exp].config
-            assert (live.name, live.resources["max_slots"], live.max_length) == ("wider", 3, held.max_length)
+            assert (live.name, live.resources.max_slots, live.max_length) == ("wider", 3, held.max_length)
             sent = carried.from_json(reply.experiment.config_document)
-            assert (sent.name, sent.resources["max_slots"]) == ("wider", 3)
+            assert (sent.name, sent.resources.max_slots) == ("wider", 3)
             stored = json.loads(experiment_ops.experiment(manager.db, exp)["config_json"])
             assert (stored["name"], stored["resources"]["max_slots"]) == ("wider", 3)
         finally:
