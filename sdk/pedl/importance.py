@@ -141,9 +141,9 @@ def experiment_importance(
 ) -> list[Importance]:
     """An experiment's importances from its trials' best searcher-metric values; masked
     hyperparameters (api_key: ****) are left out. `space`: the typed config's hyperparameters where
-    the caller has it (the web UI), else read from the stored YAML."""
+    the caller has it (the web UI), else decoded from the experiment's typed config document."""
     if space is None:
-        space = records.stored_config(experiment.config_yaml).get("hyperparameters")
+        space = records.hparam_space(experiment)
     rows = [records.trial_record(t, space) for t in trials]
     for row in rows:
         row["hparams"] = {k: v for k, v in records.flat_hparams(row["hparams"]).items() if v != MASK}

@@ -39,19 +39,21 @@ def checkpoint_state(value: int) -> str:
     return _enum_name(common_pb2.CheckpointState, value, "CHECKPOINT_STATE_")
 
 
-def stored_config(config_yaml: str) -> dict[str, Any]:
-    """The experiment's config with YAML's own types (the Struct form has only floats)."""
-    if not config_yaml:
-        return {}
-    import yaml
+def config_mapping(experiment: scheduler_pb2.Experiment) -> dict[str, Any]:
+    """The validated config (defaults filled in, secrets masked) as a mapping with JSON's types,
+    decoded from the typed config document the scheduler sent (`pedl.config.received`); {} where it
+    sent none."""
+    from pedl.config import received  # the config's modules are loaded only where a config is read
 
-    from pedl.config.yaml_bounds import safe_load
+    return received.masked_raw(received.experiment_config(experiment))
 
-    try:
-        loaded = safe_load(config_yaml)
-    except yaml.YAMLError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+
+def hparam_space(experiment: scheduler_pb2.Experiment) -> dict[str, Any] | None:
+    """The hyperparameter space of the experiment's typed config (`pedl.config.received`) that
+    `typed_hparams` types trial values by; None where the scheduler sent no config document."""
+    from pedl.config import received  # the config's modules are loaded only where a config is read
+
+    return received.hparam_space(received.experiment_config(experiment))
 
 
 def typed_hparams(values: Mapping[str, Any], space: Any) -> dict[str, Any]:
@@ -60,8 +62,8 @@ def typed_hparams(values: Mapping[str, Any], space: Any) -> dict[str, Any]:
 
 
 def experiment_record(experiment: scheduler_pb2.Experiment, *, with_config: bool = True) -> dict[str, Any]:
-    """`with_config`: include the stored YAML as a mapping (the web UI reads the typed
-    config_document instead)."""
+    """`with_config`: include the validated config (defaults filled in, secrets masked) as a mapping,
+    decoded from the typed config_document the scheduler sent (`pedl.config.received`)."""
     record = {
         "id": experiment.id,
         "state": experiment_state(experiment.state),
@@ -80,7 +82,7 @@ def experiment_record(experiment: scheduler_pb2.Experiment, *, with_config: bool
         "error": experiment.error or None,
     }
     if with_config:
-        record["config"] = stored_config(experiment.config_yaml)
+        record["config"] = config_mapping(experiment)
     return record
 
 

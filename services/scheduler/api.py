@@ -202,7 +202,9 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
             updates = experiment_patch.changes(
                 row, request, limits.max_description_length, limits.max_label_length
             )
-            config = experiment_patch.config_change(row, request, limits.max_name_length)
+            live = self.manager.experiments.get(exp_id)  # its typed config, parsed at create or recovery
+            held = live.config if live is not None else None
+            config = experiment_patch.config_change(row, request, limits.max_name_length, held)
         except experiment_patch.PatchError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         gc = request.HasField("gc_policy")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pedl.config.experiment import ExperimentConfig
 
 ENDED = ("COMPLETED", "ERROR", "CANCELED")
 MAX_LABEL = 255
@@ -62,10 +65,18 @@ def changes(
 _RESOURCE_KNOBS = {"max_slots": "max_slots", "weight": "weight", "priority": "priority"}
 
 
-def config_change(row: dict[str, Any], request: Any, max_name: int = MAX_NAME) -> Any | None:
+def config_change(
+    row: dict[str, Any],
+    request: Any,
+    max_name: int = MAX_NAME,
+    held: ExperimentConfig | None = None,
+) -> ExperimentConfig | None:
     """The experiment's config with the request's name, resources.* / checkpoint_storage.save_* values,
-    validated as at creation (an ExperimentConfig), or None when the request changes none of them."""
+    checked as at creation, or None when the request changes none of them. `held`: the typed config
+    the scheduler holds for a running experiment, changed without parsing it again; an ended one's is
+    read from its stored row (`pedl.config.changes`)."""
     from pedl.config import ConfigError
+    from pedl.config.changes import with_changes
     from pedl.config.stored import parse_stored_config
 
     knobs = [name for name in _RESOURCE_KNOBS if request.HasField(name)]
@@ -77,26 +88,29 @@ def config_change(row: dict[str, Any], request: Any, max_name: int = MAX_NAME) -
             f"experiment {row['id']} has ended ({row['state']}): "
             f"resources.{knobs[0]} matters only while it runs"
         )
-    raw = json.loads(row["config_json"])
-    if renamed:
-        new_name = request.name.strip()
-        if not new_name or len(new_name) > max_name:
-            raise PatchError(
-                f"name must be 1-{max_name} characters, not blank (--max-name-length raises the limit)"
-            )
-        raw["name"] = new_name
-    resources = raw.setdefault("resources", {})
-    for name in knobs:
-        value = getattr(request, name)
-        if name == "max_slots" and value == 0:
-            resources.pop("max_slots", None)  # `det e set max-slots ID none`: no cap
-        else:
-            resources[_RESOURCE_KNOBS[name]] = value
-    if request.HasField("gc_policy"):
-        storage = raw.setdefault("checkpoint_storage", {})
-        for name in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
-            storage[name] = getattr(request.gc_policy, name)
+    new_name = request.name.strip()
+    if renamed and (not new_name or len(new_name) > max_name):
+        raise PatchError(
+            f"name must be 1-{max_name} characters, not blank (--max-name-length raises the limit)"
+        )
+
+    def change(sections: dict[str, Any]) -> None:
+        if renamed:
+            sections["name"] = new_name
+        resources = sections.setdefault("resources", {})
+        for name in knobs:
+            value = getattr(request, name)
+            if name == "max_slots" and value == 0:
+                resources.pop("max_slots", None)  # `det e set max-slots ID none`: no cap
+            else:
+                resources[_RESOURCE_KNOBS[name]] = value
+        if request.HasField("gc_policy"):
+            storage = sections.setdefault("checkpoint_storage", {})
+            for name in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
+                storage[name] = getattr(request.gc_policy, name)
+
     try:
-        return parse_stored_config(raw)
+        config = held if held is not None else parse_stored_config(json.loads(row["config_json"]))
+        return with_changes(config, change)
     except ConfigError as e:
         raise PatchError(str(e)) from None

@@ -247,9 +247,7 @@ def list_experiments(args: argparse.Namespace) -> int:
         experiments = sorted(client.list_experiments(), key=lambda e: e.id)
     if not getattr(args, "all", False):
         experiments = [e for e in experiments if not e.archived]
-    rows = [records.experiment_record(e) for e in experiments]
-    for row in rows:
-        row.pop("config")
+    rows = [records.experiment_record(e, with_config=False) for e in experiments]
     output.emit(args, rows, render.experiments_table(experiments))
     return 0
 

@@ -91,7 +91,7 @@ def describe_experiments(args: argparse.Namespace) -> int:
     described: list[dict[str, Any]] = []
     ranked = {r.experiment.id: _importance(r) for r, _ in loaded} if args.importance else {}
     for response, details in loaded if structured else []:
-        space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
+        space = records.hparam_space(response.experiment)
         described.append(
             {
                 "experiment": records.experiment_record(response.experiment),
@@ -153,7 +153,7 @@ def _write_outdir(outdir: Path, described: list[dict[str, Any]], metrics: bool) 
 def list_trials(args: argparse.Namespace) -> int:
     with connect(args) as client:
         response = client.get_experiment(args.experiment_id)
-    space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
+    space = records.hparam_space(response.experiment)
     trials = sorted(response.trials, key=lambda t: t.id)
     rows = [records.trial_record(t, space) for t in trials]
     output.emit(args, rows, render.trials_table(trials) if trials else "Trials: none")

@@ -106,8 +106,7 @@ def describe_trial(args: argparse.Namespace) -> int:
     with connect(args) as client:
         detail = client.get_trial(args.trial_id)
         experiment = client.get_experiment(detail.trial.experiment_id).experiment
-    space = records.stored_config(experiment.config_yaml).get("hyperparameters")
-    record = records.trial_detail_record(detail, space, metrics=args.metrics)
+    record = records.trial_detail_record(detail, records.hparam_space(experiment), metrics=args.metrics)
     record["timeline"] = timeline_records(detail.timeline)
     text = render.describe_trial(detail, steps=args.metrics)
     csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]

@@ -294,32 +294,18 @@ def experiment_summary(experiment: scheduler_pb2.Experiment) -> str:
             ("Error", experiment.error),
         ]
     )
-    config = from_struct(experiment.config)
+    from pedl.config import received  # the config's modules are loaded only where a config is read
+
+    parsed = received.experiment_config(experiment)
+    # The Struct form (numbers all floats) only for a stored config this pedl no longer reads.
+    config = parsed.raw if parsed is not None else from_struct(experiment.config)
     if config:
         lines += ["Configuration:", *config_summary(config)]
-        parsed = _parsed_config(experiment.config_yaml)
-        if parsed is not None:
-            lengths = "; ".join(parsed.describe_lengths())
-            lines += [f"Lengths: {lengths}"] if lengths else []
-            lines += [f"Warning: {w}" for w in parsed.warnings]
+    if parsed is not None:
+        lengths = "; ".join(parsed.describe_lengths())
+        lines += [f"Lengths: {lengths}"] if lengths else []
+        lines += [f"Warning: {w}" for w in parsed.warnings]
     return "\n".join(lines)
-
-
-def _parsed_config(config_yaml: str) -> Any:
-    """The stored config parsed (None when it no longer parses); read from the stored YAML, since the
-    Struct form turns integers into floats."""
-    from pedl.config import ConfigError, parse_experiment_config
-
-    try:
-        return parse_experiment_config(config_yaml) if config_yaml else None
-    except ConfigError:
-        return None
-
-
-def config_warnings(config_yaml: str) -> tuple[str, ...]:
-    """The fields the experiment sets that have no effect in pedl (as `create` printed them)."""
-    parsed = _parsed_config(config_yaml)
-    return parsed.warnings if parsed is not None else ()
 
 
 def trial_summary(trial: scheduler_pb2.Trial) -> str:

@@ -10,6 +10,7 @@ a trial can convert (`pedl.config.lengths`) keep their unit: the searcher then c
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Union
@@ -27,6 +28,7 @@ from pedl.config.lengths import Length, LengthContext, TrialLengths, resolve_len
 from pedl.config.log_policies import validate_log_policies
 from pedl.config.masking import mask_secrets
 from pedl.config.policy import apply_field_policy, drop_nulls
+from pedl.config.resources import Resources
 from pedl.config.schema_errors import check_schema
 from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
 
@@ -89,7 +91,7 @@ class ExperimentConfig:
 
     @property
     def resource_pool(self) -> str:
-        return self.resources.get("resource_pool") or "default"
+        return self.resources.resource_pool or "default"
 
     @property
     def needs_trial_epoch_length(self) -> bool:
@@ -165,13 +167,14 @@ class ExperimentConfig:
     def checkpoint_storage(self) -> dict[str, Any]:
         return self.raw["checkpoint_storage"]
 
-    @property
-    def resources(self) -> dict[str, Any]:
-        return self.raw["resources"]
+    @functools.cached_property
+    def resources(self) -> Resources:
+        """Typed once per config (a changed config is a new object: `pedl.config.changes`)."""
+        return Resources.of(self.raw["resources"])
 
     @property
     def slots_per_trial(self) -> int:
-        return self.raw["resources"]["slots_per_trial"]
+        return self.resources.slots_per_trial
 
     @property
     def max_restarts(self) -> int:

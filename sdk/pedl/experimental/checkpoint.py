@@ -68,7 +68,7 @@ class Checkpoint:
                 scheduler_pb2.GetExperimentRequest(experiment_id=self.experiment_id),
                 f"experiment {self.experiment_id}",
             ).experiment
-            config = records.stored_config(experiment.config_yaml)
+            config = records.config_mapping(experiment)
             metric = experiment.searcher_metric
             value = (self.validation_metrics or {}).get(metric)
             self._training = CheckpointTrainingMetadata(

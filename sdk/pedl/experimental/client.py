@@ -87,8 +87,9 @@ class ExperimentClient:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The config as stored (defaults filled in, secrets masked)."""
-        return records.stored_config(self._get().experiment.config_yaml)
+        """The validated config (defaults filled in, secrets masked), from the scheduler's typed
+        config document."""
+        return records.config_mapping(self._get().experiment)
 
     def get_config(self) -> dict[str, Any]:
         return self.config
@@ -137,7 +138,7 @@ class ExperimentClient:
 
     def trials(self) -> list[Trial]:
         response = self._get()
-        space = records.stored_config(response.experiment.config_yaml).get("hyperparameters")
+        space = records.hparam_space(response.experiment)
         return [Trial.of(t, space, self._session) for t in sorted(response.trials, key=lambda t: t.id)]
 
     def list_trials(
@@ -355,12 +356,11 @@ def get_trial(trial_id: int, master: str | None = None) -> Trial:
             "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial_id), f"trial {trial_id}"
         )
         request = scheduler_pb2.GetExperimentRequest(experiment_id=detail.trial.experiment_id)
-        config_yaml = session.call("GetExperiment", request, f"trial {trial_id}").experiment.config_yaml
+        experiment = session.call("GetExperiment", request, f"trial {trial_id}").experiment
     except BaseException:
         session.close()
         raise
-    space = records.stored_config(config_yaml).get("hyperparameters")
-    return Trial.of(detail.trial, space, session)
+    return Trial.of(detail.trial, records.hparam_space(experiment), session)
 
 
 def get_checkpoint(uuid: str, master: str | None = None) -> Checkpoint:

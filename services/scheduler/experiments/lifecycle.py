@@ -225,10 +225,10 @@ def check_environment(agents: Mapping[str, AgentHandle], name: str | None) -> li
 def check_agent_label(agents: Mapping[str, AgentHandle], config: Any) -> None:
     """A label no connected agent of the trial's pool carries could never run (checked, like
     environments, only while agents of the pool are connected)."""
-    label = config.resources.get("agent_label") or ""
+    label = config.resources.agent_label
     if label and (why := check_label(label)):
         raise UserError(f"resources.agent_label {label!r}: {why}")
-    pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+    pool = config.resources.resource_pool or scheduling.DEFAULT_POOL
     in_pool = [a for a in agents.values() if a.resource_pool == pool]
     if not in_pool or any(a.label == label for a in in_pool):
         return
@@ -246,9 +246,9 @@ def check_agent_label(agents: Mapping[str, AgentHandle], config: Any) -> None:
 
 def check_fits(agents: Mapping[str, AgentHandle], config: Any) -> None:
     """A trial no arrangement of the connected agents could ever hold is refused up front."""
-    pool = config.resources.get("resource_pool") or scheduling.DEFAULT_POOL
+    pool = config.resources.resource_pool or scheduling.DEFAULT_POOL
     name = config.environment_name or scheduling.DEFAULT_ENVIRONMENT
-    environment = placement_key(name, config.resources.get("agent_label") or "")
+    environment = placement_key(name, config.resources.agent_label)
     in_pool = [a for a in agents.values() if a.resource_pool == pool]
     if not in_pool:
         return  # agents may still join

@@ -115,20 +115,20 @@ class SchedulingPass:
                             t.id,
                             t.experiment_id,
                             exp.config.slots_per_trial,
-                            exp.config.resources.get("resource_pool") or scheduling.DEFAULT_POOL,
+                            exp.config.resources.resource_pool or scheduling.DEFAULT_POOL,
                             order=t.id,
                             environment=placement_key(
                                 exp.config.environment_name or scheduling.DEFAULT_ENVIRONMENT,
-                                exp.config.resources.get("agent_label") or "",
+                                exp.config.resources.agent_label,
                             ),
                         )
                     )
         resources = {
             e.id: scheduling.ExperimentResources(
                 e.id,
-                weight=float(e.config.resources.get("weight", 1)),
-                max_slots=e.config.resources.get("max_slots"),
-                priority=e.config.resources.get("priority") or scheduling.DEFAULT_PRIORITY,
+                weight=e.config.resources.weight,
+                max_slots=e.config.resources.max_slots,
+                priority=e.config.resources.priority or scheduling.DEFAULT_PRIORITY,
             )
             for e in experiments.values()
         }

@@ -174,7 +174,7 @@ def test_experiment_config_prints_yaml_that_create_accepts_and_describe_shows_wa
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pedl._metrics import to_struct
-    from pedl.config import parse_experiment_config
+    from pedl.config import carried, parse_experiment_config
 
     written = (
         "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
@@ -184,6 +184,7 @@ def test_experiment_config_prints_yaml_that_create_accepts_and_describe_shows_wa
     response = _experiment()
     response.experiment.config.CopyFrom(to_struct(effective))
     response.experiment.config_yaml = parse_experiment_config(written).masked_yaml()
+    response.experiment.config_document = carried.masked_json(parse_experiment_config(written))
     script = Script(experiments=[response], trials={3: [_trial_detail()]})
     assert run(script, "experiment", "config", "7") == 0
     printed = capsys.readouterr().out

@@ -7,6 +7,7 @@ import re
 from pedl import records
 from pedl._metrics import to_struct
 from pedl.cli import render
+from pedl.config import carried, parse_experiment_config
 from pedl.v1 import common_pb2, scheduler_pb2
 
 from .fake_scheduler import step, trial, validation
@@ -136,6 +137,7 @@ def test_describe_shows_lengths_in_epochs_and_each_trials_measured_epoch() -> No
         searcher_metric="loss",
         config_yaml=config_yaml,
         config=to_struct({"searcher": {"name": "single"}}),
+        config_document=carried.masked_json(parse_experiment_config(config_yaml)),
     )
     text = render.describe_experiment(scheduler_pb2.GetExperimentResponse(experiment=experiment), [])
     assert (

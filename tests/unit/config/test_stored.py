@@ -23,7 +23,7 @@ def test_fields_an_older_pedl_ignored_are_dropped_and_the_rest_kept() -> None:
         parse_experiment_config(OLD)
     config = parse_stored_config(OLD)
     assert "bind_mounts" not in config.raw and "optimizations" not in config.raw
-    assert config.resources["slots_per_trial"] == 1
+    assert config.resources.slots_per_trial == 1
     assert config.checkpoint_storage.get("type") is None  # the cluster's own store
     assert config.environment_name == "py311" and config.data == {"keep": True}
 

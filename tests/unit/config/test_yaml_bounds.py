@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from pedl import records
 from pedl.config import ConfigError, parse_experiment_config
 from pedl.config.yaml_bounds import MAX_ALIASES, MAX_DEPTH
 
@@ -56,7 +55,3 @@ def test_a_config_with_anchors_as_people_write_them_loads() -> None:
     text = S + "hyperparameters:\n  base: &base {type: const, val: 1}\n  other: *base\n  more: *base\n"
     config = parse_experiment_config(text)
     assert config.raw["hyperparameters"]["other"] == {"type": "const", "val": 1}
-
-
-def test_a_stored_config_that_is_a_bomb_reads_as_empty() -> None:
-    assert records.stored_config(alias_bomb()) == {}

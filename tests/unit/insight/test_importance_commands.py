@@ -10,12 +10,13 @@ import pytest
 
 from pedl._metrics import to_struct
 from pedl.cli.main import main
+from pedl.config import carried, parse_experiment_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from tests.unit.cli.fake_scheduler import Script, serve
 
 CONFIG = """\
 name: synthetic
-searcher: {name: random, metric: loss, smaller_is_better: true, max_trials: 60}
+searcher: {name: random, metric: loss, smaller_is_better: true, max_trials: 60, max_length: 100}
 hyperparameters:
   x: {type: double, minval: 0, maxval: 1}
   y: {type: double, minval: 0, maxval: 1}
@@ -34,6 +35,7 @@ def synthetic() -> scheduler_pb2.GetExperimentResponse:
         trials.append(t)
     experiment = scheduler_pb2.Experiment(
         id=7, state=common_pb2.EXPERIMENT_STATE_COMPLETED, config_yaml=CONFIG, name="synthetic",
+        config_document=carried.masked_json(parse_experiment_config(CONFIG)),
         searcher_metric="loss", smaller_is_better=True, num_trials=60,
     )  # fmt: skip
     return scheduler_pb2.GetExperimentResponse(experiment=experiment, trials=trials)

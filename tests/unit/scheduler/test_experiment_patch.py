@@ -56,10 +56,10 @@ RUNNING = {"id": 4, "state": "ACTIVE", "labels_json": "[]", "config_json": json.
 
 def test_resources_knobs_change_the_config_as_at_creation() -> None:
     config = config_change(RUNNING, request(weight=2.5, priority=10))
-    assert config.resources["weight"] == 2.5 and config.resources["priority"] == 10
-    assert config.resources["max_slots"] == 4
-    assert config_change(RUNNING, request(max_slots=2)).resources["max_slots"] == 2
-    assert "max_slots" not in config_change(RUNNING, request(max_slots=0)).resources  # `none`: no cap
+    assert config.resources.weight == 2.5 and config.resources.priority == 10
+    assert config.resources.max_slots == 4
+    assert config_change(RUNNING, request(max_slots=2)).resources.max_slots == 2
+    assert config_change(RUNNING, request(max_slots=0)).resources.max_slots is None  # `none`: no cap
     assert "max_slots: 2" in config_change(RUNNING, request(max_slots=2)).masked_yaml()
     assert config_change(RUNNING, request(description="x")) is None
 
@@ -95,3 +95,39 @@ def test_notes_are_replaced_and_cleared_and_bounded() -> None:
     assert changes(ROW, request(description="d")) == {"description": "d"}  # notes untouched
     with pytest.raises(PatchError, match="notes are longer than 32768 characters"):
         changes(ROW, request(notes="x" * 40_000))
+
+
+def test_a_running_experiments_held_config_is_changed_without_parsing_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PatchExperiment on a running experiment keeps the typed config the scheduler holds: its
+    derived values (trial length, periods, entrypoint) stay, the stored row is not read, nothing parses."""
+    from pedl.config import experiment, parse_experiment_config
+
+    held = parse_experiment_config(
+        "searcher: {name: single, metric: error, max_length: {epochs: 3}}\n"
+        "records_per_epoch: 640\nhyperparameters: {global_batch_size: 64}\n"
+        "min_validation_period: {epochs: 1}\n"
+    )
+    row = {**RUNNING, "config_json": "not read"}
+
+    def no_parse(data: object) -> None:
+        raise AssertionError("the held config was parsed again")
+
+    monkeypatch.setattr(experiment, "_build", no_parse)
+    policy = scheduler_pb2.CheckpointGcPolicy(save_trial_latest=3)
+    config = config_change(row, request(name="renamed", priority=7, gc_policy=policy), held=held)
+    assert config is not None
+    assert (config.name, config.resources.priority, config.checkpoint_storage["save_trial_latest"]) == (
+        "renamed",
+        7,
+        3,
+    )
+    assert (config.max_length, config.length_unit, config.min_validation_period) == (
+        held.max_length,
+        held.length_unit,
+        held.min_validation_period,
+    )
+    assert held.name is None and held.resources.priority is None  # the held one is not changed in place
+    with pytest.raises(PatchError, match="resources.weight: must be greater than 0"):
+        config_change(row, request(weight=0.0), held=held)

@@ -7,6 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from pedl.config.stored import parse_stored_config
 from pedl.v1 import agent_pb2, common_pb2, scheduler_pb2
 from pedl_scheduler.cluster import Cluster
@@ -58,7 +60,7 @@ def test_a_new_max_slots_caps_the_next_pass_and_none_lifts_it(tmp_path: Path) ->
         manager.tick(0)
         assert running(manager) == [exp]
         stored = parse_stored_config(json.loads(experiment_ops.experiment(manager.db, exp)["config_json"]))
-        assert stored.resources["max_slots"] == 1  # a restarted scheduler reads it back
+        assert stored.resources.max_slots == 1  # a restarted scheduler reads it back
         patch(manager, exp, max_slots=0)
         manager.tick(0)
         assert running(manager) == [exp, exp]
@@ -75,3 +77,38 @@ def test_a_new_priority_puts_a_younger_experiment_first(tmp_path: Path) -> None:
         assert running(manager) == [younger] and older in manager.experiments
 
     scenario(tmp_path, 1, body)
+
+
+def test_patch_experiment_changes_the_running_experiments_held_config_without_a_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The servicer's PatchExperiment: the live experiment's typed config is changed (no parse), stored,
+    and sent back in the response's config document."""
+    from pedl.config import carried, experiment
+    from pedl_scheduler.api import SchedulerApi
+
+    class Context:
+        async def abort(self, code: object, details: str) -> None:
+            raise AssertionError(details)
+
+    async def main() -> None:
+        cluster = Cluster()
+        cluster.connect(agent_pb2.RegisterAgent(agent_id="a0", slots=[common_pb2.Slot(id="0")]))
+        manager = ExperimentManager(open_storage(str(tmp_path / "pedl.db")), cluster, "127.0.0.1:1")
+        try:
+            exp = manager.create_experiment(CONFIG, b"m", "m")
+            held = manager.experiments[exp].config
+            monkeypatch.setattr(experiment, "_build", lambda data: pytest.fail("the held config was parsed"))
+            api = SchedulerApi(manager, cluster, "cluster")
+            request = scheduler_pb2.PatchExperimentRequest(experiment_id=exp, name="wider", max_slots=3)
+            reply = await api.PatchExperiment(request, Context())  # type: ignore[arg-type]
+            live = manager.experiments[exp].config
+            assert (live.name, live.resources.max_slots, live.max_length) == ("wider", 3, held.max_length)
+            sent = carried.from_json(reply.experiment.config_document)
+            assert (sent.name, sent.resources.max_slots) == ("wider", 3)
+            stored = json.loads(experiment_ops.experiment(manager.db, exp)["config_json"])
+            assert (stored["name"], stored["resources"]["max_slots"]) == ("wider", 3)
+        finally:
+            manager.db.close()
+
+    asyncio.run(main())
