@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +15,8 @@ from test_cluster import logs, stub, submit, wait
 
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.models import tiny_config, write_tiny_model
-from support.processes import BIN, LocalCluster, local_cluster
-from support.slurm import SlurmCluster, slurm_cluster, unavailable_reason
+from support.processes import LocalCluster
+from support.slurm import SlurmCluster, pedl_on_slurm, unavailable_reason, until
 
 pytestmark = [
     pytest.mark.integration,
@@ -64,40 +62,12 @@ def search_config(
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory) -> Iterator[tuple[SlurmCluster, LocalCluster]]:
-    root = tmp_path_factory.mktemp("slurm")
-    with slurm_cluster(root / "slurm", cpus=4) as slurm:
-        workdir = root / "pedl"
-        agent = [str(BIN / "pedl-agent"), "--cluster-secret-file", str(workdir / "cluster-secret")]
-        scheduler_args = [
-            "--resource-pool",
-            f"{POOL}=slurm:{slurm.partition}",
-            "--slurm-agent-command",
-            shlex.join(agent),
-            "--slurm-poll",
-            "0.5",
-            "--slurm-exit-when-idle",
-            "2",
-            "--slurm-output-dir",
-            str(root / "jobs"),
-        ]
-        # sbatch passes the scheduler's environment to the pilots: their work dirs go under HOME.
-        env = {**slurm.env, "HOME": str(root / "home")}
-        with local_cluster(workdir, agents=0, scheduler_args=scheduler_args, scheduler_env=env) as pedl:
-            yield slurm, pedl
+    with pedl_on_slurm(tmp_path_factory.mktemp("slurm"), POOL) as both:
+        yield both
 
 
 def trials(pedl: LocalCluster, exp_id: int) -> list[scheduler_pb2.Trial]:
     return list(stub(pedl).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)).trials)
-
-
-def until(check, what: str, pedl: LocalCluster, slurm: SlurmCluster, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"{what}\n{pedl.logs()}\n{slurm.logs()}")
 
 
 def test_a_search_completes_through_slurm_pilot_jobs(clusters, tmp_path: Path) -> None:

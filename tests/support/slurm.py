@@ -8,6 +8,7 @@ supports for exactly this: daemons and clients that trust one another on one mac
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -16,9 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from support.netns import Rig
-from support.processes import free_port, stop
+from support.processes import BIN, LocalCluster, free_port, local_cluster, stop
 
 
 def unavailable_reason() -> str | None:
@@ -211,3 +213,40 @@ def on_rig(rig: Rig, node_hosts: list[str], cpus: int = 2, partition: str = "ped
         rig.start(None, f"slurmd-{node.name}", argv)
     wait_idle(cluster, len(nodes))
     return cluster
+
+
+@contextmanager
+def pedl_on_slurm(root: Path, pool: str, cpus: int = 4) -> Iterator[tuple[SlurmCluster, LocalCluster]]:
+    """A real Slurm (slurm_cluster) and a pedl cluster with no agents of its own whose pool `pool` is
+    the Slurm partition: its scheduler sbatches pilot agents, polls squeue every 0.5 s, and its
+    pilots exit after 2 s idle."""
+    with slurm_cluster(root / "slurm", cpus=cpus) as slurm:
+        workdir = root / "pedl"
+        agent = [str(BIN / "pedl-agent"), "--cluster-secret-file", str(workdir / "cluster-secret")]
+        scheduler_args = [
+            "--resource-pool",
+            f"{pool}=slurm:{slurm.partition}",
+            "--slurm-agent-command",
+            shlex.join(agent),
+            "--slurm-poll",
+            "0.5",
+            "--slurm-exit-when-idle",
+            "2",
+            "--slurm-output-dir",
+            str(root / "jobs"),
+        ]
+        # sbatch passes the scheduler's environment to the pilots: their work dirs go under HOME.
+        env = {**slurm.env, "HOME": str(root / "home")}
+        with local_cluster(workdir, agents=0, scheduler_args=scheduler_args, scheduler_env=env) as pedl:
+            yield slurm, pedl
+
+
+def until(check: Any, what: str, pedl: LocalCluster, slurm: SlurmCluster, timeout: float = 120) -> Any:
+    """check()'s first true value, polled; else fail with `what`, Slurm's queue and both clusters' logs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"{what}; Slurm lists {_job_ids(slurm)}\n{pedl.logs()}\n{slurm.logs()}")

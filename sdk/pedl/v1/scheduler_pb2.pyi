@@ -791,6 +791,7 @@ class PilotJob(google.protobuf.message.Message):
     NODES_FIELD_NUMBER: builtins.int
     TIME_LEFT_FIELD_NUMBER: builtins.int
     NODE_LIST_FIELD_NUMBER: builtins.int
+    SUBMIT_TIME_FIELD_NUMBER: builtins.int
     job_id: builtins.str
     resource_pool: builtins.str
     partition: builtins.str
@@ -803,6 +804,8 @@ class PilotJob(google.protobuf.message.Message):
     """squeue's time left (e.g. "4:59", "1-00:00:00"; "UNLIMITED")."""
     node_list: builtins.str
     """The job's nodes once it runs ("" while pending)."""
+    submit_time: builtins.str
+    """When it was submitted (squeue's submit time), RFC 3339 in UTC."""
     def __init__(
         self,
         *,
@@ -814,8 +817,9 @@ class PilotJob(google.protobuf.message.Message):
         nodes: builtins.int = ...,
         time_left: builtins.str = ...,
         node_list: builtins.str = ...,
+        submit_time: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["job_id", b"job_id", "node_list", b"node_list", "nodes", b"nodes", "partition", b"partition", "reason", b"reason", "resource_pool", b"resource_pool", "state", b"state", "time_left", b"time_left"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["job_id", b"job_id", "node_list", b"node_list", "nodes", b"nodes", "partition", b"partition", "reason", b"reason", "resource_pool", b"resource_pool", "state", b"state", "submit_time", b"submit_time", "time_left", b"time_left"]) -> None: ...
 
 global___PilotJob = PilotJob
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import shlex
 import subprocess
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from pedl_scheduler.slurm.plan import JobShape, Request
 
 TIMEOUT_S = 30.0
-_FIELDS = "%i|%T|%r|%D|%L|%N"
+_FIELDS = "%i|%T|%r|%D|%L|%N|%V"
 
 
 class SlurmError(RuntimeError):
@@ -29,6 +30,8 @@ class ListedJob:
     nodes: int
     time_left: str
     node_list: str
+    # RFC 3339 in UTC ("" when squeue gave none).
+    submitted: str = ""
 
 
 @dataclass(frozen=True)
@@ -146,11 +149,20 @@ def list_jobs(pilot: Pilot) -> list[ListedJob]:
     jobs = []
     for line in out.splitlines():
         parts = line.split("|")
-        if len(parts) != 6:
+        if len(parts) != 7:
             continue
-        job_id, state, reason, nodes, left, node_list = parts
-        jobs.append(ListedJob(job_id, state, reason, int(nodes) if nodes.isdigit() else 1, left, node_list))
+        job_id, state, reason, nodes, left, node_list, submitted = parts
+        count = int(nodes) if nodes.isdigit() else 1
+        jobs.append(ListedJob(job_id, state, reason, count, left, node_list, utc_time(submitted)))
     return jobs
+
+
+def utc_time(local: str) -> str:
+    """squeue prints times in the machine's local zone without saying so; "" when it printed none."""
+    try:
+        return datetime.fromisoformat(local).astimezone(timezone.utc).isoformat()
+    except ValueError:
+        return ""
 
 
 def cancel(job_ids: list[str]) -> None:

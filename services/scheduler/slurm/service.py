@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -102,6 +103,7 @@ class SlurmPools:
                 nodes=j.nodes,
                 time_left=j.time_left,
                 node_list=j.node_list,
+                submit_time=j.submitted,
             )
             for name, s in self.pools.items()
             for j in s.listed
@@ -146,7 +148,8 @@ class SlurmPools:
         for request in decided.submit:
             job_id = await asyncio.to_thread(commands.submit, state.pilot, request)
             state.shapes[job_id] = request.shape
-            state.listed.append(ListedJob(job_id, "PENDING", "submitted", request.nodes, "", ""))
+            now = datetime.now(timezone.utc).isoformat()
+            state.listed.append(ListedJob(job_id, "PENDING", "submitted", request.nodes, "", "", now))
             self.log.info("pilot job submitted", pool=state.pool.name, job=job_id, nodes=request.nodes)
 
     def show_waiting(self, state: PoolState, decided: Plan) -> None:

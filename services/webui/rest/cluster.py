@@ -95,22 +95,28 @@ def slots(request: Request) -> JSONResponse:
 
 
 def resource_pools(request: Request) -> JSONResponse:
-    """pedl's agents each name a pool (default "default"); every pool is a static one."""
+    """pedl's agents each name a pool (default "default"); a Slurm pool is listed while it has pilot
+    jobs, pending ones too (`det job list -r POOL` looks its pool up here), with its partition."""
+    listed = caller(request).call("ListAgents", scheduler_pb2.ListAgentsRequest())
     by_pool: dict[str, list[scheduler_pb2.Agent]] = {}
-    for a in _agents(request):
+    for a in listed.agents:
         by_pool.setdefault(a.resource_pool or "default", []).append(a)
     by_pool.setdefault("default", [])
-    rows = [_pool(name, members) for name, members in sorted(by_pool.items())]
+    partitions: dict[str, str] = {}
+    for j in listed.pilot_jobs:
+        by_pool.setdefault(j.resource_pool, [])
+        partitions[j.resource_pool] = j.partition
+    rows = [_pool(name, members, partitions.get(name, "")) for name, members in sorted(by_pool.items())]
     offset, limit = int_param(request, "offset", 0, -(2**31)), int_param(request, "limit", 0)
     return ok(page(rows, offset, limit, "resourcePools"))
 
 
-def _pool(name: str, members: list[scheduler_pb2.Agent]) -> dict[str, Any]:
+def _pool(name: str, members: list[scheduler_pb2.Agent], partition: str = "") -> dict[str, Any]:
     all_slots = [s for a in members for s in a.slots]
     gpu = any(s.type == "gpu" for s in all_slots)
     return {
         "name": name,
-        "description": "",
+        "description": f"Slurm partition {partition}: pilot agents in Slurm jobs" if partition else "",
         "type": "RESOURCE_POOL_TYPE_STATIC",
         "numAgents": len(members),
         "slotsAvailable": len(all_slots),
@@ -127,7 +133,7 @@ def _pool(name: str, members: list[scheduler_pb2.Agent]) -> dict[str, Any]:
         "auxContainerCapacityPerAgent": 0,
         "schedulerType": "SCHEDULER_TYPE_FAIR_SHARE",
         "schedulerFittingPolicy": "FITTING_POLICY_BEST",
-        "location": "on-prem",
+        "location": f"slurm:{partition}" if partition else "on-prem",
         "imageId": "",
         "instanceType": "",
         "masterUrl": "",

@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest import cluster, experiments, lacking, master, projects, trials, workloads
+from pedl_webui.rest import cluster, experiments, job_queue, lacking, master, projects, trials, workloads
 from pedl_webui.rest.errors import is_rest
 
 GET, POST, PATCH, DELETE = ["GET"], ["POST"], ["PATCH"], ["DELETE"]
@@ -37,6 +37,9 @@ def routes() -> list[BaseRoute]:
         Route("/api/v1/agents/{agentId:str}/slots", cluster.slots, methods=GET),
         Route("/api/v1/resource-pools", cluster.resource_pools, methods=GET),
         Route("/api/v1/tasks", cluster.tasks, methods=GET),
+        Route("/api/v1/job-queues", job_queue.jobs, methods=GET),
+        Route("/api/v1/job-queues", job_queue.update, methods=POST),
+        Route("/api/v1/job-queues-v2", job_queue.jobs_v2, methods=GET),
         Route("/api/v1/experiments", experiments.list_experiments, methods=GET),
         Route("/api/v1/experiments", projects.create_experiment, methods=POST),
         Route(EXP, experiments.get_experiment, methods=GET),

@@ -96,7 +96,7 @@ def trial_json(
         "taskId": f"trial-{trial.id}",
         "taskIds": [f"trial-{trial.id}"],
         "summaryMetrics": {},
-        "metadata": {},
+        "metadata": slurm_placement(trial.agent_id),
     }
     if trial.HasField("best_validation_metric"):
         value["searcherMetricValue"] = trial.best_validation_metric
@@ -123,6 +123,15 @@ def trial_json(
         value["checkpointCount"] = len(done)
         value["totalCheckpointSize"] = str(sum(c.total_size for c in done))
     return value
+
+
+def slurm_placement(agent_id: str) -> dict[str, str]:
+    """The Slurm job a running trial's pilot agent (slurm-<job>-<node>) runs in, for
+    `det trial describe --json`; {} on other agents and while the trial has none."""
+    parts = agent_id.split("-")
+    if len(parts) < 3 or parts[0] != "slurm" or not parts[1].isdigit():
+        return {}
+    return {"slurm_job": parts[1], "agent": agent_id}
 
 
 def _best(
