@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import textwrap
 import urllib.error
@@ -284,3 +285,45 @@ def test_a_deactivated_user_is_told_so_only_with_the_right_password(det: Det, cl
         assert status == want and words in error["message"], (password, status, error)
     det.ok("user", "activate", "dave")
     dave.login("dave", "Dave-passw0rd")
+
+
+def test_users_set_their_display_name_as_determineds_patch_user_does(det: Det, cluster: Cluster) -> None:
+    det.ok("user", "create", "frank", "--password", "Frank-passw0rd")
+    sent = json.dumps({"username": "frank", "password": "Frank-passw0rd"}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    me = _request(cluster, "GET", "/api/v1/me", None, token)[1]["user"]
+    path = f"/api/v1/users/{me['id']}"
+
+    def named(value: str, where: str = path) -> tuple[int, Any]:
+        return _request(cluster, "PATCH", where, json.dumps({"displayName": value}).encode(), token)
+
+    status, patched = named("Frank F.")
+    assert status == 200 and patched["user"]["displayName"] == "Frank F.", patched
+    assert _request(cluster, "GET", path, None, token)[1]["user"]["displayName"] == "Frank F."
+    status, error = named("Admin")
+    assert status == 400 and "another user's username" in error["message"], error
+    assert named("")[0] == 200 and _request(cluster, "GET", path, None, token)[1]["user"]["displayName"] == ""
+    admin = _request(cluster, "GET", "/api/v1/users/admin/by-username", None, token)[1]["user"]
+    status, error = named("x", f"/api/v1/users/{admin['id']}")
+    assert status == 403 and "only an admin" in error["message"], error
+
+
+def test_a_user_created_with_an_agent_user_group_is_linked_and_a_partial_one_creates_nobody(
+    cluster: Cluster,
+) -> None:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    group = {"agentUid": 1000, "agentGid": 1001, "agentUser": "gina", "agentGroup": "staff"}
+    for name, given, want in (("gina", group, 200), ("hank", {"agentUid": 1000, "agentGid": 1001}, 400)):
+        body = {"user": {"username": name, "agentUserGroup": given}, "password": "Pass-w0rd-long"}
+        status, answer = _request(cluster, "POST", "/api/v1/users", json.dumps(body).encode(), token)
+        assert status == want, answer
+    assert answer["message"].startswith('"agentUserGroup" needs agentUid and agentGid')
+    listed = [u["username"] for u in _request(cluster, "GET", "/api/v1/users", None, token)[1]["users"]]
+    assert "gina" in listed and "hank" not in listed
+    with sqlite3.connect(cluster.tmp / "pedl-home" / "cluster" / "pedl.db", timeout=30) as db:
+        rows = db.execute(
+            "SELECT uid, gid, agent_user, agent_group FROM agent_user_links JOIN users"
+            " ON users.id = agent_user_links.user_id WHERE username = 'gina'"
+        ).fetchall()
+    assert rows == [(1000, 1001, "gina", "staff")]  # her trials run as that Unix user
