@@ -11,6 +11,7 @@ import re
 import sqlite3
 import subprocess
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -163,6 +164,9 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
     assert re.search(rf"^\s+{exp} \|.*\| PAUSED", det.ok("e", "list"), re.M)
     det.ok("e", "activate", exp)
     assert re.search(rf"^\s+{exp} \|.*\| ACTIVE", det.ok("e", "list"), re.M)
+    # One experiment, as Determined answers it: QUEUED until a trial of it runs on an agent, then RUNNING.
+    seen = _experiment_states_until(cluster, exp, "STATE_RUNNING")
+    assert seen[-1] == "STATE_RUNNING" and set(seen) <= {"STATE_QUEUED", "STATE_RUNNING"}, seen
     det.ok("user", "create", "bob", "--password", "Bob-passw0rd")
     bob = Det(det.bin, cluster.det_master, cluster.tmp / "bob-home")
     bob.login("bob", "Bob-passw0rd")
@@ -213,6 +217,19 @@ def _request(
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def _experiment_states_until(cluster: Cluster, exp: str, wanted: str) -> list[str]:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    seen: list[str] = []
+    for _ in range(600):
+        got = _request(cluster, "GET", f"/api/v1/experiments/{exp}", None, token)[1]
+        seen.append(got["experiment"]["state"])
+        if seen[-1] == wanted:
+            break
+        time.sleep(0.2)
+    return seen
 
 
 def test_bad_input_is_a_4xx_in_determineds_error_shape_and_creates_nothing(cluster: Cluster) -> None:
