@@ -232,6 +232,16 @@ def _experiment_states_until(cluster: Cluster, exp: str, wanted: str) -> list[st
     return seen
 
 
+def test_free_slots_have_a_null_container_as_determineds_gateway_writes(cluster: Cluster) -> None:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    agents = _request(cluster, "GET", "/api/v1/agents", None, token)[1]["agents"]
+    slots = [slot for agent in agents for slot in agent["slots"].values()]
+    assert len(slots) == 2 and all("container" in slot for slot in slots), slots
+    busy = {slot["container"]["id"] for slot in slots if slot["container"]}
+    assert busy == set(agents[0]["containers"]), agents  # Determined's e2e counts free slots so
+
+
 def test_bad_input_is_a_4xx_in_determineds_error_shape_and_creates_nothing(cluster: Cluster) -> None:
     status, login = _request(
         cluster, "POST", "/api/v1/auth/login",
