@@ -49,7 +49,11 @@ NO_CREDENTIAL = (
 
 def _user_proto(user: User) -> auth_pb2.User:
     return auth_pb2.User(
-        username=user.username, admin=user.admin, created_at=user.created_at, active=user.active
+        username=user.username,
+        admin=user.admin,
+        created_at=user.created_at,
+        active=user.active,
+        display_name=user.display_name,
     )
 
 
@@ -231,6 +235,22 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         if not good:
             self.limits.failed(request.username, client)
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "the current password is wrong")
+
+    async def SetUserDisplayName(  # noqa: N802
+        self, request: auth_pb2.SetUserDisplayNameRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.SetUserDisplayNameResponse:
+        await self._need_auth(context)
+        if not authz.may_change_password(current_principal(), request.username):
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an admin can change another user's display name"
+            )
+        try:
+            user = self.users.set_display_name(request.username, request.display_name)
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        except AccountError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return auth_pb2.SetUserDisplayNameResponse(user=_user_proto(user))
 
     async def SetUserActive(  # noqa: N802
         self, request: auth_pb2.SetUserActiveRequest, context: grpc.aio.ServicerContext

@@ -26,6 +26,7 @@ from pedl_scheduler.storage.ops import users as user_ops
 
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD_CHARS = 8
+MAX_DISPLAY_NAME_CHARS = 80
 TOKEN_PREFIX = "pedl_"
 _SCRYPT = {"n": 2**17, "r": 8, "p": 1}
 # OpenSSL refuses scrypt past `maxmem` (default 32 MiB); N = 2^17, r = 8 needs 128 MiB.
@@ -51,6 +52,7 @@ class User:
     admin: bool
     created_at: str
     active: bool = True
+    display_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,12 @@ class Users:
 
     def _user(self, row: dict) -> User:
         return User(
-            row["id"], row["username"], bool(row["admin"]), row["created_at"], bool(row.get("active", 1))
+            row["id"],
+            row["username"],
+            bool(row["admin"]),
+            row["created_at"],
+            bool(row.get("active", 1)),
+            str(row.get("display_name") or ""),
         )
 
     def get(self, username: str) -> User | None:
@@ -245,6 +252,19 @@ class Users:
 
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)
+        return self._existing(username)
+
+    def set_display_name(self, username: str, display_name: str) -> User:
+        """Empty clears it. A display name may not be another user's username, in any case, so
+        nobody passes for someone else (least of all for "admin") where names are shown."""
+        user = self._existing(username)
+        name = display_name.strip()
+        if len(name) > MAX_DISPLAY_NAME_CHARS or not name.isprintable():
+            raise AccountError(f"a display name has at most {MAX_DISPLAY_NAME_CHARS} printable characters")
+        taken = {u.username.lower() for u in self.list() if u.username != username}
+        if name.lower() in taken:
+            raise AccountError(f"the display name {name!r} is another user's username")
+        user_ops.set_display_name(self.db, user.id, name)
         return self._existing(username)
 
     def link_agent_user(self, username: str, link: AgentUserLink) -> None:

@@ -11,7 +11,7 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | Login, health, reflection                                   | nothing                               |
 | WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,      | a user session or the cluster secret  |
 | CreateExperiment, UploadExperiment                          |                                       |
-| SetUserPassword                                             | that user's session, or an admin      |
+| SetUserPassword, SetUserDisplayName                         | that user's session, or an admin      |
 | CreateUser, SetUserActive, LinkAgentUser, SetAgentEnabled,  | an admin                              |
 | GetMasterConfig                                             |                                       |
 | ListExperiments, GetExperiment, WaitExperiment, GetTrial,   | READ the experiment (below)           |
@@ -98,6 +98,7 @@ RULES: dict[str, Rule] = {
     _A + "WhoAmI": Rule(Who.SIGNED_IN),
     _A + "ListUsers": Rule(Who.SIGNED_IN),
     _A + "SetUserPassword": Rule(Who.SELF_OR_ADMIN),
+    _A + "SetUserDisplayName": Rule(Who.SELF_OR_ADMIN),
     _A + "CreateUser": Rule(Who.ADMIN),
     _A + "SetUserActive": Rule(Who.ADMIN),
     _A + "LinkAgentUser": Rule(Who.ADMIN),
@@ -165,6 +166,7 @@ def refusal(principal: Principal, access: Access, exp_id: int, owner: str | None
 
 
 def may_change_password(principal: Principal, username: str) -> bool:
+    """Also a display name: a user's own, or an admin anyone's."""
     return principal.admin or (principal.kind == "user" and principal.username == username)
 
 

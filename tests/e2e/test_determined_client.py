@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -162,6 +164,9 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
     assert re.search(rf"^\s+{exp} \|.*\| PAUSED", det.ok("e", "list"), re.M)
     det.ok("e", "activate", exp)
     assert re.search(rf"^\s+{exp} \|.*\| ACTIVE", det.ok("e", "list"), re.M)
+    # One experiment, as Determined answers it: QUEUED until a trial of it runs on an agent, then RUNNING.
+    seen = _experiment_states_until(cluster, exp, "STATE_RUNNING")
+    assert seen[-1] == "STATE_RUNNING" and set(seen) <= {"STATE_QUEUED", "STATE_RUNNING"}, seen
     det.ok("user", "create", "bob", "--password", "Bob-passw0rd")
     bob = Det(det.bin, cluster.det_master, cluster.tmp / "bob-home")
     bob.login("bob", "Bob-passw0rd")
@@ -212,6 +217,29 @@ def _request(
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def _experiment_states_until(cluster: Cluster, exp: str, wanted: str) -> list[str]:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    seen: list[str] = []
+    for _ in range(600):
+        got = _request(cluster, "GET", f"/api/v1/experiments/{exp}", None, token)[1]
+        seen.append(got["experiment"]["state"])
+        if seen[-1] == wanted:
+            break
+        time.sleep(0.2)
+    return seen
+
+
+def test_free_slots_have_a_null_container_as_determineds_gateway_writes(cluster: Cluster) -> None:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    agents = _request(cluster, "GET", "/api/v1/agents", None, token)[1]["agents"]
+    slots = [slot for agent in agents for slot in agent["slots"].values()]
+    assert len(slots) == 2 and all("container" in slot for slot in slots), slots
+    busy = {slot["container"]["id"] for slot in slots if slot["container"]}
+    assert busy == set(agents[0]["containers"]), agents  # Determined's e2e counts free slots so
 
 
 def test_bad_input_is_a_4xx_in_determineds_error_shape_and_creates_nothing(cluster: Cluster) -> None:
@@ -284,3 +312,45 @@ def test_a_deactivated_user_is_told_so_only_with_the_right_password(det: Det, cl
         assert status == want and words in error["message"], (password, status, error)
     det.ok("user", "activate", "dave")
     dave.login("dave", "Dave-passw0rd")
+
+
+def test_users_set_their_display_name_as_determineds_patch_user_does(det: Det, cluster: Cluster) -> None:
+    det.ok("user", "create", "frank", "--password", "Frank-passw0rd")
+    sent = json.dumps({"username": "frank", "password": "Frank-passw0rd"}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    me = _request(cluster, "GET", "/api/v1/me", None, token)[1]["user"]
+    path = f"/api/v1/users/{me['id']}"
+
+    def named(value: str, where: str = path) -> tuple[int, Any]:
+        return _request(cluster, "PATCH", where, json.dumps({"displayName": value}).encode(), token)
+
+    status, patched = named("Frank F.")
+    assert status == 200 and patched["user"]["displayName"] == "Frank F.", patched
+    assert _request(cluster, "GET", path, None, token)[1]["user"]["displayName"] == "Frank F."
+    status, error = named("Admin")
+    assert status == 400 and "another user's username" in error["message"], error
+    assert named("")[0] == 200 and _request(cluster, "GET", path, None, token)[1]["user"]["displayName"] == ""
+    admin = _request(cluster, "GET", "/api/v1/users/admin/by-username", None, token)[1]["user"]
+    status, error = named("x", f"/api/v1/users/{admin['id']}")
+    assert status == 403 and "only an admin" in error["message"], error
+
+
+def test_a_user_created_with_an_agent_user_group_is_linked_and_a_partial_one_creates_nobody(
+    cluster: Cluster,
+) -> None:
+    sent = json.dumps({"username": "admin", "password": cluster.admin_password}).encode()
+    token = _request(cluster, "POST", "/api/v1/auth/login", sent)[1]["token"]
+    group = {"agentUid": 1000, "agentGid": 1001, "agentUser": "gina", "agentGroup": "staff"}
+    for name, given, want in (("gina", group, 200), ("hank", {"agentUid": 1000, "agentGid": 1001}, 400)):
+        body = {"user": {"username": name, "agentUserGroup": given}, "password": "Pass-w0rd-long"}
+        status, answer = _request(cluster, "POST", "/api/v1/users", json.dumps(body).encode(), token)
+        assert status == want, answer
+    assert answer["message"].startswith('"agentUserGroup" needs agentUid and agentGid')
+    listed = [u["username"] for u in _request(cluster, "GET", "/api/v1/users", None, token)[1]["users"]]
+    assert "gina" in listed and "hank" not in listed
+    with sqlite3.connect(cluster.tmp / "pedl-home" / "cluster" / "pedl.db", timeout=30) as db:
+        rows = db.execute(
+            "SELECT uid, gid, agent_user, agent_group FROM agent_user_links JOIN users"
+            " ON users.id = agent_user_links.user_id WHERE username = 'gina'"
+        ).fetchall()
+    assert rows == [(1000, 1001, "gina", "staff")]  # her trials run as that Unix user

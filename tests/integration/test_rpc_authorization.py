@@ -97,6 +97,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         a + "CreateUser": admins(),
         a + "ListUsers": signed_in(),
         a + "SetUserPassword": row(UNAUTH, DENIED, OK, OK, OK, DENIED, DENIED, DENIED),
+        a + "SetUserDisplayName": row(UNAUTH, DENIED, OK, OK, OK, DENIED, DENIED, DENIED),
         a + "SetUserActive": admins(),
         a + "LinkAgentUser": admins(),
         a + "ValidateToken": services_only(),
@@ -354,6 +355,10 @@ def _call(w: World, method: str, caller: str) -> Any:
             else:
                 request = ap.SetUserPasswordRequest(username="carol", password="carol" * 3)
             return a.SetUserPassword(request, timeout=t)
+        if name == "SetUserDisplayName":
+            target = "alice" if caller == "owner" else "carol"
+            request = ap.SetUserDisplayNameRequest(username=target, display_name=f"{caller} named")
+            return a.SetUserDisplayName(request, timeout=t)
         if name == "SetUserActive":
             return a.SetUserActive(ap.SetUserActiveRequest(username="bob", active=True), timeout=t)
         if name == "LinkAgentUser":

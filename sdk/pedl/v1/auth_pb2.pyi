@@ -20,10 +20,13 @@ class User(google.protobuf.message.Message):
     ADMIN_FIELD_NUMBER: builtins.int
     CREATED_AT_FIELD_NUMBER: builtins.int
     ACTIVE_FIELD_NUMBER: builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
     username: builtins.str
     admin: builtins.bool
     created_at: builtins.str
     active: builtins.bool
+    display_name: builtins.str
+    """A human-friendly name the web UI and Determined's clients show; empty: the username."""
     def __init__(
         self,
         *,
@@ -31,8 +34,9 @@ class User(google.protobuf.message.Message):
         admin: builtins.bool = ...,
         created_at: builtins.str = ...,
         active: builtins.bool = ...,
+        display_name: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["active", b"active", "admin", b"admin", "created_at", b"created_at", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["active", b"active", "admin", b"admin", "created_at", b"created_at", "display_name", b"display_name", "username", b"username"]) -> None: ...
 
 global___User = User
 
@@ -292,6 +296,42 @@ class SetUserPasswordResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["sessions_ended", b"sessions_ended"]) -> None: ...
 
 global___SetUserPasswordResponse = SetUserPasswordResponse
+
+@typing.final
+class SetUserDisplayNameRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USERNAME_FIELD_NUMBER: builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    username: builtins.str
+    display_name: builtins.str
+    """Empty clears it; it may not be, in any case, another user's username (nobody passes for "admin")."""
+    def __init__(
+        self,
+        *,
+        username: builtins.str = ...,
+        display_name: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["display_name", b"display_name", "username", b"username"]) -> None: ...
+
+global___SetUserDisplayNameRequest = SetUserDisplayNameRequest
+
+@typing.final
+class SetUserDisplayNameResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USER_FIELD_NUMBER: builtins.int
+    @property
+    def user(self) -> global___User: ...
+    def __init__(
+        self,
+        *,
+        user: global___User | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["user", b"user"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["user", b"user"]) -> None: ...
+
+global___SetUserDisplayNameResponse = SetUserDisplayNameResponse
 
 @typing.final
 class SetUserActiveRequest(google.protobuf.message.Message):

@@ -46,6 +46,11 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.FromString,
                 )
+        self.SetUserDisplayName = channel.unary_unary(
+                '/pedl.v1.AuthService/SetUserDisplayName',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameResponse.FromString,
+                )
         self.SetUserActive = channel.unary_unary(
                 '/pedl.v1.AuthService/SetUserActive',
                 request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserActiveRequest.SerializeToString,
@@ -114,6 +119,13 @@ class AuthServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetUserDisplayName(self, request, context):
+        """A user changes their own display name; an admin anyone's (Determined's PatchUser displayName).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetUserActive(self, request, context):
         """Admins only: a deactivated user cannot log in and their sessions end.
         """
@@ -177,6 +189,11 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.SetUserPassword,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.SerializeToString,
+            ),
+            'SetUserDisplayName': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserDisplayName,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameResponse.SerializeToString,
             ),
             'SetUserActive': grpc.unary_unary_rpc_method_handler(
                     servicer.SetUserActive,
@@ -309,6 +326,23 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserPassword',
             pedl_dot_v1_dot_auth__pb2.SetUserPasswordRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.SetUserPasswordResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetUserDisplayName(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserDisplayName',
+            pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.SetUserDisplayNameResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -59,6 +59,12 @@ class AuthServiceStub:
     user's other sessions.
     """
 
+    SetUserDisplayName: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.SetUserDisplayNameRequest,
+        pedl.v1.auth_pb2.SetUserDisplayNameResponse,
+    ]
+    """A user changes their own display name; an admin anyone's (Determined's PatchUser displayName)."""
+
     SetUserActive: grpc.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.SetUserActiveRequest,
         pedl.v1.auth_pb2.SetUserActiveResponse,
@@ -128,6 +134,12 @@ class AuthServiceAsyncStub:
     """A user changes their own password (giving the current one); an admin anyone's. Ends the
     user's other sessions.
     """
+
+    SetUserDisplayName: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.SetUserDisplayNameRequest,
+        pedl.v1.auth_pb2.SetUserDisplayNameResponse,
+    ]
+    """A user changes their own display name; an admin anyone's (Determined's PatchUser displayName)."""
 
     SetUserActive: grpc.aio.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.SetUserActiveRequest,
@@ -210,6 +222,14 @@ class AuthServiceServicer(metaclass=abc.ABCMeta):
         """A user changes their own password (giving the current one); an admin anyone's. Ends the
         user's other sessions.
         """
+
+    @abc.abstractmethod
+    def SetUserDisplayName(
+        self,
+        request: pedl.v1.auth_pb2.SetUserDisplayNameRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.auth_pb2.SetUserDisplayNameResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.SetUserDisplayNameResponse]]:
+        """A user changes their own display name; an admin anyone's (Determined's PatchUser displayName)."""
 
     @abc.abstractmethod
     def SetUserActive(

@@ -168,6 +168,8 @@ users = Table(
     Column("created_at", Text, nullable=False),
     # A deactivated user cannot log in; their sessions end.
     Column("active", Integer, nullable=False, server_default=text("1")),
+    # Shown in place of the username when set (Determined's displayName).
+    Column("display_name", Text, nullable=False, server_default=""),
     sqlite_autoincrement=True,
 )
 

@@ -27,6 +27,7 @@ def _slot(agent: scheduler_pb2.Agent, index: int, slot: Any) -> dict[str, Any]:
         },
         "enabled": not (slot.disabled or agent.disabled),
         "draining": False,
+        "container": None,  # a free slot: null, as Determined's gateway writes unset fields
     }
     if slot.trial_id:
         value["container"] = {
@@ -49,7 +50,7 @@ def agent_json(agent: scheduler_pb2.Agent) -> dict[str, Any]:
         "id": agent.id,
         "registeredTime": agent.connected_at or None,
         "slots": slots,
-        "containers": {s["container"]["id"]: s["container"] for s in slots.values() if "container" in s},
+        "containers": {s["container"]["id"]: s["container"] for s in slots.values() if s["container"]},
         "resourcePools": [agent.resource_pool or "default"],
         "addresses": [agent.address] if agent.address else [],
         "enabled": not agent.disabled,

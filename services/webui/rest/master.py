@@ -87,7 +87,7 @@ def user_json(user: auth_pb2.User, ident: int = 0) -> dict[str, Any]:
         "username": user.username,
         "admin": user.admin,
         "active": user.active or not user.created_at,
-        "displayName": "",
+        "displayName": user.display_name,
         "remote": False,
         "modifiedAt": user.created_at or None,
     }
@@ -177,16 +177,39 @@ async def create_user(request: Request) -> JSONResponse:
     password = fields.get("password") or ""
     if not password:
         raise GatewayError(400, "pedl needs a password for every user; give one (det user create --password)")
+    link = _agent_user(user.get("agentUserGroup"))
     c = caller(request)
     message = auth_pb2.CreateUserRequest(
         username=username, password=password, admin=admin, hashed=bool(fields.get("isHashed"))
     )
     created = (await run_in_threadpool(c.call, "CreateUser", message)).user
-    return ok({"user": user_json(created, len(await run_in_threadpool(_users, request)))})
+    value = user_json(created, len(await run_in_threadpool(_users, request)))
+    if link is not None:
+        linked = auth_pb2.LinkAgentUserRequest(username=username, agent_user=link)
+        await run_in_threadpool(c.call, "LinkAgentUser", linked)
+        value["agentUserGroup"] = user["agentUserGroup"]
+    return ok({"user": value})
+
+
+def _agent_user(group: Any) -> auth_pb2.AgentUser | None:
+    """Determined's `agentUserGroup` of a new user: all four of uid, gid, user and group (checked
+    before the user is created, so a bad one creates nothing); the user's trials run as them."""
+    if group is None:
+        return None
+    group = group if isinstance(group, dict) else {}
+    uid, gid = group.get("agentUid"), group.get("agentGid")
+    user, unix_group = group.get("agentUser"), group.get("agentGroup")
+    numbers_ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (uid, gid))
+    if not numbers_ok or not all(isinstance(n, str) and n for n in (user, unix_group)):
+        raise GatewayError(
+            400, '"agentUserGroup" needs agentUid and agentGid (above 0), agentUser and agentGroup'
+        )
+    return auth_pb2.AgentUser(uid=uid, gid=gid, user=user, group=unix_group)
 
 
 async def patch_user(request: Request) -> JSONResponse:
-    """A password or active change (what pedl's users have); other fields are refused by name."""
+    """A password, display name or active change (what pedl's users have); other fields are
+    refused by name."""
     fields = await body(
         request,
         {
@@ -200,7 +223,7 @@ async def patch_user(request: Request) -> JSONResponse:
             "remote": bool,
         },
     )
-    for name in ("admin", "displayName", "username", "agentUserGroup", "remote"):
+    for name in ("admin", "username", "agentUserGroup", "remote"):
         if fields.get(name) is not None:
             raise GatewayError(400, f'pedl cannot change a user\'s "{name}"')
     c = caller(request)
@@ -211,6 +234,11 @@ async def patch_user(request: Request) -> JSONResponse:
             username=target.username, password=fields["password"], hashed=bool(fields.get("isHashed"))
         )
         await run_in_threadpool(c.call, "SetUserPassword", message)
+    if fields.get("displayName") is not None:
+        named = auth_pb2.SetUserDisplayNameRequest(
+            username=target.username, display_name=fields["displayName"]
+        )
+        await run_in_threadpool(c.call, "SetUserDisplayName", named)
     if fields.get("active") is not None:
         active = auth_pb2.SetUserActiveRequest(username=target.username, active=fields["active"])
         await run_in_threadpool(c.call, "SetUserActive", active)

@@ -72,6 +72,11 @@ def experiment_json(
     }
     if trials is not None:
         value["trialIds"] = sorted(t.id for t in trials)
+        if value["state"] == "STATE_ACTIVE":
+            # Determined tells an active experiment's two conditions apart: a trial of it runs on
+            # an agent, or none does yet (all waiting for slots).
+            running = any(t.agent_id for t in trials)
+            value["state"] = "STATE_RUNNING" if running else "STATE_QUEUED"
     return value
 
 

@@ -166,3 +166,20 @@ def test_an_admin_links_a_user_to_an_agent_user_never_root(database_url: str) ->
     with pytest.raises(AccountError, match="not found"):
         users.link_agent_user("bob", AgentUserLink(3001, 3002))
     db.close()
+
+
+def test_display_names_are_set_cleared_and_never_another_users_username(database_url: str) -> None:
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=60, clock=Clock())
+    users.create("admin", "adminpassword", admin=True)
+    users.create("erin", "erinpassword")
+    assert users.set_display_name("erin", "  Erin E.  ").display_name == "Erin E."
+    assert users.get("erin").display_name == "Erin E."  # type: ignore[union-attr]
+    for taken in ("Admin", "ADMIN"):
+        with pytest.raises(AccountError, match="another user's username"):
+            users.set_display_name("erin", taken)
+    assert users.set_display_name("erin", "erin").display_name == "erin"  # one's own name is fine
+    with pytest.raises(AccountError, match="at most 80 printable"):
+        users.set_display_name("erin", "x" * 81)
+    assert users.set_display_name("erin", "").display_name == ""
+    db.close()

@@ -23,6 +23,9 @@ _DROP_USER_SESSIONS = delete(sessions).where(sessions.c.user_id == bindparam("us
 _SET_PASSWORD = (
     update(users).where(users.c.id == bindparam("user_id")).values(password_hash=bindparam("new_hash"))
 )
+_SET_DISPLAY_NAME = (
+    update(users).where(users.c.id == bindparam("user_id")).values(display_name=bindparam("new_name"))
+)
 _SET_ACTIVE = update(users).where(users.c.id == bindparam("user_id")).values(active=bindparam("new_active"))
 
 
@@ -90,6 +93,10 @@ def change_password(s: Storage, user_id: int, password_hash: str, keep_token_has
         for row in ended:
             end_session(s, row["token_hash"])
     return len(ended)
+
+
+def set_display_name(s: Storage, user_id: int, display_name: str) -> None:
+    s.run(_SET_DISPLAY_NAME, {"user_id": user_id, "new_name": display_name})
 
 
 def set_active(s: Storage, user_id: int, active: bool) -> None:
