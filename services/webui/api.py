@@ -192,8 +192,9 @@ def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
             return views.cluster_view(list(listed.agents), live, list(listed.pilot_jobs))
 
 
-def event_json(message: Any) -> str:
-    """One SSE event's data for a scheduler stream message (metrics or log lines)."""
+def event_json(message: Any, max_points: int | None = None) -> str:
+    """One SSE event's data for a scheduler stream message (metrics or log lines); `max_points`
+    bounds each metrics curve (the experiment page's many trials), None sends every row."""
     if isinstance(message, scheduler_pb2.GetMetricsResponse):
-        return views.metrics_event(message)
+        return views.metrics_event(message, max_points)
     return views.log_event(message.lines)

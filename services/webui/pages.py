@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from pedl.log_filter import LOG_LEVELS, log_matches
 from pedl.v1 import scheduler_pb2
-from pedl_webui import api, downloads
+from pedl_webui import api, downloads, downsample
 from pedl_webui.gateway import Gateway, GatewayError, error_of
 from pedl_webui.redirects import safe_next
 from pedl_webui.relay import Item, open_relay
@@ -247,7 +247,9 @@ async def metrics_events(request: Request) -> Response:
         if kind == "experiments"
         else scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
     )
-    return await _events(request, token, "GetMetrics", metrics)
+    # An experiment's curves are downsampled (first, last, min and max kept); one trial's are whole.
+    bound = downsample.MAX_POINTS if kind == "experiments" else None
+    return await _events(request, token, "GetMetrics", metrics, bound)
 
 
 async def log_events(request: Request) -> Response:
@@ -262,21 +264,23 @@ async def log_events(request: Request) -> Response:
     return await _events(request, token, "GetTrialLogs", logs)
 
 
-async def _events(request: Request, token: str, method: str, message: Any) -> Response:
+async def _events(
+    request: Request, token: str, method: str, message: Any, max_points: int | None = None
+) -> Response:
     """Relays a following scheduler stream as SSE: `data` events, then `end` when it ends, or
     `failure` with the scheduler's words (a refusal before any event is a plain HTTP error)."""
     relay, first = await open_relay(gateway_of(request).stream(token, method, message), KEEPALIVE_SECONDS)
 
     async def body() -> AsyncIterator[bytes]:
         async for item in relay.items(first):
-            yield _sse(item)
+            yield _sse(item, max_points)
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-def _sse(item: Item) -> bytes:
+def _sse(item: Item, max_points: int | None = None) -> bytes:
     if item.kind == "message":
-        return f"data: {api.event_json(item.value)}\n\n".encode()
+        return f"data: {api.event_json(item.value, max_points)}\n\n".encode()
     if item.kind == "end":
         return b"event: end\ndata: {}\n\n"
     if item.kind == "error":
