@@ -23,7 +23,9 @@ from pedl_scheduler.storage.ops import users as user_ops
 from pedl_scheduler.storage.tables import metadata
 
 FIXTURES = Path(__file__).with_name("fixtures")
-REVISIONS = [f"{n:04d}" for n in range(1, 14)]
+# Every revision file, in order: a new migration is tested both ways without editing this list.
+VERSIONS = Path(migrate.__file__).parent / "migrations" / "versions"
+REVISIONS = sorted(p.name[1:5] for p in VERSIONS.glob("v[0-9][0-9][0-9][0-9]_*.py"))
 
 
 def schema_differences(url: str) -> list:
