@@ -78,9 +78,44 @@ class SlurmCluster:
         return "\n".join(parts)
 
     def stop(self) -> None:
+        """Cancels every job, then stops the daemons. A job's slurmstepd is reparented away from
+        slurmd, so stopping the daemons alone leaves a running job's step (and its pedl-agent) behind;
+        whatever a cancel did not end is killed by its environment (`SLURM_CONF` of this cluster)."""
+        if self.processes:
+            try:
+                for job in self.jobs():
+                    self.run("scancel", job["id"], check=False)
+                deadline = time.monotonic() + 15
+                while self.jobs() and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            except (OSError, RuntimeError, subprocess.SubprocessError):
+                pass  # the controller is gone already: the sweep below still runs
         for process in reversed(self.processes):
             stop(process)
         self.processes.clear()
+        _kill_job_processes(f"SLURM_CONF={self.conf}".encode())
+
+
+def _kill_job_processes(marker: bytes) -> None:
+    """SIGKILLs every process whose environment holds `marker`, and the slurmstepd above each."""
+    doomed: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            doomed.add(int(entry.name))
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if (Path("/proc") / str(parent) / "cmdline").read_bytes().startswith(b"slurmstepd"):
+                doomed.add(parent)
+        except (OSError, ValueError, IndexError):
+            continue
+    for pid in doomed:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
 
 
 def write_conf(
