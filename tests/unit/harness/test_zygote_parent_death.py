@@ -14,7 +14,8 @@ import pytest
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux parent-death signal")
 
 # The parent forks a child that ties itself to it by pid or by a pipe, at once or after the parent
-# exited; the parent prints the child's pid and, unless told to be gone, waits to be killed.
+# exited; the parent prints the child's pid and, unless told to be gone, waits to be killed. Each
+# line is one write(2) to the pipe, so the two processes' lines never interleave.
 PARENT = """
 import os, sys, time
 from pedl.harness import zygote
@@ -27,10 +28,10 @@ if pid == 0:
     while when == "late" and os.getppid() == parent:
         time.sleep(0.01)
     zygote._tie_to_parent(**({"parent": parent} if how == "pid" else {"lifeline": lifeline}))
-    print("tied", flush=True)
+    os.write(1, b"tied\\n")
     time.sleep(120)
     os._exit(0)
-print(pid, flush=True)
+os.write(1, f"{pid}\\n".encode())  # one write: the child's line cannot land inside it
 if when == "late":
     os._exit(0)
 time.sleep(120)
