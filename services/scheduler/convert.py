@@ -15,6 +15,7 @@ from pedl.config.masking import mask_text
 from pedl.config.stored import parse_stored_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_scheduler.experiments import early_exit
+from pedl_scheduler.slurm.commands import job_of_agent
 
 EXPERIMENT_STATES = {
     name.removeprefix("EXPERIMENT_STATE_"): value for name, value in common_pb2.ExperimentState.items()
@@ -84,6 +85,7 @@ def description(row: dict[str, Any], config: dict[str, Any]) -> str:
 def trial(
     row: dict[str, Any], agent_id: str = "", num_steps: int = 0, waiting_reason: str = ""
 ) -> scheduler_pb2.Trial:
+    ran_on = [a for a in (row.get("agents") or "").split(",") if a]
     message = scheduler_pb2.Trial(
         id=row["id"],
         experiment_id=row["experiment_id"],
@@ -102,6 +104,8 @@ def trial(
         seed=row["seed"],
         waiting_reason=waiting_reason,
         parent_trial_id=row.get("parent_trial_id") or 0,
+        ran_on=ran_on,
+        slurm_job=job_of_agent(ran_on[0]) or "" if ran_on else "",
         # A COMPLETED trial's end_cause names its early exit; an ERROR's says whose fault it was.
         early_exit=early_exit.reason_value(
             (row.get("end_cause") or "") if row["state"] == "COMPLETED" else ""

@@ -172,6 +172,23 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
     bob.login("bob", "Bob-passw0rd")
     assert "You are logged in as user 'bob'" in bob.ok("user", "whoami")
     assert re.search(rf"^\s+{exp} \| admin", bob.ok("e", "list", "--all"), re.M)  # everyone sees them
+    # `det job list`: the running experiment is a job holding its one slot; its owner changes its
+    # weight with `det job update`, bob may not, and a queue move is refused in one line.
+    job = f"experiment-{exp}"
+    assert re.search(
+        rf"\| {job} +\| TYPE_EXPERIMENT .*\| 1/1 .*\| STATE_SCHEDULED .*\| admin", det.ok("job", "list")
+    ), det.ok("job", "list")
+    det.ok("job", "update", job, "--weight", "3")
+    assert re.search(rf"\| {job} +\|[^|]*\|[^|]*\| +3(\.0)? \|", det.ok("job", "list")), det.ok("job", "list")
+    assert bob.run("job", "update", job, "--weight", "5").returncode != 0
+    moved = det.run("job", "update", job, "--resource-pool", "elsewhere")
+    assert moved.returncode != 0 and "weighted fair share" in moved.stderr, moved.stderr
+    # pedl's own CLI reads the same queue over gRPC and updates it the same way.
+    assert re.search(
+        rf"^0 +{job} +EXPERIMENT .* 3 .* 1/1 +SCHEDULED +admin$", cluster.user.ok("pedl", "job", "list"), re.M
+    )
+    assert cluster.user.ok("pedl", "job", "update-batch", f"{job}.weight=2").strip() == f"Job {job}: weight 2"
+    assert json.loads(cluster.user.ok("pedl", "job", "list", "--json"))[0]["weight"] == 2
     for refused in (
         ("e", "kill", exp),
         ("e", "pause", exp),

@@ -166,3 +166,8 @@ def test_det_trial_describe_names_the_slurm_job_the_trial_runs_in(env: Env) -> N
     line = next((x for x in out.splitlines() if f"slurm-{job} " in x), "")
     assert "SCHEDULED" in line and re.search(r"RUNNING on n1", line), out
     env.kill(exp_id)
+    # Ended, its pilot job gone from Slurm, the trial still says which job and agent it ran in.
+    ended = stub(env.pedl).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id)).trial
+    assert (ended.agent_id, list(ended.ran_on), ended.slurm_job) == ("", [trial.agent_id], job), ended
+    described = json.loads(env.det.ok("trial", "describe", str(trial.id), "--json"))
+    assert described["trial"]["metadata"] == {"slurm_job": job, "agent": trial.agent_id}, described

@@ -125,6 +125,10 @@ class SchedulerClient(_grpc.Client):
             if not token:
                 return experiments
 
+    def call(self, method: str, request: Any) -> Any:
+        """A read-only RPC by name (pedl.jobs gathers the queue through it, as the REST API does)."""
+        return self._read(getattr(self._stub, method), request, _TIMEOUT)
+
     def get_experiment(self, experiment_id: int) -> scheduler_pb2.GetExperimentResponse:
         request = scheduler_pb2.GetExperimentRequest(experiment_id=experiment_id)
         return self._read(self._stub.GetExperiment, request, _TIMEOUT)

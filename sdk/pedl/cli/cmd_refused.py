@@ -17,7 +17,6 @@ GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
     "project": (("p", "projects"), "pedl has no projects; experiments are listed flat"),
     "workspace": (("w", "workspaces"), "pedl has no workspaces; experiments are listed flat"),
     "model": (("m",), "pedl has no model registry; use `det e download` or `det checkpoint download`"),
-    "job": (("j",), "pedl has no job queue commands; `det e list` shows what runs"),
     "oauth": ((), "pedl has no OAuth clients; log in with `det user login`"),
     "deploy": ((), "pedl deploys locally with `pedl cluster up`; see deploy/ for other setups"),
 }

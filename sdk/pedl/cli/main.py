@@ -33,6 +33,7 @@ GROUPS = (
     Group("checkpoint", (), "list, download or delete checkpoints", "cmd_checkpoint"),
     Group("agent", ("a",), "inspect agents", "cmd_agent"),
     Group("slot", ("s",), "inspect slots", "cmd_agent", "register_slot"),
+    Group("job", ("j",), "the job queue: active experiments and Slurm pilot jobs", "cmd_job"),
     Group("cluster", (), "start or stop a local cluster", "cmd_cluster"),
     Group(
         "tensorboard",

@@ -328,6 +328,8 @@ def trial_summary(trial: scheduler_pb2.Trial) -> str:
                 ("Run", trial.run_id),
                 ("Seed", trial.seed),
                 ("Agent", trial.agent_id),
+                ("Ran on", "" if trial.agent_id else ", ".join(trial.ran_on)),
+                ("Slurm job", trial.slurm_job),
                 ("Best validation", _best(trial)),
                 ("Latest checkpoint", trial.latest_checkpoint_uuid),
                 ("Started", short_time(trial.start_time)),

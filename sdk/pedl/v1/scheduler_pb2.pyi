@@ -145,6 +145,8 @@ class Trial(google.protobuf.message.Message):
     EPOCH_BATCHES_FIELD_NUMBER: builtins.int
     PARENT_TRIAL_ID_FIELD_NUMBER: builtins.int
     EARLY_EXIT_FIELD_NUMBER: builtins.int
+    RAN_ON_FIELD_NUMBER: builtins.int
+    SLURM_JOB_FIELD_NUMBER: builtins.int
     id: builtins.int
     experiment_id: builtins.int
     state: pedl.v1.common_pb2.TrialState.ValueType
@@ -176,8 +178,16 @@ class Trial(google.protobuf.message.Message):
     """Why the trial's own code ended it early (a COMPLETED trial short of its length); UNSPECIFIED
     when it did not.
     """
+    slurm_job: builtins.str
+    """The Slurm job its latest run's chief ran in, when a Slurm pool's pilot agent ran it; "" otherwise."""
     @property
     def hparams(self) -> google.protobuf.struct_pb2.Struct: ...
+    @property
+    def ran_on(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """The agents its latest run was placed on, chief first; kept after the trial ends (agent_id is
+        only the one running it now).
+        """
+
     def __init__(
         self,
         *,
@@ -200,9 +210,11 @@ class Trial(google.protobuf.message.Message):
         epoch_batches: builtins.int = ...,
         parent_trial_id: builtins.int = ...,
         early_exit: pedl.v1.common_pb2.EarlyExitReason.ValueType = ...,
+        ran_on: collections.abc.Iterable[builtins.str] | None = ...,
+        slurm_job: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "best_validation_metric", b"best_validation_metric", "hparams", b"hparams"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "agent_id", b"agent_id", "best_validation_metric", b"best_validation_metric", "early_exit", b"early_exit", "end_time", b"end_time", "epoch_batches", b"epoch_batches", "error", b"error", "experiment_id", b"experiment_id", "hparams", b"hparams", "id", b"id", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "num_steps", b"num_steps", "parent_trial_id", b"parent_trial_id", "restarts", b"restarts", "run_id", b"run_id", "seed", b"seed", "start_time", b"start_time", "state", b"state", "total_batches", b"total_batches", "waiting_reason", b"waiting_reason"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_best_validation_metric", b"_best_validation_metric", "agent_id", b"agent_id", "best_validation_metric", b"best_validation_metric", "early_exit", b"early_exit", "end_time", b"end_time", "epoch_batches", b"epoch_batches", "error", b"error", "experiment_id", b"experiment_id", "hparams", b"hparams", "id", b"id", "latest_checkpoint_uuid", b"latest_checkpoint_uuid", "num_steps", b"num_steps", "parent_trial_id", b"parent_trial_id", "ran_on", b"ran_on", "restarts", b"restarts", "run_id", b"run_id", "seed", b"seed", "slurm_job", b"slurm_job", "start_time", b"start_time", "state", b"state", "total_batches", b"total_batches", "waiting_reason", b"waiting_reason"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_best_validation_metric", b"_best_validation_metric"]) -> typing.Literal["best_validation_metric"] | None: ...
 
 global___Trial = Trial

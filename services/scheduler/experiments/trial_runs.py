@@ -125,7 +125,10 @@ class TrialRuns:
         self.work.dispatch(trial)
 
     def _record_run_started(self, trial: TrialRuntime) -> None:
-        trial_ops.start_run(self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now())
+        agents = (trial.agent_id or "", *(agent_id for agent_id, _ in trial.peers))
+        trial_ops.start_run(
+            self.db, trial.id, trial.run_id, json.dumps(trial.sequencer.to_dict()), utc_now(), agents
+        )
 
     def trial_agent(self, trial_id: int) -> str:
         trial = self.trials.get(trial_id)

@@ -89,6 +89,8 @@ trials = Table(
     Column("waiting_on_trial_id", Integer),  # the parent this trial waits on to save its state
     # Why it ended ERROR: "user" (its code) or "infrastructure"; "" otherwise or when an older pedl ended it.
     Column("end_cause", Text, nullable=False, server_default=""),
+    # The agents of its latest run, chief first, comma-separated; kept after the run ends.
+    Column("agents", Text, nullable=False, server_default=""),
     UniqueConstraint("experiment_id", "request_id"),
     Index("trials_experiment", "experiment_id"),
     sqlite_autoincrement=True,

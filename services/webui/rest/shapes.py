@@ -101,7 +101,7 @@ def trial_json(
         "taskId": f"trial-{trial.id}",
         "taskIds": [f"trial-{trial.id}"],
         "summaryMetrics": {},
-        "metadata": slurm_placement(trial.agent_id),
+        "metadata": slurm_placement(trial),
     }
     if trial.HasField("best_validation_metric"):
         value["searcherMetricValue"] = trial.best_validation_metric
@@ -130,13 +130,12 @@ def trial_json(
     return value
 
 
-def slurm_placement(agent_id: str) -> dict[str, str]:
-    """The Slurm job a running trial's pilot agent (slurm-<job>-<node>) runs in, for
-    `det trial describe --json`; {} on other agents and while the trial has none."""
-    parts = agent_id.split("-")
-    if len(parts) < 3 or parts[0] != "slurm" or not parts[1].isdigit():
+def slurm_placement(trial: scheduler_pb2.Trial) -> dict[str, str]:
+    """The Slurm job the trial's latest run ran in (running or ended), for
+    `det trial describe --json`; {} when no Slurm pool's pilot agent ran it."""
+    if not trial.slurm_job:
         return {}
-    return {"slurm_job": parts[1], "agent": agent_id}
+    return {"slurm_job": trial.slurm_job, "agent": trial.agent_id or trial.ran_on[0]}
 
 
 def _best(

@@ -206,10 +206,11 @@ def test_many_trials_journal_events_and_saves_of_one_transaction_land_in_their_c
 def test_a_start_time_is_the_first_runs() -> None:
     s = open_storage(":memory:")
     trial = add_trial(s, add_experiment(s))
-    trial_ops.start_run(s, trial, 1, "{}", "first")
-    trial_ops.start_run(s, trial, 2, "{}", "second")
+    trial_ops.start_run(s, trial, 1, "{}", "first", ("a1",))
+    trial_ops.start_run(s, trial, 2, "{}", "second", ("a2", "a3"))
     row = trial_ops.trial(s, trial)
     assert (row["run_id"], row["start_time"]) == (2, "first")  # type: ignore[index]
+    assert row["agents"] == "a2,a3"  # type: ignore[index]  # the latest run's, chief first
 
 
 # SQL as pedl writes it: keywords in capitals (English prose like "select ... from" is not SQL).

@@ -1,10 +1,14 @@
-"""Determined's job queue as pedl fills it from the Slurm pools' pilot jobs (no server, no Slurm)."""
+"""Determined's job queue as pedl fills it from its active experiments and the Slurm pools' pilot
+jobs (`pedl.jobs`, shaped as Determined's JSON; no server, no Slurm)."""
 
 from __future__ import annotations
 
-from pedl.v1 import scheduler_pb2
+from typing import Any
+
+from pedl import jobs
+from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_scheduler.slurm.commands import utc_time
-from pedl_webui.rest.job_queue import queue
+from pedl_webui.rest.job_queue import job_json
 from pedl_webui.rest.shapes import slurm_placement
 
 
@@ -14,6 +18,16 @@ def pilot(job_id: str, pool: str, state: str, reason: str, submitted: str) -> sc
         node_list="n1" if state == "RUNNING" else "", time_left="4:00" if state == "RUNNING" else "",
         submit_time=submitted,
     )  # fmt: skip
+
+
+def queue(
+    pilots: list[scheduler_pb2.PilotJob],
+    pool: str,
+    states: list[str],
+    experiments: list[jobs.Job] | None = None,
+) -> list[dict[str, Any]]:
+    found = [jobs.pilot_job(p) for p in pilots] + (experiments or [])
+    return [job_json(j) for j in jobs.in_order(found, pool, [s.removeprefix("STATE_") for s in states])]
 
 
 JOBS = [
@@ -53,5 +67,62 @@ def test_squeues_local_times_become_utc_and_garbage_becomes_empty() -> None:
 
 
 def test_a_trial_on_a_pilot_agent_names_its_slurm_job_and_no_other_agent_does() -> None:
-    assert slurm_placement("slurm-42-n3") == {"slurm_job": "42", "agent": "slurm-42-n3"}
-    assert slurm_placement("agent-1") == slurm_placement("") == slurm_placement("slurm-x-n1") == {}
+    both = ["slurm-42-n3", "slurm-42-n4"]
+    running = scheduler_pb2.Trial(agent_id="slurm-42-n3", ran_on=both, slurm_job="42")
+    ended = scheduler_pb2.Trial(ran_on=["slurm-42-n3"], slurm_job="42")
+    assert slurm_placement(running) == slurm_placement(ended) == {"slurm_job": "42", "agent": "slurm-42-n3"}
+    assert slurm_placement(scheduler_pb2.Trial(agent_id="agent-1", ran_on=["agent-1"])) == {}
+    assert slurm_placement(scheduler_pb2.Trial()) == {}
+
+
+def _experiment(exp_id: int, created: str, running: int, queued: int) -> jobs.Job:
+    trials = [
+        scheduler_pb2.Trial(id=i, state=common_pb2.TRIAL_STATE_ACTIVE, agent_id="a1") for i in range(running)
+    ]
+    trials += [scheduler_pb2.Trial(id=100 + i, state=common_pb2.TRIAL_STATE_ACTIVE) for i in range(queued)]
+    trials.append(scheduler_pb2.Trial(id=999, state=common_pb2.TRIAL_STATE_COMPLETED))
+    exp = scheduler_pb2.Experiment(id=exp_id, created_at=created, owner="ann", name=f"e{exp_id}")
+    return jobs.experiment_job(exp, None, trials)
+
+
+def test_an_experiment_is_a_job_holding_its_running_trials_slots_of_its_unfinished_ones() -> None:
+    busy_job = _experiment(3, "2026-11-29T01:00:00+00:00", running=2, queued=1)
+    waiting_job = _experiment(4, "2026-11-29T00:00:00+00:00", running=0, queued=2)
+    busy, waiting = job_json(busy_job), job_json(waiting_job)
+    assert (busy["jobId"], busy["type"], busy["entityId"], busy["name"]) == (
+        "experiment-3",
+        "TYPE_EXPERIMENT",
+        "3",
+        "e3",
+    )
+    assert (busy["allocatedSlots"], busy["requestedSlots"], busy["summary"]["state"]) == (
+        2,
+        3,
+        "STATE_SCHEDULED",
+    )
+    assert (waiting["allocatedSlots"], waiting["requestedSlots"], waiting["summary"]["state"]) == (
+        0,
+        2,
+        "STATE_QUEUED",
+    )
+    # Scheduled ones first, then queued ones by submission, pilot jobs among them; jobsAhead counts per pool.
+    rows = queue(
+        [pilot("7", "default", "PENDING", "Resources", "2026-11-29T00:30:00+00:00")], "", [], [waiting_job, busy_job]
+    )
+    assert [(r["jobId"], r["summary"]["jobsAhead"]) for r in rows] == [
+        ("experiment-3", 0),
+        ("experiment-4", 1),
+        ("slurm-7", 2),
+    ]
+    assert [r["jobId"] for r in queue([], "", ["STATE_QUEUED"], [waiting_job, busy_job])] == ["experiment-4"]
+
+
+def test_a_job_id_names_an_experiment_a_pilot_job_is_slurms_and_others_are_unknown() -> None:
+    assert jobs.experiment_of("experiment-12") == 12
+    for job_id, error in (("slurm-7", ValueError), ("experiment-x", LookupError), ("7", LookupError)):
+        try:
+            jobs.experiment_of(job_id)
+        except error as e:
+            assert job_id in str(e)
+        else:
+            raise AssertionError(job_id)

@@ -78,6 +78,7 @@ _START_RUN = (
     .values(
         run_id=bindparam("new_run_id"),
         sequencer_json=bindparam("new_sequencer_json"),
+        agents=bindparam("new_agents"),
         start_time=case((trials.c.start_time == "", bindparam("now")), else_=trials.c.start_time),
     )
 )
@@ -204,11 +205,19 @@ def set_trial_state(s: Storage, trial_id: int, state: str) -> None:
     s.defer(_SET_STATE, {"trial_id": trial_id, "new_state": state})
 
 
-def start_run(s: Storage, trial_id: int, run_id: int, sequencer_json: str, now: str) -> None:
-    """A new run of the trial; its start time is the first run's."""
+def start_run(
+    s: Storage, trial_id: int, run_id: int, sequencer_json: str, now: str, agents: tuple[str, ...]
+) -> None:
+    """A new run of the trial on `agents` (chief first); its start time is the first run's."""
     s.defer(
         _START_RUN,
-        {"trial_id": trial_id, "new_run_id": run_id, "new_sequencer_json": sequencer_json, "now": now},
+        {
+            "trial_id": trial_id,
+            "new_run_id": run_id,
+            "new_sequencer_json": sequencer_json,
+            "now": now,
+            "new_agents": ",".join(agents),
+        },
     )
 
 
