@@ -22,4 +22,4 @@ _TEST_HOME = tempfile.mkdtemp(prefix="pedl-test-home-")
 os.environ["PEDL_HOME"] = _TEST_HOME
 atexit.register(shutil.rmtree, _TEST_HOME, True)
 
-pytest_plugins = ["support.db_fixtures"]
+pytest_plugins = ["support.db_fixtures", "support.file_order"]

@@ -48,19 +48,13 @@ def run(args: list[str], cwd: Path, env: dict[str, str], check: bool = True) -> 
     return result
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """An initialised root module directory, shared (init copies the large provider binary once).
-
-    Terraform installs providers from the local mirror only, never from the network; each test
-    rewrites main.tf (same module call, other inputs or provider settings: no re-init needed).
-    """
-    tmp = tmp_path_factory.mktemp("terraform")
+def terraform_env(tmp: Path) -> dict[str, str]:
+    """Terraform's environment for a root module under `tmp`: providers from the local mirror only."""
     config = tmp / "terraformrc"
     config.write_text(
         f'provider_installation {{\n  filesystem_mirror {{\n    path = "{plugin_mirror()}"\n  }}\n}}\n'
     )
-    env = {
+    return {
         **os.environ,
         "TF_CLI_CONFIG_FILE": str(config),
         "TF_IN_AUTOMATION": "1",
@@ -69,14 +63,24 @@ def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """An initialised root module directory, shared (init copies the large provider binary once).
+
+    Terraform installs providers from the local mirror only, never from the network; each test
+    rewrites main.tf (same module call, other inputs or provider settings: no re-init needed).
+    """
+    tmp = tmp_path_factory.mktemp("terraform")
+    env = terraform_env(tmp)
     root = root_module(tmp / "root", PLAIN_PROVIDER)
     run(["init", "-input=false", "-no-color"], root, env)
     return root, env
 
 
-def root_module(directory: Path, provider: str, **inputs: object) -> Path:
-    """A root module calling deploy/terraform/aws with `inputs` (HCL-encoded as JSON)."""
-    directory.mkdir(parents=True, exist_ok=True)
+def module_call(name: str, **inputs: object) -> str:
+    """A call of deploy/terraform/aws named `name` with `inputs` (HCL-encoded as JSON)."""
     values = {
         "allowed_cidrs": ["203.0.113.0/24"],
         "scheduler_ami_id": "ami-0123456789abcdef0",
@@ -85,13 +89,17 @@ def root_module(directory: Path, provider: str, **inputs: object) -> Path:
         **inputs,
     }
     body = "\n".join(f"  {k} = {json.dumps(v)}" for k, v in values.items())
+    return f'module "{name}" {{\n  source = "{MODULE}"\n{body}\n}}'
+
+
+def root_module(directory: Path, provider: str, **inputs: object) -> Path:
+    """A root module calling deploy/terraform/aws with `inputs`, and showing its outputs."""
+    directory.mkdir(parents=True, exist_ok=True)
     outputs = "\n".join(
         f'output "{name}" {{\n  value = module.pedl.{name}\n}}'
         for name in ("scheduler_address", "checkpoint_bucket", "metrics_url", "agent_autoscaling_group")
     )
-    (directory / "main.tf").write_text(
-        f'{provider}\nmodule "pedl" {{\n  source = "{MODULE}"\n{body}\n}}\n{outputs}\n'
-    )
+    (directory / "main.tf").write_text(f"{provider}\n{module_call('pedl', **inputs)}\n{outputs}\n")
     return directory
 
 
@@ -107,25 +115,46 @@ def test_the_module_validates(workspace) -> None:
     assert result["valid"], result["diagnostics"]
 
 
-@pytest.mark.parametrize(
-    ("inputs", "message"),
-    [
-        ({"agent_max_count": 0}, "agent_max_count must be a whole number from 1 to 100"),
-        ({"agent_min_count": 101}, "agent_min_count must be a whole number from 0 to 100"),
-        ({"agent_instance_types": []}, "agent_instance_types must hold at least one EC2 instance type"),
-        ({"agent_instance_types": ["not a type"]}, "agent_instance_types must hold at least one EC2"),
-        ({"allowed_cidrs": []}, "allowed_cidrs must hold at least one IPv4 CIDR block"),
-        ({"db_password": "short"}, "db_password must be at least 16 characters"),
-        ({"scheduler_ami_id": "ubuntu"}, "scheduler_ami_id must be an AMI id"),
-        ({"vpc_cidr": "10.0.0.0/28"}, "vpc_cidr must be an IPv4 CIDR block of /22 or larger"),
-    ],
-)
-def test_bad_variables_are_rejected_with_their_message(workspace, inputs, message) -> None:
-    root, tf_env = workspace
-    root_module(root, PLAIN_PROVIDER, **inputs)
-    result = run(["validate", "-no-color"], root, tf_env, check=False)
-    assert result.returncode != 0
-    assert message in " ".join((result.stdout + result.stderr).split())
+BAD_INPUTS = [
+    ({"agent_max_count": 0}, "agent_max_count must be a whole number from 1 to 100"),
+    ({"agent_min_count": 101}, "agent_min_count must be a whole number from 0 to 100"),
+    ({"agent_instance_types": []}, "agent_instance_types must hold at least one EC2 instance type"),
+    ({"agent_instance_types": ["not a type"]}, "agent_instance_types must hold at least one EC2"),
+    ({"allowed_cidrs": []}, "allowed_cidrs must hold at least one IPv4 CIDR block"),
+    ({"db_password": "short"}, "db_password must be at least 16 characters"),
+    ({"scheduler_ami_id": "ubuntu"}, "scheduler_ami_id must be an AMI id"),
+    ({"vpc_cidr": "10.0.0.0/28"}, "vpc_cidr must be an IPv4 CIDR block of /22 or larger"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_inputs_validated(tmp_path_factory) -> tuple[int, dict[str, list[dict]]]:
+    """One `terraform validate` of a root module calling the module once per bad input (`bad_N`,
+    each otherwise valid): its exit status, and its diagnostics by the module call they point at.
+
+    One run, not one per input: each validate loads the AWS provider's schema (~5 s of CPU)."""
+    tmp = tmp_path_factory.mktemp("terraform-bad-inputs")
+    env = terraform_env(tmp)
+    root = tmp / "root"
+    root.mkdir()
+    calls = [module_call(f"bad_{i}", **inputs) for i, (inputs, _) in enumerate(BAD_INPUTS)]
+    (root / "main.tf").write_text("\n".join([PLAIN_PROVIDER, *calls]) + "\n")
+    run(["init", "-input=false", "-no-color"], root, env)
+    result = run(["validate", "-json", "-no-color"], root, env, check=False)
+    by_call: dict[str, list[dict]] = {}
+    for diagnostic in json.loads(result.stdout)["diagnostics"]:
+        context = diagnostic.get("snippet", {}).get("context", "")
+        by_call.setdefault(context, []).append(diagnostic)
+    return result.returncode, by_call
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, message) for i, (_, message) in enumerate(BAD_INPUTS)])
+def test_bad_variables_are_rejected_with_their_message(bad_inputs_validated, index, message) -> None:
+    returncode, by_call = bad_inputs_validated
+    assert returncode != 0
+    errors = [d for d in by_call.get(f'module "bad_{index}"', []) if d["severity"] == "error"]
+    assert errors, f"no error for {BAD_INPUTS[index][0]}: {by_call}"
+    assert any(message in " ".join((d["summary"] + " " + d["detail"]).split()) for d in errors), errors
 
 
 # ---- apply and destroy against a moto server ----------------------------------------------
@@ -216,8 +245,10 @@ def test_apply_and_destroy_against_moto(workspace, moto) -> None:
             for name in ("cluster-secret", "admin-password")
         }
         assert len(stored["cluster-secret"]) >= 32 and len(stored["admin-password"]) >= 16
-        state = run(["show", "-json"], root, env).stdout
+        # The raw state (what `show` renders from), read without loading the provider (~4 s).
+        state = run(["state", "pull"], root, env).stdout
+        assert json.loads(state)["resources"]
         assert all(value not in state for value in stored.values())
     finally:
         run(["destroy", "-auto-approve", "-input=false", "-no-color"], root, env)
-    assert json.loads(run(["show", "-json"], root, env).stdout).get("values") is None
+    assert json.loads(run(["state", "pull"], root, env).stdout)["resources"] == []
