@@ -43,3 +43,20 @@ def test_many_metrics_in_a_small_bound_stay_within_it() -> None:
     for bound in (2, 3, 5, 20):
         kept = downsample.keep(rows, bound)
         assert len(kept) <= bound and kept[0] == 0 and kept[-1] == 299
+
+
+def test_the_web_ui_refuses_a_bad_bound_or_trial_list_with_a_400() -> None:
+    import pytest
+
+    from pedl_webui import pages
+    from pedl_webui.gateway import GatewayError
+
+    assert pages._max_points(None) == downsample.MAX_POINTS and pages._max_points("20") == 20
+    assert pages._trial_ids("3,5") == [3, 5] and pages._trial_ids(None) == []
+    for bad in ("1", "201", "x", "-3"):
+        with pytest.raises(GatewayError, match="max_points must be 2 to 200") as refused:
+            pages._max_points(bad)
+        assert refused.value.status == 400
+    for bad_ids in ("3,,5", "a", "0", "-1"):
+        with pytest.raises(GatewayError, match="trials must be trial ids"):
+            pages._trial_ids(bad_ids)
