@@ -5,11 +5,12 @@ and what a page left open on a live experiment costs the scheduler.
    10 trials (5 in --smoke), starts `pedl-scheduler` and `pedl-webui` on it, and loads each view of
    both in Chromium. Each figure is the page's own clock (performance.now(), from navigation start)
    when the view is drawn, printed as a ratio against the same view of the baseline experiment in
-   the same run (and beside the 1 s target): the experiment page (every trial's history arrived,
-   curves, trials table and hyperparameter charts drawn: `body[data-ready]`; JavaScript is
-   single-threaded, so the page takes input from then on), hyperparameter importance, the plots
-   (contour and slices drawn; and the contour redrawn for a new pick of hyperparameters, in ms of
-   script), and 10 trials compared.
+   the same run (and beside the 1 s target): the experiment page (its summary painted: trials
+   table, best metrics and hyperparameter charts, `body[data-ready]`; JavaScript is single-threaded,
+   so the page takes input from then on), its learning curves (streamed after the summary, each
+   trial's cut by the scheduler, then drawn), hyperparameter importance, the plots (contour and
+   slices drawn; and the contour redrawn for a new pick of hyperparameters, in ms of script), and
+   10 trials compared (only their curves streamed).
    First of all, the first importance request the web UI answers after it starts (optuna's import
    included, unless the web UI has done it in the background already), against a repeat of it.
 2. Runs a live digits experiment on an agent and measures the scheduler's CPU (utime + stime from
@@ -17,6 +18,9 @@ and what a page left open on a live experiment costs the scheduler.
    trials polled) and one without again; the page's cost, in % of one core, is the open window's
    CPU less what the scheduler spent per batch ingested in the windows without, times the batches
    the trial trained while watched (a machine shared with others makes the trial's pace vary).
+
+--smoke drives the browser through the experiment page (summary and curves) of 5 trials x 5
+validations against 3, and leaves out the first-request figure, the other views and part 2.
 
     .venv/bin/python benchmarks/webui_page.py [--trials 1000] [--validations 100] [--repeat 5]
                                                [--window 30] [--first-request-after 0.5]
@@ -50,6 +54,7 @@ from pedl_scheduler.storage import open_storage  # noqa: E402
 from pedl_scheduler.storage.ops import results as result_ops  # noqa: E402
 from pedl_scheduler.storage.ops import trials as trial_ops  # noqa: E402
 from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from support.processes import free_port  # noqa: E402
 
 BIN = Path(sys.executable).parent
 CONFIG = """
@@ -117,7 +122,12 @@ def build(db: Path, searches: list[tuple[int, int]]) -> list[int]:
 
 def spawn(tmp: Path, name: str, argv: list[str], port_file: Path | None = None) -> subprocess.Popen:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / f"{name}.log", "wb"))
-    deadline = time.monotonic() + 60
+    return started(tmp, name, proc, port_file)
+
+
+def started(tmp: Path, name: str, proc: subprocess.Popen, port_file: Path | None) -> subprocess.Popen:
+    """`proc` once it has written its port file."""
+    deadline = time.monotonic() + 120
     while port_file is not None and not (port_file.exists() and port_file.read_text().strip()):
         if proc.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"{name} did not start: see {tmp / f'{name}.log'}")
@@ -161,14 +171,23 @@ REPICK = """() => { const x = document.getElementById('contour-x'), y = document
   const t = performance.now(); x.dispatchEvent(new Event('change')); return performance.now() - t; }"""
 
 
-def measure_views(browser, webui: str, cookie: str, exp_id: int, first_trial: int, repeat: int):  # noqa: ANN001, ANN201
+def measure_views(browser, webui: str, cookie: str, exp_id: int, first_trial: int, repeat: int,  # noqa: ANN001, ANN201
+                  views: tuple[str, ...]):  # fmt: skip
     """Each view's seconds from navigation to drawn, `repeat` times each (a fresh page every time);
-    the compare view shows the experiment's first 10 trials, from `first_trial` on."""
+    the compare view shows the experiment's first 10 trials, from `first_trial` on. `views`: all
+    of VIEWS, or the first two (the experiment page and its curves). Returns them and what the
+    curves chart says it drew."""
     compared = ",".join(str(first_trial + n) for n in range(10))
-    times: dict[str, list[float]] = {v: [] for v in VIEWS}
+    times: dict[str, list[float]] = {v: [] for v in views}
+    rows = ""  # what the page says it drew ("25 rows from 5 trials")
     for _ in range(repeat):
         context, page = open_page(browser, webui, cookie, exp_id)
         times["experiment page"].append(float(page.get_attribute("body", "data-ready")) / 1000)
+        times["learning curves drawn"].append(drawn_at(page, "#curves canvas", "curves"))
+        rows = page.inner_text("#points")
+        if len(views) == 2:
+            context.close()
+            continue
         shown = "#importance-table, #importance p"
         times["hyperparameter importance"].append(drawn_at(page, shown, "importance"))
         plots = "#contour[data-trials] canvas, #slices .slice canvas"
@@ -178,11 +197,12 @@ def measure_views(browser, webui: str, cookie: str, exp_id: int, first_trial: in
         page.wait_for_selector("body[data-ready]", timeout=120_000)
         times["compare 10 trials"].append(page.evaluate("performance.now()") / 1000)
         context.close()
-    return times
+    return times, rows
 
 
 VIEWS = (
     "experiment page",
+    "learning curves drawn",
     "hyperparameter importance",
     "contour and slice plots",
     "contour redrawn for a new pick",
@@ -210,11 +230,14 @@ def main() -> None:
     )  # fmt: skip
     p.add_argument("--first-request-only", action="store_true", help="stop after the first-request figure")
     p.add_argument("--screenshot", type=Path, help="save the large experiment page here")
-    p.add_argument("--smoke", action="store_true", help="20 trials x 10 validations, 3 s windows")
+    p.add_argument(
+        "--smoke", action="store_true", help="the experiment page of 5 trials x 5 validations only"
+    )
     args = p.parse_args()
     baseline = 10
+    views = VIEWS
     if args.smoke:
-        args.trials, args.validations, args.repeat, args.window = 20, 10, 1, 3.0
+        args.trials, args.validations, args.repeat, baseline, views = 5, 5, 1, 3, VIEWS[:2]
     executable = chromium_path()
     try:
         from playwright.sync_api import sync_playwright
@@ -232,48 +255,54 @@ def main() -> None:
         (tmp / "admin").write_text(password)
         procs = []
         try:
+            # The scheduler, the web UI (and in --smoke, Chromium) start side by side.
+            master = f"127.0.0.1:{free_port()}"
             scheduler = spawn(tmp, "scheduler", [
-                str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", "0",
+                str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", master.split(":")[1],
                 "--port-file", str(tmp / "scheduler.port"), "--cluster-secret-file", str(tmp / "secret"),
                 "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1",
-            ], tmp / "scheduler.port")  # fmt: skip
+            ])  # fmt: skip
             procs.append(scheduler)
-            master = f"127.0.0.1:{(tmp / 'scheduler.port').read_text().strip()}"
             procs.append(spawn(tmp, "webui", [
                 str(BIN / "pedl-webui"), "--master", master, "--port", "0",
                 "--port-file", str(tmp / "webui.port"),
-            ], tmp / "webui.port"))  # fmt: skip
-            started = time.monotonic()
+            ]))  # fmt: skip
+            launch = lambda: pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)  # noqa: E731
+            browser = launch() if args.smoke else None
+            started(tmp, "scheduler", scheduler, tmp / "scheduler.port")
+            started(tmp, "webui", procs[1], tmp / "webui.port")
+            up = time.monotonic()
             webui = f"http://127.0.0.1:{(tmp / 'webui.port').read_text().strip()}"
             cookie = session_cookie(webui, password)
-            time.sleep(max(0.0, args.first_request_after - (time.monotonic() - started)))
+            time.sleep(max(0.0, args.first_request_after - (time.monotonic() - up)))
             importance_url = f"{webui}/api/experiments/{exp_id}/importance"
-            first = get_seconds(importance_url, cookie)
-            again = statistics.median(get_seconds(importance_url, cookie) for _ in range(3))
-            print(f"first importance request {args.first_request_after:.1f} s after the web UI started, "
-                  f"{args.trials} trials: {first:.3f} s, a repeat {again:.3f} s, "
-                  f"ratio {first / again:.2f}")  # fmt: skip
+            if not args.smoke:
+                first = get_seconds(importance_url, cookie)
+                again = statistics.median(get_seconds(importance_url, cookie) for _ in range(3))
+                print(f"first importance request {args.first_request_after:.1f} s after the web UI started, "
+                      f"{args.trials} trials: {first:.3f} s, a repeat {again:.3f} s, "
+                      f"ratio {first / again:.2f}")  # fmt: skip
             if args.first_request_only:
                 return
-            browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            browser = browser or launch()
 
             if args.screenshot:
                 context, page = open_page(browser, webui, cookie, exp_id)
                 page.screenshot(path=str(args.screenshot))
                 context.close()
-            context, page = open_page(browser, webui, cookie, exp_id)
-            rows = page.inner_text("#points")
-            context.close()
-            large = measure_views(browser, webui, cookie, exp_id, 1, args.repeat)
-            small = measure_views(browser, webui, cookie, small_id, args.trials + 1, args.repeat)
-            print(f"views of {args.trials} trials x {args.validations} validations ({rows}) against "
+            large, rows = measure_views(browser, webui, cookie, exp_id, 1, args.repeat, views)
+            small, _ = measure_views(browser, webui, cookie, small_id, args.trials + 1, args.repeat, views)
+            print(f"views of {args.trials} trials x {args.validations} validations ({rows} drawn) against "
                   f"{baseline} trials, median of {args.repeat}:")  # fmt: skip
-            for view in VIEWS:
+            for view in views:
                 median, base = statistics.median(large[view]), statistics.median(small[view])
                 unit = (1000, "ms") if view.startswith("contour redrawn") else (1, "s")
                 print(f"  {view}: {median * unit[0]:.2f} {unit[1]} (best {min(large[view]) * unit[0]:.2f}), "
                       f"baseline {base * unit[0]:.2f} {unit[1]}, target < 1 s, "
                       f"ratio {median / max(base, 1e-6):.2f}")  # fmt: skip
+            if args.smoke:
+                browser.close()
+                return
 
             token = login(master, "admin", password).token
             procs.append(spawn(tmp, "agent", [

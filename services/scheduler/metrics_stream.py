@@ -5,7 +5,9 @@ stream remembers the last batch count it sent of each trial and kind: a trial's 
 past it (steps and validations are stored once per batch count; a restarted trial training back to
 where it was adds nothing), so each wake-up reads only the rows of trials that were still live, past
 their own mark. Trial states are read before rows, so a trial seen ended gets one last read that
-includes whatever its final transaction stored.
+includes whatever its final transaction stored. With `max_points`, each trial's rows of a read are
+regrouped whole across pages and cut to that bound (`pedl.downsample`) before they go out: a page of
+1,000 curves gets what it can draw, not every row.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from pedl import downsample
 from pedl.v1 import scheduler_pb2
 from pedl_scheduler.storage.connection import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -50,6 +53,8 @@ class MetricsQuery:
     page_size: int
     kinds: tuple[str, ...]
     follow: bool
+    max_points: int = 0
+    trial_ids: tuple[int, ...] = ()
 
     @classmethod
     def from_request(cls, request: scheduler_pb2.GetMetricsRequest) -> MetricsQuery:
@@ -60,6 +65,12 @@ class MetricsQuery:
             raise MetricsRequestError("from_batches and page_size must be >= 0")
         if request.kind not in KIND_NAMES:
             raise MetricsRequestError(f"unknown metric kind {request.kind}")
+        if request.max_points < 0 or request.max_points == 1:
+            raise MetricsRequestError(
+                f"max_points must be 0 (all rows) or at least 2, not {request.max_points}"
+            )
+        if request.trial_ids and target != "experiment_id":
+            raise MetricsRequestError("trial_ids picks trials of an experiment: name its experiment_id")
         return cls(
             trial_id=request.trial_id if target == "trial_id" else None,
             experiment_id=request.experiment_id if target == "experiment_id" else None,
@@ -67,6 +78,8 @@ class MetricsQuery:
             page_size=min(request.page_size or DEFAULT_PAGE, MAX_PAGE),
             kinds=KIND_NAMES[request.kind],
             follow=request.follow,
+            max_points=request.max_points,
+            trial_ids=tuple(sorted(set(request.trial_ids))),
         )
 
 
@@ -150,6 +163,37 @@ def _read_experiment(
         after = (rows[-1][0], rows[-1][1])
 
 
+Rows = list[tuple[int, int, str, str]]
+
+
+def _bounded(pages: Iterable[Rows], max_points: int) -> Iterator[Rows]:
+    """`pages` (rows in (trial, batches) order) with each trial's rows whole and cut to `max_points`;
+    a trial whose rows run on into the next page waits for it."""
+    held: Rows = []
+    for rows in pages:
+        rows = held + rows
+        cut = len(rows)
+        while cut and rows[cut - 1][0] == rows[-1][0]:
+            cut -= 1
+        done, held = rows[:cut], rows[cut:]
+        if done:
+            yield _cut(done, max_points)
+    if held:
+        yield _cut(held, max_points)
+
+
+def _cut(rows: Rows, max_points: int) -> Rows:
+    """Each trial's run of `rows` down to `max_points` (first, last, min and max kept)."""
+    out: Rows = []
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i][0] != rows[start][0]:
+            trial = rows[start:i]
+            out.extend(trial[k] for k in downsample.keep([r[2] for r in trial], max_points))
+            start = i
+    return out
+
+
 async def stream(
     db: Storage,
     query: MetricsQuery,
@@ -165,15 +209,20 @@ async def stream(
         raise LookupError(f"trial {query.trial_id} not found")
     if query.experiment_id is not None and experiment_ops.experiment_state(db, query.experiment_id) is None:
         raise LookupError(f"experiment {query.experiment_id} not found")
+    if query.trial_ids and len(states) < len(query.trial_ids):
+        stranger = min(set(query.trial_ids) - set(states))
+        raise LookupError(f"trial {stranger} is not a trial of experiment {query.experiment_id}")
     first = True
     while True:
         ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
         for kind in query.kinds:
             pages: Iterable[list[tuple[int, int, str, str]]]
-            if first and query.experiment_id is not None:
+            if first and query.experiment_id is not None and not query.trial_ids:
                 pages = _read_experiment(db, query, kind, cursor)
             else:
                 pages = _read(db, query, kind, ids, cursor, since_marks=not first)
+            if query.max_points:
+                pages = _bounded(pages, query.max_points)
             for rows in pages:
                 yield scheduler_pb2.GetMetricsResponse(series=_pages(rows, kind))
                 await asyncio.sleep(0)  # a long history does not hold the event loop in one go
@@ -193,14 +242,18 @@ async def stream(
 def _states(db: Storage, query: MetricsQuery) -> dict[int, str]:
     if query.trial_id is not None:
         return result_ops.trial_states(db, trial_id=query.trial_id)
-    return result_ops.trial_states(db, experiment_id=query.experiment_id)
+    states = result_ops.trial_states(db, experiment_id=query.experiment_id)
+    if query.trial_ids:
+        return {t: states[t] for t in query.trial_ids if t in states}
+    return states
 
 
 def _ended(db: Storage, query: MetricsQuery, cursor: _Cursor) -> bool:
-    """Nothing more can arrive: the trial ended, or the experiment ended (it makes no more trials)."""
+    """Nothing more can arrive: the trial(s) asked for ended, or the experiment ended (it makes no more
+    trials)."""
     if cursor.live:
         return False
-    if query.trial_id is not None:
-        return True
+    if query.trial_id is not None or query.trial_ids:
+        return True  # the trials asked for ended; an experiment's new trials are not among them
     assert query.experiment_id is not None, "a metrics query names a trial or an experiment"
     return result_ops.is_terminal(experiment_ops.experiment_state(db, query.experiment_id))

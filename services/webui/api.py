@@ -192,9 +192,8 @@ def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
             return views.cluster_view(list(listed.agents), live, list(listed.pilot_jobs))
 
 
-def event_json(message: Any, max_points: int | None = None) -> str:
-    """One SSE event's data for a scheduler stream message (metrics or log lines); `max_points`
-    bounds each metrics curve (the experiment page's many trials), None sends every row."""
+def event_json(message: Any) -> str:
+    """One SSE event's data for a scheduler stream message (metrics or log lines)."""
     if isinstance(message, scheduler_pb2.GetMetricsResponse):
-        return views.metrics_event(message, max_points)
+        return views.metrics_event(message)
     return views.log_event(message.lines)

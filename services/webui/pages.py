@@ -22,9 +22,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from pedl import downsample
 from pedl.log_filter import LOG_LEVELS, log_matches
 from pedl.v1 import scheduler_pb2
-from pedl_webui import api, downloads, downsample
+from pedl_webui import api, downloads
 from pedl_webui.gateway import Gateway, GatewayError, error_of
 from pedl_webui.redirects import safe_next
 from pedl_webui.relay import Item, open_relay
@@ -241,15 +242,34 @@ async def notes(request: Request) -> Response:
 
 
 async def metrics_events(request: Request) -> Response:
+    """Curves, following. An experiment's are cut by the scheduler to ?max_points= per trial (first,
+    last, min and max kept; 2 to 200, default 200), of ?trials=3,5 only if given; a trial's are whole."""
     token, (kind, ident) = _required_session(request), _target(request)
-    metrics = (
-        scheduler_pb2.GetMetricsRequest(experiment_id=ident, follow=True)
-        if kind == "experiments"
-        else scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
-    )
-    # An experiment's curves are downsampled (first, last, min and max kept); one trial's are whole.
-    bound = downsample.MAX_POINTS if kind == "experiments" else None
-    return await _events(request, token, "GetMetrics", metrics, bound)
+    if kind == "trials":
+        metrics = scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
+    else:
+        metrics = scheduler_pb2.GetMetricsRequest(
+            experiment_id=ident,
+            follow=True,
+            max_points=_max_points(request.query_params.get("max_points")),
+            trial_ids=_trial_ids(request.query_params.get("trials")),
+        )
+    return await _events(request, token, "GetMetrics", metrics)
+
+
+def _max_points(text: str | None) -> int:
+    if text is None:
+        return downsample.MAX_POINTS
+    if not text.isdigit() or not 2 <= int(text) <= downsample.MAX_POINTS:
+        raise GatewayError(400, f"max_points must be 2 to {downsample.MAX_POINTS}, not {text[:20]!r}")
+    return int(text)
+
+
+def _trial_ids(text: str | None) -> list[int]:
+    parts = (text or "").split(",") if text else []
+    if not all(p.isdigit() and 0 < int(p) < 10**9 for p in parts):
+        raise GatewayError(400, f"trials must be trial ids separated by commas, not {(text or '')[:40]!r}")
+    return [int(p) for p in parts]
 
 
 async def log_events(request: Request) -> Response:
@@ -264,23 +284,21 @@ async def log_events(request: Request) -> Response:
     return await _events(request, token, "GetTrialLogs", logs)
 
 
-async def _events(
-    request: Request, token: str, method: str, message: Any, max_points: int | None = None
-) -> Response:
+async def _events(request: Request, token: str, method: str, message: Any) -> Response:
     """Relays a following scheduler stream as SSE: `data` events, then `end` when it ends, or
     `failure` with the scheduler's words (a refusal before any event is a plain HTTP error)."""
     relay, first = await open_relay(gateway_of(request).stream(token, method, message), KEEPALIVE_SECONDS)
 
     async def body() -> AsyncIterator[bytes]:
         async for item in relay.items(first):
-            yield _sse(item, max_points)
+            yield _sse(item)
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-def _sse(item: Item, max_points: int | None = None) -> bytes:
+def _sse(item: Item) -> bytes:
     if item.kind == "message":
-        return f"data: {api.event_json(item.value, max_points)}\n\n".encode()
+        return f"data: {api.event_json(item.value)}\n\n".encode()
     if item.kind == "end":
         return b"event: end\ndata: {}\n\n"
     if item.kind == "error":

@@ -15,7 +15,7 @@ from pedl import importance, records
 from pedl.config.masking import MASK
 from pedl.records import flat_hparams
 from pedl.v1 import scheduler_pb2
-from pedl_webui import configs, downsample
+from pedl_webui import configs
 
 TERMINAL = frozenset({"COMPLETED", "ERROR", "CANCELED"})
 
@@ -210,22 +210,18 @@ def dumps(value: Any) -> str:
     return json.dumps(_json_safe(value), separators=(",", ":"))
 
 
-def metrics_event(response: scheduler_pb2.GetMetricsResponse, max_points: int | None = None) -> str:
+def metrics_event(response: scheduler_pb2.GetMetricsResponse) -> str:
     """A GetMetrics message as one compact JSON event for the page:
     {"series": [[trial_id, "t"|"v", [batches...], [{metric: value}...]], ...], "caught_up": bool}.
 
     The stored metric objects are spliced in as the scheduler sent them (no parse, no re-encode: an
     experiment's 100,000 rows pass in tens of milliseconds); only one holding NaN or an infinity is
-    re-encoded, as null. With `max_points`, each curve longer than that is cut to its first, last,
-    min and max rows per bucket (`downsample`): the experiment page's 1,000 trials need no more.
+    re-encoded, as null. The scheduler bounds each curve's rows (`max_points` in the request).
     """
     parts = []
     for s in response.series:
         kind = "t" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "v"
         rows, batches = list(s.metrics_json), list(s.total_batches)
-        if max_points is not None and len(rows) > max_points:
-            kept = downsample.keep(rows, max_points)
-            rows, batches = [rows[i] for i in kept], [batches[i] for i in kept]
         objects = ",".join(rows)
         if "NaN" in objects or "Infinity" in objects:  # rare: only then look at each row
             objects = ",".join(_finite_json(m) for m in rows)

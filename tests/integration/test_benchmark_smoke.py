@@ -90,13 +90,10 @@ def test_the_webui_page_benchmark_runs_in_smoke_mode() -> None:
         import pytest
 
         pytest.skip(out.strip())
-    assert "views of 20 trials x 10 validations (200 rows from 20 trials) against 10 trials" in out, out
-    views = ("experiment page", "hyperparameter importance", "contour and slice plots", "compare 10 trials")
-    for view in views:
+    # One view, driven in Chromium: the experiment page's summary, then its curves.
+    assert "views of 5 trials x 5 validations (25 rows from 5 trials drawn) against 3 trials" in out, out
+    for view in ("experiment page", "learning curves drawn"):
         assert re.search(rf"^  {view}: {NUMBER} s .*baseline {NUMBER} s, .*ratio {NUMBER}$", out, re.M), out
-    assert re.search(rf"contour redrawn for a new pick: {NUMBER} ms .*ratio {NUMBER}$", out, re.M), out
-    assert re.search(rf"first importance request .*, a repeat {NUMBER} s, ratio {NUMBER}$", out, re.M), out
-    assert re.search(rf"the page costs [+-]{NUMBER}% of a core over 3 s", out), out
 
 
 def test_the_short_trials_benchmark_runs_in_smoke_mode() -> None:

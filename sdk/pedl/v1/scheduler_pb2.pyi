@@ -1255,6 +1255,8 @@ class GetMetricsRequest(google.protobuf.message.Message):
     FOLLOW_FIELD_NUMBER: builtins.int
     PAGE_SIZE_FIELD_NUMBER: builtins.int
     KIND_FIELD_NUMBER: builtins.int
+    MAX_POINTS_FIELD_NUMBER: builtins.int
+    TRIAL_IDS_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     experiment_id: builtins.int
     from_batches: builtins.int
@@ -1264,6 +1266,15 @@ class GetMetricsRequest(google.protobuf.message.Message):
     page_size: builtins.int
     """Most rows in one message; 0 means the scheduler's default (5,000)."""
     kind: global___MetricKind.ValueType
+    max_points: builtins.int
+    """At most this many rows per trial and kind (0: every row): each trial's first and last row and,
+    in even buckets between them, the rows holding each metric's minimum and maximum, so a chart
+    drawn from them shows every peak and dip. Following, each read's new rows are bounded alike.
+    """
+    @property
+    def trial_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """With experiment_id: only these trials of it (compare views); each must be a trial of it."""
+
     def __init__(
         self,
         *,
@@ -1273,9 +1284,11 @@ class GetMetricsRequest(google.protobuf.message.Message):
         follow: builtins.bool = ...,
         page_size: builtins.int = ...,
         kind: global___MetricKind.ValueType = ...,
+        max_points: builtins.int = ...,
+        trial_ids: collections.abc.Iterable[builtins.int] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "target", b"target", "trial_id", b"trial_id"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "kind", b"kind", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "kind", b"kind", "max_points", b"max_points", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id", "trial_ids", b"trial_ids"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["target", b"target"]) -> typing.Literal["trial_id", "experiment_id"] | None: ...
 
 global___GetMetricsRequest = GetMetricsRequest

@@ -45,7 +45,9 @@
     if (name === "metric") $("metric").dataset.userPicked = "1";
     redraw(true);
   });
-  follow(`/api/experiments/${id}/metrics`, {
+  if (!trials.length) return;
+  // Only the chosen trials' curves stream (the scheduler picks them), not the whole experiment's.
+  follow(`/api/experiments/${id}/metrics?trials=${trials.map((t) => t.id).join(",")}`, {
     onData: (event) => { store.add(event); if (event.caught_up) { caughtUp = true; redraw(); document.body.dataset.ready = "1"; } },
     onReset: () => { store.reset(); caughtUp = false; },
   });

@@ -14,6 +14,8 @@
   const contour = new ContourChart($("contour"), $("contour-legend"));
   const slices = new SlicePlots($("slices"));
   let detail = null, caughtUp = false, drawnVersion = -1, trialsShape = "";
+  // Curve points the page asks for over all trials: enough for a smooth chart, little to parse.
+  const CURVE_POINTS = 20000;
 
   // Trials chosen to compare (2-10): their page's URL is the selection.
   const selected = new Set();
@@ -42,6 +44,7 @@
     drawnVersion = store.version;
     const preferred = detail && detail.searcher_metric ? "v:" + detail.searcher_metric : "t:loss";
     const key = fillMetricPicker($("metric"), store.keys(), preferred);
+    if (!key) $("curves").replaceChildren(el("p", { class: "muted", text: "No metrics reported yet." }));
     curves.draw(store, key, $("log-scale").checked, null, Number($("smoothing").value));
     $("points").textContent = fmt(store.rows) + " rows from " + fmt(store.trials.size) + " trials";
   }
@@ -180,36 +183,32 @@
     });
   }
 
-  // The history streams while the trials load: neither waits for the other.
+  // Summary first: the trials table, best metrics and hyperparameter charts come from one query and
+  // are painted (the page takes input) before any curve is asked for. Then the curves stream, each
+  // trial's cut by the scheduler to what a chart of this many trials can show (first, last, min and
+  // max kept): 200 points for a few trials, down to 20 each for 1,000.
   // Load milestones (ms from navigation) for benchmarks/webui_page.py.
   function mark(name) {  // the first time each milestone is reached
     const marks = (window.__marks = window.__marks || {});
     if (!(name in marks)) marks[name] = Math.round(performance.now());
   }
-  follow(`/api/experiments/${id}/metrics`, {
+  await refresh();
+  mark("trials");
+  // Ready once the browser has laid out and painted the summary (the frame after the drawing).
+  requestAnimationFrame(() => setTimeout(() => { document.body.dataset.ready = String(performance.now()); }, 0));
+  const points = Math.max(20, Math.min(200, Math.floor(CURVE_POINTS / Math.max(1, detail.trials.length))));
+  $("curves").replaceChildren(el("p", { class: "muted", text: "Loading learning curves…" }));
+  follow(`/api/experiments/${id}/metrics?max_points=${points}`, {
     onData: (event) => {
-      if (!window.__marks || !window.__marks.firstData) mark("firstData");
       store.add(event);
-      if (event.caught_up) {
-        mark("caughtUp");
+      if (event.caught_up && !caughtUp) {
         caughtUp = true;
-        if (detail) finishLoad();
+        redrawCurves();
+        requestAnimationFrame(() => mark("curves"));  // drawn by the next frame
       }
     },
     onReset: () => { store.reset(); caughtUp = false; },
   });
-  let loaded = false;
-  function finishLoad() {
-    if (loaded) return;
-    loaded = true;
-    redrawCurves();
-    mark("curves");
-    // Ready once the browser has laid out and painted it all (the frame after the drawing).
-    requestAnimationFrame(() => setTimeout(() => { document.body.dataset.ready = String(performance.now()); }, 0));
-  }
-  await refresh();
-  mark("trials");
-  if (caughtUp) finishLoad();
   setInterval(redrawCurves, 1000);
   setTimeout(() => poll(refresh, 3000, (error) => { $("action-error").textContent = error.message; }), 3000);
 })();

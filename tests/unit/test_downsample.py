@@ -3,7 +3,7 @@
 import json
 import math
 
-from pedl_webui import downsample
+from pedl import downsample
 
 
 def _rows(values: list[dict[str, float]]) -> list[str]:
@@ -38,23 +38,25 @@ def test_rows_without_numbers_still_keep_the_ends() -> None:
     assert len(kept) <= 20
 
 
-def test_the_experiment_pages_event_bounds_each_curve_and_keeps_its_batches() -> None:
-    from pedl.v1 import scheduler_pb2
-    from pedl_webui import views
+def test_many_metrics_in_a_small_bound_stay_within_it() -> None:
+    rows = _rows([{f"m{k}": (i * (k + 1)) % 17 for k in range(12)} for i in range(300)])
+    for bound in (2, 3, 5, 20):
+        kept = downsample.keep(rows, bound)
+        assert len(kept) <= bound and kept[0] == 0 and kept[-1] == 299
 
-    errors = [1.0 / (1 + i) + (0.5 if i == 600 else 0.0) for i in range(1_000)]
-    series = scheduler_pb2.MetricSeries(
-        trial_id=7,
-        kind=scheduler_pb2.METRIC_KIND_VALIDATION,
-        total_batches=[100 * (i + 1) for i in range(1_000)],
-        metrics_json=[json.dumps({"error": e}) for e in errors],
-        end_time=["t"] * 1_000,
-    )
-    response = scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True)
-    [(trial, kind, batches, rows)] = json.loads(views.metrics_event(response, 100))["series"]
-    assert (trial, kind) == (7, "v") and len(batches) == len(rows) <= 100
-    assert batches[0] == 100 and batches[-1] == 100_000
-    assert {"error": errors[600]} in rows and {"error": min(errors)} in rows
-    assert all(rows[i] == {"error": errors[b // 100 - 1]} for i, b in enumerate(batches))
-    whole = json.loads(views.metrics_event(response))["series"][0]
-    assert len(whole[2]) == 1_000
+
+def test_the_web_ui_refuses_a_bad_bound_or_trial_list_with_a_400() -> None:
+    import pytest
+
+    from pedl_webui import pages
+    from pedl_webui.gateway import GatewayError
+
+    assert pages._max_points(None) == downsample.MAX_POINTS and pages._max_points("20") == 20
+    assert pages._trial_ids("3,5") == [3, 5] and pages._trial_ids(None) == []
+    for bad in ("1", "201", "x", "-3"):
+        with pytest.raises(GatewayError, match="max_points must be 2 to 200") as refused:
+            pages._max_points(bad)
+        assert refused.value.status == 400
+    for bad_ids in ("3,,5", "a", "0", "-1"):
+        with pytest.raises(GatewayError, match="trials must be trial ids"):
+            pages._trial_ids(bad_ids)

@@ -1,0 +1,68 @@
+"""GetMetrics with max_points and trial_ids: each trial's curve bounded (its ends, peaks and dips
+kept) however the rows fall into pages, and a compare view's chosen trials only."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pedl_scheduler import metrics_stream
+from pedl_scheduler.storage.ops import results as result_ops
+from tests.unit.scheduler.test_metrics_stream import collect, query
+from tests.unit.scheduler.test_storage_ops import storage_with_trials
+
+
+def long_curves(rows: int = 300):
+    """Three trials of `rows` validations each; trial b has a dip at row 123 and a peak at row 200."""
+    s, exp_id, ids = storage_with_trials("a", "b", "c")
+    for n, t in enumerate(ids):
+        for v in range(1, rows + 1):
+            error = 1.0 / v + 0.01 * n
+            if n == 1 and v == 123:
+                error = -5.0
+            if n == 1 and v == 200:
+                error = 9.0
+            result_ops.record_validation(s, t, v, v * 10, json.dumps({"error": error}), "t")
+    s.flush()
+    return s, exp_id, ids
+
+
+@pytest.mark.parametrize("page_size", [7, 250, 5000])
+def test_each_trials_curve_is_bounded_with_its_ends_peaks_and_dips_across_pages(page_size: int) -> None:
+    s, exp_id, (a, b, c) = long_curves()
+    rows = collect(s, query(experiment_id=exp_id, max_points=20, page_size=page_size))
+    for t in (a, b, c):
+        batches = [batches for trial, _, batches, _ in rows if trial == t]
+        assert 2 < len(batches) <= 20
+        assert batches == sorted(set(batches)) and batches[0] == 10 and batches[-1] == 3000
+    errors = {batches: m["error"] for trial, _, batches, m in rows if trial == b}
+    assert errors[1230] == -5.0 and errors[2000] == 9.0
+
+
+def test_without_max_points_every_row_comes() -> None:
+    s, exp_id, _ = long_curves(rows=40)
+    assert len(collect(s, query(experiment_id=exp_id))) == 120
+
+
+def test_trial_ids_stream_only_the_chosen_trials_and_end_with_them() -> None:
+    s, exp_id, (a, b, c) = long_curves(rows=30)
+    from pedl_scheduler.storage.ops import trials as trial_ops
+
+    for t in (a, c):
+        trial_ops.end_trial(s, t, "COMPLETED", "", "t9")
+    s.flush()
+    # Following, the stream ends once the chosen trials have ended, though b (and the experiment) run on.
+    rows = collect(s, query(experiment_id=exp_id, trial_ids=[c, a], follow=True, max_points=10))
+    assert {trial for trial, *_ in rows} == {a, c}
+    assert all(sum(1 for r in rows if r[0] == t) <= 10 for t in (a, c))
+
+
+def test_a_trial_of_another_experiment_or_a_bad_bound_is_refused() -> None:
+    s, exp_id, (a, _b, _c) = long_curves(rows=2)
+    with pytest.raises(LookupError, match=f"trial 999 is not a trial of experiment {exp_id}"):
+        collect(s, query(experiment_id=exp_id, trial_ids=[a, 999]))
+    with pytest.raises(metrics_stream.MetricsRequestError, match="max_points must be 0"):
+        query(experiment_id=exp_id, max_points=1)
+    with pytest.raises(metrics_stream.MetricsRequestError, match="trial_ids picks trials of an experiment"):
+        query(trial_id=a, trial_ids=[a])
