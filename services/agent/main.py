@@ -28,6 +28,7 @@ from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .model_trees import ModelTrees
 from .outbox import Outbox
+from .pids_cgroup import ProcessLimit
 from .ranks import DISTRIBUTED_ENV
 from .run_settings import RunSettings
 from .sandbox import make_sandbox
@@ -116,6 +117,8 @@ async def run_agent(cfg: AgentConfig) -> None:
         await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()
     address = cfg.address or local_address(cfg.master)
+    trials_as_root = sandbox is None and os.geteuid() == 0
+    process_limit = ProcessLimit.for_agent(cfg.trial_pids_limit, len(slots), trials_as_root)
     settings = RunSettings(
         harness_argv=cfg.harness_argv(),
         work_dir=cfg.work_dir,
@@ -139,7 +142,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         log_file_bytes=cfg.trial_log_file_bytes,
         load_timeout_seconds=cfg.trial_load_timeout_seconds,
         idle_timeout_seconds=cfg.trial_idle_timeout_seconds,
-        pids_limit=cfg.trial_pids_limit,
+        process_limit=process_limit,
         fork_servers=fork_servers,
     )
     agent = Agent(
@@ -166,6 +169,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         address=address,
         harness_start=cfg.harness_start,
         version=AGENT_VERSION,
+        process_limit=process_limit.plan.mechanism,
     )
 
     stop_requested = asyncio.Event()
@@ -212,6 +216,7 @@ async def run_agent(cfg: AgentConfig) -> None:
             await fork_servers.close()
         if remove_sock_dir:
             shutil.rmtree(sock_dir, ignore_errors=True)
+        await asyncio.to_thread(process_limit.close)
         log.info("agent stopped")
     refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
     if refused is not None:
