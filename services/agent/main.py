@@ -97,6 +97,9 @@ async def run_agent(cfg: AgentConfig) -> None:
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
+    # Before the agent starts any process: on cgroup v2 it may have to move itself (pids_cgroup.py).
+    trials_as_root = sandbox is None and os.geteuid() == 0
+    process_limit = ProcessLimit.for_agent(cfg.trial_pids_limit, len(slots), trials_as_root)
     model_trees = ModelTrees(
         ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
         cfg.work_dir / "model_definitions" / "trees",
@@ -117,8 +120,6 @@ async def run_agent(cfg: AgentConfig) -> None:
         await fork_servers.warm(DEFAULT_ENVIRONMENT)
     outbox = Outbox()
     address = cfg.address or local_address(cfg.master)
-    trials_as_root = sandbox is None and os.geteuid() == 0
-    process_limit = ProcessLimit.for_agent(cfg.trial_pids_limit, len(slots), trials_as_root)
     settings = RunSettings(
         harness_argv=cfg.harness_argv(),
         work_dir=cfg.work_dir,

@@ -33,6 +33,8 @@ RLIMIT = "RLIMIT_NPROC"
 NONE = "none"
 # The agent's directory of trial cgroups, named for its pid (a sweep removes those of dead agents).
 AGENT_PREFIX = "pedl-agent-"
+# On cgroup v2 where the agent's own cgroup could not hand pids down: the leaf the agent moves into.
+AGENT_LEAF = "agent"
 REMOVE_SECONDS = 10.0
 FLAG = "pedl-agent --trial-pids-limit"
 
@@ -155,19 +157,42 @@ class TrialCgroups:
         self.home = plan.parent / f"{AGENT_PREFIX}{os.getpid()}"
 
     def setup(self) -> str:
-        """Makes the agent's directory (on v2 with the pids controller handed down to it); "" or why not."""
+        """Makes the agent's directory (on v2 with the pids controller handed down to it); "" or why not.
+        Call it before the agent starts any process."""
         self.sweep_dead_agents()
         try:
-            if self.plan.mechanism == V2:
-                _enable_pids(self.plan.parent)  # type: ignore[arg-type]
             self.home.mkdir(exist_ok=True)
             if self.plan.mechanism == V2:
-                _enable_pids(self.home)
+                self._hand_down()
         except OSError as e:
             with contextlib.suppress(OSError):
                 self.home.rmdir()
             return f"cannot make {self.home} with pids.max ({e.strerror or e})"
         return ""
+
+    def _hand_down(self) -> None:
+        """Enables pids in the agent's cgroup's and its directory's subtree_control. cgroup v2 lets a
+        cgroup that holds processes hand no controller down (EBUSY), so where the agent's does (a
+        systemd unit with Delegate=pids, a container's root) the agent first moves itself into a leaf
+        of its directory (`AGENT_LEAF`), and back where that does not help."""
+        parent = self.plan.parent
+        assert parent is not None
+        try:
+            _enable_pids(parent)
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+            leaf = self.home / AGENT_LEAF
+            leaf.mkdir(exist_ok=True)
+            place(leaf, os.getpid())
+            try:
+                _enable_pids(parent)
+            except OSError:
+                place(parent, os.getpid())
+                with contextlib.suppress(OSError):
+                    leaf.rmdir()
+                raise
+        _enable_pids(self.home)
 
     def make(self, name: str) -> Path:
         """A new cgroup for one run with the limit in place (OSError when it cannot be made)."""
@@ -179,8 +204,10 @@ class TrialCgroups:
         return path
 
     def close(self) -> None:
+        """Removes the runs' cgroups and the agent's directory (one holding the agent itself, on
+        cgroup v2, stays: a later agent's sweep removes it once this one has exited)."""
         for child in self.home.glob("*"):
-            if child.is_dir():
+            if child.is_dir() and child.name != AGENT_LEAF:
                 remove(child)
         with contextlib.suppress(OSError):
             self.home.rmdir()

@@ -8,6 +8,7 @@ The bomb stops itself at 2,000 children, so a broken limit cannot take the machi
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -79,6 +80,11 @@ time.sleep(120)
 """
 
 
+# A variable Python reads at start: the bomb's harness is spawned (entering its cgroup before it execs),
+# the other trial's forked from the fork server (entering it before it runs trial code).
+SPAWNED = "environment:\n  environment_variables: [PYTHONHASHSEED=0]\n"
+
+
 def _model(tmp: Path, name: str, prelude: str) -> Path:
     """The tiny model with `prelude` run first at import (its __init__)."""
     model = write_tiny_model(tmp / name)
@@ -125,7 +131,7 @@ def test_a_fork_bomb_fills_only_its_own_cgroup_and_leaves_nothing(tmp_path: Path
             bomb = submit(
                 cluster,
                 _model(tmp_path, "bomb", BOMB.format(shared=str(shared), mark=mark)),
-                tiny_config(max_batches=10, extra=once),
+                tiny_config(max_batches=10, extra=once + SPAWNED),
             )
             benign = submit(
                 cluster,
@@ -141,6 +147,10 @@ def test_a_fork_bomb_fills_only_its_own_cgroup_and_leaves_nothing(tmp_path: Path
             assert "--trial-pids-limit" in trial.error.splitlines()[0], trial.error
             assert "process limit" in logs(cluster, trial.id)
             assert (shared / "bomb-full").exists() and (shared / "benign-done").exists()
+            lines = cluster.agents[0].log().splitlines()
+            events = [json.loads(line) for line in lines if line.startswith("{")]
+            how = {e["trial_id"]: e["event"] for e in events if e.get("event", "").startswith("harness ")}
+            assert how == {trial.id: "harness started", done.trials[0].id: "harness forked"}, how
 
             deadline = time.monotonic() + 30
             while _marked(mark) and time.monotonic() < deadline:

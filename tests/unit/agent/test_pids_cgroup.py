@@ -5,6 +5,7 @@ and is gone with all of it afterwards."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pedl_agent import pids_cgroup
 from pedl_agent.config import parse_args
 from pedl_agent.pids_cgroup import (
+    AGENT_LEAF,
     CGROUP_ROOT,
     NONE,
     RLIMIT,
@@ -116,6 +119,45 @@ def test_refused_forks_are_read_from_pids_events_and_named_in_one_line(tmp_path:
     assert refused_forks(tmp_path) == 37 and refused_forks(tmp_path / "gone") == 0
     line = refused_line(37, 128)
     assert "process limit of 128" in line and "37 of its forks" in line and "--trial-pids-limit" in line
+
+
+def test_on_v2_an_agent_holding_its_cgroup_moves_into_a_leaf_to_hand_pids_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cgroup v2 refuses (EBUSY) to hand a controller down from a cgroup holding processes (a systemd
+    unit's, a container's root): the agent moves into a leaf of its directory first."""
+    own = _v2_host(tmp_path)
+    cgroups = TrialCgroups(choose(64, PURE_V2, 2, False, root=tmp_path))
+    leaf = cgroups.home / AGENT_LEAF
+    enabled: list[Path] = []
+
+    def enable(cgroup: Path) -> None:
+        if cgroup == own and not (leaf / "cgroup.procs").exists():
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        enabled.append(cgroup)
+
+    monkeypatch.setattr(pids_cgroup, "_enable_pids", enable)
+    assert cgroups.setup() == ""
+    assert (leaf / "cgroup.procs").read_text().strip() == str(os.getpid())
+    assert enabled == [own, cgroups.home]
+    (cgroups.home / "3-1").mkdir()
+    cgroups.close()  # the runs' cgroups go; the agent's own leaf stays while it lives
+    assert leaf.is_dir() and not (cgroups.home / "3-1").exists()
+
+
+def test_on_v2_a_cgroup_that_cannot_hand_pids_down_falls_back_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = _v2_host(tmp_path)
+    cgroups = TrialCgroups(choose(64, PURE_V2, 2, False, root=tmp_path))
+
+    def enable(cgroup: Path) -> None:
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(pids_cgroup, "_enable_pids", enable)
+    why = cgroups.setup()
+    assert "cannot make" in why and "Device or resource busy" in why
+    assert (own / "cgroup.procs").read_text().strip() == str(os.getpid())  # moved back
 
 
 def _v1_writable() -> bool:
