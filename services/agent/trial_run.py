@@ -466,21 +466,7 @@ class TrialRun:
             await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), PIPE_DRAIN_SECONDS)
         if self._kill_requested.is_set():
             return _Outcome(exits[0][1], self._kill_reason)
-        culprit = process_exits.culprit(exits)
-        if culprit is None:
-            return _Outcome(0)
-        index, code = culprit
-        stderr_tail = "\n".join(tails[index])
-        if not many:
-            silent = f"the harness exited with code {code} and wrote nothing to stderr"
-            return _Outcome(code, stderr_tail or silent)
-        rank = self._ranks.first_rank + index
-        return _Outcome(
-            code,
-            f"rank {rank} failed with exit code {code}:\n{stderr_tail}"
-            if stderr_tail
-            else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
-        )
+        return _Outcome(*process_exits.outcome(exits, tails, self._ranks.first_rank if many else None))
 
 
 async def _pump(
