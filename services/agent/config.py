@@ -73,7 +73,7 @@ class AgentConfig:
     trial_log_file_bytes: int = FILE_BYTES
     trial_load_timeout_seconds: float = parse_duration(DEFAULT_LOAD_TIMEOUT)
     trial_idle_timeout_seconds: float = 0.0
-    # Most processes (and threads) the user a run's harness runs as may have (RLIMIT_NPROC); 0: no limit.
+    # Most processes (and threads) of one run (its pids cgroup, or RLIMIT_NPROC: pids_cgroup.py); 0: no limit.
     trial_pids_limit: int = DEFAULT_PIDS_LIMIT
     # How single-process harnesses start: "fork" (from a warm fork server per environment) or "spawn".
     harness_start: str = "fork"
@@ -249,9 +249,10 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_PIDS_LIMIT,
         metavar="N",
-        help="most processes and threads a trial may run (RLIMIT_NPROC of the Unix user it runs as, so "
-        "trials sharing a --trial-user share it); past it the trial's fork fails with EAGAIN "
-        f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit; not enforced for a trial running as root)",
+        help="most processes and threads a trial may run: pids.max of a pids cgroup of its own (cgroup v1 "
+        "or v2; removed with what is left in it when the trial ends); past it the trial's fork fails with "
+        "EAGAIN. Without a writable pids cgroup: RLIMIT_NPROC of its Unix user on a 1-slot agent, else "
+        f"none, which each trial's log says (default {DEFAULT_PIDS_LIMIT}; 0: no limit)",
     )
     p.add_argument(
         "--exit-when-idle",

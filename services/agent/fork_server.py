@@ -25,7 +25,7 @@ import itertools
 import json
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -287,7 +287,10 @@ class ForkServer:
         cwd: Path,
         box: dict[str, Any] | None,
         view: dict[str, str] | None = None,
+        place: Callable[[int], None] | None = None,
     ) -> ForkedProcess:
+        """A harness forked for a run; `place(pid)` runs before the child reads the end of its request
+        (the body pipe's EOF), so before anything of the trial runs (its pids cgroup: pids_cgroup.py)."""
         if not self._serving:
             # A server already importing (warmed when the agent started) is waited for: it has a head
             # start on the imports a spawned harness would pay from scratch, on the same cores. One
@@ -313,21 +316,25 @@ class ForkServer:
         err_r, err_w = os.pipe()
         try:
             os.write(body_w, body)
-            os.close(body_w)
             request_id = next(self._ids)
             reply = self._replies[request_id] = loop.create_future()
             assert self._sock is not None
             message = json.dumps({"id": request_id, "box": box, "view": view}).encode()
             socket.send_fds(self._sock, [message], [body_r, out_w, err_w])
         except OSError as e:
-            for fd in (out_r, err_r):
+            for fd in (out_r, err_r, body_w):
                 os.close(fd)
             raise ForkUnavailable(f"the fork server did not take the request: {e}") from e
         finally:
             for fd in (body_r, out_w, err_w):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        answer = await asyncio.wait_for(reply, REPLY_TIMEOUT_S)
+        try:
+            answer = await asyncio.wait_for(reply, REPLY_TIMEOUT_S)
+            if "pid" in answer and place is not None:
+                place(answer["pid"])
+        finally:
+            os.close(body_w)  # the child goes on
         if "pid" not in answer:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -428,6 +435,7 @@ class ForkServers:
         socket_path: Path,
         view: dict[str, str] | None = None,
         user: TrialUser | None = None,
+        place: Callable[[int], None] | None = None,
     ) -> ForkedProcess | None:
         """A harness forked for this run, or None (logged once per environment and reason): spawn it.
         With a `view` (see `overlays`) the harness mounts its model directory `cwd` as an overlay."""
@@ -441,7 +449,7 @@ class ForkServers:
             plan = self._sandbox.child_plan
             box = plan(trial_dir, socket_path, self._trials_root, self._trees_root, user, tree)
         try:
-            return await server.fork(env, cwd, box, view)
+            return await server.fork(env, cwd, box, view, place)
         except (ForkUnavailable, asyncio.TimeoutError) as e:
             self._tell(name, str(e) or "the fork server did not answer")
             return None

@@ -28,6 +28,7 @@ from .link import SchedulerLink
 from .model_definitions import ModelDefinitionCache
 from .model_trees import ModelTrees
 from .outbox import Outbox
+from .pids_cgroup import ProcessLimit
 from .ranks import DISTRIBUTED_ENV
 from .run_settings import RunSettings
 from .sandbox import make_sandbox
@@ -96,6 +97,9 @@ async def run_agent(cfg: AgentConfig) -> None:
             "--isolation none: harnesses run unsandboxed and can read and write whatever this agent "
             "can (its work dir, other trials, $PEDL_HOME, the cluster secret file)"
         )
+    # Before the agent starts any process: on cgroup v2 it may have to move itself (pids_cgroup.py).
+    trials_as_root = sandbox is None and os.geteuid() == 0
+    process_limit = ProcessLimit.for_agent(cfg.trial_pids_limit, len(slots), trials_as_root)
     model_trees = ModelTrees(
         ModelDefinitionCache(cfg.master, cfg.work_dir / "model_definitions"),
         cfg.work_dir / "model_definitions" / "trees",
@@ -139,7 +143,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         log_file_bytes=cfg.trial_log_file_bytes,
         load_timeout_seconds=cfg.trial_load_timeout_seconds,
         idle_timeout_seconds=cfg.trial_idle_timeout_seconds,
-        pids_limit=cfg.trial_pids_limit,
+        process_limit=process_limit,
         fork_servers=fork_servers,
     )
     agent = Agent(
@@ -166,6 +170,7 @@ async def run_agent(cfg: AgentConfig) -> None:
         address=address,
         harness_start=cfg.harness_start,
         version=AGENT_VERSION,
+        process_limit=process_limit.plan.mechanism,
     )
 
     stop_requested = asyncio.Event()
@@ -212,6 +217,7 @@ async def run_agent(cfg: AgentConfig) -> None:
             await fork_servers.close()
         if remove_sock_dir:
             shutil.rmtree(sock_dir, ignore_errors=True)
+        await asyncio.to_thread(process_limit.close)
         log.info("agent stopped")
     refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
     if refused is not None:

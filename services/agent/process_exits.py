@@ -63,3 +63,21 @@ def culprit(exits: list[tuple[int, int]]) -> tuple[int, int] | None:
             if wanted(code):
                 return index, code
     return None
+
+
+def outcome(
+    exits: list[tuple[int, int]], tails: Sequence[Sequence[str]], first_rank: int | None
+) -> tuple[int, str]:
+    """The run's exit code and error from its processes' exits: the first to fail, with its stderr's
+    tail (`first_rank`: the first local rank of a run of several processes, None for one)."""
+    found = culprit(exits)
+    if found is None:
+        return 0, ""
+    index, code = found
+    stderr_tail = "\n".join(tails[index])
+    if first_rank is None:
+        return code, stderr_tail or f"the harness exited with code {code} and wrote nothing to stderr"
+    rank = first_rank + index
+    if stderr_tail:
+        return code, f"rank {rank} failed with exit code {code}:\n{stderr_tail}"
+    return code, f"rank {rank} exited with code {code} and wrote nothing to stderr"

@@ -43,8 +43,8 @@ def run_environment(
         PYTHONUNBUFFERED="1",
     )
     env[BUDGET_ENV] = f"{settings.store_retry_budget_seconds:g}"
-    if settings.pids_limit:
-        env[PIDS_LIMIT_ENV] = str(settings.pids_limit)
+    if settings.process_limit.plan.rlimit:  # only where no pids cgroup bounds the run (pids_cgroup.py)
+        env[PIDS_LIMIT_ENV] = str(settings.process_limit.plan.rlimit)
     harness_credentials(env, start.checkpoint_token)
     if r.distributed:
         slots = slots[index : index + 1]

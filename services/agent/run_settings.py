@@ -15,6 +15,7 @@ from .disk import DEFAULT_POLL_SECONDS, TrialDirs
 from .fork_server import ForkServers
 from .log_relay import FILE_BYTES, MAX_LINE_BYTES
 from .model_trees import ModelTrees
+from .pids_cgroup import NONE, PidsPlan, ProcessLimit
 from .sandbox import Sandbox
 
 Send = Callable[[agent_pb2.ConnectRequest], None]
@@ -57,8 +58,8 @@ class RunSettings:
     load_timeout_seconds: float = 0.0
     # Seconds a workload the harness holds may go without a result (0: no limit).
     idle_timeout_seconds: float = 0.0
-    # Most processes and threads of the user a run's harness runs as (RLIMIT_NPROC; 0: no limit).
-    pids_limit: int = 0
+    # Each run's process limit (pids_cgroup.py): its own pids cgroup, RLIMIT_NPROC or none.
+    process_limit: ProcessLimit = field(default_factory=lambda: ProcessLimit(PidsPlan(NONE, 0)))
     # Warm harness processes (one fork server per environment); None spawns every harness.
     fork_servers: ForkServers | None = None
 

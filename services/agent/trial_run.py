@@ -34,6 +34,7 @@ from .fork_server import ForkedProcess
 from .harness_service import HarnessServicer, serve_on_socket
 from .log_relay import STDERR_TAIL_LINES, LogRelay, iter_lines
 from .model_definitions import check_name
+from .pids_cgroup import RunPids
 from .ranks import Ranks, plan_ranks
 from .run_environment import run_environment
 from .run_limits import RunLimits
@@ -114,6 +115,7 @@ class TrialRun:
         self._handed_over = False
         self._model_dir: RunModelDir | None = None  # the run's view of its experiment's shared tree
         self._mounts: list[Mount] = []  # the experiment's bind_mounts (bind_mounts.py)
+        self._pids = RunPids(settings.process_limit)  # its pids cgroup, while it has one
         self.servicer.on_last_work = self._last_work_taken
         self._phase("start received", time.time())
 
@@ -229,6 +231,8 @@ class TrialRun:
         self.exited = True
         if self._limits.reason:
             outcome = _Outcome(outcome.exit_code or 1, self._limits.reason)
+        elif self._pids.hit and outcome.exit_code != 0:  # the likely cause first
+            outcome = _Outcome(outcome.exit_code, f"{self._pids.hit}\n{outcome.error}")
         if self.stopped_by_infrastructure and outcome.exit_code != 0:
             outcome = _Outcome(AGENT_STOPPED_EXIT_CODE, outcome.error or self._kill_reason)
         killed = self._kill_requested.is_set() and self._killed_by_scheduler
@@ -275,6 +279,9 @@ class TrialRun:
                 elif await self._wait_for_slots(after):
                     self._phase("waiting for the slots' previous runs", started)
                 started = time.time()
+                note = await asyncio.to_thread(self._pids.make, self.trial_dir.name)
+                if note:  # no pids cgroup bounds it: which limit does
+                    relay.add("pedl", note)
                 await self._spawn_all(model_dir, started)
                 self._phase("process spawned", started)
                 shm = self._s.sandbox.shm_dir(self.trial_dir) if self._s.sandbox is not None else None
@@ -293,6 +300,8 @@ class TrialRun:
             self._limits.stop()
             if self._limits.reason:
                 relay.add("pedl", self._limits.reason)
+            if await asyncio.to_thread(self._pids.remove):  # whatever of the run is left dies with it
+                relay.add("pedl", self._pids.hit)
             if self._escalation is not None:
                 self._escalation.cancel()
             relay.close()
@@ -392,8 +401,9 @@ class TrialRun:
         user = linked_user(self.start)  # on a root agent, the Unix user the owner is linked to
         if self._s.fork_servers is not None and self._ranks.local == 1 and not self._mounts:  # mounts spawn
             view = self._model_dir.view() if self._model_dir is not None else None
+            place = self._pids.place  # into its pids cgroup before it runs anything
             forked = await self._s.fork_servers.fork(
-                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view, user
+                self.start.environment, env, model_dir, self.trial_dir, self.socket_path, view, user, place
             )
             if forked is not None:
                 self._log.info("harness forked", pid=forked.pid, cwd=str(model_dir), overlay=view is not None)
@@ -402,6 +412,7 @@ class TrialRun:
             await self._model_dir.not_forked()
         if self._s.sandbox is not None:
             argv = self._s.sandbox.wrap(argv, self.trial_dir, model_dir, self.socket_path, self._mounts, user)
+        argv = self._pids.enter_argv(argv)
         # A process group cannot span sessions: one harness gets a session of its own, several share
         # a new group (outside the agent's, so a terminal's signals to the agent do not reach them).
         group: dict[str, Any] = {"start_new_session": True}
@@ -455,21 +466,7 @@ class TrialRun:
             await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), PIPE_DRAIN_SECONDS)
         if self._kill_requested.is_set():
             return _Outcome(exits[0][1], self._kill_reason)
-        culprit = process_exits.culprit(exits)
-        if culprit is None:
-            return _Outcome(0)
-        index, code = culprit
-        stderr_tail = "\n".join(tails[index])
-        if not many:
-            silent = f"the harness exited with code {code} and wrote nothing to stderr"
-            return _Outcome(code, stderr_tail or silent)
-        rank = self._ranks.first_rank + index
-        return _Outcome(
-            code,
-            f"rank {rank} failed with exit code {code}:\n{stderr_tail}"
-            if stderr_tail
-            else (f"rank {rank} exited with code {code} and wrote nothing to stderr"),
-        )
+        return _Outcome(*process_exits.outcome(exits, tails, self._ranks.first_rank if many else None))
 
 
 async def _pump(

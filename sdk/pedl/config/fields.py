@@ -142,7 +142,10 @@ FIELDS: dict[str, Field] = {
         f"{_NO_CONTAINER}; a trial already sees every device of its agent (CUDA_VISIBLE_DEVICES picks GPUs)",
         [],
     ),
-    "resources.shm_size": _w(f"{_NO_CONTAINER}; trials use the host's /dev/shm, which no container limits"),
+    "resources.shm_size": _w(
+        f"{_NO_CONTAINER}; a sandboxed trial gets a /dev/shm of its own, which counts against "
+        "`pedl-agent --trial-disk-limit`"
+    ),
     "resources.native_parallel": _r(
         "Determined removed native parallelism; use slots_per_trial for distributed training", False
     ),

@@ -1,10 +1,11 @@
-"""The agent's per-trial process limit (`pedl-agent --trial-pids-limit`), applied by the harness to
-itself before any trial code runs: RLIMIT_NPROC, soft and hard, so the trial cannot raise it again.
+"""The agent's per-trial process limit (`pedl-agent --trial-pids-limit`) where no pids cgroup carries
+it (the agent's `pids_cgroup` decides, and sets PEDL_TRIAL_PIDS_LIMIT only then), applied by the
+harness to itself before any trial code runs: RLIMIT_NPROC, soft and hard, so the trial cannot raise
+it again.
 
-RLIMIT_NPROC counts the processes and threads of the Unix user the harness runs as (a root agent's
-trials run as an unprivileged --trial-user), which bounds a fork bomb without cgroup delegation,
-which sandboxes under containers seldom have; trials sharing a user share the bound. The kernel does
-not enforce it for root (a non-root agent's trials run as the agent's own user)."""
+RLIMIT_NPROC counts the processes and threads of the Unix user the harness runs as, so trials sharing
+a user share the bound: the agent uses it only where it runs one trial at a time. The kernel does not
+enforce it for root."""
 
 from __future__ import annotations
 
