@@ -172,23 +172,6 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
     bob.login("bob", "Bob-passw0rd")
     assert "You are logged in as user 'bob'" in bob.ok("user", "whoami")
     assert re.search(rf"^\s+{exp} \| admin", bob.ok("e", "list", "--all"), re.M)  # everyone sees them
-    # `det job list`: the running experiment is a job holding its one slot; its owner changes its
-    # weight with `det job update`, bob may not, and a queue move is refused in one line.
-    job = f"experiment-{exp}"
-    assert re.search(
-        rf"\| {job} +\| TYPE_EXPERIMENT .*\| 1/1 .*\| STATE_SCHEDULED .*\| admin", det.ok("job", "list")
-    ), det.ok("job", "list")
-    det.ok("job", "update", job, "--weight", "3")
-    assert re.search(rf"\| {job} +\|[^|]*\|[^|]*\| +3(\.0)? \|", det.ok("job", "list")), det.ok("job", "list")
-    assert bob.run("job", "update", job, "--weight", "5").returncode != 0
-    moved = det.run("job", "update", job, "--resource-pool", "elsewhere")
-    assert moved.returncode != 0 and "weighted fair share" in moved.stderr, moved.stderr
-    # pedl's own CLI reads the same queue over gRPC and updates it the same way.
-    assert re.search(
-        rf"^0 +{job} +EXPERIMENT .* 3 .* 1/1 +SCHEDULED +admin$", cluster.user.ok("pedl", "job", "list"), re.M
-    )
-    assert cluster.user.ok("pedl", "job", "update-batch", f"{job}.weight=2").strip() == f"Job {job}: weight 2"
-    assert json.loads(cluster.user.ok("pedl", "job", "list", "--json"))[0]["weight"] == 2
     for refused in (
         ("e", "kill", exp),
         ("e", "pause", exp),
@@ -205,6 +188,45 @@ def test_pause_activate_kill_and_a_second_user_is_refused_where_determined_refus
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode != 0
+
+
+def test_det_job_list_shows_a_running_experiment_and_its_owner_changes_its_weight(
+    det: Det, cluster: Cluster
+) -> None:
+    """`det job list`: a running experiment is a job holding its one slot; its owner changes its
+    weight with `det job update`, another user may not, and a queue move is refused in one line;
+    pedl's own CLI reads the same queue over gRPC and updates it the same way."""
+    out = det.ok("e", "create", str(cluster.tmp / "long.yaml"), str(cluster.tmp / "model"))
+    exp = re.search(r"Created experiment (\d+)", out).group(1)  # type: ignore[union-attr]
+    try:
+        assert _experiment_states_until(cluster, exp, "STATE_RUNNING")[-1] == "STATE_RUNNING"
+        job = f"experiment-{exp}"
+        listed = det.ok("job", "list")
+        assert re.search(rf"\| {job} +\| TYPE_EXPERIMENT .*\| 1/1 .*\| STATE_SCHEDULED .*\| admin", listed), (
+            listed
+        )
+        det.ok("job", "update", job, "--weight", "3")
+        listed = det.ok("job", "list")
+        assert re.search(rf"\| {job} +\|[^|]*\|[^|]*\| +3(\.0)? \|", listed), listed
+        moved = det.run("job", "update", job, "--resource-pool", "elsewhere")
+        assert moved.returncode != 0 and "weighted fair share" in moved.stderr, moved.stderr
+        listed = cluster.user.ok("pedl", "job", "list")
+        assert re.search(rf"^\d+ +{job} +EXPERIMENT .* 3 .* 1/1 +SCHEDULED +admin$", listed, re.M), listed
+        assert (
+            cluster.user.ok("pedl", "job", "update-batch", f"{job}.weight=2").strip()
+            == f"Job {job}: weight 2"
+        )
+        det.ok("user", "create", "joan", "--password", "Joan-passw0rd")
+        joan = Det(det.bin, cluster.det_master, cluster.tmp / "joan-home")
+        joan.login("joan", "Joan-passw0rd")
+        refused = joan.run("job", "update", job, "--weight", "5")
+        assert refused.returncode != 0, refused.stdout
+        (mine,) = [
+            j for j in json.loads(cluster.user.ok("pedl", "job", "list", "--json")) if j["job_id"] == job
+        ]
+        assert mine["weight"] == 2, mine
+    finally:
+        det.run("e", "kill", exp)
 
 
 def test_the_sdk_workflow(det: Det, cluster: Cluster) -> None:
