@@ -127,7 +127,6 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         self, request: pb.DownloadCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.DownloadCheckpointResponse]:
         chunks: Iterator[DownloadItem] | None = None
-        ahead: asyncio.Future[DownloadItem | None] | None = None
         try:
             record = self.store.get(request.uuid)
             await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
@@ -135,12 +134,8 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
                 self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
             )
             chunks = opened
-            # The next message is built on a worker thread while this one is sent: before, each
-            # chunk's storage read and its send took turns (a thread handoff, then a gRPC write).
-            ahead = asyncio.ensure_future(asyncio.to_thread(next, opened, None))
             yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
-            while (item := await ahead) is not None:
-                ahead = asyncio.ensure_future(asyncio.to_thread(next, opened, None))
+            while (item := await asyncio.to_thread(lambda: next(opened, None))) is not None:
                 yield item
         except StoreError as e:
             await context.abort(status_code(e), str(e))
@@ -148,10 +143,6 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
             log.error("download failed in storage", uuid=request.uuid, error=str(e))
             await context.abort(storage_failure_code(e), f"reading checkpoint {request.uuid} failed: {e}")
         finally:
-            if ahead is not None and not ahead.done():
-                await asyncio.wait([ahead])  # the worker's next() ends before the iterator closes
-            if ahead is not None and ahead.done() and not ahead.cancelled():
-                ahead.exception()  # an error of a message no one will send: seen, not logged as lost
             if chunks is not None and hasattr(chunks, "close"):
                 try:
                     chunks.close()  # closes the open file; fails only while a worker is inside next()
