@@ -61,9 +61,7 @@ def _time(argv: list[str], env: dict[str, str], expect_failure: bool = False) ->
     return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def _det(explicit: str | None) -> Path | None:
-    if explicit:
-        return Path(explicit)
+def _det() -> Path | None:
     found = sorted((ROOT / ".cache" / "envs").glob("determined-*/bin/det"))
     return found[-1] if found else None
 
@@ -77,7 +75,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="2 rounds: check the code path, not the figure")
     args = parser.parse_args()
     rounds = 2 if args.smoke else args.rounds
-    det = _det(args.det)
+    # Smoke mode checks pedl's code path: det only when named (it takes seconds a run).
+    det = Path(args.det) if args.det else None if args.smoke else _det()
 
     with tempfile.TemporaryDirectory(prefix="pedl-cli-start-") as tmp_name:
         tmp = Path(tmp_name)
