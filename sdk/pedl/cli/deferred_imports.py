@@ -3,13 +3,15 @@
 `import grpc` imports grpc.aio, whose classes import asyncio (and with it ssl, inspect, concurrent):
 about a third of a scheduler command's start, for commands whose calls are all blocking ones. Each
 module is put in `sys.modules` as a stand-in that has the real module's spec; the first attribute
-read on it (anything but `__name__`/`__spec__`) imports the real module and copies its namespace
-into the stand-in, so code that imported the stand-in goes on with the real names. The standard
+read on it (other than `__name__`, `__spec__`, `__file__`, `__loader__`, `__package__`) imports the
+real module and copies its namespace into the stand-in, so code that imported the stand-in goes on
+with the real names. The standard
 `importlib.util.LazyLoader` cannot do this: the import system reads `__spec__` on every later
 `import asyncio`, which loads a LazyLoader module at once (what cygrpc's own `import asyncio` does).
 
 Only the `pedl` program installs these (`main()` run as a command), never a library import: a
-process that monkeypatches asyncio after its first use would patch the real module, not the stand-in.
+process that monkeypatches asyncio after its first use would patch the real module, not the stand-in,
+and code that walks `sys.modules` reading other attributes would load one mid-walk.
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ def install() -> None:
         if spec is None:
             continue
         stand_in = _Deferred(name)
+        # The attributes tools read without meaning to use the module; `__path__` is left out, so
+        # importing a submodule first imports the package itself, in its own order.
         stand_in.__spec__ = spec
         stand_in.__file__ = spec.origin
+        stand_in.__loader__ = spec.loader
+        stand_in.__package__ = spec.parent
         sys.modules[name] = stand_in
 
 
