@@ -13,7 +13,7 @@ import grpc
 import grpc.aio
 
 from pedl import auth
-from pedl.auth.bearer import BearerInterceptor, aio_interceptors
+from pedl.auth.bearer import BearerInterceptor
 
 if TYPE_CHECKING:
     from grpc_health.v1 import health
@@ -161,6 +161,10 @@ def passthrough_channel(address: str, *, tls_ca: str | None = None) -> grpc.Chan
 def aio_channel(
     address: str, *, token: str | None = None, tls_ca: str | None = None, wait_for_ready: bool = False
 ) -> grpc.aio.Channel:
+    from pedl.auth.bearer_aio import (
+        aio_interceptors,
+    )  # here: grpc.aio's classes cost a blocking client's start
+
     token, ca = _client_setup(address, token, tls_ca)
     interceptors = aio_interceptors(token) if token else None
     options = _client_options(wait_for_ready)

@@ -140,7 +140,10 @@ def test_the_cli_start_benchmark_runs_in_smoke_mode() -> None:
         "pedl experiment list",
         "pedl experiment create",
     ):
-        line = rf"^  {re.escape(command)} +median {NUMBER} s  best {NUMBER} s  {NUMBER}x python -c pass$"
+        line = (
+            rf"^  {re.escape(command)} +median {NUMBER} s  best {NUMBER} s  cpu {NUMBER} s  "
+            rf"{NUMBER}x python -c pass$"
+        )
         assert re.search(line, out, re.M), out
 
 

@@ -2,7 +2,8 @@
 
 Interceptors rather than call credentials: gRPC only attaches call credentials on TLS channels,
 and a development cluster may run plaintext. A call that already carries `authorization`
-(a test presenting a deliberately wrong token) keeps its own.
+(a test presenting a deliberately wrong token) keeps its own. The grpc.aio ones are in
+`bearer_aio`, so a blocking client (the CLI) never imports grpc.aio or asyncio for them.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ from collections import namedtuple
 from typing import Any
 
 import grpc
-import grpc.aio
 
 HEADER = "authorization"
 
 
-def _metadata(existing: Any, token: str) -> list[tuple[str, str]]:
+def metadata_with_token(existing: Any, token: str) -> list[tuple[str, str]]:
     items = list(existing or [])
     if any(k == HEADER for k, _ in items):
         return items
@@ -43,7 +43,7 @@ class BearerInterceptor(
         return _Details(
             d.method,
             d.timeout,
-            _metadata(d.metadata, self._token),
+            metadata_with_token(d.metadata, self._token),
             d.credentials,
             getattr(d, "wait_for_ready", None),
             getattr(d, "compression", None),
@@ -64,45 +64,3 @@ class BearerInterceptor(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
     ) -> Any:
         return continuation(self._details(client_call_details), request_iterator)
-
-
-class _AioBase:
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    def _details(self, d: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-        return grpc.aio.ClientCallDetails(
-            d.method,
-            d.timeout,
-            grpc.aio.Metadata(*_metadata(d.metadata, self._token)),
-            d.credentials,
-            d.wait_for_ready,
-        )
-
-
-class _AioUnaryUnary(_AioBase, grpc.aio.UnaryUnaryClientInterceptor):
-    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-
-class _AioUnaryStream(_AioBase, grpc.aio.UnaryStreamClientInterceptor):
-    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-
-class _AioStreamUnary(_AioBase, grpc.aio.StreamUnaryClientInterceptor):
-    async def intercept_stream_unary(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request_iterator)
-
-
-class _AioStreamStream(_AioBase, grpc.aio.StreamStreamClientInterceptor):
-    async def intercept_stream_stream(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request_iterator)
-
-
-def aio_interceptors(token: str) -> list[grpc.aio.ClientInterceptor]:
-    return [_AioUnaryUnary(token), _AioUnaryStream(token), _AioStreamUnary(token), _AioStreamStream(token)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,8 @@ def load_logins(path: Path | None = None) -> dict[str, dict[str, Any]]:
 def _write_private(path: Path, text: str) -> None:
     """Atomically, and readable by the owner only from the first byte on."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    import tempfile  # here: a command that only reads its token skips tempfile's start cost
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         os.fchmod(fd, 0o600)

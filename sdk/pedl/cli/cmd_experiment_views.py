@@ -6,15 +6,18 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pedl import importance, records
+from pedl import records
 from pedl._metrics import from_struct
 from pedl.cli import output, render
 from pedl.cli.arguments import positive_int
 from pedl.cli.client import SchedulerClient, connect
 from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 from pedl.v1 import common_pb2, scheduler_pb2
+
+if TYPE_CHECKING:
+    from pedl import importance
 
 
 def id_list(text: str) -> list[int]:
@@ -127,6 +130,8 @@ def describe_experiments(args: argparse.Namespace) -> int:
 
 
 def _importance(response: scheduler_pb2.GetExperimentResponse) -> list[importance.Importance]:
+    from pedl import importance  # PED-ANOVA: only `describe --importance` pays for its import
+
     try:
         return importance.experiment_importance(response.experiment, response.trials)
     except importance.ImportanceUnavailable as e:

@@ -14,7 +14,6 @@ from pedl.cli import output, render
 from pedl.cli.arguments import non_negative_int, positive_int
 from pedl.cli.client import connect
 from pedl.cli.errors import CliError
-from pedl.timeline import timeline_records
 from pedl.v1 import common_pb2
 
 
@@ -107,6 +106,8 @@ def describe_trial(args: argparse.Namespace) -> int:
         detail = client.get_trial(args.trial_id)
         experiment = client.get_experiment(detail.trial.experiment_id).experiment
     record = records.trial_detail_record(detail, records.hparam_space(experiment), metrics=args.metrics)
+    from pedl.timeline import timeline_records  # statistics: only `trial describe` needs it
+
     record["timeline"] = timeline_records(detail.timeline)
     text = render.describe_trial(detail, steps=args.metrics)
     csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from pedl import __version__
-from pedl.cli import cmd_refused, completion
+from pedl.cli import cmd_refused, completion, deferred_imports
 from pedl.cli.errors import EXIT_FAILURE, exit_code
 from pedl.client import DEFAULT_MASTER, ClientError
 
@@ -106,6 +106,8 @@ def _determined_spellings(argv: list[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # run as the `pedl` program (not called by a test or a library)
+        deferred_imports.install()
     words = _determined_spellings(list(sys.argv[1:] if argv is None else argv))
     # Shell completion needs every parser; a command needs only its group's.
     group = None if completion.requested() else chosen_group(words)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pedl._metrics import from_struct
-from pedl.importance import Importance
 from pedl.records import checkpoint_state, early_exit_reason, experiment_state, trial_state
 from pedl.v1 import common_pb2, scheduler_pb2
+
+if TYPE_CHECKING:  # pedl.importance (PED-ANOVA) is imported by `describe --importance` alone
+    from pedl.importance import Importance
 
 _MAX_LIST_ITEMS = 6
 TERMINAL_EXPERIMENT_STATES = frozenset(
