@@ -13,8 +13,9 @@ how many restarts (`max_restarts: 1`), or that it ran.
     .venv/bin/python benchmarks/bad_inputs.py [--smoke] [--markdown]
 
 Prints each case's outcome and a table by kind; `--markdown` prints the table as the README has it.
-`--smoke` sends a few of each kind. Exits 1 when an input that must fail at create (a config or an
-archive) was accepted, or any refusal took more than one line.
+`--smoke` sends a few of each kind. Exits 1 when an input that must fail at create (a config, an archive
+other than a directory the CLI packs without its outward symlink) was accepted, or any refusal took
+more than one line.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from _bad_input_cases import Case, archive_cases, determined_config_cases, model
 from pedl import _grpc  # noqa: E402
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc  # noqa: E402
 from support.models import TINY_TRIAL  # noqa: E402
+
+TINY = TINY_TRIAL.format(build_model_body="pass")  # a good model definition's __init__.py
 from support.processes import LocalCluster, local_cluster  # noqa: E402
 
 TERMINAL = {
@@ -46,8 +49,6 @@ TERMINAL = {
     common_pb2.EXPERIMENT_STATE_ERROR,
     common_pb2.EXPERIMENT_STATE_CANCELED,
 }
-# Inputs the scheduler can judge before anything runs: accepting one is a failure of this run.
-MUST_REFUSE = ("config", "archive")
 
 
 @dataclass
@@ -77,7 +78,7 @@ def create(cluster: LocalCluster, case: Case, tmp: Path) -> tuple[int | None, st
         except grpc.RpcError as e:
             return None, e.details() or ""
     model = Path(tempfile.mkdtemp(prefix="model-", dir=tmp))
-    for name, text in (case.files if case.files is not None else {"__init__.py": TINY_TRIAL}).items():
+    for name, text in (case.files if case.files is not None else {"__init__.py": TINY}).items():
         (model / name).write_text(text)
     if case.prepare:
         case.prepare(model)
@@ -126,11 +127,13 @@ def judge(cluster: LocalCluster, case: Case, tmp: Path) -> Result:
             outcome += f", {made} experiment(s) made anyway"
         return Result(case, outcome, said)
     ran, detail = follow(cluster, exp_id, timeout=180)
+    warned = [line for line in said.splitlines() if line.strip() and "Created experiment" not in line]
+    detail += "".join(f"; the CLI said: {line.strip()}" for line in warned)
     return Result(case, "accepted, ran" if ran else "accepted, failed later", detail)
 
 
 def catalogue(smoke: bool) -> list[Case]:
-    tiny = TINY_TRIAL
+    tiny = TINY
     configs, models, archives = determined_config_cases(), model_cases(tiny), archive_cases(tiny)
     if smoke:
         return configs[:: max(1, len(configs) // 3)][:3] + models[:1] + archives[2:4]
@@ -180,7 +183,7 @@ def main() -> int:
         for r in results
         if r.outcome.startswith("refused,")
         and r.outcome != "refused, one line"
-        or r.case.kind in MUST_REFUSE
+        or r.case.must_refuse
         and r.outcome.startswith("accepted")
     ]
     print(
