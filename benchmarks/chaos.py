@@ -1,19 +1,24 @@
 """Chaos run: an ASHA and a PBT search on 2 agents, PostgreSQL and S3 (SeaweedFS), while a seeded
-schedule SIGKILLs an agent, the scheduler, the checkpoint store and SeaweedFS at random moments.
+schedule kill -9s an agent, the scheduler, the checkpoint store and SeaweedFS, keeps the checkpoint
+store down for a longer outage, and crashes (kill -9 of the postmaster) and fast-restarts PostgreSQL
+itself, at random moments (`--database sqlite`, the default where PostgreSQL is not installed, leaves
+the database faults out).
 
-Each killed process comes back after a short random delay on its port and data. Afterwards the run
+Each stopped process comes back after a short random delay on its port and data. Afterwards the run
 checks what a user owns survived: every experiment COMPLETED; the trials and their hyperparameters
 equal a fault-free run of the same searches (same seed, run first by this script); each trial's
-step rows are exactly the fault-free run's (none lost, none twice); every checkpoint the scheduler
-lists downloads with matching hashes; and once the scheduler's reconciler and the store's orphan
-sweep have converged, the bucket holds no object that is not one of the scheduler's COMPLETED
-checkpoints (an orphan is printed with every log line naming it).
+step and validation rows are exactly the fault-free run's (none lost, none twice); every checkpoint
+the scheduler lists downloads with matching hashes; once the scheduler's reconciler and the store's
+orphan sweep have converged, the bucket holds no object that is not one of the scheduler's COMPLETED
+checkpoints (an orphan is printed with every log line naming it); and no process is left behind
+(a descendant of a killed process, or a harness still running after its search ended).
 
-    .venv/bin/python benchmarks/chaos.py [--seed 7] [--faults 30] [--smoke]
+    .venv/bin/python benchmarks/chaos.py [--seed 7] [--faults 30] [--smoke] [--database postgres]
 
-Prints faults injected, faults survived (all of them when every check passes, else none), steps
-lost, duplicates, orphans, and the wall time against the fault-free run's. Faults stop when the
-searches end, so a short search gets fewer than --faults. Exits 1 when any check fails.
+Prints faults injected by kind, faults survived (all of them when every check passes, else none),
+steps and validations lost and twice, the trial restarts spent (a user's max_restarts), orphans,
+orphan processes, and the wall time against the fault-free run's. Faults stop when the searches end,
+so a short search gets fewer than --faults. Exits 1 when any check fails.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import signal
 import sys
@@ -37,13 +41,23 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _chaos_faults import (  # noqa: E402
+    DB_CRASH,
+    DB_KINDS,
+    PROCESS_KINDS,
+    STORE_OUTAGE,
+    Chaos,
+    Sizes,
+    orphan_processes,
+)
+
 from pedl import _grpc  # noqa: E402
 from pedl._metrics import from_struct  # noqa: E402
 from pedl.checkpoints import CheckpointStoreClient  # noqa: E402
 from pedl.context import pack  # noqa: E402
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc  # noqa: E402
 from support.models import write_tiny_model  # noqa: E402
-from support.postgres import postgres_server  # noqa: E402
+from support.postgres import PostgresServer, PostgresUnavailable, find_bin_dir, postgres_server  # noqa: E402
 from support.processes import LocalCluster, local_cluster  # noqa: E402
 from support.seaweedfs import SeaweedFS, seaweedfs  # noqa: E402
 
@@ -72,24 +86,21 @@ TERMINAL = {
     common_pb2.EXPERIMENT_STATE_ERROR,
     common_pb2.EXPERIMENT_STATE_CANCELED,
 }
-TARGETS = ("agent", "scheduler", "store", "seaweedfs")
 
 
-@dataclass
-class Sizes:
-    bps: int
-    period: int
-    asha_trials: int
-    asha_length: int
-    pbt_rounds: int
-    pbt_length: int
-    faults: int
-    gap: tuple[float, float]  # seconds between one fault's restart and the next fault
-    down: tuple[float, float]  # seconds a killed process stays down
+SMOKE = Sizes(10, 10, 3, 80, 2, 40, 5, (1.0, 2.5), (0.5, 1.0), (0.5, 1.0), (*PROCESS_KINDS, DB_CRASH))
+LONG = Sizes(
+    10, 20, 8, 240, 5, 80, 30, (2.0, 5.0), (0.5, 3.0), (8.0, 15.0), (*PROCESS_KINDS, STORE_OUTAGE, *DB_KINDS)
+)
 
 
-SMOKE = Sizes(10, 10, 3, 80, 2, 40, 4, (1.0, 2.5), (0.5, 1.0))
-LONG = Sizes(10, 20, 8, 240, 5, 80, 30, (2.0, 5.0), (0.5, 3.0))
+def sizes_for(smoke: bool, postgres: bool) -> Sizes:
+    """The searches' sizes; on SQLite (no database server to stop) the database faults are left out."""
+    sizes = SMOKE if smoke else LONG
+    if not postgres:
+        sizes.kinds = tuple(k for k in sizes.kinds if k not in DB_KINDS)
+        sizes.faults = min(sizes.faults, len(sizes.kinds)) if smoke else sizes.faults
+    return sizes
 
 
 @dataclass
@@ -98,6 +109,9 @@ class Outcome:
     states: list[int]
     trials: list[list[tuple[Any, ...]]]  # per experiment: (hparams, total_batches) per trial by id
     steps: list[list[list[int]]]  # per experiment, per trial: the steps' total_batches
+    validations: list[list[list[int]]] = field(default_factory=list)  # the same, of validations
+    restarts: int = 0  # trial restarts, all trials together: what the user's max_restarts paid
+    processes: list[str] = field(default_factory=list)  # processes left behind (orphans)
     checkpoints: dict[str, common_pb2.Checkpoint] = field(default_factory=dict)
     orphans: int = 0  # bucket objects of no COMPLETED checkpoint
     missing: int = 0  # COMPLETED checkpoints with no object in the bucket
@@ -152,64 +166,21 @@ def collect(cluster: LocalCluster, exp_ids: list[int], wall: float) -> Outcome:
     outcome = Outcome(wall, states(cluster, exp_ids), [], [])
     for exp_id in exp_ids:
         response = api.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id), timeout=30)
-        trials, steps = [], []
+        trials, steps, validations = [], [], []
         for trial in sorted(response.trials, key=lambda t: t.id):
             detail = api.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id), timeout=30)
             hparams = sorted(from_struct(trial.hparams).items())
             trials.append((repr(hparams), trial.total_batches))
             steps.append([s.total_batches for s in detail.steps])
+            validations.append([v.total_batches for v in detail.validations])
+            outcome.restarts += trial.restarts
             for c in detail.checkpoints:
                 if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED:
                     outcome.checkpoints[c.uuid] = c
         outcome.trials.append(trials)
         outcome.steps.append(steps)
+        outcome.validations.append(validations)
     return outcome
-
-
-class Chaos:
-    """The seeded fault schedule: kill -9 one process, wait, start it again on its port and data."""
-
-    def __init__(self, cluster: LocalCluster, s3: SeaweedFS, rng: random.Random, sizes: Sizes) -> None:
-        self.cluster, self.s3, self.rng, self.sizes = cluster, s3, rng, sizes
-        self.injected = 0
-        self.survived = 0
-        self.log: list[str] = []
-        self.order: list[str] = []
-
-    def fault(self) -> None:
-        # Each run of four faults hits every kind of process once, in a seeded order.
-        if not self.order:
-            self.order = self.rng.sample(TARGETS, len(TARGETS))
-        target = self.order.pop()
-        down = self.rng.uniform(*self.sizes.down)
-        self.injected += 1
-        c = self.cluster
-        if target == "agent":
-            index = self.rng.randrange(len(c.agents))
-            agent = c.agents.pop(index)
-            os.kill(agent.process.pid, signal.SIGKILL)
-            agent.process.wait(timeout=10)
-            what = agent.name
-            time.sleep(down)
-            c.start_agent(int(agent.name.removeprefix("agent")))
-        elif target == "scheduler":
-            what = "scheduler"
-            c.kill_scheduler()
-            time.sleep(down)
-            c.start_scheduler()
-        elif target == "store":
-            what = "checkpoint store"
-            c.kill_store()
-            time.sleep(down)
-            c.start_store()
-        else:
-            what = "SeaweedFS"
-            self.s3.kill()
-            time.sleep(down)
-            self.s3.start()
-        self.survived += 1  # it came back up; whether the work survived is checked after
-        self.log.append(f"fault {self.injected}: kill -9 {what}, down {down:.1f} s")
-        print(self.log[-1], flush=True)
 
 
 def run(
@@ -307,9 +278,10 @@ def download_mismatches(
     return bad
 
 
-def step_figures(expected: Outcome, actual: Outcome) -> tuple[int, int]:
+def row_figures(expected: list[list[list[int]]], actual: list[list[list[int]]]) -> tuple[int, int]:
+    """(lost, duplicated) rows of `actual` against `expected`, trial by trial."""
     lost = duplicated = 0
-    for exp_steps, act_steps in zip(expected.steps, actual.steps, strict=False):
+    for exp_steps, act_steps in zip(expected, actual, strict=False):
         for want, got in zip(exp_steps, act_steps, strict=False):
             duplicated += len(got) - len(set(got)) + len(set(got) - set(want))
             lost += len(set(want) - set(got))
@@ -317,12 +289,20 @@ def step_figures(expected: Outcome, actual: Outcome) -> tuple[int, int]:
 
 
 def one_cluster(
-    tmp: Path, name: str, pg_url: str, s3: SeaweedFS, sizes: Sizes, seed: int, chaos_rng: random.Random | None
+    tmp: Path,
+    name: str,
+    pg: PostgresServer | None,
+    s3: SeaweedFS,
+    sizes: Sizes,
+    seed: int,
+    chaos_rng: random.Random | None,
 ) -> tuple[Outcome, Chaos | None]:
+    """One run of the searches on a cluster of its own: with faults when `chaos_rng` is given. On
+    PostgreSQL, in the database named `name`; else in the cluster's SQLite file."""
     bucket = f"chaos-{name}"
     s3.create_bucket(bucket)
     scheduler_args = [
-        "--db", pg_url,
+        *(["--db", pg.url(name)] if pg else []),
         "--checkpoint-reconcile-interval", "2",
         "--orphan-checkpoint-grace", "5",
     ]  # fmt: skip
@@ -338,11 +318,14 @@ def one_cluster(
         store_args=allow + sweep,
         reconnect_grace=10,
     ) as cluster:
-        chaos = Chaos(cluster, s3, chaos_rng, sizes) if chaos_rng else None
+        chaos = Chaos(cluster, s3, pg, chaos_rng, sizes) if chaos_rng else None
         try:
             exp_ids, wall = run(cluster, model, configs(sizes, seed, s3, bucket), chaos, timeout=1800)
             outcome = converge(cluster, s3, bucket, exp_ids, timeout=90)
             outcome.wall = wall
+            outcome.processes = orphan_processes(chaos, cluster)
+            for line in outcome.processes:
+                print(f"orphan process {line}")
             orphans = sorted(bucket_uuids(s3, bucket) - set(outcome.checkpoints))
             outcome.orphans = len(orphans)
             explain_orphans(cluster, s3, bucket, orphans)
@@ -362,44 +345,84 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seed", type=int, default=7, help="seeds the searches and the fault schedule")
-    p.add_argument("--faults", type=int, default=0, help="faults to inject (default 30; 4 with --smoke)")
-    p.add_argument("--smoke", action="store_true", help="small searches and a handful of faults")
-    args = p.parse_args()
-    signal.signal(signal.SIGTERM, _interrupt)
-    sizes = SMOKE if args.smoke else LONG
-    if args.faults:
-        sizes.faults = args.faults
-    with tempfile.TemporaryDirectory(prefix="pedl-chaos-") as d, postgres_server() as pg:
-        tmp = Path(d)
+def postgres_available() -> bool:
+    try:
+        find_bin_dir()
+        import psycopg  # noqa: F401
+    except (PostgresUnavailable, ImportError):
+        return False
+    return True
+
+
+def run_both(
+    args: argparse.Namespace, sizes: Sizes, tmp: Path, pg: PostgresServer | None
+) -> tuple[Outcome, Outcome, Chaos]:
+    """The fault-free run, then the run under faults, of the same searches."""
+    if pg is not None:
         import psycopg
 
         with psycopg.connect(pg.url(), autocommit=True) as admin:
             admin.execute("CREATE DATABASE baseline")
             admin.execute("CREATE DATABASE chaos")
-        with seaweedfs(tmp / "s3") as s3:
-            print(
-                f"== chaos run, seed {args.seed}: ASHA + PBT on 2 agents, PostgreSQL, SeaweedFS", flush=True
-            )
-            baseline, _ = one_cluster(tmp, "baseline", pg.url("baseline"), s3, sizes, args.seed, None)
-            print(f"fault-free run: {baseline.wall:.1f} s", flush=True)
-            chaotic, chaos = one_cluster(
-                tmp, "chaos", pg.url("chaos"), s3, sizes, args.seed, random.Random(args.seed)
-            )
+    with seaweedfs(tmp / "s3") as s3:
+        db = "PostgreSQL" if pg else "SQLite"
+        print(f"== chaos run, seed {args.seed}: ASHA + PBT on 2 agents, {db}, SeaweedFS", flush=True)
+        baseline, _ = one_cluster(tmp, "baseline", pg, s3, sizes, args.seed, None)
+        print(f"fault-free run: {baseline.wall:.1f} s", flush=True)
+        chaotic, chaos = one_cluster(tmp, "chaos", pg, s3, sizes, args.seed, random.Random(args.seed))
     assert chaos is not None
-    lost, duplicated = step_figures(baseline, chaotic)
+    return baseline, chaotic, chaos
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=7, help="seeds the searches and the fault schedule")
+    p.add_argument("--faults", type=int, default=0, help="faults to inject (default 30; 5 with --smoke)")
+    p.add_argument("--smoke", action="store_true", help="small searches and one fault of each kind")
+    p.add_argument(
+        "--database",
+        choices=("postgres", "sqlite"),
+        default="postgres" if postgres_available() else "sqlite",
+        help="the scheduler's database: PostgreSQL (default where its binaries are installed; "
+        "then crashed and restarted among the faults) or SQLite",
+    )
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, _interrupt)
+    sizes = sizes_for(args.smoke, args.database == "postgres")
+    if args.faults:
+        sizes.faults = args.faults
+    with tempfile.TemporaryDirectory(prefix="pedl-chaos-") as d:
+        if args.database == "postgres":
+            with postgres_server() as pg:
+                baseline, chaotic, chaos = run_both(args, sizes, Path(d), pg)
+        else:
+            baseline, chaotic, chaos = run_both(args, sizes, Path(d), None)
+    return report(baseline, chaotic, chaos)
+
+
+def report(baseline: Outcome, chaotic: Outcome, chaos: Chaos) -> int:
+    """Prints the figures; 0 when nothing a user owns was lost, doubled or left behind."""
+    lost, duplicated = row_figures(baseline.steps, chaotic.steps)
+    v_lost, v_duplicated = row_figures(baseline.validations, chaotic.validations)
     completed = all(s == common_pb2.EXPERIMENT_STATE_COMPLETED for s in chaotic.states)
     same_trials = chaotic.trials == baseline.trials
     orphans, missing, bad = chaotic.orphans, chaotic.missing, chaotic.bad
     print(f"faults injected:   {chaos.injected}")
+    for kind, count in sorted(chaos.kinds.items()):
+        print(f"  {kind + ':':<28}{count}")
     print(f"faults survived:   {chaos.survived if completed else 0}")
     names = [common_pb2.ExperimentState.Name(s) for s in chaotic.states]
     print(f"experiments:       {'all COMPLETED' if completed else names}")
     print(f"trials, hparams:   {'equal to' if same_trials else 'DIFFERENT from'} the fault-free run")
+    steps = sum(len(t) for e in baseline.steps for t in e)
+    validations = sum(len(t) for e in baseline.validations for t in e)
+    print(f"step rows:         {steps} in the fault-free run")
     print(f"steps lost:        {lost}")
     print(f"duplicates:        {duplicated}")
+    print(f"validation rows:   {validations} in the fault-free run")
+    print(f"validations lost:  {v_lost}")
+    print(f"validations twice: {v_duplicated}")
+    print(f"user restarts:     {chaotic.restarts} (fault-free run: {baseline.restarts})")
     print(
         f"checkpoints:       {len(chaotic.checkpoints)} listed, {bad} failed download/hash, {missing} missing"
     )
@@ -407,6 +430,7 @@ def main() -> int:
         print("\n".join(chaotic.swept))
     print(f"swept by store:    {len(chaotic.swept_uuids)}")
     print(f"orphans:           {orphans}")
+    print(f"orphan processes:  {len(chaotic.processes)}")
     ratio = chaotic.wall / baseline.wall
     print(f"wall time:         {chaotic.wall:.1f} s vs {baseline.wall:.1f} s fault-free, ratio {ratio:.2f}")
     if not same_trials:
@@ -414,11 +438,9 @@ def main() -> int:
     ok = (
         completed
         and same_trials
-        and lost == 0
-        and duplicated == 0
-        and orphans == 0
-        and missing == 0
-        and bad == 0
+        and lost == duplicated == v_lost == v_duplicated == 0
+        and orphans == missing == bad == 0
+        and not chaotic.processes
     )
     print("result:            " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1

@@ -158,12 +158,13 @@ def _add_file(tar: tarfile.TarFile, info: tarfile.TarInfo, path: Path) -> None:
 
 
 def _too_large_message(root: Path, files: list[tuple[str, int]], total: int, max_bytes: int) -> str:
+    """One line (the CLI prints it as the whole answer): the size, the ten largest files, the cure."""
     largest = sorted(files, key=lambda f: (-f[1], f[0]))[:10]
-    listing = "\n".join(f"  {_human(size):>10}  {rel}" for rel, size in largest)
+    listing = ", ".join(f"{rel} ({_human(size)})" for rel, size in largest)
     return (
-        f"model definition {root} is {_human(total)}, over the {_human(max_bytes)} limit. Largest files:\n"
-        f"{listing}\n"
-        "Add large files that training does not need (data sets, checkpoints, binaries) to .pedlignore."
+        f"model definition {root} is {_human(total)}, over the {_human(max_bytes)} limit; largest files: "
+        f"{listing}; add large files that training does not need (data sets, checkpoints, binaries) "
+        "to .pedlignore"
     )
 
 

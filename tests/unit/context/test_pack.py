@@ -139,7 +139,7 @@ def test_too_large_lists_largest_files_and_suggests_pedlignore(tmp_path: Path) -
     with pytest.raises(ContextError) as err:
         pack(ctx, max_bytes=4000)
     message = str(err.value)
-    assert ".pedlignore" in message
+    assert ".pedlignore" in message and "\n" not in message  # one line
     assert "dataset.npy" in message and "f11.bin" in message
     assert message.index("dataset.npy") < message.index("f11.bin")
     assert "f00.bin" not in message and "f01.bin" not in message  # only the top 10
