@@ -34,7 +34,8 @@ def test_a_trial_token_lives_as_long_as_its_run(tmp_path: Path) -> None:
     token = trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"])
     assert ask(q, token, "run").allowed
     assert not ask(q, trial_token.mint("t" * 32, exp_id, trial["id"], trial["run_id"]), "run").allowed
-    trial_ops.start_run(db, trial["id"], trial["run_id"] + 1, "{}", "t", ("a",))  # a new run: the old token ends
+    # A new run: the old token ends.
+    trial_ops.start_run(db, trial["id"], trial["run_id"] + 1, "{}", "t", ("a",))
     answer = ask(q, token, "run")
     assert not answer.allowed and "has ended: its token is revoked" in answer.reason
     newer = trial_token.mint(SECRET, exp_id, trial["id"], trial["run_id"] + 1)

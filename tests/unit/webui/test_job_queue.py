@@ -106,9 +106,8 @@ def test_an_experiment_is_a_job_holding_its_running_trials_slots_of_its_unfinish
         "STATE_QUEUED",
     )
     # Scheduled ones first, then queued ones by submission, pilot jobs among them; jobsAhead counts per pool.
-    rows = queue(
-        [pilot("7", "default", "PENDING", "Resources", "2026-11-29T00:30:00+00:00")], "", [], [waiting_job, busy_job]
-    )
+    pending = pilot("7", "default", "PENDING", "Resources", "2026-11-29T00:30:00+00:00")
+    rows = queue([pending], "", [], [waiting_job, busy_job])
     assert [(r["jobId"], r["summary"]["jobsAhead"]) for r in rows] == [
         ("experiment-3", 0),
         ("experiment-4", 1),
