@@ -22,6 +22,7 @@ from pedl.config.experiment import ExperimentConfig, parse_experiment_config
 from pedl.config.lengths import Length
 from pedl.config.masking import mask_secrets
 from pedl.config.schema_errors import check_schema
+from pedl.config.searcher_settings import SearcherSettings
 
 FIELD = "config_json"
 VERSION = 1
@@ -103,6 +104,7 @@ def _decode(data: dict[str, Any]) -> ExperimentConfig:
         min_checkpoint_period=Length(**data["min_checkpoint_period"]),
         budget=data["budget"],
         entrypoint_spec=_entrypoint(entrypoint) if entrypoint is not None else None,
+        searcher=SearcherSettings.of(raw["searcher"]),
         warnings=tuple(data["warnings"]),
     )
 
