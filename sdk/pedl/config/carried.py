@@ -23,6 +23,7 @@ from pedl.config.lengths import Length
 from pedl.config.masking import mask_secrets
 from pedl.config.schema_errors import check_schema
 from pedl.config.searcher_settings import SearcherSettings
+from pedl.config.storage_settings import CheckpointStorage
 
 FIELD = "config_json"
 VERSION = 1
@@ -105,6 +106,7 @@ def _decode(data: dict[str, Any]) -> ExperimentConfig:
         budget=data["budget"],
         entrypoint_spec=_entrypoint(entrypoint) if entrypoint is not None else None,
         searcher=SearcherSettings.of(raw["searcher"]),
+        checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
         warnings=tuple(data["warnings"]),
     )
 

@@ -32,6 +32,7 @@ from pedl.config.resources import Resources
 from pedl.config.schema_errors import check_schema
 from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
 from pedl.config.searcher_settings import SearcherSettings
+from pedl.config.storage_settings import CheckpointStorage
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
 
@@ -50,6 +51,7 @@ class ExperimentConfig:
     budget: int | None  # the adaptive searcher's, in `length_unit`
     entrypoint_spec: Entrypoint | None
     searcher: SearcherSettings  # typed once where the config is parsed; raw["searcher"] as written
+    checkpoint_storage: CheckpointStorage  # likewise; raw["checkpoint_storage"] as written
     # Fields accepted that have no effect in pedl (fields.FIELDS status "warn"); `create` prints them.
     warnings: tuple[str, ...] = ()
 
@@ -158,10 +160,6 @@ class ExperimentConfig:
     @property
     def batches_per_step(self) -> int:
         return self.raw["batches_per_step"]
-
-    @property
-    def checkpoint_storage(self) -> dict[str, Any]:
-        return self.raw["checkpoint_storage"]
 
     @functools.cached_property
     def resources(self) -> Resources:
@@ -272,6 +270,7 @@ def _build(data: Any) -> ExperimentConfig:
         budget=budget.amount if budget is not None else None,
         entrypoint_spec=entrypoint,
         searcher=SearcherSettings.of(raw["searcher"]),
+        checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
         warnings=tuple(warnings),
         length_unit=max_length.unit,
     )

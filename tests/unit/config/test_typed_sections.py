@@ -4,7 +4,9 @@ the config travels (`carried`): what the scheduler's searchers, GC and placement
 from __future__ import annotations
 
 from pedl.config import carried, parse_experiment_config
+from pedl.config.changes import with_changes
 from pedl.config.searcher_settings import SearcherSettings
+from pedl.config.storage_settings import CheckpointStorage
 
 BASE = """
 hyperparameters:
@@ -57,3 +59,27 @@ def test_the_carried_config_has_the_same_typed_sections() -> None:
     )
     again = carried.carried(config)
     assert again.searcher == config.searcher and again.searcher.max_trials == 3
+
+
+def test_checkpoint_storage_is_typed_and_a_gc_policy_change_rebuilds_only_it() -> None:
+    config = parse_experiment_config(
+        BASE + "searcher: {name: single, metric: loss, max_length: 10}\n"
+        "checkpoint_storage: {type: shared_fs, host_path: /tmp/ck, save_trial_best: 2}\n"
+    )
+    storage = config.checkpoint_storage
+    assert isinstance(storage, CheckpointStorage)
+    assert (storage.type, storage.host_path, storage.storage_path) == ("shared_fs", "/tmp/ck", None)
+    assert (storage.save_experiment_best, storage.save_trial_best, storage.save_trial_latest) == (0, 2, 1)
+    assert storage.wire() == config.raw["checkpoint_storage"]  # what the checkpoint store receives
+    changed = with_changes(config, lambda s: s["checkpoint_storage"].update(save_trial_latest=4))
+    assert (
+        changed.checkpoint_storage.save_trial_latest == 4 and config.checkpoint_storage.save_trial_latest == 1
+    )
+    assert changed.searcher is config.searcher
+    assert carried.carried(changed).checkpoint_storage.save_trial_latest == 4
+
+
+def test_without_checkpoint_storage_the_store_decides_and_the_defaults_hold() -> None:
+    config = parse_experiment_config(BASE + "searcher: {name: single, metric: loss, max_length: 10}\n")
+    storage = config.checkpoint_storage
+    assert storage.type is None and (storage.save_trial_best, storage.save_trial_latest) == (1, 1)
