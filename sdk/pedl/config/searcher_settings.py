@@ -11,15 +11,16 @@ is also a read-only mapping of it (`section`), for code that shows the config as
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pedl.config._checks import is_int
+from pedl.config.section_view import SectionView
 
 
 @dataclass(frozen=True, eq=False)
-class SearcherSettings(Mapping[str, Any]):
+class SearcherSettings(SectionView):
     name: str
     metric: str
     smaller_is_better: bool = True
@@ -47,16 +48,6 @@ class SearcherSettings(Mapping[str, Any]):
     source_checkpoint_uuid: str | None = None
     source_trial_id: int | None = None
     section: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    # A read-only view of `section` too (equal to it, `.get`, `in`), for code that shows the config.
-    def __getitem__(self, key: str) -> Any:
-        return self.section[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.section)
-
-    def __len__(self) -> int:
-        return len(self.section)
 
     @classmethod
     def of(cls, section: Mapping[str, Any]) -> SearcherSettings:

@@ -11,13 +11,15 @@ user code gets in `ExperimentConfig.raw["checkpoint_storage"]`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pedl.config.section_view import SectionView
+
 
 @dataclass(frozen=True, eq=False)
-class CheckpointStorage(Mapping[str, Any]):
+class CheckpointStorage(SectionView):
     type: str | None = None  # None: the cluster's checkpoint store backend decides where checkpoints go
     save_experiment_best: int = 0
     save_trial_best: int = 1
@@ -28,16 +30,6 @@ class CheckpointStorage(Mapping[str, Any]):
     prefix: str | None = None  # s3
     endpoint_url: str | None = None  # s3
     section: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    # A read-only view of `section` too (equal to it, `.get`, `in`), for code that shows the config.
-    def __getitem__(self, key: str) -> Any:
-        return self.section[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.section)
-
-    def __len__(self) -> int:
-        return len(self.section)
 
     def wire(self) -> dict[str, Any]:
         """The section as the checkpoint store's API takes it (a copy the caller may keep)."""
