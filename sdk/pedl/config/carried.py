@@ -17,6 +17,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from pedl.config.entrypoint import Entrypoint
+from pedl.config.environment_settings import Environment
 from pedl.config.errors import ConfigError, FieldError, format_path
 from pedl.config.experiment import ExperimentConfig, parse_experiment_config
 from pedl.config.lengths import Length
@@ -107,6 +108,7 @@ def _decode(data: dict[str, Any]) -> ExperimentConfig:
         entrypoint_spec=_entrypoint(entrypoint) if entrypoint is not None else None,
         searcher=SearcherSettings.of(raw["searcher"]),
         checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
+        environment=Environment.of(raw.get("environment")),
         warnings=tuple(data["warnings"]),
     )
 

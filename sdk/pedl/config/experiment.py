@@ -22,6 +22,7 @@ from pedl.config._checks import (
 )
 from pedl.config._source import load_source
 from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
+from pedl.config.environment_settings import Environment
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import Length, LengthContext, TrialLengths, resolve_length, trial_batch_size
@@ -52,6 +53,7 @@ class ExperimentConfig:
     entrypoint_spec: Entrypoint | None
     searcher: SearcherSettings  # typed once where the config is parsed; raw["searcher"] as written
     checkpoint_storage: CheckpointStorage  # likewise; raw["checkpoint_storage"] as written
+    environment: Environment  # likewise; raw["environment"] as written (a name or a mapping)
     # Fields accepted that have no effect in pedl (fields.FIELDS status "warn"); `create` prints them.
     warnings: tuple[str, ...] = ()
 
@@ -189,7 +191,7 @@ class ExperimentConfig:
 
     @property
     def environment_name(self) -> str | None:
-        return sections.environment_name(self.raw.get("environment"))
+        return self.environment.name
 
     @property
     def experiment_seed(self) -> int | None:
@@ -271,6 +273,7 @@ def _build(data: Any) -> ExperimentConfig:
         entrypoint_spec=entrypoint,
         searcher=SearcherSettings.of(raw["searcher"]),
         checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
+        environment=Environment.of(raw.get("environment")),
         warnings=tuple(warnings),
         length_unit=max_length.unit,
     )

@@ -119,7 +119,7 @@ def run_local(
     runner.searcher = searcher
     runner.apply(searcher.initial_operations())
     # As on an agent, the trial's code sees environment.environment_variables (local trials use the CPU).
-    with env_vars.applied(config.raw, gpu=False):
+    with env_vars.applied(config.environment, gpu=False):
         runner.run()
     return LocalExperimentResult(runner.state, [t.result for t in runner.trials.values()], root)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pedl.config import carried, parse_experiment_config
 from pedl.config.changes import with_changes
+from pedl.config.environment_settings import Environment
 from pedl.config.searcher_settings import SearcherSettings
 from pedl.config.storage_settings import CheckpointStorage
 
@@ -83,3 +84,25 @@ def test_without_checkpoint_storage_the_store_decides_and_the_defaults_hold() ->
     config = parse_experiment_config(BASE + "searcher: {name: single, metric: loss, max_length: 10}\n")
     storage = config.checkpoint_storage
     assert storage.type is None and (storage.save_trial_best, storage.save_trial_latest) == (1, 1)
+
+
+def test_environment_is_typed_from_either_form() -> None:
+    searcher = "searcher: {name: single, metric: loss, max_length: 10}\n"
+    by_device = parse_experiment_config(
+        BASE + searcher + "environment:\n  name: tf\n  environment_variables:\n"
+        "    cpu: [WHERE=cpu, A=1]\n    cuda: [WHERE=cuda]\n    gpu: [B=2]\n"
+    )
+    env = by_device.environment
+    assert isinstance(env, Environment) and env.name == "tf" == by_device.environment_name
+    assert env.variables(gpu=False) == {"WHERE": "cpu", "A": "1"}
+    assert env.variables(gpu=True) == {"WHERE": "cuda", "B": "2"}
+    listed = parse_experiment_config(
+        BASE + searcher + "environment: {python: /usr/bin/python3, environment_variables: [X=1, X=2]}\n"
+    ).environment
+    assert listed.name == "/usr/bin/python3" and listed.variables(gpu=True) == listed.variables(
+        gpu=False
+    ) == {"X": "2"}
+    named = parse_experiment_config(BASE + searcher + "environment: torch-2\n").environment
+    assert named == Environment(name="torch-2") and named.variables(gpu=False) == {}
+    assert parse_experiment_config(BASE + searcher).environment == Environment()
+    assert carried.carried(by_device).environment == env
