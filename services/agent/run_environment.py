@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 from pedl.config import ExperimentConfig
-from pedl.config.env_vars import trial_variables
 from pedl.harness.process_limits import PIDS_LIMIT_ENV
 from pedl.harness.store_retry import BUDGET_ENV
 from pedl.v1 import agent_pb2
@@ -35,7 +34,7 @@ def run_environment(
     on_gpu = cuda_visible_devices(slots, settings.gpus) is not None
     # The experiment's environment.environment_variables; pedl's own names (below) cannot be among them.
     if config is not None:
-        env.update(trial_variables(config.raw, gpu=on_gpu))
+        env.update(config.environment.variables(gpu=on_gpu))
     env.update(
         PEDL_HARNESS_SOCKET=str(socket_path),
         PEDL_TRIAL_ID=str(start.trial_id),

@@ -16,6 +16,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pedl.config.storage_settings import CheckpointStorage
+
 SAVE_DEFAULTS = {"save_experiment_best": 0, "save_trial_best": 1, "save_trial_latest": 1}
 
 
@@ -43,9 +45,18 @@ class GCPolicy:
 
     @classmethod
     def from_storage(cls, storage: Mapping[str, Any], smaller_is_better: bool) -> GCPolicy:
-        """From an experiment's validated checkpoint_storage config; absent keys take the defaults."""
-        counts = {name: storage.get(name, default) for name, default in SAVE_DEFAULTS.items()}
-        return cls(smaller_is_better=smaller_is_better, **counts)
+        """From a checkpoint_storage mapping; absent keys take the defaults."""
+        return cls.of(CheckpointStorage.of(storage), smaller_is_better)
+
+    @classmethod
+    def of(cls, storage: CheckpointStorage, smaller_is_better: bool) -> GCPolicy:
+        """From an experiment's typed checkpoint_storage section."""
+        return cls(
+            save_experiment_best=storage.save_experiment_best,
+            save_trial_best=storage.save_trial_best,
+            save_trial_latest=storage.save_trial_latest,
+            smaller_is_better=smaller_is_better,
+        )
 
 
 def checkpoints_to_delete(

@@ -55,7 +55,7 @@ class RequestLimits:
         if count > self.max_hyperparameters:
             what = f"the config has {count} hyperparameters"
             raise _exceeded(what, "max_hyperparameters", self.max_hyperparameters)
-        trials, what = trial_count(raw)
+        trials, what = trial_count(config)
         if trials is not None and trials > self.max_trials:
             raise _exceeded(f"{what} is {trials}", "max_trials", self.max_trials)
         bps = int(raw.get("batches_per_step") or 0)
@@ -172,18 +172,17 @@ def _grid_axis_size(leaf: dict[str, Any]) -> int:
     return count
 
 
-def trial_count(raw: dict[str, Any]) -> tuple[int | None, str]:
-    """How many trials the searcher may create, without creating them, and what says so."""
-    searcher = raw.get("searcher") or {}
-    name = searcher.get("name")
-    if name == "grid":
+def trial_count(config: Any) -> tuple[int | None, str]:
+    """How many trials the searcher of `config` (a pedl.config.ExperimentConfig) may create, without
+    creating them, and what says so."""
+    searcher = config.searcher
+    if searcher.name == "grid":
         total = 1
-        for leaf in _leaves(raw.get("hyperparameters") or {}):
+        for leaf in _leaves(config.hyperparameters):
             total *= _grid_axis_size(leaf)
         return total, "the grid's number of points"
-    if name == "pbt":
-        size, rounds = int(searcher.get("population_size") or 0), int(searcher.get("num_rounds") or 0)
-        return size * max(rounds, 1), "population_size x num_rounds"
-    if "max_trials" in searcher:
-        return int(searcher["max_trials"]), "searcher.max_trials"
+    if searcher.name == "pbt":
+        return searcher.population_size * max(searcher.num_rounds, 1), "population_size x num_rounds"
+    if searcher.max_trials is not None:
+        return searcher.max_trials, "searcher.max_trials"
     return None, ""

@@ -29,22 +29,22 @@ def check_checkpoint_storage(
     """Raises StorageCheckError; `roots` (resolved) bound shared_fs host_paths and `allowed_s3` S3
     buckets and endpoints, None allows any. `config` is the request's, parsed once by the API."""
     storage = config.checkpoint_storage
-    if storage.get("type") == "shared_fs" and roots is not None:
+    if storage.type == "shared_fs" and roots is not None:
         try:
-            check_shared_fs(storage, roots, ALLOW_FLAG)
+            check_shared_fs(storage.wire(), roots, ALLOW_FLAG)
         except OutsideAllowedRoots as e:
             raise StorageCheckError(str(e)) from None
-    if storage.get("type") != "s3":
+    if storage.type != "s3":
         return
     if allowed_s3 is not None:
         try:
-            allowed_s3.check(storage, S3_FLAGS)
+            allowed_s3.check(storage.wire(), S3_FLAGS)
         except S3NotAllowed as e:
             raise StorageCheckError(str(e)) from None
     from pedl_checkpoint_store.s3 import check_access
 
     try:
-        check_access(storage)
+        check_access(storage.wire())
     except Exception as e:  # the store's errors carry a message meant for the user
         message = str(e)
         raise StorageCheckError(

@@ -17,11 +17,14 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from pedl.config.entrypoint import Entrypoint
+from pedl.config.environment_settings import Environment
 from pedl.config.errors import ConfigError, FieldError, format_path
 from pedl.config.experiment import ExperimentConfig, parse_experiment_config
 from pedl.config.lengths import Length
 from pedl.config.masking import mask_secrets
 from pedl.config.schema_errors import check_schema
+from pedl.config.searcher_settings import SearcherSettings
+from pedl.config.storage_settings import CheckpointStorage
 
 FIELD = "config_json"
 VERSION = 1
@@ -103,6 +106,9 @@ def _decode(data: dict[str, Any]) -> ExperimentConfig:
         min_checkpoint_period=Length(**data["min_checkpoint_period"]),
         budget=data["budget"],
         entrypoint_spec=_entrypoint(entrypoint) if entrypoint is not None else None,
+        searcher=SearcherSettings.of(raw["searcher"]),
+        checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
+        environment=Environment.of(raw.get("environment")),
         warnings=tuple(data["warnings"]),
     )
 

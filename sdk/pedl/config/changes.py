@@ -17,6 +17,7 @@ from typing import Any
 from pedl.config.errors import ConfigError, FieldError, format_path
 from pedl.config.experiment import ExperimentConfig
 from pedl.config.schema_errors import check_schema
+from pedl.config.storage_settings import CheckpointStorage
 
 # The top-level keys a change may touch: none of them is an input of a derived value.
 CHANGEABLE = frozenset({"name", "resources", "checkpoint_storage"})
@@ -36,4 +37,5 @@ def with_changes(config: ExperimentConfig, change: Callable[[dict[str, Any]], No
         check_schema(raw)
     except FieldError as exc:
         raise ConfigError(exc.message, path=format_path(exc.path)) from None
-    return replace(config, raw=raw)
+    # The typed sections a change may touch are built again; the others stay the same objects.
+    return replace(config, raw=raw, checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]))

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from pedl.config.environment_settings import Environment
 from pedl.config.errors import FieldError, FieldPath
 
 DEVICE_TYPES = ("cpu", "cuda", "rocm", "gpu")
@@ -47,26 +48,11 @@ def _check_list(value: Any, path: FieldPath) -> None:
             )
 
 
-def trial_variables(config: dict[str, Any], *, gpu: bool) -> dict[str, str]:
-    """The variables for a trial on GPU slots (`gpu`) or CPU slots, later entries winning."""
-    env = config.get("environment")
-    value = env.get("environment_variables") if isinstance(env, dict) else None
-    if isinstance(value, dict):
-        keys = ("cuda", "gpu") if gpu else ("cpu",)
-        items = [item for key in keys for item in value.get(key) or []]
-    else:
-        items = list(value or [])
-    out: dict[str, str] = {}
-    for item in items:
-        name, _, val = str(item).partition("=")
-        out[name] = val
-    return out
-
-
 @contextlib.contextmanager
-def applied(config: dict[str, Any], *, gpu: bool = False) -> Iterator[None]:
-    """Local mode runs trials in this process: set the variables for its duration, then restore."""
-    values = trial_variables(config, gpu=gpu)
+def applied(environment: Environment, *, gpu: bool = False) -> Iterator[None]:
+    """Local mode runs trials in this process: set the variables for its duration, then restore.
+    (An agent's harness processes start with them: `Environment.variables`.)"""
+    values = environment.variables(gpu=gpu)
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:

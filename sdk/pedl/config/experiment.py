@@ -22,6 +22,7 @@ from pedl.config._checks import (
 )
 from pedl.config._source import load_source
 from pedl.config.entrypoint import Entrypoint, parse_config_entrypoint
+from pedl.config.environment_settings import Environment
 from pedl.config.errors import ConfigError, FieldError, FieldPath, format_path
 from pedl.config.hyperparameters import check_grid, const_value, normalize_space
 from pedl.config.lengths import Length, LengthContext, TrialLengths, resolve_length, trial_batch_size
@@ -31,6 +32,8 @@ from pedl.config.policy import apply_field_policy, drop_nulls
 from pedl.config.resources import Resources
 from pedl.config.schema_errors import check_schema
 from pedl.config.searcher import check_searcher_for_entrypoint, searcher_budget, validate_searcher
+from pedl.config.searcher_settings import SearcherSettings
+from pedl.config.storage_settings import CheckpointStorage
 
 ConfigSource = Union[str, bytes, dict, "os.PathLike[str]"]
 
@@ -48,6 +51,9 @@ class ExperimentConfig:
     min_checkpoint_period: Length
     budget: int | None  # the adaptive searcher's, in `length_unit`
     entrypoint_spec: Entrypoint | None
+    searcher: SearcherSettings  # typed once where the config is parsed; raw["searcher"] as written
+    checkpoint_storage: CheckpointStorage  # likewise; raw["checkpoint_storage"] as written
+    environment: Environment  # likewise; raw["environment"] as written (a name or a mapping)
     # Fields accepted that have no effect in pedl (fields.FIELDS status "warn"); `create` prints them.
     warnings: tuple[str, ...] = ()
 
@@ -86,8 +92,7 @@ class ExperimentConfig:
     @property
     def max_trials(self) -> int | None:
         """The searcher's planned number of trials, where it has one."""
-        value = self.searcher.get("max_trials")
-        return value if is_int(value) else None
+        return self.searcher.max_trials
 
     @property
     def resource_pool(self) -> str:
@@ -103,8 +108,7 @@ class ExperimentConfig:
     @property
     def script_length_unit(self) -> str:
         """The unit a Core API script counts its searcher lengths in: searcher.max_length's, as written."""
-        value = self.searcher.get("max_length")
-        return next(iter(value)) if isinstance(value, dict) and len(value) == 1 else "batches"
+        return self.searcher.written_length_unit
 
     def describe_lengths(self) -> list[str]:
         """The lengths as the trials count them, for `describe` (records and epochs each trial converts)."""
@@ -144,28 +148,20 @@ class ExperimentConfig:
         return self.raw["hyperparameters"]
 
     @property
-    def searcher(self) -> dict[str, Any]:
-        return self.raw["searcher"]
-
-    @property
     def searcher_name(self) -> str:
-        return self.raw["searcher"]["name"]
+        return self.searcher.name
 
     @property
     def searcher_metric(self) -> str:
-        return self.raw["searcher"]["metric"]
+        return self.searcher.metric
 
     @property
     def smaller_is_better(self) -> bool:
-        return self.raw["searcher"]["smaller_is_better"]
+        return self.searcher.smaller_is_better
 
     @property
     def batches_per_step(self) -> int:
         return self.raw["batches_per_step"]
-
-    @property
-    def checkpoint_storage(self) -> dict[str, Any]:
-        return self.raw["checkpoint_storage"]
 
     @functools.cached_property
     def resources(self) -> Resources:
@@ -195,7 +191,7 @@ class ExperimentConfig:
 
     @property
     def environment_name(self) -> str | None:
-        return sections.environment_name(self.raw.get("environment"))
+        return self.environment.name
 
     @property
     def experiment_seed(self) -> int | None:
@@ -275,6 +271,9 @@ def _build(data: Any) -> ExperimentConfig:
         min_checkpoint_period=periods["min_checkpoint_period"],
         budget=budget.amount if budget is not None else None,
         entrypoint_spec=entrypoint,
+        searcher=SearcherSettings.of(raw["searcher"]),
+        checkpoint_storage=CheckpointStorage.of(raw["checkpoint_storage"]),
+        environment=Environment.of(raw.get("environment")),
         warnings=tuple(warnings),
         length_unit=max_length.unit,
     )

@@ -147,12 +147,6 @@ def _check_pod_spec(spec: dict[str, Any], path: FieldPath) -> None:
                     )
 
 
-def environment_name(env: str | dict[str, Any] | None) -> str | None:
-    if env is None or isinstance(env, str):
-        return env
-    return env.get("name") or env.get("python")
-
-
 def check_profiling(profiling: dict[str, Any], path: FieldPath = ("profiling",)) -> None:
     """Determined's compareProperties rule, which a JSON Schema cannot state."""
     begin, end = profiling.get("begin_on_batch"), profiling.get("end_after_batch")

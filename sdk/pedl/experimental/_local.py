@@ -79,8 +79,12 @@ class _Trial:
 
 def local_refusal(config: ExperimentConfig) -> str | None:
     """Why the config cannot run locally (a field that needs a cluster), or None."""
-    for name in ("source_checkpoint_uuid", "source_trial_id"):
-        if (config.raw.get("searcher") or {}).get(name) is not None:
+    searcher = config.searcher
+    for name, value in (
+        ("source_checkpoint_uuid", searcher.source_checkpoint_uuid),
+        ("source_trial_id", searcher.source_trial_id),
+    ):
+        if value is not None:
             return (
                 f"searcher.{name}: a warm start reads the checkpoint from a cluster's store, so it runs "
                 "only on a cluster (pedl experiment create); locally, load the weights in your Trial"
@@ -115,7 +119,7 @@ def run_local(
     runner.searcher = searcher
     runner.apply(searcher.initial_operations())
     # As on an agent, the trial's code sees environment.environment_variables (local trials use the CPU).
-    with env_vars.applied(config.raw, gpu=False):
+    with env_vars.applied(config.environment, gpu=False):
         runner.run()
     return LocalExperimentResult(runner.state, [t.result for t in runner.trials.values()], root)
 

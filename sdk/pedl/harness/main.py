@@ -94,12 +94,11 @@ def run(socket_path: str, launch: Launch | None = None) -> int:
         parsed = load_trial_config(trial.config_json)
         config = parsed.raw
         hparams = typed_hparams(from_struct(trial.hparams), config)
-        storage = config.get("checkpoint_storage")
         checkpoints = StoreCheckpoints(
             trial.checkpoint_store_address,
             trial.experiment_id,
             trial.trial_id,
-            storage if isinstance(storage, dict) else None,
+            parsed.checkpoint_storage.wire(),
         )
         trial_dir = Path(info.model_definition_dir or os.getcwd()).parent
         os.environ[TENSORBOARD_ENV] = str(run_directories(trial_dir)[0])

@@ -28,8 +28,7 @@ from pedl.searcher.asha import (
 
 class AdaptiveSimpleSearch(ASHASearch):
     def plan_brackets(self) -> list[BracketPlan]:
-        searcher = self.config.searcher
-        max_trials = int(searcher["max_trials"])
+        max_trials = self.config.searcher.max_trials or 0
         brackets = _brackets(self)
         count, remainder = divmod(max_trials, len(brackets))
         return [BracketPlan(r, max(count + (i < remainder), 1)) for i, r in enumerate(brackets)]
@@ -38,9 +37,7 @@ class AdaptiveSimpleSearch(ASHASearch):
 class AdaptiveSearch(ASHASearch):
     def __init__(self, config: Any, seed: int) -> None:
         super().__init__(config, seed)
-        self.rescue_stragglers = self.rescue_stragglers and bool(
-            self.config.searcher.get("train_stragglers", True)
-        )
+        self.rescue_stragglers = self.rescue_stragglers and self.config.searcher.train_stragglers
 
     def plan_brackets(self) -> list[BracketPlan]:
         budget = self.config.budget
@@ -58,9 +55,7 @@ class AdaptiveSearch(ASHASearch):
 
 def _brackets(search: ASHASearch) -> list[int]:
     searcher = search.config.searcher
-    if searcher.get("bracket_rungs"):
-        return sorted(searcher["bracket_rungs"], reverse=True)
-    max_rungs = min(
-        int(searcher.get("max_rungs", 5)), rungs_fitting(search.config.max_length, search.divisor)
-    )
-    return mode_brackets(searcher.get("mode", "standard"), max_rungs)
+    if searcher.bracket_rungs:
+        return sorted(searcher.bracket_rungs, reverse=True)
+    max_rungs = min(searcher.max_rungs, rungs_fitting(search.config.max_length, search.divisor))
+    return mode_brackets(searcher.mode, max_rungs)

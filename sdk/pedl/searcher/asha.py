@@ -109,8 +109,8 @@ class ASHASearch(SearchMethod):
     def __init__(self, config: Any, seed: int) -> None:
         super().__init__(config, seed)
         searcher = config.searcher
-        self.divisor = float(searcher.get("divisor", 4))
-        self.stop_once = bool(searcher.get("stop_once", False))
+        self.divisor = searcher.divisor
+        self.stop_once = searcher.stop_once
         self.rescue_stragglers = not self.stop_once
         self.sign = 1.0 if config.smaller_is_better else -1.0
         max_length = config.max_length
@@ -131,16 +131,16 @@ class ASHASearch(SearchMethod):
     def plan_brackets(self) -> list[BracketPlan]:
         """Determined's `adaptive_asha`: rungs from mode or bracket_rungs, trials for equal compute."""
         searcher = self.config.searcher
-        max_trials = int(searcher["max_trials"])
-        if searcher.get("bracket_rungs"):
-            brackets = sorted(searcher["bracket_rungs"], reverse=True)
+        max_trials = searcher.max_trials or 0
+        if searcher.bracket_rungs:
+            brackets = sorted(searcher.bracket_rungs, reverse=True)
         else:
             max_rungs = min(
-                int(searcher.get("max_rungs", 5)),
+                searcher.max_rungs,
                 rungs_fitting(self.config.max_length, self.divisor),
                 rungs_fitting(max_trials, self.divisor),
             )
-            brackets = mode_brackets(searcher.get("mode", "standard"), max_rungs)
+            brackets = mode_brackets(searcher.mode, max_rungs)
         brackets = brackets[:max_trials]
         weights = [self.divisor ** (r - 1) / r for r in brackets]
         trials = [max(int(w / sum(weights) * max_trials), 1) for w in weights]
@@ -362,4 +362,4 @@ class AsyncHalvingSearch(ASHASearch):
 
     def plan_brackets(self) -> list[BracketPlan]:
         searcher = self.config.searcher
-        return [BracketPlan(int(searcher["num_rungs"]), int(searcher["max_trials"]))]
+        return [BracketPlan(searcher.num_rungs or 0, searcher.max_trials or 0)]

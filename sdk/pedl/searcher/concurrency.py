@@ -28,7 +28,7 @@ _OP_TYPES: dict[str, type] = {
 
 def limit_concurrency(method: SearchMethod, config: Any) -> SearchMethod:
     """`method` bounded by the config's `searcher.max_concurrent_trials` (0 or absent: no limit)."""
-    limit = int(config.searcher.get("max_concurrent_trials") or 0)
+    limit = config.searcher.max_concurrent_trials
     return ConcurrencyLimiter(method, limit) if limit > 0 else method
 
 

@@ -15,9 +15,9 @@ from pedl.searcher.asha import ASHASearch
 
 def operation_lengths(config: Any) -> list[int]:
     """Ascending lengths for `config` (an ExperimentConfig); empty when the searcher has no length."""
-    if not config.max_length or config.searcher.get("time_metric"):
+    if not config.max_length or config.searcher.time_metric:
         return []
-    if config.searcher_name == "adaptive_asha" and not config.searcher.get("time_metric"):
+    if config.searcher_name == "adaptive_asha":
         search = ASHASearch(config, 0)
         return sorted({length for bracket in search.brackets for length in bracket.rung_lengths})
     return [config.max_length]

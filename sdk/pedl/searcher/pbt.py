@@ -31,12 +31,12 @@ class PBTSearch(SearchMethod):
     def __init__(self, config: Any, seed: int) -> None:
         super().__init__(config, seed)
         searcher = config.searcher
-        self.population_size = int(searcher["population_size"])
-        self.num_rounds = int(searcher["num_rounds"])
+        self.population_size = searcher.population_size
+        self.num_rounds = searcher.num_rounds
         self.round_length = config.max_length
-        self.truncate_fraction = float(searcher["replace_function"]["truncate_fraction"])
-        self.resample_probability = float(searcher["explore_function"]["resample_probability"])
-        self.perturb_factor = float(searcher["explore_function"]["perturb_factor"])
+        self.truncate_fraction = searcher.truncate_fraction
+        self.resample_probability = searcher.resample_probability
+        self.perturb_factor = searcher.perturb_factor
         self.sign = 1.0 if config.smaller_is_better else -1.0
         self.round = 0
         # One slot per population member, holding its current trial's request id.

@@ -33,7 +33,7 @@ class RandomSearch(SearchMethod):
         self.shutdown = False
 
     def _total_trials(self) -> int:
-        return int(self.config.searcher["max_trials"])
+        return self.config.searcher.max_trials or 0
 
     def _next_hparams(self) -> dict[str, Any]:
         """The hyperparameters of trial number `self.created` (0-based)."""

@@ -58,7 +58,7 @@ class CheckpointLifecycle:
 
     def _load_ledger(self, exp_id: int, config: Any) -> CheckpointLedger:
         """The experiment's checkpoints and metrics as stored (once per experiment and scheduler)."""
-        ledger = CheckpointLedger(GCPolicy.from_storage(config.checkpoint_storage, config.smaller_is_better))
+        ledger = CheckpointLedger(GCPolicy.of(config.checkpoint_storage, config.smaller_is_better))
         metric = config.searcher_metric
         for v in result_ops.experiment_validations(self.db, exp_id):
             ledger.add_metric(v["trial_id"], v["total_batches"], json.loads(v["metrics_json"]).get(metric))

@@ -15,9 +15,8 @@ from pedl_server_auth import Principal, authz
 def resolve_source(db: Storage, config: Any, requester: Principal) -> str:
     """The uuid of the checkpoint the config warm-starts from ("" for none), after checking that it
     exists and that `requester` owns its experiment (or is an admin)."""
-    searcher = config.raw.get("searcher") or {}
-    uuid = searcher.get("source_checkpoint_uuid")
-    trial_id = searcher.get("source_trial_id")
+    uuid = config.searcher.source_checkpoint_uuid
+    trial_id = config.searcher.source_trial_id
     if uuid:
         row = result_ops.checkpoint_source(db, uuid)
         if row is None or row["state"] != "COMPLETED":

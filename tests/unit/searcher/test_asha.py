@@ -120,8 +120,11 @@ def test_stop_once_keeps_the_best_so_far_going_and_never_resumes_a_stopped_trial
 
 
 def test_larger_is_better_promotes_the_largest_metric() -> None:
-    cfg = config("max_trials: 2, max_length: 160, divisor: 2, mode: aggressive", max_concurrent_trials=1)
-    cfg.searcher["smaller_is_better"] = False
+    cfg = config(
+        "max_trials: 2, max_length: 160, divisor: 2, mode: aggressive",
+        max_concurrent_trials=1,
+        smaller_is_better="false",
+    )
     metrics = {"r1": 0.5, "r2": 0.7}
     sim = Simulator(make_search_method(cfg, seed=0), lambda t: metrics[t.root], seed=0).run()
     assert ValidateAfter("r2", 160) in sim.log

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from searcher_sim import SimTrial, Simulator
 
 from pedl.config import parse_experiment_config
+from pedl.config.searcher_settings import SearcherSettings
 from pedl.searcher import Close, Create, Shutdown, ValidateAfter, make_search_method, restore_search_method
 
 
@@ -51,7 +53,9 @@ def test_zero_or_absent_concurrency_opens_every_trial_at_once(limit: int | None)
     field = "" if limit is None else f", max_concurrent_trials: {limit}"
     cfg = config(f"{{name: random, metric: loss, max_trials: 5, max_length: 40{field}}}")
     if limit is None:
-        cfg.searcher.pop("max_concurrent_trials")  # the config layer defaults it to 16
+        # the config layer defaults it to 16; a searcher built from a section without it has no limit
+        section = {k: v for k, v in cfg.raw["searcher"].items() if k != "max_concurrent_trials"}
+        cfg = dataclasses.replace(cfg, searcher=SearcherSettings.of(section))
     ops = make_search_method(cfg, seed=0).initial_operations()
     assert [type(op) for op in ops] == [Create, ValidateAfter, Close] * 5
     assert all(op.length == 40 for op in ops if isinstance(op, ValidateAfter))
