@@ -76,11 +76,9 @@ async def _logs(request: Request, trial_id: int, task_id: str) -> Response:
         if limit:
             kept = kept[: max(0, limit - sent[0])]
             sent[0] += len(kept)
-            if sent[0] >= limit:
-                call.cancel()
         return "".join(log_ndjson(x, task_id) for x in kept)
 
-    return await ndjson(call, encode)
+    return await ndjson(call, encode, lambda: bool(limit) and sent[0] >= limit)
 
 
 async def _fields(request: Request, trial_id: int, task: bool) -> Response:
