@@ -393,3 +393,65 @@ def test_a_user_created_with_an_agent_user_group_is_linked_and_a_partial_one_cre
             " ON users.id = agent_user_links.user_id WHERE username = 'gina'"
         ).fetchall()
     assert rows == [(1000, 1001, "gina", "staff")]  # her trials run as that Unix user
+
+
+LOG_CHECK = """
+import faulthandler, json, sys
+faulthandler.dump_traceback_later(500, exit=True)
+from determined.common import api
+from determined.common.api import bindings
+from determined.experimental import client
+client.login(master=sys.argv[1], user="admin", password=sys.argv[2])
+sess = client._determined._session
+exp = client.create_experiment(config=sys.argv[3], model_dir=sys.argv[4])
+assert exp.wait(interval=0.2) == client.ExperimentState.COMPLETED
+trial = bindings.get_GetTrial(sess, trialId=exp.list_trials()[0].id).trial
+print("trial", trial.id, file=sys.stderr, flush=True)
+out = {}
+for name, logs, fields in (
+    ("trial", lambda **k: api.trial_logs(sess, trial.id, **k),
+     lambda **k: bindings.get_TrialLogsFields(sess, trialId=trial.id, **k)),
+    ("task", lambda **k: api.task_logs(sess, trial.taskId, **k),
+     lambda **k: bindings.get_TaskLogsFields(sess, taskId=trial.taskId, **k)),
+):
+    listed = [f.to_json() for f in fields()]
+    out[name] = {
+        "followed": len(list(logs(follow=True))), "tail": len(list(logs(tail=3))),
+        "head": len(list(logs(head=3))), "fields": listed, "followed_fields": len(list(fields(follow=True))),
+        "stderr": len(list(logs(stdtypes=["stderr"]))), "stdout": len(list(logs(stdtypes=["stdout"]))),
+        "no_rank": len(list(logs(rank_ids=[-1]))), "rank_2": len(list(logs(rank_ids=[-2]))),
+        "agent": len(list(logs(agent_ids=["agent-1"]))),
+        "errors": len(list(logs(min_level=bindings.v1LogLevel.ERROR))),
+    }
+searched = api.trial_logs(sess, trial.id, search_text="WORKLOAD_KIND_CHECKPOINT_MODEL")
+out["searched"] = [x.message for x in searched][:1]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(900)
+def test_trial_and_task_logs_with_fields_and_filters_as_determineds_sdk_reads_them(
+    det: Det, cluster: Cluster
+) -> None:
+    script = cluster.tmp / "log_check.py"
+    script.write_text(LOG_CHECK)
+    r = subprocess.run(
+        [str(det.bin / "python"), str(script), cluster.det_master, cluster.admin_password,
+         str(cluster.tmp / "single.yaml"), str(cluster.tmp / "model")],
+        env=det.env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in ("trial", "task"):
+        got = result[name]
+        total = got["followed"]
+        assert total > 3 and got["tail"] == 3 and got["head"] == 3, got
+        assert got["fields"] and got["followed_fields"] >= 1, got
+        fields = got["fields"][0]
+        assert "stdout" in fields["stdtypes"] and fields["rankIds"] == [] and fields["agentIds"] == [], got
+        assert got["stderr"] + got["stdout"] == total and got["stdout"] > 0, got
+        assert got["no_rank"] == total and got["rank_2"] == 0 and got["agent"] == 0, got
+        assert got["errors"] == got["stderr"], got
+    assert (
+        "allocationIds" in result["task"]["fields"][0] and "allocationIds" not in result["trial"]["fields"][0]
+    )

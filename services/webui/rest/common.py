@@ -139,10 +139,13 @@ def page(rows: list[Any], offset: int, limit: int, key: str, total: int | None =
     return {key: chosen, "pagination": pagination}
 
 
-async def ndjson(call: Any, encode: Callable[[Any], str]) -> StreamingResponse:
+async def ndjson(
+    call: Any, encode: Callable[[Any], str], done: Callable[[], bool] = lambda: False
+) -> StreamingResponse:
     """A scheduler stream as grpc-gateway streams: `encode` gives each message's lines, one
     `{"result": ...}` each; a failure is an `{"error": ...}` line (Determined's client parses every
-    line, so there are no keepalive lines)."""
+    line, so there are no keepalive lines). The response ends when the stream does, or as soon as
+    `done()` says so after a message (a head of `limit` lines: the call is cancelled then)."""
     relay, first = await open_relay(call, KEEPALIVE_SECONDS)
 
     async def lines() -> AsyncIterator[bytes]:
@@ -151,6 +154,9 @@ async def ndjson(call: Any, encode: Callable[[Any], str]) -> StreamingResponse:
                 text = encode(item.value)
                 if text:
                     yield text.encode()
+                if done():
+                    relay.cancel()
+                    return
             elif item.kind == "error":
                 error = {"code": 13, "message": item.value.message, "details": []}
                 yield (json.dumps({"error": error}) + "\n").encode()

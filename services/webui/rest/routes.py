@@ -8,7 +8,17 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest import cluster, experiments, job_queue, lacking, master, projects, trials, workloads
+from pedl_webui.rest import (
+    cluster,
+    experiments,
+    job_queue,
+    lacking,
+    logs,
+    master,
+    projects,
+    trials,
+    workloads,
+)
 from pedl_webui.rest.errors import is_rest
 
 GET, POST, PATCH, DELETE = ["GET"], ["POST"], ["PATCH"], ["DELETE"]
@@ -58,7 +68,10 @@ def routes() -> list[BaseRoute]:
         Route("/api/v1/trials/{trialId:int}", trials.get_trial, methods=GET),
         Route("/api/v1/trials/{trialId:int}/kill", trials.kill_trial, methods=POST),
         Route("/api/v1/trials/{trialId:int}/workloads", workloads.trial_workloads, methods=GET),
-        Route("/api/v1/trials/{trialId:int}/logs", trials.trial_logs, methods=GET),
+        Route("/api/v1/trials/{trialId:int}/logs", logs.trial_logs, methods=GET),
+        Route("/api/v1/trials/{trialId:int}/logs/fields", logs.trial_log_fields, methods=GET),
+        Route("/api/v1/tasks/{taskId:str}/logs", logs.task_logs, methods=GET),
+        Route("/api/v1/tasks/{taskId:str}/logs/fields", logs.task_log_fields, methods=GET),
         Route("/api/v1/trials/{trialId:int}/checkpoints", trials.trial_checkpoints, methods=GET),
         Route("/api/v1/checkpoints/{checkpointUuid:str}", trials.get_checkpoint, methods=GET),
         Route("/api/v1/checkpoints", trials.delete_checkpoints, methods=DELETE),

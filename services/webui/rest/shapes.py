@@ -10,6 +10,7 @@ from pedl._metrics import from_struct
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import configs
 from pedl_webui.rest.common import state_name
+from pedl_webui.rest.log_filters import level, stdtype
 
 DEFAULT_PROJECT = {
     "projectId": 1,
@@ -205,15 +206,16 @@ def checkpoint_json(
     }
 
 
-def log_ndjson(line: common_pb2.LogLine) -> str:
-    """`{"result": <Determined's TrialLogsResponse>}` and a newline, written out directly: a
-    followed log streams tens of thousands of lines a second, twice the rate of dumping dicts."""
+def log_ndjson(line: common_pb2.LogLine, task_id: str = "") -> str:
+    """`{"result": <Determined's TrialLogsResponse>}` and a newline (its TaskLogsResponse when
+    `task_id` is given), written out directly: a followed log streams tens of thousands of lines a
+    second, twice the rate of dumping dicts. A pedl line has no agent, container or rank, so those
+    optional fields are left out (Determined's "no rank")."""
     message, source = line.message, line.source
-    stdtype = source if source in ("stdout", "stderr") else "stdout"
-    level = "LOG_LEVEL_ERROR" if source == "stderr" else "LOG_LEVEL_INFO"
     text = message if message.endswith("\n") else message + "\n"
+    owner = f'"taskId": {_esc(task_id)}' if task_id else f'"trialId": {line.trial_id}'
     return (
-        f'{{"result": {{"id": "{line.id}", "trialId": {line.trial_id}, "timestamp": {_esc(line.timestamp)}, '
-        f'"message": {_esc(text)}, "level": "{level}", "stdtype": "{stdtype}", "source": {_esc(source)}, '
-        f'"agentId": "", "containerId": "", "rankId": 0, "log": {_esc(message)}}}}}\n'
+        f'{{"result": {{"id": "{line.id}", {owner}, "timestamp": {_esc(line.timestamp)}, '
+        f'"message": {_esc(text)}, "level": "{level(line)}", "stdtype": "{stdtype(line)}", '
+        f'"source": {_esc(source)}, "log": {_esc(message)}}}}}\n'
     )

@@ -17,11 +17,10 @@ from pedl.checkpoints.errors import CheckpointError
 from pedl.v1 import scheduler_pb2
 from pedl_webui import configs, downloads
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import Caller, bool_param, caller, int_param, ndjson, ok, path_id, results
+from pedl_webui.rest.common import Caller, caller, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
-from pedl_webui.rest.shapes import checkpoint_json, log_ndjson, trial_json
+from pedl_webui.rest.shapes import checkpoint_json, trial_json
 
-MAX_TAIL = 100_000
 _GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
 
 
@@ -65,50 +64,6 @@ async def kill_trial(request: Request) -> JSONResponse:
 def trial_checkpoints(request: Request) -> JSONResponse:
     detail, exp = _trial(caller(request), path_id(request, "trialId"))
     return ok(checkpoint_page(request, exp.experiment, [detail]))
-
-
-async def trial_logs(request: Request) -> Response:
-    """ndjson log lines; `follow` until the trial ends; `limit` with ORDER_BY_DESC is a tail
-    (newest first, as Determined answers it), else the first `limit` lines."""
-    c, trial_id = caller(request), path_id(request, "trialId")
-    follow = bool(bool_param(request, "follow"))
-    limit = int_param(request, "limit", 0, 0, MAX_TAIL)
-    descending = request.query_params.get("orderBy") == "ORDER_BY_DESC"
-    if request.query_params.get("searchText") or request.query_params.getlist("levels"):
-        raise GatewayError(
-            400, "pedl's trial logs take follow, limit and orderBy; searchText and levels are not served"
-        )
-    message = scheduler_pb2.GetTrialLogsRequest(
-        trial_id=trial_id, follow=follow and not descending, tail=limit if descending else 0
-    )
-    call = c.gateway.stream(c.token, "GetTrialLogs", message)
-    if descending:
-        lines = await run_in_threadpool(_read_all, call)
-        newest = reversed(lines[-limit:] if limit else lines)
-        return Response("".join(log_ndjson(x) for x in newest), media_type="application/json")
-    sent = [0]
-
-    def encode(reply: Any) -> str:
-        chosen = list(reply.lines)
-        if limit:
-            chosen = chosen[: max(0, limit - sent[0])]
-            sent[0] += len(chosen)
-            if sent[0] >= limit:
-                call.cancel()
-        return "".join(log_ndjson(x) for x in chosen)
-
-    return await ndjson(call, encode)
-
-
-def _read_all(call: Any) -> list[Any]:
-    import grpc
-
-    from pedl_webui.gateway import error_of
-
-    try:
-        return [line for reply in call for line in reply.lines]
-    except grpc.RpcError as e:
-        raise error_of(e) from None
 
 
 async def trial_metrics(request: Request) -> Response:
