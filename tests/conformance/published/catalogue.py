@@ -43,6 +43,7 @@ _LEGACY_KERAS = (
     "installed TensorFlow"
 )
 _TF_KERAS_2 = "failed: the model definition imports tensorflow.python.keras.datasets, TensorFlow's internal"
+_TORCH_VERBOSE = "failed: the model definition passes verbose= to torch's ReduceLROnPlateau"
 FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
         "failed: the model definition uses np.int, an alias NumPy removed"
@@ -50,6 +51,7 @@ FAILS: dict[tuple[str, str], str] = {
     **{(r, "computer_vision/iris_tf_keras"): _LEGACY_KERAS for r in ("0.23.4", "0.26.7", "0.30.0", "0.34.0")},
     ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
     **{(r, "computer_vision/cifar10_tf_keras"): _TF_KERAS_2 for r in ("0.15.6", "0.17.15", "0.20.1")},
+    **{(r, "nlp/word_language_model"): _TORCH_VERBOSE for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")},
     ("pedl-0.11", "cifar10_cnn_keras"): (
         "failed: the model definition imports keras.datasets.cifar, a module of Keras 2 that the installed"
     ),
@@ -65,7 +67,10 @@ class Example:
     name: str  # its folder under the release's examples/
     folder: Path
     framework: str
-    data: str  # "iris-url", "mnist-url", "mnist-dir", "cifar-url", "none" (needs none), "" (no stand-in)
+    # "iris-url", "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
+    # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts), "none"
+    # (needs none), "" (no stand-in)
+    data: str
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
@@ -128,7 +133,11 @@ def _imports(folder: Path, sources: str) -> set[str]:
 
 
 def _data(folder: Path, sources: str, config: str) -> str:
-    if config != "const.yaml":  # a Core API tutorial's stage
+    if _is_stage(folder, config):
+        # torchvision's MNIST read from the trial's `../data`: its files present, it downloads
+        # nothing and checks no hash.
+        if 'datasets.MNIST("../data"' in sources:
+            return "mnist-parent"
         return "" if re.search(r"datasets\.|download|https?://", sources) else "none"
     const = yaml.safe_load((folder / "const.yaml").read_text()) or {}
     data = const.get("data") if isinstance(const.get("data"), dict) else {}
@@ -139,6 +148,9 @@ def _data(folder: Path, sources: str, config: str) -> str:
         return "mnist-url"
     if "datasets.MNIST(" in sources and 'Path("data")' in sources:
         return "mnist-dir"
+    # Outside the model folder: WikiText-2 in the host folder its bind mount names.
+    if "wikitext-2-v1.zip" in sources and const.get("bind_mounts") and data.get("bind_mount_path"):
+        return "wikitext-mount"
     # Those reading the URL's batches themselves (torchvision's CIFAR10 checks MD5 sums, Keras's
     # cifar10.load_data its own URL's hash: no stand-in passes either).
     if CIFAR_URL in configs and "load_batch" in sources:
@@ -151,7 +163,7 @@ def _sources(folder: Path) -> str:
 
 
 def _example(release: str, name: str, folder: Path, config: str, absent: set[str]) -> Example:
-    if config == "const.yaml":
+    if not _is_stage(folder, config):
         sources = _sources(folder)
         framework = _framework(sources)
     else:  # a plain script becomes a Core API one stage by stage
@@ -172,14 +184,20 @@ def _stage_script(folder: Path, config: str) -> str:
     return "\n".join(p.read_text(errors="replace") for p in scripts if p.is_file())
 
 
+def _is_stage(folder: Path, config: str) -> bool:
+    """Whether `config` is one stage of a Core API tutorial (`core_api`, `core_api_pytorch_mnist`:
+    a folder of scripts, each config running one): its own script is what it runs."""
+    return config != "const.yaml" or folder.name.startswith("core_api")
+
+
 def _stage_configs(folder: Path) -> list[str]:
-    """A Core API tutorial's configs (no const.yaml; each `N_stage.yaml` names an entrypoint)."""
-    if (folder / "const.yaml").exists() or folder.name != "core_api":
+    """A Core API tutorial's configs besides a const.yaml (each names a script as entrypoint)."""
+    if not folder.name.startswith("core_api"):
         return []
     found = []
     for config in sorted(folder.glob("*.yaml")):
         raw = yaml.safe_load(config.read_text())
-        if isinstance(raw, dict) and "entrypoint" in raw:
+        if config.name != "const.yaml" and isinstance(raw, dict) and "entrypoint" in raw:
             found.append(config.name)
     return found
 
