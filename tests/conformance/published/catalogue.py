@@ -25,6 +25,7 @@ from published_trees import pedl_examples, releases
 from standin_data import CIFAR_URL
 
 MNIST_URL = "pytorch_mnist.tar.gz"
+_IRIS_HTTP = "http://download.tensorflow.org/data/iris_training.csv"
 # Run by `scripts/test` (the smoke part): one per generation of Determined's trial API (0.12's
 # PyTorchTrial, 0.38's PyTorchTrial under `pytorch.Trainer`, TFKerasTrial, a Core API script), and
 # PEDL 0.11's.
@@ -36,8 +37,9 @@ SMOKE = {
     ("pedl-0.11", "mnist_pytorch"),
 }
 CLUSTER_SLOTS = 2  # the suite's one agent's
-# Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility)
-# begins; what follows names the installed version and the model definition's line.
+# Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility), or
+# the one line refusing their config, begins; what follows names the installed version and the
+# model definition's line.
 _LEGACY_KERAS = (
     "failed: the model definition imports tf.keras.optimizers.legacy (Keras 2's optimizers), which the "
     "installed TensorFlow"
@@ -52,6 +54,11 @@ FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
     **{(r, "computer_vision/cifar10_tf_keras"): _TF_KERAS_2 for r in ("0.15.6", "0.17.15", "0.20.1")},
     **{(r, "nlp/word_language_model"): _TORCH_VERBOSE for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")},
+    # Run (its hard-coded iris URLs answered), and refused at create: pedl lists it as missing.
+    ("0.38.1", "computer_vision/iris_tf_keras"): (
+        "refused: invalid experiment config: line 1: entrypoint: determined.launch.tensorflow is not "
+        "supported by pedl"
+    ),
     ("pedl-0.11", "cifar10_cnn_keras"): (
         "failed: the model definition imports keras.datasets.cifar, a module of Keras 2 that the installed"
     ),
@@ -67,7 +74,8 @@ class Example:
     name: str  # its folder under the release's examples/
     folder: Path
     framework: str
-    # "iris-url", "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
+    # "iris-url", "iris-proxy" (its code's http:// URLs, answered by the suite as HTTP proxy),
+    # "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
     # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts), "none"
     # (needs none), "" (no stand-in)
     data: str
@@ -148,6 +156,9 @@ def _data(folder: Path, sources: str, config: str) -> str:
         return "mnist-url"
     if "datasets.MNIST(" in sources and 'Path("data")' in sources:
         return "mnist-dir"
+    # Hard-coded in the code: plain-HTTP URLs the suite answers as the trial's HTTP proxy.
+    if _IRIS_HTTP in sources:
+        return "iris-proxy"
     # Outside the model folder: WikiText-2 in the host folder its bind mount names.
     if "wikitext-2-v1.zip" in sources and const.get("bind_mounts") and data.get("bind_mount_path"):
         return "wikitext-mount"
@@ -252,7 +263,7 @@ def published_table(results: dict[tuple[str, str], str] | None = None) -> str:
     for e in every:
         if e.runs:
             result = (results or {}).get((e.release, e.name), e.expected)
-            result += " …" if result.startswith("failed:") and not results else ""
+            result += " …" if result.startswith(("failed:", "refused:")) and not results else ""
             smoke = " (smoke)" if (e.release, e.name) in SMOKE else ""
             lines.append(f"| {e.release} | `{e.name}` | {e.framework} | {result}{smoke} |")
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,14 @@ def data_server(tmp_path_factory) -> Iterator[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the stand-ins by name; as an HTTP proxy too (a request for a whole `http://` URL, which
+    code that hard-codes one sends where `http_proxy` points), answering with the file of its name."""
+
+    def translate_path(self, path: str) -> str:
+        if path.startswith("http://"):
+            path = "/" + urllib.parse.urlsplit(path).path.rsplit("/", 1)[-1]
+        return super().translate_path(path)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
         pass
 
@@ -79,7 +88,8 @@ def cluster(tmp_path_factory, mounts_root) -> Iterator:
 
 def config_for_test_mode(example: Example, base_url: str, standin: Path | None = None) -> str:
     """The example's config with its data URLs on loopback, its length a few batches (where the
-    config holds it; a script's own stays) and a search two trials at most. Data the example reads
+    config holds it; a script's own stays) and a search two trials at most; a trial whose code
+    hard-codes plain-HTTP URLs gets the suite's server as its `http_proxy`. Data the example reads
     outside its folder comes from `standin` (`standin_for`): its own bind mount's host path pointed
     there, or a bind mount of it added where the example looks (`../data`, relative to the trial's
     working directory, as Determined's `container_path` reads a relative path)."""
@@ -91,6 +101,10 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
     if example.data == "wikitext-mount" and standin is not None:
         mounted = [m for m in raw["bind_mounts"] if m["container_path"] == data["bind_mount_path"]]
         mounted[0]["host_path"] = str(standin)
+    elif example.data == "iris-proxy":  # its code's http:// URLs go through the suite's server
+        environment = raw.setdefault("environment", {})
+        variables = environment.setdefault("environment_variables", [])
+        variables += [f"http_proxy={base_url}", "no_proxy=127.0.0.1,localhost"]
     elif example.data == "mnist-parent" and standin is not None:
         raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
     searcher = raw["searcher"]
