@@ -7,8 +7,10 @@ The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's downl
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
 (`example_env`: PyPI's torch and torchvision beside .venv) provides. The CIFAR-10 examples that
 read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size stand-in too.
-The Core API tutorials (a folder of stage scripts, each with its own config, no data) are listed
-one example per config."""
+The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
+example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
+WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
+suite stands in for those too (test_published_runs: `standin_for`, the server as `http_proxy`)."""
 
 from __future__ import annotations
 
