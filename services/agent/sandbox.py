@@ -17,6 +17,7 @@ import functools
 import glob
 import hashlib
 import os
+import posixpath
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -213,7 +214,8 @@ class Sandbox:
         _bind(out, "--bind", trial_dir, trial_dir)
         _bind(out, "--bind", socket_path, socket_path)
         for mount in mounts:
-            target = mount.container if mount.container.is_absolute() else cwd / mount.container
+            # Relative: from the model directory (`../NAME` lies beside it, in the trial directory).
+            target = Path(posixpath.normpath(cwd / mount.container))
             _bind(out, "--ro-bind" if mount.read_only else "--bind", mount.host, target)
         # Read-only once the run's own paths are bound inside them: nothing written there persists
         # or can be mistaken for the agent's files.

@@ -73,7 +73,8 @@ print(json.dumps(sorted(paths)))
 
 @dataclass(frozen=True)
 class Mount:
-    """One of an experiment's bind_mounts. A relative container path is inside the model directory."""
+    """One of an experiment's bind_mounts. A relative container path is relative to the model directory
+    (inside it, or `../NAME` beside it in the trial directory)."""
 
     host: Path
     container: Path

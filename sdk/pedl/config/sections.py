@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
 
 from pedl.config._checks import (
@@ -47,9 +48,17 @@ PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
 _COVERED_BY_NO_MOUNT = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/sys")
 
 
+# A relative container_path that leaves the model directory: one folder beside it, in the run's own
+# directory (as Determined's examples read `../data` beside their working directory); not pedl's
+# dot-folders there, nor further up.
+_BESIDE_MODEL_DIR = re.compile(r"\.\./[^/.][^/]*")
+
+
 def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list[Any]:
     """Determined's bind_mounts: host_path mounted at container_path in the trial's sandbox (a
-    relative container_path is inside the model directory), read-only where asked. Whether the host
+    relative container_path is relative to the model directory, the trial's working directory, as
+    Determined reads it relative to its working directory: inside it, or `../NAME` beside it),
+    read-only where asked. Whether the host
     path may be mounted is the cluster's to say (the scheduler's and agent's --allowed-bind-root)."""
     mounts = expect_list(value, path)
     out: list[Any] = []
@@ -65,8 +74,16 @@ def validate_bind_mounts(value: Any, path: FieldPath = ("bind_mounts",)) -> list
         container = expect_str(mount["container_path"], (*item, "container_path"), non_empty=True)
         if not posixpath.isabs(host):
             raise FieldError((*item, "host_path"), f"must be an absolute path, got {host!r}")
-        if container == "." or posixpath.normpath(container).startswith(".."):
+        if container == "." or posixpath.normpath(container) == ".":
             raise FieldError((*item, "container_path"), f"must not be {container!r} (the model directory)")
+        if posixpath.normpath(container).startswith("..") and not _BESIDE_MODEL_DIR.fullmatch(
+            posixpath.normpath(container)
+        ):
+            raise FieldError(
+                (*item, "container_path"),
+                f"must not be {container!r}: a relative container_path lies inside the model directory, "
+                "or beside it as ../NAME (in the run's own directory)",
+            )
         covered = next(
             (n for n in _COVERED_BY_NO_MOUNT if posixpath.isabs(container) and _covers(container, n)), None
         )

@@ -7,7 +7,8 @@ the library version installed and the change to make; the traceback stays in the
 Found by running Determined's published examples unchanged (tests/conformance/published/):
 0.12's `mnist_pytorch_multi_output` uses `np.int`, 0.23 to 0.34's `iris_tf_keras` imports
 `tensorflow.keras.optimizers.legacy`, and the CIFAR-10 Keras examples import `load_batch` from
-`keras.datasets.cifar` or `tensorflow.python.keras`.
+`keras.datasets.cifar` or `tensorflow.python.keras`; 0.15 to 0.23's `word_language_model` passes
+`verbose=` to torch's `ReduceLROnPlateau`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ _NUMPY_ALIASES = {
 }
 _NUMPY_MISSING = re.compile(r"module 'numpy' has no attribute '(\w+)'")
 _KERAS_LEGACY = re.compile(r"keras\.optimizers\.legacy")
+_UNEXPECTED_KEYWORD = re.compile(r"^(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
 _PEDL_DIR = Path(pedl.__file__).resolve().parent
 _SDK_DIR = _PEDL_DIR.parent
 
@@ -54,7 +56,12 @@ def explain(exc: BaseException) -> str | None:
     """One line naming the cause when `exc` (or an error it wraps) is a known incompatibility of the
     model definition with the installed libraries; None for any other error."""
     for seen in _chain(exc):
-        line = _numpy_alias(seen) or _keras_legacy(seen) or _keras_2_module(seen)
+        line = (
+            _numpy_alias(seen)
+            or _keras_legacy(seen)
+            or _keras_2_module(seen)
+            or _torch_scheduler_verbose(seen)
+        )
         if line:
             where = _user_frame(seen.__traceback__)
             return f"{line}{f' (at {where})' if where else ''}"
@@ -103,6 +110,20 @@ def _keras_2_module(exc: BaseException) -> str | None:
             f"{_version('keras')} (Keras 3) does not have; it was written for TensorFlow 2.15 or older"
         )
     return None
+
+
+def _torch_scheduler_verbose(exc: BaseException) -> str | None:
+    """`verbose=` given to one of torch's LR schedulers, which no longer take it (deprecated in
+    torch 2.2, since removed)."""
+    found = _UNEXPECTED_KEYWORD.match(str(exc)) if isinstance(exc, TypeError) else None
+    schedulers = sys.modules.get("torch.optim.lr_scheduler")
+    if found is None or found.group(2) != "verbose" or not hasattr(schedulers, found.group(1)):
+        return None
+    return (
+        f"the model definition passes verbose= to torch's {found.group(1)}, which torch's LR schedulers "
+        f"no longer take (installed: torch {_version('torch')}); it was written for an older torch: "
+        "drop verbose= (log the scheduler's get_last_lr() instead)"
+    )
 
 
 def _keras_3() -> bool:

@@ -100,3 +100,20 @@ def _add_pickle(tar: tarfile.TarFile, name: str, value: object) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
     tar.addfile(info, io.BytesIO(data))
+
+
+def write_wikitext(root: Path) -> Path:
+    """WikiText-2 as the word language model examples keep it once unzipped and renamed:
+    `<root>/data-rank0/wikitext-2/{train,valid,test}.txt`, lines of words (a small vocabulary
+    whose sentences repeat, so a model can learn them). Returns `root`, the folder the examples'
+    `bind_mounts` entry mounts at their `data.bind_mount_path`."""
+    folder = root / "data-rank0" / "wikitext-2"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(50)]
+    for name, count in (("train", 400), ("valid", 80), ("test", 80)):
+        lines = [" = heading = "] + [
+            " ".join(words[j] for j in rng.integers(0, len(words), 12)) for _ in range(count)
+        ]
+        (folder / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    return root

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import grpc
 import pytest
 import yaml
 from catalogue import CLUSTER_SLOTS, SMOKE, Example, examples
-from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw
+from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw, write_wikitext
 
 from pedl.v1 import common_pb2
 from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
@@ -58,26 +59,54 @@ def data_server(tmp_path_factory) -> Iterator[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the stand-ins by name; as an HTTP proxy too (a request for a whole `http://` URL, which
+    code that hard-codes one sends where `http_proxy` points), answering with the file of its name."""
+
+    def translate_path(self, path: str) -> str:
+        if path.startswith("http://"):
+            path = "/" + urllib.parse.urlsplit(path).path.rsplit("/", 1)[-1]
+        return super().translate_path(path)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
         pass
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator:
-    agent_args = ["--python", example_env.python()]
+def mounts_root(tmp_path_factory) -> Path:
+    """Where stand-in data for examples that read outside their folder is made, one folder per
+    example: the only root the suite's agent lets bind_mounts take host paths from."""
+    return tmp_path_factory.mktemp("mounts")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, mounts_root) -> Iterator:
+    agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     cluster_dir = tmp_path_factory.mktemp("cluster")
     with local_cluster(cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args) as running:
         yield running
 
 
-def config_for_test_mode(example: Example, base_url: str) -> str:
+def config_for_test_mode(example: Example, base_url: str, standin: Path | None = None) -> str:
     """The example's config with its data URLs on loopback, its length a few batches (where the
-    config holds it; a script's own stays) and a search two trials at most."""
+    config holds it; a script's own stays) and a search two trials at most; a trial whose code
+    hard-codes plain-HTTP URLs gets the suite's server as its `http_proxy`. Data the example reads
+    outside its folder comes from `standin` (`standin_for`): its own bind mount's host path pointed
+    there, or a bind mount of it added where the example looks (`../data`, relative to the trial's
+    working directory, as Determined's `container_path` reads a relative path)."""
     raw = yaml.safe_load((example.folder / example.config).read_text())
     data = raw.get("data") or {}
     for key in ("train_url", "test_url", "url"):
         if isinstance(data.get(key), str) and "://" in data[key]:
             data[key] = f"{base_url}/{data[key].rsplit('/', 1)[1]}"
+    if example.data == "wikitext-mount" and standin is not None:
+        mounted = [m for m in raw["bind_mounts"] if m["container_path"] == data["bind_mount_path"]]
+        mounted[0]["host_path"] = str(standin)
+    elif example.data == "iris-proxy":  # its code's http:// URLs go through the suite's server
+        environment = raw.setdefault("environment", {})
+        variables = environment.setdefault("environment_variables", [])
+        variables += [f"http_proxy={base_url}", "no_proxy=127.0.0.1,localhost"]
+    elif example.data == "mnist-parent" and standin is not None:
+        raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
     searcher = raw["searcher"]
     if "max_steps" in searcher:  # PEDL 0.11 and Determined before 0.13 count steps
         searcher["max_steps"] = 1
@@ -95,15 +124,30 @@ def lengths_set_by_config(example: Example) -> bool:
     return "max_steps" in searcher or "max_length" in searcher
 
 
-def run_example(cluster, example: Example, base_url: str, tmp_path: Path) -> str:
+def standin_for(example: Example, folder: Path) -> Path | None:
+    """The stand-in data an example reads outside its folder, made in `folder` (under the agent's
+    allowed bind root), or None."""
+    if example.data == "wikitext-mount":  # writable by the trial's user, as the /tmp it names is
+        root = write_wikitext(folder)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o777 if path.is_dir() else 0o666)
+        return root
+    if example.data == "mnist-parent":  # torchvision's MNIST("../data") finds its files and downloads none
+        write_mnist_raw(folder / "MNIST" / "raw")
+        return folder
+    return None
+
+
+def run_example(cluster, example: Example, base_url: str, tmp_path: Path, mounts_root: Path) -> str:
     """completes / refused: <its one line> / failed: <the trial's error>."""
     from integration.test_cluster import logs, submit, wait
 
     model = shutil.copytree(example.folder, tmp_path / example.folder.name)
     if example.data == "mnist-dir":  # where the example's torchvision download looks first
         write_mnist_raw(model / "data" / "MNIST" / "raw")
+    standin = standin_for(example, mounts_root / re.sub(r"[^\w.-]", "_", f"{example.release}-{example.name}"))
     try:
-        exp_id = submit(cluster, model, config_for_test_mode(example, base_url))
+        exp_id = submit(cluster, model, config_for_test_mode(example, base_url, standin))
     except grpc.RpcError as refused:
         return f"refused: {refused.details()}"
     result = wait(cluster, exp_id, timeout=600)
@@ -146,8 +190,8 @@ def _smoke() -> list[Example]:
 
 
 @pytest.mark.parametrize("example", _smoke(), ids=lambda e: f"{e.release}:{e.name}")
-def test_a_published_example_runs_unchanged(cluster, data_server, example, tmp_path) -> None:
-    result = run_example(cluster, example, data_server, tmp_path)
+def test_a_published_example_runs_unchanged(cluster, data_server, mounts_root, example, tmp_path) -> None:
+    result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
 

@@ -3,6 +3,7 @@ the run fails naming the mount."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,36 @@ def test_a_refused_mount_signs_the_runs_failure_so_a_repeat_ends_the_trial(tmp_p
     signature = refused.value.signature()
     assert signature.location == "bind_mounts[0]" and signature.exception_type.endswith("BindMountRefused")
     assert str(refused.value.args[0]).startswith("experiment 3: bind_mounts[0].host_path ")
+
+
+def test_a_relative_container_path_may_lie_beside_the_model_directory_and_no_further(tmp_path: Path) -> None:
+    # Determined's Core API MNIST tutorial reads torchvision's MNIST from `../data`: a relative
+    # container_path is relative to the working directory (the model directory), and `../NAME` lies
+    # in the run's own trial directory.
+    assert _mounts(tmp_path, "../data") == [Mount(tmp_path, Path("../data"), False)]
+    for container in ("..", "../../data", "../.tmp", "../data/../../x", "."):
+        with pytest.raises(ConfigError) as refused:
+            _config(tmp_path, container)
+        assert "bind_mounts[0].container_path" in str(refused.value) and "line 4" in str(refused.value)
+
+
+@pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+def test_a_sandboxed_trial_reads_a_mount_at_dot_dot_slash_data_beside_its_model_directory(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "standin"
+    data.mkdir()
+    (data / "hello").write_text("stand-in")
+    trial = tmp_path / "work" / "trials" / "1-1"
+    (trial / "model_def").mkdir(parents=True)
+    sock = tmp_path / "work" / "1-1.sock"
+    sock.write_text("")
+    sandbox = Sandbox("/usr/bin/bwrap", bind_roots=(tmp_path,))
+    assert unmet_bind_mount(_mounts(data, "../data"), sandbox, trial, sock) is None
+    script = "print(open('../data/hello').read())"
+    argv = sandbox.wrap(
+        ["/usr/bin/python3", "-c", script], trial, trial / "model_def", sock, _mounts(data, "../data")
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stand-in"

@@ -91,3 +91,27 @@ def test_keras_2_modules_gone_from_keras_3_and_tensorflow_are_named(tmp_path) ->
         assert line is not None and "\n" not in line, module
         assert line.startswith(f"the model definition imports {module}, ") and line.endswith("(at data.py:2)")
     assert incompatibility.explain(ModuleNotFoundError("No module named 'keras_cv'", name="keras_cv")) is None
+
+
+def test_verbose_given_to_a_torch_lr_scheduler_is_named_with_what_to_drop(tmp_path) -> None:
+    # Determined 0.15 to 0.23's word_language_model: ReduceLROnPlateau(..., verbose=True).
+    torch = pytest.importorskip("torch")
+    data = load(
+        tmp_path,
+        "import torch\n\ndef build(opt):\n"
+        "    return torch.optim.lr_scheduler.ReduceLROnPlateau(opt, 'min', verbose=True)\n",
+    )
+    opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    line = incompatibility.explain(raised(lambda: data.build(opt)))
+    assert line == (
+        "the model definition passes verbose= to torch's ReduceLROnPlateau, which torch's LR schedulers "
+        f"no longer take (installed: torch {torch.__version__}); it was written for an older torch: "
+        "drop verbose= (log the scheduler's get_last_lr() instead) (at data.py:4)"
+    )
+
+
+def test_an_unexpected_keyword_outside_torch_schedulers_is_left_as_it_is(tmp_path) -> None:
+    source = "class Mine:\n    def __init__(self):\n        pass\n\n"
+    source += "def build():\n    return Mine(verbose=True)\n"
+    data = load(tmp_path, source)
+    assert incompatibility.explain(raised(data.build)) is None
