@@ -155,7 +155,7 @@ def test_contour_and_slices_draw_the_metric_over_the_hyperparameters(env: Env) -
     page.select_option("#contour-y", "learning_rate")
     page.check("#contour-log")
     logs = "width,learning_rate"  # width's values are the numbers 1 and 2: both axes can be log
-    wait_for(lambda: contour.get_attribute("data-log") == logs, timeout=10, what="the log contour")
+    wait_for(lambda: contour.get_attribute("data-log") == logs, timeout=60, what="the log contour")
     assert (contour.get_attribute("data-x"), contour.get_attribute("data-y")) == ("width", "learning_rate")
     page.locator("#contour").screenshot(path=str(artifacts_dir("webui") / "insight-contour.png"))
 

@@ -190,7 +190,7 @@ def test_the_experiments_page_walks_pages_with_filter_state_and_order_across_the
     _expect(page, newest[5:10], "page 2")
     page.click("#next-page")
     _expect(page, newest[10:], "page 3")
-    _wait(lambda: page.is_disabled("#next-page"), timeout=10, what="no page after the last")
+    _wait(lambda: page.is_disabled("#next-page"), timeout=60, what="no page after the last")
     page.click("#prev-page")
     _expect(page, newest[5:10], "page 2 again")
 

@@ -76,7 +76,7 @@ def test_follow_logs_and_wait_survive_a_scheduler_restart(tmp_path) -> None:
             time.sleep(2)
             cluster.start_scheduler()
             assert follow.wait(timeout=300) == 0, "".join(seen) + follow.stdout.read() + follow.stderr.read()
-            _wait_for(lines, "COMPLETED", seen, timeout=5)
+            _wait_for(lines, "COMPLETED", seen, timeout=60)
             logs_out, logs_err = watchers[0].communicate(timeout=60)
             assert watchers[0].returncode == 0, logs_err
             wait_out, wait_err = watchers[1].communicate(timeout=60)

@@ -32,6 +32,10 @@ def test_slots_are_shared_in_proportion_to_weight(tmp_path) -> None:
         deadline = time.monotonic() + 240
         first_wave_done = False
         while len(samples) < 30 and time.monotonic() < deadline:
+            # Slots first, trials after: a trial placed between the two calls is then always known
+            # (read the other way round, a heavy trial created in between counted as the light one's).
+            agents = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
+            owners = [s.trial_id for s in agents[0].slots if s.trial_id]
             trials = {}
             for exp_id in (light, heavy):
                 response = stub(cluster).GetExperiment(
@@ -44,8 +48,6 @@ def test_slots_are_shared_in_proportion_to_weight(tmp_path) -> None:
                 or sum(e == light and st == common_pb2.TRIAL_STATE_COMPLETED for e, st in trials.values())
                 >= 4
             )
-            agents = stub(cluster).ListAgents(scheduler_pb2.ListAgentsRequest()).agents
-            owners = [s.trial_id for s in agents[0].slots if s.trial_id]
             if first_wave_done and len(owners) == 4:
                 samples.append(sum(trials.get(t, (0, 0))[0] == heavy for t in owners))
             time.sleep(0.25)

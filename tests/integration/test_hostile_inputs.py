@@ -289,7 +289,7 @@ def test_hostile_archives_code_and_requests_get_clear_errors_and_harm_nothing(tm
 
         forks = results["fork tree"]
         assert forks.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 90
         while _marked_processes(mark) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _marked_processes(mark) == []  # the whole tree died with its trial

@@ -26,7 +26,12 @@ pytestmark = [
 
 
 def sweeps(cluster: LocalCluster) -> list[dict]:
-    lines = [json.loads(line) for line in cluster.store.log().splitlines() if line.startswith("{")]
+    # Only whole lines: the store may be writing the last one as the log is read.
+    lines = [
+        json.loads(line)
+        for line in cluster.store.log().splitlines(keepends=True)
+        if line.startswith("{") and line.endswith("\n")
+    ]
     return [e for e in lines if e.get("event") == "orphan sweep done"]
 
 

@@ -253,8 +253,8 @@ def test_without_tensorflow_preloading_the_fork_server_imports_torch_only(schedu
     scheduler.wait_for("register")
 
     def ready() -> dict[str, Any] | None:
-        for line in agent.log_path.read_text().splitlines():
-            if '"fork server ready"' in line:
+        for line in agent.log_path.read_text().splitlines(keepends=True):
+            if '"fork server ready"' in line and line.endswith("\n"):  # whole: it may be mid-write
                 return json.loads(line)
         return None
 

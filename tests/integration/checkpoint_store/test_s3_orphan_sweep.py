@@ -81,7 +81,12 @@ def keep_sending_a_part(plan: pb.BeginUploadResponse, stop_sending: threading.Ev
 
 def removals_logged(store: Service) -> set[str]:
     """The uuids the store's log says the sweep removed."""
-    lines = [json.loads(line) for line in store.log().splitlines() if line.startswith("{")]
+    # Only whole lines: the store may be writing the last one as the log is read.
+    lines = [
+        json.loads(line)
+        for line in store.log().splitlines(keepends=True)
+        if line.startswith("{") and line.endswith("\n")
+    ]
     return {e["uuid"] for e in lines if e.get("event", "").startswith("orphan checkpoint removed")}
 
 

@@ -21,7 +21,11 @@ def test_a_draining_agent_asks_for_its_trials_and_exits_once_they_are_gone(monke
         await asyncio.sleep(0.05)
         assert len(outbox) == 0 and not stop.is_set()  # nothing before the signal
         asked.set()
-        await asyncio.sleep(0.2)
+        # Asked again while the trial runs: wait for the second ask (a stalled loop on a loaded
+        # machine can push the resend past any fixed sleep).
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(outbox) < 2 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
         assert not stop.is_set()  # a trial still runs: the agent stays
         sent = [outbox.pop() for _ in range(len(outbox))]
         assert len(sent) >= 2  # asked again while the trial runs

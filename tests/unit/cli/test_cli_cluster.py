@@ -68,7 +68,7 @@ def test_service_command_prefers_the_venv_script() -> None:
 
 def wait_for_exec(pid: int, argv: list[str]) -> None:
     """A freshly forked child shows its parent's command line until it has exec'd."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not processes.is_ours(pid, argv) and time.monotonic() < deadline:
         time.sleep(0.01)
 
