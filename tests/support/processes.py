@@ -233,38 +233,42 @@ def local_cluster(
     workdir.mkdir(parents=True, exist_ok=True)
     _write_secret(workdir / "cluster-secret")
     _write_secret(workdir / "admin-password")
-    scheduler_port = free_port()
     tls_args = tls.server_args() if tls else []
-    store_args = [
-        "pedl-checkpoint-store",
-        "--port",
-        "0",
-        "--storage-path",
-        str(workdir / "checkpoints"),
-        "--port-file",
-        str(workdir / "store.port"),
-        "--cluster-secret-file",
-        str(workdir / "cluster-secret"),
-        "--master",
-        f"127.0.0.1:{scheduler_port}",
-        *tls_args,
-        *(store_args or []),
-    ]
-    store = start("checkpoint_store", store_args, workdir, workdir / "store.port")
-    cluster = LocalCluster(
-        store,
-        store,
-        [],
-        workdir,
-        [],
-        tls=tls,
-        agent_args=list(agent_args or []),
-        store_args=store_args,
-        scheduler_env=dict(scheduler_env or {}),
-        preload_tensorflow=preload_tensorflow,
-    )
+    extra_store_args = list(store_args or [])
     tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
-    try:
+    # The store is told the scheduler's port before the scheduler binds it, so another process may
+    # take that port in between (free_port() releases it): then both start again on a new one.
+    for attempt in range(_PORT_ATTEMPTS):
+        scheduler_port = free_port()
+        full_store_args = [
+            "pedl-checkpoint-store",
+            "--port",
+            "0",
+            "--storage-path",
+            str(workdir / "checkpoints"),
+            "--port-file",
+            str(workdir / "store.port"),
+            "--cluster-secret-file",
+            str(workdir / "cluster-secret"),
+            "--master",
+            f"127.0.0.1:{scheduler_port}",
+            *tls_args,
+            *extra_store_args,
+        ]
+        (workdir / "store.port").unlink(missing_ok=True)
+        store = start("checkpoint_store", full_store_args, workdir, workdir / "store.port")
+        cluster = LocalCluster(
+            store,
+            store,
+            [],
+            workdir,
+            [],
+            tls=tls,
+            agent_args=list(agent_args or []),
+            store_args=full_store_args,
+            scheduler_env=dict(scheduler_env or {}),
+            preload_tensorflow=preload_tensorflow,
+        )
         cluster.scheduler_args = [
             "pedl-scheduler",
             "--cluster-secret-file",
@@ -295,7 +299,15 @@ def local_cluster(
             "2",
             *(scheduler_args or []),
         ]
-        cluster.start_scheduler()
+        try:
+            cluster.start_scheduler()
+            break
+        except BaseException as e:
+            stop(store.process)
+            taken = "Address already in use" in str(e) or "Failed to bind to address" in str(e)
+            if not taken or attempt == _PORT_ATTEMPTS - 1:
+                raise
+    try:
         with _env(**tls_env):
             cluster.token = login(cluster.master, "admin", cluster.admin_password)
             with _env(PEDL_TOKEN=cluster.token):
@@ -307,14 +319,23 @@ def local_cluster(
         cluster.stop_all()
 
 
+_PORT_ATTEMPTS = 3
+
+
 def wait_for_agents(cluster: LocalCluster, count: int, timeout: float = 60) -> None:
+    import grpc
+
     from pedl import _grpc
     from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 
     stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(cluster.master))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len(stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=5).agents) >= count:
-            return
+        try:
+            if len(stub.ListAgents(scheduler_pb2.ListAgentsRequest(), timeout=5).agents) >= count:
+                return
+        except grpc.RpcError as e:  # a loaded scheduler slow to answer: ask again until the deadline
+            if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise
         time.sleep(0.1)
     raise RuntimeError(f"agents did not register:\n{cluster.logs()}")
