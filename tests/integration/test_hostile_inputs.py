@@ -30,7 +30,7 @@ import pytest
 from pedl import _grpc
 from pedl.context import pack
 from pedl.v1 import checkpoint_store_pb2, common_pb2, scheduler_pb2, scheduler_pb2_grpc
-from support.models import tiny_config, write_tiny_model
+from support.models import tiny_config, write_model_with_prelude, write_tiny_model
 from support.processes import LocalCluster, local_cluster
 
 pytestmark = [
@@ -177,12 +177,7 @@ FLOODS_LOG = "for i in range(40_000):\n    print('flood line', i, 'x' * 80)\n"
 
 
 def _model(tmp: Path, name: str, prelude: str) -> Path:
-    """The tiny model with `prelude` run first at import (its __init__)."""
-    model = write_tiny_model(tmp / name)
-    init = model / "__init__.py"
-    (model / "hostile.py").write_text(prelude)
-    init.write_text("from . import hostile  # noqa\n" + init.read_text())
-    return model
+    return write_model_with_prelude(tmp / name, prelude)
 
 
 def _create(stub: scheduler_pb2_grpc.SchedulerServiceStub, data: bytes, config: str) -> int:

@@ -18,7 +18,7 @@ from test_cluster import logs, submit, wait
 
 from pedl.v1 import common_pb2
 from pedl_agent.pids_cgroup import AGENT_PREFIX, V1, V2, choose
-from support.models import tiny_config, write_tiny_model
+from support.models import tiny_config, write_model_with_prelude
 from support.processes import local_cluster
 
 LIMIT = 128
@@ -86,12 +86,7 @@ SPAWNED = "environment:\n  environment_variables: [PYTHONHASHSEED=0]\n"
 
 
 def _model(tmp: Path, name: str, prelude: str) -> Path:
-    """The tiny model with `prelude` run first at import (its __init__)."""
-    model = write_tiny_model(tmp / name)
-    (model / "hostile.py").write_text(prelude)
-    init = model / "__init__.py"
-    init.write_text("from . import hostile  # noqa\n" + init.read_text())
-    return model
+    return write_model_with_prelude(tmp / name, prelude)
 
 
 def _marked(mark: str) -> list[int]:

@@ -69,6 +69,15 @@ def write_tiny_model(directory: Path, build_model_body: str = "pass") -> Path:
     return directory
 
 
+def write_model_with_prelude(directory: Path, prelude: str) -> Path:
+    """The tiny model with `prelude` (a hostile or slow snippet) run first, at import of its __init__."""
+    model = write_tiny_model(directory)
+    (model / "hostile.py").write_text(prelude)
+    init = model / "__init__.py"
+    init.write_text("from . import hostile  # noqa\n" + init.read_text())
+    return model
+
+
 def tiny_config(
     max_batches: int = 40, batches_per_step: int = 10, validation_period: int = 20, extra: str = ""
 ) -> str:

@@ -12,7 +12,7 @@ import dataclasses
 from pedl import jobs
 from pedl.cli import output, render
 from pedl.cli.client import connect
-from pedl.cli.errors import CliError
+from pedl.cli.errors import EXIT_BAD_INPUT, CliError
 from pedl.v1 import scheduler_pb2
 
 
@@ -78,7 +78,7 @@ _POOL_FIXED = "an experiment's resource pool is fixed by its config (resources.r
 
 def update_job(args: argparse.Namespace) -> int:
     if args.resource_pool is not None:
-        raise CliError(_POOL_FIXED)
+        raise CliError(_POOL_FIXED, EXIT_BAD_INPUT)
     field, value = ("weight", args.weight) if args.weight is not None else ("priority", args.priority)
     _apply(args, [_patch(args.job_id, field, str(value))])
     return 0
@@ -91,9 +91,9 @@ def update_batch(args: argparse.Namespace) -> int:
         job_id, _, rest = op.partition(".")
         field, _, value = rest.partition("=")
         if not job_id or not value or field not in ("weight", "priority", "resource-pool"):
-            raise CliError(f"operation {op!r}: write JOB_ID.weight=W or JOB_ID.priority=P")
+            raise CliError(f"operation {op!r}: write JOB_ID.weight=W or JOB_ID.priority=P", EXIT_BAD_INPUT)
         if field == "resource-pool":
-            raise CliError(_POOL_FIXED)
+            raise CliError(_POOL_FIXED, EXIT_BAD_INPUT)
         patches.append(_patch(job_id, field, value))
     _apply(args, patches)
     return 0
@@ -102,16 +102,15 @@ def update_batch(args: argparse.Namespace) -> int:
 def _patch(job_id: str, field: str, value: str) -> scheduler_pb2.PatchExperimentRequest:
     try:
         patch = scheduler_pb2.PatchExperimentRequest(experiment_id=jobs.experiment_of(job_id))
+    except (ValueError, LookupError) as e:
+        raise CliError(str(e), EXIT_BAD_INPUT) from None
+    try:
         if field == "weight":
             patch.weight = float(value)
         else:
             patch.priority = int(value)
-    except LookupError as e:
-        raise CliError(str(e)) from None
-    except ValueError as e:
-        raise CliError(
-            str(e) if job_id in str(e) else f"job {job_id}: {field} must be a number, not {value!r}"
-        ) from None
+    except ValueError:
+        raise CliError(f"job {job_id}: {field} must be a number, not {value!r}", EXIT_BAD_INPUT) from None
     return patch
 
 
