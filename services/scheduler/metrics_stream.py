@@ -7,7 +7,9 @@ where it was adds nothing), so each wake-up reads only the rows of trials that w
 their own mark. Trial states are read before rows, so a trial seen ended gets one last read that
 includes whatever its final transaction stored. With `max_points`, each trial's rows of a read are
 regrouped whole across pages and cut to that bound (`pedl.downsample`) before they go out: a page of
-1,000 curves gets what it can draw, not every row.
+1,000 curves gets what it can draw, not every row. The first read of such a stream takes each trial's
+cut from `curve_cache` where the trial's rows are unchanged since it was made, and reads and cuts
+only the other trials' rows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pedl import downsample
 from pedl.v1 import scheduler_pb2
+from pedl_scheduler import curve_cache
 from pedl_scheduler.storage.connection import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
@@ -194,6 +197,55 @@ def _cut(rows: Rows, max_points: int) -> Rows:
     return out
 
 
+def _cut_read(db: Storage, query: MetricsQuery, kind: str, ids: list[int], cursor: _Cursor) -> Iterator[Rows]:
+    """The first read of a bounded stream (from batch 0): each trial's cut as `_bounded` makes it,
+    from the cache where the trial's mark is unchanged, else read, cut and kept; in pages of about
+    `query.page_size` rows, in (trial, batches) order."""
+    cache = curve_cache.of(db)
+    marks = result_ops.metric_marks(db, kind, ids)
+    cut: dict[int, Rows] = {}
+    stale = []
+    for trial_id, mark in marks.items():
+        kept = cache.get(kind, trial_id, query.max_points, mark)
+        if kept is None:
+            stale.append(trial_id)
+        else:
+            cut[trial_id] = kept
+            cursor.last[(kind, trial_id)] = mark[1]
+    if stale:
+        whole = query.experiment_id is not None and not query.trial_ids and len(stale) == len(marks)
+        pages = (
+            _read_experiment(db, query, kind, cursor)
+            if whole
+            else _read(db, query, kind, sorted(stale), cursor, False)
+        )
+        for rows in _whole_trials(pages):
+            trial_id = rows[0][0]
+            cut[trial_id] = [rows[k] for k in downsample.keep([r[2] for r in rows], query.max_points)]
+            cache.put(kind, trial_id, query.max_points, (len(rows), rows[-1][1]), cut[trial_id])
+    page: Rows = []
+    for trial_id in sorted(cut):
+        page.extend(cut[trial_id])
+        if len(page) >= query.page_size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _whole_trials(pages: Iterable[Rows]) -> Iterator[Rows]:
+    """Each trial's rows of `pages` (in (trial, batches) order) as one list, across page ends."""
+    held: Rows = []
+    for rows in pages:
+        for row in rows:
+            if held and row[0] != held[0][0]:
+                yield held
+                held = []
+            held.append(row)
+    if held:
+        yield held
+
+
 async def stream(
     db: Storage,
     query: MetricsQuery,
@@ -217,11 +269,13 @@ async def stream(
         ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
         for kind in query.kinds:
             pages: Iterable[list[tuple[int, int, str, str]]]
-            if first and query.experiment_id is not None and not query.trial_ids:
+            if first and query.max_points and not query.from_batches:
+                pages = _cut_read(db, query, kind, ids, cursor)
+            elif first and query.experiment_id is not None and not query.trial_ids:
                 pages = _read_experiment(db, query, kind, cursor)
             else:
                 pages = _read(db, query, kind, ids, cursor, since_marks=not first)
-            if query.max_points:
+            if query.max_points and not (first and not query.from_batches):
                 pages = _bounded(pages, query.max_points)
             for rows in pages:
                 yield scheduler_pb2.GetMetricsResponse(series=_pages(rows, kind))

@@ -365,6 +365,12 @@ def _experiment_metric_page(table: Table) -> Select[Any]:
 
 
 _METRIC_PAGES = {kind: _metric_page(table) for kind, table in _METRIC_TABLES.items()}
+_METRIC_MARKS = {
+    kind: select(table.c.trial_id, func.count().label("n"), func.max(table.c.total_batches).label("last"))
+    .where(table.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .group_by(table.c.trial_id)
+    for kind, table in _METRIC_TABLES.items()
+}
 _EXPERIMENT_METRIC_PAGES = {kind: _experiment_metric_page(table) for kind, table in _METRIC_TABLES.items()}
 _TRIAL_STATES_OF = (
     select(trials.c.id, trials.c.state)
@@ -397,6 +403,17 @@ def metric_rows(
         (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"])
         for r in s.rows(_METRIC_PAGES[kind], params)
     ]
+
+
+def metric_marks(s: Storage, kind: str, trial_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Trial id -> (row count, last batch count) of its `kind` rows, for those of `trial_ids` with
+    any: read from the primary key's index alone, so it costs tens of milliseconds at 100,000 rows.
+    Rows are only ever added (once per batch count), so an unchanged mark means unchanged rows."""
+    marks: dict[int, tuple[int, int]] = {}
+    for start in range(0, len(trial_ids), 500):  # far under SQLite's bound-parameter limit
+        for r in s.rows(_METRIC_MARKS[kind], {"ids": trial_ids[start : start + 500]}):
+            marks[r["trial_id"]] = (int(r["n"]), int(r["last"]))
+    return marks
 
 
 def experiment_metric_rows(
