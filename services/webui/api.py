@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from pedl import records
@@ -111,9 +112,10 @@ def experiments(
     return {"experiments": rows, "next_page": reply.next_page_token}
 
 
-def experiment(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
+def experiment(gateway: Gateway, token: str, exp_id: int, trial_ids: Sequence[int] = ()) -> dict[str, Any]:
+    """The experiment page's data; of `trial_ids` only, if given (the compare page)."""
     response = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
-    return views.experiment_detail(response)
+    return views.experiment_detail(response, frozenset(trial_ids))
 
 
 def importance(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:

@@ -211,11 +211,13 @@ def cluster(request: Request) -> Response:
 
 
 def detail(request: Request) -> Response:
+    """An experiment's page data (of ?trials=3,5 only, if given: the compare page), or a trial's."""
     token, (kind, ident) = _required_session(request), _target(request)
     gateway = gateway_of(request)
-    value = (
-        api.experiment(gateway, token, ident) if kind == "experiments" else api.trial(gateway, token, ident)
-    )
+    if kind == "experiments":
+        value = api.experiment(gateway, token, ident, _trial_ids(request.query_params.get("trials")))
+    else:
+        value = api.trial(gateway, token, ident)
     return json_response(200, value)
 
 

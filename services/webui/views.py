@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from pedl import importance, records
@@ -64,16 +64,21 @@ def experiment_summary(response: scheduler_pb2.GetExperimentResponse) -> dict[st
     }
 
 
-def experiment_detail(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
-    """The experiment page: its record and config, each trial, and what its searcher decided."""
+def experiment_detail(
+    response: scheduler_pb2.GetExperimentResponse, only: Collection[int] = ()
+) -> dict[str, Any]:
+    """The experiment page: its record and config, each trial, and what its searcher decided. With
+    `only` (the compare page's trials), those trials alone: the summary still counts them all, but
+    the page is not sent (nor made) the other 990 of a 1,000-trial search."""
     summary = experiment_summary(response)
     config = configs.experiment_config(response.experiment)
     space = configs.hparam_space(config)
-    trials = [records.trial_record(t, space) for t in sorted(response.trials, key=lambda t: t.id)]
+    shown = [t for t in response.trials if not only or t.id in only]
+    trials = [records.trial_record(t, space) for t in sorted(shown, key=lambda t: t.id)]
     for t in trials:
         t["hparams"] = flat_hparams(t["hparams"])
     names = sorted({k for t in trials for k in t["hparams"]})
-    lengths = {t.id: configs.trial_length(config, t) for t in response.trials}
+    lengths = {t.id: configs.trial_length(config, t) for t in shown}
     return summary | {
         "config_yaml": response.experiment.config_yaml,
         "trials": trials,

@@ -15,7 +15,7 @@
     $("status").textContent = "Choose 2 to 10 trials (?trials=1,2,...) on the experiment's page.";
     return;
   }
-  const detail = await api("/api/experiments/" + id);
+  const detail = await api(`/api/experiments/${id}?trials=${[...chosen].join(",")}`);  // those trials only
   const trials = detail.trials.filter((t) => chosen.has(t.id));
   const missing = [...chosen].filter((t) => !trials.some((x) => x.id === t));
   $("status").textContent = missing.length ? `Not trials of experiment ${id}: ${missing.join(", ")}` : "";

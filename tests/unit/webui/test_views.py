@@ -87,6 +87,16 @@ def test_asha_shows_which_trials_stopped_at_which_rung_and_progress_counts_plann
     assert detail["trials"][0]["hparams"] == {"lr": 0.1, "model.layers": 2}
 
 
+def test_the_compare_page_gets_its_trials_only_and_the_summary_still_counts_all() -> None:
+    response = experiment(
+        "random", trial(1, "COMPLETED", 1000, 0.4), trial(2, "COMPLETED", 1000, 0.1), trial(3, "ACTIVE", 0)
+    )
+    detail = views.experiment_detail(response, only={3, 1, 99})
+    assert [t["id"] for t in detail["trials"]] == [1, 3]
+    assert (detail["num_trials"], detail["best_metric"]) == (3, 0.1)
+    assert detail["hparam_names"] == ["lr", "model.layers"]
+
+
 def test_a_pbt_lineage_is_labelled_an_exploit_and_name_and_notes_show() -> None:
     response = experiment("pbt", trial(1, "COMPLETED", 100), trial(2, "ACTIVE", 100, parent=1))
     response.experiment.name, response.experiment.notes = "mnist-pbt", "try wider"
