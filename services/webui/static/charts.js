@@ -48,8 +48,17 @@ function trialColor(index, count) {
 // Tick steps for batch counts: whole numbers only.
 const BATCH_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map((e) => m * e)).sort((a, b) => a - b);
 
+// Each chart box's width, measured once (reading it after the page changed forces a layout: one
+// per chart redrawn, 0.3 s of a 1,000-trial page's load) and again after the window is resized.
+let chartWidths = new WeakMap();
+window.addEventListener("resize", () => { chartWidths = new WeakMap(); });
 function chartWidth(container) {
-  return Math.max(320, container.clientWidth - 2);
+  let width = chartWidths.get(container);
+  if (width === undefined) {
+    width = Math.max(320, container.clientWidth - 2);
+    if (container.clientWidth) chartWidths.set(container, width);  // not while hidden
+  }
+  return width;
 }
 
 // Learning curves of many trials overlaid: x = batches trained, one line per trial.
@@ -108,8 +117,10 @@ function hparamAxis(trials, name) {
   // Numbers stay numbers; anything else is placed by its category's index.
   const values = trials.map((t) => t.hparams[name]);
   if (values.every((v) => typeof v === "number")) return { values, categories: null };
-  const categories = [...new Set(values.map((v) => pedl.fmt(v)))].sort();
-  return { values: values.map((v) => categories.indexOf(pedl.fmt(v))), categories };
+  const labels = values.map((v) => pedl.fmt(v));
+  const categories = [...new Set(labels)].sort();
+  const index = new Map(categories.map((c, i) => [c, i]));
+  return { values: labels.map((l) => index.get(l)), categories };
 }
 
 // The searcher metric against one hyperparameter: a point per trial.

@@ -41,10 +41,13 @@ const pedl = (() => {
     return node;
   }
 
+  // One formatter for every integer: toLocaleString makes a new one each call, which cost the
+  // page of a 1,000-trial search 0.4 s (its charts format each trial's hyperparameters).
+  const INTEGER = new Intl.NumberFormat("en-US");
   function fmt(value) {
     if (value === null || value === undefined) return "";
     if (typeof value === "number") {
-      if (Number.isInteger(value)) return value.toLocaleString("en-US");
+      if (Number.isInteger(value)) return INTEGER.format(value);
       const abs = Math.abs(value);
       return abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? value.toExponential(4) : value.toPrecision(5);
     }

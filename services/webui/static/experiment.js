@@ -87,13 +87,18 @@
 
   // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
   let importanceShape = "", importanceAsked = 0;
+  // The first ask goes out with the summary's, not after the summary is drawn.
+  let firstImportance = api(`/api/experiments/${id}/importance`);
+  firstImportance.catch(() => {});  // its error is shown where it is awaited
   async function drawImportance() {
     const shape = JSON.stringify(detail.trials.map((t) => t.best_validation_metric));
     if (shape === importanceShape || Date.now() - importanceAsked < 10000) return;
     importanceShape = shape; importanceAsked = Date.now();
     const box = $("importance");
     try {
-      const result = await api(`/api/experiments/${id}/importance`);
+      const asked = firstImportance || api(`/api/experiments/${id}/importance`);
+      firstImportance = null;
+      const result = await asked;
       requestAnimationFrame(() => mark("importance"));  // drawn by the next frame
       if (!result.importance.length) {
         box.replaceChildren(el("p", { class: "muted", text: `Shown once ${result.min_trials} trials have a ${result.metric} value and a hyperparameter varies.` }));
@@ -192,10 +197,9 @@
     const marks = (window.__marks = window.__marks || {});
     if (!(name in marks)) marks[name] = Math.round(performance.now());
   }
-  await refresh();
-  mark("trials");
-  // Ready once the browser has laid out and painted the summary (the frame after the drawing).
-  requestAnimationFrame(() => setTimeout(() => { document.body.dataset.ready = String(performance.now()); }, 0));
+  // The curves are asked for as soon as the summary says how many trials there are, so the
+  // scheduler cuts them while the page draws the summary; their events are handled after it.
+  detail = await api("/api/experiments/" + id);
   const points = Math.max(20, Math.min(200, Math.floor(CURVE_POINTS / Math.max(1, detail.trials.length))));
   $("curves").replaceChildren(el("p", { class: "muted", text: "Loading learning curves…" }));
   follow(`/api/experiments/${id}/metrics?max_points=${points}`, {
@@ -209,6 +213,10 @@
     },
     onReset: () => { store.reset(); caughtUp = false; },
   });
+  render();
+  mark("trials");
+  // Ready once the browser has laid out and painted the summary (the frame after the drawing).
+  requestAnimationFrame(() => setTimeout(() => { document.body.dataset.ready = String(performance.now()); }, 0));
   setInterval(redrawCurves, 1000);
   setTimeout(() => poll(refresh, 3000, (error) => { $("action-error").textContent = error.message; }), 3000);
 })();

@@ -131,6 +131,7 @@ class SlicePlots {
     }
     const boxes = varying.map((name) => pedl.el("div", { class: "chart slice", "data-name": name }));
     this.container.replaceChildren(...boxes);
+    for (const box of boxes) chartWidth(box);  // all measured in one layout, before any is drawn
     varying.forEach((name, i) => {
       const chart = new ScatterChart(boxes[i], 240);
       chart.draw(trials, name, metricName, logX, logY);
