@@ -70,9 +70,10 @@ async def _logs(request: Request, trial_id: int, task_id: str) -> Response:
         newest = reversed(lines[-limit:] if limit else lines)
         return Response("".join(log_ndjson(x, task_id) for x in newest), media_type="application/json")
     sent = [0]
+    keep_all = chosen.everything  # what `det trial logs -f` asks: every line written as it came
 
     def encode(reply: Any) -> str:
-        kept = [x for x in reply.lines if chosen.keeps(x)]
+        kept = reply.lines if keep_all else [x for x in reply.lines if chosen.keeps(x)]
         if limit:
             kept = kept[: max(0, limit - sent[0])]
             sent[0] += len(kept)

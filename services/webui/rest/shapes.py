@@ -7,6 +7,7 @@ from typing import Any
 
 from pedl import records
 from pedl._metrics import from_struct
+from pedl.config.experiment import ExperimentConfig
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import configs
 from pedl_webui.rest.common import state_name
@@ -40,6 +41,13 @@ _CHECKPOINT_STATE = {
 }
 
 
+def shared_raw(config: ExperimentConfig | None) -> dict[str, Any]:
+    """The config with its defaults (secrets masked by the scheduler), not copied: every REST answer
+    serialises it at once and none changes it, and a deep copy per row was a fifth of an experiments
+    page's time in the web UI. Callers that change it use `configs.masked_raw`."""
+    return config.raw if config is not None else {}
+
+
 def experiment_json(
     exp: scheduler_pb2.Experiment, trials: list[scheduler_pb2.Trial] | None = None
 ) -> dict[str, Any]:
@@ -66,7 +74,7 @@ def experiment_json(
         "progress": None,
         "parentArchived": False,
         "projectOwnerId": 1,
-        "config": configs.masked_raw(config),
+        "config": shared_raw(config),
         "originalConfig": exp.config_yaml,
         "unmanaged": False,
         **DEFAULT_PROJECT,
@@ -107,12 +115,13 @@ def trial_json(
     if trial.HasField("best_validation_metric"):
         value["searcherMetricValue"] = trial.best_validation_metric
     if validations:
-        latest = max(validations, key=lambda v: v.total_batches)
-        value["latestValidation"] = metrics_workload(latest)
+        read = [(v, from_struct(v.metrics)) for v in validations]  # each Struct read once
+        latest = max(read, key=lambda pair: pair[0].total_batches)
+        value["latestValidation"] = metrics_workload(*latest)
         if metric:
-            best = _best(validations, metric, smaller_is_better)
+            best = _best(read, metric, smaller_is_better)
             if best is not None:
-                value["bestValidation"] = metrics_workload(best)
+                value["bestValidation"] = metrics_workload(*best)
     if checkpoints is not None:
         done = [c for c in checkpoints if records.checkpoint_state(c.state) == "COMPLETED"]
         best_at = value.get("bestValidation", {}).get("totalBatches")
@@ -140,21 +149,27 @@ def slurm_placement(trial: scheduler_pb2.Trial) -> dict[str, str]:
 
 
 def _best(
-    validations: list[scheduler_pb2.Validation], metric: str, smaller_is_better: bool
-) -> scheduler_pb2.Validation | None:
-    scored = [(from_struct(v.metrics).get(metric), v) for v in validations]
-    numbers = [(m, v) for m, v in scored if isinstance(m, (int, float)) and not isinstance(m, bool)]
+    read: list[tuple[scheduler_pb2.Validation, dict[str, Any]]], metric: str, smaller_is_better: bool
+) -> tuple[scheduler_pb2.Validation, dict[str, Any]] | None:
+    """The (validation, its metrics) best at `metric`, of those that have it as a number."""
+    numbers = [
+        (m[metric], (v, m))
+        for v, m in read
+        if isinstance(m.get(metric), (int, float)) and not isinstance(m.get(metric), bool)
+    ]
     if not numbers:
         return None
     pick = min if smaller_is_better else max
     return pick(numbers, key=lambda p: p[0])[1]
 
 
-def metrics_workload(row: Any) -> dict[str, Any]:
-    """Determined's MetricsWorkload: one validation's metrics at `totalBatches`."""
+def metrics_workload(row: Any, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Determined's MetricsWorkload: one validation's metrics (`metrics`, already read, or its
+    Struct's) at `totalBatches`."""
+    avg = from_struct(row.metrics) if metrics is None else metrics
     return {
         "endTime": row.end_time or None,
-        "metrics": {"avgMetrics": from_struct(row.metrics), "batchMetrics": []},
+        "metrics": {"avgMetrics": avg, "batchMetrics": []},
         "numInputs": 0,
         "totalBatches": row.total_batches,
     }
@@ -179,7 +194,7 @@ def checkpoint_json(
     if exp is not None:
         # Not a storage Determined's client can read directly: its download (DownloadMode.AUTO)
         # finds no such directory and goes through this app (`GET /checkpoints/{uuid}`).
-        training["experimentConfig"] = configs.masked_raw(configs.experiment_config(exp)) | {
+        training["experimentConfig"] = shared_raw(configs.experiment_config(exp)) | {
             "checkpoint_storage": {"type": "directory", "container_path": STORE_PATH}
         }
         training["searcherMetric"] = None
