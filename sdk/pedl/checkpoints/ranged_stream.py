@@ -46,8 +46,9 @@ def range_reader(
                         f"download of checkpoint {uuid}: asked for {target.path!r} at {at}, the store "
                         f"sent {chunk.path!r} at {chunk.offset}"
                     )
-                at += len(chunk.data)
-                yield chunk.data
+                data = chunk.data  # each access copies the bytes out of the message
+                at += len(data)
+                yield data
         except grpc.RpcError as e:
             raise error(e) from None
         finally:
