@@ -7,10 +7,11 @@ local disk. Prints figures; asserts nothing.
 
 pedl measures both ways bytes can travel: `pedl` (the default for S3: the store presigns URLs and
 the client moves the bytes itself, hashing each file once) and `streamed` (the bytes pass through the
-store's gRPC calls: the path for shared_fs, and the fallback when S3 cannot be reached from the
-client). Rounds are interleaved, each in another order, with a sync before every timed run, and
-best and median are printed: single runs vary by up to 2x on a small shared machine. On the 2-core
-machine this was decided on (SeaweedFS sharing it), 1 GiB, --repeat 5:
+store's gRPC calls, each file in byte ranges on several calls at once: the path for shared_fs, and the
+fallback when S3 cannot be reached from the client). Rounds are interleaved, each in another order,
+with a sync before every timed run, and best and median are printed: single runs vary by up to 2x
+on a small shared machine. On the 2-core machine this was decided on (SeaweedFS sharing it), 1 GiB,
+--repeat 5:
 
     pedl/boto3      up 1.06 (median 1.01)   down 1.11 (median 1.22)
     streamed/boto3  up 0.74 (median 0.78)   down 0.47 (median 0.56)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pedl_checkpoint_store.errors import InvalidArgument
-from pedl_checkpoint_store.storage import ObjectWriter, StorageBackend
+from pedl_checkpoint_store.storage import ObjectWriter, ShortRead, StorageBackend
 
 
 class _FileWriter(ObjectWriter):
@@ -79,6 +79,24 @@ class LocalFilesystemBackend(StorageBackend):
             with f:
                 while data := f.read(chunk_size):
                     yield data
+
+        return chunks()
+
+    def read_range(self, key: str, offset: int, length: int, chunk_size: int) -> Iterator[bytes]:
+        f = open(self._path(key), "rb")  # noqa: SIM115 - closed by the generator
+        f.seek(offset)
+
+        def chunks() -> Iterator[bytes]:
+            with f:
+                left = length
+                while left:
+                    data = f.read(min(chunk_size, left))
+                    if not data:
+                        raise ShortRead(f"{key} ends {left} bytes before the range does")
+                    left -= len(data)
+                    yield data
+                if not length:
+                    yield b""
 
         return chunks()
 

@@ -92,6 +92,23 @@ class S3Backend(StorageBackend):
             outage_seconds=self.settings.outage_seconds,
         )
 
+    def read_range(self, key: str, offset: int, length: int, chunk_size: int) -> Iterator[bytes]:
+        if not length:
+            return iter([b""])
+        return read_ranges(
+            self._client,
+            self._pool,
+            bucket=self.bucket,
+            key=self._key(key),
+            where=self.describe(),
+            size=offset + length,
+            part_size=self.settings.part_size,
+            max_concurrency=self.settings.max_concurrency,
+            chunk_size=chunk_size,
+            outage_seconds=self.settings.outage_seconds,
+            first=offset,
+        )
+
     def _object(self, key: str) -> s3_presign.S3Object:
         return s3_presign.S3Object(
             self._client, self.bucket, self._key(key), self.describe(), self.settings.outage_seconds

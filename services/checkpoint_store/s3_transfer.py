@@ -18,8 +18,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pedl import _log
 from pedl_checkpoint_store import s3_retry
-from pedl_checkpoint_store.s3_errors import explain
-from pedl_checkpoint_store.storage import ObjectWriter
+from pedl_checkpoint_store.s3_errors import error_code, explain
+from pedl_checkpoint_store.storage import ObjectWriter, ShortRead
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client  # boto3-stubs: the client's methods, typed
@@ -201,24 +201,31 @@ def read_ranges(
     max_concurrency: int,
     chunk_size: int,
     outage_seconds: float,
+    first: int = 0,
 ) -> Iterator[bytes]:
-    """The object's `size` bytes in order, in pieces of at most `chunk_size`; parts fetched ahead."""
+    """The object's bytes [first, size) in order, in pieces of at most `chunk_size`; parts fetched
+    ahead with ranged GETs."""
     stop = threading.Event()  # set when the reader goes away: parts waiting out an outage give up
 
     def fetch(start: int) -> bytes:
         end = min(start + part_size, size) - 1
 
         def get() -> bytes:
-            response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")
+            try:
+                response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end}")
+            except ClientError as e:
+                if error_code(e) == "InvalidRange":  # the object ends before `start`
+                    raise ShortRead(f"reading {key} in {where}: no bytes {start}-{end}") from None
+                raise
             body: bytes = response["Body"].read()
             return body
 
         data = s3_retry.call(f"reading {key}", where, get, outage_seconds, stop)
         if len(data) != end - start + 1:
-            raise OSError(f"reading {key} in {where}: got {len(data)} bytes for range {start}-{end}")
+            raise ShortRead(f"reading {key} in {where}: got {len(data)} bytes for range {start}-{end}")
         return data
 
-    starts = iter(range(0, size, part_size))
+    starts = iter(range(first, size, part_size))
     ahead: deque[Future[bytes]] = deque()
     try:
         for start in starts:

@@ -17,7 +17,7 @@ from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
 from pedl_checkpoint_store.authz import StoreAuthz
 from pedl_checkpoint_store.direct_upload import UploadedFile
-from pedl_checkpoint_store.errors import NotFound, StoreError
+from pedl_checkpoint_store.errors import InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.status_codes import status_code, storage_failure_code
 from pedl_checkpoint_store.store import CHUNK_SIZE, CheckpointStore, DownloadItem
 from pedl_checkpoint_store.tensorboard_files import TensorboardFiles
@@ -130,11 +130,27 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         try:
             record = self.store.get(request.uuid)
             await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
-            checkpoint, opened = await asyncio.to_thread(
-                self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
-            )
-            chunks = opened
-            yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
+            opened: Iterator[DownloadItem]
+            if request.path:  # a range: its chunks alone
+                opened = await asyncio.to_thread(
+                    self.store.open_range,
+                    request.uuid,
+                    request.path,
+                    request.offset,
+                    request.length,
+                    self.chunk_size,
+                )
+                chunks = opened
+            else:
+                if request.offset or request.length:
+                    raise InvalidArgument(
+                        f"range of checkpoint {request.uuid}: offset and length need a file path"
+                    )
+                checkpoint, opened = await asyncio.to_thread(
+                    self.store.open_download, request.uuid, self.chunk_size, urls=request.accept_urls
+                )
+                chunks = opened
+                yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
             while (item := await asyncio.to_thread(lambda: next(opened, None))) is not None:
                 yield item
         except StoreError as e:

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 
+class ShortRead(OSError):
+    """The object ends before the range asked of it: its bytes are not what was stored."""
+
+
 class ObjectWriter(ABC):
     """Streams one object in; nothing is promised about the object until `commit` returns."""
 
@@ -51,6 +55,11 @@ class StorageBackend(ABC):
     @abstractmethod
     def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
         """The object's bytes in pieces of at most `chunk_size`; FileNotFoundError if missing."""
+
+    @abstractmethod
+    def read_range(self, key: str, offset: int, length: int, chunk_size: int) -> Iterator[bytes]:
+        """Bytes [offset, offset + length) of the object in pieces of at most `chunk_size` (one
+        empty piece for length 0); FileNotFoundError if missing, ShortRead if it ends before the range."""
 
     # Whether clients may move bytes straight to and from this storage on presigned URLs (the
     # three methods below); where not, the store streams the bytes itself.

@@ -12,6 +12,7 @@ import itertools
 import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -22,7 +23,7 @@ from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
 from pedl_checkpoint_store.known_storages import KnownStorages
-from pedl_checkpoint_store.storage import StorageBackend
+from pedl_checkpoint_store.storage import ShortRead, StorageBackend
 from pedl_checkpoint_store.upload import Upload
 
 log = _log.get_logger(component="checkpoint_store")
@@ -292,20 +293,80 @@ class CheckpointStore:
             )
         return _copy(cp), self._chunks(cp, backend, chunk_size)
 
+    def open_range(
+        self, uuid: str, path: str, offset: int, length: int, chunk_size: int = CHUNK_SIZE
+    ) -> Iterator[DownloadItem]:
+        """Bytes [offset, offset + length) of file `path` of checkpoint `uuid` (length 0: to its end),
+        lazily, each chunk in the response message that carries it; `last` on the range's last.
+
+        Lets a client fetch a file's parts on several calls at once, as it does on presigned URLs.
+        Raises NotFound, or InvalidArgument for a range outside the file."""
+        with self._lock:
+            entry = self._index.get(uuid)
+        if entry is None:
+            raise NotFound(f"checkpoint {uuid} not found")
+        cp = entry.checkpoint
+        info = next((f for f in cp.files if f.path == path), None)
+        if info is None:
+            raise InvalidArgument(f"range of checkpoint {uuid}: it has no file {path!r}")
+        if length == 0:
+            length = info.size - offset
+        if offset < 0 or length < 0 or offset + length > info.size:
+            raise InvalidArgument(
+                f"range of file {path!r} of checkpoint {uuid}: offset {offset}, length {length} "
+                f"is outside its {info.size} bytes"
+            )
+        backend, _ = self.resolver.resolve(entry.storage)
+        return self._range_items(cp, info, backend, offset, length, chunk_size)
+
+    def _range_items(
+        self,
+        cp: common_pb2.Checkpoint,
+        info: common_pb2.FileInfo,
+        backend: StorageBackend,
+        offset: int,
+        length: int,
+        chunk_size: int,
+    ) -> Iterator[DownloadItem]:
+        end = offset + length
+        key = layout.data_key(cp.uuid, info.path)
+        with self._missing_as_store_error(cp, info, backend):
+            try:
+                for data in backend.read_range(key, offset, length, chunk_size):
+                    item = checkpoint_store_pb2.DownloadCheckpointResponse()
+                    chunk = item.chunk
+                    chunk.path, chunk.offset, chunk.data = info.path, offset, data
+                    offset += len(data)
+                    chunk.last = offset >= end
+                    yield item
+            except ShortRead as e:
+                raise DataLoss(
+                    f"file {info.path!r} of checkpoint {cp.uuid} in {backend.describe()} is corrupt: "
+                    f"the record says {info.size} bytes, storage holds fewer ({e})"
+                ) from None
+
+    @contextmanager
+    def _missing_as_store_error(
+        self, cp: common_pb2.Checkpoint, info: common_pb2.FileInfo, backend: StorageBackend
+    ) -> Iterator[None]:
+        """A file gone from storage: NotFound if its checkpoint was deleted meanwhile, else DataLoss."""
+        try:
+            yield
+        except FileNotFoundError:
+            with self._lock:
+                deleted = cp.uuid not in self._index
+            if deleted:
+                raise NotFound(f"checkpoint {cp.uuid} was deleted during the download") from None
+            raise DataLoss(
+                f"file {info.path!r} of checkpoint {cp.uuid} is missing from {backend.describe()}"
+            ) from None
+
     def _chunks(
         self, cp: common_pb2.Checkpoint, backend: StorageBackend, chunk_size: int
     ) -> Iterator[DownloadItem]:
         for info in cp.files:
-            try:
+            with self._missing_as_store_error(cp, info, backend):
                 pieces = backend.read_chunks(layout.data_key(cp.uuid, info.path), chunk_size)
-            except FileNotFoundError:
-                with self._lock:
-                    deleted = cp.uuid not in self._index
-                if deleted:
-                    raise NotFound(f"checkpoint {cp.uuid} was deleted during the download") from None
-                raise DataLoss(
-                    f"file {info.path!r} of checkpoint {cp.uuid} is missing from {backend.describe()}"
-                ) from None
             yield from _passed_through(cp.uuid, info, pieces, backend)
 
     # -- deletes --------------------------------------------------------------------------

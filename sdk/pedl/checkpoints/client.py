@@ -16,7 +16,8 @@ from pedl import _grpc, _log
 from pedl.checkpoints.errors import CheckpointError, CheckpointNotFound
 from pedl.checkpoints.files import CHUNK_SIZE, DirectoryWriter, file_chunks, walk_files
 from pedl.checkpoints.presigned_http import TransferError
-from pedl.checkpoints.url_fetch import ShortObject, Target, UrlFetcher
+from pedl.checkpoints.ranged_stream import RANGE_SIZE, RANGE_STREAMS, RangesUnsupported, range_reader
+from pedl.checkpoints.url_fetch import RangeReader, ShortObject, Target, UrlFetcher
 from pedl.checkpoints.url_put import PutTarget, UrlUploader
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
@@ -42,12 +43,13 @@ class CheckpointStoreClient(_grpc.Client):
         # Threads start on first use.
         self._fetcher = UrlFetcher() if direct else None
         self._uploader = UrlUploader() if direct else None
+        self._ranges: UrlFetcher | None = None  # ranged calls to the store, made on first use
 
     def close(self) -> None:
-        for transfer in (self._fetcher, self._uploader):
+        for transfer in (self._fetcher, self._uploader, self._ranges):
             if transfer is not None:
                 transfer.close()
-        self._fetcher = self._uploader = None
+        self._fetcher = self._uploader = self._ranges = None
         super().close()
 
     def _error(self, e: grpc.RpcError, action: str) -> CheckpointError:
@@ -179,38 +181,36 @@ class CheckpointStoreClient(_grpc.Client):
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise CheckpointError(f"download target {directory} exists and is not an empty directory")
         directory.parent.mkdir(parents=True, exist_ok=True)
-        if self._fetcher is not None:
-            try:
-                return self._download(uuid, directory, urls=True)
-            except TransferError as e:
-                log.warning("checkpoint storage refused or unreachable; the store streams it", error=str(e))
-        return self._download(uuid, directory, urls=False)
+        try:
+            if self._fetcher is not None:
+                try:
+                    return self._download(uuid, directory, urls=True)
+                except TransferError as e:
+                    log.warning(
+                        "checkpoint storage refused or unreachable; the store streams it", error=str(e)
+                    )
+            return self._download(uuid, directory, urls=False)
+        except RangesUnsupported:  # a store from before ranges: one stream, as it always was
+            return self._download(uuid, directory, urls=False, ranges=False)
 
-    def _download(self, uuid: str, directory: Path, *, urls: bool) -> common_pb2.Checkpoint:
+    def _download(
+        self, uuid: str, directory: Path, *, urls: bool, ranges: bool = True
+    ) -> common_pb2.Checkpoint:
+        """`urls`: files on storage that presigns come straight from it; the others, with `ranges`,
+        come in parallel ranges through the store, else on the one stream."""
         staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.download-"))
         writer: DirectoryWriter | None = None
         try:
             targets: list[Target] = []
-            request = pb.DownloadCheckpointRequest(uuid=uuid, accept_urls=urls)
-            try:
-                for response in self._stub.DownloadCheckpoint(request):
-                    kind = response.WhichOneof("message")
-                    if kind == "checkpoint":
-                        writer = DirectoryWriter(staging, response.checkpoint)
-                    elif writer is None:
-                        raise CheckpointError(
-                            f"download of checkpoint {uuid}: {kind} before the checkpoint record"
-                        )
-                    elif kind == "url":
-                        path = response.url.path
-                        targets.append(Target(path, response.url.url, writer.claim(path), writer.size(path)))
-                    else:
-                        writer.write(response.chunk)
-            except grpc.RpcError as e:
-                raise self._error(e, f"download of checkpoint {uuid}") from None
-            if writer is None:
-                raise CheckpointError(f"download of checkpoint {uuid}: the store sent no checkpoint record")
-            self._fetch(writer, targets)
+            if ranges and not urls:
+                writer = DirectoryWriter(staging, self.get(uuid))
+            else:
+                writer = self._receive(uuid, staging, targets, urls=urls, ranges=ranges)
+            self._fetch(writer, targets, None)
+            if ranges and writer.unclaimed():
+                parts = [Target(p, "", writer.claim(p), writer.size(p)) for p in writer.unclaimed()]
+                error = f"download of checkpoint {uuid}"
+                self._fetch(writer, parts, range_reader(self._stub, uuid, lambda e: self._error(e, error)))
             writer.finish()
             if directory.exists():
                 directory.rmdir()
@@ -222,13 +222,57 @@ class CheckpointStoreClient(_grpc.Client):
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
-    def _fetch(self, writer: DirectoryWriter, targets: list[Target]) -> None:
+    def _receive(
+        self, uuid: str, staging: Path, targets: list[Target], *, urls: bool, ranges: bool
+    ) -> DirectoryWriter:
+        """Reads the whole-checkpoint stream: the record, then URLs (added to `targets`) or chunks
+        (written). With `ranges`, stops at the first chunk: the rest comes in ranges."""
+        writer: DirectoryWriter | None = None
+        responses = self._stub.DownloadCheckpoint(pb.DownloadCheckpointRequest(uuid=uuid, accept_urls=urls))
+        try:
+            for response in responses:
+                kind = response.WhichOneof("message")
+                if kind == "checkpoint":
+                    writer = DirectoryWriter(staging, response.checkpoint)
+                elif writer is None:
+                    raise CheckpointError(
+                        f"download of checkpoint {uuid}: {kind} before the checkpoint record"
+                    )
+                elif kind == "url":
+                    path = response.url.path
+                    targets.append(Target(path, response.url.url, writer.claim(path), writer.size(path)))
+                elif ranges:
+                    break  # storage that does not presign
+                else:
+                    writer.write(response.chunk)
+        except grpc.RpcError as e:
+            if writer is not None:
+                writer.close()
+            raise self._error(e, f"download of checkpoint {uuid}") from None
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            raise
+        finally:
+            responses.cancel()
+        if writer is None:
+            raise CheckpointError(f"download of checkpoint {uuid}: the store sent no checkpoint record")
+        return writer
+
+    def _fetch(self, writer: DirectoryWriter, targets: list[Target], read: RangeReader | None) -> None:
+        """Fetches `targets` in parallel parts: on their URLs, or with `read` through the store."""
         if not targets:
             return
-        assert self._fetcher is not None, "the store sent URLs the client did not ask for"
+        if read is None:
+            assert self._fetcher is not None, "the store sent URLs the client did not ask for"
+            fetcher = self._fetcher
+        else:
+            if self._ranges is None:
+                self._ranges = UrlFetcher(part_size=RANGE_SIZE, concurrency=RANGE_STREAMS)
+            fetcher = self._ranges
         try:
             # closing(): on an error, in-flight parts finish writing before the staging dir goes.
-            with closing(self._fetcher.fetch(targets)) as fetched_files:
+            with closing(fetcher.fetch(targets, read)) as fetched_files:
                 for fetched in fetched_files:
                     writer.verify(fetched.path, fetched.size, fetched.sha256)
         except ShortObject as e:

@@ -104,6 +104,10 @@ class DirectoryWriter:
     def size(self, path: str) -> int:
         return self._expected[path].size
 
+    def unclaimed(self) -> list[str]:
+        """The record's files not yet claimed or written, in the record's order."""
+        return [f.path for f in self.checkpoint.files if f.path not in self._claimed]
+
     def verify(self, path: str, size: int, sha256: str) -> None:
         """Raises CheckpointError (DATA_LOSS) when what was written differs from the record."""
         info = self._expected[path]

@@ -318,16 +318,32 @@ class DownloadCheckpointRequest(google.protobuf.message.Message):
 
     UUID_FIELD_NUMBER: builtins.int
     ACCEPT_URLS_FIELD_NUMBER: builtins.int
+    PATH_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    LENGTH_FIELD_NUMBER: builtins.int
     uuid: builtins.str
     accept_urls: builtins.bool
     """The caller can fetch files straight from storage (FileUrl) instead of receiving their chunks."""
+    path: builtins.str
+    """A range: only bytes [offset, offset + length) of file `path` (as in the record), so that a
+    caller can fetch parts of a file on several calls at once. The answer is then that range's
+    chunks alone (offsets within the file; `last` on the range's last, no sha256: the caller checks
+    the whole file against the record), never the record or a URL. length 0: to the end of the file.
+    A range outside the file is refused (INVALID_ARGUMENT). A store from before ranges ignores these
+    and answers the record first, as for the whole checkpoint.
+    """
+    offset: builtins.int
+    length: builtins.int
     def __init__(
         self,
         *,
         uuid: builtins.str = ...,
         accept_urls: builtins.bool = ...,
+        path: builtins.str = ...,
+        offset: builtins.int = ...,
+        length: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["accept_urls", b"accept_urls", "uuid", b"uuid"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["accept_urls", b"accept_urls", "length", b"length", "offset", b"offset", "path", b"path", "uuid", b"uuid"]) -> None: ...
 
 global___DownloadCheckpointRequest = DownloadCheckpointRequest
 

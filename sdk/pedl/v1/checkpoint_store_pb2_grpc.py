@@ -114,7 +114,8 @@ class CheckpointStoreServiceServicer(object):
 
     def DownloadCheckpoint(self, request, context):
         """The checkpoint's metadata first, then for each file in turn its chunks or, when the caller
-        accepts them and the file's storage can issue one, a presigned URL to GET it from.
+        accepts them and the file's storage can issue one, a presigned URL to GET it from. With a
+        range (DownloadCheckpointRequest.path), only that range's chunks: no metadata, no URL.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

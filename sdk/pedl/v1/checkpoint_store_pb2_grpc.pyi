@@ -54,7 +54,8 @@ class CheckpointStoreServiceStub:
         pedl.v1.checkpoint_store_pb2.DownloadCheckpointResponse,
     ]
     """The checkpoint's metadata first, then for each file in turn its chunks or, when the caller
-    accepts them and the file's storage can issue one, a presigned URL to GET it from.
+    accepts them and the file's storage can issue one, a presigned URL to GET it from. With a
+    range (DownloadCheckpointRequest.path), only that range's chunks: no metadata, no URL.
     """
 
     GetCheckpoint: grpc.UnaryUnaryMultiCallable[
@@ -135,7 +136,8 @@ class CheckpointStoreServiceAsyncStub:
         pedl.v1.checkpoint_store_pb2.DownloadCheckpointResponse,
     ]
     """The checkpoint's metadata first, then for each file in turn its chunks or, when the caller
-    accepts them and the file's storage can issue one, a presigned URL to GET it from.
+    accepts them and the file's storage can issue one, a presigned URL to GET it from. With a
+    range (DownloadCheckpointRequest.path), only that range's chunks: no metadata, no URL.
     """
 
     GetCheckpoint: grpc.aio.UnaryUnaryMultiCallable[
@@ -226,7 +228,8 @@ class CheckpointStoreServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[collections.abc.Iterator[pedl.v1.checkpoint_store_pb2.DownloadCheckpointResponse], collections.abc.AsyncIterator[pedl.v1.checkpoint_store_pb2.DownloadCheckpointResponse]]:
         """The checkpoint's metadata first, then for each file in turn its chunks or, when the caller
-        accepts them and the file's storage can issue one, a presigned URL to GET it from.
+        accepts them and the file's storage can issue one, a presigned URL to GET it from. With a
+        range (DownloadCheckpointRequest.path), only that range's chunks: no metadata, no URL.
         """
 
     @abc.abstractmethod

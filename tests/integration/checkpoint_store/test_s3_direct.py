@@ -204,3 +204,56 @@ def test_object_gone_from_storage_falls_back_to_the_store(
             client.download(cp.uuid, tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_streamed_downloads_come_in_parallel_ranges_and_bad_ranges_are_refused(
+    s3_store: tuple[Service, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the store, a file's parts come on ranged DownloadCheckpoint calls (S3 ranged GETs
+    behind them), several at once, each written in place; the whole file is checked as before."""
+    service, _ = s3_store
+    files = make_tree(tmp_path / "src", big=9 * MiB + 77)
+    calls = stub(service.address)
+    with CheckpointStoreClient(service.address) as client:
+        cp = client.upload(tmp_path / "src", experiment_id=1, trial_id=5, total_batches=1)
+    ranged = list(
+        calls.DownloadCheckpoint(
+            pb.DownloadCheckpointRequest(uuid=cp.uuid, path="model.pt", offset=8 * MiB - 5, length=MiB + 10)
+        )
+    )
+    assert {a.WhichOneof("message") for a in ranged} == {"chunk"}  # no record, no URL
+    assert b"".join(a.chunk.data for a in ranged) == files["model.pt"][8 * MiB - 5 : 9 * MiB + 5]
+    assert ranged[0].chunk.offset == 8 * MiB - 5 and ranged[-1].chunk.last
+    for request, message in [
+        (
+            pb.DownloadCheckpointRequest(uuid=cp.uuid, path="model.pt", offset=9 * MiB + 70, length=8),
+            "outside",
+        ),
+        (pb.DownloadCheckpointRequest(uuid=cp.uuid, path="other.pt", length=8), "has no file 'other.pt'"),
+        (pb.DownloadCheckpointRequest(uuid=cp.uuid, offset=8), "offset and length need a file path"),
+    ]:
+        with pytest.raises(grpc.RpcError) as info:
+            list(calls.DownloadCheckpoint(request))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert message in info.value.details() and "\n" not in info.value.details()
+
+    from pedl.checkpoints import client as client_module  # the client's own reader, counted
+
+    asked: list[tuple[str, int, int]] = []
+    real_reader = client_module.range_reader
+
+    def counting_reader(*args, **kwargs):  # type: ignore[no-untyped-def]
+        read = real_reader(*args, **kwargs)
+
+        def counted(target, start, length):  # type: ignore[no-untyped-def]
+            asked.append((target.path, start, length))
+            return read(target, start, length)
+
+        return counted
+
+    monkeypatch.setattr(client_module, "range_reader", counting_reader)
+    monkeypatch.setattr(client_module, "RANGE_SIZE", 2 * MiB)
+    with CheckpointStoreClient(service.address, direct=False) as client:
+        assert client.download(cp.uuid, tmp_path / "out") == cp
+    assert read_tree(tmp_path / "out") == files
+    assert sorted(s for p, s, _ in asked if p == "model.pt") == list(range(0, 9 * MiB + 77, 2 * MiB))
