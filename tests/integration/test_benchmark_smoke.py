@@ -103,6 +103,10 @@ def test_the_short_trials_benchmark_runs_in_smoke_mode() -> None:
     # As a user runs it: `pedl cluster up`, then `pedl experiment create` to `pedl experiment wait`.
     cli = rf"^2 slots: ideal {NUMBER} s \| pedl CLI, fresh cluster {NUMBER} s \({NUMBER}x; `pedl cluster up`"
     assert re.search(cli, out, re.M), out
+    # ... then the same search again on that cluster, warm, with its own phase medians.
+    warm = rf"^2 slots: ideal {NUMBER} s \| pedl CLI, warm cluster {NUMBER} s \({NUMBER}x; the same search"
+    assert re.search(warm, out, re.M), out
+    assert "pedl per-trial phase medians, CLI warm search, 2 slots" in out, out
     # Ray Tune (its own environment, built by a full run) is left out of the smoke run, which says so.
     assert "Ray Tune: skipped (--smoke without --ray)" in out, out
     phases = ("slot held", "imports", "model definition loaded", "train step", "checkpoint upload", "exit")

@@ -78,3 +78,6 @@ def test_a_scheduler_command_runs_its_call_without_asyncio_or_grpc_aio(argv: tup
     assert "cannot reach the pedl scheduler" in out, out
     assert "grpc" in modules and "pedl.v1.scheduler_pb2_grpc" in modules
     assert _heavy(modules, (*HEAVY_FOR_ALL, "asyncio", "grpc.aio", "ssl")) == []
+    # Nor protobuf's pure-Python messages (and text_format with them), nor grpc's compatibility aliases.
+    unused = ("google.protobuf.internal.python_message", "google.protobuf.text_format", "grpc_reflection")
+    assert _heavy(modules, unused) == []

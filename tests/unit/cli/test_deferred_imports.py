@@ -56,3 +56,32 @@ def test_modules_already_imported_are_left_alone() -> None:
         """
     )
     assert out.strip() == "True True module", out
+
+
+def test_protobuf_messages_work_without_the_pure_python_message_module() -> None:
+    """The C (upb) protobuf never needs python_message; importing the descriptor pool (its only
+    importer) leaves it, with text_format and the decoders it pulls in, unloaded, and messages,
+    Struct, text and JSON conversion all behave; grpc's compatibility packages load when used."""
+    out = _run(
+        """
+        import sys
+        from pedl.cli import deferred_imports as d
+        d.install()
+        import grpc
+        from google.protobuf import struct_pb2
+        from pedl.v1 import scheduler_pb2
+        request = scheduler_pb2.GetTrialRequest(trial_id=7)
+        again = scheduler_pb2.GetTrialRequest.FromString(request.SerializeToString())
+        s = struct_pb2.Struct()
+        s.update({"lr": 0.5, "name": "a"})
+        print("before", d.loaded("google.protobuf.internal.python_message"), d.loaded("grpc_reflection"),
+              "google.protobuf.text_format" in sys.modules, again.trial_id, dict(s)["lr"])
+        from google.protobuf import json_format
+        print("text", str(again).strip(), json_format.MessageToDict(s) == {"lr": 0.5, "name": "a"})
+        from google.protobuf.internal import python_message
+        reflection = sys.modules["grpc.reflection"]
+        print("after", callable(python_message._AttachFieldHelpers), bool(list(reflection.__path__)))
+        """
+    )
+    lines = out.split("\n")[:3]
+    assert lines == ["before False False False 7 0.5", "text trial_id: 7 True", "after True True"], out
