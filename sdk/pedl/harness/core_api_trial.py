@@ -33,6 +33,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import to_struct
 from pedl.harness.agent_client import StoreCheckpoints
+from pedl.harness.script_stderr import StderrTail
 from pedl.v1 import common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -111,6 +112,7 @@ class CoreApiTrial:
         self._operation = 0
         self._operation_open = False
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: StderrTail | None = None
 
     # --- the child process ------------------------------------------------------------------
 
@@ -126,14 +128,19 @@ class CoreApiTrial:
                 cwd=self.settings.model_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
             )
         except OSError as e:
             raise ScriptFailed(f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {e}") from e
+        assert self._proc.stderr is not None
+        self._stderr = StderrTail(self._proc.stderr, self.settings.model_dir)
         threading.Thread(target=self._watch, name="script-exit", daemon=True).start()
 
     def _watch(self) -> None:
         assert self._proc is not None
         code = self._proc.wait()
+        if self._stderr is not None:  # its traceback read before the exit is told
+            self._stderr.join(timeout=10.0)
         with self._cv:
             self._exit_code = code
             self._cv.notify_all()
@@ -156,6 +163,8 @@ class CoreApiTrial:
             return
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            died_of = self._stderr.exception_line() if self._stderr is not None else ""
+            how += f": {died_of}" if died_of else ""
             raise ScriptFailed(f"the entrypoint {' '.join(self.settings.command)!r} {how}")
 
     # --- workloads (the chief's harness) ----------------------------------------------------
@@ -444,6 +453,7 @@ def compat_path() -> Path | None:
     import importlib.util
 
     from pedl.harness.compat import COMPAT_DIR as compat
+
     if not (compat / "determined").is_dir():
         return None
     spec = importlib.util.find_spec("determined")

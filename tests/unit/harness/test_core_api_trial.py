@@ -40,8 +40,14 @@ print("stopped at", steps)
 """
 
 
-def start(tmp_path: Path, limit: int, time_metric: str | None = None, command: list[str] | None = None):
-    (tmp_path / "model").mkdir()
+def start(
+    tmp_path: Path,
+    limit: int,
+    time_metric: str | None = None,
+    command: list[str] | None = None,
+    model_exists: bool = False,
+):
+    (tmp_path / "model").mkdir(exist_ok=model_exists)
     (tmp_path / "model" / "train.py").write_text(SCRIPT.replace("LIMIT", str(limit)))
     settings = ScriptSettings(
         command=command or [sys.executable, "train.py"],
@@ -110,6 +116,38 @@ def test_a_failing_script_fails_the_workload_with_its_exit_code(tmp_path) -> Non
     try:
         with pytest.raises(ScriptFailed, match="exited with code 3"):
             trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10))
+    finally:
+        server.close()
+
+
+def test_a_script_dying_of_an_exception_names_it_and_its_line_and_its_traceback_still_shows(
+    tmp_path, capfd
+) -> None:
+    # The published 0.20 Core API tutorial's adaptive stage, in short: a helper lacking its import.
+    script = "def load_state(d):\n    return pathlib.Path(d)\n\nprint('training')\nload_state('x')\n"
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model_def.py").write_text(script)
+    trial, server = start(tmp_path, limit=1, command=[sys.executable, "model_def.py"], model_exists=True)
+    try:
+        with pytest.raises(ScriptFailed) as failed:
+            trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10))
+        assert str(failed.value) == (
+            f"the entrypoint '{sys.executable} model_def.py' exited with code 1: "
+            "NameError: name 'pathlib' is not defined (at model_def.py:2)"
+        )
+        assert "Traceback (most recent call last)" in capfd.readouterr().err
+    finally:
+        server.close()
+
+
+def test_a_script_exiting_without_a_traceback_is_named_by_its_exit_code_alone(tmp_path) -> None:
+    code = "import sys; sys.stderr.write('ValueError: not a traceback\\n'); sys.exit(4)"
+    command = [sys.executable, "-c", code]
+    trial, server = start(tmp_path, limit=1, command=command)
+    try:
+        with pytest.raises(ScriptFailed) as failed:
+            trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10))
+        assert str(failed.value).endswith("exited with code 4")
     finally:
         server.close()
 
