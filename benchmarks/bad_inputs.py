@@ -136,7 +136,7 @@ def catalogue(smoke: bool) -> list[Case]:
     tiny = TINY
     configs, models, archives = determined_config_cases(), model_cases(tiny), archive_cases(tiny)
     if smoke:
-        return configs[:: max(1, len(configs) // 3)][:3] + models[:1] + archives[2:4]
+        return configs[:: max(1, len(configs) // 3)][:3] + models[:1] + models[2:3] + archives[2:4]
     return configs + models + archives
 
 

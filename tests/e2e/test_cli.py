@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,15 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import free_port, on_a_free_port
+
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class User:
@@ -47,25 +42,28 @@ class User:
         return result.stdout
 
 
+def cluster_up(home: Path, *args: str) -> tuple[User, str]:
+    """`pedl cluster up ARGS` on free ports, its user and what it printed; started again on new ports
+    when another process took one between free_port() and the bind (up refuses it, or a service
+    fails to bind and up shows its log)."""
+
+    def up(port: int) -> tuple[User, str]:
+        user = User(home, f"127.0.0.1:{port}")
+        ports = ["--port", str(port), "--store-port", str(free_port()), "--webui-port", str(free_port())]
+        result = user.run("pedl", "cluster", "up", *args, *ports)
+        if result.returncode != 0:
+            user.run("pedl", "cluster", "down")
+            raise AssertionError(
+                f"pedl cluster up exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+            )
+        return user, result.stdout
+
+    return on_a_free_port(up)
+
+
 @pytest.fixture
 def user(tmp_path) -> Iterator[User]:
-    port = free_port()
-    u = User(tmp_path / "home", f"127.0.0.1:{port}")
-    u.ok(
-        "pedl",
-        "cluster",
-        "up",
-        "--agents",
-        "1",
-        "--slots-per-agent",
-        "1",
-        "--port",
-        str(port),
-        "--store-port",
-        str(free_port()),
-        "--webui-port",
-        str(free_port()),
-    )
+    u, _ = cluster_up(tmp_path / "home", "--agents", "1", "--slots-per-agent", "1")
     try:
         yield u
     finally:

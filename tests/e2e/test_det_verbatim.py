@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import User, free_port
+from tests.e2e.test_cli import User, cluster_up
 from tests.support.models import write_tiny_model
 
 pytestmark = pytest.mark.e2e
@@ -58,10 +58,7 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("det")
-    port = free_port()
-    user = User(tmp / "home", f"127.0.0.1:{port}")
-    up = ["pedl", "cluster", "up", "--agents", "1", "--slots-per-agent", "2"]
-    user.ok(*up, "--port", str(port), "--store-port", str(free_port()), "--webui-port", str(free_port()))
+    user, _ = cluster_up(tmp / "home", "--agents", "1", "--slots-per-agent", "2")
     try:
         c = Cluster(user, tmp)
         write_tiny_model(tmp / "model")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import ROOT, User, free_port
+from tests.e2e.test_cli import ROOT, User, cluster_up
 from tests.e2e.test_det_verbatim import GRID, LONG
 from tests.support.models import write_tiny_model
 
@@ -92,12 +92,7 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("determined-client")
-    port = free_port()
-    user = User(tmp / "pedl-home", f"127.0.0.1:{port}")
-    up = user.ok(
-        "pedl", "cluster", "up", "--agents", "1", "--slots-per-agent", "2", "--port", str(port),
-        "--store-port", str(free_port()), "--webui-port", str(free_port()),
-    )  # fmt: skip
+    user, up = cluster_up(tmp / "pedl-home", "--agents", "1", "--slots-per-agent", "2")
     try:
         det_master = re.search(r"export DET_MASTER=(\S+)", up).group(1)  # type: ignore[union-attr]
         password = (tmp / "pedl-home" / "cluster" / "admin-password").read_text().strip()

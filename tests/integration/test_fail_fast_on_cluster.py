@@ -12,7 +12,7 @@ from pedl.v1 import common_pb2
 from support.models import tiny_config, write_tiny_model
 from support.processes import local_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
 def import_error_model(directory: Path) -> Path:
@@ -36,7 +36,7 @@ def test_errors_that_repeat_before_training_end_the_trial_after_at_most_two_runs
         try:
             for model, extra, named in cases:
                 exp_id = submit(cluster, model, tiny_config(extra="max_restarts: 5\n" + extra))
-                result = wait(cluster, exp_id)
+                result = wait(cluster, exp_id, timeout=300)  # a loaded machine starts trials slowly
                 assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
                 (trial,) = result.trials
                 assert trial.state == common_pb2.TRIAL_STATE_ERROR

@@ -18,7 +18,7 @@ from test_cluster import submit, wait
 from pedl.cli.client import SchedulerClient
 from pedl.v1 import common_pb2
 from support.models import tiny_config, write_tiny_model
-from support.processes import free_port, local_cluster, stop
+from support.processes import local_cluster, on_a_free_port, stop
 
 pytestmark = pytest.mark.integration
 
@@ -126,20 +126,19 @@ def _get(url: str) -> bytes | None:
         return None
 
 
-def test_pedl_tensorboard_serves_the_experiment_over_http(trained, tmp_path) -> None:
-    cluster, exp_id, trial_id = trained
-    port = free_port()
-    logdir = tmp_path / "tb"
-    log = tmp_path / "tensorboard.log"
+def _runs(body: bytes | None) -> list[str]:
+    try:
+        return json.loads(body) if body else []
+    except ValueError:  # not TensorBoard answering (yet)
+        return []
+
+
+def _serve_tensorboard(master: str, exp_id: int, run: str, logdir: Path, log: Path, port: int):
+    """`pedl tensorboard` on `port`, once it lists `run`; stopped, its log raised, if it exits first
+    (another process may have taken the port since free_port() picked it: on_a_free_port retries)."""
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "pedl"),
-                "--master",
-                cluster.master,
-                "tensorboard",
-                str(exp_id),
-            ]
+            [str(Path(sys.executable).parent / "pedl"), "--master", master, "tensorboard", str(exp_id)]
             + ["--port", str(port), "--logdir", str(logdir), "--refresh", "1"],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -147,15 +146,29 @@ def test_pedl_tensorboard_serves_the_experiment_over_http(trained, tmp_path) -> 
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     try:
-        run = f"exp-{exp_id}/trial-{trial_id}/training"
         runs: list[str] = []
         deadline = time.monotonic() + 180
         while run not in runs:
-            assert process.poll() is None, log.read_text(errors="replace")
+            if process.poll() is not None:
+                raise AssertionError(f"pedl tensorboard exited: {log.read_text(errors='replace')}")
             assert time.monotonic() < deadline, f"TensorBoard never listed {run}:\n{log.read_text()}"
-            body = _get(f"http://127.0.0.1:{port}/data/runs")
-            runs = json.loads(body) if body else []
+            runs = _runs(_get(f"http://127.0.0.1:{port}/data/runs"))
             time.sleep(0.5)
+    except BaseException:
+        stop(process)
+        raise
+    return process, port, runs
+
+
+def test_pedl_tensorboard_serves_the_experiment_over_http(trained, tmp_path) -> None:
+    cluster, exp_id, trial_id = trained
+    logdir = tmp_path / "tb"
+    log = tmp_path / "tensorboard.log"
+    run = f"exp-{exp_id}/trial-{trial_id}/training"
+    process, port, runs = on_a_free_port(
+        lambda port: _serve_tensorboard(cluster.master, exp_id, run, logdir, log, port)
+    )
+    try:
         assert f"exp-{exp_id}/trial-{trial_id}/validation" in runs
         assert _get(f"http://127.0.0.1:{port}/") is not None
         assert f"TensorBoard at http://127.0.0.1:{port}/" in log.read_text()

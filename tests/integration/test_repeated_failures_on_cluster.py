@@ -12,7 +12,7 @@ from pedl.v1 import common_pb2
 from support.models import tiny_config, write_tiny_model
 from support.processes import local_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
 def broken_data_loaders(directory: Path) -> Path:
@@ -45,7 +45,7 @@ def test_a_trial_failing_the_same_way_before_training_stops_after_the_first_repe
         try:
             for model, error, where in cases:
                 exp_id = submit(cluster, model, tiny_config(extra="max_restarts: 5\n"))
-                result = wait(cluster, exp_id)
+                result = wait(cluster, exp_id, timeout=300)  # a loaded machine starts trials slowly
                 assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
                 (trial,) = result.trials
                 assert trial.state == common_pb2.TRIAL_STATE_ERROR

@@ -9,12 +9,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 BIN = Path(sys.executable).parent
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,9 +79,32 @@ def start(
 
 
 def free_port() -> int:
+    """A port free now; released at once, so another process may take it before the caller binds
+    it: start servers through `on_a_free_port`, or on port 0 with a port file."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+PORT_ATTEMPTS = 3
+_PORT_TAKEN = ("already in use", "failed to bind to address", "eaddrinuse")
+
+
+def port_taken(said: str) -> bool:
+    """Whether a server's failure (its log, its error) says another process had its port."""
+    return any(words in said.lower() for words in _PORT_TAKEN)
+
+
+def on_a_free_port(start_on: Callable[[int], T], attempts: int = PORT_ATTEMPTS) -> T:
+    """`start_on(free_port())`, called again with a new port while it fails because another process
+    took the port between the pick and the bind (its exception's text says so: `port_taken`)."""
+    for attempt in range(attempts):
+        try:
+            return start_on(free_port())
+        except Exception as e:
+            if attempt == attempts - 1 or not port_taken(str(e)):
+                raise
+    raise AssertionError("attempts must be at least 1")
 
 
 @dataclass
@@ -238,7 +263,7 @@ def local_cluster(
     tls_env = {"PEDL_TLS_CA": str(tls.ca)} if tls else {}
     # The store is told the scheduler's port before the scheduler binds it, so another process may
     # take that port in between (free_port() releases it): then both start again on a new one.
-    for attempt in range(_PORT_ATTEMPTS):
+    for attempt in range(PORT_ATTEMPTS):
         scheduler_port = free_port()
         full_store_args = [
             "pedl-checkpoint-store",
@@ -304,8 +329,7 @@ def local_cluster(
             break
         except BaseException as e:
             stop(store.process)
-            taken = "Address already in use" in str(e) or "Failed to bind to address" in str(e)
-            if not taken or attempt == _PORT_ATTEMPTS - 1:
+            if not port_taken(str(e)) or attempt == PORT_ATTEMPTS - 1:
                 raise
     try:
         with _env(**tls_env):
@@ -317,9 +341,6 @@ def local_cluster(
                 yield cluster
     finally:
         cluster.stop_all()
-
-
-_PORT_ATTEMPTS = 3
 
 
 def wait_for_agents(cluster: LocalCluster, count: int, timeout: float = 60) -> None:

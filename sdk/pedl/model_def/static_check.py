@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pedl.model_def._importing import package_name
+from pedl.model_def.entrypoint_names import entrypoint_refusal
 from pedl.model_def.errors import ModelDefinitionError
 
 if TYPE_CHECKING:
@@ -136,6 +137,23 @@ def _check_script(path: Path, root: Path, script: str, files: list[str] | None) 
         )
 
 
+def _check_entrypoint_name(root: Path, trees: dict[Path, ast.Module], entrypoint: str) -> None:
+    """Refuses an entrypoint whose module plainly defines no such name, or only a function."""
+    module, _, object_ref = entrypoint.partition(":")
+    parts = module.split(".") if module else []
+    candidates = [root.joinpath(*parts).with_suffix(".py")] if parts else []
+    candidates.append(root.joinpath(*parts, "__init__.py"))
+    source = next((c for c in candidates if c.is_file()), None)
+    if source is None:
+        return
+    tree = trees.get(source) or _parse(source, root)
+    package = source.parent if source.name == "__init__.py" else None
+    submodules = {p.stem for p in package.iterdir() if p.suffix == ".py" or p.is_dir()} if package else set()
+    reason = entrypoint_refusal(tree, object_ref, str(source.relative_to(root)), submodules)
+    if reason is not None:
+        raise ModelDefinitionError(f"entrypoint {entrypoint!r}: {reason}")
+
+
 def check_model_definition(
     path: Path, entrypoint: str | dict[str, Any] | list[str] | None, files: list[str] | None = None
 ) -> None:
@@ -178,6 +196,7 @@ def check_model_definition(
                     f"entrypoint {entrypoint!r}: module {module!r} not found in {path} "
                     f"(looked for {candidates[0].relative_to(root)} and {candidates[1].relative_to(root)})"
                 )
+        _check_entrypoint_name(root, trees, entrypoint)
     if path.is_dir() and not (root / "__init__.py").exists() and not entrypoint:
         top = sorted(p.name for p in root.glob("*.py"))
         if len(top) != 1:

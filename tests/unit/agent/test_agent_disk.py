@@ -25,6 +25,8 @@ def test_sizes_and_durations_parse_as_written_and_bad_ones_name_the_flag(tmp_pat
     )
     assert (cfg.trial_disk_limit_bytes, cfg.keep_failed_trial_dirs_seconds) == (2 * 1024**3, 3600)
     assert cfg.trial_log_limit_bytes == 1024**3  # the default cap
+    # A hung import ends in minutes, not the hour it held a slot before (#37.4).
+    assert cfg.trial_load_timeout_seconds == 15 * 60
     with pytest.raises(SystemExit):
         parse_args(["--work-dir", str(tmp_path), "--trial-disk-limit", "lots"], environ={})
     assert "--trial-disk-limit: 'lots' is not a size such as 20G" in capsys.readouterr().err

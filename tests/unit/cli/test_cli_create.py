@@ -97,6 +97,25 @@ def test_a_syntax_error_is_reported_with_file_and_line(
     assert "trial.py, line 3: syntax error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("entrypoint", "said"),
+    [
+        (":NoSuchTrial", "entrypoint ':NoSuchTrial': __init__.py defines no 'NoSuchTrial' (its classes: T)"),
+        (":make_data_loaders", "entrypoint ':make_data_loaders': 'make_data_loaders' in __init__.py, line 6, "
+         "is a function, not a Trial class"),
+    ],
+)  # fmt: skip
+def test_an_entrypoint_naming_no_class_is_refused_in_one_line_before_connecting(
+    tmp_path: Path, context_dir: Path, unused_address: str, capsys, entrypoint: str, said: str
+) -> None:
+    """Before: accepted, then every trial run failed the same way on the agent (#37.5)."""
+    init = context_dir / "__init__.py"
+    init.write_text(init.read_text() + "\ndef make_data_loaders(config, hparams):\n    return [], []\n")
+    config = _config(tmp_path, GOOD + f"entrypoint: '{entrypoint}'\n")
+    assert main(["-m", unused_address, "experiment", "create", str(config), str(context_dir)]) == 2
+    assert capsys.readouterr().err == f"error: context directory {context_dir}: {said}\n"
+
+
 def test_unreachable_master(
     tmp_path: Path, context_dir: Path, unused_address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

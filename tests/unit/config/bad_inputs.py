@@ -59,6 +59,16 @@ CASES = [
         {"model_def.py": GOOD_TRIAL},
     ),
     BadInput(
+        "an entrypoint naming a class its module does not define",
+        "entrypoint: model_def:MyTriall\n" + GOOD_SEARCHER,
+        {"model_def.py": GOOD_TRIAL},
+    ),
+    BadInput(
+        "an entrypoint naming a function",
+        "entrypoint: model_def:make_data_loaders\n" + GOOD_SEARCHER,
+        {"model_def.py": GOOD_TRIAL + "def make_data_loaders(config, hparams):\n    return [], []\n"},
+    ),
+    BadInput(
         "a model definition with a syntax error",
         "entrypoint: model_def:MyTrial\n" + GOOD_SEARCHER,
         {"model_def.py": "class MyTrial(:\n"},

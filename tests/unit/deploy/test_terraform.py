@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import free_port
+from support.processes import on_a_free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULE = ROOT / "deploy" / "terraform" / "aws"
@@ -160,36 +160,44 @@ def test_bad_variables_are_rejected_with_their_message(bad_inputs_validated, ind
 # ---- apply and destroy against a moto server ----------------------------------------------
 
 
-@pytest.fixture
-def moto(tmp_path):
-    binary = shutil.which("moto_server")
-    if binary is None:
-        pytest.skip("moto_server is not on PATH (pip install 'moto[server]')")
-    port = free_port()
-    log = open(tmp_path / "moto.log", "wb")
-    process = subprocess.Popen(
-        [binary, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+def _start_moto(binary: str, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
+    """moto_server on `port`, once it answers; killed, its log raised, if it exits or never does."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [binary, "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
                 urllib.request.urlopen(f"{url}/moto-api/", timeout=5)
-                break
+                return process, url
             except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, (
-                    tmp_path / "moto.log"
-                ).read_text()
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(log_path.read_text()) from None
                 time.sleep(0.2)
+    except BaseException:
+        os.killpg(process.pid, 9)
+        process.wait()
+        raise
+
+
+@pytest.fixture
+def moto(tmp_path):
+    binary = shutil.which("moto_server")
+    if binary is None:
+        pytest.skip("moto_server is not on PATH (pip install 'moto[server]')")
+    # On a new port should another process take the picked one before moto binds it.
+    process, url = on_a_free_port(lambda port: _start_moto(binary, tmp_path / "moto.log", port))
+    try:
         yield url
     finally:
         os.killpg(process.pid, 9)
         process.wait(timeout=10)
-        log.close()
 
 
 def aws_client(service: str, url: str):  # type: ignore[no-untyped-def]

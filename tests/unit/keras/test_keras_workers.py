@@ -8,20 +8,27 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.processes import free_port
+from support.processes import on_a_free_port
 
 WORKER = Path(__file__).parent / "keras_worker_main.py"
 
 
 def run_workers(kind: str, out: Path, restore: Path | None = None) -> list[dict[str, Any]]:
-    """Both ranks to completion; killed by PID (with their process groups) whatever happens."""
+    """Both ranks to completion, on a new rendezvous port should another process take the picked one
+    before rank 0 binds it."""
+    return on_a_free_port(lambda port: _run_workers_on(port, kind, out, restore))
+
+
+def _run_workers_on(port: int, kind: str, out: Path, restore: Path | None) -> list[dict[str, Any]]:
+    """Both ranks on `port`; killed by PID (with their process groups) whatever happens, the others
+    at once when one fails (its log is raised)."""
     out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     procs = []
     try:
         for rank in (0, 1):
@@ -31,8 +38,12 @@ def run_workers(kind: str, out: Path, restore: Path | None = None) -> list[dict[
             log = open(out / f"rank{rank}.log", "wb")  # closed below, with the process
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             procs.append((proc, log))
-        for proc, _ in procs:
-            proc.wait(timeout=120)
+        deadline = time.monotonic() + 240
+        while None in (codes := [proc.poll() for proc, _ in procs]):
+            failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
+            assert not failed, (out / f"rank{failed[0]}.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "the workers did not finish within 240 s"
+            time.sleep(0.2)
     finally:
         for proc, log in procs:
             if proc.poll() is None:

@@ -21,17 +21,22 @@ from torch.utils.data import TensorDataset
 from pedl.harness.build import seed_all
 from pedl.pytorch import DataLoader, PyTorchTrialController
 from pedl.pytorch._distributed import ShardSampler
-from support.processes import free_port
+from support.processes import on_a_free_port
 
 WORLD = 2
 TIMEOUT_S = 180
 
 
 def run_ranks(fn: Callable[..., None], out: Path, *args: Any) -> list[Any]:
-    """Runs fn(rank, *args) in WORLD spawned gloo processes; returns what each returned, by rank."""
+    """Runs fn(rank, *args) in WORLD spawned gloo processes; returns what each returned, by rank. On a
+    new rendezvous port should another process take the picked one before rank 0 binds it."""
+    return on_a_free_port(lambda port: _run_ranks_on(port, fn, out, *args))
+
+
+def _run_ranks_on(port: int, fn: Callable[..., None], out: Path, *args: Any) -> list[Any]:
     out.mkdir(parents=True, exist_ok=True)
     ctx = mp.start_processes(
-        _entry, args=(fn, free_port(), out, args), nprocs=WORLD, join=False, start_method="spawn"
+        _entry, args=(fn, port, out, args), nprocs=WORLD, join=False, start_method="spawn"
     )
     try:
         deadline = time.monotonic() + TIMEOUT_S

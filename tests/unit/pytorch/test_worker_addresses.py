@@ -17,7 +17,7 @@ import torch.multiprocessing as mp
 
 from pedl.harness import distributed
 from pedl.harness.distributed import Launch, ProcessGroup, free_ports
-from support.processes import free_port
+from support.processes import on_a_free_port
 
 TIMEOUT_S = 180
 
@@ -75,8 +75,13 @@ def _rank(rank: int, launch: Launch, same_draw: int, collide: int, out: Path) ->
 
 
 def _run(out: Path, world: int, local_world: int, same_draw: int = 0, collide: int = 0) -> list[Any]:
+    """The ranks' results, on a new rendezvous port should another process take the picked one."""
+    return on_a_free_port(lambda port: _run_on(port, out, world, local_world, same_draw, collide))
+
+
+def _run_on(port: int, out: Path, world: int, local_world: int, same_draw: int, collide: int) -> list[Any]:
     out.mkdir(parents=True, exist_ok=True)
-    launch = Launch(0, 0, world, local_world, "127.0.0.1", free_port())
+    launch = Launch(0, 0, world, local_world, "127.0.0.1", port)
     ctx = mp.start_processes(
         _rank, args=(launch, same_draw, collide, out), nprocs=world, join=False, start_method="spawn"
     )
