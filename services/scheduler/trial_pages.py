@@ -20,14 +20,17 @@ class TrialPage:
     next_page_token: str
 
 
-def trial_page(db: Storage, trial_id: int, page_size: int, page_token: str) -> TrialPage:
-    """Raises paging.PageError naming a bad page_size or page_token."""
+def trial_page(
+    db: Storage, trial_id: int, page_size: int, page_token: str, with_deleted: bool = False
+) -> TrialPage:
+    """Raises paging.PageError naming a bad page_size or page_token. with_deleted: the checkpoints
+    deleted or garbage-collected too, not only the live ones."""
     if page_size == 0 and not page_token:
         steps = result_ops.steps_of(db, trial_id)
         return TrialPage(
             steps,
             result_ops.validations_of(db, trial_id),
-            result_ops.checkpoints_of(db, trial_id),
+            result_ops.checkpoints_of(db, trial_id, with_deleted),
             len(steps),
             "",
         )
@@ -38,7 +41,7 @@ def trial_page(db: Storage, trial_id: int, page_size: int, page_token: str) -> T
     return TrialPage(
         steps,
         result_ops.validations_between(db, trial_id, after, upto),
-        result_ops.checkpoints_between(db, trial_id, after, upto),
+        result_ops.checkpoints_between(db, trial_id, after, upto, with_deleted),
         result_ops.step_count_of(db, trial_id),
         next_token,
     )
