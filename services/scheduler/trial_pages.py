@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pedl.v1 import scheduler_pb2
 from pedl_scheduler import paging, trial_results
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.ops import results as result_ops
@@ -18,6 +19,12 @@ class TrialPage:
     checkpoints: list[Row]
     num_steps: int
     next_page_token: str
+
+
+def requested_page(db: Storage, trial_id: int, request: scheduler_pb2.GetTrialRequest) -> TrialPage:
+    """The page a GetTrial request asks for."""
+    with_deleted = request.include_deleted_checkpoints
+    return trial_page(db, trial_id, request.page_size, request.page_token, with_deleted)
 
 
 def trial_page(
