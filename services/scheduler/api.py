@@ -335,7 +335,7 @@ class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
         if row is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         try:
-            found = trial_pages.trial_page(self.db, row["id"], request.page_size, request.page_token)
+            found = trial_pages.requested_page(self.db, row["id"], request)
         except paging.PageError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return scheduler_pb2.GetTrialResponse(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pedl.v1 import scheduler_pb2
 from pedl_scheduler import paging, trial_results
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.ops import results as result_ops
@@ -20,14 +21,23 @@ class TrialPage:
     next_page_token: str
 
 
-def trial_page(db: Storage, trial_id: int, page_size: int, page_token: str) -> TrialPage:
-    """Raises paging.PageError naming a bad page_size or page_token."""
+def requested_page(db: Storage, trial_id: int, request: scheduler_pb2.GetTrialRequest) -> TrialPage:
+    """The page a GetTrial request asks for."""
+    with_deleted = request.include_deleted_checkpoints
+    return trial_page(db, trial_id, request.page_size, request.page_token, with_deleted)
+
+
+def trial_page(
+    db: Storage, trial_id: int, page_size: int, page_token: str, with_deleted: bool = False
+) -> TrialPage:
+    """Raises paging.PageError naming a bad page_size or page_token. with_deleted: the checkpoints
+    deleted or garbage-collected too, not only the live ones."""
     if page_size == 0 and not page_token:
         steps = result_ops.steps_of(db, trial_id)
         return TrialPage(
             steps,
             result_ops.validations_of(db, trial_id),
-            result_ops.checkpoints_of(db, trial_id),
+            result_ops.checkpoints_of(db, trial_id, with_deleted),
             len(steps),
             "",
         )
@@ -38,7 +48,7 @@ def trial_page(db: Storage, trial_id: int, page_size: int, page_token: str) -> T
     return TrialPage(
         steps,
         result_ops.validations_between(db, trial_id, after, upto),
-        result_ops.checkpoints_between(db, trial_id, after, upto),
+        result_ops.checkpoints_between(db, trial_id, after, upto, with_deleted),
         result_ops.step_count_of(db, trial_id),
         next_token,
     )

@@ -1,4 +1,4 @@
-"""A smoke of scripts/determined-e2e: two of Determined 0.38.1's own e2e_cpu tests, unchanged, against
+"""A smoke of scripts/determined-e2e: three of Determined 0.38.1's own e2e_cpu tests, unchanged, against
 a fresh pedl cluster (the whole selection is too slow for CI; its figure is in the README). Skipped
 when Determined's client cannot be installed from PyPI or the upstream e2e_tests tree is absent."""
 
@@ -24,6 +24,8 @@ TREE = Path(
 SMOKE = [
     "tests/cluster/test_agent.py::test_agent_version",
     "tests/cluster/test_users.py::test_login_wrong_password",
+    # det trial describe --metrics: every checkpoint (GC'd ones too) and summaryMetrics
+    "tests/experiment/test_metrics.py::test_trial_describe_metrics",
 ]
 
 
@@ -38,4 +40,6 @@ def test_determined_own_e2e_tests_pass_against_pedl() -> None:
         [str(ROOT / "scripts" / "determined-e2e"), *SMOKE],
         cwd=ROOT, env={**os.environ, "E2E_TREE": str(TREE)}, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
-    assert r.returncode == 0 and re.search(r"\b2 passed\b", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
+    assert r.returncode == 0 and re.search(rf"\b{len(SMOKE)} passed\b", r.stdout), (
+        r.stdout[-4000:] + r.stderr[-2000:]
+    )

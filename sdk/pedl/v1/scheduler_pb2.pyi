@@ -655,6 +655,7 @@ class GetTrialRequest(google.protobuf.message.Message):
     TRIAL_ID_FIELD_NUMBER: builtins.int
     PAGE_SIZE_FIELD_NUMBER: builtins.int
     PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    INCLUDE_DELETED_CHECKPOINTS_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     page_size: builtins.int
     """Most steps in one page (by total_batches), capped at 2000; the page's validations and
@@ -663,14 +664,19 @@ class GetTrialRequest(google.protobuf.message.Message):
     """
     page_token: builtins.str
     """next_page_token of the previous page; "" for the first."""
+    include_deleted_checkpoints: builtins.bool
+    """Also the checkpoints garbage collection or a user deleted (state DELETED, DELETING or MISSING):
+    Determined's workload listings show every checkpoint a trial took.
+    """
     def __init__(
         self,
         *,
         trial_id: builtins.int = ...,
         page_size: builtins.int = ...,
         page_token: builtins.str = ...,
+        include_deleted_checkpoints: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
 
 global___GetTrialRequest = GetTrialRequest
 

@@ -20,6 +20,7 @@ from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, caller, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
 from pedl_webui.rest.shapes import checkpoint_json, trial_json
+from pedl_webui.rest.workloads import summary_of
 
 _GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
 
@@ -42,7 +43,8 @@ def _trial(
 
 
 def get_trial(request: Request) -> JSONResponse:
-    detail, exp = _trial(caller(request), path_id(request, "trialId"))
+    c = caller(request)
+    detail, exp = _trial(c, path_id(request, "trialId"))
     space = configs.hparam_space(configs.experiment_config(exp.experiment))
     value = trial_json(
         detail.trial,
@@ -52,6 +54,7 @@ def get_trial(request: Request) -> JSONResponse:
         exp.experiment.searcher_metric,
         exp.experiment.smaller_is_better,
     )
+    value["summaryMetrics"] = summary_of(c, detail.trial.id)
     return ok({"trial": value})
 
 

@@ -133,6 +133,12 @@ def test_checkpoint_states_move_through_deleting_and_missing() -> None:
     s.flush()
     assert result_ops.checkpoints_in_state(s, "DELETING") == ["u1", "u2"]
     assert result_ops.checkpoints_of(s, a) == [] and result_ops.experiment_checkpoints(s, exp_id) == []
+    every = result_ops.checkpoints_of(s, a, with_deleted=True)  # Determined's workload listings
+    assert [(r["uuid"], r["state"]) for r in every] == [
+        ("u1", "DELETING"),
+        ("u2", "DELETING"),
+        ("u3", "MISSING"),
+    ]
     source = result_ops.checkpoint_source(s, "u1")
     assert source is not None and (source["state"], source["trial_id"]) == ("DELETING", a)
     assert experiment_ops.experiment_states(s) == {exp_id: "ACTIVE"}
@@ -280,6 +286,8 @@ def test_a_trials_steps_are_read_a_page_at_a_time_with_the_results_in_their_rang
     with s.transaction():  # a page, as every listing, shows stored checkpoints only
         result_ops.set_checkpoint_state(s, ["u3"], "DELETED")
     assert result_ops.checkpoints_between(s, a, 20, 40) == []
+    gone = result_ops.checkpoints_between(s, a, 20, 40, with_deleted=True)
+    assert [(r["uuid"], r["state"]) for r in gone] == [("u3", "DELETED")]
 
 
 def test_the_first_failing_trial_is_the_one_that_ended_first_with_an_error() -> None:

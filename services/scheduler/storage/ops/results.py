@@ -73,6 +73,12 @@ def _between(table: Table) -> Select[Any]:
 
 _VALIDATIONS_BETWEEN = _between(validations)
 _CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state == "COMPLETED")  # as listings
+_ANY_CHECKPOINTS_BETWEEN = _between(checkpoints)  # deleted ones too (Determined's workload listings)
+_ANY_CHECKPOINTS_OF = (
+    select(checkpoints)
+    .where(checkpoints.c.trial_id == bindparam("trial_id"))
+    .order_by(checkpoints.c.total_batches)
+)
 _NO_END = 2**62
 _LOGS_AFTER = (
     select(trial_logs)
@@ -222,8 +228,9 @@ def validations_of(s: Storage, trial_id: int) -> list[Row]:
     return s.rows(_VALIDATIONS_OF, {"trial_id": trial_id})
 
 
-def checkpoints_of(s: Storage, trial_id: int) -> list[Row]:
-    return s.rows(_CHECKPOINTS_OF, {"trial_id": trial_id})
+def checkpoints_of(s: Storage, trial_id: int, with_deleted: bool = False) -> list[Row]:
+    """The trial's live (COMPLETED) checkpoints; with_deleted: those deleted or GC'd too."""
+    return s.rows(_ANY_CHECKPOINTS_OF if with_deleted else _CHECKPOINTS_OF, {"trial_id": trial_id})
 
 
 def steps_page(s: Storage, trial_id: int, after_batches: int, limit: int) -> list[Row]:
@@ -241,9 +248,11 @@ def validations_between(s: Storage, trial_id: int, after_batches: int, upto: int
     return s.rows(_VALIDATIONS_BETWEEN, args)
 
 
-def checkpoints_between(s: Storage, trial_id: int, after_batches: int, upto: int | None) -> list[Row]:
+def checkpoints_between(
+    s: Storage, trial_id: int, after_batches: int, upto: int | None, with_deleted: bool = False
+) -> list[Row]:
     args = {"trial_id": trial_id, "after": after_batches, "upto": _NO_END if upto is None else upto}
-    return s.rows(_CHECKPOINTS_BETWEEN, args)
+    return s.rows(_ANY_CHECKPOINTS_BETWEEN if with_deleted else _CHECKPOINTS_BETWEEN, args)
 
 
 def steps_of_trials(s: Storage, trial_ids: list[int]) -> list[Row]:

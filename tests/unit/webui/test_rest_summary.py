@@ -1,0 +1,27 @@
+"""A trial's summaryMetrics as Determined's GetTrial returns them (its e2e test
+test_trial_describe_metrics checks count, min, max, mean and type)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pedl_webui.rest.summary import summary_metrics
+
+
+def test_numbers_fold_into_count_min_max_mean_and_last() -> None:
+    training = [{"x": 1.1**i, "loss": 2.0} for i in range(10)]
+    got = summary_metrics(training, [{"acc": 0.5}, {"acc": 0.75}])
+    x = got["avg_metrics"]["x"]
+    assert x["count"] == 10 and x["min"] == 1 and x["max"] == pytest.approx(1.1**9)
+    assert x["mean"] == pytest.approx(sum(1.1**i for i in range(10)) / 10) and x["type"] == "number"
+    assert x["last"] == pytest.approx(1.1**9)
+    assert got["validation_metrics"]["acc"] == {
+        "count": 2, "min": 0.5, "max": 0.75, "mean": 0.625, "sum": 1.25, "last": 0.75, "type": "number",
+    }  # fmt: skip
+
+
+def test_a_group_without_reports_is_absent_and_non_numbers_keep_only_count_last_and_type() -> None:
+    got = summary_metrics([{"phase": "warmup"}, {"phase": "main", "ok": True}], [])
+    assert "validation_metrics" not in got and summary_metrics([], []) == {}
+    assert got["avg_metrics"]["phase"] == {"count": 2, "last": "main", "type": "string"}
+    assert got["avg_metrics"]["ok"] == {"count": 1, "last": True, "type": "boolean"}
