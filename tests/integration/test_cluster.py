@@ -49,7 +49,7 @@ def submit(cluster, model_dir: Path, config: str) -> int:
     return response.experiment.id
 
 
-def wait(cluster, exp_id: int, timeout: float = 120) -> scheduler_pb2.GetExperimentResponse:
+def wait(cluster, exp_id: int, timeout: float = 300) -> scheduler_pb2.GetExperimentResponse:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         response = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
@@ -103,7 +103,7 @@ def test_user_code_that_raises_errors_the_trial_with_its_traceback(cluster, tmp_
     assert wait(cluster, good).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
 
 
-def wait_for_steps(cluster, exp_id: int, steps: int, timeout: float = 60) -> None:
+def wait_for_steps(cluster, exp_id: int, steps: int, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while True:
         trials = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id)).trials
@@ -132,7 +132,7 @@ def test_python_create_submits_to_the_cluster_named_by_pedl_master(cluster, tmp_
     trial_def = load_model_definition(model).trial_class
     monkeypatch.setenv("PEDL_MASTER", cluster.master)
     experiment = pedl.experimental.create(trial_def, model, config=tiny_config(max_batches=20))
-    assert experiment.wait(timeout=120) == "COMPLETED"
+    assert experiment.wait(timeout=300) == "COMPLETED"
     assert experiment.top_checkpoint().total_batches == 20
 
 
