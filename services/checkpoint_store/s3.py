@@ -79,34 +79,27 @@ class S3Backend(StorageBackend):
 
     def read_chunks(self, key: str, chunk_size: int) -> Iterator[bytes]:
         size = self.size(key)  # eagerly, so a missing object raises here
-        return read_ranges(
-            self._client,
-            self._pool,
-            bucket=self.bucket,
-            key=self._key(key),
-            where=self.describe(),
-            size=size,
-            part_size=self.settings.part_size,
-            max_concurrency=self.settings.max_concurrency,
-            chunk_size=chunk_size,
-            outage_seconds=self.settings.outage_seconds,
-        )
+        return self._ranges(key, 0, size, chunk_size)
 
     def read_range(self, key: str, offset: int, length: int, chunk_size: int) -> Iterator[bytes]:
         if not length:
             return iter([b""])
+        return self._ranges(key, offset, offset + length, chunk_size)
+
+    def _ranges(self, key: str, first: int, end: int, chunk_size: int) -> Iterator[bytes]:
+        """Bytes [first, end) of an object, fetched in parallel ranged GETs."""
         return read_ranges(
             self._client,
             self._pool,
             bucket=self.bucket,
             key=self._key(key),
             where=self.describe(),
-            size=offset + length,
+            size=end,
             part_size=self.settings.part_size,
             max_concurrency=self.settings.max_concurrency,
             chunk_size=chunk_size,
             outage_seconds=self.settings.outage_seconds,
-            first=offset,
+            first=first,
         )
 
     def _object(self, key: str) -> s3_presign.S3Object:
