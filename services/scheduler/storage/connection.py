@@ -174,7 +174,8 @@ class Storage:
         except Exception as e:  # from the driver itself, on the deferred-write path
             if _locked(e):
                 raise self._locked(e) from e
-            if self.dialect == "postgresql" and not self._conn.closed and _broken(self._conn):
+            gone = self.dialect == "postgresql" and (_broken(self._conn) or _driver_lost(e))
+            if gone and not self._conn.closed:
                 self._conn.invalidate(e)
                 self.reachable = False
                 raise DatabaseUnavailable(
@@ -478,6 +479,20 @@ def _dicts(result: CursorResult) -> list[Row]:
 def _locked(e: BaseException | None) -> bool:
     """SQLite's busy timeout ran out: another process holds the file's write lock."""
     return isinstance(e, sqlite3.OperationalError) and "locked" in str(e)
+
+
+def _driver_lost(e: BaseException) -> bool:
+    """psycopg's own OperationalError anywhere in the chain: the server ended the session
+    (AdminShutdown) mid-pipeline, and leaving the pipeline then fails with "cannot exit pipeline mode
+    while busy" before psycopg marks the connection broken. The connection is unusable either way."""
+    import psycopg  # the PostgreSQL driver; only reached on the PostgreSQL path
+
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, psycopg.OperationalError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _broken(conn: Connection) -> bool:

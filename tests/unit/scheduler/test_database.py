@@ -250,3 +250,20 @@ def test_the_sql_check_sees_statements_split_over_lines_and_not_prose(tmp_path: 
     )
     hits = sql_strings(source)
     assert len(hits) == 2 and "SELECT id FROM trials" in hits[0] and "UPDATE trials" in hits[1]
+
+
+def test_a_server_shutdown_while_a_write_pipeline_is_busy_counts_as_a_lost_connection() -> None:
+    """The server ends the session mid-pipeline; leaving the pipeline then fails with a second error
+    before psycopg marks the connection broken. Both mean the connection is gone, not a bug to log."""
+    import psycopg
+
+    from pedl_scheduler.storage.connection import _driver_lost
+
+    try:
+        try:
+            raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+        except psycopg.Error:
+            raise psycopg.OperationalError("cannot exit pipeline mode while busy") from None
+    except psycopg.OperationalError as busy:
+        assert _driver_lost(busy)
+    assert not _driver_lost(ValueError("a bug in our own code"))
