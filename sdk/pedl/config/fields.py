@@ -244,7 +244,10 @@ FIELDS: dict[str, Field] = {
     "searcher.train_stragglers": _s("adaptive"),
     "searcher.num_rungs": _s("async_halving: rungs of its one bracket"),
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
-    "searcher.time_metric": _s("ASHA rungs measured in a metric a Core API script reports (with max_time)"),
+    "searcher.time_metric": _s(
+        "ASHA rungs measured in a metric a Core API script reports (with max_time); "
+        "det.pytorch.Trainer reports batches and epochs"
+    ),
     "searcher.max_time": _s("a Core API trial's length in time_metric units (ASHA)"),
     "searcher.source_trial_id": _s(
         "warm start: every trial starts from that trial's latest checkpoint (weights and optimizer "
