@@ -18,6 +18,7 @@ How workloads map onto a script that runs its own loop:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -179,8 +180,20 @@ class CoreApiTrial:
             return self._exit_code
 
     def kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
+        """SIGKILLs the script; for a string entrypoint also what its shell started (a pipeline's
+        commands), which would otherwise live on until the agent ends the harness's process group."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        started: list[Any] = []
+        if self.settings.shell:
+            import psutil  # only here: the harness's imports stay lean
+
+            with contextlib.suppress(psutil.Error):
+                started = psutil.Process(self._proc.pid).children(recursive=True)
+        self._proc.kill()  # the shell first: it starts nothing more
+        for child in started:
+            with contextlib.suppress(Exception):
+                child.kill()
 
     def _check_exit(self) -> None:
         """Raises when the script failed (caller holds the lock). An early exit it reported is no

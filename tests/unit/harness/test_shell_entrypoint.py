@@ -4,6 +4,9 @@ words. Config parsing alone, and real scripts under the harness's Core API serve
 
 from __future__ import annotations
 
+import time
+
+import psutil
 import pytest
 import yaml
 from core_api_rig import start_script
@@ -18,7 +21,10 @@ KIND = common_pb2.WorkloadKind
 SEARCHER = "searcher: {name: single, metric: x}\n"
 
 SCRIPT = """
+import os
 import determined as det
+with open("pid", "w") as f:
+    f.write(str(os.getpid()))
 with det.core.init() as core:
     core.train.report_validation_metrics(steps_completed=10, metrics={"x": 1.0})
     while not core.preempt.should_preempt():
@@ -110,3 +116,18 @@ def test_a_list_entrypoint_is_executed_without_a_shell(tmp_path) -> None:
     trial = CoreApiTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
     with pytest.raises(ScriptFailed, match="cannot start the entrypoint 'exit 99': 'exit' is not on PATH"):
         trial.start({"PATH": "/usr/bin:/bin"})
+
+
+def test_killing_a_shell_entrypoint_kills_the_commands_it_started(tmp_path) -> None:
+    trial, server = start(tmp_path, shell="python3 train.py | cat")
+    try:
+        run_step(trial, 10)
+        script = psutil.Process(int((tmp_path / "model" / "pid").read_text()))
+        trial.kill()
+        deadline = time.monotonic() + 60
+        while script.is_running() and script.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the shell's python3 outlived the kill"
+            time.sleep(0.05)
+    finally:
+        trial.kill()
+        server.close()
