@@ -18,7 +18,6 @@ How workloads map onto a script that runs its own loop:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import to_struct
 from pedl.harness.agent_client import StoreCheckpoints
+from pedl.harness.process_tree import kill_with_descendants
 from pedl.harness.script_stderr import StderrTail
 from pedl.v1 import common_pb2
 
@@ -184,16 +184,10 @@ class CoreApiTrial:
         commands), which would otherwise live on until the agent ends the harness's process group."""
         if self._proc is None or self._proc.poll() is not None:
             return
-        started: list[Any] = []
         if self.settings.shell:
-            import psutil  # only here: the harness's imports stay lean
-
-            with contextlib.suppress(psutil.Error):
-                started = psutil.Process(self._proc.pid).children(recursive=True)
-        self._proc.kill()  # the shell first: it starts nothing more
-        for child in started:
-            with contextlib.suppress(Exception):
-                child.kill()
+            kill_with_descendants(self._proc)
+        else:
+            self._proc.kill()
 
     def _check_exit(self) -> None:
         """Raises when the script failed (caller holds the lock). An early exit it reported is no

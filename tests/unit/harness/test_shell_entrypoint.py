@@ -14,6 +14,7 @@ from core_api_rig import start_script
 from pedl.config import carried, parse_experiment_config
 from pedl.config.entrypoint import Entrypoint, parse_entrypoint
 from pedl.harness.core_api_trial import CoreApiTrial, ScriptFailed, ScriptSettings
+from pedl.harness.process_tree import descendants
 from pedl.v1 import common_pb2
 
 KIND = common_pb2.WorkloadKind
@@ -131,3 +132,13 @@ def test_killing_a_shell_entrypoint_kills_the_commands_it_started(tmp_path) -> N
     finally:
         trial.kill()
         server.close()
+
+
+def test_descendants_are_read_from_proc_names_with_spaces_and_parentheses_too(tmp_path) -> None:
+    table = [(10, "sh", 1), (11, "python3 (x) y", 10), (12, "cat", 10), (13, "z", 11), (14, "w", 1)]
+    for pid, name, parent in table:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} ({name}) S {parent} {pid} 0 0\n")
+    (tmp_path / "self").mkdir()
+    assert sorted(descendants(10, tmp_path)) == [11, 12, 13]
+    assert descendants(13, tmp_path) == []
