@@ -38,24 +38,54 @@ def write_plain_loop(directory: Path) -> Path:
     return directory
 
 
-def test_a_plain_loop_under_a_searcher_without_a_length_completes(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def one_agent_cluster(tmp_path_factory):
+    """One cluster for the tests of short plain scripts below."""
+    with local_cluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
+def test_a_plain_loop_under_a_searcher_without_a_length_completes(one_agent_cluster, tmp_path) -> None:
     config = "name: core-api-stage-0\nentrypoint: python3 0_start.py\nsearcher: {name: single, metric: x}\n"
-    with local_cluster(tmp_path / "cluster") as cluster:
-        model = write_plain_loop(tmp_path / "stage0")
-        exp_id = submit(cluster, model, config + "max_restarts: 0\n")
-        result = wait(cluster, exp_id, timeout=120)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        assert "x is now 100" in logs(cluster, result.trials[0].id)
-        # Determined 0.20 to 0.34's stage 0 config adds `max_length: 1` ("ignored if the training
-        # script ignores it"): the script exits without a metric for the searcher, and completes.
-        with_length = config.replace("metric: x}", "metric: x, max_length: 1}")
-        exp_id = submit(cluster, model, with_length + "max_restarts: 0\n")
-        result = wait(cluster, exp_id, timeout=120)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        trial = result.trials[0]
-        assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
-        assert trial.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
-        assert "having reported no validation metrics" in logs(cluster, trial.id)
+    cluster = one_agent_cluster
+    model = write_plain_loop(tmp_path / "stage0")
+    exp_id = submit(cluster, model, config + "max_restarts: 0\n")
+    result = wait(cluster, exp_id, timeout=120)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    assert "x is now 100" in logs(cluster, result.trials[0].id)
+    # Determined 0.20 to 0.34's stage 0 config adds `max_length: 1` ("ignored if the training
+    # script ignores it"): the script exits without a metric for the searcher, and completes.
+    with_length = config.replace("metric: x}", "metric: x, max_length: 1}")
+    exp_id = submit(cluster, model, with_length + "max_restarts: 0\n")
+    result = wait(cluster, exp_id, timeout=120)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    trial = result.trials[0]
+    assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
+    assert trial.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+    assert "having reported no validation metrics" in logs(cluster, trial.id)
+
+
+def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_code(
+    one_agent_cluster, tmp_path
+) -> None:
+    """As Determined's launch runs a string entrypoint (`sh -c`): pipes and `&&` work, and Determined's
+    own e2e override `entrypoint: exit 99` fails the trial naming the code, with Determined's line."""
+    cluster = one_agent_cluster
+    model = write_plain_loop(tmp_path / "piped")
+    base = "searcher: {name: single, metric: x}\nmax_restarts: 0\n"
+    exp_id = submit(cluster, model, base + "entrypoint: python3 0_start.py | tr a-z A-Z && echo piped\n")
+    result = wait(cluster, exp_id, timeout=120)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    text = logs(cluster, result.trials[0].id)
+    assert "X IS NOW 100" in text and "piped" in text, text
+
+    exp_id = submit(cluster, model, base + "entrypoint: exit 99\n")
+    result = wait(cluster, exp_id, timeout=120)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
+    (trial,) = result.trials
+    assert "the entrypoint 'exit 99' exited with code 99" in trial.error, trial.error
+    text = logs(cluster, trial.id)
+    assert "resources failed with non-zero exit code" in text and "(exit code 99)" in text, text
 
 
 def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(tmp_path) -> None:

@@ -121,6 +121,7 @@ def _entrypoint(data: dict[str, Any]) -> Entrypoint:
         script=data["script"],
         args=tuple(data["args"]),
         command=tuple(data["command"]),
+        shell=str(data.get("shell", "")),
     )
 
 

@@ -4,7 +4,9 @@ Forms, decided by shape:
 - `"<module>:<object reference>"` (no spaces) -> a Trial class, e.g. `model_def:MyTrial`, `:MyTrial`.
 - `"train.py"` (one word, no colon) -> a Simple Model Definition script, run without arguments.
 - `{script: train.py, args: [...]}` -> the PEDL Simple Model Definition section.
-- `"python3 train.py --x 1"` or a list of strings -> a command (Determined's Core API form).
+- `"python3 train.py --x 1"` or a list of strings -> a command (Determined's Core API form). As
+  Determined's launch runs them, a string is run by `sh -c` (so `exit 99`, pipes and `&&` work) and
+  a list is executed as it is.
 - `"python3 -m determined.launch.torch_distributed --trial model_def:MyTrial"` (or horovod's) -> the
   Trial class it launches; launchers pedl does not offer are refused (`pedl.config.launchers`).
 Absent -> None: the model definition package itself exposes the Trial (old PEDL standard form).
@@ -31,13 +33,15 @@ class Entrypoint:
     script: str = ""
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
+    # A command written as a string: the text `sh -c` runs (`command` is its words, for reading it).
+    shell: str = ""
 
     def __str__(self) -> str:
         if self.kind == "trial":
             return f"{self.module}:{self.object_ref}"
         if self.kind == "script":
             return " ".join((self.script, *self.args))
-        return " ".join(self.command)
+        return self.shell or " ".join(self.command)
 
 
 def _dotted(text: str) -> bool:
@@ -61,14 +65,14 @@ def parse_entrypoint(value: Any, path: FieldPath = ("entrypoint",)) -> Entrypoin
             command = tuple(shlex.split(text))
         except ValueError as e:
             raise FieldError(path, f"cannot split command {describe(text)}: {e}") from None
-        return _command(command, path)
+        return _command(command, path, shell=text)
     return _single_word(text, path)
 
 
-def _command(command: tuple[str, ...], path: FieldPath) -> Entrypoint:
+def _command(command: tuple[str, ...], path: FieldPath, shell: str = "") -> Entrypoint:
     ref = trial_reference(command, path)
     if ref is None:
-        return Entrypoint(kind="command", command=command)
+        return Entrypoint(kind="command", command=command, shell=shell)
     spec = _single_word(ref, path)
     if spec.kind != "trial":
         raise FieldError(path, f"'--trial' expects '<module>:<object reference>', got {describe(ref)}")
@@ -87,7 +91,7 @@ def _single_word(text: str, path: FieldPath) -> Entrypoint:
         return Entrypoint(kind="trial", module=module, object_ref=obj)
     if text.endswith(".py"):
         return Entrypoint(kind="script", script=text)
-    return Entrypoint(kind="command", command=(text,))
+    return Entrypoint(kind="command", command=(text,), shell=text)
 
 
 def _script_section(section: dict[str, Any], path: FieldPath) -> Entrypoint:

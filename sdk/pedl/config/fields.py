@@ -244,8 +244,11 @@ FIELDS: dict[str, Field] = {
     "searcher.train_stragglers": _s("adaptive"),
     "searcher.num_rungs": _s("async_halving: rungs of its one bracket"),
     "searcher.unit": _r("only used by the custom searcher, which pedl refuses"),
-    "searcher.time_metric": _s("ASHA rungs measured in a metric a Core API script reports (with max_time)"),
-    "searcher.max_time": _s("a Core API trial's length in time_metric units (ASHA)"),
+    "searcher.time_metric": _s(
+        "ASHA rungs measured in a metric a Core API script reports (with max_time; "
+        "det.pytorch.Trainer reports batches and epochs), or a Trial class's batches or epochs"
+    ),
+    "searcher.max_time": _s("a trial's length in time_metric units (ASHA)"),
     "searcher.source_trial_id": _s(
         "warm start: every trial starts from that trial's latest checkpoint (weights and optimizer "
         "state) at batch 0; its experiment's owner or an admin only"

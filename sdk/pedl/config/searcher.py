@@ -21,6 +21,8 @@ _LENGTH_FIELDS: dict[str, tuple[tuple[str, bool], ...]] = {
     "pbt": (("length_per_round", False), ("steps_per_round", True)),
 }
 _DEFAULT_LENGTH_FIELDS = (("max_length", False), ("max_steps", True))
+# The time_metric values a Trial class can be measured in: pedl counts them itself.
+TRIAL_TIME_METRICS = ("batches", "epochs")
 # Searchers whose trials may go without a length: a Core API script decides when it is done.
 _LENGTH_OPTIONAL = ("single", "random", "grid")
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -74,7 +76,7 @@ def searcher_budget(
 def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthContext) -> Length:
     """The trial length; 0 batches for a searcher without one (the trial's script decides)."""
     if name == "adaptive_asha" and ("time_metric" in searcher or "max_time" in searcher):
-        return Length(_time_length(searcher, path))
+        return _time_length(searcher, path, ctx)
     fields = _LENGTH_FIELDS.get(name, _DEFAULT_LENGTH_FIELDS)
     given = [(f, in_steps) for f, in_steps in fields if f in searcher]
     if not given and name in _LENGTH_OPTIONAL:
@@ -92,8 +94,10 @@ def _length(searcher: dict[str, Any], name: str, path: FieldPath, ctx: LengthCon
     return resolve_length(searcher[field], (*path, field), ctx)
 
 
-def _time_length(searcher: dict[str, Any], path: FieldPath) -> int:
-    """Determined's ASHA on a metric the trial reports (`time_metric`) up to `max_time` of it."""
+def _time_length(searcher: dict[str, Any], path: FieldPath, ctx: LengthContext) -> Length:
+    """Determined's ASHA on a metric the trial reports (`time_metric`) up to `max_time` of it. A
+    Trial class's `batches` and `epochs` (what Determined's training loops report) are the length
+    in that unit, which pedl counts itself; a script's metric counts as it reports it."""
     for key in ("time_metric", "max_time"):
         if key not in searcher:
             other = "max_time" if key == "time_metric" else "time_metric"
@@ -101,7 +105,10 @@ def _time_length(searcher: dict[str, Any], path: FieldPath) -> int:
     for key in ("max_length", "max_steps"):
         if key in searcher:
             raise FieldError((*path, key), "give either time_metric and max_time, or a length, not both")
-    return int(searcher["max_time"])
+    amount = int(searcher["max_time"])
+    if not ctx.command and searcher["time_metric"] in TRIAL_TIME_METRICS:
+        return resolve_length({searcher["time_metric"]: amount}, (*path, "max_time"), ctx)
+    return Length(amount)
 
 
 def check_searcher_for_entrypoint(
@@ -115,11 +122,11 @@ def check_searcher_for_entrypoint(
     Trial class, can give."""
     name = searcher["name"]
     if not command:
-        if "time_metric" in searcher:
+        if "time_metric" in searcher and searcher["time_metric"] not in TRIAL_TIME_METRICS:
             raise FieldError(
                 (*path, "time_metric"),
-                "needs a command entrypoint (a Core API script that reports it in its validation "
-                "metrics); for a Trial class give searcher.max_length",
+                f"a Trial class is measured in {' or '.join(TRIAL_TIME_METRICS)}; another metric needs "
+                "a command entrypoint (a Core API script that reports it in its validation metrics)",
             )
         if length == 0:
             raise FieldError(

@@ -33,6 +33,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import to_struct
 from pedl.harness.agent_client import StoreCheckpoints
+from pedl.harness.process_tree import kill_with_descendants
 from pedl.harness.script_stderr import StderrTail
 from pedl.v1 import common_pb2
 
@@ -40,8 +41,24 @@ KIND = common_pb2.WorkloadKind
 REPORT = common_pb2.ScriptReportKind
 
 
+# Determined's master logs this (then the exit code) for a trial whose process exited non-zero;
+# its users and its e2e tests look for it in the trial's log.
+RESOURCES_FAILED = "resources failed with non-zero exit code"
+
+
 class ScriptFailed(RuntimeError):
-    """The script exited with an error, or broke the Core API's rules."""
+    """The script exited with an error (`exit_code`, negative for a signal), or broke the Core API's
+    rules (`exit_code` None)."""
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def determined_line(self) -> str | None:
+        """The trial log line Determined writes for this failure, if the script exited non-zero."""
+        if not self.exit_code:
+            return None
+        return f"{RESOURCES_FAILED}: {self} (exit code {self.exit_code})"
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,9 @@ class ScriptSettings:
     model_dir: Path
     chief: bool
     searcher_metric: str
+    # The entrypoint as written when it is a string: run by `sh -c`, as Determined's launch runs it
+    # (`command` then holds its words); empty for a list, which is executed as it is.
+    shell: str = ""
     # Validation metric that measures a trial's progress for ASHA (searcher.time_metric), if any.
     time_metric: str | None = None
     # Lengths of the legacy searcher operations (searcher.max_length); empty when the script decides.
@@ -116,22 +136,30 @@ class CoreApiTrial:
 
     # --- the child process ------------------------------------------------------------------
 
+    @property
+    def shown(self) -> str:
+        """The entrypoint as the user wrote it, for messages."""
+        return self.settings.shell or " ".join(self.settings.command)
+
+    def argv(self) -> list[str]:
+        """What is executed: a string entrypoint through `sh -c`, a list as it is."""
+        return ["sh", "-c", self.settings.shell] if self.settings.shell else list(self.settings.command)
+
     def start(self, env: dict[str, str]) -> None:
-        program = self.settings.command[0] if self.settings.command else ""
+        argv = self.argv()
+        program = argv[0] if argv else ""
         if program and "/" not in program and shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-            raise ScriptFailed(
-                f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {program!r} is not on PATH"
-            )
+            raise ScriptFailed(f"cannot start the entrypoint {self.shown!r}: {program!r} is not on PATH")
         try:
             self._proc = subprocess.Popen(
-                dying_with_this_process(self.settings.command),
+                dying_with_this_process(argv),
                 cwd=self.settings.model_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )
         except OSError as e:
-            raise ScriptFailed(f"cannot start the entrypoint {' '.join(self.settings.command)!r}: {e}") from e
+            raise ScriptFailed(f"cannot start the entrypoint {self.shown!r}: {e}") from e
         assert self._proc.stderr is not None
         self._stderr = StderrTail(self._proc.stderr, self.settings.model_dir)
         threading.Thread(target=self._watch, name="script-exit", daemon=True).start()
@@ -152,7 +180,13 @@ class CoreApiTrial:
             return self._exit_code
 
     def kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        """SIGKILLs the script; for a string entrypoint also what its shell started (a pipeline's
+        commands), which would otherwise live on until the agent ends the harness's process group."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        if self.settings.shell:
+            kill_with_descendants(self._proc)
+        else:
             self._proc.kill()
 
     def _check_exit(self) -> None:
@@ -165,7 +199,7 @@ class CoreApiTrial:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             died_of = self._stderr.exception_line() if self._stderr is not None else ""
             how += f": {died_of}" if died_of else ""
-            raise ScriptFailed(f"the entrypoint {' '.join(self.settings.command)!r} {how}")
+            raise ScriptFailed(f"the entrypoint {self.shown!r} {how}", exit_code=code)
 
     # --- workloads (the chief's harness) ----------------------------------------------------
 

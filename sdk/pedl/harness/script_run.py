@@ -94,6 +94,7 @@ def run_script(
     searcher = parsed.searcher
     settings = ScriptSettings(
         command=list(spec.command),
+        shell=spec.shell,
         model_dir=model_dir,
         chief=chief,
         searcher_metric=searcher.metric,
@@ -118,7 +119,7 @@ def run_script(
         if launch is not None and rank_network.spans_machines(launch.world_size, launch.local_world_size):
             rank_network.choose_interfaces(env)  # the script's own gloo/NCCL group spans machines too
         script.start(env)
-        log.info("script started", command=" ".join(settings.command), rank=rank)
+        log.info("script started", command=script.shown, rank=rank)
         if not chief:
             code = script.wait_for_exit()
             if code and server.store_unavailable is not None:
@@ -142,6 +143,8 @@ def run_script(
         except ScriptFailed as e:
             if server.store_unavailable is not None:  # the script failed because the store did
                 raise server.store_unavailable from e
+            if (line := e.determined_line()) is not None:
+                print(line, flush=True)  # into the trial's log, where Determined's users look for it
             raise
         finally:
             script.kill()

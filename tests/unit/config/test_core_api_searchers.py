@@ -70,12 +70,16 @@ def test_time_metric_is_for_asha_only() -> None:
     assert "searcher.time_metric" in message
 
 
-def test_time_metric_needs_a_script() -> None:
-    message = errors(
-        "entrypoint: model_def:MyTrial\n"
-        "searcher: {name: adaptive_asha, metric: x, max_trials: 4, time_metric: batches, max_time: 10}\n"
-    )
-    assert "searcher.time_metric: needs a command entrypoint" in message
+def test_a_trial_class_is_measured_in_batches_or_epochs_and_another_metric_needs_a_script() -> None:
+    # Determined 0.38's ASHA asks for time_metric/max_time; its loops report batches and epochs.
+    trial = "entrypoint: model_def:MyTrial\nsearcher: {name: adaptive_asha, metric: x, max_trials: 4, %s}\n"
+    config = parse(trial % "time_metric: batches, max_time: 10")
+    assert (config.max_length_batches, config.length_unit) == (10, "batches")
+    config = parse(trial % "time_metric: epochs, max_time: 2")
+    assert (config.max_length, config.length_unit) == (2, "epochs")
+    message = errors(trial % "time_metric: accuracy, max_time: 10")
+    assert "searcher.time_metric: a Trial class is measured in batches or epochs" in message
+    assert "needs a command entrypoint" in message
 
 
 def test_searchers_that_need_checkpoints_on_request_refuse_a_script() -> None:

@@ -3,24 +3,18 @@ reaches it through should_preempt(). A real child process and socket; no agent."
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from core_api_rig import start_script
 
 from pedl._metrics import from_struct
-from pedl.harness.core_api_server import CoreApiServer
 from pedl.harness.core_api_trial import (
-    CoreApiTrial,
     ScriptFailed,
     ScriptSettings,
-    handlers,
-    script_environment,
 )
-from pedl.harness.script_run import cluster_info
-from pedl.v1 import agent_pb2, common_pb2
+from pedl.v1 import common_pb2
 
 KIND = common_pb2.WorkloadKind
 REPORT = common_pb2.ScriptReportKind
@@ -56,13 +50,7 @@ def start(
         searcher_metric="x",
         time_metric=time_metric,
     )
-    trial = CoreApiTrial(settings, checkpoints=None, work_dir=tmp_path)  # type: ignore[arg-type]
-    server = CoreApiServer(tmp_path / "core.sock", handlers(trial))
-    info = tmp_path / "info.json"
-    info.write_text(json.dumps(cluster_info(agent_pb2.StartTrial(trial_id=1, run_id=1), {}, {}, None)))
-    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
-    trial.start(script_environment(env, str(server.socket_path), server.key, info))
-    return trial, server
+    return start_script(tmp_path, settings)
 
 
 def workload(kind: int, total: int) -> common_pb2.Workload:

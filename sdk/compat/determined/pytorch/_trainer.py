@@ -154,7 +154,7 @@ class _Loop:
             targets = [total] + [done + p - done % p for p in (self.validate_every, self.save_every) if p]
             step = controller.train_until(min(targets))
             trained = controller.batches_trained
-            reports.training(trained, step.metrics, trained / total)
+            reports.training(trained, self._with_progress(step.metrics), trained / total)
             last = trained == total
             if last or (self.validate_every and trained % self.validate_every == 0):
                 self._validate()
@@ -164,8 +164,15 @@ class _Loop:
                     controller.save(target)
                 self.saved = trained
 
+    def _with_progress(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """`metrics` with `batches` and `epochs` (completed) added unless the trial reports its own:
+        Determined's training loops report both since 0.38, so that `searcher.time_metric: batches`
+        (or `epochs`) measures a trial as Determined's docs write it."""
+        controller = self.controller
+        return {"batches": controller.batches_trained, "epochs": controller._stream.epoch, **metrics}
+
     def _validate(self) -> dict[str, Any]:
-        self.results.append(self.controller.validate())
+        self.results.append(self._with_progress(self.controller.validate()))
         self.validated_at = self.controller.batches_trained
         self.reports.validation(self.validated_at, self.results[-1])
         return self.results[-1]
