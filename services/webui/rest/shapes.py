@@ -36,6 +36,9 @@ _CHECKPOINT_STATE = {
     "COMPLETED": "STATE_COMPLETED",
     "ACTIVE": "STATE_ACTIVE",
     "DELETED": "STATE_DELETED",
+    # Being deleted, or lost by the store: either way gone for a user, as Determined's deleted ones.
+    "DELETING": "STATE_DELETED",
+    "MISSING": "STATE_DELETED",
     "ERROR": "STATE_ERROR",
     "PARTIALLY_DELETED": "STATE_PARTIALLY_DELETED",
 }

@@ -1,0 +1,102 @@
+"""What Determined's SDK reads off a trial's metric reports (`iter_metrics`/`stream_metrics`) and its
+checkpoint listing (`Trial.get_checkpoints`): the run that wrote each report, no `batch_metrics` key
+where pedl keeps none, and every checkpoint the trial took unless a state filter picks some."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.requests import Request
+
+from pedl._metrics import to_struct
+from pedl.config import carried
+from pedl.config.experiment import parse_experiment_config
+from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_webui.rest.experiments import checkpoint_page
+from pedl_webui.rest.trials import metric_reports
+
+CONFIG = "searcher: {name: single, metric: x, max_length: {batches: 30}}\nhyperparameters: {lr: 0.1}\n"
+TRAINING, VALIDATION = scheduler_pb2.METRIC_KIND_TRAINING, scheduler_pb2.METRIC_KIND_VALIDATION
+
+
+def _series(kind: int, runs: list[int]) -> scheduler_pb2.MetricSeries:
+    n = len(runs) or 2
+    return scheduler_pb2.MetricSeries(
+        trial_id=7,
+        kind=kind,
+        total_batches=[10 * (i + 1) for i in range(n)],
+        metrics_json=[json.dumps({"x": 0.5**i}) for i in range(n)],
+        end_time=[f"2026-01-01T00:00:0{i}Z" for i in range(n)],
+        run_id=runs,
+    )
+
+
+def test_each_training_report_names_its_run_and_has_no_batch_metrics() -> None:
+    reply = scheduler_pb2.GetMetricsResponse(series=[_series(TRAINING, [1, 2]), _series(VALIDATION, [1, 1])])
+    reports = metric_reports(reply, "training")
+    assert [(r["trialRunId"], r["totalBatches"]) for r in reports] == [(1, 10), (2, 20)]
+    assert [r["metrics"] for r in reports] == [{"avg_metrics": {"x": 1.0}}, {"avg_metrics": {"x": 0.5}}]
+    assert all(r["trialId"] == 7 and r["group"] == "training" for r in reports)
+
+
+def test_validation_reports_carry_their_runs_under_validation_metrics() -> None:
+    reply = scheduler_pb2.GetMetricsResponse(series=[_series(TRAINING, [1, 1]), _series(VALIDATION, [3, 3])])
+    reports = metric_reports(reply, "validation")
+    assert [r["trialRunId"] for r in reports] == [3, 3]
+    assert reports[1]["metrics"] == {"validation_metrics": {"x": 0.5}}
+
+
+def test_rows_from_a_scheduler_that_sent_no_runs_read_as_run_one() -> None:
+    reports = metric_reports(scheduler_pb2.GetMetricsResponse(series=[_series(TRAINING, [])]), "training")
+    assert [r["trialRunId"] for r in reports] == [1, 1]
+
+
+def _request(query: str) -> Request:
+    return Request(
+        {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": query.encode()}
+    )
+
+
+def _detail() -> scheduler_pb2.GetTrialResponse:
+    states = [common_pb2.CHECKPOINT_STATE_DELETED, common_pb2.CHECKPOINT_STATE_MISSING]
+    states.append(common_pb2.CHECKPOINT_STATE_COMPLETED)
+    return scheduler_pb2.GetTrialResponse(
+        trial=scheduler_pb2.Trial(id=7, experiment_id=3, state=common_pb2.TRIAL_STATE_COMPLETED),
+        validations=[
+            scheduler_pb2.Validation(total_batches=10 * (i + 1), metrics=to_struct({"x": 3 - i}))
+            for i in range(3)
+        ],
+        checkpoints=[
+            common_pb2.Checkpoint(
+                uuid=f"ck-{i}", trial_id=7, experiment_id=3, total_batches=10 * (i + 1), state=s
+            )
+            for i, s in enumerate(states)
+        ],
+    )
+
+
+def _experiment() -> scheduler_pb2.Experiment:
+    document = carried.masked_json(parse_experiment_config(CONFIG))
+    return scheduler_pb2.Experiment(
+        id=3, config_yaml=CONFIG, config_document=document, searcher_metric="x", smaller_is_better=True
+    )
+
+
+@pytest.mark.parametrize(
+    "query, listed",
+    [
+        ("", [("ck-0", "STATE_DELETED"), ("ck-1", "STATE_DELETED"), ("ck-2", "STATE_COMPLETED")]),
+        ("states=STATE_COMPLETED", [("ck-2", "STATE_COMPLETED")]),
+        (
+            "sortByMetric=x&orderBy=ORDER_BY_ASC",
+            [("ck-2", "STATE_COMPLETED"), ("ck-1", "STATE_DELETED"), ("ck-0", "STATE_DELETED")],
+        ),
+    ],
+)
+def test_a_trials_checkpoints_are_all_listed_unless_states_pick_some(
+    query: str, listed: list[tuple[str, str]]
+) -> None:
+    page = checkpoint_page(_request(query), _experiment(), [_detail()])
+    assert [(c["uuid"], c["state"]) for c in page["checkpoints"]] == listed
+    assert page["pagination"]["total"] == len(listed)
