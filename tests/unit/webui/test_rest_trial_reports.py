@@ -13,6 +13,7 @@ from pedl._metrics import to_struct
 from pedl.config import carried
 from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import common_pb2, scheduler_pb2
+from pedl_webui.rest.common import ok, results
 from pedl_webui.rest.experiments import checkpoint_page
 from pedl_webui.rest.trials import metric_reports
 
@@ -100,3 +101,32 @@ def test_a_trials_checkpoints_are_all_listed_unless_states_pick_some(
     page = checkpoint_page(_request(query), _experiment(), [_detail()])
     assert [(c["uuid"], c["state"]) for c in page["checkpoints"]] == listed
     assert page["pagination"]["total"] == len(listed)
+
+
+def test_nan_and_infinities_go_out_as_determineds_strings() -> None:
+    reply = scheduler_pb2.GetMetricsResponse(
+        series=[
+            scheduler_pb2.MetricSeries(
+                trial_id=7, kind=TRAINING, total_batches=[10], end_time=[""], run_id=[1],
+                metrics_json=['{"loss": NaN, "up": Infinity, "down": -Infinity, "ok": 0.5}'],
+            )
+        ]
+    )  # fmt: skip
+    (line,) = results([{"metrics": metric_reports(reply, "training")}]).splitlines()
+    (report,) = json.loads(line)["result"]["metrics"]
+    assert report["metrics"]["avg_metrics"] == {
+        "loss": "NaN",
+        "up": "Infinity",
+        "down": "-Infinity",
+        "ok": 0.5,
+    }
+    body = json.loads(ok({"summary": {"mean": float("nan"), "max": [float("-inf")]}}).body)
+    assert body == {"summary": {"mean": "NaN", "max": ["-Infinity"]}}
+    assert ok({"x": 1.5}).body == b'{"x":1.5}'  # finite values as Starlette writes them
+
+
+def test_a_nan_validation_is_never_a_checkpoints_best_rank() -> None:
+    detail = _detail()
+    detail.validations[2].metrics.CopyFrom(to_struct({"x": float("nan")}))
+    page = checkpoint_page(_request("sortByMetric=x&orderBy=ORDER_BY_ASC"), _experiment(), [detail])
+    assert [c["uuid"] for c in page["checkpoints"]] == ["ck-1", "ck-0", "ck-2"]
