@@ -5,6 +5,8 @@ where pedl keeps none, and every checkpoint the trial took unless a state filter
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from starlette.requests import Request
@@ -15,7 +17,7 @@ from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui.rest.common import ok, results
 from pedl_webui.rest.experiments import checkpoint_page
-from pedl_webui.rest.trials import metric_reports
+from pedl_webui.rest.trials import metric_reports, trial_checkpoints
 
 CONFIG = "searcher: {name: single, metric: x, max_length: {batches: 30}}\nhyperparameters: {lr: 0.1}\n"
 TRAINING, VALIDATION = scheduler_pb2.METRIC_KIND_TRAINING, scheduler_pb2.METRIC_KIND_VALIDATION
@@ -130,3 +132,43 @@ def test_a_nan_validation_is_never_a_checkpoints_best_rank() -> None:
     detail.validations[2].metrics.CopyFrom(to_struct({"x": float("nan")}))
     page = checkpoint_page(_request("sortByMetric=x&orderBy=ORDER_BY_ASC"), _experiment(), [detail])
     assert [c["uuid"] for c in page["checkpoints"]] == ["ck-1", "ck-0", "ck-2"]
+
+
+class _Pages:
+    """The scheduler's GetTrial in two pages, deleted checkpoints only when asked for them."""
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+
+    def call(self, token: str, method: str, request: Any) -> Any:
+        self.asked.append(request)
+        if method == "GetExperiment":
+            return scheduler_pb2.GetExperimentResponse(experiment=_experiment())
+        whole = _detail()
+        if not request.include_deleted_checkpoints:
+            del whole.checkpoints[:2]
+        first = not request.page_token
+        return scheduler_pb2.GetTrialResponse(
+            trial=whole.trial,
+            validations=whole.validations[:2] if first else whole.validations[2:],
+            checkpoints=[c for c in whole.checkpoints if (c.total_batches <= 20) == first],
+            next_page_token="p2" if first else "",
+        )
+
+
+def test_the_trial_checkpoints_route_lists_every_page_with_the_deleted_ones() -> None:
+    gateway = _Pages()
+    scope = {
+        "type": "http", "method": "GET", "path": "/api/v1/trials/7/checkpoints", "query_string": b"",
+        "headers": [(b"authorization", b"Bearer tok")], "path_params": {"trialId": 7},
+        "app": SimpleNamespace(state=SimpleNamespace(gateway=gateway)),
+    }  # fmt: skip
+    body = json.loads(trial_checkpoints(Request(scope)).body)
+    assert [(c["uuid"], c["state"]) for c in body["checkpoints"]] == [
+        ("ck-0", "STATE_DELETED"),
+        ("ck-1", "STATE_DELETED"),
+        ("ck-2", "STATE_COMPLETED"),
+    ]
+    assert body["checkpoints"][2]["training"]["validationMetrics"]["avgMetrics"] == {"x": 1.0}
+    pages = [r for r in gateway.asked if isinstance(r, scheduler_pb2.GetTrialRequest)]
+    assert [(r.page_token, r.include_deleted_checkpoints) for r in pages] == [("", True), ("p2", True)]
