@@ -36,10 +36,27 @@ def to_struct(values: dict[str, Any] | None) -> struct_pb2.Struct:
 
 
 def from_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
-    # Imported here: json_format is a tenth of the CLI's start for commands that never show metrics.
-    from google.protobuf import json_format
+    """A metrics Struct as plain Python, NaN and infinities kept as floats (Determined stores them;
+    protobuf's `MessageToDict` refuses them), and faster than it: a trial's 100,000 rows pass here."""
+    out = {}
+    for key, value in struct.fields.items():
+        out[key] = value.number_value if value.WhichOneof("kind") == "number_value" else _from_value(value)
+    return out
 
-    return json_format.MessageToDict(struct)
+
+def _from_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        return value.number_value
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return {key: _from_value(v) for key, v in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_from_value(v) for v in value.list_value.values]
+    return None
 
 
 def is_finite(value: Any) -> bool:

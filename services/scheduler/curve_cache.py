@@ -14,7 +14,7 @@ import threading
 import weakref
 from collections import OrderedDict
 
-Row = tuple[int, int, str, str]  # (trial_id, total_batches, metrics_json, end_time)
+Row = tuple[int, int, str, str, int]  # (trial_id, total_batches, metrics_json, end_time, run_id)
 Mark = tuple[int, int]  # (row count, last batch count)
 Key = tuple[str, int, int]  # (kind, trial_id, max_points)
 

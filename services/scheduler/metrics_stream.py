@@ -25,6 +25,7 @@ from pedl_scheduler import curve_cache
 from pedl_scheduler.storage.connection import Storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
+from pedl_scheduler.storage.ops.results import MetricRow
 
 DEFAULT_PAGE, MAX_PAGE = 5000, 50_000
 # Seconds between a follower's reads at most (a page redraws once a second anyway).
@@ -95,38 +96,41 @@ class _Cursor:
     last: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
-def _pages(rows: list[tuple[int, int, str, str]], kind: str) -> list[scheduler_pb2.MetricSeries]:
+def _pages(rows: list[MetricRow], kind: str) -> list[scheduler_pb2.MetricSeries]:
     """Rows in (trial, batches) order as one column-wise series per trial."""
     series: list[scheduler_pb2.MetricSeries] = []
     current: scheduler_pb2.MetricSeries | None = None
     batches: list[int] = []
     metrics: list[str] = []
     times: list[str] = []
+    runs: list[int] = []
 
     def close() -> None:
         if current is not None:
             current.total_batches.extend(batches)
             current.metrics_json.extend(metrics)
             current.end_time.extend(times)
+            current.run_id.extend(runs)
 
-    for trial_id, total_batches, metrics_json, end_time in rows:
+    for trial_id, total_batches, metrics_json, end_time, run_id in rows:
         if current is None or current.trial_id != trial_id:
             close()
             current = scheduler_pb2.MetricSeries(trial_id=trial_id, kind=_KIND_ENUM[kind])
             series.append(current)
-            batches, metrics, times = [], [], []
+            batches, metrics, times, runs = [], [], [], []
         batches.append(total_batches)
         metrics.append(metrics_json)
         times.append(end_time)
+        runs.append(run_id)
     close()
     return series
 
 
 def _read(
     db: Storage, query: MetricsQuery, kind: str, ids: list[int], cursor: _Cursor, since_marks: bool
-) -> list[list[tuple[int, int, str, str]]]:
+) -> list[list[MetricRow]]:
     """Pages of `kind` rows of `ids`; past each trial's mark when `since_marks`."""
-    pages: list[list[tuple[int, int, str, str]]] = []
+    pages: list[list[MetricRow]] = []
     for start in range(0, len(ids), ID_CHUNK):
         chunk = ids[start : start + ID_CHUNK]
         floor = query.from_batches
@@ -150,7 +154,7 @@ def _read(
 
 def _read_experiment(
     db: Storage, query: MetricsQuery, kind: str, cursor: _Cursor
-) -> Iterator[list[tuple[int, int, str, str]]]:
+) -> Iterator[list[MetricRow]]:
     """Pages of `kind` rows of every trial of the experiment (its whole stored history)."""
     after = (0, -1)
     while True:
@@ -166,7 +170,7 @@ def _read_experiment(
         after = (rows[-1][0], rows[-1][1])
 
 
-Rows = list[tuple[int, int, str, str]]
+Rows = list[MetricRow]
 
 
 def _bounded(pages: Iterable[Rows], max_points: int) -> Iterator[Rows]:
@@ -268,7 +272,7 @@ async def stream(
     while True:
         ids = sorted(states) if first else sorted((cursor.live & set(states)) | (set(states) - cursor.seen))
         for kind in query.kinds:
-            pages: Iterable[list[tuple[int, int, str, str]]]
+            pages: Iterable[list[MetricRow]]
             if first and query.max_points and not query.from_batches:
                 pages = _cut_read(db, query, kind, ids, cursor)
             elif first and query.experiment_id is not None and not query.trial_ids:

@@ -106,13 +106,13 @@ def test_steps_completed_must_be_a_non_negative_int(ctx, steps) -> None:
         ctx.train.report_training_metrics(steps_completed=steps, metrics={"loss": 1.0})
 
 
-def test_metrics_must_be_a_dict_of_finite_values(ctx) -> None:
+def test_metrics_must_be_a_dict_of_values(ctx) -> None:
     with pytest.raises(TypeError, match="metrics must be a dict"):
         ctx.train.report_training_metrics(steps_completed=1, metrics=[("loss", 1.0)])
     with pytest.raises(TypeError, match="metric names"):
         ctx.train.report_training_metrics(steps_completed=1, metrics={1: 1.0})
-    with pytest.raises(ValueError, match="finite"):
-        ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": math.nan})
+    # NaN and infinities are reported as they are, as Determined stores them.
+    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": math.nan, "up": math.inf})
     with pytest.raises(TypeError, match="'loss' must be a number"):
         ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": object()})
 

@@ -35,10 +35,13 @@ exp = client.create_experiment(config=sys.argv[3], model_dir=sys.argv[4])
 state = exp.wait(interval=1)
 trials = exp.list_trials()
 validations = list(trials[0].iter_metrics("validation"))
+training = list(trials[0].iter_metrics("training"))
 top = exp.list_checkpoints(max_results=1)[0]
 path = top.download(sys.argv[5])
 print(json.dumps({"id": exp.id, "state": state.name, "trials": [t.id for t in trials],
-                  "validations": [v.metrics for v in validations], "top": top.uuid, "path": path}))
+                  "validations": [v.metrics for v in validations], "top": top.uuid, "path": path,
+                  "runs": sorted({m.trial_run_id for m in validations + training}),
+                  "batch_metrics": [m.batch_metrics for m in training]}))
 """.replace("import sys", "import json, sys", 1)
 
 
@@ -236,6 +239,8 @@ def test_the_sdk_workflow(det: Det, cluster: Cluster) -> None:
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["state"] == "COMPLETED" and len(result["trials"]) == 1
     assert result["validations"] and "error" in result["validations"][-1]
+    assert result["runs"] == [1]  # each report names the run that wrote it, counted from 1
+    assert result["batch_metrics"] and all(b is None for b in result["batch_metrics"])
     assert (Path(result["path"]) / "model_state_dict.pt").is_file()
 
 

@@ -17,12 +17,15 @@ def searcher_metric(metrics: dict[str, Any], name: str) -> float:
             f"searcher.metric {name!r} is not among the validation metrics the trial reported ({reported})"
         )
     value = metrics[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MetricError(f"validation metric {name!r} must be a finite scalar, got {value!r}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MetricError(f"validation metric {name!r} must be a number, got {value!r}")
+    return float(value)  # NaN and infinities too, as Determined: `is_better` never ranks NaN first
 
 
 def is_better(value: float, best: float | None, smaller_is_better: bool) -> bool:
-    if best is None:
+    """Whether `value` beats `best` (None: no best yet). NaN never does, so it never becomes a best."""
+    if math.isnan(value):
+        return False
+    if best is None or math.isnan(best):
         return True
     return value < best if smaller_is_better else value > best

@@ -1310,6 +1310,7 @@ class MetricSeries(google.protobuf.message.Message):
     TOTAL_BATCHES_FIELD_NUMBER: builtins.int
     METRICS_JSON_FIELD_NUMBER: builtins.int
     END_TIME_FIELD_NUMBER: builtins.int
+    RUN_ID_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     kind: global___MetricKind.ValueType
     @property
@@ -1322,6 +1323,10 @@ class MetricSeries(google.protobuf.message.Message):
 
     @property
     def end_time(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def run_id(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """The run of the trial that reported each row (a trial's runs count from 1; Determined's trialRunId)."""
+
     def __init__(
         self,
         *,
@@ -1330,8 +1335,9 @@ class MetricSeries(google.protobuf.message.Message):
         total_batches: collections.abc.Iterable[builtins.int] | None = ...,
         metrics_json: collections.abc.Iterable[builtins.str] | None = ...,
         end_time: collections.abc.Iterable[builtins.str] | None = ...,
+        run_id: collections.abc.Iterable[builtins.int] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "kind", b"kind", "metrics_json", b"metrics_json", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "kind", b"kind", "metrics_json", b"metrics_json", "run_id", b"run_id", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
 
 global___MetricSeries = MetricSeries
 

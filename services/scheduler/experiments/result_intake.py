@@ -133,6 +133,7 @@ class ResultIntake:
             result.num_batches,
             metrics_json(result.metrics),
             now,
+            run_id=trial.run_id,
         )
         trial.sequencer.on_step_completed(w.step_id, w.total_batches)
         prometheus.step_ingested()
@@ -145,7 +146,9 @@ class ResultIntake:
             value = searcher_metric(metrics, exp.config.searcher_metric)
         except MetricError as e:
             raise UserError(str(e)) from None
-        result_ops.record_validation(self.db, trial.id, w.step_id, w.total_batches, json.dumps(metrics), now)
+        result_ops.record_validation(
+            self.db, trial.id, w.step_id, w.total_batches, json.dumps(metrics), now, run_id=trial.run_id
+        )
         prometheus.validation_ingested()
         if exp.gc is not None:
             exp.gc.add_metric(trial.id, w.total_batches, value)

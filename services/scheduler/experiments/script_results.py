@@ -45,6 +45,7 @@ def record_reports(
                 max(steps - previous, 0),
                 json.dumps(from_struct(report.metrics)),
                 now,
+                run_id=trial.run_id,
             )
             previous = steps
             prometheus.step_ingested()
@@ -63,7 +64,9 @@ def _record_validation(
     metrics: dict[str, Any],
     now: str,
 ) -> None:
-    result_ops.record_validation(state.db, trial.id, step_id, steps, json.dumps(metrics), now)
+    result_ops.record_validation(
+        state.db, trial.id, step_id, steps, json.dumps(metrics), now, run_id=trial.run_id
+    )
     prometheus.validation_ingested()
     try:
         value = searcher_metric(metrics, exp.config.searcher_metric)

@@ -102,6 +102,8 @@ steps = Table(
     Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
     Column("step_id", Integer, nullable=False),
     Column("total_batches", BigInteger, nullable=False),
+    # The run of the trial that reported it (a trial's runs count from 1; rows older than the column: 1).
+    Column("run_id", Integer, nullable=False, server_default=text("1")),
     Column("num_batches", BigInteger, nullable=False),
     Column("metrics_json", Text, nullable=False),
     Column("end_time", Text, nullable=False),
@@ -114,6 +116,8 @@ validations = Table(
     Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
     Column("step_id", Integer, nullable=False),
     Column("total_batches", BigInteger, nullable=False),
+    # The run of the trial that reported it (a trial's runs count from 1; rows older than the column: 1).
+    Column("run_id", Integer, nullable=False, server_default=text("1")),
     Column("metrics_json", Text, nullable=False),
     Column("end_time", Text, nullable=False),
     PrimaryKeyConstraint("trial_id", "total_batches"),

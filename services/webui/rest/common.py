@@ -52,8 +52,38 @@ def caller(request: Request) -> Caller:
     return Caller(gateway, token)
 
 
+class DeterminedJSON(JSONResponse):
+    """Starlette's compact JSON, with NaN and infinities spelled as Determined's gateway spells
+    them (strings), where Starlette's own encoder would fail the response."""
+
+    def render(self, content: Any) -> bytes:
+        return json_text(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def ok(value: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(value, status_code=status)
+    return DeterminedJSON(value, status_code=status)
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """`json.dumps`, but a NaN or infinity (a metric as reported) becomes "NaN", "Infinity" or
+    "-Infinity", as protobuf's JSON writes them; a value without any is encoded in one pass."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return _NON_FINITE.get(repr(value), value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def state_name(value: int) -> str:
@@ -166,4 +196,4 @@ async def ndjson(
 
 def results(values: list[dict[str, Any]]) -> str:
     """ndjson lines, one `{"result": value}` each."""
-    return "".join(json.dumps({"result": v}) + "\n" for v in values)
+    return "".join(json_text({"result": v}) + "\n" for v in values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -256,9 +257,13 @@ def checkpoint_page(
     def metric_of(row: dict[str, Any]) -> Any:
         return (row["training"]["validationMetrics"].get("avgMetrics") or {}).get(metric)
 
+    def ranked(row: dict[str, Any]) -> bool:  # a number to sort by; NaN sorts with the absent
+        value = metric_of(row)
+        return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
+
     if metric:
-        present = [r for r in rows if isinstance(metric_of(r), (int, float))]
-        absent = [r for r in rows if not isinstance(metric_of(r), (int, float))]
+        present = [r for r in rows if ranked(r)]
+        absent = [r for r in rows if not ranked(r)]
         rows = sorted(present, key=metric_of, reverse=descending) + absent
     else:
         keys = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from json.encoder import encode_basestring as _esc
 from typing import Any
 
@@ -36,6 +37,9 @@ _CHECKPOINT_STATE = {
     "COMPLETED": "STATE_COMPLETED",
     "ACTIVE": "STATE_ACTIVE",
     "DELETED": "STATE_DELETED",
+    # Being deleted, or lost by the store: either way gone for a user, as Determined's deleted ones.
+    "DELETING": "STATE_DELETED",
+    "MISSING": "STATE_DELETED",
     "ERROR": "STATE_ERROR",
     "PARTIALLY_DELETED": "STATE_PARTIALLY_DELETED",
 }
@@ -151,11 +155,13 @@ def slurm_placement(trial: scheduler_pb2.Trial) -> dict[str, str]:
 def _best(
     read: list[tuple[scheduler_pb2.Validation, dict[str, Any]]], metric: str, smaller_is_better: bool
 ) -> tuple[scheduler_pb2.Validation, dict[str, Any]] | None:
-    """The (validation, its metrics) best at `metric`, of those that have it as a number."""
+    """The (validation, its metrics) best at `metric`, of those that have it as a number (not NaN)."""
     numbers = [
         (m[metric], (v, m))
         for v, m in read
-        if isinstance(m.get(metric), (int, float)) and not isinstance(m.get(metric), bool)
+        if isinstance(m.get(metric), (int, float))
+        and not isinstance(m.get(metric), bool)
+        and not math.isnan(m[metric])  # a NaN is never a trial's best, as the scheduler ranks it
     ]
     if not numbers:
         return None

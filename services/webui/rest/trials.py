@@ -20,7 +20,7 @@ from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, caller, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
 from pedl_webui.rest.shapes import checkpoint_json, trial_json
-from pedl_webui.rest.workloads import summary_of
+from pedl_webui.rest.workloads import summary_of, trial_pages
 
 _GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
 
@@ -65,7 +65,17 @@ async def kill_trial(request: Request) -> JSONResponse:
 
 
 def trial_checkpoints(request: Request) -> JSONResponse:
-    detail, exp = _trial(caller(request), path_id(request, "trialId"))
+    """Every checkpoint the trial took, deleted ones too (STATE_DELETED), unless `states` picks some:
+    Determined's GetTrialCheckpoints filters by state only when asked to."""
+    c, trial_id = caller(request), path_id(request, "trialId")
+    detail = scheduler_pb2.GetTrialResponse()
+    for reply in trial_pages(c, trial_id, with_deleted=True):
+        detail.trial.CopyFrom(reply.trial)
+        detail.validations.extend(reply.validations)
+        detail.checkpoints.extend(reply.checkpoints)
+    exp = c.call(
+        "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=detail.trial.experiment_id)
+    )
     return ok(checkpoint_page(request, exp.experiment, [detail]))
 
 
@@ -84,36 +94,44 @@ async def trial_metrics(request: Request) -> Response:
     call = c.gateway.stream(c.token, "GetMetrics", message)
 
     def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
-        reports = []
-        for series in reply.series:
-            if series.kind != _GROUPS[group]:
-                continue
-            for batches, metrics, end in zip(
-                series.total_batches, series.metrics_json, series.end_time, strict=False
-            ):
-                reports.append(
-                    {
-                        "trialId": series.trial_id,
-                        "endTime": end or None,
-                        "metrics": _report_metrics(group, json.loads(metrics)),
-                        "totalBatches": batches,
-                        "archived": False,
-                        "id": batches,
-                        "trialRunId": 0,
-                        "group": group,
-                    }
-                )
+        reports = metric_reports(reply, group)
         return results([{"metrics": reports}]) if reports else ""
 
     return await ndjson(call, encode)
 
 
+def metric_reports(reply: scheduler_pb2.GetMetricsResponse, group: str) -> list[dict[str, Any]]:
+    """The reply's `group` rows as Determined's MetricsReports, each with the run that wrote it."""
+    reports = []
+    for series in reply.series:
+        if series.kind != _GROUPS[group]:
+            continue
+        runs = list(series.run_id) or [1] * len(series.total_batches)  # a scheduler before run ids
+        for batches, metrics, end, run in zip(
+            series.total_batches, series.metrics_json, series.end_time, runs, strict=False
+        ):
+            reports.append(
+                {
+                    "trialId": series.trial_id,
+                    "endTime": end or None,
+                    "metrics": _report_metrics(group, json.loads(metrics)),
+                    "totalBatches": batches,
+                    "archived": False,
+                    "id": batches,
+                    "trialRunId": run,
+                    "group": group,
+                }
+            )
+    return reports
+
+
 def _report_metrics(group: str, values: dict[str, Any]) -> dict[str, Any]:
     """The report's metrics as Determined stores them: validation metrics under
-    `validation_metrics`, training under `avg_metrics` (its SDK reads those keys)."""
+    `validation_metrics`, training under `avg_metrics` (its SDK reads those keys); no
+    `batch_metrics`, since pedl keeps none (Determined's SDK then reads None, as from its own)."""
     if group == "validation":
         return {"validation_metrics": values}
-    return {"avg_metrics": values, "batch_metrics": []}
+    return {"avg_metrics": values}
 
 
 def _store(c: Caller) -> str:

@@ -197,21 +197,25 @@ def test_a_trial_exit_starts_the_next_queued_trial_at_once(tmp_path) -> None:
     run(body)
 
 
-def test_a_nan_searcher_metric_fails_its_trial_alone(scenario: Scenario) -> None:
+def test_a_nan_searcher_metric_is_stored_and_never_becomes_the_best(scenario: Scenario) -> None:
+    """As Determined: a NaN validation is kept and the trial goes on; it ranks nothing."""
+
     async def body() -> None:
         s = scenario
         s.manager.create_experiment(config(trials=2, concurrent=2, length=10), b"model", "model")
         s.manager.tick(0)
         batch = s.workloads(s.sent())
         assert kinds(batch) == last_step_to_exit(10) * 2
-        bad, good = s.answers(batch[:4], error=float("nan")), s.answers(batch[4:], error=0.5)
-        s.manager.on_agent_messages(bad + good)
-        states = {r["id"]: (r["state"], r["error"]) for r in s.rows("SELECT id, state, error FROM trials")}
-        assert states[batch[0].trial_id][0] == "ERROR"
-        assert "must be a finite scalar" in states[batch[0].trial_id][1]
-        assert states[batch[4].trial_id][0] in ("ACTIVE", "COMPLETED")
-        assert s.rows("SELECT trial_id, total_batches FROM validations") == [
-            {"trial_id": batch[4].trial_id, "total_batches": 10}
+        nan, good = s.answers(batch[:4], error=float("nan")), s.answers(batch[4:], error=0.5)
+        s.manager.on_agent_messages(nan + good)
+        rows = s.rows("SELECT id, state, best_validation FROM trials")
+        trials = {r["id"]: (r["state"], r["best_validation"]) for r in rows}
+        assert trials[batch[0].trial_id] == ("COMPLETED", None)
+        assert trials[batch[4].trial_id] == ("COMPLETED", 0.5)
+        validations = s.rows("SELECT trial_id, metrics_json FROM validations ORDER BY trial_id")
+        assert [(r["trial_id"], r["metrics_json"]) for r in validations] == [
+            (batch[0].trial_id, '{"error": NaN}'),
+            (batch[4].trial_id, '{"error": 0.5}'),
         ]
 
     run(body)

@@ -138,6 +138,7 @@ def test_a_database_made_before_alembic_at_v5_upgrades_in_place(database_url: st
         (2, 1, 1),
     ]
     assert [r["total_batches"] for r in result_ops.steps_of(s, 1)] == [100, 200]
+    assert [r["run_id"] for r in result_ops.steps_of(s, 1)] == [1, 1]  # rows from before run ids: run 1
     assert [r["message"] for r in result_ops.logs_after(s, 1, 0)] == ["hello from v5"]
     assert result_ops.experiment_checkpoints(s, 1) == [{"uuid": "c1", "trial_id": 1, "total_batches": 200}]
     assert searcher_ops.events_after(s, 1, 0) == [(2, '["on_trial_created", "r2"]')]

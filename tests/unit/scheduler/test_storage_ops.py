@@ -297,3 +297,22 @@ def test_the_first_failing_trial_is_the_one_that_ended_first_with_an_error() -> 
     trial_ops.end_trial(s, a, "ERROR", "", "t1")  # an error without a cause says nothing
     trial_ops.end_trial(s, b, "ERROR", "searcher.metric 'x' is not among ...", "t3")
     assert trial_ops.first_trial_error(s, exp_id) == (c, "ValueError: bad batch\nTraceback...")
+
+
+def test_each_step_and_validation_keeps_the_run_that_reported_it() -> None:
+    s, exp_id, (a,) = storage_with_trials("a")
+    with s.transaction():
+        result_ops.record_step(s, a, 1, 10, 10, '{"loss": 1}', "t1", run_id=1)
+        result_ops.record_validation(s, a, 1, 10, '{"error": 0.5}', "t1", run_id=1)
+        result_ops.record_step(s, a, 2, 20, 10, '{"loss": 0.5}', "t2", run_id=2)  # after a restart
+        result_ops.record_validation(s, a, 2, 20, '{"error": 0.25}', "t2", run_id=2)
+        result_ops.record_step(s, a, 2, 20, 10, '{"loss": 9}', "t3", run_id=3)  # a resend keeps run 2
+    assert result_ops.metric_rows(s, "training", [a], 0, (0, -1), 100) == [
+        (a, 10, '{"loss": 1}', "t1", 1),
+        (a, 20, '{"loss": 0.5}', "t2", 2),
+    ]
+    assert [r[4] for r in result_ops.experiment_metric_rows(s, "validation", exp_id, 0, (0, -1), 100)] == [
+        1,
+        2,
+    ]
+    assert [r["run_id"] for r in result_ops.steps_of(s, a)] == [1, 2]

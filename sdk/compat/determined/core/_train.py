@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import math
 import pathlib
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +35,7 @@ def check_metrics(metrics: Any, what: str) -> dict[str, Any]:
 
 
 def _plain(value: Any, what: str) -> Any:
-    """Plain JSON values (numpy and torch scalars become floats); NaN and infinities are refused."""
+    """Plain JSON values (numpy and torch scalars become floats, NaN and infinities kept)."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -53,9 +52,7 @@ def _plain(value: Any, what: str) -> Any:
         raise TypeError(
             f"{what} must be a number, string, list or dict, got {type(value).__name__}"
         ) from None
-    if not math.isfinite(number):
-        raise ValueError(f"{what} is {number}; only finite numbers can be reported")
-    return number
+    return number  # NaN and infinities too: Determined stores them as reported
 
 
 class TrainContext:

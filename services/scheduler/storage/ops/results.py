@@ -15,7 +15,8 @@ from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial
 # Positional: one row per result (see `Positional`).
 _STEP = {
     dialect: Positional(
-        statement, ("trial_id", "step_id", "total_batches", "num_batches", "metrics_json", "end_time")
+        statement,
+        ("trial_id", "step_id", "total_batches", "num_batches", "metrics_json", "end_time", "run_id"),
     )
     for dialect, statement in insert_new(steps).items()
 }
@@ -163,13 +164,21 @@ def record_step(
     num_batches: int,
     metrics_json: str,
     end_time: str,
+    run_id: int = 1,
 ) -> None:
-    """A completed step (a repeat of a stored one is dropped: an agent may resend after a reconnect)."""
-    s.defer(_STEP[s.dialect], (trial_id, step_id, total_batches, num_batches, metrics_json, end_time))
+    """A completed step, reported by the trial's run `run_id` (counted from 1); a repeat of a stored
+    one is dropped: an agent may resend after a reconnect."""
+    s.defer(_STEP[s.dialect], (trial_id, step_id, total_batches, num_batches, metrics_json, end_time, run_id))
 
 
 def record_validation(
-    s: Storage, trial_id: int, step_id: int, total_batches: int, metrics_json: str, end_time: str
+    s: Storage,
+    trial_id: int,
+    step_id: int,
+    total_batches: int,
+    metrics_json: str,
+    end_time: str,
+    run_id: int = 1,
 ) -> None:
     s.defer(
         _VALIDATION[s.dialect],
@@ -179,6 +188,7 @@ def record_validation(
             "total_batches": total_batches,
             "metrics_json": metrics_json,
             "end_time": end_time,
+            "run_id": run_id,
         },
     )
 
@@ -341,13 +351,17 @@ def step_count(s: Storage) -> int:
 # The metrics stream (`GetMetrics`): rows of many trials, paged by (trial, batches) on the tables'
 # primary keys, so a page costs what it returns however long the experiment.
 _METRIC_TABLES = {"training": steps, "validation": validations}
+# (trial_id, total_batches, metrics_json, end_time, run_id): one stored step or validation.
+MetricRow = tuple[int, int, str, str, int]
 _TERMINAL_STATES = ("COMPLETED", "ERROR", "CANCELED")
 
 
 def _metric_page(table: Table) -> Select[Any]:
     key = tuple_(table.c.trial_id, table.c.total_batches)
     return (
-        select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
+        select(
+            table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time, table.c.run_id
+        )
         .where(
             table.c.trial_id.in_(bindparam("ids", expanding=True)),
             table.c.total_batches >= bindparam("from_batches"),
@@ -361,7 +375,9 @@ def _metric_page(table: Table) -> Select[Any]:
 def _experiment_metric_page(table: Table) -> Select[Any]:
     key = tuple_(table.c.trial_id, table.c.total_batches)
     return (
-        select(table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time)
+        select(
+            table.c.trial_id, table.c.total_batches, table.c.metrics_json, table.c.end_time, table.c.run_id
+        )
         .select_from(table.join(trials, trials.c.id == table.c.trial_id))
         .where(
             trials.c.experiment_id == bindparam("exp_id"),
@@ -396,8 +412,8 @@ def metric_rows(
     from_batches: int,
     after: tuple[int, int],
     limit: int,
-) -> list[tuple[int, int, str, str]]:
-    """(trial_id, total_batches, metrics_json, end_time) of `kind` ("training" or "validation") rows
+) -> list[MetricRow]:
+    """`MetricRow`s of `kind` ("training" or "validation") rows
     of `trial_ids` at or past `from_batches`, after the (trial, batches) key `after`, in key order."""
     if not trial_ids:
         return []
@@ -409,7 +425,7 @@ def metric_rows(
         "n": limit,
     }
     return [
-        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"])
+        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"], r["run_id"])
         for r in s.rows(_METRIC_PAGES[kind], params)
     ]
 
@@ -427,7 +443,7 @@ def metric_marks(s: Storage, kind: str, trial_ids: list[int]) -> dict[int, tuple
 
 def experiment_metric_rows(
     s: Storage, kind: str, experiment_id: int, from_batches: int, after: tuple[int, int], limit: int
-) -> list[tuple[int, int, str, str]]:
+) -> list[MetricRow]:
     """`metric_rows` of every trial of an experiment: one statement per page, read through the
     driver's cursor (an experiment's whole history is 100,000 rows at 1,000 trials)."""
     params = {
@@ -438,7 +454,7 @@ def experiment_metric_rows(
         "n": limit,
     }
     return [
-        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"])
+        (r["trial_id"], r["total_batches"], r["metrics_json"], r["end_time"], r["run_id"])
         for r in s.rows_raw(_EXPERIMENT_METRIC_PAGES[kind], params)
     ]
 
