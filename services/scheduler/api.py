@@ -30,6 +30,7 @@ from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
 from pedl_scheduler.experiments import ExperimentManager, NotFound, UserError
+from pedl_scheduler.metric_report_rpc import MetricReportRpcs
 from pedl_scheduler.request_limits import LimitExceeded
 from pedl_scheduler.storage import Row
 from pedl_scheduler.storage.ops import experiments as experiment_ops
@@ -43,7 +44,7 @@ from pedl_server_auth.authz import Access
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
 
-class SchedulerApi(ClusterRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
+class SchedulerApi(ClusterRpcs, MetricReportRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
     def __init__(
         self,
         manager: ExperimentManager,

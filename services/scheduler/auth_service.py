@@ -82,7 +82,12 @@ class SchedulerAuthenticator:
             if claim is None:
                 raise Denied(grpc.StatusCode.UNAUTHENTICATED, "the trial token is not valid or has expired")
             return Principal(
-                f"trial-{claim.trial_id}", False, kind="trial", experiment_id=claim.experiment_id
+                f"trial-{claim.trial_id}",
+                False,
+                kind="trial",
+                experiment_id=claim.experiment_id,
+                trial_id=claim.trial_id,
+                run_id=claim.run_id,
             )
         session = self.users.session(token)
         if not isinstance(session, Session):

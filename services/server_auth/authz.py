@@ -19,6 +19,8 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | GetModelDefinition                                          |                                       |
 | Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
 | DeleteCheckpoints                                           |                                       |
+| ReportTrialMetrics                                          | MANAGE, or the trial's own live run's |
+|                                                             | token (`own_trial_refusal`)           |
 | AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
 
 READ: every signed-in user reads every experiment (Determined's open-source default); with
@@ -26,8 +28,9 @@ READ: every signed-in user reads every experiment (Determined's open-source defa
 are filtered, and so are the checkpoints the store lists and serves). MANAGE (every mutation:
 kill, pause, activate, description/labels/archive, delete, checkpoint delete in the store, and a
 model definition: it is only ever written at create) needs the experiment's owner or an admin.
-The cluster secret acts as an admin. A trial token calls nothing here: the scheduler refuses it
-for every RPC, and the store asks `Authorize` whether the trial's run is still live.
+The cluster secret acts as an admin. A trial token calls only the RPCs whose rule says `own_trial`
+(a script reporting its own metrics), and only for its own trial while its run is live; the scheduler
+refuses it for every other RPC, and the store asks `Authorize` whether the trial's run is still live.
 
 A method without a row is refused at run time (default deny), and the RPC table test
 (tests/integration/test_rpc_authorization.py) fails for it, so a new RPC needs its rule here.
@@ -89,6 +92,8 @@ class Access(Enum):
 class Rule:
     who: Who
     access: Access = Access.NONE
+    # A trial's token may call it too, for its own trial only (the servicer checks which).
+    own_trial: bool = False
 
 
 _S, _A, _L = "/pedl.v1.SchedulerService/", "/pedl.v1.AuthService/", "/pedl.v1.AgentLinkService/"
@@ -126,6 +131,7 @@ RULES: dict[str, Rule] = {
     _S + "DeleteExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "KillTrial": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "DeleteCheckpoints": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "ReportTrialMetrics": Rule(Who.SIGNED_IN, Access.MANAGE, own_trial=True),
 }
 
 
@@ -136,7 +142,7 @@ def check_call(principal: Principal, method: str) -> None:
         raise Denied(grpc.StatusCode.PERMISSION_DENIED, f"{method} has no authorisation rule: refused")
     if principal.kind == "anonymous" or rule.who is Who.OPEN:
         return
-    if principal.kind == "trial":
+    if principal.kind == "trial" and not rule.own_trial:
         raise Denied(
             grpc.StatusCode.PERMISSION_DENIED,
             f"a trial's token may not call {method}: it is good only for its own checkpoints",
@@ -155,6 +161,16 @@ def may(principal: Principal, access: Access, owner: str | None, private: bool) 
     if access is Access.MANAGE:
         return is_owner
     return is_owner or (not private and principal.kind == "user")
+
+
+def own_trial_refusal(principal: Principal, trial_id: int, run_id: int, live: bool) -> str | None:
+    """A trial token's object rule: None when it is the token of `trial_id`'s current run
+    (`run_id`) and that run is live, else the one line the caller reads."""
+    if principal.trial_id != trial_id:
+        return f"the token of trial {principal.trial_id} may report only that trial's metrics"
+    if principal.run_id != run_id or not live:
+        return f"run {principal.run_id} of trial {trial_id} has ended: its token is revoked"
+    return None
 
 
 def refusal(principal: Principal, access: Access, exp_id: int, owner: str | None) -> str:

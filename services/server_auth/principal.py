@@ -16,6 +16,9 @@ class Principal:
     admin: bool
     kind: str = "user"  # "user" | "cluster" | "trial" | "anonymous" (authentication off)
     experiment_id: int = 0
+    # A trial's token: the trial and the run it was minted for (ReportTrialMetrics checks both).
+    trial_id: int = 0
+    run_id: int = 0
 
 
 ANONYMOUS = Principal("", admin=True, kind="anonymous")

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
 from pedl.auth.bearer import BearerInterceptor
 from pedl.context import pack
@@ -117,6 +117,8 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "DeleteExperiment": manage(),
         s + "KillTrial": manage(),
         s + "DeleteCheckpoints": manage(),
+        # A script's own metrics: also the token of that trial's live run (not another's, nor an ended one's).
+        s + "ReportTrialMetrics": row(UNAUTH, DENIED, OK, OK, OK, OK, DENIED, DENIED),
         s + "ListTrialDetails": read(private),
         s + "GetTrialLogs": read(private),
         s + "GetMetrics": read(private),
@@ -411,6 +413,15 @@ def _call(w: World, method: str, caller: str) -> Any:
             return s.DeleteCheckpoints(
                 sp.DeleteCheckpointsRequest(checkpoint_uuids=[_ended_checkpoint(w)]), timeout=t
             )
+        if name == "ReportTrialMetrics":
+            metrics = json_format.ParseDict({"loss": 1.0}, struct_pb2.Struct())
+            request = sp.ReportTrialMetricsRequest(
+                trial_id=w.trial_id,
+                kind=sp.METRIC_KIND_TRAINING,
+                steps_completed=next(w.counter),
+                metrics=metrics,
+            )
+            return s.ReportTrialMetrics(request, timeout=t)
         if name == "KillTrial":
             trial_id = w.trial_of(w.new_experiment())[0]
             return s.KillTrial(sp.KillTrialRequest(trial_id=trial_id), timeout=t)

@@ -1362,3 +1362,47 @@ class GetMetricsResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["caught_up", b"caught_up", "series", b"series"]) -> None: ...
 
 global___GetMetricsResponse = GetMetricsResponse
+
+@typing.final
+class ReportTrialMetricsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TRIAL_ID_FIELD_NUMBER: builtins.int
+    KIND_FIELD_NUMBER: builtins.int
+    STEPS_COMPLETED_FIELD_NUMBER: builtins.int
+    METRICS_FIELD_NUMBER: builtins.int
+    REPORT_TIME_FIELD_NUMBER: builtins.int
+    trial_id: builtins.int
+    kind: global___MetricKind.ValueType
+    """TRAINING (a step row) or VALIDATION (a validation row)."""
+    steps_completed: builtins.int
+    """Batches trained when the metrics were taken; one report per trial, kind and value."""
+    report_time: builtins.str
+    """When the script took them (RFC 3339); empty: when the scheduler receives the report."""
+    @property
+    def metrics(self) -> google.protobuf.struct_pb2.Struct:
+        """Metric name -> a number, or a (nested) list of numbers."""
+
+    def __init__(
+        self,
+        *,
+        trial_id: builtins.int = ...,
+        kind: global___MetricKind.ValueType = ...,
+        steps_completed: builtins.int = ...,
+        metrics: google.protobuf.struct_pb2.Struct | None = ...,
+        report_time: builtins.str = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["metrics", b"metrics"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["kind", b"kind", "metrics", b"metrics", "report_time", b"report_time", "steps_completed", b"steps_completed", "trial_id", b"trial_id"]) -> None: ...
+
+global___ReportTrialMetricsRequest = ReportTrialMetricsRequest
+
+@typing.final
+class ReportTrialMetricsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+global___ReportTrialMetricsResponse = ReportTrialMetricsResponse

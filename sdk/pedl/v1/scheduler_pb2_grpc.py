@@ -120,6 +120,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.FromString,
                 )
+        self.ReportTrialMetrics = channel.unary_unary(
+                '/pedl.v1.SchedulerService/ReportTrialMetrics',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsResponse.FromString,
+                )
 
 
 class SchedulerServiceServicer(object):
@@ -271,6 +276,16 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportTrialMetrics(self, request, context):
+        """A user's script reports a trial's training or validation metrics at `steps_completed`
+        (Determined's ReportTrialMetrics: unmanaged Core API trials, notebooks). Recorded as the
+        trial's own results are (shown by the CLI, the web UI and GetMetrics); they steer no searcher.
+        The experiment's owner or an admin, or the token of the trial's own live run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -378,6 +393,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.GetMetrics,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.SerializeToString,
+            ),
+            'ReportTrialMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportTrialMetrics,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -744,5 +764,22 @@ class SchedulerService(object):
         return grpc.experimental.unary_stream(request, target, '/pedl.v1.SchedulerService/GetMetrics',
             pedl_dot_v1_dot_scheduler__pb2.GetMetricsRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.GetMetricsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReportTrialMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/ReportTrialMetrics',
+            pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.ReportTrialMetricsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

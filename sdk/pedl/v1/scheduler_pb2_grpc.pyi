@@ -150,6 +150,16 @@ class SchedulerServiceStub:
     experiment) ends.
     """
 
+    ReportTrialMetrics: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.ReportTrialMetricsRequest,
+        pedl.v1.scheduler_pb2.ReportTrialMetricsResponse,
+    ]
+    """A user's script reports a trial's training or validation metrics at `steps_completed`
+    (Determined's ReportTrialMetrics: unmanaged Core API trials, notebooks). Recorded as the
+    trial's own results are (shown by the CLI, the web UI and GetMetrics); they steer no searcher.
+    The experiment's owner or an admin, or the token of the trial's own live run.
+    """
+
 class SchedulerServiceAsyncStub:
     """The user-facing API of the scheduler: what the CLI and the Python client call."""
 
@@ -280,6 +290,16 @@ class SchedulerServiceAsyncStub:
     """A trial's or a whole experiment's training steps and validations from `from_batches` on, in pages
     read from indexed rows; with `follow`, then each new one as it is stored, until the trial (or
     experiment) ends.
+    """
+
+    ReportTrialMetrics: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.ReportTrialMetricsRequest,
+        pedl.v1.scheduler_pb2.ReportTrialMetricsResponse,
+    ]
+    """A user's script reports a trial's training or validation metrics at `steps_completed`
+    (Determined's ReportTrialMetrics: unmanaged Core API trials, notebooks). Recorded as the
+    trial's own results are (shown by the CLI, the web UI and GetMetrics); they steer no searcher.
+    The experiment's owner or an admin, or the token of the trial's own live run.
     """
 
 class SchedulerServiceServicer(metaclass=abc.ABCMeta):
@@ -454,6 +474,18 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         """A trial's or a whole experiment's training steps and validations from `from_batches` on, in pages
         read from indexed rows; with `follow`, then each new one as it is stored, until the trial (or
         experiment) ends.
+        """
+
+    @abc.abstractmethod
+    def ReportTrialMetrics(
+        self,
+        request: pedl.v1.scheduler_pb2.ReportTrialMetricsRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.ReportTrialMetricsResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.ReportTrialMetricsResponse]]:
+        """A user's script reports a trial's training or validation metrics at `steps_completed`
+        (Determined's ReportTrialMetrics: unmanaged Core API trials, notebooks). Recorded as the
+        trial's own results are (shown by the CLI, the web UI and GetMetrics); they steer no searcher.
+        The experiment's owner or an admin, or the token of the trial's own live run.
         """
 
 def add_SchedulerServiceServicer_to_server(servicer: SchedulerServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

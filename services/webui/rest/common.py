@@ -100,11 +100,18 @@ async def body(request: Request, fields: dict[str, type | tuple[type, ...]]) -> 
         value = json.loads(raw or b"{}")
     except ValueError as e:
         raise GatewayError(400, f"the request body is not JSON: {e}") from None
+    return check_fields(value, fields)
+
+
+def check_fields(
+    value: Any, fields: dict[str, type | tuple[type, ...]], where: str = "the request body"
+) -> dict[str, Any]:
+    """`value` as a JSON object with only `fields`, each of its type (or null); else one 400."""
     if not isinstance(value, dict):
-        raise GatewayError(400, "the request body must be a JSON object")
+        raise GatewayError(400, f"{where} must be a JSON object")
     for name, item in value.items():
         if name not in fields:
-            raise GatewayError(400, f'unknown field "{name}" in the request body')
+            raise GatewayError(400, f'unknown field "{name}" in {where}')
         expected = fields[name]
         if item is not None and (
             not isinstance(item, expected) or isinstance(item, bool) and expected is int

@@ -104,3 +104,14 @@ def test_users_delete_checkpoints_through_the_scheduler_only() -> None:
         authz.check_user_in_store(authz.DELETE)
     assert authz.STORE_ACCESS[authz.READ] is Access.READ
     assert authz.STORE_ACCESS[authz.WRITE] is authz.STORE_ACCESS[authz.DELETE] is Access.MANAGE
+
+
+def test_a_trial_token_reports_metrics_only_for_its_own_live_run() -> None:
+    own = Principal("trial-3", False, kind="trial", experiment_id=1, trial_id=3, run_id=2)
+    authz.check_call(own, "/pedl.v1.SchedulerService/ReportTrialMetrics")  # the object check follows
+    with pytest.raises(Denied, match="may not call"):
+        authz.check_call(own, "/pedl.v1.SchedulerService/GetTrial")
+    assert authz.own_trial_refusal(own, trial_id=3, run_id=2, live=True) is None
+    assert "may report only that trial's metrics" in str(authz.own_trial_refusal(own, 4, 2, True))
+    assert "has ended" in str(authz.own_trial_refusal(own, 3, 3, True))  # the trial restarted since
+    assert "has ended" in str(authz.own_trial_refusal(own, 3, 2, False))
