@@ -61,10 +61,17 @@ class MetricReportRpcs:
                     0,
                     report.metrics_json,
                     when,
+                    run_id=max(1, row["run_id"]),  # the run reporting (runs count from 1)
                 )
             else:
                 result_ops.record_validation(
-                    self.db, report.trial_id, step_id, report.steps_completed, report.metrics_json, when
+                    self.db,
+                    report.trial_id,
+                    step_id,
+                    report.steps_completed,
+                    report.metrics_json,
+                    when,
+                    run_id=max(1, row["run_id"]),  # the run reporting (runs count from 1)
                 )
         (prometheus.step_ingested if report.kind == "training" else prometheus.validation_ingested)()
         self.manager.state.notify()  # metric streams following the trial read the new row
