@@ -23,7 +23,6 @@ the last attempt reached the database (the scheduler's health check reports it).
 from __future__ import annotations
 
 import select
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +33,9 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, CursorResult, Engine, Executable, Insert, RootTransaction, exc, text
 
 from pedl_scheduler.storage.compiled import MultiRowInsert, RawWrite, dialect_class
+from pedl_scheduler.storage.driver_errors import broken as _broken
+from pedl_scheduler.storage.driver_errors import driver_lost as _driver_lost
+from pedl_scheduler.storage.driver_errors import sqlite_locked as _locked
 from pedl_scheduler.storage.engine import SQLITE_BUSY_TIMEOUT, redact
 
 # Attempts at a unit of work whose connection could not be made, and the waits between them: short,
@@ -474,30 +476,3 @@ def _dicts(result: CursorResult) -> list[Row]:
     """Rows as dicts: zipped with the keys, 3x faster than `result.mappings()` (10,000 trial ids)."""
     keys = list(result.keys())
     return [dict(zip(keys, row, strict=True)) for row in result]
-
-
-def _locked(e: BaseException | None) -> bool:
-    """SQLite's busy timeout ran out: another process holds the file's write lock."""
-    return isinstance(e, sqlite3.OperationalError) and "locked" in str(e)
-
-
-def _driver_lost(e: BaseException) -> bool:
-    """psycopg's own OperationalError anywhere in the chain: the server ended the session
-    (AdminShutdown) mid-pipeline, and leaving the pipeline then fails with "cannot exit pipeline mode
-    while busy" before psycopg marks the connection broken. The connection is unusable either way."""
-    import psycopg  # the PostgreSQL driver; only reached on the PostgreSQL path
-
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, psycopg.OperationalError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _broken(conn: Connection) -> bool:
-    """psycopg marks a connection broken when its socket is gone."""
-    try:
-        return bool(getattr(conn.connection.driver_connection, "broken", False))
-    except exc.ResourceClosedError:
-        return True

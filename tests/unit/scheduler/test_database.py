@@ -257,7 +257,7 @@ def test_a_server_shutdown_while_a_write_pipeline_is_busy_counts_as_a_lost_conne
     before psycopg marks the connection broken. Both mean the connection is gone, not a bug to log."""
     import psycopg
 
-    from pedl_scheduler.storage.connection import _driver_lost
+    from pedl_scheduler.storage.driver_errors import driver_lost
 
     try:
         try:
@@ -265,5 +265,5 @@ def test_a_server_shutdown_while_a_write_pipeline_is_busy_counts_as_a_lost_conne
         except psycopg.Error:
             raise psycopg.OperationalError("cannot exit pipeline mode while busy") from None
     except psycopg.OperationalError as busy:
-        assert _driver_lost(busy)
-    assert not _driver_lost(ValueError("a bug in our own code"))
+        assert driver_lost(busy)
+    assert not driver_lost(ValueError("a bug in our own code"))
