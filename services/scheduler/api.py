@@ -26,6 +26,7 @@ from pedl_scheduler import (
     trial_pages,
 )
 from pedl_scheduler.bind_check import check_bind_mounts
+from pedl_scheduler.checkpoint_metadata import CheckpointMetadataRpcs
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
@@ -44,7 +45,10 @@ from pedl_server_auth.authz import Access
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 
 
-class SchedulerApi(ClusterRpcs, MetricReportRpcs, scheduler_pb2_grpc.SchedulerServiceServicer):
+_Servicer = scheduler_pb2_grpc.SchedulerServiceServicer
+
+
+class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, _Servicer):
     def __init__(
         self,
         manager: ExperimentManager,

@@ -18,7 +18,7 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | ListTrialDetails, GetTrialLogs, GetMetrics,                 |                                       |
 | GetModelDefinition                                          |                                       |
 | Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
-| DeleteCheckpoints                                           |                                       |
+| DeleteCheckpoints, SetCheckpointMetadata                    |                                       |
 | ReportTrialMetrics                                          | MANAGE, or the trial's own live run's |
 |                                                             | token (`own_trial_refusal`)           |
 | AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
@@ -131,6 +131,7 @@ RULES: dict[str, Rule] = {
     _S + "DeleteExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "KillTrial": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "DeleteCheckpoints": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "SetCheckpointMetadata": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "ReportTrialMetrics": Rule(Who.SIGNED_IN, Access.MANAGE, own_trial=True),
 }
 

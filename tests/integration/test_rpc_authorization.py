@@ -117,6 +117,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "DeleteExperiment": manage(),
         s + "KillTrial": manage(),
         s + "DeleteCheckpoints": manage(),
+        s + "SetCheckpointMetadata": manage(),
         # A script's own metrics: also the token of that trial's live run (not another's, nor an ended one's).
         s + "ReportTrialMetrics": row(UNAUTH, DENIED, OK, OK, OK, OK, DENIED, DENIED),
         s + "ListTrialDetails": read(private),
@@ -413,6 +414,11 @@ def _call(w: World, method: str, caller: str) -> Any:
             return s.DeleteCheckpoints(
                 sp.DeleteCheckpointsRequest(checkpoint_uuids=[_ended_checkpoint(w)]), timeout=t
             )
+        if name == "SetCheckpointMetadata":
+            request = sp.SetCheckpointMetadataRequest(
+                checkpoint_uuid=_ended_checkpoint(w), metadata_json='{"k": "v"}'
+            )
+            return s.SetCheckpointMetadata(request, timeout=t)
         if name == "ReportTrialMetrics":
             metrics = json_format.ParseDict({"loss": 1.0}, struct_pb2.Struct())
             request = sp.ReportTrialMetricsRequest(

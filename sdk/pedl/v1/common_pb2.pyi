@@ -245,6 +245,7 @@ class Checkpoint(google.protobuf.message.Message):
     CREATED_AT_FIELD_NUMBER: builtins.int
     METADATA_FIELD_NUMBER: builtins.int
     TOTAL_SIZE_FIELD_NUMBER: builtins.int
+    USER_METADATA_JSON_FIELD_NUMBER: builtins.int
     uuid: builtins.str
     experiment_id: builtins.int
     trial_id: builtins.int
@@ -253,6 +254,10 @@ class Checkpoint(google.protobuf.message.Message):
     created_at: builtins.str
     """RFC 3339, UTC."""
     total_size: builtins.int
+    user_metadata_json: builtins.str
+    """A user's own metadata, a JSON object (Determined's PostCheckpointMetadata replaces it whole);
+    "" for never set. Kept by the scheduler with its record of the checkpoint, not in the store.
+    """
     @property
     def files(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___FileInfo]: ...
     @property
@@ -269,8 +274,9 @@ class Checkpoint(google.protobuf.message.Message):
         created_at: builtins.str = ...,
         metadata: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
         total_size: builtins.int = ...,
+        user_metadata_json: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["created_at", b"created_at", "experiment_id", b"experiment_id", "files", b"files", "metadata", b"metadata", "state", b"state", "total_batches", b"total_batches", "total_size", b"total_size", "trial_id", b"trial_id", "uuid", b"uuid"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["created_at", b"created_at", "experiment_id", b"experiment_id", "files", b"files", "metadata", b"metadata", "state", b"state", "total_batches", b"total_batches", "total_size", b"total_size", "trial_id", b"trial_id", "user_metadata_json", b"user_metadata_json", "uuid", b"uuid"]) -> None: ...
 
 global___Checkpoint = Checkpoint
 

@@ -1252,6 +1252,42 @@ class DeleteCheckpointsResponse(google.protobuf.message.Message):
 global___DeleteCheckpointsResponse = DeleteCheckpointsResponse
 
 @typing.final
+class SetCheckpointMetadataRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINT_UUID_FIELD_NUMBER: builtins.int
+    METADATA_JSON_FIELD_NUMBER: builtins.int
+    checkpoint_uuid: builtins.str
+    metadata_json: builtins.str
+    """A JSON object, at most 64 KiB: the checkpoint's whole user metadata from now on."""
+    def __init__(
+        self,
+        *,
+        checkpoint_uuid: builtins.str = ...,
+        metadata_json: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "metadata_json", b"metadata_json"]) -> None: ...
+
+global___SetCheckpointMetadataRequest = SetCheckpointMetadataRequest
+
+@typing.final
+class SetCheckpointMetadataResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINT_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoint(self) -> pedl.v1.common_pb2.Checkpoint: ...
+    def __init__(
+        self,
+        *,
+        checkpoint: pedl.v1.common_pb2.Checkpoint | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["checkpoint", b"checkpoint"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint"]) -> None: ...
+
+global___SetCheckpointMetadataResponse = SetCheckpointMetadataResponse
+
+@typing.final
 class GetMetricsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

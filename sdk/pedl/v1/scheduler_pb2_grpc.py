@@ -85,6 +85,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
                 )
+        self.SetCheckpointMetadata = channel.unary_unary(
+                '/pedl.v1.SchedulerService/SetCheckpointMetadata',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataResponse.FromString,
+                )
         self.ListTrialDetails = channel.unary_unary(
                 '/pedl.v1.SchedulerService/ListTrialDetails',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.ListTrialDetailsRequest.SerializeToString,
@@ -228,6 +233,14 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetCheckpointMetadata(self, request, context):
+        """Replaces a checkpoint's user metadata (a JSON object; Determined's PostCheckpointMetadata):
+        the experiment's owner or an admin. Returns the checkpoint as recorded.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTrialDetails(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -358,6 +371,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.DeleteCheckpoints,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.SerializeToString,
+            ),
+            'SetCheckpointMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetCheckpointMetadata,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataResponse.SerializeToString,
             ),
             'ListTrialDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTrialDetails,
@@ -645,6 +663,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteCheckpoints',
             pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetCheckpointMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/SetCheckpointMetadata',
+            pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

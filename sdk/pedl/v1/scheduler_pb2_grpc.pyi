@@ -108,6 +108,14 @@ class SchedulerServiceStub:
     DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
     """
 
+    SetCheckpointMetadata: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.SetCheckpointMetadataRequest,
+        pedl.v1.scheduler_pb2.SetCheckpointMetadataResponse,
+    ]
+    """Replaces a checkpoint's user metadata (a JSON object; Determined's PostCheckpointMetadata):
+    the experiment's owner or an admin. Returns the checkpoint as recorded.
+    """
+
     ListTrialDetails: grpc.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.ListTrialDetailsRequest,
         pedl.v1.scheduler_pb2.ListTrialDetailsResponse,
@@ -248,6 +256,14 @@ class SchedulerServiceAsyncStub:
     """Checkpoints' bytes from the store (owner or admin). Refused, deleting none, while a live or
     queued trial, a PBT child, an ASHA promotion or a warm start needs one of them. Each is marked
     DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
+    """
+
+    SetCheckpointMetadata: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.SetCheckpointMetadataRequest,
+        pedl.v1.scheduler_pb2.SetCheckpointMetadataResponse,
+    ]
+    """Replaces a checkpoint's user metadata (a JSON object; Determined's PostCheckpointMetadata):
+    the experiment's owner or an admin. Returns the checkpoint as recorded.
     """
 
     ListTrialDetails: grpc.aio.UnaryUnaryMultiCallable[
@@ -418,6 +434,16 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         """Checkpoints' bytes from the store (owner or admin). Refused, deleting none, while a live or
         queued trial, a PBT child, an ASHA promotion or a warm start needs one of them. Each is marked
         DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
+        """
+
+    @abc.abstractmethod
+    def SetCheckpointMetadata(
+        self,
+        request: pedl.v1.scheduler_pb2.SetCheckpointMetadataRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.SetCheckpointMetadataResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.SetCheckpointMetadataResponse]]:
+        """Replaces a checkpoint's user metadata (a JSON object; Determined's PostCheckpointMetadata):
+        the experiment's owner or an admin. Returns the checkpoint as recorded.
         """
 
     @abc.abstractmethod

@@ -240,10 +240,12 @@ def checkpoint_page(
 ) -> dict[str, Any]:
     """Checkpoints of `details`, with the validation at the same batch, sorted and paged as asked."""
     rows = []
+    batches: dict[str, int] = {}  # by uuid: a user's metadata may lack "steps_completed"
     for d in details:
         validations = {v.total_batches: v for v in d.validations}
         for ck in d.checkpoints:
             rows.append(checkpoint_json(ck, exp, d.trial, validations.get(ck.total_batches)))
+            batches[ck.uuid] = ck.total_batches
     states = set(request.query_params.getlist("states"))
     if states:
         rows = [r for r in rows if r["state"] in states]
@@ -269,10 +271,10 @@ def checkpoint_page(
         keys = {
             "SORT_BY_UUID": lambda r: r["uuid"],
             "SORT_BY_TRIAL_ID": lambda r: r["training"]["trialId"],
-            "SORT_BY_BATCH_NUMBER": lambda r: r["metadata"]["steps_completed"],
+            "SORT_BY_BATCH_NUMBER": lambda r: batches[r["uuid"]],
             "SORT_BY_END_TIME": lambda r: r["reportTime"] or "",
             "SORT_BY_STATE": lambda r: r["state"],
-            "SORT_BY_UNSPECIFIED": lambda r: (r["training"]["trialId"], r["metadata"]["steps_completed"]),
+            "SORT_BY_UNSPECIFIED": lambda r: (r["training"]["trialId"], batches[r["uuid"]]),
         }
         if attr not in keys:
             raise GatewayError(400, f"sortByAttr {attr[:40]} is not one pedl sorts by")

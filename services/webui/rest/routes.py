@@ -78,6 +78,9 @@ def routes() -> list[BaseRoute]:
         Route("/api/v1/tasks/{taskId:str}/logs/fields", logs.task_log_fields, methods=GET),
         Route("/api/v1/trials/{trialId:int}/checkpoints", trials.trial_checkpoints, methods=GET),
         Route("/api/v1/checkpoints/{checkpointUuid:str}", trials.get_checkpoint, methods=GET),
+        Route(
+            "/api/v1/checkpoints/{checkpointUuid:str}/metadata", trials.post_checkpoint_metadata, methods=POST
+        ),
         Route("/api/v1/checkpoints", trials.delete_checkpoints, methods=DELETE),
         Route("/checkpoints/{checkpointUuid:str}", trials.download_checkpoint, methods=GET),
         Route("/api/v1/workspaces/1", projects.default_workspace, methods=GET),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from json.encoder import encode_basestring as _esc
 from typing import Any
@@ -215,15 +216,25 @@ def checkpoint_json(
         "allocationId": f"trial-{checkpoint.trial_id}.1",
         "reportTime": checkpoint.created_at or None,
         "resources": {f.path: str(f.size) for f in checkpoint.files},
-        "metadata": {
-            **dict(checkpoint.metadata),
-            "steps_completed": checkpoint.total_batches,
-            "framework": "",
-            "format": "",
-        },
+        "metadata": checkpoint_metadata(checkpoint),
         "state": _CHECKPOINT_STATE.get(state, "STATE_UNSPECIFIED"),
         "training": training,
         "storageId": 1,
+    }
+
+
+def checkpoint_metadata(checkpoint: common_pb2.Checkpoint) -> dict[str, Any]:
+    """What Determined's client reads as the checkpoint's metadata: the user's own once set
+    (`POST /api/v1/checkpoints/{uuid}/metadata` replaces it whole), else what the trial wrote and
+    the batches it had trained."""
+    if checkpoint.user_metadata_json:
+        value: dict[str, Any] = json.loads(checkpoint.user_metadata_json)
+        return value
+    return {
+        **dict(checkpoint.metadata),
+        "steps_completed": checkpoint.total_batches,
+        "framework": "",
+        "format": "",
     }
 
 

@@ -14,10 +14,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from pedl.checkpoints import CheckpointStoreClient
 from pedl.checkpoints.errors import CheckpointError
-from pedl.v1 import scheduler_pb2
+from pedl.v1 import common_pb2, scheduler_pb2
 from pedl_webui import configs, downloads
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import Caller, caller, ndjson, ok, path_id, results
+from pedl_webui.rest.common import Caller, body, caller, check_fields, json_body, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
 from pedl_webui.rest.shapes import checkpoint_json, trial_json
 from pedl_webui.rest.workloads import summary_of, trial_pages
@@ -150,15 +150,62 @@ def get_checkpoint(request: Request) -> JSONResponse:
             ck = store.get(uuid)
     except CheckpointError as e:
         raise GatewayError(404 if "not found" in str(e).lower() else 502, str(e)) from None
+    return ok({"checkpoint": _shaped(c, ck)})
+
+
+def _shaped(c: Caller, ck: common_pb2.Checkpoint) -> dict[str, Any]:
+    """Determined's Checkpoint for `ck`, with its trial, validation, and the user metadata from the
+    scheduler's record (the store does not keep it)."""
     detail, exp = _trial(c, ck.trial_id)
+    recorded = {r.uuid: r for r in detail.checkpoints}.get(ck.uuid)
+    if recorded is not None and recorded.user_metadata_json:
+        ck.user_metadata_json = recorded.user_metadata_json
     validation = {v.total_batches: v for v in detail.validations}.get(ck.total_batches)
-    value = checkpoint_json(ck, exp.experiment, detail.trial, validation)
-    return ok({"checkpoint": value})
+    return checkpoint_json(ck, exp.experiment, detail.trial, validation)
+
+
+# Determined's v1Checkpoint, as its SDK sends it back (`Checkpoint.add_metadata`): only the
+# metadata is written; the rest is what the master already knows.
+_CHECKPOINT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "uuid": str,
+    "taskId": str,
+    "allocationId": str,
+    "reportTime": str,
+    "resources": dict,
+    "metadata": dict,
+    "state": str,
+    "training": dict,
+    "storageId": int,
+}
+
+
+def metadata_request(uuid: str, value: Any) -> scheduler_pb2.SetCheckpointMetadataRequest:
+    """The scheduler's request for Determined's PostCheckpointMetadata body, or one 400 line."""
+    fields = check_fields(value, {"checkpoint": dict})
+    sent = check_fields(fields.get("checkpoint"), _CHECKPOINT_FIELDS, 'the body\'s "checkpoint"')
+    if sent.get("uuid") not in (None, "", uuid):
+        raise GatewayError(400, f'"checkpoint.uuid" {sent["uuid"][:64]!r} is not the path\'s {uuid[:64]!r}')
+    if not isinstance(sent.get("metadata"), dict):
+        raise GatewayError(400, 'give "checkpoint": {"metadata": {...}}, a JSON object')
+    return scheduler_pb2.SetCheckpointMetadataRequest(
+        checkpoint_uuid=uuid, metadata_json=json.dumps(sent["metadata"], allow_nan=True)
+    )
+
+
+async def post_checkpoint_metadata(request: Request) -> JSONResponse:
+    """Determined's `POST /api/v1/checkpoints/{uuid}/metadata`: `checkpoint.metadata` replaces the
+    checkpoint's user metadata whole (its SDK merges or removes keys first); the experiment's owner
+    or an admin."""
+    uuid = request.path_params["checkpointUuid"]
+    message = metadata_request(uuid, await json_body(request))
+    if not downloads.UUID.match(uuid):
+        raise GatewayError(404, f"checkpoint {uuid[:64]!r} not found")
+    c = caller(request)
+    reply = await run_in_threadpool(c.call, "SetCheckpointMetadata", message)
+    return ok({"checkpoint": await run_in_threadpool(_shaped, c, reply.checkpoint)})
 
 
 async def delete_checkpoints(request: Request) -> JSONResponse:
-    from pedl_webui.rest.common import body
-
     fields = await body(request, {"checkpointUuids": list})
     uuids = fields.get("checkpointUuids") or []
     if not uuids or not all(isinstance(u, str) for u in uuids):

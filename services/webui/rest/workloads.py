@@ -14,7 +14,7 @@ from pedl._metrics import from_struct
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, caller, int_param, ok, page, path_id
-from pedl_webui.rest.shapes import metrics_workload
+from pedl_webui.rest.shapes import checkpoint_metadata, metrics_workload
 from pedl_webui.rest.summary import summary_metrics
 
 _FILTERS = (
@@ -80,7 +80,7 @@ def trial_workloads(request: Request) -> JSONResponse:
                     "state": _CHECKPOINT_STATES.get(state, "STATE_DELETED"),
                     "resources": {f.path: str(f.size) for f in ck.files} if state == "COMPLETED" else {},
                     "totalBatches": ck.total_batches,
-                    "metadata": dict(ck.metadata),
+                    "metadata": checkpoint_metadata(ck),
                 }
     if kind == "FILTER_OPTION_CHECKPOINT_OR_VALIDATION":
         rows = {k: v for k, v in rows.items() if "checkpoint" in v or "validation" in v}
