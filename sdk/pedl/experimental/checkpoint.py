@@ -112,14 +112,22 @@ class Checkpoint:
             setattr(self, name, getattr(fresh, name))
 
     def add_metadata(self, metadata: dict[str, Any]) -> None:
-        raise ClientError(
-            "pedl keeps a checkpoint's metadata as its trial wrote it: add_metadata is not supported"
-        )
+        """Adds (or replaces) top-level keys of the checkpoint's metadata, kept by the scheduler
+        (its owner or an admin); as in Determined, the files in storage are left as they were."""
+        self._set_metadata({**self.metadata, **metadata})
 
     def remove_metadata(self, keys: list[str]) -> None:
-        raise ClientError(
-            "pedl keeps a checkpoint's metadata as its trial wrote it: remove_metadata is not supported"
-        )
+        """Removes these top-level keys from the checkpoint's metadata (see `add_metadata`)."""
+        self._set_metadata({k: v for k, v in self.metadata.items() if k not in set(keys)})
+
+    def _set_metadata(self, metadata: dict[str, Any]) -> None:
+        try:
+            text = json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ClientError(f"checkpoint metadata must be JSON: {e}") from None
+        request = scheduler_pb2.SetCheckpointMetadataRequest(checkpoint_uuid=self.uuid, metadata_json=text)
+        self._session.call("SetCheckpointMetadata", request, f"checkpoint {self.uuid}")
+        self.metadata = metadata
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -139,7 +147,7 @@ def make_checkpoint(
         validation_metrics=validations.get(c.total_batches),
         _session=session,
         resources={f.path: f.size for f in c.files},
-        metadata=dict(c.metadata),
+        metadata=json.loads(c.user_metadata_json) if c.user_metadata_json else dict(c.metadata),
         report_time=c.created_at or None,
     )
 
@@ -166,6 +174,9 @@ def get_checkpoint(uuid: str, session: Session) -> Checkpoint:
         "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=record.trial_id), f"trial {record.trial_id}"
     )
     validations = {v.total_batches: from_struct(v.metrics) for v in detail.validations}
+    recorded = {c.uuid: c for c in detail.checkpoints}.get(uuid)
+    if recorded is not None:  # the user's metadata is the scheduler's, not the store's
+        record.user_metadata_json = recorded.user_metadata_json
     return make_checkpoint(record, validations, session, detail.trial)
 
 
