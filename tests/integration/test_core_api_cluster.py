@@ -65,6 +65,35 @@ def test_a_plain_loop_under_a_searcher_without_a_length_completes(one_agent_clus
     assert "having reported no validation metrics" in logs(cluster, trial.id)
 
 
+def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_in_determined(
+    one_agent_cluster, tmp_path
+) -> None:
+    """Determined 0.20 to 0.34's Core API MNIST tutorial stages `metrics` and `checkpoints`: `max_length:
+    1` and `metric: val_loss`, a script that reports `test_loss` and never asks the searcher. Determined's
+    searcher hears only op.report_completed, so the script runs to its end and the trial completes."""
+    model = tmp_path / "metrics_stage"
+    model.mkdir()
+    (model / "report.py").write_text(
+        "import determined as det\n"
+        "with det.core.init() as core:\n"
+        "    for step in (1, 2, 3):\n"
+        "        loss = {'test_loss': 1.0 / step}\n"
+        "        core.train.report_validation_metrics(steps_completed=step, metrics=loss)\n"
+    )
+    config = (
+        "entrypoint: python3 report.py\nmax_restarts: 0\n"
+        "searcher: {name: single, metric: val_loss, max_length: 1}\n"
+    )
+    exp_id = submit(one_agent_cluster, model, config)
+    result = wait(one_agent_cluster, exp_id, timeout=120)
+    assert result.experiment.state == COMPLETED, one_agent_cluster.logs()
+    (trial,) = result.trials
+    assert trial.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+    _, validations = trial_history(one_agent_cluster, exp_id)
+    assert [(b, m["test_loss"]) for b, m in validations] == [(1, 1.0), (2, 0.5), (3, 1.0 / 3)]
+    assert "searcher.metric 'val_loss' (it reported: test_loss)" in logs(one_agent_cluster, trial.id)
+
+
 def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_code(
     one_agent_cluster, tmp_path
 ) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import to_struct
 from pedl.harness.agent_client import StoreCheckpoints
+from pedl.harness.child_bootstrap import dying_with_this_process
 from pedl.harness.process_tree import kill_with_descendants
 from pedl.harness.script_stderr import StderrTail
 from pedl.v1 import common_pb2
@@ -77,33 +78,6 @@ class ScriptSettings:
     start_progress: int = 0
     # The unit those lengths count, as the config writes searcher.max_length (Determined's Unit value).
     configured_unit: str = "UNIT_BATCHES"
-
-
-# Runs first in the script's process, then execs the script: the script dies with its harness even when
-# the harness is SIGKILLed (Linux's parent-death signal survives exec). Not a `preexec_fn`: Python code
-# between fork and exec in the harness (which runs gRPC's threads) crashes some children (SIGABRT).
-_DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "parent = int(sys.argv[1])\n"
-    "try:\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)\n"
-    "except (OSError, AttributeError):\n"
-    "    pass\n"
-    "if os.getppid() != parent:\n"  # the harness died before the signal was armed
-    "    os._exit(1)\n"
-    "try:\n"
-    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-    "except OSError as e:\n"
-    "    print(f'pedl.harness: cannot start the entrypoint {sys.argv[2]!r}: {e}', file=sys.stderr)\n"
-    "    os._exit(127)\n"
-)
-
-
-def dying_with_this_process(command: list[str]) -> list[str]:
-    """`command`, started through a small exec bootstrap that ties it to this process's life (Linux)."""
-    if not sys.platform.startswith("linux") or not command:
-        return command
-    return [sys.executable, "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 class CoreApiTrial:
@@ -224,8 +198,8 @@ class CoreApiTrial:
                 )
                 self._check_exit()
                 found = self._validation_at(target)
-                if found is None and self._validations:
-                    found = self._validations[-1]  # the script ended before the target
+                if found is None and self._heard():
+                    found = self._heard()[-1]  # the script ended before the target
                 if found is None and self._early_exit is None:
                     self._ended_without_metrics()
                 result.metrics.CopyFrom(to_struct(found[1] if found else {}))
@@ -243,20 +217,30 @@ class CoreApiTrial:
         return result
 
     def _ended_without_metrics(self) -> None:
-        """The script exited 0 before its target having reported no validation metrics (an
-        unmodified training script, Determined's Core API tutorial stage 0): nothing can answer
-        the searcher, and that is no failure. As Determined's master does with a trial whose
-        processes exit on their own, the trial ends as one that stopped itself (COMPLETED; the
-        searcher hears USER_REQUESTED_STOP). Caller holds the lock."""
+        """The script exited 0 before its target having reported nothing the searcher hears (an
+        unmodified training script, Determined's Core API tutorial stage 0; or its later stages,
+        which report `test_loss` under `metric: val_loss`): that is no failure. As Determined's
+        master does with a trial whose processes exit 0 on their own, the trial ends as one that
+        stopped itself (COMPLETED; the searcher hears USER_REQUESTED_STOP). Caller holds the lock."""
         self._early_exit = common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+        reported = sorted({name for _, metrics in self._validations for name in metrics})
         self._log.info(
             f"the entrypoint exited before reaching the searcher's length, having reported no "
-            f"validation metrics (searcher.metric {self.settings.searcher_metric!r} is never "
-            "reported): the trial completes as one that stopped itself (USER_REQUESTED_STOP)"
+            f"validation metrics with searcher.metric {self.settings.searcher_metric!r} (it reported: "
+            f"{', '.join(reported) or 'none'}): the trial completes as one that stopped itself "
+            "(USER_REQUESTED_STOP)"
         )
 
+    def _heard(self) -> list[tuple[int, dict[str, Any]]]:
+        """The validations that answer the searcher. Under a searcher with a length (Determined's
+        operations) Determined's searcher hears only `op.report_completed`: a validation lacking
+        searcher.metric is recorded and shown, and answers nothing (a script that never reports
+        the metric runs to its own end, then stops itself)."""
+        name, legacy = self.settings.searcher_metric, bool(self.settings.operation_lengths)
+        return [v for v in self._validations if not legacy or name in v[1]]
+
     def _validation_at(self, target: int) -> tuple[int, dict[str, Any]] | None:
-        return next((v for v in self._validations if v[0] >= target), None)
+        return next((v for v in self._heard() if v[0] >= target), None)
 
     def close(self) -> None:
         """TERMINATE: the script stops on should_preempt(); an error it exits with fails the trial."""

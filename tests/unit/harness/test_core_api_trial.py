@@ -40,6 +40,8 @@ def start(
     time_metric: str | None = None,
     command: list[str] | None = None,
     model_exists: bool = False,
+    searcher_metric: str = "x",
+    operation_lengths: tuple[int, ...] = (),
 ):
     (tmp_path / "model").mkdir(exist_ok=model_exists)
     (tmp_path / "model" / "train.py").write_text(SCRIPT.replace("LIMIT", str(limit)))
@@ -47,8 +49,9 @@ def start(
         command=command or [sys.executable, "train.py"],
         model_dir=tmp_path / "model",
         chief=True,
-        searcher_metric="x",
+        searcher_metric=searcher_metric,
         time_metric=time_metric,
+        operation_lengths=list(operation_lengths),
     )
     return start_script(tmp_path, settings)
 
@@ -214,6 +217,42 @@ def test_a_script_that_reported_validations_answers_with_its_last_and_does_not_e
         validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 100))
         assert from_struct(validation.metrics)["x"] == 10
         assert not validation.early_exit
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_script_reporting_other_metrics_under_a_searcher_length_runs_to_its_end_and_ends_itself(
+    tmp_path,
+) -> None:
+    """Determined 0.20 to 0.34's Core API MNIST tutorial (`metrics`, `checkpoints` stages): `max_length:
+    1`, `metric: val_loss`, and a script that reports `test_loss` and never asks the searcher. In
+    Determined the searcher hears only `op.report_completed`, so those validations answer nothing:
+    the script trains to its own end, exits 0, and the trial stops itself (COMPLETED)."""
+    trial, server = start(tmp_path, limit=30, searcher_metric="val_loss", operation_lengths=(1,))
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 1))
+        assert step.script_progress == 1 and not step.script_finished
+        validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 1))
+        assert from_struct(validation.metrics) == {}
+        assert validation.early_exit == common_pb2.EarlyExitReason.EARLY_EXIT_REASON_USER_REQUESTED_STOP
+        reports = [*step.script_reports, *validation.script_reports]
+        reported = [r.steps_completed for r in reports if r.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION]
+        assert reported == [10, 20, 30]  # each recorded, up to the script's own end
+        assert trial.wait_for_exit() == 0
+        trial.close()  # TERMINATE: no error
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_validation_with_the_searcher_metric_still_answers_a_searcher_length(tmp_path) -> None:
+    trial, server = start(tmp_path, limit=10**6, operation_lengths=(20,))
+    try:
+        trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 20))
+        validation = trial.run_workload(workload(KIND.WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS, 20))
+        assert from_struct(validation.metrics)["x"] == 20 and not validation.early_exit
+        trial.close()
     finally:
         trial.kill()
         server.close()
