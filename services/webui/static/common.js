@@ -153,16 +153,17 @@ const pedl = (() => {
     return () => { ended = true; source.close(); };
   }
 
-  async function setupNav() {
-    const me = document.getElementById("me");
+  // `me`: the /api/me answer when the page asked for it already (experiment_start.js).
+  async function setupNav(me = null) {
+    const box = document.getElementById("me");
     const logout = document.getElementById("logout");
     if (logout) logout.addEventListener("click", async () => {
       await api("/api/logout", { method: "POST", body: {} }).catch(() => {});
       location.href = "/login";
     });
-    if (me) {
-      const user = await api("/api/me");
-      me.textContent = user.username + (user.admin ? " (admin)" : "");
+    if (box) {
+      const user = await (me || api("/api/me"));
+      box.textContent = user.username + (user.admin ? " (admin)" : "");
       return user;
     }
     return null;
