@@ -4,6 +4,7 @@ ended session still leads to the login page."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 from collections.abc import Iterator
@@ -97,8 +98,8 @@ def test_the_summary_is_asked_for_before_the_chart_library_loads_and_the_page_is
         calls = page.evaluate("window.__asked")
         asked = {path: at for path, at in reversed(calls)}  # each path's first call
         uplot_at = page.evaluate("window.__uPlotAt")
-        summary = f"/api/experiments/{site.experiment}"
-        for path in (summary, summary + "/importance", "/api/me"):
+        summary = f"/api/experiments/{site.experiment}?columns=1"
+        for path in (summary, f"/api/experiments/{site.experiment}/importance", "/api/me"):
             assert path in asked, f"the page never asked for {path}: {sorted(asked)}"
             assert asked[path] < uplot_at, f"{path} waited for the chart library"
         # Drawn from those answers: the trials, the signed-in user, the importance ranking.
@@ -109,6 +110,28 @@ def test_the_summary_is_asked_for_before_the_chart_library_loads_and_the_page_is
         # Asked once each until drawn: the page used the early answers instead of asking again.
         paths = [path for path, at in calls if at <= ready_at]
         assert paths.count(summary) == 1 and paths.count("/api/me") == 1, paths
+    finally:
+        context.close()
+
+
+# The page's rows rebuilt from the columns, and the rows the API sends without ?columns=1.
+BOTH_FORMS = """async (id) => {
+  const columns = await (await fetch(`/api/experiments/${id}?columns=1`)).json();
+  const rows = await (await fetch(`/api/experiments/${id}`)).json();
+  const bad = await fetch(`/api/experiments/${id}?columns=yes`);
+  return [JSON.stringify(pedl.trialRows(columns).trials), JSON.stringify(rows.trials),
+          JSON.stringify(columns).length, JSON.stringify(rows).length, bad.status, (await bad.json()).error];
+}"""
+
+
+def test_the_trials_sent_as_columns_are_the_same_rows_in_fewer_bytes(site: Site, browser: Any) -> None:
+    context, page = open_page(browser, site, site.cookie, f"/experiments/{site.experiment}")
+    try:
+        page.wait_for_selector("body[data-ready]", timeout=120_000)
+        rebuilt, rows, compact_size, rows_size, status, error = page.evaluate(BOTH_FORMS, site.experiment)
+        assert json.loads(rebuilt) == json.loads(rows) and len(json.loads(rows)) == 4
+        assert compact_size < rows_size
+        assert status == 400 and error == "columns must be 0 or 1, not 'yes'"
     finally:
         context.close()
 

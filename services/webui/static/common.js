@@ -169,6 +169,24 @@ const pedl = (() => {
     return null;
   }
 
+  // An experiment's data asked for with ?columns=1 (trial_columns.py), its `trials` rows again:
+  // the page reads trial objects, the wire carries each field's name once, not once per trial.
+  function trialRows(detail) {
+    const { count, fields, hparams, absent } = detail.trial_columns;
+    const trials = [];
+    for (let i = 0; i < count; i++) {
+      const trial = {}, values = {};
+      for (const name in fields) trial[name] = fields[name][i];
+      for (const name in hparams) values[name] = hparams[name][i];
+      trial.hparams = values;
+      trials.push(trial);
+    }
+    for (const name in absent) for (const i of absent[name]) delete trials[i].hparams[name];
+    const rows = { ...detail, trials };
+    delete rows.trial_columns;
+    return rows;
+  }
+
   function idFromPath() {
     return Number(location.pathname.split("/").filter(Boolean).pop());
   }
@@ -178,5 +196,5 @@ const pedl = (() => {
     node.className = "state " + state;
   }
 
-  return { api, el, fmt, when, compare, SortableTable, poll, follow, setupNav, idFromPath, stateBadge };
+  return { api, el, fmt, when, compare, SortableTable, poll, follow, setupNav, trialRows, idFromPath, stateBadge };
 })();

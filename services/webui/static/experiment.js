@@ -159,7 +159,7 @@
   }
 
   async function refresh() {
-    detail = await api("/api/experiments/" + id);
+    detail = pedl.trialRows(await api(`/api/experiments/${id}?columns=1`));
     render();
   }
 

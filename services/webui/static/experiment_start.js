@@ -7,7 +7,7 @@ pedl.started = (() => {
   const id = pedl.idFromPath();
   const quiet = (promise) => { promise.catch(() => {}); return promise; };  // errors show where awaited
   return {
-    detail: quiet(pedl.api("/api/experiments/" + id)),
+    detail: quiet(pedl.api(`/api/experiments/${id}?columns=1`).then(pedl.trialRows)),
     importance: quiet(pedl.api(`/api/experiments/${id}/importance`)),
     me: quiet(pedl.api("/api/me")),
   };
