@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from pedl import downsample
 from pedl.log_filter import LOG_LEVELS, log_matches
 from pedl.v1 import scheduler_pb2
-from pedl_webui import api, downloads
+from pedl_webui import api, downloads, trial_columns
 from pedl_webui.gateway import Gateway, GatewayError, error_of
 from pedl_webui.redirects import safe_next
 from pedl_webui.relay import Item, open_relay
@@ -211,11 +211,17 @@ def cluster(request: Request) -> Response:
 
 
 def detail(request: Request) -> Response:
-    """An experiment's page data (of ?trials=3,5 only, if given: the compare page), or a trial's."""
+    """An experiment's page data (of ?trials=3,5 only, if given: the compare page; its trials as
+    columns with ?columns=1: the experiment page), or a trial's."""
     token, (kind, ident) = _required_session(request), _target(request)
     gateway = gateway_of(request)
     if kind == "experiments":
+        columns = request.query_params.get("columns", "0")
+        if columns not in ("0", "1"):
+            raise GatewayError(400, f"columns must be 0 or 1, not {columns[:20]!r}")
         value = api.experiment(gateway, token, ident, _trial_ids(request.query_params.get("trials")))
+        if columns == "1":  # the experiment page's compact form (trial_columns)
+            value = trial_columns.with_columns(value)
     else:
         value = api.trial(gateway, token, ident)
     return json_response(200, value)

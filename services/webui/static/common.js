@@ -153,19 +153,38 @@ const pedl = (() => {
     return () => { ended = true; source.close(); };
   }
 
-  async function setupNav() {
-    const me = document.getElementById("me");
+  // `me`: the /api/me answer when the page asked for it already (experiment_start.js).
+  async function setupNav(me = null) {
+    const box = document.getElementById("me");
     const logout = document.getElementById("logout");
     if (logout) logout.addEventListener("click", async () => {
       await api("/api/logout", { method: "POST", body: {} }).catch(() => {});
       location.href = "/login";
     });
-    if (me) {
-      const user = await api("/api/me");
-      me.textContent = user.username + (user.admin ? " (admin)" : "");
+    if (box) {
+      const user = await (me || api("/api/me"));
+      box.textContent = user.username + (user.admin ? " (admin)" : "");
       return user;
     }
     return null;
+  }
+
+  // An experiment's data asked for with ?columns=1 (trial_columns.py), its `trials` rows again:
+  // the page reads trial objects, the wire carries each field's name once, not once per trial.
+  function trialRows(detail) {
+    const { count, fields, hparams, absent } = detail.trial_columns;
+    const trials = [];
+    for (let i = 0; i < count; i++) {
+      const trial = {}, values = {};
+      for (const name in fields) trial[name] = fields[name][i];
+      for (const name in hparams) values[name] = hparams[name][i];
+      trial.hparams = values;
+      trials.push(trial);
+    }
+    for (const name in absent) for (const i of absent[name]) delete trials[i].hparams[name];
+    const rows = { ...detail, trials };
+    delete rows.trial_columns;
+    return rows;
   }
 
   function idFromPath() {
@@ -177,5 +196,5 @@ const pedl = (() => {
     node.className = "state " + state;
   }
 
-  return { api, el, fmt, when, compare, SortableTable, poll, follow, setupNav, idFromPath, stateBadge };
+  return { api, el, fmt, when, compare, SortableTable, poll, follow, setupNav, trialRows, idFromPath, stateBadge };
 })();

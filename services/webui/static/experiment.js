@@ -5,7 +5,8 @@
   const { api, el, fmt, poll, follow, stateBadge } = pedl;
   const id = pedl.idFromPath();
   const $ = (name) => document.getElementById(name);
-  pedl.setupNav(); // not awaited: the data streams meanwhile
+  const started = pedl.started;  // the first requests, sent from <head> (experiment_start.js)
+  pedl.setupNav(started.me).catch(() => {}); // not awaited: the data streams meanwhile
 
   const store = new MetricStore();
   const curves = new CurvesChart($("curves"));
@@ -88,8 +89,7 @@
   // Importance is asked again only when the trials' best metrics changed, at most every 10 s.
   let importanceShape = "", importanceAsked = 0;
   // The first ask goes out with the summary's, not after the summary is drawn.
-  let firstImportance = api(`/api/experiments/${id}/importance`);
-  firstImportance.catch(() => {});  // its error is shown where it is awaited
+  let firstImportance = started.importance;
   async function drawImportance() {
     const shape = JSON.stringify(detail.trials.map((t) => t.best_validation_metric));
     if (shape === importanceShape || Date.now() - importanceAsked < 10000) return;
@@ -159,7 +159,7 @@
   }
 
   async function refresh() {
-    detail = await api("/api/experiments/" + id);
+    detail = pedl.trialRows(await api(`/api/experiments/${id}?columns=1`));
     render();
   }
 
@@ -199,7 +199,10 @@
   }
   // The curves are asked for as soon as the summary says how many trials there are, so the
   // scheduler cuts them while the page draws the summary; their events are handled after it.
-  detail = await api("/api/experiments/" + id);
+  detail = await started.detail;
+  // Every chart box measured in one layout, before the summary changes the page (else one
+  // forced layout per chart drawn); the widths are kept until the window is resized.
+  for (const name of ["curves", "scatter", "parallel", "contour"]) chartWidth($(name));
   const points = Math.max(20, Math.min(200, Math.floor(CURVE_POINTS / Math.max(1, detail.trials.length))));
   $("curves").replaceChildren(el("p", { class: "muted", text: "Loading learning curves…" }));
   follow(`/api/experiments/${id}/metrics?max_points=${points}`, {
