@@ -61,6 +61,11 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
                 )
+        self.RenameUser = channel.unary_unary(
+                '/pedl.v1.AuthService/RenameUser',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.RenameUserRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.RenameUserResponse.FromString,
+                )
         self.ValidateToken = channel.unary_unary(
                 '/pedl.v1.AuthService/ValidateToken',
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
@@ -141,6 +146,14 @@ class AuthServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenameUser(self, request, context):
+        """Admins only: gives a user a new username (Determined's PatchUser username, `det user rename`).
+        Their experiments, sessions and agent user link stay theirs; a name in use is refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ValidateToken(self, request, context):
         """Called with the cluster secret by other services (the checkpoint store) to check a user's token.
         """
@@ -204,6 +217,11 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.LinkAgentUser,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.SerializeToString,
+            ),
+            'RenameUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenameUser,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.RenameUserRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.RenameUserResponse.SerializeToString,
             ),
             'ValidateToken': grpc.unary_unary_rpc_method_handler(
                     servicer.ValidateToken,
@@ -377,6 +395,23 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/LinkAgentUser',
             pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RenameUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/RenameUser',
+            pedl_dot_v1_dot_auth__pb2.RenameUserRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.RenameUserResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
