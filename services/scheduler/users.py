@@ -264,6 +264,11 @@ class Users:
             raise UserExists(f"cannot rename {username!r}: user {new_username!r} already exists")
         return self._existing(new_username)
 
+    def set_admin(self, username: str, admin: bool) -> User:
+        """Takes effect at the user's next call: sessions read the flag from the user's row."""
+        user_ops.set_admin(self.db, self._existing(username).id, admin)
+        return self._existing(username)
+
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)
         return self._existing(username)

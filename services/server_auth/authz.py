@@ -13,7 +13,7 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | CreateExperiment, UploadExperiment                          |                                       |
 | SetUserPassword, SetUserDisplayName                         | that user's session, or an admin      |
 | CreateUser, SetUserActive, LinkAgentUser, RenameUser,       | an admin                              |
-| SetAgentEnabled, GetMasterConfig                            |                                       |
+| SetUserAdmin, SetAgentEnabled, GetMasterConfig              |                                       |
 | ListExperiments, GetExperiment, WaitExperiment, GetTrial,   | READ the experiment (below)           |
 | ListTrialDetails, GetTrialLogs, GetMetrics,                 |                                       |
 | GetModelDefinition                                          |                                       |
@@ -108,6 +108,7 @@ RULES: dict[str, Rule] = {
     _A + "SetUserActive": Rule(Who.ADMIN),
     _A + "LinkAgentUser": Rule(Who.ADMIN),
     _A + "RenameUser": Rule(Who.ADMIN),
+    _A + "SetUserAdmin": Rule(Who.ADMIN),
     _A + "ValidateToken": Rule(Who.CLUSTER),
     _A + "Authorize": Rule(Who.CLUSTER),
     _L + "Connect": Rule(Who.CLUSTER),

@@ -133,3 +133,22 @@ def test_a_renamed_user_keeps_id_experiments_and_session_and_only_admins_rename(
         setup, "", "POST", "/api/v1/auth/login", {"username": "alice", "password": "alice" * 3}
     )
     assert status == 401
+
+
+def test_admins_grant_and_take_admin_rights_but_not_their_own(setup: Setup) -> None:
+    bob, admin = _user(setup, "bob"), _user(setup, "admin")
+    status, answer = http(setup, "bob", "PATCH", f"/api/v1/users/{bob['id']}", {"admin": True})
+    assert status == 403 and answer["message"] == "SetUserAdmin needs an admin", answer
+
+    # As `det user edit bob --admin=true --active=true --remote=false` sends it.
+    edit = {"admin": True, "active": True, "remote": False, "displayName": "Bob B"}
+    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{bob['id']}", edit)
+    assert status == 200 and answer["user"]["admin"] and answer["user"]["displayName"] == "Bob B", answer
+    assert http(setup, "bob", "GET", "/api/v1/master/config")[0] == 200  # his session is an admin's now
+    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{bob['id']}", {"admin": False})
+    assert status == 200 and not answer["user"]["admin"]
+    assert http(setup, "bob", "GET", "/api/v1/master/config")[0] == 403
+
+    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{admin['id']}", {"admin": False})
+    assert (status, answer["message"]) == (409, "an admin cannot take away their own admin rights")
+    assert _user(setup, "admin")["admin"]

@@ -408,6 +408,41 @@ class RenameUserResponse(google.protobuf.message.Message):
 global___RenameUserResponse = RenameUserResponse
 
 @typing.final
+class SetUserAdminRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USERNAME_FIELD_NUMBER: builtins.int
+    ADMIN_FIELD_NUMBER: builtins.int
+    username: builtins.str
+    admin: builtins.bool
+    def __init__(
+        self,
+        *,
+        username: builtins.str = ...,
+        admin: builtins.bool = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["admin", b"admin", "username", b"username"]) -> None: ...
+
+global___SetUserAdminRequest = SetUserAdminRequest
+
+@typing.final
+class SetUserAdminResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USER_FIELD_NUMBER: builtins.int
+    @property
+    def user(self) -> global___User: ...
+    def __init__(
+        self,
+        *,
+        user: global___User | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["user", b"user"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["user", b"user"]) -> None: ...
+
+global___SetUserAdminResponse = SetUserAdminResponse
+
+@typing.final
 class AuthorizeRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

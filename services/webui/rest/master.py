@@ -209,8 +209,8 @@ def _agent_user(group: Any) -> auth_pb2.AgentUser | None:
 
 
 async def patch_user(request: Request) -> JSONResponse:
-    """A username (admins only), password, display name or active change (what pedl's users
-    have); other fields are refused by name. The new username goes first, so a refused rename
+    """A username or admin change (admins only), password, display name or active change (what
+    pedl's users have); other fields are refused by name. The new username goes first, so a refused rename
     (the name is taken) changes nothing else."""
     fields = await body(
         request,
@@ -225,9 +225,8 @@ async def patch_user(request: Request) -> JSONResponse:
             "remote": bool,
         },
     )
-    for name in ("admin", "agentUserGroup"):
-        if fields.get(name) is not None:
-            raise GatewayError(400, f'pedl cannot change a user\'s "{name}"')
+    if fields.get("agentUserGroup") is not None:
+        raise GatewayError(400, 'pedl cannot change a user\'s "agentUserGroup"')
     if fields.get("remote"):  # `remote: false` is every pedl user already
         raise GatewayError(400, "pedl has no remote (SSO) users")
     c = caller(request)
@@ -249,4 +248,7 @@ async def patch_user(request: Request) -> JSONResponse:
     if fields.get("active") is not None:
         active = auth_pb2.SetUserActiveRequest(username=target.username, active=fields["active"])
         await run_in_threadpool(c.call, "SetUserActive", active)
+    if fields.get("admin") is not None and fields["admin"] != target.admin:
+        admin = auth_pb2.SetUserAdminRequest(username=target.username, admin=fields["admin"])
+        await run_in_threadpool(c.call, "SetUserAdmin", admin)
     return ok({"user": user_json(await run_in_threadpool(_user_by_id, request, ident))})

@@ -93,3 +93,21 @@ def test_a_renamed_bootstrap_admin_is_not_created_again(tmp_path) -> None:
     assert not users.ensure_admin("admin", "adminpassword")  # else the bootstrap password would work again
     assert [(u.username, u.admin) for u in users.list()] == [("root", True)]
     db.close()
+
+
+def test_admin_rights_change_for_live_sessions(tmp_path) -> None:
+    db = open_storage(str(tmp_path / "pedl.db"))
+    users = Users(db, session_ttl_seconds=60)
+    users.create("bob", "longenough", password_hash=_hash())
+    row = users.lookup("bob")
+    assert row is not None
+    token, _ = users.open_session(row)
+    assert users.set_admin("bob", True).admin
+    session = users.session(token)
+    assert isinstance(session, Session) and session.user.admin
+    users.set_admin("bob", False)
+    session = users.session(token)
+    assert isinstance(session, Session) and not session.user.admin
+    with pytest.raises(UserNotFound):
+        users.set_admin("carol", True)
+    db.close()

@@ -33,6 +33,7 @@ _MOVE_OWNED = (
     .where(experiments.c.owner == bindparam("old_name"))
     .values(owner=bindparam("new_name"))
 )
+_SET_ADMIN = update(users).where(users.c.id == bindparam("user_id")).values(admin=bindparam("new_admin"))
 _SET_ACTIVE = update(users).where(users.c.id == bindparam("user_id")).values(active=bindparam("new_active"))
 
 
@@ -116,6 +117,10 @@ def rename_user(s: Storage, user_id: int, old_name: str, new_name: str) -> bool:
         s.run(_RENAME, {"user_id": user_id, "new_name": new_name})
         s.run(_MOVE_OWNED, {"old_name": old_name, "new_name": new_name})
     return True
+
+
+def set_admin(s: Storage, user_id: int, admin: bool) -> None:
+    s.run(_SET_ADMIN, {"user_id": user_id, "new_admin": int(admin)})
 
 
 def set_active(s: Storage, user_id: int, active: bool) -> None:
