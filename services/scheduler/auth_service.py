@@ -54,6 +54,7 @@ def _user_proto(user: User) -> auth_pb2.User:
         created_at=user.created_at,
         active=user.active,
         display_name=user.display_name,
+        id=user.id,
     )
 
 
@@ -273,6 +274,39 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         except UserNotFound as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         return auth_pb2.SetUserActiveResponse(user=_user_proto(user))
+
+    async def RenameUser(  # noqa: N802
+        self, request: auth_pb2.RenameUserRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.RenameUserResponse:
+        await self._need_auth(context)
+        if not current_principal().admin:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only an admin can rename users")
+        try:
+            user = self.users.rename(request.username, request.new_username)
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        except UserExists as e:
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(e))
+        except AccountError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return auth_pb2.RenameUserResponse(user=_user_proto(user))
+
+    async def SetUserAdmin(  # noqa: N802
+        self, request: auth_pb2.SetUserAdminRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.SetUserAdminResponse:
+        await self._need_auth(context)
+        principal = current_principal()
+        if not principal.admin:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only an admin can make users admins")
+        if not request.admin and principal.kind == "user" and principal.username == request.username:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "an admin cannot take away their own admin rights"
+            )
+        try:
+            user = self.users.set_admin(request.username, request.admin)
+        except UserNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        return auth_pb2.SetUserAdminResponse(user=_user_proto(user))
 
     async def LinkAgentUser(  # noqa: N802
         self, request: auth_pb2.LinkAgentUserRequest, context: grpc.aio.ServicerContext

@@ -160,6 +160,14 @@ def verify(password: str, row: dict | None, prehashed: bool = False) -> tuple[bo
     return good, hash_password(password, prehashed) if rehash else ""
 
 
+def _check_username(username: str) -> None:
+    if not USERNAME.match(username):
+        raise AccountError(
+            f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
+            "starting with a letter or digit"
+        )
+
+
 class Users:
     def __init__(
         self, db: Storage, session_ttl_seconds: float, clock: Callable[[], float] = time.time
@@ -187,11 +195,7 @@ class Users:
 
     def create(self, username: str, password: str, admin: bool = False, password_hash: str = "") -> User:
         """`password_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
-        if not USERNAME.match(username):
-            raise AccountError(
-                f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
-                "starting with a letter or digit"
-            )
+        _check_username(username)
         if len(password) < MIN_PASSWORD_CHARS:
             raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
         with self.db.transaction():
@@ -205,8 +209,9 @@ class Users:
         return user
 
     def ensure_admin(self, username: str, password: str) -> bool:
-        """Creates the bootstrap admin unless a user of that name exists; True if created."""
-        if self.get(username) is not None:
+        """Creates the bootstrap admin unless a user of that name exists, or any admin does (one
+        renamed away must not bring back an account with the bootstrap password); True if created."""
+        if self.get(username) is not None or any(u.admin for u in self.list()):
             return False
         self.create(username, password, admin=True)
         return True
@@ -249,6 +254,20 @@ class Users:
             raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
         keep = hash_token(keep_token) if keep_token else ""
         return user_ops.change_password(self.db, user.id, new_hash or hash_password(password), keep)
+
+    def rename(self, username: str, new_username: str) -> User:
+        """`username` becomes `new_username`, with their experiments; sessions stay valid (they
+        hold the user's id), as Determined's do. UserExists when the name is another user's."""
+        _check_username(new_username)
+        user = self._existing(username)
+        if not user_ops.rename_user(self.db, user.id, username, new_username):
+            raise UserExists(f"cannot rename {username!r}: user {new_username!r} already exists")
+        return self._existing(new_username)
+
+    def set_admin(self, username: str, admin: bool) -> User:
+        """Takes effect at the user's next call: sessions read the flag from the user's row."""
+        user_ops.set_admin(self.db, self._existing(username).id, admin)
+        return self._existing(username)
 
     def set_active(self, username: str, active: bool) -> User:
         user_ops.set_active(self.db, self._existing(username).id, active)

@@ -12,8 +12,8 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | WhoAmI, Logout, ListUsers, ListAgents, GetClusterInfo,      | a user session or the cluster secret  |
 | CreateExperiment, UploadExperiment                          |                                       |
 | SetUserPassword, SetUserDisplayName                         | that user's session, or an admin      |
-| CreateUser, SetUserActive, LinkAgentUser, SetAgentEnabled,  | an admin                              |
-| GetMasterConfig                                             |                                       |
+| CreateUser, SetUserActive, LinkAgentUser, RenameUser,       | an admin                              |
+| SetUserAdmin, SetAgentEnabled, GetMasterConfig              |                                       |
 | ListExperiments, GetExperiment, WaitExperiment, GetTrial,   | READ the experiment (below)           |
 | ListTrialDetails, GetTrialLogs, GetMetrics,                 |                                       |
 | GetModelDefinition                                          |                                       |
@@ -107,6 +107,8 @@ RULES: dict[str, Rule] = {
     _A + "CreateUser": Rule(Who.ADMIN),
     _A + "SetUserActive": Rule(Who.ADMIN),
     _A + "LinkAgentUser": Rule(Who.ADMIN),
+    _A + "RenameUser": Rule(Who.ADMIN),
+    _A + "SetUserAdmin": Rule(Who.ADMIN),
     _A + "ValidateToken": Rule(Who.CLUSTER),
     _A + "Authorize": Rule(Who.CLUSTER),
     _L + "Connect": Rule(Who.CLUSTER),

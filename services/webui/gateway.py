@@ -31,6 +31,7 @@ _HTTP_STATUS = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
     grpc.StatusCode.INVALID_ARGUMENT: 400,
     grpc.StatusCode.FAILED_PRECONDITION: 409,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
     grpc.StatusCode.UNAVAILABLE: 503,
 }
 

@@ -100,6 +100,8 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         a + "SetUserDisplayName": row(UNAUTH, DENIED, OK, OK, OK, DENIED, DENIED, DENIED),
         a + "SetUserActive": admins(),
         a + "LinkAgentUser": admins(),
+        a + "RenameUser": admins(),
+        a + "SetUserAdmin": admins(),
         a + "ValidateToken": services_only(),
         a + "Authorize": services_only(),
         "/pedl.v1.AgentLinkService/Connect": {**services_only(), "cluster": ALLOWED},
@@ -367,6 +369,10 @@ def _call(w: World, method: str, caller: str) -> Any:
         if name == "LinkAgentUser":
             link = ap.AgentUser(uid=1001, gid=1001)
             return a.LinkAgentUser(ap.LinkAgentUserRequest(username="bob", agent_user=link), timeout=t)
+        if name == "RenameUser":  # to the name carol has: allowed, and the table's users stay
+            return a.RenameUser(ap.RenameUserRequest(username="carol", new_username="carol"), timeout=t)
+        if name == "SetUserAdmin":  # bob stays what he is
+            return a.SetUserAdmin(ap.SetUserAdminRequest(username="bob", admin=False), timeout=t)
         if name == "ValidateToken":
             return a.ValidateToken(ap.ValidateTokenRequest(token=w.tokens["owner"] or ""), timeout=t)
         if name == "Authorize":

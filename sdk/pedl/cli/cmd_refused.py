@@ -28,9 +28,6 @@ VERBS: dict[str, dict[str, str]] = {
         "continue": "continuing an experiment with a new config is not supported by pedl",
         "fork": "forking an experiment is not supported by pedl; create a new one from `det e config ID`",
     },
-    "user": {
-        "rename": "renaming users is not supported by pedl",
-    },
 }
 
 

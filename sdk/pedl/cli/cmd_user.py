@@ -1,4 +1,4 @@
-"""`det user login|logout|whoami|token|create|list|change-password|activate|deactivate|
+"""`det user login|logout|whoami|token|create|list|change-password|activate|deactivate|rename|
 link-with-agent-user`: accounts on the scheduler, the login in auth.json."""
 
 from __future__ import annotations
@@ -62,6 +62,13 @@ def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) ->
         parser = commands.add_parser(verb, parents=[common], help=help_text)
         parser.add_argument("username", metavar="USERNAME")
         parser.set_defaults(func=user_set_active)
+
+    rename = commands.add_parser(
+        "rename", parents=[common], help="give a user a new username; their experiments follow (admins only)"
+    )
+    rename.add_argument("target_user", metavar="USERNAME")
+    rename.add_argument("new_username", metavar="NEW_USERNAME")
+    rename.set_defaults(func=user_rename)
 
     link = commands.add_parser(
         "link-with-agent-user",
@@ -195,6 +202,15 @@ def user_set_active(args: argparse.Namespace) -> int:
         request = auth_pb2.SetUserActiveRequest(username=args.username, active=active)
         stub.SetUserActive(request, timeout=_TIMEOUT)
     print(f"{'Activated' if active else 'Deactivated'} user {args.username}")
+    return 0
+
+
+def user_rename(args: argparse.Namespace) -> int:
+    stub, channel = _stub(args)
+    with channel:
+        request = auth_pb2.RenameUserRequest(username=args.target_user, new_username=args.new_username)
+        stub.RenameUser(request, timeout=_TIMEOUT)
+    print(f"Renamed user {args.target_user} to {args.new_username}")
     return 0
 
 

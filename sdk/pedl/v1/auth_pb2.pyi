@@ -21,12 +21,15 @@ class User(google.protobuf.message.Message):
     CREATED_AT_FIELD_NUMBER: builtins.int
     ACTIVE_FIELD_NUMBER: builtins.int
     DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    ID_FIELD_NUMBER: builtins.int
     username: builtins.str
     admin: builtins.bool
     created_at: builtins.str
     active: builtins.bool
     display_name: builtins.str
     """A human-friendly name the web UI and Determined's clients show; empty: the username."""
+    id: builtins.int
+    """The user's stable id (Determined's user id): it survives a rename."""
     def __init__(
         self,
         *,
@@ -35,8 +38,9 @@ class User(google.protobuf.message.Message):
         created_at: builtins.str = ...,
         active: builtins.bool = ...,
         display_name: builtins.str = ...,
+        id: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["active", b"active", "admin", b"admin", "created_at", b"created_at", "display_name", b"display_name", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["active", b"active", "admin", b"admin", "created_at", b"created_at", "display_name", b"display_name", "id", b"id", "username", b"username"]) -> None: ...
 
 global___User = User
 
@@ -367,6 +371,76 @@ class SetUserActiveResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["user", b"user"]) -> None: ...
 
 global___SetUserActiveResponse = SetUserActiveResponse
+
+@typing.final
+class RenameUserRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USERNAME_FIELD_NUMBER: builtins.int
+    NEW_USERNAME_FIELD_NUMBER: builtins.int
+    username: builtins.str
+    new_username: builtins.str
+    def __init__(
+        self,
+        *,
+        username: builtins.str = ...,
+        new_username: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["new_username", b"new_username", "username", b"username"]) -> None: ...
+
+global___RenameUserRequest = RenameUserRequest
+
+@typing.final
+class RenameUserResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USER_FIELD_NUMBER: builtins.int
+    @property
+    def user(self) -> global___User: ...
+    def __init__(
+        self,
+        *,
+        user: global___User | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["user", b"user"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["user", b"user"]) -> None: ...
+
+global___RenameUserResponse = RenameUserResponse
+
+@typing.final
+class SetUserAdminRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USERNAME_FIELD_NUMBER: builtins.int
+    ADMIN_FIELD_NUMBER: builtins.int
+    username: builtins.str
+    admin: builtins.bool
+    def __init__(
+        self,
+        *,
+        username: builtins.str = ...,
+        admin: builtins.bool = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["admin", b"admin", "username", b"username"]) -> None: ...
+
+global___SetUserAdminRequest = SetUserAdminRequest
+
+@typing.final
+class SetUserAdminResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    USER_FIELD_NUMBER: builtins.int
+    @property
+    def user(self) -> global___User: ...
+    def __init__(
+        self,
+        *,
+        user: global___User | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["user", b"user"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["user", b"user"]) -> None: ...
+
+global___SetUserAdminResponse = SetUserAdminResponse
 
 @typing.final
 class AuthorizeRequest(google.protobuf.message.Message):

@@ -61,6 +61,16 @@ class AuthServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
                 )
+        self.RenameUser = channel.unary_unary(
+                '/pedl.v1.AuthService/RenameUser',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.RenameUserRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.RenameUserResponse.FromString,
+                )
+        self.SetUserAdmin = channel.unary_unary(
+                '/pedl.v1.AuthService/SetUserAdmin',
+                request_serializer=pedl_dot_v1_dot_auth__pb2.SetUserAdminRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserAdminResponse.FromString,
+                )
         self.ValidateToken = channel.unary_unary(
                 '/pedl.v1.AuthService/ValidateToken',
                 request_serializer=pedl_dot_v1_dot_auth__pb2.ValidateTokenRequest.SerializeToString,
@@ -141,6 +151,22 @@ class AuthServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenameUser(self, request, context):
+        """Admins only: gives a user a new username (Determined's PatchUser username, `det user rename`).
+        Their experiments, sessions and agent user link stay theirs; a name in use is refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetUserAdmin(self, request, context):
+        """Admins only: makes a user an admin or not (Determined's PatchUser admin, `det user edit --admin`).
+        An admin cannot take away their own, so the cluster always keeps one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ValidateToken(self, request, context):
         """Called with the cluster secret by other services (the checkpoint store) to check a user's token.
         """
@@ -204,6 +230,16 @@ def add_AuthServiceServicer_to_server(servicer, server):
                     servicer.LinkAgentUser,
                     request_deserializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.SerializeToString,
+            ),
+            'RenameUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenameUser,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.RenameUserRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.RenameUserResponse.SerializeToString,
+            ),
+            'SetUserAdmin': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserAdmin,
+                    request_deserializer=pedl_dot_v1_dot_auth__pb2.SetUserAdminRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_auth__pb2.SetUserAdminResponse.SerializeToString,
             ),
             'ValidateToken': grpc.unary_unary_rpc_method_handler(
                     servicer.ValidateToken,
@@ -377,6 +413,40 @@ class AuthService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/LinkAgentUser',
             pedl_dot_v1_dot_auth__pb2.LinkAgentUserRequest.SerializeToString,
             pedl_dot_v1_dot_auth__pb2.LinkAgentUserResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RenameUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/RenameUser',
+            pedl_dot_v1_dot_auth__pb2.RenameUserRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.RenameUserResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetUserAdmin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.AuthService/SetUserAdmin',
+            pedl_dot_v1_dot_auth__pb2.SetUserAdminRequest.SerializeToString,
+            pedl_dot_v1_dot_auth__pb2.SetUserAdminResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -79,6 +79,22 @@ class AuthServiceStub:
     Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
     """
 
+    RenameUser: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.RenameUserRequest,
+        pedl.v1.auth_pb2.RenameUserResponse,
+    ]
+    """Admins only: gives a user a new username (Determined's PatchUser username, `det user rename`).
+    Their experiments, sessions and agent user link stay theirs; a name in use is refused.
+    """
+
+    SetUserAdmin: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.SetUserAdminRequest,
+        pedl.v1.auth_pb2.SetUserAdminResponse,
+    ]
+    """Admins only: makes a user an admin or not (Determined's PatchUser admin, `det user edit --admin`).
+    An admin cannot take away their own, so the cluster always keeps one.
+    """
+
     ValidateToken: grpc.UnaryUnaryMultiCallable[
         pedl.v1.auth_pb2.ValidateTokenRequest,
         pedl.v1.auth_pb2.ValidateTokenResponse,
@@ -153,6 +169,22 @@ class AuthServiceAsyncStub:
     ]
     """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
     Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+    """
+
+    RenameUser: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.RenameUserRequest,
+        pedl.v1.auth_pb2.RenameUserResponse,
+    ]
+    """Admins only: gives a user a new username (Determined's PatchUser username, `det user rename`).
+    Their experiments, sessions and agent user link stay theirs; a name in use is refused.
+    """
+
+    SetUserAdmin: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.auth_pb2.SetUserAdminRequest,
+        pedl.v1.auth_pb2.SetUserAdminResponse,
+    ]
+    """Admins only: makes a user an admin or not (Determined's PatchUser admin, `det user edit --admin`).
+    An admin cannot take away their own, so the cluster always keeps one.
     """
 
     ValidateToken: grpc.aio.UnaryUnaryMultiCallable[
@@ -247,6 +279,26 @@ class AuthServiceServicer(metaclass=abc.ABCMeta):
     ) -> typing.Union[pedl.v1.auth_pb2.LinkAgentUserResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.LinkAgentUserResponse]]:
         """Admins only: the user's trials run on agents (started as root) as this Unix user and group, as
         Determined's `det user link-with-agent-user`; files they write into bind mounts are theirs.
+        """
+
+    @abc.abstractmethod
+    def RenameUser(
+        self,
+        request: pedl.v1.auth_pb2.RenameUserRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.auth_pb2.RenameUserResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.RenameUserResponse]]:
+        """Admins only: gives a user a new username (Determined's PatchUser username, `det user rename`).
+        Their experiments, sessions and agent user link stay theirs; a name in use is refused.
+        """
+
+    @abc.abstractmethod
+    def SetUserAdmin(
+        self,
+        request: pedl.v1.auth_pb2.SetUserAdminRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.auth_pb2.SetUserAdminResponse, collections.abc.Awaitable[pedl.v1.auth_pb2.SetUserAdminResponse]]:
+        """Admins only: makes a user an admin or not (Determined's PatchUser admin, `det user edit --admin`).
+        An admin cannot take away their own, so the cluster always keeps one.
         """
 
     @abc.abstractmethod

@@ -82,7 +82,8 @@ def master_config(request: Request) -> JSONResponse:
     return ok({"config": config})
 
 
-def user_json(user: auth_pb2.User, ident: int = 0) -> dict[str, Any]:
+def user_json(user: auth_pb2.User) -> dict[str, Any]:
+    """Determined's v1User; `id` is the user's stable id (absent where the scheduler sent none)."""
     value: dict[str, Any] = {
         "username": user.username,
         "admin": user.admin,
@@ -91,8 +92,8 @@ def user_json(user: auth_pb2.User, ident: int = 0) -> dict[str, Any]:
         "remote": False,
         "modifiedAt": user.created_at or None,
     }
-    if ident:
-        value["id"] = ident
+    if user.id:
+        value["id"] = user.id
     return value
 
 
@@ -121,16 +122,16 @@ def _users(request: Request) -> list[auth_pb2.User]:
 def me(request: Request) -> JSONResponse:
     c = caller(request)
     user = c.call("WhoAmI", auth_pb2.WhoAmIRequest()).user
-    for i, u in enumerate(_users(request), start=1):
+    for u in _users(request):
         if u.username == user.username:
-            return ok({"user": user_json(u, i)})
+            return ok({"user": user_json(u)})
     return ok({"user": user_json(user)})
 
 
 def users(request: Request) -> JSONResponse:
     """Determined's GetUsers: its `active`, `admin` and `name` (part of the username) filters, as
     `det user ls` sends `active=true` to leave deactivated users out."""
-    rows = [user_json(u, i) for i, u in enumerate(_users(request), start=1)]
+    rows = [user_json(u) for u in _users(request)]
     active, admin = bool_param(request, "active"), bool_param(request, "admin")
     name = (request.query_params.get("name") or "").lower()
     rows = [
@@ -146,22 +147,22 @@ def users(request: Request) -> JSONResponse:
 
 def user_by_name(request: Request) -> JSONResponse:
     name = request.path_params["username"]
-    for i, u in enumerate(_users(request), start=1):
+    for u in _users(request):
         if u.username == name:
-            return ok({"user": user_json(u, i)})
+            return ok({"user": user_json(u)})
     raise GatewayError(404, f"user {name!r} not found")
 
 
 def _user_by_id(request: Request, ident: int) -> auth_pb2.User:
-    found = _users(request)
-    if not 0 < ident <= len(found):
-        raise GatewayError(404, f"user {ident} not found")
-    return found[ident - 1]
+    for u in _users(request):
+        if u.id == ident:
+            return u
+    raise GatewayError(404, f"user {ident} not found")
 
 
 def user_by_id(request: Request) -> JSONResponse:
     ident = request.path_params["userId"]
-    return ok({"user": user_json(_user_by_id(request, ident), ident)})
+    return ok({"user": user_json(_user_by_id(request, ident))})
 
 
 async def create_user(request: Request) -> JSONResponse:
@@ -183,7 +184,7 @@ async def create_user(request: Request) -> JSONResponse:
         username=username, password=password, admin=admin, hashed=bool(fields.get("isHashed"))
     )
     created = (await run_in_threadpool(c.call, "CreateUser", message)).user
-    value = user_json(created, len(await run_in_threadpool(_users, request)))
+    value = user_json(created)
     if link is not None:
         linked = auth_pb2.LinkAgentUserRequest(username=username, agent_user=link)
         await run_in_threadpool(c.call, "LinkAgentUser", linked)
@@ -208,8 +209,9 @@ def _agent_user(group: Any) -> auth_pb2.AgentUser | None:
 
 
 async def patch_user(request: Request) -> JSONResponse:
-    """A password, display name or active change (what pedl's users have); other fields are
-    refused by name."""
+    """A username or admin change (admins only), password, display name or active change (what
+    pedl's users have); other fields are refused by name. The new username goes first, so a refused rename
+    (the name is taken) changes nothing else."""
     fields = await body(
         request,
         {
@@ -223,12 +225,16 @@ async def patch_user(request: Request) -> JSONResponse:
             "remote": bool,
         },
     )
-    for name in ("admin", "username", "agentUserGroup", "remote"):
-        if fields.get(name) is not None:
-            raise GatewayError(400, f'pedl cannot change a user\'s "{name}"')
+    if fields.get("agentUserGroup") is not None:
+        raise GatewayError(400, 'pedl cannot change a user\'s "agentUserGroup"')
+    if fields.get("remote"):  # `remote: false` is every pedl user already
+        raise GatewayError(400, "pedl has no remote (SSO) users")
     c = caller(request)
     ident = request.path_params["userId"]
     target = await run_in_threadpool(_user_by_id, request, ident)
+    if fields.get("username") is not None and fields["username"] != target.username:
+        renamed = auth_pb2.RenameUserRequest(username=target.username, new_username=fields["username"])
+        target = (await run_in_threadpool(c.call, "RenameUser", renamed)).user
     if fields.get("password") is not None:
         message = auth_pb2.SetUserPasswordRequest(
             username=target.username, password=fields["password"], hashed=bool(fields.get("isHashed"))
@@ -242,4 +248,7 @@ async def patch_user(request: Request) -> JSONResponse:
     if fields.get("active") is not None:
         active = auth_pb2.SetUserActiveRequest(username=target.username, active=fields["active"])
         await run_in_threadpool(c.call, "SetUserActive", active)
-    return ok({"user": user_json(await run_in_threadpool(_user_by_id, request, ident), ident)})
+    if fields.get("admin") is not None and fields["admin"] != target.admin:
+        admin = auth_pb2.SetUserAdminRequest(username=target.username, admin=fields["admin"])
+        await run_in_threadpool(c.call, "SetUserAdmin", admin)
+    return ok({"user": user_json(await run_in_threadpool(_user_by_id, request, ident))})

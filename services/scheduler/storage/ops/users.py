@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, delete, insert, select, update
 
 from pedl_scheduler.storage.connection import Row, Storage
-from pedl_scheduler.storage.tables import agent_user_links, sessions, users
+from pedl_scheduler.storage.tables import agent_user_links, experiments, sessions, users
 
 _BY_NAME = select(users).where(users.c.username == bindparam("name"))
 _ALL = select(users).order_by(users.c.username)
@@ -26,6 +26,14 @@ _SET_PASSWORD = (
 _SET_DISPLAY_NAME = (
     update(users).where(users.c.id == bindparam("user_id")).values(display_name=bindparam("new_name"))
 )
+_RENAME = update(users).where(users.c.id == bindparam("user_id")).values(username=bindparam("new_name"))
+# Experiments name their owner; a rename moves them with the user in the same transaction.
+_MOVE_OWNED = (
+    update(experiments)
+    .where(experiments.c.owner == bindparam("old_name"))
+    .values(owner=bindparam("new_name"))
+)
+_SET_ADMIN = update(users).where(users.c.id == bindparam("user_id")).values(admin=bindparam("new_admin"))
 _SET_ACTIVE = update(users).where(users.c.id == bindparam("user_id")).values(active=bindparam("new_active"))
 
 
@@ -97,6 +105,22 @@ def change_password(s: Storage, user_id: int, password_hash: str, keep_token_has
 
 def set_display_name(s: Storage, user_id: int, display_name: str) -> None:
     s.run(_SET_DISPLAY_NAME, {"user_id": user_id, "new_name": display_name})
+
+
+def rename_user(s: Storage, user_id: int, old_name: str, new_name: str) -> bool:
+    """The user and every experiment they own take `new_name` at once; False (nothing changed)
+    when another user has that name. Sessions and agent links hold the id, so they follow."""
+    with s.transaction():
+        taken = user_by_name(s, new_name)
+        if taken is not None and taken["id"] != user_id:
+            return False
+        s.run(_RENAME, {"user_id": user_id, "new_name": new_name})
+        s.run(_MOVE_OWNED, {"old_name": old_name, "new_name": new_name})
+    return True
+
+
+def set_admin(s: Storage, user_id: int, admin: bool) -> None:
+    s.run(_SET_ADMIN, {"user_id": user_id, "new_admin": int(admin)})
 
 
 def set_active(s: Storage, user_id: int, active: bool) -> None:
