@@ -16,7 +16,7 @@ from pedl._metrics import from_struct
 from pedl._parent_death import die_with_agent
 from pedl.config import ExperimentConfig
 from pedl.harness import incompatibility, timeline
-from pedl.harness._exit import flush_and_exit
+from pedl.harness._exit import flush_and_exit, skip_teardown_finalizers
 from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.build import start_trial
 from pedl.harness.controller import TrialController
@@ -232,12 +232,14 @@ def main() -> int:
 def exit_now(code: int) -> None:
     """Ends the harness as interpreter shutdown would (non-daemon threads joined, atexit hooks run,
     output flushed) but without tearing down every module: with torch loaded that teardown takes
-    a good part of a second, while the slot waits for the exit."""
+    a good part of a second, while the slot waits for the exit. torch's own at-exit finalizers,
+    which only unregister kernels from its dispatcher, are skipped too (`skip_teardown_finalizers`)."""
     main_thread = threading.main_thread()
     for thread in threading.enumerate():
         if thread is not main_thread and not thread.daemon:
             thread.join()
     try:
+        skip_teardown_finalizers()
         atexit._run_exitfuncs()
     finally:
         flush_and_exit(code)
