@@ -148,11 +148,15 @@ class DeepSpeedController:
                 f"{type(self.trial).__qualname__}.evaluation_reducer(): pedl averages a DeepSpeedTrial's "
                 "evaluate_batch metrics; use context.wrap_reducer() for sums, maxima or minima"
             )
-        calls = self.context.num_micro_batches_per_slot if self.context._auto_grad_accumulation else 1
-        batches = len(self.validation_loader) // calls
+        # One call per validation micro-batch (without pipeline parallelism an engine evaluates one
+        # at a time); a trial that draws several per call ends the pass when the loader is spent.
         iterator = iter(self.validation_loader)
-        for index in range(batches):
-            averager.add(_metrics(self.trial.evaluate_batch(iterator, index), "evaluate_batch()"))
+        for index in range(len(self.validation_loader)):
+            try:
+                out = self.trial.evaluate_batch(iterator, index)
+            except StopIteration:
+                break
+            averager.add(_metrics(out, "evaluate_batch()"))
 
     # --- checkpoints ------------------------------------------------------------------------------
 
