@@ -192,7 +192,7 @@ def test_a_trial_class_under_determineds_launchers_runs_and_other_launchers_crea
         assert result.trials[0].total_batches == 20
 
         before = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
-        refused = "entrypoint: python3 -m determined.launch.deepspeed --trial :TinyTrial\n"
+        refused = "entrypoint: python3 -m determined.launch.deepspeed python3 train.py\n"
         with pytest.raises(grpc.RpcError) as info:
             submit(cluster, model, tiny_config(extra=refused))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -29,7 +29,7 @@ _INSTEAD = (
     "det.core.DistributedContext.from_torch_distributed()) or a Trial class entrypoint 'module:Class'"
 )
 _REFUSED = {
-    "deepspeed": "pedl has no DeepSpeed launcher or DeepSpeedTrial",
+    "deepspeed": "pedl runs only '--trial module:Class' with it (a DeepSpeedTrial), not a script",
     "tensorflow": "pedl does not set TF_CONFIG for tf.distribute's multi-worker strategies",
     "horovod": "pedl does not run horovodrun; only '--trial module:Class' is taken (as that Trial class)",
 }
@@ -74,7 +74,7 @@ def trial_reference(command: Sequence[str], path: FieldPath) -> str | None:
         return None
     name, args = found
     shown = f"{PREFIX}{name}"
-    if name == "horovod":
+    if name in ("horovod", "deepspeed"):
         rest = [a for a in args if a != "--autohorovod"]
         if len(rest) == 2 and rest[0] == "--trial":
             return rest[1]

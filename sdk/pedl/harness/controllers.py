@@ -63,6 +63,7 @@ FACTORIES: dict[str, Factory] = {
     "determined.pytorch._trial:PyTorchTrial": _adapter,
     "determined.keras:TFKerasTrial": _adapter,
     "determined.estimator:EstimatorTrial": _adapter,
+    "determined.pytorch.deepspeed._trial:DeepSpeedTrial": _adapter,
     "pedl.pytorch._trial:PyTorchTrial": _pytorch,
     "pedl.keras._trial:KerasTrial": _keras,
     "pedl.tensorflow._trial:TensorFlowTrial": _tensorflow,

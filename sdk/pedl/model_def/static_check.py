@@ -19,11 +19,10 @@ from pedl.model_def.errors import ModelDefinitionError
 if TYPE_CHECKING:
     from pedl.config.entrypoint import Entrypoint
 
-TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial"}
+TRIAL_BASES = {"Trial", "PyTorchTrial", "TensorFlowTrial", "EstimatorTrial", "KerasTrial", "DeepSpeedTrial"}
 # Trial interfaces of PEDL and Determined releases that pedl does not run, refused before submission.
 UNSUPPORTED_BASES = {
     "TensorpackTrial": "PEDL's Tensorpack interface",
-    "DeepSpeedTrial": "Determined's DeepSpeed interface",
     "PyTorchLightningAdapter": "Determined's PyTorch Lightning adapter",
 }
 

@@ -123,7 +123,7 @@ class Example:
 
 
 _UNSUPPORTED = {
-    "DeepSpeed": "DeepSpeed: refused in one line (README: not supported by pedl)",
+    "DeepSpeed": "DeepSpeed: runs in its own environment (tests/integration/test_deepspeed.py)",
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
 }
 

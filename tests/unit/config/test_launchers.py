@@ -21,6 +21,7 @@ def _entrypoint(text: str):
         "python3 -m determined.launch.torch_distributed --max_restarts 0 -- --trial model_def:MyTrial",
         "python3 -m determined.launch.horovod --autohorovod --trial model_def:MyTrial",
         "python -m determined.launch.horovod --trial=model_def:MyTrial",
+        "python3 -m determined.launch.deepspeed --trial model_def:MyTrial",
         "[python3, -m, determined.launch.torch_distributed, --trial, 'model_def:MyTrial']",
     ],
 )
@@ -40,10 +41,6 @@ def test_a_script_under_torch_distributed_stays_a_command() -> None:
 @pytest.mark.parametrize(
     ("command", "words"),
     [
-        (
-            "python3 -m determined.launch.deepspeed --trial model_def:MyTrial",
-            "deepspeed is not supported by pedl",
-        ),
         ("python3 -m determined.launch.deepspeed python3 train.py", "deepspeed is not supported by pedl"),
         (
             "python3 -m determined.launch.tensorflow -- python3 train.py",

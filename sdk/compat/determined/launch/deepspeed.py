@@ -1,4 +1,5 @@
-"""`python3 -m determined.launch.deepspeed`: refused; pedl launches with torch.distributed's environment."""
+"""`python3 -m determined.launch.deepspeed`: run as a command, refused; `--trial module:Class` in an
+entrypoint is that DeepSpeedTrial, which pedl's agent runs one process per slot itself."""
 
 from determined.launch._exec import refuse
 
@@ -6,6 +7,6 @@ if __name__ == "__main__":
     refuse(
         "determined.launch.deepspeed",
         "pedl's agent starts one process per slot with torchrun's environment; use "
-        "'python3 -m determined.launch.torch_distributed python3 SCRIPT' and "
-        "det.core.DistributedContext.from_torch_distributed()",
+        "'python3 -m determined.launch.deepspeed --trial module:Class' (a DeepSpeedTrial) as the "
+        "entrypoint, or 'python3 -m determined.launch.torch_distributed python3 SCRIPT'",
     )

@@ -1,0 +1,11 @@
+"""Determined's DeepSpeed Trial API (`determined.pytorch.deepspeed`) on pedl.
+
+DeepSpeed itself is not one of pedl's dependencies: a DeepSpeed trial runs in a Python environment
+that has it (`scripts/install-deepspeed-env`), given to the agent with `--python`.
+"""
+
+from determined.pytorch.deepspeed._config import overwrite_deepspeed_config
+from determined.pytorch.deepspeed._context import DeepSpeedTrialContext
+from determined.pytorch.deepspeed._trial import DeepSpeedTrial
+
+__all__ = ["DeepSpeedTrial", "DeepSpeedTrialContext", "overwrite_deepspeed_config"]

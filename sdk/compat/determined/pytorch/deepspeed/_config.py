@@ -1,0 +1,46 @@
+"""`overwrite_deepspeed_config`: a DeepSpeed config with the experiment's overrides merged in.
+
+Determined's DeepSpeed examples keep a DeepSpeed JSON file beside the model and name overrides in
+the hyperparameters (so that a search can vary them); this merges them, nested keys key by key.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def overwrite_deepspeed_config(
+    base_ds_config: str | Path | Mapping[str, Any], source_ds_dict: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`base_ds_config` (a DeepSpeed config, or the path of its JSON file) with every value of
+    `source_ds_dict` put in; where both hold a mapping under one key, they are merged the same way."""
+    if isinstance(base_ds_config, (str, Path)):
+        try:
+            base = json.loads(Path(base_ds_config).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(
+                f"overwrite_deepspeed_config: cannot read {base_ds_config} as JSON: {exc}"
+            ) from None
+    elif isinstance(base_ds_config, Mapping):
+        base = copy.deepcopy(dict(base_ds_config))
+    else:
+        raise TypeError(
+            "overwrite_deepspeed_config takes a DeepSpeed config dict or a JSON file's path, "
+            f"got {type(base_ds_config).__name__}"
+        )
+    if not isinstance(base, dict):
+        raise ValueError(f"overwrite_deepspeed_config: {base_ds_config} holds no JSON object")
+    return _merge(base, source_ds_dict)
+
+
+def _merge(base: dict[str, Any], source: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in source.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            base[key] = _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
