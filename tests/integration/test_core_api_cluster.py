@@ -51,14 +51,14 @@ def test_a_plain_loop_under_a_searcher_without_a_length_completes(one_agent_clus
     cluster = one_agent_cluster
     model = write_plain_loop(tmp_path / "stage0")
     exp_id = submit(cluster, model, config + "max_restarts: 0\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     assert "x is now 100" in logs(cluster, result.trials[0].id)
     # Determined 0.20 to 0.34's stage 0 config adds `max_length: 1` ("ignored if the training
     # script ignores it"): the script exits without a metric for the searcher, and completes.
     with_length = config.replace("metric: x}", "metric: x, max_length: 1}")
     exp_id = submit(cluster, model, with_length + "max_restarts: 0\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     trial = result.trials[0]
     assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
@@ -75,13 +75,13 @@ def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_co
     model = write_plain_loop(tmp_path / "piped")
     base = "searcher: {name: single, metric: x}\nmax_restarts: 0\n"
     exp_id = submit(cluster, model, base + "entrypoint: python3 0_start.py | tr a-z A-Z && echo piped\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     text = logs(cluster, result.trials[0].id)
     assert "X IS NOW 100" in text and "piped" in text, text
 
     exp_id = submit(cluster, model, base + "entrypoint: exit 99\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
     (trial,) = result.trials
     assert "the entrypoint 'exit 99' exited with code 99" in trial.error, trial.error
@@ -202,7 +202,7 @@ def test_the_legacy_searcher_operations_protocol_trains_to_max_length(one_agent_
     )
     cluster = one_agent_cluster
     exp_id = submit(cluster, model, config)
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     steps, validations = trial_history(cluster, exp_id)
     assert [b for b, _ in steps] == [10, 20, 30]
