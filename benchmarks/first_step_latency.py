@@ -68,16 +68,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torch_import_seconds() -> float:
-    """`import torch` in a fresh interpreter, less the interpreter's own start-up."""
+def torch_import_seconds(runs: int = 3) -> float:
+    """`import torch` in a fresh interpreter, less the interpreter's own start-up (best of `runs`)."""
 
     def run(code: str) -> float:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True)
         return time.perf_counter() - start
 
-    base = min(run("pass") for _ in range(3))
-    return min(run("import torch") for _ in range(3)) - base
+    base = min(run("pass") for _ in range(runs))
+    return min(run("import torch") for _ in range(runs)) - base
 
 
 def first_step_seconds(stub: scheduler_pb2_grpc.SchedulerServiceStub, packed) -> float:
@@ -164,7 +164,7 @@ def main() -> None:
     runs = 1 if args.smoke else args.runs
     modes = ["bwrap", "none"] if shutil.which("bwrap") else ["none"]
     measured = {mode: latencies(mode, runs, warm_up=not args.smoke) for mode in modes}
-    torch_import = torch_import_seconds()
+    torch_import = torch_import_seconds(1 if args.smoke else 3)
     medians = {mode: statistics.median(xs) for mode, xs in measured.items()}
     for mode, xs in measured.items():
         print(

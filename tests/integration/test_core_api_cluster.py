@@ -40,7 +40,8 @@ def write_plain_loop(directory: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def one_agent_cluster(tmp_path_factory):
-    """One cluster for the tests of short plain scripts below."""
+    """One cluster for the tests below that need a default one: a start costs ~10 s on a loaded
+    machine; each test counts only its own experiment's trials."""
     with local_cluster(tmp_path_factory.mktemp("cluster")) as cluster:
         yield cluster
 
@@ -50,14 +51,14 @@ def test_a_plain_loop_under_a_searcher_without_a_length_completes(one_agent_clus
     cluster = one_agent_cluster
     model = write_plain_loop(tmp_path / "stage0")
     exp_id = submit(cluster, model, config + "max_restarts: 0\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     assert "x is now 100" in logs(cluster, result.trials[0].id)
     # Determined 0.20 to 0.34's stage 0 config adds `max_length: 1` ("ignored if the training
     # script ignores it"): the script exits without a metric for the searcher, and completes.
     with_length = config.replace("metric: x}", "metric: x, max_length: 1}")
     exp_id = submit(cluster, model, with_length + "max_restarts: 0\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     trial = result.trials[0]
     assert trial.state == common_pb2.TRIAL_STATE_COMPLETED
@@ -103,13 +104,13 @@ def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_co
     model = write_plain_loop(tmp_path / "piped")
     base = "searcher: {name: single, metric: x}\nmax_restarts: 0\n"
     exp_id = submit(cluster, model, base + "entrypoint: python3 0_start.py | tr a-z A-Z && echo piped\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == COMPLETED, cluster.logs()
     text = logs(cluster, result.trials[0].id)
     assert "X IS NOW 100" in text and "piped" in text, text
 
     exp_id = submit(cluster, model, base + "entrypoint: exit 99\n")
-    result = wait(cluster, exp_id, timeout=120)
+    result = wait(cluster, exp_id, timeout=240)
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
     (trial,) = result.trials
     assert "the entrypoint 'exit 99' exited with code 99" in trial.error, trial.error
@@ -117,33 +118,31 @@ def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_co
     assert "resources failed with non-zero exit code" in text and "(exit code 99)" in text, text
 
 
-def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster") as cluster:
-        exp_id = submit(
-            cluster, EXAMPLE, example_config("single.yaml", entrypoint="python3 train.py --steps 30")
-        )
-        result = wait(cluster, exp_id, timeout=180)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        steps, validations = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == [10, 20, 30]
-        assert [b for b, _ in validations] == [10, 20, 30]
-        assert validations[-1][1]["validation_loss"] < validations[0][1]["validation_loss"]
-        (trial,) = result.trials
-        assert trial.restarts == 0
-        # The default GC policy (save_trial_best 1, save_trial_latest 1) keeps only the last of the
-        # three the script stored (also its best); the others are deleted once the trial ends.
-        deadline = time.monotonic() + 30
-        while True:
-            detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
-            kept = [
-                c.total_batches
-                for c in detail.checkpoints
-                if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED
-            ]
-            if kept == [30] or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert kept == [30], [(c.total_batches, c.state) for c in detail.checkpoints]
+def test_metrics_and_checkpoints_of_a_script_are_recorded_like_any_trials(
+    one_agent_cluster, tmp_path
+) -> None:
+    cluster = one_agent_cluster
+    exp_id = submit(cluster, EXAMPLE, example_config("single.yaml", entrypoint="python3 train.py --steps 30"))
+    result = wait(cluster, exp_id, timeout=180)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    steps, validations = trial_history(cluster, exp_id)
+    assert [b for b, _ in steps] == [10, 20, 30]
+    assert [b for b, _ in validations] == [10, 20, 30]
+    assert validations[-1][1]["validation_loss"] < validations[0][1]["validation_loss"]
+    (trial,) = result.trials
+    assert trial.restarts == 0
+    # The default GC policy (save_trial_best 1, save_trial_latest 1) keeps only the last of the
+    # three the script stored (also its best); the others are deleted once the trial ends.
+    deadline = time.monotonic() + 30
+    while True:
+        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+        kept = [
+            c.total_batches for c in detail.checkpoints if c.state == common_pb2.CHECKPOINT_STATE_COMPLETED
+        ]
+        if kept == [30] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert kept == [30], [(c.total_batches, c.state) for c in detail.checkpoints]
 
 
 def test_a_script_on_a_killed_agent_resumes_from_its_last_store_path_checkpoint(tmp_path) -> None:
@@ -221,7 +220,7 @@ with det.core.init() as core_context:
 """
 
 
-def test_the_legacy_searcher_operations_protocol_trains_to_max_length(tmp_path) -> None:
+def test_the_legacy_searcher_operations_protocol_trains_to_max_length(one_agent_cluster, tmp_path) -> None:
     model = tmp_path / "legacy"
     model.mkdir()
     (model / "train.py").write_text(LEGACY_OPERATIONS)
@@ -230,35 +229,37 @@ def test_the_legacy_searcher_operations_protocol_trains_to_max_length(tmp_path) 
         "searcher: {name: single, metric: x, max_length: {batches: 30}, smaller_is_better: false}\n"
         "max_restarts: 0\n"
     )
-    with local_cluster(tmp_path / "cluster") as cluster:
-        exp_id = submit(cluster, model, config)
-        result = wait(cluster, exp_id, timeout=120)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        steps, validations = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == [10, 20, 30]
-        assert validations == [(30, {"x": 60})]
+    cluster = one_agent_cluster
+    exp_id = submit(cluster, model, config)
+    result = wait(cluster, exp_id, timeout=240)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    steps, validations = trial_history(cluster, exp_id)
+    assert [b for b, _ in steps] == [10, 20, 30]
+    assert validations == [(30, {"x": 60})]
 
 
-def test_pause_reaches_the_script_through_should_preempt_and_activate_resumes_it(tmp_path) -> None:
+def test_pause_reaches_the_script_through_should_preempt_and_activate_resumes_it(
+    one_agent_cluster, tmp_path
+) -> None:
     config = example_config("single.yaml", entrypoint="python3 train.py --steps 60 --step-seconds 0.05")
-    with local_cluster(tmp_path / "cluster") as cluster:
-        exp_id = submit(cluster, EXAMPLE, config)
-        deadline = time.monotonic() + 120
-        while not trial_history(cluster, exp_id)[0]:
-            assert time.monotonic() < deadline, cluster.logs()
-            time.sleep(0.1)
-        stub(cluster).PauseExperiment(scheduler_pb2.PauseExperimentRequest(experiment_id=exp_id))
-        while True:
-            paused = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
-            if paused.trials[0].state == common_pb2.TRIAL_STATE_PAUSED and not paused.trials[0].agent_id:
-                break
-            assert time.monotonic() < deadline, cluster.logs()
-            time.sleep(0.1)
-        stub(cluster).ActivateExperiment(scheduler_pb2.ActivateExperimentRequest(experiment_id=exp_id))
-        result = wait(cluster, exp_id, timeout=180)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        assert result.trials[0].restarts == 0
-        text = logs(cluster, result.trials[0].id)
-        assert "pedl asked the trial to stop" in text and "resumed at step" in text, text
-        steps, _ = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == [10, 20, 30, 40, 50, 60]
+    cluster = one_agent_cluster
+    exp_id = submit(cluster, EXAMPLE, config)
+    deadline = time.monotonic() + 120
+    while not trial_history(cluster, exp_id)[0]:
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(0.1)
+    stub(cluster).PauseExperiment(scheduler_pb2.PauseExperimentRequest(experiment_id=exp_id))
+    while True:
+        paused = stub(cluster).GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))
+        if paused.trials[0].state == common_pb2.TRIAL_STATE_PAUSED and not paused.trials[0].agent_id:
+            break
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(0.1)
+    stub(cluster).ActivateExperiment(scheduler_pb2.ActivateExperimentRequest(experiment_id=exp_id))
+    result = wait(cluster, exp_id, timeout=180)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    assert result.trials[0].restarts == 0
+    text = logs(cluster, result.trials[0].id)
+    assert "pedl asked the trial to stop" in text and "resumed at step" in text, text
+    steps, _ = trial_history(cluster, exp_id)
+    assert [b for b, _ in steps] == [10, 20, 30, 40, 50, 60]
