@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import to_struct
 from pedl.harness.agent_client import StoreCheckpoints
-from pedl.harness.process_tree import kill_with_descendants
+from pedl.harness.process_tree import dying_with_this_process, kill_with_descendants
 from pedl.harness.script_stderr import StderrTail
 from pedl.v1 import common_pb2
 
@@ -44,6 +45,8 @@ REPORT = common_pb2.ScriptReportKind
 # Determined's master logs this (then the exit code) for a trial whose process exited non-zero;
 # its users and its e2e tests look for it in the trial's log.
 RESOURCES_FAILED = "resources failed with non-zero exit code"
+# A RUN_STEP ends early to send the script's reports once the oldest has waited this long.
+REPORT_FLUSH_SECONDS = 1.0
 
 
 class ScriptFailed(RuntimeError):
@@ -79,33 +82,6 @@ class ScriptSettings:
     configured_unit: str = "UNIT_BATCHES"
 
 
-# Runs first in the script's process, then execs the script: the script dies with its harness even when
-# the harness is SIGKILLed (Linux's parent-death signal survives exec). Not a `preexec_fn`: Python code
-# between fork and exec in the harness (which runs gRPC's threads) crashes some children (SIGABRT).
-_DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "parent = int(sys.argv[1])\n"
-    "try:\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)\n"
-    "except (OSError, AttributeError):\n"
-    "    pass\n"
-    "if os.getppid() != parent:\n"  # the harness died before the signal was armed
-    "    os._exit(1)\n"
-    "try:\n"
-    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-    "except OSError as e:\n"
-    "    print(f'pedl.harness: cannot start the entrypoint {sys.argv[2]!r}: {e}', file=sys.stderr)\n"
-    "    os._exit(127)\n"
-)
-
-
-def dying_with_this_process(command: list[str]) -> list[str]:
-    """`command`, started through a small exec bootstrap that ties it to this process's life (Linux)."""
-    if not sys.platform.startswith("linux") or not command:
-        return command
-    return [sys.executable, "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
-
-
 class CoreApiTrial:
     """The script's state as the harness sees it; the Core API server's handlers update it."""
 
@@ -124,6 +100,7 @@ class CoreApiTrial:
         self._log = _log.get_logger(component="harness")
         self.progress = settings.start_progress
         self._reports: list[common_pb2.ScriptReport] = []
+        self._reports_since: float | None = None  # when the oldest unsent report was made (monotonic)
         self._validations: list[tuple[int, dict[str, Any]]] = []
         self._new_checkpoint = False
         self._exit_code: int | None = None
@@ -209,9 +186,7 @@ class CoreApiTrial:
         target = workload.total_batches
         with self._cv:
             if workload.kind == KIND.WORKLOAD_KIND_RUN_STEP:
-                self._cv.wait_for(
-                    lambda: self.progress >= target or self._new_checkpoint or self._exit_code is not None
-                )
+                self._wait_for_step_end(target)
                 self._check_exit()
                 result.script_progress = min(self.progress, target)
                 result.script_finished = (
@@ -238,9 +213,23 @@ class CoreApiTrial:
                 raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")
             result.script_reports.extend(self._reports)
             self._reports.clear()
+            self._reports_since = None
             if self._early_exit is not None:
                 result.early_exit = self._early_exit
         return result
+
+    def _wait_for_step_end(self, target: int) -> None:
+        """Until the script reaches `target`, stores a checkpoint or exits, or its oldest unsent report
+        has waited REPORT_FLUSH_SECONDS: users (and a cancel they send) see its metrics as it makes
+        them, as Determined's master does, not only when a long step ends. Caller holds the lock."""
+        while not (self.progress >= target or self._new_checkpoint or self._exit_code is not None):
+            if self._reports_since is None:
+                self._cv.wait()
+                continue
+            left = self._reports_since + REPORT_FLUSH_SECONDS - time.monotonic()
+            if left <= 0:
+                return
+            self._cv.wait(left)
 
     def _ended_without_metrics(self) -> None:
         """The script exited 0 before its target having reported no validation metrics (an
@@ -292,6 +281,8 @@ class CoreApiTrial:
                 self._validations.append((reached, metrics))
                 del self._validations[:-64]
             self._reports.append(report)
+            if self._reports_since is None:
+                self._reports_since = time.monotonic()
             self._cv.notify_all()
 
     def _validation_progress(self, steps_completed: int, metrics: dict[str, Any]) -> int:
