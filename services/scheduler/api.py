@@ -123,6 +123,7 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, scheduler_pb2_grpc.SchedulerSe
                 await asyncio.to_thread(check_archive, request.model_definition)
             except ContextError as e:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
+        warnings: list[str] | None = [] if request.queue_if_no_agent_fits else None
         try:
             principal = current_principal()
             exp_id = self.manager.lifecycle.create_experiment(
@@ -131,12 +132,15 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, scheduler_pb2_grpc.SchedulerSe
                 request.model_definition_name,
                 owner=principal.username if principal.kind == "user" else "",
                 requester=principal,
+                warnings=warnings,
             )
             if request.paused:  # before the scheduling pass can run (no await since the create)
                 self.manager.lifecycle.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
+        return scheduler_pb2.CreateExperimentResponse(
+            experiment=self._experiment(exp_id), warnings=warnings or []
+        )
 
     async def ListExperiments(  # noqa: N802
         self, request: scheduler_pb2.ListExperimentsRequest, context: grpc.aio.ServicerContext
