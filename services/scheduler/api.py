@@ -123,24 +123,21 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, scheduler_pb2_grpc.SchedulerSe
                 await asyncio.to_thread(check_archive, request.model_definition)
             except ContextError as e:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
-        warnings: list[str] | None = [] if request.queue_if_no_agent_fits else None
         try:
-            principal = current_principal()
+            principal, warns = current_principal(), list[str]()
             exp_id = self.manager.lifecycle.create_experiment(
                 config,
                 request.model_definition,
                 request.model_definition_name,
                 owner=principal.username if principal.kind == "user" else "",
                 requester=principal,
-                warnings=warnings,
+                warnings=warns if request.queue_if_no_agent_fits else None,
             )
             if request.paused:  # before the scheduling pass can run (no await since the create)
                 self.manager.lifecycle.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        return scheduler_pb2.CreateExperimentResponse(
-            experiment=self._experiment(exp_id), warnings=warnings or []
-        )
+        return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id), warnings=warns)
 
     async def ListExperiments(  # noqa: N802
         self, request: scheduler_pb2.ListExperimentsRequest, context: grpc.aio.ServicerContext
