@@ -128,19 +128,20 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, _Servi
             except ContextError as e:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the model definition is refused: {e}")
         try:
-            principal = current_principal()
+            principal, warns = current_principal(), list[str]()
             exp_id = self.manager.lifecycle.create_experiment(
                 config,
                 request.model_definition,
                 request.model_definition_name,
                 owner=principal.username if principal.kind == "user" else "",
                 requester=principal,
+                warnings=warns if request.queue_if_no_agent_fits else None,
             )
             if request.paused:  # before the scheduling pass can run (no await since the create)
                 self.manager.lifecycle.pause_experiment(exp_id)
         except UserError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id))
+        return scheduler_pb2.CreateExperimentResponse(experiment=self._experiment(exp_id), warnings=warns)
 
     async def ListExperiments(  # noqa: N802
         self, request: scheduler_pb2.ListExperimentsRequest, context: grpc.aio.ServicerContext

@@ -1,4 +1,4 @@
-"""A smoke of scripts/determined-e2e: three of Determined 0.38.1's own e2e_cpu tests, unchanged, against
+"""A smoke of scripts/determined-e2e: five of Determined 0.38.1's own e2e_cpu tests, unchanged, against
 a fresh pedl cluster (the whole selection is too slow for CI; its figure is in the README). Skipped
 when Determined's client cannot be installed from PyPI or the upstream e2e_tests tree is absent."""
 
@@ -26,6 +26,10 @@ SMOKE = [
     "tests/cluster/test_users.py::test_login_wrong_password",
     # det trial describe --metrics: every checkpoint (GC'd ones too) and summaryMetrics
     "tests/experiment/test_metrics.py::test_trial_describe_metrics",
+    # GET /tasks names the running trial's experiment; a cancel while the noop trial sleeps wins
+    "tests/experiment/test_noop.py::test_cancel_active_experiment_unready",
+    # slots_per_trial: 1000 is queued (Determined's warning), paused, activated (QUEUED), killed
+    "tests/experiment/test_noop.py::test_pause_of_experiment_without_trials",
 ]
 
 

@@ -43,6 +43,15 @@ def register(cluster: argparse.ArgumentParser, common: argparse.ArgumentParser) 
         help="an S3 bucket experiments' checkpoint_storage may name (repeatable; default none)",
     )
     up.add_argument(
+        "--allowed-storage-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory shared_fs checkpoint_storage (host_path/storage_path) may lie in, besides the "
+        "cluster's own checkpoints directory (repeatable; default none): the operator's choice, since "
+        "the services write there as this user",
+    )
+    up.add_argument(
         "--trial-disk-limit",
         default=DEFAULT_TRIAL_DISK_LIMIT,
         metavar="SIZE",
@@ -93,6 +102,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         allowed_s3_buckets=tuple(args.allowed_s3_bucket),
         allowed_s3_endpoints=tuple(args.allowed_s3_endpoint),
+        allowed_storage_roots=tuple(args.allowed_storage_root),
         trial_disk_limit=args.trial_disk_limit,
     )
     try:

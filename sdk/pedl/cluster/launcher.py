@@ -47,6 +47,8 @@ class UpOptions:
     # S3 buckets and endpoints experiments' checkpoint_storage may name (both services check them).
     allowed_s3_buckets: tuple[str, ...] = ()
     allowed_s3_endpoints: tuple[str, ...] = ()
+    # Directories shared_fs checkpoint_storage may lie in besides the cluster's checkpoints (both check).
+    allowed_storage_roots: tuple[str, ...] = ()
     # Each agent's --trial-disk-limit: a local cluster shares one disk with its user ("0": none).
     trial_disk_limit: str = DEFAULT_TRIAL_DISK_LIMIT
     timeout_seconds: float = 60.0
@@ -244,10 +246,16 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     webui_port = opts.webui_port or _free_port()
     s3 = [*(a for b in opts.allowed_s3_buckets for a in ("--allowed-s3-bucket", b)),
           *(a for e in opts.allowed_s3_endpoints for a in ("--allowed-s3-endpoint", e))]  # fmt: skip
+    roots = [
+        a
+        for r in (paths.checkpoints, *opts.allowed_storage_roots)
+        for a in ("--allowed-storage-root", str(r))
+    ]
     out(f"Starting the checkpoint store (log: {paths.log(STORE)})")
     starter.start(STORE, STORE, [
         "--host", HOST, "--port", str(store_port), "--storage-path", str(paths.checkpoints),
         "--port-file", str(paths.port_file(STORE)), "--master", f"{HOST}:{scheduler_port}", *secret, *s3,
+        *(roots if opts.allowed_storage_roots else []),
     ])  # fmt: skip
     store_port = starter.wait_serving(STORE, time.monotonic() + opts.timeout_seconds)
     state.checkpoint_store = f"{HOST}:{store_port}"
@@ -257,8 +265,8 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     starter.start(SCHEDULER, SCHEDULER, [
         "--host", HOST, "--port", str(scheduler_port), "--db", str(paths.db),
         "--checkpoint-store", state.checkpoint_store, "--port-file", str(paths.port_file(SCHEDULER)),
-        "--allowed-storage-root", str(paths.checkpoints),
-        "--log-level", "info", *secret, "--admin-password-file", str(credentials.admin_password_file(paths)),
+        *roots, "--log-level", "info", *secret,
+        "--admin-password-file", str(credentials.admin_password_file(paths)),
         "--metrics-port", str(opts.metrics_port), *s3,
     ])  # fmt: skip
     port = starter.wait_serving(SCHEDULER, time.monotonic() + opts.timeout_seconds)

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ REPORT = common_pb2.ScriptReportKind
 # Determined's master logs this (then the exit code) for a trial whose process exited non-zero;
 # its users and its e2e tests look for it in the trial's log.
 RESOURCES_FAILED = "resources failed with non-zero exit code"
+# A RUN_STEP ends early to send the script's reports once the oldest has waited this long.
+REPORT_FLUSH_SECONDS = 1.0
 
 
 class ScriptFailed(RuntimeError):
@@ -98,6 +101,7 @@ class CoreApiTrial:
         self._log = _log.get_logger(component="harness")
         self.progress = settings.start_progress
         self._reports: list[common_pb2.ScriptReport] = []
+        self._reports_since: float | None = None  # when the oldest unsent report was made (monotonic)
         self._validations: list[tuple[int, dict[str, Any]]] = []
         self._new_checkpoint = False
         self._exit_code: int | None = None
@@ -183,9 +187,7 @@ class CoreApiTrial:
         target = workload.total_batches
         with self._cv:
             if workload.kind == KIND.WORKLOAD_KIND_RUN_STEP:
-                self._cv.wait_for(
-                    lambda: self.progress >= target or self._new_checkpoint or self._exit_code is not None
-                )
+                self._wait_for_step_end(target)
                 self._check_exit()
                 result.script_progress = min(self.progress, target)
                 result.script_finished = (
@@ -212,9 +214,23 @@ class CoreApiTrial:
                 raise ValueError(f"workload of unknown kind {workload.kind} ({KIND.Name(workload.kind)})")
             result.script_reports.extend(self._reports)
             self._reports.clear()
+            self._reports_since = None
             if self._early_exit is not None:
                 result.early_exit = self._early_exit
         return result
+
+    def _wait_for_step_end(self, target: int) -> None:
+        """Until the script reaches `target`, stores a checkpoint or exits, or its oldest unsent report
+        has waited REPORT_FLUSH_SECONDS: users (and a cancel they send) see its metrics as it makes
+        them, as Determined's master does, not only when a long step ends. Caller holds the lock."""
+        while not (self.progress >= target or self._new_checkpoint or self._exit_code is not None):
+            if self._reports_since is None:
+                self._cv.wait()
+                continue
+            left = self._reports_since + REPORT_FLUSH_SECONDS - time.monotonic()
+            if left <= 0:
+                return
+            self._cv.wait(left)
 
     def _ended_without_metrics(self) -> None:
         """The script exited 0 before its target having reported nothing the searcher hears (an
@@ -276,6 +292,8 @@ class CoreApiTrial:
                 self._validations.append((reached, metrics))
                 del self._validations[:-64]
             self._reports.append(report)
+            if self._reports_since is None:
+                self._reports_since = time.monotonic()
             self._cv.notify_all()
 
     def _validation_progress(self, steps_completed: int, metrics: dict[str, Any]) -> int:

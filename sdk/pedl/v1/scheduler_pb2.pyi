@@ -335,6 +335,7 @@ class CreateExperimentRequest(google.protobuf.message.Message):
     MODEL_DEFINITION_FIELD_NUMBER: builtins.int
     MODEL_DEFINITION_NAME_FIELD_NUMBER: builtins.int
     PAUSED_FIELD_NUMBER: builtins.int
+    QUEUE_IF_NO_AGENT_FITS_FIELD_NUMBER: builtins.int
     config_yaml: builtins.str
     model_definition: builtins.bytes
     """tar.gz of the context directory, entries relative to it."""
@@ -342,6 +343,10 @@ class CreateExperimentRequest(google.protobuf.message.Message):
     """Base name of the context directory (or file), the package name the harness imports."""
     paused: builtins.bool
     """Create it PAUSED (`det e create --paused`): no trial starts until it is activated."""
+    queue_if_no_agent_fits: builtins.bool
+    """Determined's REST API: a trial no connected agent can hold is queued (agents may join later)
+    and the reply warns, where pedl's own clients have it refused at create.
+    """
     def __init__(
         self,
         *,
@@ -349,8 +354,9 @@ class CreateExperimentRequest(google.protobuf.message.Message):
         model_definition: builtins.bytes = ...,
         model_definition_name: builtins.str = ...,
         paused: builtins.bool = ...,
+        queue_if_no_agent_fits: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name", "paused", b"paused"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["config_yaml", b"config_yaml", "model_definition", b"model_definition", "model_definition_name", b"model_definition_name", "paused", b"paused", "queue_if_no_agent_fits", b"queue_if_no_agent_fits"]) -> None: ...
 
 global___CreateExperimentRequest = CreateExperimentRequest
 
@@ -359,15 +365,21 @@ class CreateExperimentResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     EXPERIMENT_FIELD_NUMBER: builtins.int
+    WARNINGS_FIELD_NUMBER: builtins.int
     @property
     def experiment(self) -> global___Experiment: ...
+    @property
+    def warnings(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Why the experiment may wait (queue_if_no_agent_fits): one line each."""
+
     def __init__(
         self,
         *,
         experiment: global___Experiment | None = ...,
+        warnings: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["experiment", b"experiment"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["experiment", b"experiment"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment", b"experiment", "warnings", b"warnings"]) -> None: ...
 
 global___CreateExperimentResponse = CreateExperimentResponse
 

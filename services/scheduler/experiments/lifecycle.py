@@ -50,8 +50,11 @@ class ExperimentLifecycle:
         name: str,
         owner: str = "",
         requester: Principal = ANONYMOUS,
+        warnings: list[str] | None = None,
     ) -> int:
-        """`config_yaml`: the user's YAML, or the config the API already parsed from it (parsed once)."""
+        """`config_yaml`: the user's YAML, or the config the API already parsed from it (parsed once).
+        `warnings`: given (Determined's REST API), a trial no connected agent can hold is queued, as
+        Determined's master queues it (agents may join), and why it waits is appended there."""
         limits = self.state.request_limits
         try:
             if isinstance(config_yaml, ExperimentConfig):
@@ -78,7 +81,12 @@ class ExperimentLifecycle:
         agents = self.state.cluster.agents
         check_environment(agents, config.environment_name)
         check_agent_label(agents, config)
-        check_fits(agents, config)
+        try:
+            check_fits(agents, config)
+        except UserError as e:
+            if warnings is None:
+                raise
+            warnings.append(f"{e}; the experiment is queued until agents that can hold it join")
         warm_start = resolve_source(self.db, config, requester)
         seed = config.experiment_seed if config.experiment_seed is not None else random.randrange(2**31)
         searcher = make_search_method(config, seed)
@@ -90,6 +98,8 @@ class ExperimentLifecycle:
             self.experiments[exp_id] = exp
             self.emit(exp, [], [machine.SearcherDecided(exp.journal.call("initial_operations"))])
         log.info("experiment created", experiment_id=exp_id, searcher=config.searcher_name)
+        for line in warnings or []:
+            log.warning("experiment queued", experiment_id=exp_id, why=line)
         self.state.wake.set()
         return exp_id
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -153,29 +154,32 @@ def _pool(name: str, members: list[scheduler_pb2.Agent], partition: str = "") ->
     }
 
 
-def tasks(request: Request) -> JSONResponse:
-    """The running trials as Determined's allocation summaries (`det slot list` names each
-    busy slot's task from these); pedl runs no other kind of task."""
+def _allocations(request: Request) -> dict[str, dict[str, Any]]:
+    """The running trials as Determined's allocation summaries (`det slot list` names each busy
+    slot's task from these; e2e tests find an experiment's by its name); pedl runs no other task."""
+    c = caller(request)
     summaries: dict[str, Any] = {}
     for a in _agents(request):
         for s in a.slots:
             if not s.trial_id:
                 continue
             allocation = f"trial-{s.trial_id}.1"
-            entry = summaries.setdefault(
-                allocation,
-                {
+            entry = summaries.get(allocation)
+            if entry is None:
+                trial = c.call(
+                    "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=s.trial_id, page_size=1)
+                ).trial
+                entry = summaries[allocation] = {
                     "allocationId": allocation,
                     "taskId": f"trial-{s.trial_id}",
-                    "name": f"Trial {s.trial_id}",
+                    "name": f"Trial {s.trial_id} (Experiment {trial.experiment_id})",  # Determined's name
                     "resourcePool": a.resource_pool or "default",
                     "registeredTime": None,
                     "schedulerType": "fair_share",
                     "slotsNeeded": 0,
                     "resources": [],
                     "proxyPorts": [],
-                },
-            )
+                }
             entry["slotsNeeded"] += 1
             entry["resources"].append(
                 {
@@ -188,4 +192,27 @@ def tasks(request: Request) -> JSONResponse:
                     "exited": None,
                 }
             )
-    return ok({"allocationIdToSummary": summaries})
+    return summaries
+
+
+def tasks(request: Request) -> JSONResponse:
+    """`GET /api/v1/tasks`."""
+    return ok({"allocationIdToSummary": _allocations(request)})
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+def legacy_tasks(request: Request) -> JSONResponse:
+    """`GET /tasks`, the master's older route (Determined's e2e helpers poll it): the same summaries,
+    keyed by allocation, with the field names of Determined's Go structs (snake_case)."""
+    return ok(
+        {
+            allocation: {
+                _snake(k): ([{_snake(rk): rv for rk, rv in r.items()} for r in v] if k == "resources" else v)
+                for k, v in entry.items()
+            }
+            for allocation, entry in _allocations(request).items()
+        }
+    )

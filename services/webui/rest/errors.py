@@ -38,7 +38,7 @@ _REASON = {
 
 
 def is_rest(path: str) -> bool:
-    return path.startswith("/api/v1/") or path == "/api/v1" or path == "/info"
+    return path.startswith("/api/v1/") or path in ("/api/v1", "/info", "/tasks")
 
 
 def response(status: int, message: str) -> JSONResponse:

@@ -118,10 +118,14 @@ async def create_experiment(request: Request) -> JSONResponse:
         model_definition=archive,
         model_definition_name="model_def",
         paused=fields.get("activate") is False,  # `--paused`: created PAUSED, no trial starts first
+        queue_if_no_agent_fits=True,  # as Determined's master: queued, with a warning
     )
     reply = await run_in_threadpool(c.call, "CreateExperiment", message)
     value = experiment_json(reply.experiment)
-    return ok({"experiment": value, "config": value["config"], "warnings": []})
+    # Determined's one launch warning: its client prints that the job needs more slots than the
+    # cluster has now (the scheduler's own line says which, in its log).
+    warnings = ["LAUNCH_WARNING_CURRENT_SLOTS_EXCEEDED"] if reply.warnings else []
+    return ok({"experiment": value, "config": value["config"], "warnings": warnings})
 
 
 def model_definition(request: Request) -> JSONResponse:

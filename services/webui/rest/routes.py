@@ -49,6 +49,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/v1/agents/{agentId:str}/slots", cluster.slots, methods=GET),
         Route("/api/v1/resource-pools", cluster.resource_pools, methods=GET),
         Route("/api/v1/tasks", cluster.tasks, methods=GET),
+        Route("/tasks", cluster.legacy_tasks, methods=GET),
         Route("/api/v1/job-queues", job_queue.jobs, methods=GET),
         Route("/api/v1/job-queues", job_queue.update, methods=POST),
         Route("/api/v1/job-queues-v2", job_queue.jobs_v2, methods=GET),

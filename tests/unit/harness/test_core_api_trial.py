@@ -256,3 +256,36 @@ def test_a_validation_with_the_searcher_metric_still_answers_a_searcher_length(t
     finally:
         trial.kill()
         server.close()
+
+
+SLOW_SCRIPT = """
+import time
+import determined as det
+with det.core.init() as core:
+    core.train.report_training_metrics(steps_completed=1, metrics={"loss": 0.5})
+    core.train.report_validation_metrics(steps_completed=1, metrics={"x": 0.5})
+    while not core.preempt.should_preempt():
+        time.sleep(0.05)
+"""
+
+
+def test_reports_of_a_script_far_from_its_target_are_sent_without_waiting_for_the_step(tmp_path) -> None:
+    """A script that reports, then works on for long (a noop trial's sleeps, a slow epoch): its metrics
+    reach the scheduler while it runs, not only when it reaches the step's target or exits, so a user
+    sees them and a cancel sent on seeing them finds the trial still running."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "train.py").write_text(SLOW_SCRIPT)
+    settings = ScriptSettings(
+        command=[sys.executable, "train.py"], model_dir=tmp_path / "model", chief=True, searcher_metric="x"
+    )
+    trial, server = start_script(tmp_path, settings)
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10**6))
+        assert step.script_progress == 1 and not step.script_finished
+        kinds = [r.kind for r in step.script_reports]
+        assert kinds == [REPORT.SCRIPT_REPORT_KIND_TRAINING, REPORT.SCRIPT_REPORT_KIND_VALIDATION]
+        trial.run_workload(workload(KIND.WORKLOAD_KIND_CHECKPOINT_MODEL, 1))  # stop: the script exits
+        assert trial.wait_for_exit() == 0
+    finally:
+        trial.kill()
+        server.close()

@@ -243,3 +243,21 @@ def test_an_agent_lost_is_an_infrastructure_failure_named_in_the_wait() -> None:
     (restart,) = [e for e in effects if isinstance(e, m.Restart)]
     assert not restart.counted and restart.why == "agent a3 was lost"
     assert new.trial(1).restarts == 5 and not new.trial(1).running
+
+
+@pytest.mark.parametrize("exit_code", [0, -9, 1])
+def test_a_cancel_after_the_last_work_but_before_the_exit_wins(exit_code: int) -> None:
+    """Determined's cancel of a trial that did all its work (its last validation sent) but has not
+    exited yet: the experiment ends CANCELED, whether the run then exits cleanly, is killed by the
+    cancel, or fails on its way out."""
+    done = trial(terminated=True, completed=True, batches_trained=20)
+    killed, effects = m.handle(experiment(done), m.ExperimentKillRequested())
+    assert effects == [m.SetExperimentState("CANCELED"), m.KillRun(1), m.Settle()]
+    _, effects = m.handle(killed, m.RunExited(1, exit_code=exit_code, killed=exit_code == -9))
+    assert effects == [m.EndTrial(1, "CANCELED"), m.Settle(), m.Wake()]
+    assert m.experiment_end(
+        "CANCELED", 0, searcher_done=False, searcher_failed=False, trial_states=["CANCELED"]
+    ) == (
+        "CANCELED",
+        "",
+    )
