@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -81,23 +81,52 @@ def trial_checkpoints(request: Request) -> JSONResponse:
 
 async def trial_metrics(request: Request) -> Response:
     """Determined's `GET /api/v1/trials/metrics/trial_metrics?trialIds=&group=` (the SDK's
-    `iter_metrics`): one trial's reports, following until it ends."""
+    `iter_metrics`, `stream_trials_metrics`): the trials' stored reports, trial by trial in id order,
+    and then the end, as Determined's master answers it: it never follows, so a running or PAUSED
+    trial's stream ends too (pedl's own followers, the CLI and the web UI, ask the scheduler with
+    `follow` and keep that)."""
     c = caller(request)
     ids = request.query_params.getlist("trialIds")
-    if len(ids) != 1 or not ids[0].isdigit():
-        raise GatewayError(400, "give one trialIds (pedl streams one trial's metrics per request)")
+    if not ids:
+        raise GatewayError(400, "must specify at least one trialId")
+    bad = next((i for i in ids if not i.isdigit()), None)
+    if bad is not None:
+        raise GatewayError(400, f"trialIds must be trial ids, not {bad[:40]!r}")
     group = request.query_params.get("group") or "training"
     if group not in _GROUPS:
         raise GatewayError(400, f'group must be "training" or "validation", not {group[:40]!r}')
-    trial_id = int(ids[0])
-    message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=True, kind=_GROUPS[group])
-    call = c.gateway.stream(c.token, "GetMetrics", message)
+
+    def start(trial_id: int) -> Any:
+        message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=False, kind=_GROUPS[group])
+        return c.gateway.stream(c.token, "GetMetrics", message)
 
     def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
         reports = metric_reports(reply, group)
         return results([{"metrics": reports}]) if reports else ""
 
-    return await ndjson(call, encode)
+    return await ndjson(InTurn(start, sorted(int(i) for i in ids)), encode)
+
+
+class InTurn:
+    """Several scheduler streams read one after another as one call; `.cancel()` ends the lot.
+    Each is started only when the one before it has ended."""
+
+    def __init__(self, start: Callable[[int], Any], keys: list[int]) -> None:
+        self._start, self._keys = start, keys
+        self._current: Any = None
+        self._cancelled = False
+
+    def __iter__(self) -> Iterator[Any]:
+        for key in self._keys:
+            if self._cancelled:
+                return
+            self._current = self._start(key)
+            yield from self._current
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._current is not None:
+            self._current.cancel()
 
 
 def metric_reports(reply: scheduler_pb2.GetMetricsResponse, group: str) -> list[dict[str, Any]]:
