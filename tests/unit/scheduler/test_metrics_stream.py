@@ -92,6 +92,31 @@ def test_following_sends_only_new_rows_and_ends_with_the_experiment() -> None:
     assert len(waits) == 2
 
 
+def test_a_paused_trials_rows_end_at_once_unless_followed_and_a_follower_waits_out_the_pause() -> None:
+    """Determined's REST stream (no follow) ends after a PAUSED trial's stored rows; pedl's own
+    followers (CLI, web UI) keep following a paused trial, which may resume, until it ends."""
+    s, _, (a, _b) = with_results(steps_per_trial=2)
+    trial_ops.set_trial_state(s, a, "PAUSED")
+    s.flush()
+    waits = []
+    training = scheduler_pb2.METRIC_KIND_TRAINING
+    rows = collect(s, query(trial_id=a, kind=training), on_wait=lambda: waits.append(1))
+    assert [batches for _, _, batches, _ in rows] == [100, 200] and waits == []
+
+    def resume_then_end() -> None:
+        waits.append(1)
+        if len(waits) == 1:  # still paused: nothing new
+            return
+        trial_ops.set_trial_state(s, a, "ACTIVE")
+        result_ops.record_step(s, a, 3, 300, 100, json.dumps({"loss": 0.1}), "t")
+        trial_ops.end_trial(s, a, "COMPLETED", "", "t9")
+        s.flush()
+
+    waits.clear()
+    rows = collect(s, query(trial_id=a, kind=training, follow=True), on_wait=resume_then_end)
+    assert [batches for _, _, batches, _ in rows] == [100, 200, 300] and len(waits) == 2
+
+
 def test_unknown_targets_and_bad_requests_are_refused_by_name() -> None:
     s, exp_id, _ = with_results()
     with pytest.raises(LookupError, match="trial 999 not found"):
