@@ -30,7 +30,10 @@ class _Fold:
             self.kinds.add(_kind(value))
             return
         self.total += value
-        self.low, self.high = min(self.low, value), max(self.high, value)
+        if math.isnan(value) or math.isnan(self.low):  # as Determined's (Go's) min and max: NaN sticks
+            self.low = self.high = math.nan
+        else:
+            self.low, self.high = min(self.low, value), max(self.high, value)
 
     def summary(self) -> dict[str, Any]:
         if not self.numeric:

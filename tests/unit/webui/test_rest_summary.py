@@ -25,3 +25,15 @@ def test_a_group_without_reports_is_absent_and_non_numbers_keep_only_count_last_
     assert "validation_metrics" not in got and summary_metrics([], []) == {}
     assert got["avg_metrics"]["phase"] == {"count": 2, "last": "main", "type": "string"}
     assert got["avg_metrics"]["ok"] == {"count": 1, "last": True, "type": "boolean"}
+
+
+def test_a_nan_report_makes_min_max_and_mean_nan_as_determineds_master_does() -> None:
+    """Determined's e2e test_pause_and_nan_validations reports NaN losses; its master's min and max
+    (Go's math.Min/Max) turn NaN for good once one is seen, spelled "NaN" in REST JSON."""
+    from pedl_webui.rest.common import ok
+
+    got = summary_metrics([{"loss": 1.0}, {"loss": float("nan")}, {"loss": 0.5}], [{"loss": float("nan")}])
+    body = ok(got).body.decode()
+    training = '"avg_metrics":{"loss":{"count":3,"min":"NaN","max":"NaN","mean":"NaN","sum":"NaN","last":0.5'
+    assert training in body
+    assert '"validation_metrics":{"loss":{"count":1,"min":"NaN","max":"NaN"' in body
