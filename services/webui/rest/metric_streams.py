@@ -127,11 +127,13 @@ def _group(values: Mapping[str, str]) -> str:
         group_kind(group)  # one 400 for a custom group
         return group
     metric_type = values.get("metric_type", "")
+    if metric_type in ("METRIC_TYPE_PROFILING", "3"):
+        raise GatewayError(400, "pedl records no profiling metrics: ask for training or validation ones")
     if metric_type not in _METRIC_TYPE:
         raise GatewayError(
             400,
-            "give metric_type METRIC_TYPE_TRAINING or METRIC_TYPE_VALIDATION (or group), "
-            f"not {metric_type[:40]!r}: pedl records no profiling metrics in these streams",
+            "give metric_type METRIC_TYPE_TRAINING or METRIC_TYPE_VALIDATION (or group "
+            f"training or validation), not {metric_type[:40]!r}",
         )
     return _METRIC_TYPE[metric_type]
 
