@@ -39,6 +39,7 @@ from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import timelines as timeline_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage_check import StorageCheckError, check_checkpoint_storage
+from pedl_scheduler.trial_lookup import TrialLookup
 from pedl_server_auth import authz, current_principal
 from pedl_server_auth.authz import Access
 
@@ -48,7 +49,7 @@ TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 _Servicer = scheduler_pb2_grpc.SchedulerServiceServicer
 
 
-class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, _Servicer):
+class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, TrialLookup, _Servicer):
     def __init__(
         self,
         manager: ExperimentManager,
@@ -336,10 +337,7 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, _Servi
     async def GetTrial(  # noqa: N802
         self, request: scheduler_pb2.GetTrialRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.GetTrialResponse:
-        await self._require_trial(request.trial_id, context)
-        row = trial_ops.trial(self.db, request.trial_id)
-        if row is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
+        row = await self._asked_trial(request, context)
         try:
             found = trial_pages.requested_page(self.db, row["id"], request)
         except paging.PageError as e:

@@ -668,6 +668,7 @@ class GetTrialRequest(google.protobuf.message.Message):
     PAGE_SIZE_FIELD_NUMBER: builtins.int
     PAGE_TOKEN_FIELD_NUMBER: builtins.int
     INCLUDE_DELETED_CHECKPOINTS_FIELD_NUMBER: builtins.int
+    CHECKPOINT_UUID_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     page_size: builtins.int
     """Most steps in one page (by total_batches), capped at 2000; the page's validations and
@@ -680,6 +681,10 @@ class GetTrialRequest(google.protobuf.message.Message):
     """Also the checkpoints garbage collection or a user deleted (state DELETED, DELETING or MISSING):
     Determined's workload listings show every checkpoint a trial took.
     """
+    checkpoint_uuid: builtins.str
+    """Instead of trial_id: the trial that took this checkpoint, deleted or not (Determined's
+    GET /api/v1/checkpoints/{uuid} answers a deleted checkpoint with its record).
+    """
     def __init__(
         self,
         *,
@@ -687,8 +692,9 @@ class GetTrialRequest(google.protobuf.message.Message):
         page_size: builtins.int = ...,
         page_token: builtins.str = ...,
         include_deleted_checkpoints: builtins.bool = ...,
+        checkpoint_uuid: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
 
 global___GetTrialRequest = GetTrialRequest
 

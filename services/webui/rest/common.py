@@ -3,8 +3,9 @@ pagination objects and Determined's enum spellings for pedl's states."""
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,18 +182,21 @@ def page(rows: list[Any], offset: int, limit: int, key: str, total: int | None =
 
 
 async def ndjson(
-    call: Any, encode: Callable[[Any], str], done: Callable[[], bool] = lambda: False
+    call: Any, encode: Callable[[Any], str | Awaitable[str]], done: Callable[[], bool] = lambda: False
 ) -> StreamingResponse:
     """A scheduler stream as grpc-gateway streams: `encode` gives each message's lines, one
     `{"result": ...}` each; a failure is an `{"error": ...}` line (Determined's client parses every
     line, so there are no keepalive lines). The response ends when the stream does, or as soon as
-    `done()` says so after a message (a head of `limit` lines: the call is cancelled then)."""
+    `done()` says so after a message (a head of `limit` lines: the call is cancelled then). An
+    `encode` that must ask the scheduler more may be a coroutine function."""
     relay, first = await open_relay(call, KEEPALIVE_SECONDS)
 
     async def lines() -> AsyncIterator[bytes]:
         async for item in relay.items(first):
             if item.kind == "message":
                 text = encode(item.value)
+                if inspect.isawaitable(text):
+                    text = await text
                 if text:
                     yield text.encode()
                 if done():

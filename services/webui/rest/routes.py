@@ -16,6 +16,7 @@ from pedl_webui.rest import (
     logs,
     master,
     metric_reports,
+    metric_stream_routes,
     projects,
     time_series,
     trials,
@@ -54,6 +55,12 @@ def routes() -> list[BaseRoute]:
         Route("/api/v1/job-queues", job_queue.update, methods=POST),
         Route("/api/v1/job-queues-v2", job_queue.jobs_v2, methods=GET),
         Route("/api/v1/experiments", experiments.list_experiments, methods=GET),
+        Route(
+            "/api/v1/experiments/metrics-stream/metric-names", metric_stream_routes.metric_names, methods=GET
+        ),
+        Route(f"{EXP}/metrics-stream/batches", metric_stream_routes.metric_batches, methods=GET),
+        Route(f"{EXP}/metrics-stream/trials-snapshot", metric_stream_routes.trials_snapshot, methods=GET),
+        Route(f"{EXP}/metrics-stream/trials-sample", metric_stream_routes.trials_sample, methods=GET),
         Route("/api/v1/experiments", projects.create_experiment, methods=POST),
         Route(EXP, experiments.get_experiment, methods=GET),
         Route(EXP, experiments.patch, methods=PATCH),

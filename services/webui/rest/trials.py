@@ -178,8 +178,27 @@ def get_checkpoint(request: Request) -> JSONResponse:
         with CheckpointStoreClient(_store(c), token=c.token) as store:
             ck = store.get(uuid)
     except CheckpointError as e:
-        raise GatewayError(404 if "not found" in str(e).lower() else 502, str(e)) from None
+        if "not found" not in str(e).lower():
+            raise GatewayError(502, str(e)) from None
+        return ok({"checkpoint": recorded_checkpoint(c, uuid)})  # deleted: the scheduler's record
     return ok({"checkpoint": _shaped(c, ck)})
+
+
+def recorded_checkpoint(c: Caller, uuid: str) -> dict[str, Any]:
+    """A checkpoint the store no longer holds (deleted by a user or garbage collection), as the
+    scheduler recorded it, with its state (STATE_DELETED): Determined keeps a deleted checkpoint's
+    record and answers it so. A 404 for a uuid the scheduler never recorded."""
+    first = c.call("GetTrial", scheduler_pb2.GetTrialRequest(checkpoint_uuid=uuid, page_size=1))
+    trial_id = first.trial.id
+    found = None
+    validations: dict[int, scheduler_pb2.Validation] = {}
+    for reply in trial_pages(c, trial_id, with_deleted=True):
+        validations.update((v.total_batches, v) for v in reply.validations)
+        found = found or next((ck for ck in reply.checkpoints if ck.uuid == uuid), None)
+    if found is None:  # deleted with its trial meanwhile
+        raise GatewayError(404, f"checkpoint {uuid!r} not found")
+    exp = c.call("GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=first.trial.experiment_id))
+    return checkpoint_json(found, exp.experiment, first.trial, validations.get(found.total_batches))
 
 
 def _shaped(c: Caller, ck: common_pb2.Checkpoint) -> dict[str, Any]:

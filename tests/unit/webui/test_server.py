@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -45,15 +46,22 @@ class StandInGateway:
         return scheduler_pb2.GetExperimentResponse(experiment=exp)
 
 
-@pytest.fixture
-def url() -> Iterator[str]:
-    server = Server(build_app(StandInGateway()), "127.0.0.1", 0)  # type: ignore[arg-type]
+@contextlib.contextmanager
+def serving(gateway: Any) -> Iterator[str]:
+    """The web app on a free port of 127.0.0.1 in front of `gateway`; its URL."""
+    server = Server(build_app(gateway), "127.0.0.1", 0)
     thread = server.start_thread()
     try:
         yield f"http://127.0.0.1:{server.port}"
     finally:
         server.stop()
         thread.join(10)
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with serving(StandInGateway()) as address:
+        yield address
 
 
 def request(url: str, path: str, body: Any = None, cookie: str = "", content_type: str = "application/json"):  # noqa: ANN201
