@@ -55,9 +55,19 @@ class SchedulerState:
 
     def notify(self) -> None:
         """Wakes the API's followers (log streams) once per loop turn, however many events it held."""
-        if not self._notifying:
-            self._notifying = True
-            asyncio.get_event_loop().create_task(self._notify_all())
+        if self._notifying:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the loop (a test driving the manager synchronously)
+            try:
+                loop = asyncio.get_event_loop_policy().get_event_loop()
+            except RuntimeError:
+                return  # no loop at all, so no follower waits on one
+        if loop.is_closed():
+            return
+        self._notifying = True
+        loop.create_task(self._notify_all())
 
     async def _notify_all(self) -> None:
         self._notifying = False

@@ -61,3 +61,15 @@ def test_a_trial_that_fits_gives_no_warning(manager) -> None:
     warnings: list[str] = []
     m.create_experiment(CONFIG.replace("1000", "2"), b"model", "model", warnings=warnings)
     assert warnings == []
+
+
+def test_a_kill_from_outside_any_event_loop_still_cancels(manager) -> None:
+    """After an `asyncio.run` elsewhere in the process no event loop is current; a kill made
+    synchronously then (a script or test driving the manager) must not fail on waking followers."""
+    import asyncio
+
+    m, _ = manager
+    asyncio.get_event_loop_policy().set_event_loop(None)  # what asyncio.run leaves behind
+    exp_id = m.create_experiment(CONFIG, b"model", "model", warnings=[])
+    m.kill_experiment(exp_id)
+    assert experiment_ops.experiment_state(m.db, exp_id) == "CANCELED"
