@@ -5,25 +5,24 @@ shape, and bad input is one 400 line with nothing stored."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_auth import create_user
 
 from pedl import _grpc
 from pedl._metrics import from_struct
 from pedl.context import pack
-from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from pedl_webui.app import build_app
 from pedl_webui.gateway import Gateway
 from pedl_webui.serve import Server
 from support.models import tiny_config, write_tiny_model
-from support.processes import local_cluster, login
+from support.processes import local_cluster
+from support.rest import rest_call
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +36,7 @@ class Setup:
 
 
 def http(setup: Setup, who: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Authorization": f"Bearer {setup.tokens[who]}", "Content-Type": "application/json"}
-    req = urllib.request.Request(setup.url + path, data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+    return rest_call(setup.url, setup.tokens[who] if who else None, method, path, body)
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +44,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     tmp = tmp_path_factory.mktemp("rest-metrics")
     # No agent: the trial stays queued, as an unmanaged script's trial would be to the scheduler.
     with local_cluster(tmp / "cluster", agents=0) as cluster:
-        with _grpc.channel(cluster.master) as channel:
-            users = auth_pb2_grpc.AuthServiceStub(channel)
-            meta = (("authorization", f"Bearer {cluster.token}"),)
-            for name in ("alice", "bob"):
-                request = auth_pb2.CreateUserRequest(username=name, password=name * 3)
-                users.CreateUser(request, timeout=60, metadata=meta)
-        tokens = {name: login(cluster.master, name, name * 3) for name in ("alice", "bob")}
+        tokens = {name: create_user(cluster, name) for name in ("alice", "bob")}
         tokens["admin"] = cluster.token
         packed = pack(write_tiny_model(Path(tmp) / "model"))
         with _grpc.channel(cluster.master) as channel:

@@ -19,12 +19,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from pedl.v1 import scheduler_pb2
-from pedl_webui import configs
 from pedl_webui.gateway import GatewayError, error_of
 from pedl_webui.rest.common import Caller, caller, ok
 from pedl_webui.rest.metric_reports import GROUPS, Kind, group_kind
-from pedl_webui.rest.shapes import trial_json
-from pedl_webui.rest.trials import _trial
+from pedl_webui.rest.trials import _trial, trial_value
 
 MAX_TRIALS = 100  # trials in one request
 _METRIC_TYPE = {"METRIC_TYPE_TRAINING": "training", "METRIC_TYPE_VALIDATION": "validation"}
@@ -153,16 +151,7 @@ def _series(c: Caller, query: TimeSeriesQuery, trial_id: int) -> list[scheduler_
 
 def _compared(c: Caller, query: TimeSeriesQuery, trial_id: int) -> dict[str, Any]:
     detail, exp = _trial(c, trial_id)
-    space = configs.hparam_space(configs.experiment_config(exp.experiment))
-    trial = trial_json(
-        detail.trial,
-        space,
-        list(detail.validations),
-        list(detail.checkpoints),
-        exp.experiment.searcher_metric,
-        exp.experiment.smaller_is_better,
-    )
-    return {"trial": trial, "metrics": downsampled(query, _series(c, query, trial_id))}
+    return {"trial": trial_value(detail, exp), "metrics": downsampled(query, _series(c, query, trial_id))}
 
 
 def _compare(c: Caller, query: TimeSeriesQuery) -> dict[str, Any]:

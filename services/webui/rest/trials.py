@@ -42,11 +42,12 @@ def _trial(
     return reply, exp
 
 
-def get_trial(request: Request) -> JSONResponse:
-    c = caller(request)
-    detail, exp = _trial(c, path_id(request, "trialId"))
+def trial_value(
+    detail: scheduler_pb2.GetTrialResponse, exp: scheduler_pb2.GetExperimentResponse
+) -> dict[str, Any]:
+    """A trial in Determined's JSON, typed by its experiment's hyperparameter space."""
     space = configs.hparam_space(configs.experiment_config(exp.experiment))
-    value = trial_json(
+    return trial_json(
         detail.trial,
         space,
         list(detail.validations),
@@ -54,6 +55,12 @@ def get_trial(request: Request) -> JSONResponse:
         exp.experiment.searcher_metric,
         exp.experiment.smaller_is_better,
     )
+
+
+def get_trial(request: Request) -> JSONResponse:
+    c = caller(request)
+    detail, exp = _trial(c, path_id(request, "trialId"))
+    value = trial_value(detail, exp)
     value["summaryMetrics"] = summary_of(c, detail.trial.id)
     return ok({"trial": value})
 
