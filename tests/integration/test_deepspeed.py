@@ -1,5 +1,6 @@
 """Determined's DeepSpeedTrial on 2 slots of a real cluster, DeepSpeed's CPU accelerator over gloo:
-trains, validates and checkpoints with ZeRO stage 1 (each rank's optimizer partition)."""
+trains, validates and checkpoints with ZeRO stage 1; and ZeRO stages 1, 2 and 3 each checkpoint
+every rank's partitions (stage 3 its parameters' too) and resume exactly on 2 gloo ranks."""
 
 from __future__ import annotations
 
@@ -61,8 +62,19 @@ def test_a_deepspeed_trial_trains_two_slots_with_zero_and_checkpoints(cluster, t
     assert detail.checkpoints and detail.checkpoints[-1].total_batches == 8
 
 
+# What each ZeRO stage's checkpoint holds on 2 ranks: stages 1 and 2 partition the optimizer state
+# (one model file), stage 3 the parameters too (one model file per rank).
+_OPTIM = [f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" for r in (0, 1)]
+ZERO_FILES = {
+    1: sorted(["mp_rank_00_model_states.pt", *_OPTIM]),
+    2: sorted(["mp_rank_00_model_states.pt", *_OPTIM]),
+    3: sorted([*_OPTIM, *(f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" for r in (0, 1))]),
+}
+
+
+# One launch for the three stages: DeepSpeed's import is most of its minute.
 @pytest.mark.timeout(600)
-def test_a_zero_checkpoint_holds_every_ranks_partition_and_resumes_exactly(python, tmp_path) -> None:
+def test_each_zero_stage_checkpoints_every_ranks_partition_and_resumes_exactly(python, tmp_path) -> None:
     model = write_model(tmp_path / "ds")
     (tmp_path / "driver.py").write_text(RESUME_DRIVER)
     out = tmp_path / "out"
@@ -76,9 +88,10 @@ def test_a_zero_checkpoint_holds_every_ranks_partition_and_resumes_exactly(pytho
         "--master-port",
         str(free_port()),
     ]
+    stages = ",".join(str(s) for s in ZERO_FILES)
     # Its own session, so that the launcher and both ranks are ended together even on failure.
     process = subprocess.Popen(
-        [*command, str(tmp_path / "driver.py"), str(model), str(out)],
+        [*command, str(tmp_path / "driver.py"), str(model), str(out), stages],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -91,12 +104,10 @@ def test_a_zero_checkpoint_holds_every_ranks_partition_and_resumes_exactly(pytho
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert process.returncode == 0, output[-3000:]
-    partitions = sorted(p.name for p in (out / "rank0" / "model0").glob("zero_pp_rank_*_optim_states.pt"))
-    assert partitions == [
-        "zero_pp_rank_0_mp_rank_00_optim_states.pt",
-        "zero_pp_rank_1_mp_rank_00_optim_states.pt",
-    ]
-    for rank in range(2):
-        result = json.loads((out / f"result{rank}.json").read_text())
-        assert result["resumed_at"] == 3
-        assert result["resumed"] == result["uninterrupted"]
+    for stage, files in ZERO_FILES.items():
+        stored = sorted(p.name for p in (out / f"stage{stage}" / "rank0" / "model0").iterdir())
+        assert stored == files, f"ZeRO stage {stage}"
+        for rank in range(2):
+            result = json.loads((out / f"stage{stage}" / f"result{rank}.json").read_text())
+            assert result["resumed_at"] == 3, f"ZeRO stage {stage}"
+            assert result["resumed"] == result["uninterrupted"], f"ZeRO stage {stage}"

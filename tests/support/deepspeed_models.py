@@ -112,8 +112,10 @@ def deepspeed_python() -> tuple[str | None, str]:
     return done.stdout.strip().splitlines()[-1], ""
 
 
-# Run on each rank by torch.distributed.run, as pedl's harness builds a trial: 3 batches, a
-# checkpoint, 2 more; then a fresh controller loads the checkpoint and trains the same 2 batches.
+# Run on each rank by torch.distributed.run, as pedl's harness builds a trial, once per ZeRO stage
+# named in argv[3] ("1,2,3"; DeepSpeed is imported once): 3 batches, a checkpoint, 2 more; then a
+# fresh controller loads the checkpoint and trains the same 2 batches. Each stage's files go to
+# <out>/stage<N>/rank<R>, its losses to <out>/stage<N>/result<R>.json.
 RESUME_DRIVER = """
 import json, os, sys
 import torch.distributed as dist
@@ -124,19 +126,22 @@ from pedl import _trial_context
 _trial_context.set_experiment_config({})
 sys.path.insert(0, sys.argv[1])
 import model_def
-out, rank = sys.argv[2], dist.get_rank()
-hparams = {"lr": 0.1, "zero_stage": 1}
-first = model_def.TinyDeepSpeedTrial.create_controller(hparams, None, "test")
-first.train_until(3)
-mine = os.path.join(out, f"rank{rank}")
-os.makedirs(mine)
-first.save(mine)
-uninterrupted = first.train_until(5).metrics["loss"]
-dist.barrier()
-second = model_def.TinyDeepSpeedTrial.create_controller(hparams, None, "test")
-second.load(os.path.join(out, "rank0"))  # the chief's directory is the checkpoint pedl stores
-resumed_at = second.batches_trained
-resumed = second.train_until(5).metrics["loss"]
-with open(os.path.join(out, f"result{rank}.json"), "w") as f:
-    json.dump({"uninterrupted": uninterrupted, "resumed": resumed, "resumed_at": resumed_at}, f)
+rank = dist.get_rank()
+for stage in (int(s) for s in sys.argv[3].split(",")):
+    out = os.path.join(sys.argv[2], f"stage{stage}")
+    hparams = {"lr": 0.1, "zero_stage": stage}
+    first = model_def.TinyDeepSpeedTrial.create_controller(hparams, None, "test")
+    first.train_until(3)
+    mine = os.path.join(out, f"rank{rank}")
+    os.makedirs(mine)
+    first.save(mine)
+    uninterrupted = first.train_until(5).metrics["loss"]
+    dist.barrier()
+    second = model_def.TinyDeepSpeedTrial.create_controller(hparams, None, "test")
+    second.load(os.path.join(out, "rank0"))  # the chief's directory is the checkpoint pedl stores
+    resumed_at = second.batches_trained
+    resumed = second.train_until(5).metrics["loss"]
+    with open(os.path.join(out, f"result{rank}.json"), "w") as f:
+        json.dump({"uninterrupted": uninterrupted, "resumed": resumed, "resumed_at": resumed_at}, f)
+    dist.barrier()
 """
