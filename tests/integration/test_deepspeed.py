@@ -4,19 +4,15 @@ every rank's partitions (stage 3 its parameters' too) and resume exactly on 2 gl
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 
 import pytest
 from test_cluster import logs, stub, submit, wait
 
 from pedl._metrics import from_struct
 from pedl.v1 import common_pb2, scheduler_pb2
-from support.deepspeed_models import RESUME_DRIVER, config, deepspeed_python, write_model
-from support.processes import free_port, local_cluster
+from support.deepspeed_models import RESUME_DRIVER, config, deepspeed_python, launch_ranks, write_model
+from support.processes import local_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -79,31 +75,9 @@ def test_each_zero_stage_checkpoints_every_ranks_partition_and_resumes_exactly(p
     (tmp_path / "driver.py").write_text(RESUME_DRIVER)
     out = tmp_path / "out"
     out.mkdir()
-    command = [
-        python,
-        "-m",
-        "torch.distributed.run",
-        "--nproc-per-node",
-        "2",
-        "--master-port",
-        str(free_port()),
-    ]
     stages = ",".join(str(s) for s in ZERO_FILES)
-    # Its own session, so that the launcher and both ranks are ended together even on failure.
-    process = subprocess.Popen(
-        [*command, str(tmp_path / "driver.py"), str(model), str(out), stages],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=540)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    assert process.returncode == 0, output[-3000:]
+    code, output = launch_ranks(python, tmp_path / "driver.py", [str(model), str(out), stages], ranks=2)
+    assert code == 0, output[-3000:]
     for stage, files in ZERO_FILES.items():
         stored = sorted(p.name for p in (out / f"stage{stage}" / "rank0" / "model0").iterdir())
         assert stored == files, f"ZeRO stage {stage}"

@@ -3,10 +3,16 @@ config written as Determined's docs write one (`determined.launch.deepspeed --tr
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import signal
 import subprocess
 import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from support.processes import free_port
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -36,6 +42,10 @@ class TinyDeepSpeedTrial(DeepSpeedTrial):
             "zero_optimization": {"stage": context.get_hparam("zero_stage")},
             "zero_allow_untested_optimizer": True,
         }
+        # "fp16" or "bf16" (the GPU tests'): DeepSpeed keeps the model's parameters in that type.
+        precision = context.get_hparams().get("precision", "fp32")
+        if precision != "fp32":
+            config[precision] = {"enabled": True}
         engine, _, _, _ = deepspeed.initialize(
             model=model, model_parameters=model.parameters(), config=config
         )
@@ -49,16 +59,21 @@ class TinyDeepSpeedTrial(DeepSpeedTrial):
     def build_validation_data_loader(self):
         return DataLoader(dataset(32, 1), batch_size=self.context.train_micro_batch_size_per_gpu)
 
+    def _inputs(self, x):
+        if self.engine.fp16_enabled():
+            return x.half()
+        return x.bfloat16() if self.engine.bfloat16_enabled() else x
+
     def train_batch(self, dataloader_iter, epoch_idx, batch_idx):
         x, y = self.context.to_device(next(dataloader_iter))
-        loss = self.loss_fn(self.engine(x), y)
+        loss = self.loss_fn(self.engine(self._inputs(x)).float(), y)
         self.engine.backward(loss)
         self.engine.step()
         return {"loss": loss}
 
     def evaluate_batch(self, dataloader_iter, batch_idx):
         x, y = self.context.to_device(next(dataloader_iter))
-        out = self.engine(x)
+        out = self.engine(self._inputs(x)).float()
         return {"validation_loss": self.loss_fn(out, y), "accuracy": (out.argmax(1) == y).float().mean()}
 """
 
@@ -145,3 +160,26 @@ for stage in (int(s) for s in sys.argv[3].split(",")):
         json.dump({"uninterrupted": uninterrupted, "resumed": resumed, "resumed_at": resumed_at}, f)
     dist.barrier()
 """
+
+
+def launch_ranks(
+    python: str, script: Path, args: Sequence[str], ranks: int, env: Mapping[str, str] | None = None
+) -> tuple[int, str]:
+    """Runs `script args` on `ranks` processes under torch.distributed.run (in its own session, so
+    that the launcher and every rank are ended together even on failure); (exit code, output)."""
+    command = [python, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks)]
+    process = subprocess.Popen(
+        [*command, "--master-port", str(free_port()), str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=None if env is None else dict(env),
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=540)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return process.returncode, output

@@ -10,7 +10,16 @@ read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
-suite stands in for those too (test_published_runs: `standin_for`, the server as `http_proxy`)."""
+suite stands in for those too (test_published_runs: `standin_for`, the server as `http_proxy`).
+
+Determined's DeepSpeed examples (`deepspeed/`, `deepspeed_autotune/`) carry no const.yaml: each of
+their configs is one example. They run in the DeepSpeed environment (`scripts/install-deepspeed-env`),
+so DeepSpeed is not counted missing; what else they import is looked up as for the others. The one
+whose imports and data the suite has (0.38's DCGAN) is refused at create, so no DeepSpeed agent is
+started yet. Those
+before 0.38 import attrdict, whose last release (2.0.1, 2019) fails at import on Python 3.10 and
+later (`from collections import Mapping`), so none of them can run unchanged here or on any current
+Python; 0.38's DCGAN reads torchvision's MNIST from its bind mount (`mnist-mount`)."""
 
 from __future__ import annotations
 
@@ -70,6 +79,11 @@ FAILS: dict[tuple[str, str], str] = {
         "refused: invalid experiment config: line 1: entrypoint: determined.launch.tensorflow is not "
         "supported by pedl"
     ),
+    # 0.38's DeepSpeed DCGAN is a script under Determined's DeepSpeed launcher (det_ds.init, Trainer).
+    ("0.38.1", "deepspeed/dcgan/mnist"): (
+        "refused: invalid experiment config: line 8: entrypoint: determined.launch.deepspeed is not "
+        "supported by pedl: pedl runs only '--trial module:Class' with it (a DeepSpeedTrial), not a script"
+    ),
     ("pedl-0.11", "cifar10_cnn_keras"): (
         "failed: the model definition imports keras.datasets.cifar, a module of Keras 2 that the installed"
     ),
@@ -87,7 +101,8 @@ class Example:
     framework: str
     # "iris-url", "iris-proxy" (its code's http:// URLs, answered by the suite as HTTP proxy),
     # "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
-    # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts), "none"
+    # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts),
+    # "mnist-mount" (torchvision's MNIST under `data.dataroot`, a bind mount's container_path), "none"
     # (needs none), "" (no stand-in)
     data: str
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
@@ -114,7 +129,8 @@ class Example:
         if self.framework in _UNSUPPORTED:
             return _UNSUPPORTED[self.framework]
         if self.missing:
-            return f"needs {', '.join(self.missing)}, not in pedl's environment"
+            why = f"needs {', '.join(self.missing)}, not in pedl's environment"
+            return why + (_ATTRDICT if "attrdict" in self.missing else "")
         if self.slots > CLUSTER_SLOTS:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
@@ -122,8 +138,10 @@ class Example:
         return ""
 
 
+_ATTRDICT = (
+    " (attrdict 2.0.1 fails at import on Python 3.10+: cannot import name 'Mapping' from 'collections')"
+)
 _UNSUPPORTED = {
-    "DeepSpeed": "DeepSpeed: runs in its own environment (tests/integration/test_deepspeed.py)",
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
 }
 
@@ -158,7 +176,7 @@ def _data(folder: Path, sources: str, config: str) -> str:
         if 'datasets.MNIST("../data"' in sources:
             return "mnist-parent"
         return "" if re.search(r"datasets\.|download|https?://", sources) else "none"
-    const = yaml.safe_load((folder / "const.yaml").read_text()) or {}
+    const = yaml.safe_load((folder / config).read_text()) or {}
     data = const.get("data") if isinstance(const.get("data"), dict) else {}
     if str(data.get("train_url", "")).endswith("iris_training.csv"):
         return "iris-url"
@@ -167,6 +185,8 @@ def _data(folder: Path, sources: str, config: str) -> str:
         return "mnist-url"
     if "datasets.MNIST(" in sources and 'Path("data")' in sources:
         return "mnist-dir"
+    if "dset.MNIST(" in sources and data.get("dataset") == "mnist" and _mounted(const, data.get("dataroot")):
+        return "mnist-mount"
     # Hard-coded in the code: plain-HTTP URLs the suite answers as the trial's HTTP proxy.
     if _IRIS_HTTP in sources:
         return "iris-proxy"
@@ -180,6 +200,12 @@ def _data(folder: Path, sources: str, config: str) -> str:
     return ""
 
 
+def _mounted(config: dict, path: object) -> bool:
+    """Whether `path` is the container_path of one of the config's bind mounts."""
+    mounts = config.get("bind_mounts") if isinstance(config.get("bind_mounts"), list) else []
+    return bool(path) and any(isinstance(m, dict) and m.get("container_path") == path for m in mounts)
+
+
 def _sources(folder: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in sorted(folder.rglob("*.py")))
 
@@ -191,7 +217,8 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     else:  # a plain script becomes a Core API one stage by stage
         sources = _stage_script(folder, config)
         framework = "Core API" if "core.init" in sources else "other"
-    needs = tuple(sorted(_imports(folder, sources) & absent))
+    # What imports DeepSpeed runs in DeepSpeed's environment: only its other imports can be missing.
+    needs = tuple(sorted(_imports(folder, sources) & absent - {"deepspeed"}))
     raw = yaml.safe_load((folder / config).read_text())
     resources = raw.get("resources") if isinstance(raw.get("resources"), dict) else {}
     slots = int(resources.get("slots_per_trial") or 1)
@@ -209,7 +236,7 @@ def _stage_script(folder: Path, config: str) -> str:
 def _is_stage(folder: Path, config: str) -> bool:
     """Whether `config` is one stage of a Core API tutorial (`core_api`, `core_api_pytorch_mnist`:
     a folder of scripts, each config running one): its own script is what it runs."""
-    return config != "const.yaml" or folder.name.startswith("core_api")
+    return folder.name.startswith("core_api")
 
 
 def _stage_configs(folder: Path) -> list[str]:
@@ -220,6 +247,19 @@ def _stage_configs(folder: Path) -> list[str]:
     for config in sorted(folder.glob("*.yaml")):
         raw = yaml.safe_load(config.read_text())
         if config.name != "const.yaml" and isinstance(raw, dict) and "entrypoint" in raw:
+            found.append(config.name)
+    return found
+
+
+def _deepspeed_configs(folder: Path) -> list[str]:
+    """A DeepSpeed example folder's configs (it has no const.yaml: each config with an entrypoint is
+    one example), or none for any other folder."""
+    if (folder / "const.yaml").exists() or _framework(_sources(folder)) != "DeepSpeed":
+        return []
+    found = []
+    for config in sorted(folder.glob("*.yaml")):
+        raw = yaml.safe_load(config.read_text())
+        if isinstance(raw, dict) and "entrypoint" in raw:
             found.append(config.name)
     return found
 
@@ -244,12 +284,15 @@ def examples() -> list[Example]:
     places: list[tuple[str, str, Path, str]] = []
     roots = [(root.parent.name.lstrip("v"), root) for root in releases()]
     for release, root in [*roots, ("pedl-0.11", pedl_examples())]:
-        folders = sorted({c.parent for c in root.rglob("const.yaml")} | set(root.rglob("core_api")))
+        deepspeed = {c.parent for c in root.glob("deepspeed*/**/*.yaml")}
+        folders = sorted(
+            {c.parent for c in root.rglob("const.yaml")} | set(root.rglob("core_api")) | deepspeed
+        )
         for folder in folders:
             name = folder.relative_to(root).as_posix()
             if _is_example(folder):
                 places.append((release, name, folder, "const.yaml"))
-            for config in _stage_configs(folder):
+            for config in _stage_configs(folder) or _deepspeed_configs(folder):
                 places.append((release, f"{name}/{Path(config).stem}", folder, config))
     wanted = set().union(*(_imports(f, _sources(f)) for f in {p[2] for p in places}))
     absent = missing_modules(wanted)

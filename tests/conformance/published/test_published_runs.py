@@ -92,14 +92,16 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
     hard-codes plain-HTTP URLs gets the suite's server as its `http_proxy`. Data the example reads
     outside its folder comes from `standin` (`standin_for`): its own bind mount's host path pointed
     there, or a bind mount of it added where the example looks (`../data`, relative to the trial's
-    working directory, as Determined's `container_path` reads a relative path)."""
+    working directory, as Determined's `container_path` reads a relative path); `data.dataroot`'s
+    bind mount (`mnist-mount`) has its host path pointed there."""
     raw = yaml.safe_load((example.folder / example.config).read_text())
     data = raw.get("data") or {}
     for key in ("train_url", "test_url", "url"):
         if isinstance(data.get(key), str) and "://" in data[key]:
             data[key] = f"{base_url}/{data[key].rsplit('/', 1)[1]}"
-    if example.data == "wikitext-mount" and standin is not None:
-        mounted = [m for m in raw["bind_mounts"] if m["container_path"] == data["bind_mount_path"]]
+    if example.data in ("wikitext-mount", "mnist-mount") and standin is not None:
+        inside = data["bind_mount_path"] if example.data == "wikitext-mount" else data["dataroot"]
+        mounted = [m for m in raw["bind_mounts"] if m["container_path"] == inside]
         mounted[0]["host_path"] = str(standin)
     elif example.data == "iris-proxy":  # its code's http:// URLs go through the suite's server
         environment = raw.setdefault("environment", {})
@@ -132,7 +134,8 @@ def standin_for(example: Example, folder: Path) -> Path | None:
         for path in [root, *root.rglob("*")]:
             path.chmod(0o777 if path.is_dir() else 0o666)
         return root
-    if example.data == "mnist-parent":  # torchvision's MNIST("../data") finds its files and downloads none
+    # torchvision's MNIST("../data"), or under the mounted dataroot, finds its files and downloads none
+    if example.data in ("mnist-parent", "mnist-mount"):
         write_mnist_raw(folder / "MNIST" / "raw")
         return folder
     return None
