@@ -23,7 +23,8 @@ from support.deepspeed_models import write_model  # noqa: E402
 
 
 def test_the_api_names_import_without_deepspeed() -> None:
-    assert {"DeepSpeedTrial", "DeepSpeedTrialContext", "overwrite_deepspeed_config"} <= set(dir(det_ds))
+    names = {"DeepSpeedTrial", "DeepSpeedTrialContext", "ModelParallelUnit", "get_ds_config_from_hparams"}
+    assert names | {"overwrite_deepspeed_config", "make_data_parallel_mpu"} <= set(dir(det_ds))
     assert det_ds.DeepSpeedTrial.trial_context_class is det_ds.DeepSpeedTrialContext
 
 
@@ -58,3 +59,52 @@ def test_a_deepspeed_trial_passes_the_static_check_under_determineds_launcher(tm
     launched = ["python3", "-m", "determined.launch.deepspeed", "--trial", "model_def:TinyDeepSpeedTrial"]
     check_model_definition(model, launched)
     check_model_definition(model, "model_def:TinyDeepSpeedTrial")
+
+
+def test_get_ds_config_from_hparams_reads_the_named_file_and_merges_the_overrides(tmp_path) -> None:
+    (tmp_path / "ds_config.json").write_text(
+        json.dumps({"train_batch_size": 64, "optimizer": {"type": "Adam"}})
+    )
+    hparams = {"deepspeed_config": "ds_config.json", "overwrite_deepspeed_args": {"train_batch_size": 32}}
+    want = {"train_batch_size": 32, "optimizer": {"type": "Adam"}}
+    assert det_ds.get_ds_config_from_hparams(hparams, tmp_path) == want
+    assert det_ds.get_ds_config_from_hparams({"deepspeed_config": "ds_config.json"}, str(tmp_path)) == {
+        "train_batch_size": 64,
+        "optimizer": {"type": "Adam"},
+    }
+    custom = {"ds": "ds_config.json", "extra": {"fp16": {"enabled": True}}}
+    got = det_ds.get_ds_config_from_hparams(custom, tmp_path, config_key="ds", overwrite_key="extra")
+    assert got["fp16"] == {"enabled": True}
+
+
+def test_get_ds_config_from_hparams_refuses_what_it_cannot_merge(tmp_path) -> None:
+    with pytest.raises(ValueError, match="have no 'deepspeed_config'.*they have lr"):
+        det_ds.get_ds_config_from_hparams({"lr": 0.1}, tmp_path)
+    (tmp_path / "twice.json").write_text('{"train_batch_size": 8, "train_batch_size": 16}')
+    with pytest.raises(ValueError, match=r"duplicate keys \['train_batch_size'\]"):
+        det_ds.get_ds_config_from_hparams({"deepspeed_config": "twice.json"}, tmp_path)
+    (tmp_path / "ok.json").write_text("{}")
+    with pytest.raises(ValueError, match="'overwrite_deepspeed_args' must be a mapping.*got list"):
+        det_ds.get_ds_config_from_hparams(
+            {"deepspeed_config": "ok.json", "overwrite_deepspeed_args": [1]}, tmp_path
+        )
+
+
+def test_set_mpu_takes_data_parallelism_and_refuses_model_or_pipeline_parallelism() -> None:
+    context = det_ds.DeepSpeedTrialContext({}, {})
+    plain = det_ds.make_data_parallel_mpu(context.distributed)
+    assert plain == det_ds.ModelParallelUnit(
+        data_parallel_rank=0,
+        data_parallel_world_size=1,
+        should_report_metrics=True,
+        should_build_data_loader=True,
+    )
+    assert context.mpu == plain
+    context.set_mpu(plain)
+    assert context.mpu == plain
+    # A pipeline stage that builds no data loader (as gpt_neox's does on its middle stages).
+    stage = det_ds.ModelParallelUnit(0, 1, should_report_metrics=False, should_build_data_loader=False)
+    with pytest.raises(RuntimeError, match="does not support DeepSpeed model or pipeline parallelism"):
+        context.set_mpu(stage)
+    with pytest.raises(TypeError, match="takes a determined.pytorch.deepspeed.ModelParallelUnit, got dict"):
+        context.set_mpu({"data_parallel_rank": 0})

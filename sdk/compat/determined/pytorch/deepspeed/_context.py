@@ -16,6 +16,7 @@ from determined._trial_context import TrialContext
 from determined.pytorch._context import PyTorchTrialContext, _ranks
 from determined.pytorch._reducer import Reducers
 from determined.pytorch._tensorboard import TensorboardMethods
+from determined.pytorch.deepspeed._mpu import ModelParallelUnit, make_data_parallel_mpu, refusal
 from pedl.pytorch._data import to_device
 
 
@@ -34,6 +35,7 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
         self._num_micro_batches_per_slot: int | None = None
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
+        self.mpu: ModelParallelUnit = make_data_parallel_mpu(self.distributed)
 
     def wrap_model_engine(self, model: Any) -> Any:
         """Registers a DeepSpeed engine; the first one fixes the micro-batch size and how many
@@ -60,12 +62,13 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
         return model
 
     def set_mpu(self, mpu: Any) -> None:
-        """Refused: pedl shards data over every slot, so model or pipeline parallelism across them
-        (what a model-parallel unit describes) would feed each model replica the wrong shard."""
-        raise RuntimeError(
-            "context.set_mpu(): pedl does not support DeepSpeed model or pipeline parallelism; "
-            "every slot is one data-parallel replica"
-        )
+        """Takes plain data parallelism's unit (`make_data_parallel_mpu(context.distributed)`), what
+        pedl runs anyway; refuses any other: pedl shards data over every slot, so model or pipeline
+        parallelism across them would feed each model replica the wrong shard."""
+        why = refusal(mpu, self.distributed)
+        if why is not None:
+            raise (TypeError if not isinstance(mpu, ModelParallelUnit) else RuntimeError)(why)
+        self.mpu = mpu
 
     def disable_auto_grad_accumulation(self) -> None:
         """train_batch is then called once per batch and draws its micro-batches itself."""
