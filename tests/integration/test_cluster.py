@@ -113,7 +113,7 @@ def wait_for_steps(cluster, exp_id: int, steps: int, timeout: float = 300) -> No
 
 def test_a_killed_experiment_is_canceled(cluster, tmp_path) -> None:
     exp_id = submit(
-        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=1000)
+        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=100)
     )
     wait_for_steps(cluster, exp_id, 1)
     stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id))
