@@ -24,14 +24,12 @@ TERMINAL = {
 }
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    with local_cluster(tmp_path / "cluster") as c:
-        try:
-            yield c
-        except BaseException:
-            print(c.logs())
-            raise
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the module (a start costs ~10 s on a loaded machine): each test submits and
+    reads only its own experiments, and the failing assertions carry the cluster's logs."""
+    with local_cluster(tmp_path_factory.mktemp("cluster")) as c:
+        yield c
 
 
 def stub(cluster) -> scheduler_pb2_grpc.SchedulerServiceStub:
@@ -88,7 +86,7 @@ def test_user_code_that_raises_errors_the_trial_with_its_traceback(cluster, tmp_
     model = write_tiny_model(tmp_path / "broken", build_model_body="raise ValueError('bad layer size')")
     exp_id = submit(cluster, model, tiny_config(extra="max_restarts: 1\n"))
     result = wait(cluster, exp_id)
-    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_ERROR, cluster.logs()
     (trial,) = result.trials
     assert trial.state == common_pb2.TRIAL_STATE_ERROR
     assert trial.restarts == 1 and "max_restarts is 1" in trial.error
@@ -100,7 +98,7 @@ def test_user_code_that_raises_errors_the_trial_with_its_traceback(cluster, tmp_
     assert "restarting trial" in text
     # The services keep serving: a good experiment still completes.
     good = submit(cluster, write_tiny_model(tmp_path / "good"), tiny_config(max_batches=10))
-    assert wait(cluster, good).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
+    assert wait(cluster, good).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
 
 
 def wait_for_steps(cluster, exp_id: int, steps: int, timeout: float = 300) -> None:
@@ -115,12 +113,12 @@ def wait_for_steps(cluster, exp_id: int, steps: int, timeout: float = 300) -> No
 
 def test_a_killed_experiment_is_canceled(cluster, tmp_path) -> None:
     exp_id = submit(
-        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=1000)
+        cluster, write_tiny_model(tmp_path / "long"), tiny_config(max_batches=10**7, batches_per_step=100)
     )
     wait_for_steps(cluster, exp_id, 1)
     stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=exp_id))
     result = wait(cluster, exp_id)
-    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_CANCELED
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_CANCELED, cluster.logs()
     assert result.trials[0].state == common_pb2.TRIAL_STATE_CANCELED
 
 
@@ -132,7 +130,7 @@ def test_python_create_submits_to_the_cluster_named_by_pedl_master(cluster, tmp_
     trial_def = load_model_definition(model).trial_class
     monkeypatch.setenv("PEDL_MASTER", cluster.master)
     experiment = pedl.experimental.create(trial_def, model, config=tiny_config(max_batches=20))
-    assert experiment.wait(timeout=300) == "COMPLETED"
+    assert experiment.wait(timeout=300) == "COMPLETED", cluster.logs()
     assert experiment.top_checkpoint().total_batches == 20
 
 
@@ -140,7 +138,7 @@ def test_checkpoints_beyond_the_save_policy_are_deleted_from_storage(cluster, tm
     config = tiny_config(max_batches=60, validation_period=20) + "min_checkpoint_period:\n  batches: 20\n"
     exp_id = submit(cluster, write_tiny_model(tmp_path / "gc_model"), config)
     result = wait(cluster, exp_id)
-    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
     detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=result.trials[0].id))
     # Listed: the COMPLETED ones, which garbage collection (marking them DELETING first) may have begun on.
     assert {c.total_batches for c in detail.checkpoints} <= {20, 40, 60}

@@ -40,9 +40,10 @@ def write_plain_loop(directory: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def one_agent_cluster(tmp_path_factory):
-    """One cluster for the tests below that need a default one: a start costs ~10 s on a loaded
-    machine; each test counts only its own experiment's trials."""
-    with local_cluster(tmp_path_factory.mktemp("cluster")) as cluster:
+    """One cluster for the tests below but the one that kills an agent: a start costs ~10 s on a loaded
+    machine; each test counts only its own experiment's trials. Two slots: the two-process script
+    takes both, the ASHA search runs two trials at a time, the others take one."""
+    with local_cluster(tmp_path_factory.mktemp("cluster"), agents=1, slots=2) as cluster:
         yield cluster
 
 
@@ -172,34 +173,34 @@ def test_a_script_on_a_killed_agent_resumes_from_its_last_store_path_checkpoint(
         assert [b for b, _ in steps] == [10, 20, 30, 40, 50, 60]
 
 
-def test_asha_on_a_time_metric_stops_and_promotes_script_trials(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=2) as cluster:
-        exp_id = submit(cluster, EXAMPLE, example_config("asha.yaml"))
-        result = wait(cluster, exp_id, timeout=300)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        lengths = sorted(t.total_batches for t in result.trials)
-        # Two rungs (16 and 64 batches): the best quarter goes on to 64, the rest stop at 16.
-        assert lengths[-1] == 64 and lengths[0] < 64, lengths
-        assert all(t.state == common_pb2.TRIAL_STATE_COMPLETED for t in result.trials)
+def test_asha_on_a_time_metric_stops_and_promotes_script_trials(one_agent_cluster) -> None:
+    cluster = one_agent_cluster
+    exp_id = submit(cluster, EXAMPLE, example_config("asha.yaml"))
+    result = wait(cluster, exp_id, timeout=300)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    lengths = sorted(t.total_batches for t in result.trials)
+    # Two rungs (16 and 64 batches): the best quarter goes on to 64, the rest stop at 16.
+    assert lengths[-1] == 64 and lengths[0] < 64, lengths
+    assert all(t.state == common_pb2.TRIAL_STATE_COMPLETED for t in result.trials)
 
 
-def test_a_two_process_script_runs_on_two_slots(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
-        # One restart allowed: once, on a loaded 2-core machine, a rank died in torch's C++ teardown
-        # ("terminate called without an active exception", exit 250); a restart resumes the script
-        # from its checkpoint, which is what this platform is for.
-        exp_id = submit(cluster, EXAMPLE, example_config("distributed.yaml", max_restarts=1))
-        result = wait(cluster, exp_id, timeout=240)
-        assert result.experiment.state == COMPLETED, cluster.logs()
-        steps, validations = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == [10, 20, 30, 40]
-        assert all(m["workers"] == 2 for _, m in steps)
-        assert len(validations) == 4
-        (trial,) = result.trials
-        (checkpoint,) = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id)).checkpoints
-        with CheckpointStoreClient(cluster.store.address) as store:
-            files = {f.path for f in store.get(checkpoint.uuid).files}
-        assert files == {"model-rank0.pt", "model-rank1.pt", "metadata.json"}  # one sharded checkpoint
+def test_a_two_process_script_runs_on_two_slots(one_agent_cluster) -> None:
+    cluster = one_agent_cluster
+    # One restart allowed: once, on a loaded 2-core machine, a rank died in torch's C++ teardown
+    # ("terminate called without an active exception", exit 250); a restart resumes the script
+    # from its checkpoint, which is what this platform is for.
+    exp_id = submit(cluster, EXAMPLE, example_config("distributed.yaml", max_restarts=1))
+    result = wait(cluster, exp_id, timeout=240)
+    assert result.experiment.state == COMPLETED, cluster.logs()
+    steps, validations = trial_history(cluster, exp_id)
+    assert [b for b, _ in steps] == [10, 20, 30, 40]
+    assert all(m["workers"] == 2 for _, m in steps)
+    assert len(validations) == 4
+    (trial,) = result.trials
+    (checkpoint,) = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id)).checkpoints
+    with CheckpointStoreClient(cluster.store.address) as store:
+        files = {f.path for f in store.get(checkpoint.uuid).files}
+    assert files == {"model-rank0.pt", "model-rank1.pt", "metadata.json"}  # one sharded checkpoint
 
 
 LEGACY_OPERATIONS = """

@@ -74,6 +74,21 @@ GENERATIONS = {
     "determined": ("digits_determined_pytorch", DETERMINED),
 }
 
+SHAPES = {"one-slot": {"agents": 1, "slots": 1}, "two-slots": {"agents": 1, "slots": 2}}
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(request, tmp_path_factory):
+    """One cluster of each shape for the tests that leave it as they found it (a start costs ~10 s on
+    a loaded machine; each test reads only its own experiment). Parametrized per module, so pytest
+    runs the tests of one shape together and stops that cluster before it starts the next."""
+    with local_cluster(tmp_path_factory.mktemp("cluster"), **SHAPES[request.param]) as cluster:
+        yield cluster
+
+
+def on_shared(shape: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("shared_cluster", [shape], indirect=True)
+
 
 @pytest.mark.parametrize("generation", sorted(GENERATIONS))
 def test_a_killed_agent_resumes_the_trial_exactly(tmp_path, generation: str) -> None:
@@ -102,8 +117,9 @@ def test_a_killed_agent_resumes_the_trial_exactly(tmp_path, generation: str) -> 
         assert (steps, validations) == trial_history(cluster, reference)
 
 
+@on_shared("one-slot")
 @pytest.mark.parametrize("generation", sorted(GENERATIONS))
-def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
+def test_an_adaptive_asha_search_completes(shared_cluster, generation: str) -> None:
     example, model_config = GENERATIONS[generation]
     model_config = model_config.replace(
         "learning_rate: {type: const, val: 0.05}",
@@ -114,39 +130,41 @@ def test_an_adaptive_asha_search_completes(tmp_path, generation: str) -> None:
     )
     # One slot: each configuration is alone in its rung when it reports there and stops; the best
     # is promoted once all four have, and continues as the same trial (Determined's adaptive_asha).
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
-        exp_id = submit(cluster, EXAMPLES / example, model_config + ASHA)
-        result = wait(cluster, exp_id, timeout=300)
-        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        assert len(result.trials) == 4 and len({str(t.hparams) for t in result.trials}) == 4
-        assert all(t.best_validation_metric <= 1.0 for t in result.trials)
-        (top,) = [t for t in result.trials if t.total_batches == 40]
-        assert sorted(t.total_batches for t in result.trials) == [10, 10, 10, 40]
-        assert top.best_validation_metric <= min(t.best_validation_metric for t in result.trials if t != top)
-        detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=top.id))
-        assert [s.total_batches for s in detail.steps] == [10, 20, 30, 40]
-        # Promoted once all four had reported, the same trial continued from its checkpoint; unless it
-        # was the last to report there and the best, which simply goes on.
-        promoted = f"trial {top.id} promoted by the searcher: it continues from its checkpoint"
-        assert promoted in logs(cluster, top.id) or top.id == max(t.id for t in result.trials)
+    cluster = shared_cluster
+    exp_id = submit(cluster, EXAMPLES / example, model_config + ASHA)
+    result = wait(cluster, exp_id, timeout=300)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    assert len(result.trials) == 4 and len({str(t.hparams) for t in result.trials}) == 4
+    assert all(t.best_validation_metric <= 1.0 for t in result.trials)
+    (top,) = [t for t in result.trials if t.total_batches == 40]
+    assert sorted(t.total_batches for t in result.trials) == [10, 10, 10, 40]
+    assert top.best_validation_metric <= min(t.best_validation_metric for t in result.trials if t != top)
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=top.id))
+    assert [s.total_batches for s in detail.steps] == [10, 20, 30, 40]
+    # Promoted once all four had reported, the same trial continued from its checkpoint; unless it
+    # was the last to report there and the best, which simply goes on.
+    promoted = f"trial {top.id} promoted by the searcher: it continues from its checkpoint"
+    assert promoted in logs(cluster, top.id) or top.id == max(t.id for t in result.trials)
 
 
+@on_shared("two-slots")
 @pytest.mark.parametrize("generation", sorted(GENERATIONS))
-def test_a_trial_trains_on_two_slots_over_gloo(tmp_path, generation: str) -> None:
+def test_a_trial_trains_on_two_slots_over_gloo(shared_cluster, generation: str) -> None:
     example, model_config = GENERATIONS[generation]
     config = (
         model_config + SINGLE.replace("batches: 60", "batches: 40") + "resources:\n  slots_per_trial: 2\n"
     )
-    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as cluster:
-        exp_id = submit(cluster, EXAMPLES / example, config)
-        result = wait(cluster, exp_id, timeout=180)
-        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        steps, validations = trial_history(cluster, exp_id)
-        assert [b for b, _ in steps] == [10, 20, 30, 40]
-        assert 0.0 <= validations[-1][1]["validation_error"] <= 1.0
+    cluster = shared_cluster
+    exp_id = submit(cluster, EXAMPLES / example, config)
+    result = wait(cluster, exp_id, timeout=180)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    steps, validations = trial_history(cluster, exp_id)
+    assert [b for b, _ in steps] == [10, 20, 30, 40]
+    assert 0.0 <= validations[-1][1]["validation_error"] <= 1.0
 
 
-def test_a_pedl011_model_definition_searched_with_adaptive_simple_completes(tmp_path) -> None:
+@on_shared("one-slot")
+def test_a_pedl011_model_definition_searched_with_adaptive_simple_completes(shared_cluster) -> None:
     """The PEDL 0.11 config form of a search: `adaptive_simple` with `max_steps` and `max_trials`,
     the `entrypoints:` mapping, sampled hyperparameters of each type."""
     config = """
@@ -171,14 +189,14 @@ searcher:
 batches_per_step: 10
 reproducibility: {experiment_seed: 5}
 """
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1) as cluster:
-        exp_id = submit(cluster, EXAMPLES / "digits_pytorch_pedl011", config)
-        result = wait(cluster, exp_id, timeout=420)
-        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        assert len({str(t.hparams) for t in result.trials}) == 4
-        batches = sorted(t.total_batches for t in result.trials)
-        assert batches[0] == 10 and batches[-1] == 40  # stopped at the rung; the best went to the top
-        assert all(0.0 <= t.best_validation_metric <= 1.0 for t in result.trials)
+    cluster = shared_cluster
+    exp_id = submit(cluster, EXAMPLES / "digits_pytorch_pedl011", config)
+    result = wait(cluster, exp_id, timeout=420)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    assert len({str(t.hparams) for t in result.trials}) == 4
+    batches = sorted(t.total_batches for t in result.trials)
+    assert batches[0] == 10 and batches[-1] == 40  # stopped at the rung; the best went to the top
+    assert all(0.0 <= t.best_validation_metric <= 1.0 for t in result.trials)
 
 
 LOAD_SCRIPT = """
@@ -200,28 +218,31 @@ print(json.dumps({"class": type(trial).__name__, "hidden": hidden, "error": sum(
 """
 
 
-def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_documents(tmp_path) -> None:
+@on_shared("one-slot")
+def test_a_downloaded_checkpoint_loads_in_a_fresh_process_as_determined_documents(
+    shared_cluster, tmp_path
+) -> None:
     """Determined's flow, in another process with no model definition on its path:
     `client.get_experiment(id).top_checkpoint().download()`, then
     `det.pytorch.load_trial_from_checkpoint_path(path)`: the trial comes back with its
     hyperparameters and trained weights, and validates as reported."""
     config = DETERMINED + SINGLE.replace("batches: 60", "batches: 30").replace("batches: 20", "batches: 30")
-    with local_cluster(tmp_path / "cluster", agents=1) as cluster:
-        # The test's session token (PEDL_TOKEN) is in the environment while the cluster runs.
-        env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
-        env.pop("PEDL_MASTER", None)
-        exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
-        experiment = get_experiment(exp_id, master=cluster.master)
-        assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
-        top = experiment.top_checkpoint()
-        done = subprocess.run(
-            [sys.executable, "-c", LOAD_SCRIPT, cluster.master, str(exp_id)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env=env,
-        )
+    cluster = shared_cluster
+    # The test's session token (PEDL_TOKEN) is in the environment while the cluster runs.
+    env = {**os.environ, "PYTHONPATH": pythonpath_with_compat(None)}
+    env.pop("PEDL_MASTER", None)
+    exp_id = submit(cluster, EXAMPLES / "digits_determined_pytorch", config)
+    experiment = get_experiment(exp_id, master=cluster.master)
+    assert experiment.wait(timeout=180) == "COMPLETED", cluster.logs()
+    top = experiment.top_checkpoint()
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, cluster.master, str(exp_id)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded["class"] == "DigitsTrial" and loaded["hidden"] == 32

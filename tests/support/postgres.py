@@ -1,5 +1,7 @@
 """A throwaway PostgreSQL server for tests: 127.0.0.1, a free port, a temp dir, stopped by PID.
 
+A `Watchdog` stops it and removes its temp dir if the test process dies first (SIGTERM, SIGKILL).
+
 initdb and postgres refuse to run as root, so as root they run as the `postgres` user in a
 directory that user owns.
 """
@@ -20,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.watchdog import Watchdog
+
 USER = "pedl"
 PASSWORD = "pedl-test"
 
@@ -33,6 +37,7 @@ class PostgresServer:
     port: int
     workdir: Path
     process: subprocess.Popen
+    watchdog: Watchdog
     settings: dict[str, str] = field(default_factory=dict)
 
     def url(self, database: str = "postgres") -> str:
@@ -106,6 +111,7 @@ def _start(
     workdir: Path,
     user: pwd.struct_passwd | None,
     settings: dict[str, str],
+    watchdog: Watchdog,
     port: int | None = None,
 ) -> PostgresServer:
     as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
@@ -126,7 +132,8 @@ def _start(
             start_new_session=True,
             **as_user,
         )  # fmt: skip
-    return PostgresServer(port, workdir, process, settings)
+    watchdog.watch(process.pid)  # its own session: the group is the postmaster's PID
+    return PostgresServer(port, workdir, process, watchdog, settings)
 
 
 def restart_server(server: PostgresServer, crash: bool, timeout: float = 60) -> None:
@@ -148,7 +155,7 @@ def start_again(server: PostgresServer, timeout: float = 60) -> None:
     while True:  # after a crash, the old backends may hold the shared memory for a moment
         data = server.workdir / "data"
         server.process = _start(
-            bin_dir, data, server.workdir, _run_as(), server.settings, server.port
+            bin_dir, data, server.workdir, _run_as(), server.settings, server.watchdog, server.port
         ).process
         try:
             _wait_ready(server, bin_dir, max(1.0, deadline - time.monotonic()))
@@ -169,6 +176,7 @@ def postgres_server(settings: dict[str, str] | None = None, timeout: float = 60)
     bin_dir = find_bin_dir()
     user = _run_as()
     workdir = Path(tempfile.mkdtemp(prefix="pedl-pg-"))
+    watchdog = Watchdog(workdir)
     server: PostgresServer | None = None
     try:
         data = workdir / "data"
@@ -194,7 +202,7 @@ def postgres_server(settings: dict[str, str] | None = None, timeout: float = 60)
             **as_user,
         )  # fmt: skip
         for attempt in range(3):  # another process may take the free port before postgres binds it
-            server = _start(bin_dir, data, workdir, user, settings or {})
+            server = _start(bin_dir, data, workdir, user, settings or {}, watchdog)
             try:
                 _wait_ready(server, bin_dir, timeout)
                 break
@@ -208,3 +216,4 @@ def postgres_server(settings: dict[str, str] | None = None, timeout: float = 60)
         if server is not None:
             stop_server(server.process)
         shutil.rmtree(workdir, ignore_errors=True)
+        watchdog.close()
