@@ -65,6 +65,8 @@ class _CheckpointStateEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper
     """Marked for deletion; its bytes are being deleted from the store (the scheduler finishes it)."""
     CHECKPOINT_STATE_MISSING: _CheckpointState.ValueType  # 4
     """The store no longer has its bytes (found by the reconciler)."""
+    CHECKPOINT_STATE_PARTIALLY_DELETED: _CheckpointState.ValueType  # 5
+    """Some of its files were removed on purpose (Determined's CheckpointsRemoveFiles); the rest are stored."""
 
 class CheckpointState(_CheckpointState, metaclass=_CheckpointStateEnumTypeWrapper): ...
 
@@ -75,6 +77,8 @@ CHECKPOINT_STATE_DELETING: CheckpointState.ValueType  # 3
 """Marked for deletion; its bytes are being deleted from the store (the scheduler finishes it)."""
 CHECKPOINT_STATE_MISSING: CheckpointState.ValueType  # 4
 """The store no longer has its bytes (found by the reconciler)."""
+CHECKPOINT_STATE_PARTIALLY_DELETED: CheckpointState.ValueType  # 5
+"""Some of its files were removed on purpose (Determined's CheckpointsRemoveFiles); the rest are stored."""
 global___CheckpointState = CheckpointState
 
 class _EarlyExitReason:

@@ -1270,6 +1270,44 @@ class DeleteCheckpointsResponse(google.protobuf.message.Message):
 global___DeleteCheckpointsResponse = DeleteCheckpointsResponse
 
 @typing.final
+class SchedulerServiceRemoveCheckpointFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINT_UUIDS_FIELD_NUMBER: builtins.int
+    GLOBS_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoint_uuids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def globs(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        checkpoint_uuids: collections.abc.Iterable[builtins.str] | None = ...,
+        globs: collections.abc.Iterable[builtins.str] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuids", b"checkpoint_uuids", "globs", b"globs"]) -> None: ...
+
+global___SchedulerServiceRemoveCheckpointFilesRequest = SchedulerServiceRemoveCheckpointFilesRequest
+
+@typing.final
+class SchedulerServiceRemoveCheckpointFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINTS_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoints(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[pedl.v1.common_pb2.Checkpoint]:
+        """The checkpoints as recorded now, in the order asked."""
+
+    def __init__(
+        self,
+        *,
+        checkpoints: collections.abc.Iterable[pedl.v1.common_pb2.Checkpoint] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints"]) -> None: ...
+
+global___SchedulerServiceRemoveCheckpointFilesResponse = SchedulerServiceRemoveCheckpointFilesResponse
+
+@typing.final
 class SetCheckpointMetadataRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

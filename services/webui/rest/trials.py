@@ -209,12 +209,14 @@ def recorded_checkpoint(c: Caller, uuid: str) -> dict[str, Any]:
 
 
 def _shaped(c: Caller, ck: common_pb2.Checkpoint) -> dict[str, Any]:
-    """Determined's Checkpoint for `ck`, with its trial, validation, and the user metadata from the
-    scheduler's record (the store does not keep it)."""
+    """Determined's Checkpoint for `ck`, with its trial, validation, and the state and user metadata
+    of the scheduler's record (the store keeps neither)."""
     detail, exp = _trial(c, ck.trial_id)
     recorded = {r.uuid: r for r in detail.checkpoints}.get(ck.uuid)
-    if recorded is not None and recorded.user_metadata_json:
-        ck.user_metadata_json = recorded.user_metadata_json
+    if recorded is not None:
+        ck.state = recorded.state  # the scheduler's: PARTIALLY_DELETED once files were removed
+        if recorded.user_metadata_json:
+            ck.user_metadata_json = recorded.user_metadata_json
     validation = {v.total_batches: v for v in detail.validations}.get(ck.total_batches)
     return checkpoint_json(ck, exp.experiment, detail.trial, validation)
 
@@ -269,6 +271,21 @@ async def delete_checkpoints(request: Request) -> JSONResponse:
     await run_in_threadpool(
         c.call, "DeleteCheckpoints", scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
     )
+    return ok({})
+
+
+async def remove_checkpoint_files(request: Request) -> JSONResponse:
+    """Determined's `POST /api/v1/checkpoints/rm` (CheckpointsRemoveFiles): removes the files any glob
+    names from each checkpoint, which becomes STATE_PARTIALLY_DELETED (STATE_DELETED once empty);
+    no globs (or only ""): nothing is removed. Authorized and refused as a checkpoint delete."""
+    fields = await body(request, {"checkpointUuids": list, "checkpointGlobs": list})
+    uuids, globs = fields.get("checkpointUuids") or [], fields.get("checkpointGlobs") or []
+    if not uuids or not all(isinstance(u, str) for u in uuids):
+        raise GatewayError(400, 'give "checkpointUuids": a list of checkpoint uuids')
+    if not all(isinstance(g, str) for g in globs):
+        raise GatewayError(400, '"checkpointGlobs" must be a list of strings')
+    message = scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=uuids, globs=globs)
+    await run_in_threadpool(caller(request).call, "RemoveCheckpointFiles", message)
     return ok({})
 
 

@@ -39,16 +39,18 @@ _VALIDATIONS_OF_MANY = (
     .where(validations.c.trial_id.in_(bindparam("ids", expanding=True)))
     .order_by(validations.c.trial_id, validations.c.total_batches)
 )
-# Listings show COMPLETED checkpoints only: one being deleted, deleted, or whose bytes the store lost
-# (MISSING) cannot be downloaded or resumed from.
+# Listings show stored checkpoints only (COMPLETED, and PARTIALLY_DELETED: some files removed on
+# purpose, as Determined lists them): one being deleted, deleted, or whose bytes the store lost
+# (MISSING) cannot be downloaded. Only COMPLETED ones are resumed from.
+LISTED = ("COMPLETED", "PARTIALLY_DELETED")
 _CHECKPOINTS_OF_MANY = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)), checkpoints.c.state == "COMPLETED")
+    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)), checkpoints.c.state.in_(LISTED))
     .order_by(checkpoints.c.trial_id, checkpoints.c.total_batches)
 )
 _CHECKPOINTS_OF = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state == "COMPLETED")
+    .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state.in_(LISTED))
     .order_by(checkpoints.c.total_batches)
 )
 _STEPS_PAGE = (
@@ -73,7 +75,7 @@ def _between(table: Table) -> Select[Any]:
 
 
 _VALIDATIONS_BETWEEN = _between(validations)
-_CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state == "COMPLETED")  # as listings
+_CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state.in_(LISTED))  # as listings
 _ANY_CHECKPOINTS_BETWEEN = _between(checkpoints)  # deleted ones too (Determined's workload listings)
 _ANY_CHECKPOINTS_OF = (
     select(checkpoints)
@@ -102,7 +104,7 @@ _EXPERIMENT_VALIDATIONS = (
 _EXPERIMENT_CHECKPOINTS = (
     select(checkpoints.c.uuid, checkpoints.c.trial_id, checkpoints.c.total_batches)
     .select_from(checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id))
-    .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
+    .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state.in_(LISTED))
 )
 _CHECKPOINT_SOURCE = (
     select(
@@ -136,7 +138,7 @@ _SET_CHECKPOINT_STATE = (
 # Which states each new state may follow (`move_checkpoints`): a deletion starts from any recorded
 # row and ends only one that is DELETING; the reconciler's MISSING and COMPLETED only undo each other.
 CHECKPOINT_MOVES = {
-    "DELETING": ("COMPLETED", "DELETING", "DELETED", "MISSING"),
+    "DELETING": ("COMPLETED", "DELETING", "DELETED", "MISSING", "PARTIALLY_DELETED"),
     "DELETED": ("DELETING",),
     "MISSING": ("COMPLETED",),
     "COMPLETED": ("MISSING",),
@@ -148,6 +150,15 @@ _MOVE_CHECKPOINTS = (
         checkpoints.c.state.in_(bindparam("from_states", expanding=True)),
     )
     .values(state=bindparam("new_state"), state_changed_at=bindparam("now"))
+    .returning(checkpoints.c.uuid)
+)
+_PARTIALLY_DELETE = (
+    update(checkpoints)
+    .where(
+        checkpoints.c.uuid == bindparam("ckpt_uuid"),
+        checkpoints.c.state.in_(LISTED),
+    )
+    .values(state="PARTIALLY_DELETED", checkpoint_json=bindparam("json"), state_changed_at=bindparam("now"))
     .returning(checkpoints.c.uuid)
 )
 _CHECKPOINT_STATES = select(checkpoints.c.uuid, checkpoints.c.state, checkpoints.c.created_at)
@@ -239,7 +250,7 @@ def validations_of(s: Storage, trial_id: int) -> list[Row]:
 
 
 def checkpoints_of(s: Storage, trial_id: int, with_deleted: bool = False) -> list[Row]:
-    """The trial's live (COMPLETED) checkpoints; with_deleted: those deleted or GC'd too."""
+    """The trial's stored (LISTED) checkpoints; with_deleted: those deleted or GC'd too."""
     return s.rows(_ANY_CHECKPOINTS_OF if with_deleted else _CHECKPOINTS_OF, {"trial_id": trial_id})
 
 
@@ -294,7 +305,7 @@ def experiment_validations(s: Storage, exp_id: int) -> list[Row]:
 
 
 def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
-    """`uuid`, `trial_id` and `total_batches` of the experiment's stored (COMPLETED) checkpoints."""
+    """`uuid`, `trial_id` and `total_batches` of the experiment's stored (LISTED) checkpoints."""
     return s.rows(_EXPERIMENT_CHECKPOINTS, {"exp_id": exp_id})
 
 
@@ -321,6 +332,13 @@ def move_checkpoints(s: Storage, uuids: list[str], state: str) -> list[str]:
         rows = s.rows(_MOVE_CHECKPOINTS, {**params, "new_state": state, "now": now})
         moved += [r["uuid"] for r in rows]
     return moved
+
+
+def record_partial_deletion(s: Storage, uuid: str, checkpoint_json: str) -> bool:
+    """A stored checkpoint lost some files on purpose: PARTIALLY_DELETED, with the store's record as
+    it is now (files, size). False for a row no longer stored (a deletion took it over meanwhile)."""
+    rows = s.rows(_PARTIALLY_DELETE, {"ckpt_uuid": uuid, "json": checkpoint_json, "now": utc_now()})
+    return bool(rows)
 
 
 def checkpoint_states(s: Storage) -> list[Row]:
