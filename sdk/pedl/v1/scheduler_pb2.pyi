@@ -1355,6 +1355,7 @@ class GetMetricsRequest(google.protobuf.message.Message):
     KIND_FIELD_NUMBER: builtins.int
     MAX_POINTS_FIELD_NUMBER: builtins.int
     TRIAL_IDS_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     experiment_id: builtins.int
     from_batches: builtins.int
@@ -1369,6 +1370,8 @@ class GetMetricsRequest(google.protobuf.message.Message):
     in even buckets between them, the rows holding each metric's minimum and maximum, so a chart
     drawn from them shows every peak and dip. Following, each read's new rows are bounded alike.
     """
+    group: builtins.str
+    """A custom metric group's rows instead (kind UNSPECIFIED); series then carry the group."""
     @property
     def trial_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
         """With experiment_id: only these trials of it (compare views); each must be a trial of it."""
@@ -1384,9 +1387,10 @@ class GetMetricsRequest(google.protobuf.message.Message):
         kind: global___MetricKind.ValueType = ...,
         max_points: builtins.int = ...,
         trial_ids: collections.abc.Iterable[builtins.int] | None = ...,
+        group: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "target", b"target", "trial_id", b"trial_id"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "kind", b"kind", "max_points", b"max_points", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id", "trial_ids", b"trial_ids"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "group", b"group", "kind", b"kind", "max_points", b"max_points", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id", "trial_ids", b"trial_ids"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["target", b"target"]) -> typing.Literal["trial_id", "experiment_id"] | None: ...
 
 global___GetMetricsRequest = GetMetricsRequest
@@ -1403,8 +1407,11 @@ class MetricSeries(google.protobuf.message.Message):
     METRICS_JSON_FIELD_NUMBER: builtins.int
     END_TIME_FIELD_NUMBER: builtins.int
     RUN_ID_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     kind: global___MetricKind.ValueType
+    group: builtins.str
+    """The custom metric group of these rows ("" for training and validation, which `kind` names)."""
     @property
     def total_batches(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
     @property
@@ -1428,8 +1435,9 @@ class MetricSeries(google.protobuf.message.Message):
         metrics_json: collections.abc.Iterable[builtins.str] | None = ...,
         end_time: collections.abc.Iterable[builtins.str] | None = ...,
         run_id: collections.abc.Iterable[builtins.int] | None = ...,
+        group: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "kind", b"kind", "metrics_json", b"metrics_json", "run_id", b"run_id", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "group", b"group", "kind", b"kind", "metrics_json", b"metrics_json", "run_id", b"run_id", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
 
 global___MetricSeries = MetricSeries
 
@@ -1464,13 +1472,18 @@ class ReportTrialMetricsRequest(google.protobuf.message.Message):
     STEPS_COMPLETED_FIELD_NUMBER: builtins.int
     METRICS_FIELD_NUMBER: builtins.int
     REPORT_TIME_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     kind: global___MetricKind.ValueType
-    """TRAINING (a step row) or VALIDATION (a validation row)."""
+    """TRAINING (a step row) or VALIDATION (a validation row); UNSPECIFIED with `group`."""
     steps_completed: builtins.int
     """Batches trained when the metrics were taken; one report per trial, kind and value."""
     report_time: builtins.str
     """When the script took them (RFC 3339); empty: when the scheduler receives the report."""
+    group: builtins.str
+    """A custom metric group (Determined's `report_metrics(group=...)`), any name but training and
+    validation, with kind UNSPECIFIED: charted and streamed, never ranked by the searcher.
+    """
     @property
     def metrics(self) -> google.protobuf.struct_pb2.Struct:
         """Metric name -> a number, or a (nested) list of numbers."""
@@ -1483,9 +1496,10 @@ class ReportTrialMetricsRequest(google.protobuf.message.Message):
         steps_completed: builtins.int = ...,
         metrics: google.protobuf.struct_pb2.Struct | None = ...,
         report_time: builtins.str = ...,
+        group: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["metrics", b"metrics"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["kind", b"kind", "metrics", b"metrics", "report_time", b"report_time", "steps_completed", b"steps_completed", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["group", b"group", "kind", b"kind", "metrics", b"metrics", "report_time", b"report_time", "steps_completed", b"steps_completed", "trial_id", b"trial_id"]) -> None: ...
 
 global___ReportTrialMetricsRequest = ReportTrialMetricsRequest
 

@@ -19,10 +19,9 @@ from pedl_webui import configs, downloads
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, body, caller, check_fields, json_body, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
+from pedl_webui.rest.metric_reports import metric_group
 from pedl_webui.rest.shapes import checkpoint_json, trial_json
 from pedl_webui.rest.workloads import summary_of, trial_pages
-
-_GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
 
 
 def _trial(
@@ -100,11 +99,10 @@ async def trial_metrics(request: Request) -> Response:
     if bad is not None:
         raise GatewayError(400, f"trialIds must be trial ids, not {bad[:40]!r}")
     group = request.query_params.get("group") or "training"
-    if group not in _GROUPS:
-        raise GatewayError(400, f'group must be "training" or "validation", not {group[:40]!r}')
+    kind, custom = metric_group(group)
 
     def start(trial_id: int) -> Any:
-        message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=False, kind=_GROUPS[group])
+        message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=False, kind=kind, group=custom)
         return c.gateway.stream(c.token, "GetMetrics", message)
 
     def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
@@ -139,8 +137,9 @@ class InTurn:
 def metric_reports(reply: scheduler_pb2.GetMetricsResponse, group: str) -> list[dict[str, Any]]:
     """The reply's `group` rows as Determined's MetricsReports, each with the run that wrote it."""
     reports = []
+    kind, custom = metric_group(group)
     for series in reply.series:
-        if series.kind != _GROUPS[group]:
+        if (series.kind, series.group) != (kind, custom):
             continue
         runs = list(series.run_id) or [1] * len(series.total_batches)  # a scheduler before run ids
         for batches, metrics, end, run in zip(

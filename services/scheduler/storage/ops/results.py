@@ -9,6 +9,7 @@ from sqlalchemy import Select, Table, bindparam, func, insert, select, tuple_, u
 from pedl._timeutil import utc_now
 from pedl.config.masking import mask_text
 from pedl_scheduler.storage.connection import Positional, Row, Storage
+from pedl_scheduler.storage.ops import metric_groups
 from pedl_scheduler.storage.ops._insert import insert_new
 from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
 
@@ -431,10 +432,12 @@ def metric_rows(
     after: tuple[int, int],
     limit: int,
 ) -> list[MetricRow]:
-    """`MetricRow`s of `kind` ("training" or "validation") rows
+    """`MetricRow`s of `kind` ("training", "validation", or a custom group's name) rows
     of `trial_ids` at or past `from_batches`, after the (trial, batches) key `after`, in key order."""
     if not trial_ids:
         return []
+    if kind not in _METRIC_PAGES:
+        return metric_groups.rows(s, kind, trial_ids, from_batches, after, limit)
     params = {
         "ids": trial_ids,
         "from_batches": from_batches,
@@ -452,6 +455,8 @@ def metric_marks(s: Storage, kind: str, trial_ids: list[int]) -> dict[int, tuple
     """Trial id -> (row count, last batch count) of its `kind` rows, for those of `trial_ids` with
     any: read from the primary key's index alone, so it costs tens of milliseconds at 100,000 rows.
     Rows are only ever added (once per batch count), so an unchanged mark means unchanged rows."""
+    if kind not in _METRIC_MARKS:
+        return metric_groups.marks(s, kind, trial_ids)
     marks: dict[int, tuple[int, int]] = {}
     for start in range(0, len(trial_ids), 500):  # far under SQLite's bound-parameter limit
         for r in s.rows(_METRIC_MARKS[kind], {"ids": trial_ids[start : start + 500]}):
@@ -464,6 +469,8 @@ def experiment_metric_rows(
 ) -> list[MetricRow]:
     """`metric_rows` of every trial of an experiment: one statement per page, read through the
     driver's cursor (an experiment's whole history is 100,000 rows at 1,000 trials)."""
+    if kind not in _EXPERIMENT_METRIC_PAGES:
+        return metric_groups.experiment_rows(s, kind, experiment_id, from_batches, after, limit)
     params = {
         "exp_id": experiment_id,
         "from_batches": from_batches,
