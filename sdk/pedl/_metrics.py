@@ -11,16 +11,17 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-# Determined's metric groups besides training and validation (Core API `report_metrics(group=...)`):
-# a name is the first part of its metric ids ("abc.loss"), so it holds no dot.
+# Determined's metric groups besides training and validation (Core API `report_metrics(group=...)`;
+# its own tests use names such as "inf%er en/ce"): a name is the first part of its metric ids
+# ("abc.loss"), so it holds no dot, and no control character.
 BUILTIN_GROUPS = ("training", "validation")
-GROUP_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+GROUP_NAME = re.compile(r"[^.\x00-\x1f\x7f]{1,64}")
 
 
 def check_group(name: str) -> str:
     """The group's name, or ValueError with the one line saying what a group's name may hold."""
     if name not in BUILTIN_GROUPS and not GROUP_NAME.fullmatch(name):
-        raise ValueError(f"a metric group is 1-64 letters, digits, '_' or '-', not {name[:64]!r}")
+        raise ValueError(f"a metric group is 1-64 characters, no dot or control character, not {name[:64]!r}")
     return name
 
 

@@ -178,7 +178,7 @@ def test_another_user_is_refused_in_determineds_error_shape(setup: Setup) -> Non
 @pytest.mark.parametrize(
     ("group", "steps", "metrics", "message"),
     [
-        ("a.b", 40, {"x": 1}, "a metric group is 1-64 letters, digits"),
+        ("a.b", 40, {"x": 1}, "a metric group is 1-64 characters, no dot"),
         ("training", None, {"x": 1}, "metrics.stepsCompleted is required"),
         ("validation", 40, {"x": "high"}, "metric 'x' must be a number"),
         ("training", 40, {"x": {"y": 1}}, "metric 'x' must be a number"),
