@@ -273,17 +273,22 @@ async def delete_checkpoints(request: Request) -> JSONResponse:
     return ok({})
 
 
-async def remove_checkpoint_files(request: Request) -> JSONResponse:
-    """Determined's `POST /api/v1/checkpoints/rm` (CheckpointsRemoveFiles): removes the files any glob
-    names from each checkpoint, which becomes STATE_PARTIALLY_DELETED (STATE_DELETED once empty);
-    no globs (or only ""): nothing is removed. Authorized and refused as a checkpoint delete."""
-    fields = await body(request, {"checkpointUuids": list, "checkpointGlobs": list})
+def remove_request(value: Any) -> scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest:
+    """The scheduler's request for Determined's CheckpointsRemoveFiles body, or one 400 line."""
+    fields = check_fields(value, {"checkpointUuids": list, "checkpointGlobs": list})
     uuids, globs = fields.get("checkpointUuids") or [], fields.get("checkpointGlobs") or []
     if not uuids or not all(isinstance(u, str) for u in uuids):
         raise GatewayError(400, 'give "checkpointUuids": a list of checkpoint uuids')
     if not all(isinstance(g, str) for g in globs):
         raise GatewayError(400, '"checkpointGlobs" must be a list of strings')
-    message = scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=uuids, globs=globs)
+    return scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=uuids, globs=globs)
+
+
+async def remove_checkpoint_files(request: Request) -> JSONResponse:
+    """Determined's `POST /api/v1/checkpoints/rm` (CheckpointsRemoveFiles): removes the files any glob
+    names from each checkpoint, which becomes STATE_PARTIALLY_DELETED (STATE_DELETED once empty);
+    no globs (or only ""): nothing is removed. Authorized and refused as a checkpoint delete."""
+    message = remove_request(await json_body(request))
     await run_in_threadpool(caller(request).call, "RemoveCheckpointFiles", message)
     return ok({})
 
