@@ -6,9 +6,23 @@ Metrics may be non-scalar tensors (seed 002); they travel as nested lists of flo
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from google.protobuf import struct_pb2
+
+# Determined's metric groups besides training and validation (Core API `report_metrics(group=...)`;
+# its own tests use names such as "inf%er en/ce"): a name is the first part of its metric ids
+# ("abc.loss"), so it holds no dot, and no control character.
+BUILTIN_GROUPS = ("training", "validation")
+GROUP_NAME = re.compile(r"[^.\x00-\x1f\x7f]{1,64}")
+
+
+def check_group(name: str) -> str:
+    """The group's name, or ValueError with the one line saying what a group's name may hold."""
+    if name not in BUILTIN_GROUPS and not GROUP_NAME.fullmatch(name):
+        raise ValueError(f"a metric group is 1-64 characters, no dot or control character, not {name[:64]!r}")
+    return name
 
 
 def to_plain(value: Any) -> Any:

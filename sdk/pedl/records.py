@@ -143,8 +143,8 @@ def metric_kind(value: int) -> str:
 
 def metric_records(series: scheduler_pb2.MetricSeries) -> list[dict[str, Any]]:
     """One record per stored step or validation of a GetMetrics series (metrics as the trial reported
-    them: numbers stay numbers, NaN stays NaN)."""
-    kind = metric_kind(series.kind)
+    them: numbers stay numbers, NaN stays NaN); a custom group's rows have its name as their kind."""
+    kind = series.group or metric_kind(series.kind)
     return [
         {
             "trial_id": series.trial_id,

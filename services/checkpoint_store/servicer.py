@@ -208,6 +208,23 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         log.info("checkpoint deleted", uuid=request.uuid)
         return pb.DeleteCheckpointResponse()
 
+    async def RemoveCheckpointFiles(
+        self, request: pb.RemoveCheckpointFilesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemoveCheckpointFilesResponse:
+        """Authorized as a delete: the scheduler's, which then records the checkpoint's new state."""
+        try:
+            record = self.store.get(request.uuid)
+        except StoreError as e:
+            await context.abort(status_code(e), str(e))
+            raise  # unreachable: abort raises
+        await self.authz.check(context, DELETE, record.experiment_id, record.trial_id, record.uuid)
+        async with _storage_errors(context, "file removal refused", request.uuid):
+            globs = list(request.globs)
+            kept, removed = await asyncio.to_thread(self.store.remove_files, request.uuid, globs)
+            log.info("checkpoint files removed", uuid=request.uuid, files=len(removed), left=len(kept.files))
+            return pb.RemoveCheckpointFilesResponse(checkpoint=kept, removed=removed)
+        raise AssertionError("unreachable: _storage_errors aborts")
+
 
 def _header_fields(header: pb.UploadHeader) -> dict[str, Any]:
     storage = json_format.MessageToDict(header.storage) if header.HasField("storage") else {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from pedl import _log
+from pedl.checkpoints import file_globs
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
@@ -37,6 +38,7 @@ URL_SECONDS = 3600
 # One message of DownloadCheckpoint as sent: a chunk or a URL, built in place in the response (wrapping
 # a finished FileChunk copied its bytes once more: a sixth of the store's CPU per streamed download).
 DownloadItem: TypeAlias = checkpoint_store_pb2.DownloadCheckpointResponse
+Paths: TypeAlias = list[str]  # (the class's own `list` method hides the builtin in its annotations)
 
 
 @dataclass(order=True)
@@ -236,24 +238,23 @@ class CheckpointStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, uuid: str) -> common_pb2.Checkpoint:
+    def _entry(self, uuid: str) -> _Entry:
         with self._lock:
             entry = self._index.get(uuid)
         if entry is None:
             raise NotFound(f"checkpoint {uuid} not found")
-        return _copy(entry.checkpoint)
+        return entry
+
+    def get(self, uuid: str) -> common_pb2.Checkpoint:
+        return _copy(self._entry(uuid).checkpoint)
 
     def missing_files(self, uuid: str) -> builtins.list[str]:
         """The record's files its storage does not hold now: a visible checkpoint whose bytes went
         behind its record's back (lost by the storage, or removed by a deletion that raced an upload
         of the same uuid) cannot be downloaded whole. One existence check per file."""
-        with self._lock:
-            entry = self._index.get(uuid)
-        if entry is None:
-            raise NotFound(f"checkpoint {uuid} not found")
+        entry = self._entry(uuid)
         backend, _ = self.resolver.resolve(entry.storage)
-        files = entry.checkpoint.files
-        return [f.path for f in files if not backend.exists(layout.data_key(uuid, f.path))]
+        return [f.path for f in entry.checkpoint.files if not backend.exists(layout.data_key(uuid, f.path))]
 
     def list(self, experiment_id: int = 0, trial_id: int = 0) -> list[common_pb2.Checkpoint]:
         """Visible checkpoints matching the filters (0 = any), newest first by creation time."""
@@ -274,10 +275,7 @@ class CheckpointStore:
 
         With `urls`, files on storage that presigns (S3) come as one FileUrl each instead: the caller
         GETs them itself, sparing the store's hop (see docs/ARCHITECTURE.md, checkpoints)."""
-        with self._lock:
-            entry = self._index.get(uuid)
-        if entry is None:
-            raise NotFound(f"checkpoint {uuid} not found")
+        entry = self._entry(uuid)
         backend, _ = self.resolver.resolve(entry.storage)
         cp = entry.checkpoint
         if urls and backend.presigns:
@@ -301,10 +299,7 @@ class CheckpointStore:
 
         Lets a client fetch a file's parts on several calls at once, as it does on presigned URLs.
         Raises NotFound, or InvalidArgument for a range outside the file."""
-        with self._lock:
-            entry = self._index.get(uuid)
-        if entry is None:
-            raise NotFound(f"checkpoint {uuid} not found")
+        entry = self._entry(uuid)
         cp = entry.checkpoint
         info = next((f for f in cp.files if f.path == path), None)
         if info is None:
@@ -386,6 +381,20 @@ class CheckpointStore:
         finally:
             with self._lock:
                 self._removing.discard(uuid)
+
+    def remove_files(self, uuid: str, globs: Sequence[str]) -> tuple[common_pb2.Checkpoint, Paths]:
+        """Removes the files any glob names (`file_globs`): the record without them first, so it never
+        names a file storage lacks, then their bytes. The record now, the paths removed."""
+        entry = self._entry(uuid)
+        kept, removed = _without(entry.checkpoint, globs)
+        if removed:
+            record = layout.encode_record(kept, entry.storage)
+            self.catalog.put_bytes(layout.marker_key(uuid, layout.RECORD), record)
+            entry.checkpoint = kept  # one reference swapped: readers see the old record or this one
+            backend, _ = self.resolver.resolve(entry.storage)
+            for path in removed:
+                backend.delete(layout.data_key(uuid, path))
+        return _copy(kept), removed
 
     def _remove(self, uuid: str, storage: dict[str, Any]) -> bool:
         """Removes the bytes, then the catalog entry. If the bytes' storage fails (unreachable, or its
@@ -475,6 +484,13 @@ def _passed_through(
         if last:
             return
         current = following
+
+
+def _without(cp: common_pb2.Checkpoint, globs: Sequence[str]) -> tuple[common_pb2.Checkpoint, Paths]:
+    try:
+        return file_globs.without(cp, globs)
+    except ValueError as e:
+        raise InvalidArgument(str(e)) from None
 
 
 def _copy(cp: common_pb2.Checkpoint) -> common_pb2.Checkpoint:

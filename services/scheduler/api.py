@@ -10,7 +10,6 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from pedl.checkpoints import CheckpointError
 from pedl.config import ConfigError, carried, parse_experiment_config
 from pedl.context.errors import ContextError
 from pedl.context.unpack import check_archive
@@ -27,6 +26,7 @@ from pedl_scheduler import (
 )
 from pedl_scheduler.bind_check import check_bind_mounts
 from pedl_scheduler.checkpoint_metadata import CheckpointMetadataRpcs
+from pedl_scheduler.checkpoint_removal import CheckpointRemovalRpcs
 from pedl_scheduler.cluster import Cluster
 from pedl_scheduler.cluster_rpcs import ClusterRpcs
 from pedl_scheduler.experiment_wait import wait_for_end
@@ -49,7 +49,9 @@ TERMINAL = ("COMPLETED", "ERROR", "CANCELED")
 _Servicer = scheduler_pb2_grpc.SchedulerServiceServicer
 
 
-class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, TrialLookup, _Servicer):
+class SchedulerApi(
+    ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, CheckpointRemovalRpcs, TrialLookup, _Servicer
+):
     def __init__(
         self,
         manager: ExperimentManager,
@@ -258,34 +260,6 @@ class SchedulerApi(ClusterRpcs, MetricReportRpcs, CheckpointMetadataRpcs, TrialL
         if row is None:  # deleted meanwhile
             await context.abort(grpc.StatusCode.NOT_FOUND, f"trial {request.trial_id} not found")
         return scheduler_pb2.KillTrialResponse(trial=self._trial(row, 0))
-
-    async def DeleteCheckpoints(  # noqa: N802
-        self, request: scheduler_pb2.DeleteCheckpointsRequest, context: grpc.aio.ServicerContext
-    ) -> scheduler_pb2.DeleteCheckpointsResponse:
-        uuids = list(request.checkpoint_uuids)
-        if not uuids or not all(uuids):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "checkpoint_uuids must name checkpoints")
-        try:
-            rows = self.manager.checkpoints.rows(uuids)
-        except NotFound as e:
-            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
-        for exp_id in sorted({r["experiment_id"] for r in rows}):
-            await self._check_owner(exp_id, context)
-        try:
-            self.manager.checkpoints.refuse_if_needed(rows)
-        except UserError as e:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
-        try:
-            await self.manager.checkpoints.delete([r["uuid"] for r in rows])
-        except CheckpointError as e:
-            await context.abort(
-                grpc.StatusCode.ABORTED,
-                f"the checkpoint store failed ({e}); the checkpoints are no longer listed, and the "
-                "scheduler finishes deleting them once the store is back",
-            )
-        return scheduler_pb2.DeleteCheckpointsResponse(
-            checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
-        )
 
     async def _require(self, exp_id: int, access: Access, context: grpc.aio.ServicerContext) -> None:
         """The object half of authz: an experiment that does not exist is left to NOT_FOUND."""

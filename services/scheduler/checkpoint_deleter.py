@@ -28,7 +28,9 @@ log = structlog.get_logger(component="checkpoint_gc")
 
 CRASH_ENV = "PEDL_SCHEDULER_CRASH_AT"
 # A checkpoint row's states; listings show COMPLETED ones only. MISSING: the store lost its bytes.
+# PARTIALLY_DELETED: a user removed some of its files (`checkpoints/rm`); the rest are stored.
 COMPLETED, DELETING, DELETED, MISSING = "COMPLETED", "DELETING", "DELETED", "MISSING"
+PARTIALLY_DELETED = "PARTIALLY_DELETED"
 
 # mark(uuids, state): moves the rows whose state `state` may follow and commits (telling the GC
 # ledgers); returns the uuids moved.

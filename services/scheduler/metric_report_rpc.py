@@ -19,6 +19,7 @@ from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.metric_reports import MetricReport, ReportError
 from pedl_scheduler.storage.ops import experiments as experiment_ops
+from pedl_scheduler.storage.ops import metric_groups
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.store_questions import LIVE_TRIAL_STATES
@@ -46,13 +47,24 @@ class MetricReportRpcs:
         if self._stored(report):
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"trial {report.trial_id} already has {report.kind} metrics at "
+                f"trial {report.trial_id} already has {report.group or report.kind} metrics at "
                 f"steps_completed {report.steps_completed}",
             )
         when = report.report_time or utc_now()
         step_id = result_ops.step_count_of(self.db, report.trial_id) + (report.kind == "training")
+        run_id = max(1, row["run_id"])  # the run reporting (runs count from 1)
         with self.db.transaction():
-            if report.kind == "training":
+            if report.group:
+                metric_groups.record(
+                    self.db,
+                    report.trial_id,
+                    report.group,
+                    report.steps_completed,
+                    report.metrics_json,
+                    when,
+                    run_id,
+                )
+            elif report.kind == "training":
                 result_ops.record_step(
                     self.db,
                     report.trial_id,
@@ -61,7 +73,7 @@ class MetricReportRpcs:
                     0,
                     report.metrics_json,
                     when,
-                    run_id=max(1, row["run_id"]),  # the run reporting (runs count from 1)
+                    run_id=run_id,
                 )
             else:
                 result_ops.record_validation(
@@ -71,9 +83,10 @@ class MetricReportRpcs:
                     report.steps_completed,
                     report.metrics_json,
                     when,
-                    run_id=max(1, row["run_id"]),  # the run reporting (runs count from 1)
+                    run_id=run_id,
                 )
-        (prometheus.step_ingested if report.kind == "training" else prometheus.validation_ingested)()
+        if not report.group:
+            (prometheus.step_ingested if report.kind == "training" else prometheus.validation_ingested)()
         self.manager.state.notify()  # metric streams following the trial read the new row
         return scheduler_pb2.ReportTrialMetricsResponse()
 
@@ -91,6 +104,8 @@ class MetricReportRpcs:
 
     def _stored(self, report: MetricReport) -> bool:
         at = report.steps_completed
+        if report.group:
+            return metric_groups.stored_at(self.db, report.trial_id, report.group, at)
         if report.kind == "training":
             rows = result_ops.steps_page(self.db, report.trial_id, at - 1, 1)
         else:

@@ -15,9 +15,11 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
+from pedl._metrics import BUILTIN_GROUPS, check_group
 from pedl.v1 import scheduler_pb2
 
 KINDS = {scheduler_pb2.METRIC_KIND_TRAINING: "training", scheduler_pb2.METRIC_KIND_VALIDATION: "validation"}
+
 MAX_METRICS = 1000  # names in one report
 MAX_NAME = 256  # characters in one metric's name
 
@@ -29,10 +31,11 @@ class ReportError(ValueError):
 @dataclass(frozen=True)
 class MetricReport:
     trial_id: int
-    kind: str  # "training" | "validation"
+    kind: str  # "training" | "validation" | "custom" (then `group` names it)
     steps_completed: int
     metrics: dict[str, Any]
     report_time: str  # RFC 3339 UTC as pedl stores times; "" for the time it is stored
+    group: str = ""
 
     @property
     def metrics_json(self) -> str:
@@ -40,14 +43,24 @@ class MetricReport:
 
     @classmethod
     def from_request(cls, request: scheduler_pb2.ReportTrialMetricsRequest) -> MetricReport:
-        kind = KINDS.get(request.kind)
-        if kind is None:
-            raise ReportError("kind must be METRIC_KIND_TRAINING or METRIC_KIND_VALIDATION")
+        kind, group = custom_group(request.group) if request.group else (KINDS.get(request.kind), "")
+        if kind is None or (group and request.kind != scheduler_pb2.METRIC_KIND_UNSPECIFIED):
+            raise ReportError("kind must be METRIC_KIND_TRAINING or METRIC_KIND_VALIDATION, or a group alone")
         if request.steps_completed < 0:
             raise ReportError(f"steps_completed must be 0 or more, got {request.steps_completed}")
         metrics = {name: _plain(name, value) for name, value in request.metrics.fields.items()}
         check_metrics(metrics)
-        return cls(request.trial_id, kind, request.steps_completed, metrics, _time(request.report_time))
+        when = _time(request.report_time)
+        return cls(request.trial_id, kind, request.steps_completed, metrics, when, group)
+
+
+def custom_group(name: str) -> tuple[str, str]:
+    """(kind, group) for a group's name: training and validation are kinds, any other is "custom"."""
+    try:
+        check_group(name)
+    except ValueError as e:
+        raise ReportError(str(e)) from None
+    return (name, "") if name in BUILTIN_GROUPS else ("custom", name)
 
 
 def check_metrics(metrics: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import dataclass, field
 
 from pedl import downsample
+from pedl._metrics import BUILTIN_GROUPS, GROUP_NAME
 from pedl.v1 import scheduler_pb2
 from pedl_scheduler import curve_cache
 from pedl_scheduler.storage.connection import Storage
@@ -73,6 +74,9 @@ class MetricsQuery:
             raise MetricsRequestError(
                 f"max_points must be 0 (all rows) or at least 2, not {request.max_points}"
             )
+        group = request.group
+        if group and (request.kind or group in BUILTIN_GROUPS or not GROUP_NAME.fullmatch(group)):
+            raise MetricsRequestError(f"group must name a custom group, kind unset: not {group[:64]!r}")
         if request.trial_ids and target != "experiment_id":
             raise MetricsRequestError("trial_ids picks trials of an experiment: name its experiment_id")
         return cls(
@@ -80,7 +84,7 @@ class MetricsQuery:
             experiment_id=request.experiment_id if target == "experiment_id" else None,
             from_batches=request.from_batches,
             page_size=min(request.page_size or DEFAULT_PAGE, MAX_PAGE),
-            kinds=KIND_NAMES[request.kind],
+            kinds=(request.group,) if request.group else KIND_NAMES[request.kind],
             follow=request.follow,
             max_points=request.max_points,
             trial_ids=tuple(sorted(set(request.trial_ids))),
@@ -115,7 +119,11 @@ def _pages(rows: list[MetricRow], kind: str) -> list[scheduler_pb2.MetricSeries]
     for trial_id, total_batches, metrics_json, end_time, run_id in rows:
         if current is None or current.trial_id != trial_id:
             close()
-            current = scheduler_pb2.MetricSeries(trial_id=trial_id, kind=_KIND_ENUM[kind])
+            current = scheduler_pb2.MetricSeries(
+                trial_id=trial_id, kind=_KIND_ENUM.get(kind, scheduler_pb2.METRIC_KIND_UNSPECIFIED)
+            )
+            if kind not in _KIND_ENUM:
+                current.group = kind  # a custom group's rows
             series.append(current)
             batches, metrics, times, runs = [], [], [], []
         batches.append(total_batches)

@@ -18,7 +18,8 @@ The scheduler's RPCs (`RULES`: `check_call` at the door, `may` once the servicer
 | ListTrialDetails, GetTrialLogs, GetMetrics,                 |                                       |
 | GetModelDefinition                                          |                                       |
 | Kill/Pause/Activate/Patch/DeleteExperiment, KillTrial,      | MANAGE the experiment: owner or admin |
-| DeleteCheckpoints, SetCheckpointMetadata                    |                                       |
+| DeleteCheckpoints, SetCheckpointMetadata,                   |                                       |
+| RemoveCheckpointFiles                                       |                                       |
 | ReportTrialMetrics                                          | MANAGE, or the trial's own live run's |
 |                                                             | token (`own_trial_refusal`)           |
 | AgentLinkService.Connect, ValidateToken, Authorize          | the cluster secret                    |
@@ -46,7 +47,7 @@ The checkpoint store's calls (services/checkpoint_store/authz.py enforces them; 
 |                                         |         | latest, a PBT parent's, a warm |                |
 |                                         |         | start's)                       |                |
 | ListCheckpoints                         | yes     | its own trial (trial_id = its) | READ, filtered |
-| DeleteCheckpoint                        | yes     | never                          | never (*)      |
+| DeleteCheckpoint, RemoveCheckpointFiles | yes     | never                          | never (*)      |
 | UploadTensorboardFiles                  | yes     | its own trial's only           | MANAGE         |
 | List/DownloadTensorboardFile(s)         | yes     | its own trial's only           | READ           |
 | DeleteTensorboardFiles                  | yes     | never                          | never (*)      |
@@ -133,6 +134,7 @@ RULES: dict[str, Rule] = {
     _S + "DeleteExperiment": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "KillTrial": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "DeleteCheckpoints": Rule(Who.SIGNED_IN, Access.MANAGE),
+    _S + "RemoveCheckpointFiles": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "SetCheckpointMetadata": Rule(Who.SIGNED_IN, Access.MANAGE),
     _S + "ReportTrialMetrics": Rule(Who.SIGNED_IN, Access.MANAGE, own_trial=True),
 }

@@ -21,7 +21,13 @@ from test_cluster import stub, submit, wait
 
 from pedl import _grpc
 from pedl.checkpoints import CheckpointNotFound, CheckpointStoreClient
-from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc, common_pb2, scheduler_pb2
+from pedl.v1 import (
+    checkpoint_store_pb2,
+    checkpoint_store_pb2_grpc,
+    common_pb2,
+    scheduler_pb2,
+    scheduler_pb2_grpc,
+)
 from support.models import tiny_config, write_tiny_model
 from support.processes import BIN, LocalCluster, local_cluster
 from support.seaweedfs import SeaweedFS, seaweedfs, weed_binary
@@ -154,6 +160,52 @@ def test_bob_cannot_delete_admins_checkpoint_and_the_owner_can(world: World) -> 
     assert world.row_state(target) == "DELETED"
     again = pedl_cli(world, world.cluster.token, "checkpoint", "delete", target)
     assert again.returncode == 1 and f"checkpoint {target} not found (already deleted)" in again.stderr
+
+
+def test_files_removed_through_the_scheduler_leave_s3_and_an_emptied_checkpoint_is_deleted(
+    world: World,
+) -> None:
+    """Determined's `checkpoints/rm`: the owner only; the removed file leaves the record, the listing's
+    resources and S3; PARTIALLY_DELETED stays listed; removing the rest deletes the checkpoint."""
+    target = world.listed()[1]
+    secret = world.cluster.secret_file.read_text().strip()
+    with CheckpointStoreClient(world.cluster.store.address, token=secret) as store:
+        paths = sorted(f.path for f in store.get(target).files)
+    assert len(paths) > 1, paths
+    carol = scheduler_pb2_grpc.SchedulerServiceStub(
+        _grpc.channel(world.cluster.master, token=create_user(world.cluster, "carol"))
+    )
+    with pytest.raises(grpc.RpcError) as refused:
+        carol.RemoveCheckpointFiles(
+            scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=[target], globs=["*"])
+        )
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "only its owner or an admin" in str(refused.value.details())
+
+    done = pedl_cli(world, world.cluster.token, "checkpoint", "rm", target, "--glob", paths[0])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Checkpoint {target}: PARTIALLY_DELETED, {len(paths) - 1} files")
+    with CheckpointStoreClient(world.cluster.store.address, token=secret) as store:
+        assert sorted(f.path for f in store.get(target).files) == paths[1:]
+    assert world.row_state(target) == "PARTIALLY_DELETED" and target in world.listed()
+    assert f"{PREFIX}/{target}/data/{paths[0]}" not in world.s3_keys(target)
+    assert f"{PREFIX}/{target}/data/{paths[1]}" in world.s3_keys(target)
+
+    with pytest.raises(grpc.RpcError) as bad:
+        stub(world.cluster).RemoveCheckpointFiles(
+            scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(
+                checkpoint_uuids=[target], globs=["../x"]
+            )
+        )
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    reply = stub(world.cluster).RemoveCheckpointFiles(
+        scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=[target], globs=["**/*"]),
+        timeout=60,
+    )
+    assert reply.checkpoints[0].state == common_pb2.CHECKPOINT_STATE_DELETED
+    assert world.row_state(target) == "DELETED" and target not in world.listed()
+    assert world.s3_keys(target) == [] and target not in world.stored()
 
 
 def test_a_live_trials_restart_point_is_refused(world: World) -> None:

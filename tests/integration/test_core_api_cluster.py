@@ -3,6 +3,7 @@ a plain loop, metrics, checkpoints surviving a killed agent, ASHA on a time_metr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -72,7 +73,8 @@ def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_
 ) -> None:
     """Determined 0.20 to 0.34's Core API MNIST tutorial stages `metrics` and `checkpoints`: `max_length:
     1` and `metric: val_loss`, a script that reports `test_loss` and never asks the searcher. Determined's
-    searcher hears only op.report_completed, so the script runs to its end and the trial completes."""
+    searcher hears only op.report_completed, so the script runs to its end and the trial completes.
+    Determined 0.38's custom metric groups (`report_metrics(group=...)`) are kept apart from both."""
     model = tmp_path / "metrics_stage"
     model.mkdir()
     (model / "report.py").write_text(
@@ -81,6 +83,7 @@ def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_
         "    for step in (1, 2, 3):\n"
         "        loss = {'test_loss': 1.0 / step}\n"
         "        core.train.report_validation_metrics(steps_completed=step, metrics=loss)\n"
+        "        core.train.report_metrics('inf%er en/ce', steps_completed=step, metrics={'m': step})\n"
     )
     config = (
         "entrypoint: python3 report.py\nmax_restarts: 0\n"
@@ -94,6 +97,11 @@ def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_
     _, validations = trial_history(one_agent_cluster, exp_id)
     assert [(b, m["test_loss"]) for b, m in validations] == [(1, 1.0), (2, 0.5), (3, 1.0 / 3)]
     assert "searcher.metric 'val_loss' (it reported: test_loss)" in logs(one_agent_cluster, trial.id)
+    asked = scheduler_pb2.GetMetricsRequest(trial_id=trial.id, group="inf%er en/ce")
+    series = [s for reply in stub(one_agent_cluster).GetMetrics(asked, timeout=60) for s in reply.series]
+    assert [(s.group, list(s.total_batches), [json.loads(m) for m in s.metrics_json]) for s in series] == [
+        ("inf%er en/ce", [1, 2, 3], [{"m": 1}, {"m": 2}, {"m": 3}])
+    ]
 
 
 def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_code(

@@ -125,6 +125,44 @@ def test_reported_metrics_are_the_trials_results_and_read_back_side_by_side(setu
     assert status == 409 and "already has training metrics at steps_completed 10" in answer["message"]
 
 
+def test_a_custom_groups_reports_are_kept_apart_and_read_back(setup: Setup) -> None:
+    """Determined's `report_metrics(group="abc")`: stored in its group, charted beside training by
+    `trials/time-series` and streamed by `trial_metrics?group=abc` (the SDK's `iter_metrics("abc")`),
+    never among the trial's steps or validations."""
+    t = setup.trial_id
+    status, answer = http(
+        setup, "alice", "POST", f"/api/v1/trials/{t}/metrics", body(t, "abc", 10, {"lossx": 7.5})
+    )
+    assert (status, answer) == (200, {})
+    status, answer = http(
+        setup, "alice", "POST", f"/api/v1/trials/{t}/metrics", body(t, "abc", 10, {"lossx": 1})
+    )
+    assert status == 409 and "already has abc metrics at steps_completed 10" in answer["message"]
+
+    status, answer = http(setup, "bob", "GET", f"/api/v1/trials/time-series?trialIds={t}&metricIds=abc.lossx")
+    assert status == 200
+    (abc,) = answer["trials"][0]["metrics"]
+    assert abc["group"] == "abc" and [(p["batches"], p["values"]) for p in abc["data"]] == [
+        (10, {"lossx": 7.5})
+    ]
+
+    status, answer = http(setup, "bob", "GET", f"/api/v1/trials/metrics/trial_metrics?trialIds={t}&group=abc")
+    assert status == 200
+    (report,) = answer["result"]["metrics"]
+    assert (report["group"], report["totalBatches"], report["metrics"]) == (
+        "abc",
+        10,
+        {"avg_metrics": {"lossx": 7.5}},
+    )
+
+    with _grpc.channel(setup.master) as channel:
+        meta = (("authorization", f"Bearer {setup.tokens['alice']}"),)
+        got = scheduler_pb2_grpc.SchedulerServiceStub(channel).GetTrial(
+            scheduler_pb2.GetTrialRequest(trial_id=t), timeout=60, metadata=meta
+        )
+    assert all(from_struct(s.metrics) != {"lossx": 7.5} for s in [*got.steps, *got.validations])
+
+
 def test_another_user_is_refused_in_determineds_error_shape(setup: Setup) -> None:
     t = setup.trial_id
     status, answer = http(
@@ -140,7 +178,7 @@ def test_another_user_is_refused_in_determineds_error_shape(setup: Setup) -> Non
 @pytest.mark.parametrize(
     ("group", "steps", "metrics", "message"),
     [
-        ("abc", 40, {"x": 1}, "pedl records no custom metric groups"),
+        ("a.b", 40, {"x": 1}, "a metric group is 1-64 characters, no dot"),
         ("training", None, {"x": 1}, "metrics.stepsCompleted is required"),
         ("validation", 40, {"x": "high"}, "metric 'x' must be a number"),
         ("training", 40, {"x": {"y": 1}}, "metric 'x' must be a number"),

@@ -119,6 +119,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         s + "DeleteExperiment": manage(),
         s + "KillTrial": manage(),
         s + "DeleteCheckpoints": manage(),
+        s + "RemoveCheckpointFiles": manage(),
         s + "SetCheckpointMetadata": manage(),
         # A script's own metrics: also the token of that trial's live run (not another's, nor an ended one's).
         s + "ReportTrialMetrics": row(UNAUTH, DENIED, OK, OK, OK, OK, DENIED, DENIED),
@@ -143,6 +144,7 @@ def expected(private: bool) -> dict[str, dict[str, Any]]:
         },  # filtered: test_private_lists_show_only_ones_own
         # Users delete through the scheduler (DeleteCheckpoints): at the store only the cluster secret.
         c + "DeleteCheckpoint": row(UNAUTH, DENIED, DENIED, DENIED, OK, DENIED, DENIED, DENIED),
+        c + "RemoveCheckpointFiles": row(UNAUTH, DENIED, DENIED, DENIED, OK, DENIED, DENIED, DENIED),
         # A trial's own TensorBoard files: as its checkpoints (a trial's token: its own trial only).
         c + "UploadTensorboardFiles": store_write(),
         c + "ListTensorboardFiles": store_read(private),
@@ -420,6 +422,11 @@ def _call(w: World, method: str, caller: str) -> Any:
             return s.DeleteCheckpoints(
                 sp.DeleteCheckpointsRequest(checkpoint_uuids=[_ended_checkpoint(w)]), timeout=t
             )
+        if name == "RemoveCheckpointFiles":
+            request = sp.SchedulerServiceRemoveCheckpointFilesRequest(
+                checkpoint_uuids=[_ended_checkpoint(w)], globs=["nothing-*"]
+            )
+            return s.RemoveCheckpointFiles(request, timeout=t)
         if name == "SetCheckpointMetadata":
             request = sp.SetCheckpointMetadataRequest(
                 checkpoint_uuid=_ended_checkpoint(w), metadata_json='{"k": "v"}'
@@ -475,6 +482,9 @@ def _call(w: World, method: str, caller: str) -> Any:
         return c.ListCheckpoints(request, timeout=t)
     if name == "DeleteCheckpoint":
         return c.DeleteCheckpoint(cp.DeleteCheckpointRequest(uuid=w.new_checkpoint()), timeout=t)
+    if name == "RemoveCheckpointFiles":
+        request = cp.RemoveCheckpointFilesRequest(uuid=w.new_checkpoint(), globs=["nothing-*"])
+        return c.RemoveCheckpointFiles(request, timeout=t)
     if name == "UploadTensorboardFiles":
         chunk = cp.FileChunk(path="events.out.tfevents.1", data=b"ev", last=True)
         chunk.sha256 = hashlib.sha256(b"ev").hexdigest()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,15 @@ class CheckpointStoreClient(_grpc.Client):
             self._stub.DeleteCheckpoint(pb.DeleteCheckpointRequest(uuid=uuid), timeout=UNARY_TIMEOUT_SECONDS)
         except grpc.RpcError as e:
             raise self._error(e, f"delete of checkpoint {uuid}") from None
+
+    def remove_files(
+        self, uuid: str, globs: Sequence[str]
+    ) -> tuple[common_pb2.Checkpoint, builtins.list[str]]:
+        """Removes the files any glob names (the scheduler's, with the cluster secret): the record as
+        now and the paths removed."""
+        request = pb.RemoveCheckpointFilesRequest(uuid=uuid, globs=list(globs))
+        try:
+            response = self._stub.RemoveCheckpointFiles(request, timeout=UNARY_TIMEOUT_SECONDS)
+        except grpc.RpcError as e:
+            raise self._error(e, f"removing files from checkpoint {uuid}") from None
+        return response.checkpoint, list(response.removed)

@@ -170,6 +170,12 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
         return list(self._stub.DeleteCheckpoints(request, timeout=_UPLOAD_TIMEOUT).checkpoints)
 
+    def remove_checkpoint_files(self, uuids: list[str], globs: list[str]) -> list[common_pb2.Checkpoint]:
+        request = scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(
+            checkpoint_uuids=uuids, globs=globs
+        )
+        return list(self._stub.RemoveCheckpointFiles(request, timeout=_UPLOAD_TIMEOUT).checkpoints)
+
     def pause_experiment(self, experiment_id: int) -> scheduler_pb2.Experiment:
         request = scheduler_pb2.PauseExperimentRequest(experiment_id=experiment_id)
         return self._stub.PauseExperiment(request, timeout=_TIMEOUT).experiment

@@ -1,4 +1,5 @@
-"""`pedl checkpoint list|describe|download|delete`: listing comes from the scheduler, bytes from the store."""
+"""`pedl checkpoint list|describe|download|delete|rm`: listings come from the scheduler, bytes from
+the store."""
 
 from __future__ import annotations
 
@@ -51,6 +52,19 @@ def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) ->
     )
     delete.add_argument("uuids", type=checkpoint_uuids, metavar="UUID[,UUID...]")
     delete.set_defaults(func=delete_checkpoint)
+
+    rm = commands.add_parser(
+        "rm", parents=[common], help="remove the files matching globs from checkpoints (owner or admin)"
+    )
+    rm.add_argument("uuids", type=checkpoint_uuids, metavar="UUID[,UUID...]")
+    rm.add_argument(
+        "--glob",
+        action="append",
+        default=[],
+        help="files to remove (repeatable): * ? [...] within a path segment, ** across; none: remove nothing",
+    )
+    rm.add_argument("--yes", action="store_true", help="accepted for Determined's spelling; nothing is asked")
+    rm.set_defaults(func=remove_checkpoint_files)
 
 
 def checkpoint_uuid(text: str) -> str:
@@ -182,4 +196,15 @@ def delete_checkpoint(args: argparse.Namespace) -> int:
         deleted = client.delete_checkpoints(args.uuids)
     for c in deleted:
         print(f"Deleted checkpoint {c.uuid} (trial {c.trial_id}, batches {c.total_batches})")
+    return 0
+
+
+def remove_checkpoint_files(args: argparse.Namespace) -> int:
+    """Through the scheduler, as deletes: each checkpoint becomes PARTIALLY_DELETED, or DELETED once
+    no file is left."""
+    with connect(args) as client:
+        now = client.remove_checkpoint_files(args.uuids, args.glob)
+    for c in now:
+        state = records.checkpoint_state(c.state)
+        print(f"Checkpoint {c.uuid}: {state}, {len(c.files)} files ({c.total_size} bytes) left")
     return 0

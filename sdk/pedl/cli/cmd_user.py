@@ -227,7 +227,5 @@ def user_link_agent_user(args: argparse.Namespace) -> int:
         stub.LinkAgentUser(
             auth_pb2.LinkAgentUserRequest(username=args.username, agent_user=agent_user), timeout=_TIMEOUT
         )
-    print(
-        f"{args.username}'s trials run as uid {args.agent_uid}, gid {args.agent_gid} on root agents"
-    )
+    print(f"{args.username}'s trials run as uid {args.agent_uid}, gid {args.agent_gid} on root agents")
     return 0

@@ -106,6 +106,16 @@ class Checkpoint:
         self._session.call("DeleteCheckpoints", request, f"checkpoint {self.uuid}")
         self.state = CheckpointState.DELETED
 
+    def remove_files(self, globs: list[str]) -> None:
+        """Removes the checkpoint's files any glob names (`*`, `?`, `[...]` within a path segment,
+        `**` across them; a folder names all in it), as Determined's method does: the checkpoint
+        becomes PARTIALLY_DELETED, or DELETED once no file is left. No globs: nothing is removed."""
+        request = scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(
+            checkpoint_uuids=[self.uuid], globs=list(globs)
+        )
+        self._session.call("RemoveCheckpointFiles", request, f"checkpoint {self.uuid}")
+        self.reload()
+
     def reload(self) -> None:
         fresh = get_checkpoint(self.uuid, self._session)
         for name in ("state", "size", "resources", "metadata", "report_time", "validation_metrics"):

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pedl import records
+from pedl._metrics import GROUP_NAME
 from pedl.v1 import scheduler_pb2
 
 KINDS = {
@@ -37,11 +38,16 @@ class Metrics(list):
 def request(
     *, trial_id: int | None = None, experiment_id: int | None = None, kind: str | None, from_batches: int
 ) -> scheduler_pb2.GetMetricsRequest:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be 'training', 'validation' or None (both), got {kind!r}")
+    """`kind`: "training", "validation", None (both), or a custom metric group's name."""
+    if kind not in KINDS and (not isinstance(kind, str) or not GROUP_NAME.fullmatch(kind)):
+        raise ValueError(
+            f"kind must be 'training', 'validation', None (both) or a metric group, got {kind!r}"
+        )
     if isinstance(from_batches, bool) or not isinstance(from_batches, int) or from_batches < 0:
         raise ValueError(f"from_batches must be an integer >= 0, got {from_batches!r}")
     target = {"trial_id": trial_id} if trial_id is not None else {"experiment_id": experiment_id}
+    if kind is not None and kind not in KINDS:  # a custom group's rows
+        return scheduler_pb2.GetMetricsRequest(**target, group=kind, from_batches=from_batches)
     return scheduler_pb2.GetMetricsRequest(**target, kind=KINDS[kind], from_batches=from_batches)
 
 

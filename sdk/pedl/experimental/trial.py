@@ -11,14 +11,12 @@ from datetime import datetime
 from typing import Any
 
 from pedl import records
-from pedl._metrics import from_struct
+from pedl._metrics import check_group, from_struct
 from pedl.experimental import metrics as _metrics
 from pedl.experimental._session import ClientError, Session
 from pedl.experimental.checkpoint import Checkpoint, checkpoints_of, ranked_checkpoints, sorted_checkpoints
 from pedl.experimental.states import TrialState, state_of
 from pedl.v1 import scheduler_pb2
-
-_GROUPS = ("training", "validation")
 
 
 @dataclass(frozen=True)
@@ -86,11 +84,9 @@ class Trial:
         return _metrics.collect(self._session.stream("GetMetrics", request, f"trial {self.id}"))
 
     def iter_metrics(self, group: str) -> Iterator[TrialMetrics]:
-        """Its reported metrics of one group ("training" or "validation"), oldest first."""
-        if group not in _GROUPS:
-            raise ValueError(
-                f"group must be 'training' or 'validation' (the groups pedl records), got {group!r}"
-            )
+        """Its reported metrics of one group ("training", "validation" or a custom group a script
+        reported with `report_metrics(group=...)`), oldest first."""
+        check_group(group)
         for record in self.metrics(kind=group):
             yield TrialMetrics(
                 trial_id=self.id,

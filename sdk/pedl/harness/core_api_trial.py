@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pedl import _log
-from pedl._metrics import to_struct
+from pedl._metrics import BUILTIN_GROUPS, check_group, to_struct
 from pedl.harness.agent_client import StoreCheckpoints
 from pedl.harness.child_bootstrap import dying_with_this_process
 from pedl.harness.process_tree import kill_with_descendants
@@ -274,14 +274,16 @@ class CoreApiTrial:
 
     def report(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         self._chief_only(f"report_metrics({group!r})")
-        if group not in ("training", "validation"):
-            raise ScriptFailed(
-                f"report_metrics: pedl records the 'training' and 'validation' groups; {group!r} is not one"
-            )
+        try:
+            check_group(group)
+        except ValueError as e:
+            raise ScriptFailed(f"report_metrics: {e}") from None
         report = common_pb2.ScriptReport(steps_completed=steps_completed)
         report.metrics.CopyFrom(to_struct(metrics))
         with self._cv:
-            if group == "training":
+            if group not in BUILTIN_GROUPS:  # a custom group: charted, steers nothing
+                report.kind, report.group = REPORT.SCRIPT_REPORT_KIND_GROUP, group
+            elif group == "training":
                 report.kind = REPORT.SCRIPT_REPORT_KIND_TRAINING
                 if not self.settings.time_metric:
                     self.progress = max(self.progress, steps_completed)

@@ -507,6 +507,52 @@ class DeleteCheckpointResponse(google.protobuf.message.Message):
 global___DeleteCheckpointResponse = DeleteCheckpointResponse
 
 @typing.final
+class RemoveCheckpointFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    UUID_FIELD_NUMBER: builtins.int
+    GLOBS_FIELD_NUMBER: builtins.int
+    uuid: builtins.str
+    @property
+    def globs(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Matched against each file's path ('/'-separated, relative to the checkpoint): `*` and `?` within
+        one path segment, `**` across segments, `[...]` a set; a glob naming a folder matches what is in it.
+        """
+
+    def __init__(
+        self,
+        *,
+        uuid: builtins.str = ...,
+        globs: collections.abc.Iterable[builtins.str] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["globs", b"globs", "uuid", b"uuid"]) -> None: ...
+
+global___RemoveCheckpointFilesRequest = RemoveCheckpointFilesRequest
+
+@typing.final
+class RemoveCheckpointFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINT_FIELD_NUMBER: builtins.int
+    REMOVED_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoint(self) -> pedl.v1.common_pb2.Checkpoint:
+        """The record as it is now, without the removed files."""
+
+    @property
+    def removed(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        checkpoint: pedl.v1.common_pb2.Checkpoint | None = ...,
+        removed: collections.abc.Iterable[builtins.str] | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["checkpoint", b"checkpoint"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint", "removed", b"removed"]) -> None: ...
+
+global___RemoveCheckpointFilesResponse = RemoveCheckpointFilesResponse
+
+@typing.final
 class TensorboardFilesHeader(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

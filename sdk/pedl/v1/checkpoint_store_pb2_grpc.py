@@ -56,6 +56,11 @@ class CheckpointStoreServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.FromString,
                 )
+        self.RemoveCheckpointFiles = channel.unary_unary(
+                '/pedl.v1.CheckpointStoreService/RemoveCheckpointFiles',
+                request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesResponse.FromString,
+                )
         self.UploadTensorboardFiles = channel.stream_unary(
                 '/pedl.v1.CheckpointStoreService/UploadTensorboardFiles',
                 request_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.UploadTensorboardFilesRequest.SerializeToString,
@@ -139,6 +144,14 @@ class CheckpointStoreServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RemoveCheckpointFiles(self, request, context):
+        """Removes the checkpoint's files that match any of the globs, its record first (the scheduler's,
+        with the cluster secret, as deletes): a record left with no files is the scheduler's to delete.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def UploadTensorboardFiles(self, request_iterator, context):
         """A trial's own TensorBoard event files (what it wrote into its TensorBoard directory), kept on
         its experiment's checkpoint storage under tensorboard/<experiment>/<trial>/. A header, then the
@@ -211,6 +224,11 @@ def add_CheckpointStoreServiceServicer_to_server(servicer, server):
                     servicer.DeleteCheckpoint,
                     request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.SerializeToString,
+            ),
+            'RemoveCheckpointFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveCheckpointFiles,
+                    request_deserializer=pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesResponse.SerializeToString,
             ),
             'UploadTensorboardFiles': grpc.stream_unary_rpc_method_handler(
                     servicer.UploadTensorboardFiles,
@@ -377,6 +395,23 @@ class CheckpointStoreService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/DeleteCheckpoint',
             pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointRequest.SerializeToString,
             pedl_dot_v1_dot_checkpoint__store__pb2.DeleteCheckpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RemoveCheckpointFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.CheckpointStoreService/RemoveCheckpointFiles',
+            pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesRequest.SerializeToString,
+            pedl_dot_v1_dot_checkpoint__store__pb2.RemoveCheckpointFilesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

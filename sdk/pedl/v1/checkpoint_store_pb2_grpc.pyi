@@ -73,6 +73,14 @@ class CheckpointStoreServiceStub:
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse,
     ]
 
+    RemoveCheckpointFiles: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesRequest,
+        pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesResponse,
+    ]
+    """Removes the checkpoint's files that match any of the globs, its record first (the scheduler's,
+    with the cluster secret, as deletes): a record left with no files is the scheduler's to delete.
+    """
+
     UploadTensorboardFiles: grpc.StreamUnaryMultiCallable[
         pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesRequest,
         pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesResponse,
@@ -154,6 +162,14 @@ class CheckpointStoreServiceAsyncStub:
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointRequest,
         pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse,
     ]
+
+    RemoveCheckpointFiles: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesRequest,
+        pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesResponse,
+    ]
+    """Removes the checkpoint's files that match any of the globs, its record first (the scheduler's,
+    with the cluster secret, as deletes): a record left with no files is the scheduler's to delete.
+    """
 
     UploadTensorboardFiles: grpc.aio.StreamUnaryMultiCallable[
         pedl.v1.checkpoint_store_pb2.UploadTensorboardFilesRequest,
@@ -252,6 +268,16 @@ class CheckpointStoreServiceServicer(metaclass=abc.ABCMeta):
         request: pedl.v1.checkpoint_store_pb2.DeleteCheckpointRequest,
         context: _ServicerContext,
     ) -> typing.Union[pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.DeleteCheckpointResponse]]: ...
+
+    @abc.abstractmethod
+    def RemoveCheckpointFiles(
+        self,
+        request: pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesResponse, collections.abc.Awaitable[pedl.v1.checkpoint_store_pb2.RemoveCheckpointFilesResponse]]:
+        """Removes the checkpoint's files that match any of the globs, its record first (the scheduler's,
+        with the cluster secret, as deletes): a record left with no files is the scheduler's to delete.
+        """
 
     @abc.abstractmethod
     def UploadTensorboardFiles(

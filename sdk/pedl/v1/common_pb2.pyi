@@ -65,6 +65,8 @@ class _CheckpointStateEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper
     """Marked for deletion; its bytes are being deleted from the store (the scheduler finishes it)."""
     CHECKPOINT_STATE_MISSING: _CheckpointState.ValueType  # 4
     """The store no longer has its bytes (found by the reconciler)."""
+    CHECKPOINT_STATE_PARTIALLY_DELETED: _CheckpointState.ValueType  # 5
+    """Some of its files were removed on purpose (Determined's CheckpointsRemoveFiles); the rest are stored."""
 
 class CheckpointState(_CheckpointState, metaclass=_CheckpointStateEnumTypeWrapper): ...
 
@@ -75,6 +77,8 @@ CHECKPOINT_STATE_DELETING: CheckpointState.ValueType  # 3
 """Marked for deletion; its bytes are being deleted from the store (the scheduler finishes it)."""
 CHECKPOINT_STATE_MISSING: CheckpointState.ValueType  # 4
 """The store no longer has its bytes (found by the reconciler)."""
+CHECKPOINT_STATE_PARTIALLY_DELETED: CheckpointState.ValueType  # 5
+"""Some of its files were removed on purpose (Determined's CheckpointsRemoveFiles); the rest are stored."""
 global___CheckpointState = CheckpointState
 
 class _EarlyExitReason:
@@ -109,6 +113,8 @@ class _ScriptReportKindEnumTypeWrapper(google.protobuf.internal.enum_type_wrappe
     SCRIPT_REPORT_KIND_TRAINING: _ScriptReportKind.ValueType  # 1
     SCRIPT_REPORT_KIND_VALIDATION: _ScriptReportKind.ValueType  # 2
     SCRIPT_REPORT_KIND_CHECKPOINT: _ScriptReportKind.ValueType  # 3
+    SCRIPT_REPORT_KIND_GROUP: _ScriptReportKind.ValueType  # 4
+    """A custom metric group's report (`report_metrics(group="abc", ...)`): ScriptReport.group names it."""
 
 class ScriptReportKind(_ScriptReportKind, metaclass=_ScriptReportKindEnumTypeWrapper): ...
 
@@ -116,6 +122,8 @@ SCRIPT_REPORT_KIND_UNSPECIFIED: ScriptReportKind.ValueType  # 0
 SCRIPT_REPORT_KIND_TRAINING: ScriptReportKind.ValueType  # 1
 SCRIPT_REPORT_KIND_VALIDATION: ScriptReportKind.ValueType  # 2
 SCRIPT_REPORT_KIND_CHECKPOINT: ScriptReportKind.ValueType  # 3
+SCRIPT_REPORT_KIND_GROUP: ScriptReportKind.ValueType  # 4
+"""A custom metric group's report (`report_metrics(group="abc", ...)`): ScriptReport.group names it."""
 global___ScriptReportKind = ScriptReportKind
 
 class _ExperimentState:
@@ -359,11 +367,14 @@ class ScriptReport(google.protobuf.message.Message):
     STEPS_COMPLETED_FIELD_NUMBER: builtins.int
     METRICS_FIELD_NUMBER: builtins.int
     CHECKPOINT_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     kind: global___ScriptReportKind.ValueType
     steps_completed: builtins.int
     """TRAINING, VALIDATION: the script's steps_completed. CHECKPOINT: the trial's progress when
     it was stored (searcher units, as WorkloadResult.script_progress).
     """
+    group: builtins.str
+    """GROUP: the custom metric group's name."""
     @property
     def metrics(self) -> google.protobuf.struct_pb2.Struct: ...
     @property
@@ -375,9 +386,10 @@ class ScriptReport(google.protobuf.message.Message):
         steps_completed: builtins.int = ...,
         metrics: google.protobuf.struct_pb2.Struct | None = ...,
         checkpoint: global___Checkpoint | None = ...,
+        group: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["checkpoint", b"checkpoint", "metrics", b"metrics"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint", "kind", b"kind", "metrics", b"metrics", "steps_completed", b"steps_completed"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint", b"checkpoint", "group", b"group", "kind", b"kind", "metrics", b"metrics", "steps_completed", b"steps_completed"]) -> None: ...
 
 global___ScriptReport = ScriptReport
 

@@ -1270,6 +1270,44 @@ class DeleteCheckpointsResponse(google.protobuf.message.Message):
 global___DeleteCheckpointsResponse = DeleteCheckpointsResponse
 
 @typing.final
+class SchedulerServiceRemoveCheckpointFilesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINT_UUIDS_FIELD_NUMBER: builtins.int
+    GLOBS_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoint_uuids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def globs(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        checkpoint_uuids: collections.abc.Iterable[builtins.str] | None = ...,
+        globs: collections.abc.Iterable[builtins.str] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuids", b"checkpoint_uuids", "globs", b"globs"]) -> None: ...
+
+global___SchedulerServiceRemoveCheckpointFilesRequest = SchedulerServiceRemoveCheckpointFilesRequest
+
+@typing.final
+class SchedulerServiceRemoveCheckpointFilesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CHECKPOINTS_FIELD_NUMBER: builtins.int
+    @property
+    def checkpoints(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[pedl.v1.common_pb2.Checkpoint]:
+        """The checkpoints as recorded now, in the order asked."""
+
+    def __init__(
+        self,
+        *,
+        checkpoints: collections.abc.Iterable[pedl.v1.common_pb2.Checkpoint] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints"]) -> None: ...
+
+global___SchedulerServiceRemoveCheckpointFilesResponse = SchedulerServiceRemoveCheckpointFilesResponse
+
+@typing.final
 class SetCheckpointMetadataRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -1317,6 +1355,7 @@ class GetMetricsRequest(google.protobuf.message.Message):
     KIND_FIELD_NUMBER: builtins.int
     MAX_POINTS_FIELD_NUMBER: builtins.int
     TRIAL_IDS_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     experiment_id: builtins.int
     from_batches: builtins.int
@@ -1331,6 +1370,8 @@ class GetMetricsRequest(google.protobuf.message.Message):
     in even buckets between them, the rows holding each metric's minimum and maximum, so a chart
     drawn from them shows every peak and dip. Following, each read's new rows are bounded alike.
     """
+    group: builtins.str
+    """A custom metric group's rows instead (kind UNSPECIFIED); series then carry the group."""
     @property
     def trial_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
         """With experiment_id: only these trials of it (compare views); each must be a trial of it."""
@@ -1346,9 +1387,10 @@ class GetMetricsRequest(google.protobuf.message.Message):
         kind: global___MetricKind.ValueType = ...,
         max_points: builtins.int = ...,
         trial_ids: collections.abc.Iterable[builtins.int] | None = ...,
+        group: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "target", b"target", "trial_id", b"trial_id"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "kind", b"kind", "max_points", b"max_points", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id", "trial_ids", b"trial_ids"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["experiment_id", b"experiment_id", "follow", b"follow", "from_batches", b"from_batches", "group", b"group", "kind", b"kind", "max_points", b"max_points", "page_size", b"page_size", "target", b"target", "trial_id", b"trial_id", "trial_ids", b"trial_ids"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["target", b"target"]) -> typing.Literal["trial_id", "experiment_id"] | None: ...
 
 global___GetMetricsRequest = GetMetricsRequest
@@ -1365,8 +1407,11 @@ class MetricSeries(google.protobuf.message.Message):
     METRICS_JSON_FIELD_NUMBER: builtins.int
     END_TIME_FIELD_NUMBER: builtins.int
     RUN_ID_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     kind: global___MetricKind.ValueType
+    group: builtins.str
+    """The custom metric group of these rows ("" for training and validation, which `kind` names)."""
     @property
     def total_batches(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
     @property
@@ -1390,8 +1435,9 @@ class MetricSeries(google.protobuf.message.Message):
         metrics_json: collections.abc.Iterable[builtins.str] | None = ...,
         end_time: collections.abc.Iterable[builtins.str] | None = ...,
         run_id: collections.abc.Iterable[builtins.int] | None = ...,
+        group: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "kind", b"kind", "metrics_json", b"metrics_json", "run_id", b"run_id", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["end_time", b"end_time", "group", b"group", "kind", b"kind", "metrics_json", b"metrics_json", "run_id", b"run_id", "total_batches", b"total_batches", "trial_id", b"trial_id"]) -> None: ...
 
 global___MetricSeries = MetricSeries
 
@@ -1426,13 +1472,18 @@ class ReportTrialMetricsRequest(google.protobuf.message.Message):
     STEPS_COMPLETED_FIELD_NUMBER: builtins.int
     METRICS_FIELD_NUMBER: builtins.int
     REPORT_TIME_FIELD_NUMBER: builtins.int
+    GROUP_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     kind: global___MetricKind.ValueType
-    """TRAINING (a step row) or VALIDATION (a validation row)."""
+    """TRAINING (a step row) or VALIDATION (a validation row); UNSPECIFIED with `group`."""
     steps_completed: builtins.int
     """Batches trained when the metrics were taken; one report per trial, kind and value."""
     report_time: builtins.str
     """When the script took them (RFC 3339); empty: when the scheduler receives the report."""
+    group: builtins.str
+    """A custom metric group (Determined's `report_metrics(group=...)`), any name but training and
+    validation, with kind UNSPECIFIED: charted and streamed, never ranked by the searcher.
+    """
     @property
     def metrics(self) -> google.protobuf.struct_pb2.Struct:
         """Metric name -> a number, or a (nested) list of numbers."""
@@ -1445,9 +1496,10 @@ class ReportTrialMetricsRequest(google.protobuf.message.Message):
         steps_completed: builtins.int = ...,
         metrics: google.protobuf.struct_pb2.Struct | None = ...,
         report_time: builtins.str = ...,
+        group: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["metrics", b"metrics"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["kind", b"kind", "metrics", b"metrics", "report_time", b"report_time", "steps_completed", b"steps_completed", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["group", b"group", "kind", b"kind", "metrics", b"metrics", "report_time", b"report_time", "steps_completed", b"steps_completed", "trial_id", b"trial_id"]) -> None: ...
 
 global___ReportTrialMetricsRequest = ReportTrialMetricsRequest
 

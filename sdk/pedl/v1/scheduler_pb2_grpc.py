@@ -85,6 +85,11 @@ class SchedulerServiceStub(object):
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
                 response_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
                 )
+        self.RemoveCheckpointFiles = channel.unary_unary(
+                '/pedl.v1.SchedulerService/RemoveCheckpointFiles',
+                request_serializer=pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesRequest.SerializeToString,
+                response_deserializer=pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesResponse.FromString,
+                )
         self.SetCheckpointMetadata = channel.unary_unary(
                 '/pedl.v1.SchedulerService/SetCheckpointMetadata',
                 request_serializer=pedl_dot_v1_dot_scheduler__pb2.SetCheckpointMetadataRequest.SerializeToString,
@@ -233,6 +238,15 @@ class SchedulerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RemoveCheckpointFiles(self, request, context):
+        """Removes the checkpoints' files matching any of the globs (Determined's CheckpointsRemoveFiles),
+        authorized and refused as DeleteCheckpoints: each becomes PARTIALLY_DELETED with its record's
+        files and size updated, or, left with no files, is deleted (DELETED). No globs: nothing removed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetCheckpointMetadata(self, request, context):
         """Replaces a checkpoint's user metadata (a JSON object; Determined's PostCheckpointMetadata):
         the experiment's owner or an admin. Returns the checkpoint as recorded.
@@ -371,6 +385,11 @@ def add_SchedulerServiceServicer_to_server(servicer, server):
                     servicer.DeleteCheckpoints,
                     request_deserializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.FromString,
                     response_serializer=pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.SerializeToString,
+            ),
+            'RemoveCheckpointFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveCheckpointFiles,
+                    request_deserializer=pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesRequest.FromString,
+                    response_serializer=pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesResponse.SerializeToString,
             ),
             'SetCheckpointMetadata': grpc.unary_unary_rpc_method_handler(
                     servicer.SetCheckpointMetadata,
@@ -663,6 +682,23 @@ class SchedulerService(object):
         return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/DeleteCheckpoints',
             pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsRequest.SerializeToString,
             pedl_dot_v1_dot_scheduler__pb2.DeleteCheckpointsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RemoveCheckpointFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/pedl.v1.SchedulerService/RemoveCheckpointFiles',
+            pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesRequest.SerializeToString,
+            pedl_dot_v1_dot_scheduler__pb2.SchedulerServiceRemoveCheckpointFilesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

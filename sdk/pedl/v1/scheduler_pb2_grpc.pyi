@@ -108,6 +108,15 @@ class SchedulerServiceStub:
     DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
     """
 
+    RemoveCheckpointFiles: grpc.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest,
+        pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesResponse,
+    ]
+    """Removes the checkpoints' files matching any of the globs (Determined's CheckpointsRemoveFiles),
+    authorized and refused as DeleteCheckpoints: each becomes PARTIALLY_DELETED with its record's
+    files and size updated, or, left with no files, is deleted (DELETED). No globs: nothing removed.
+    """
+
     SetCheckpointMetadata: grpc.UnaryUnaryMultiCallable[
         pedl.v1.scheduler_pb2.SetCheckpointMetadataRequest,
         pedl.v1.scheduler_pb2.SetCheckpointMetadataResponse,
@@ -256,6 +265,15 @@ class SchedulerServiceAsyncStub:
     """Checkpoints' bytes from the store (owner or admin). Refused, deleting none, while a live or
     queued trial, a PBT child, an ASHA promotion or a warm start needs one of them. Each is marked
     DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
+    """
+
+    RemoveCheckpointFiles: grpc.aio.UnaryUnaryMultiCallable[
+        pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest,
+        pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesResponse,
+    ]
+    """Removes the checkpoints' files matching any of the globs (Determined's CheckpointsRemoveFiles),
+    authorized and refused as DeleteCheckpoints: each becomes PARTIALLY_DELETED with its record's
+    files and size updated, or, left with no files, is deleted (DELETED). No globs: nothing removed.
     """
 
     SetCheckpointMetadata: grpc.aio.UnaryUnaryMultiCallable[
@@ -434,6 +452,17 @@ class SchedulerServiceServicer(metaclass=abc.ABCMeta):
         """Checkpoints' bytes from the store (owner or admin). Refused, deleting none, while a live or
         queued trial, a PBT child, an ASHA promotion or a warm start needs one of them. Each is marked
         DELETING, deleted through the store, then DELETED; listings show COMPLETED checkpoints only.
+        """
+
+    @abc.abstractmethod
+    def RemoveCheckpointFiles(
+        self,
+        request: pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesResponse, collections.abc.Awaitable[pedl.v1.scheduler_pb2.SchedulerServiceRemoveCheckpointFilesResponse]]:
+        """Removes the checkpoints' files matching any of the globs (Determined's CheckpointsRemoveFiles),
+        authorized and refused as DeleteCheckpoints: each becomes PARTIALLY_DELETED with its record's
+        files and size updated, or, left with no files, is deleted (DELETED). No globs: nothing removed.
         """
 
     @abc.abstractmethod

@@ -3,10 +3,20 @@ garbage collection and users' deletes both go DELETING -> the store -> DELETED (
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-from pedl_scheduler.checkpoint_deleter import COMPLETED, DELETED, MISSING, CheckpointDeleter
+from google.protobuf import json_format
+
+from pedl.v1 import common_pb2
+from pedl_scheduler.checkpoint_deleter import (
+    COMPLETED,
+    DELETED,
+    MISSING,
+    PARTIALLY_DELETED,
+    CheckpointDeleter,
+)
 from pedl_scheduler.checkpoint_gc import CheckpointLedger, CheckpointRef, GCPolicy
 from pedl_scheduler.experiments.checkpoint_needs import needed_by
 from pedl_scheduler.experiments.errors import NotFound, UserError
@@ -79,7 +89,7 @@ class CheckpointLifecycle:
     def refuse_if_needed(self, rows: list[Row]) -> None:
         """UserError naming what still needs one of these checkpoints."""
         for row in rows:
-            if row["state"] == COMPLETED:
+            if row["state"] in (COMPLETED, PARTIALLY_DELETED):
                 reason = needed_by(self.state, row)
                 if reason is not None:
                     raise UserError(f"checkpoint {row['uuid']} cannot be deleted now: {reason}")
@@ -87,6 +97,31 @@ class CheckpointLifecycle:
     async def delete(self, uuids: list[str]) -> None:
         """A user's delete, after the owner check and `refuse_if_needed` (CheckpointError: store failed)."""
         await self.deleter.delete_now(uuids)
+
+    async def remove_files(self, uuid: str, globs: list[str]) -> str:
+        """A user's `checkpoints/rm` of one checkpoint, after the owner check and `refuse_if_needed`:
+        the store removes the files (CheckpointError: it failed or refused a glob), then the row
+        records what is left as PARTIALLY_DELETED; a checkpoint left with no files is deleted as
+        any other. The row's state now."""
+        store = self.deleter.store()
+        kept, removed = await asyncio.to_thread(store.remove_files, uuid, globs)
+        if not kept.files:
+            await self.deleter.delete_now([uuid])
+            return DELETED
+        row = result_ops.checkpoint_source(self.db, uuid)
+        if row is None:  # deleted with its experiment meanwhile
+            return DELETED
+        if removed:
+            recorded = common_pb2.Checkpoint()  # the scheduler's record keeps the user's metadata
+            json_format.Parse(row["checkpoint_json"], recorded)
+            del recorded.files[:]
+            recorded.files.extend(kept.files)
+            recorded.total_size = kept.total_size
+            as_json = json_format.MessageToJson(recorded, indent=None)
+            if result_ops.record_partial_deletion(self.db, uuid, as_json):
+                return PARTIALLY_DELETED
+            row = result_ops.checkpoint_source(self.db, uuid)
+        return str(row["state"]) if row is not None else DELETED
 
     def mark(self, uuids: list[str], state: str) -> list[str]:
         """Moves the checkpoints' rows to `state` where it may follow theirs (`move_checkpoints`) and
@@ -114,7 +149,7 @@ def usable_checkpoint(state: SchedulerState, work: UnitOfWork, trial: TrialRunti
     lost = trial.latest_checkpoint_uuid
     if lost not in state.lost_checkpoints:
         return
-    own = result_ops.checkpoints_of(state.db, trial.id)  # COMPLETED ones only
+    own = [r for r in result_ops.checkpoints_of(state.db, trial.id) if r["state"] == COMPLETED]  # whole
     if own:
         row = own[-1]
         trial.latest_checkpoint_uuid = row["uuid"]

@@ -75,7 +75,7 @@ class Revival:
     def _still_stored_checkpoint(self, trial: TrialRuntime) -> None:
         """The ended experiment's save_* policy may have deleted the trial's latest checkpoint: it goes
         on from its newest one still stored, or from the beginning."""
-        stored = result_ops.checkpoints_of(self.db, trial.id)  # COMPLETED ones, oldest first
+        stored = [r for r in result_ops.checkpoints_of(self.db, trial.id) if r["state"] == "COMPLETED"]
         if any(c["uuid"] == trial.latest_checkpoint_uuid for c in stored) or not trial.latest_checkpoint_uuid:
             return
         newest = stored[-1] if stored else None

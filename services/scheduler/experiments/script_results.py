@@ -2,8 +2,9 @@
 
 A script reports at its own pace; the harness sends its reports with the next workload result.
 Each is recorded as the script made it: training metrics as a step row and validation metrics as
-a validation row at the script's `steps_completed`, each checkpoint at once as the trial's latest
-(so a run lost a moment later resumes from it), with the same garbage collection as any trial's.
+a validation row at the script's `steps_completed` (a custom group's in its own table), each
+checkpoint at once as the trial's latest (so a run lost a moment later resumes from it), with the
+same garbage collection as any trial's.
 The searcher hears only the validations its targets ask for (COMPUTE_VALIDATION_METRICS).
 """
 
@@ -22,6 +23,7 @@ from pedl_scheduler import metrics as prometheus
 from pedl_scheduler.checkpoint_gc import CheckpointRef
 from pedl_scheduler.experiments.state import SchedulerState
 from pedl_scheduler.runtime import TrialRuntime
+from pedl_scheduler.storage.ops import metric_groups
 from pedl_scheduler.storage.ops import results as result_ops
 
 REPORT = common_pb2.ScriptReportKind
@@ -53,6 +55,9 @@ def record_reports(
             _record_validation(state, exp, trial, step_id, steps, from_struct(report.metrics), now)
         elif report.kind == REPORT.SCRIPT_REPORT_KIND_CHECKPOINT:
             _record_checkpoint(state, exp, trial, step_id, steps, report.checkpoint, now)
+        elif report.kind == REPORT.SCRIPT_REPORT_KIND_GROUP and report.group:
+            metrics_json = json.dumps(from_struct(report.metrics))
+            metric_groups.record(state.db, trial.id, report.group, steps, metrics_json, now, trial.run_id)
 
 
 def _record_validation(

@@ -123,6 +123,20 @@ validations = Table(
     PrimaryKeyConstraint("trial_id", "total_batches"),
 )
 
+# Reports of Determined's other metric groups (Core API `report_metrics(group=...)`,
+# ReportTrialMetrics with a group other than training/validation): charted and streamed, never ranked.
+metric_groups = Table(
+    "metric_groups",
+    metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("group_name", Text, nullable=False),
+    Column("total_batches", BigInteger, nullable=False),
+    Column("run_id", Integer, nullable=False, server_default=text("1")),
+    Column("metrics_json", Text, nullable=False),
+    Column("end_time", Text, nullable=False),
+    PrimaryKeyConstraint("trial_id", "group_name", "total_batches"),
+)
+
 checkpoints = Table(
     "checkpoints",
     metadata,

@@ -1,6 +1,6 @@
 """Determined's `POST /api/v1/trials/{trialId}/metrics` (ReportTrialMetrics): a user's script (an
-unmanaged Core API trial, a notebook) reports a trial's training or validation metrics, recorded by
-the scheduler's `ReportTrialMetrics` as the trial's own results are.
+unmanaged Core API trial, a notebook) reports a trial's training or validation metrics (or a custom
+group's), recorded by the scheduler's `ReportTrialMetrics` as the trial's own results are.
 
 The body is Determined's `v1ReportTrialMetricsRequest` (`{"group", "metrics": {"trialId",
 "trialRunId", "stepsCompleted", "reportTime", "metrics": {"avgMetrics", "batchMetrics"}}}`),
@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from pedl._metrics import to_struct
+from pedl._metrics import check_group, to_struct
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import body, caller, check_fields, ok, path_id
@@ -35,23 +35,21 @@ _TRIAL_METRICS: dict[str, type | tuple[type, ...]] = {
 _METRICS: dict[str, type | tuple[type, ...]] = {"avgMetrics": dict, "batchMetrics": list}
 
 
-def group_kind(group: Any) -> Kind:
-    """pedl's MetricKind for Determined's metric group; one 400 for a group pedl does not record."""
-    if not group:
-        raise GatewayError(400, 'give "group": "training" or "validation"')
-    kind = GROUPS.get(group) if isinstance(group, str) else None
-    if kind is None:
-        raise GatewayError(
-            400,
-            f'group must be "training" or "validation", not {str(group)[:40]!r}: '
-            "pedl records no custom metric groups",
-        )
-    return kind
+def metric_group(group: Any) -> tuple[Kind, str]:
+    """pedl's (MetricKind, custom group) for Determined's metric group: training and validation are
+    kinds; any other name is a custom group (kind UNSPECIFIED). One 400 line for a bad name."""
+    if not group or not isinstance(group, str):
+        raise GatewayError(400, 'give "group": "training", "validation" or a custom group\'s name')
+    try:
+        check_group(group)
+    except ValueError as e:
+        raise GatewayError(400, str(e)) from None
+    return GROUPS.get(group, scheduler_pb2.METRIC_KIND_UNSPECIFIED), "" if group in GROUPS else group
 
 
 def report_request(trial_id: int, value: dict[str, Any]) -> scheduler_pb2.ReportTrialMetricsRequest:
     """The scheduler's request for the JSON body sent to `/api/v1/trials/{trial_id}/metrics`."""
-    kind = group_kind(value.get("group"))
+    kind, custom = metric_group(value.get("group"))
     trial = check_fields(value.get("metrics"), _TRIAL_METRICS, '"metrics"')
     if trial.get("trialId") not in (None, trial_id):
         named = trial["trialId"]
@@ -77,6 +75,7 @@ def report_request(trial_id: int, value: dict[str, Any]) -> scheduler_pb2.Report
         steps_completed=steps,
         metrics=struct,
         report_time=trial.get("reportTime") or "",
+        group=custom,
     )
 
 

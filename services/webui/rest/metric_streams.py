@@ -17,7 +17,7 @@ from typing import Any
 
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.metric_reports import group_kind
+from pedl_webui.rest.metric_reports import GROUPS, metric_group
 
 _METRIC_TYPE = {"METRIC_TYPE_TRAINING": "training", "METRIC_TYPE_VALIDATION": "validation", "1": "training"}
 _METRIC_TYPE["2"] = "validation"
@@ -101,7 +101,7 @@ class StreamQuery:
 
     @property
     def kind(self) -> scheduler_pb2.MetricKind.ValueType:
-        return group_kind(self.group)
+        return GROUPS[self.group]
 
 
 def _integer(name: str, raw: str) -> int:
@@ -124,7 +124,9 @@ def _number(values: Mapping[str, str], name: str, default: int) -> int:
 def _group(values: Mapping[str, str]) -> str:
     group = values.get("group", "")
     if group:
-        group_kind(group)  # one 400 for a custom group
+        metric_group(group)  # one 400 for a bad name
+        if group not in GROUPS:
+            raise GatewayError(400, f"metrics-stream has no custom metric groups: {group[:64]!r}")
         return group
     metric_type = values.get("metric_type", "")
     if metric_type in ("METRIC_TYPE_PROFILING", "3"):

@@ -90,6 +90,7 @@ def routes() -> list[BaseRoute]:
             "/api/v1/checkpoints/{checkpointUuid:str}/metadata", trials.post_checkpoint_metadata, methods=POST
         ),
         Route("/api/v1/checkpoints", trials.delete_checkpoints, methods=DELETE),
+        Route("/api/v1/checkpoints/rm", trials.remove_checkpoint_files, methods=POST),
         Route("/checkpoints/{checkpointUuid:str}", trials.download_checkpoint, methods=GET),
         Route("/api/v1/workspaces/1", projects.default_workspace, methods=GET),
         Route("/api/v1/projects/1", projects.default_project, methods=GET),

@@ -1,6 +1,6 @@
-"""Determined's `GET /api/v1/trials/time-series` (CompareTrials): trials' training and validation
-metrics side by side, each group downsampled by the scheduler (`GetMetrics.max_points`, which keeps
-every metric's peaks and dips) and cut to the metrics asked for.
+"""Determined's `GET /api/v1/trials/time-series` (CompareTrials): trials' training, validation and
+custom groups' metrics side by side, each group downsampled by the scheduler (`GetMetrics.max_points`,
+which keeps every metric's peaks and dips) and cut to the metrics asked for.
 
 The query is parsed once (`TimeSeriesQuery.parse`) and the points shaped (`downsampled`) without the
 network, so both are tested alone.
@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError, error_of
 from pedl_webui.rest.common import Caller, caller, ok
-from pedl_webui.rest.metric_reports import GROUPS, Kind, group_kind
+from pedl_webui.rest.metric_reports import GROUPS, Kind, metric_group
 from pedl_webui.rest.trials import _trial, trial_value
 
 MAX_TRIALS = 100  # trials in one request
@@ -61,7 +61,7 @@ class TimeSeriesQuery:
             group, dot, name = metric_id.partition(".")
             if not dot or not name:
                 raise GatewayError(400, f"metricIds must be group.metric_name, got {metric_id[:40]!r}")
-            group_kind(group)
+            metric_group(group)
             groups.setdefault(group, []).append(name)
         group = _group(params)
         names = [n for n in params.get("metricNames", []) if n]
@@ -79,12 +79,17 @@ class TimeSeriesQuery:
             end_batches=end or _NO_END,
         )
 
-    @property
-    def kind(self) -> Kind:
-        """What to ask GetMetrics for: one kind, or both when both groups are asked."""
-        if len(self.groups) == 1:
-            return GROUPS[next(iter(self.groups))]
-        return scheduler_pb2.METRIC_KIND_UNSPECIFIED
+    def asks(self) -> list[tuple[Kind, str]]:
+        """What to ask GetMetrics for, one call each: training and validation in one (one kind, or
+        both), then each custom group asked alone."""
+        builtin = [g for g in self.groups if g in GROUPS]
+        calls: list[tuple[Kind, str]] = []
+        if builtin:
+            calls.append(
+                (GROUPS[builtin[0]] if len(builtin) == 1 else scheduler_pb2.METRIC_KIND_UNSPECIFIED, "")
+            )
+        calls.extend((scheduler_pb2.METRIC_KIND_UNSPECIFIED, g) for g in self.groups if g not in GROUPS)
+        return calls
 
 
 def _first(params: Mapping[str, Sequence[str]], name: str) -> str:
@@ -105,7 +110,7 @@ def _integer(params: Mapping[str, Sequence[str]], name: str, raw: str) -> int:
 def _group(params: Mapping[str, Sequence[str]]) -> str:
     group = _first(params, "group")
     if group:
-        group_kind(group)
+        metric_group(group)
         return group
     metric_type = _first(params, "metricType")
     if metric_type in ("", "METRIC_TYPE_UNSPECIFIED"):
@@ -121,7 +126,7 @@ def downsampled(query: TimeSeriesQuery, series: Iterable[scheduler_pb2.MetricSer
     `end_batches`, each with only the metrics asked for (points holding none of them left out)."""
     by_group: dict[str, list[dict[str, Any]]] = {group: [] for group in query.groups}
     for s in series:
-        group = "training" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "validation"
+        group = s.group or ("training" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "validation")
         if group not in by_group:
             continue
         names = query.groups[group]
@@ -134,19 +139,32 @@ def downsampled(query: TimeSeriesQuery, series: Iterable[scheduler_pb2.MetricSer
             if values:
                 by_group[group].append({"batches": batches, "values": values, "time": end or None})
     return [
-        {"data": sorted(points, key=lambda p: p["batches"]), "type": _TYPE_OF[group], "group": group}
+        {
+            "data": sorted(points, key=lambda p: p["batches"]),
+            "type": _TYPE_OF.get(group, "METRIC_TYPE_UNSPECIFIED"),
+            "group": group,
+        }
         for group, points in by_group.items()
     ]
 
 
 def _series(c: Caller, query: TimeSeriesQuery, trial_id: int) -> list[scheduler_pb2.MetricSeries]:
-    message = scheduler_pb2.GetMetricsRequest(
-        trial_id=trial_id, from_batches=query.start_batches, kind=query.kind, max_points=query.max_points
-    )
-    try:
-        return [s for reply in c.gateway.stream(c.token, "GetMetrics", message) for s in reply.series]
-    except grpc.RpcError as e:
-        raise error_of(e) from None
+    series: list[scheduler_pb2.MetricSeries] = []
+    for kind, group in query.asks():
+        message = scheduler_pb2.GetMetricsRequest(
+            trial_id=trial_id,
+            from_batches=query.start_batches,
+            kind=kind,
+            group=group,
+            max_points=query.max_points,
+        )
+        try:
+            series.extend(
+                s for reply in c.gateway.stream(c.token, "GetMetrics", message) for s in reply.series
+            )
+        except grpc.RpcError as e:
+            raise error_of(e) from None
+    return series
 
 
 def _compared(c: Caller, query: TimeSeriesQuery, trial_id: int) -> dict[str, Any]:

@@ -19,10 +19,9 @@ from pedl_webui import configs, downloads
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.common import Caller, body, caller, check_fields, json_body, ndjson, ok, path_id, results
 from pedl_webui.rest.experiments import checkpoint_page
+from pedl_webui.rest.metric_reports import metric_group
 from pedl_webui.rest.shapes import checkpoint_json, trial_json
 from pedl_webui.rest.workloads import summary_of, trial_pages
-
-_GROUPS = {"training": scheduler_pb2.METRIC_KIND_TRAINING, "validation": scheduler_pb2.METRIC_KIND_VALIDATION}
 
 
 def _trial(
@@ -100,11 +99,10 @@ async def trial_metrics(request: Request) -> Response:
     if bad is not None:
         raise GatewayError(400, f"trialIds must be trial ids, not {bad[:40]!r}")
     group = request.query_params.get("group") or "training"
-    if group not in _GROUPS:
-        raise GatewayError(400, f'group must be "training" or "validation", not {group[:40]!r}')
+    kind, custom = metric_group(group)
 
     def start(trial_id: int) -> Any:
-        message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=False, kind=_GROUPS[group])
+        message = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, follow=False, kind=kind, group=custom)
         return c.gateway.stream(c.token, "GetMetrics", message)
 
     def encode(reply: scheduler_pb2.GetMetricsResponse) -> str:
@@ -139,8 +137,9 @@ class InTurn:
 def metric_reports(reply: scheduler_pb2.GetMetricsResponse, group: str) -> list[dict[str, Any]]:
     """The reply's `group` rows as Determined's MetricsReports, each with the run that wrote it."""
     reports = []
+    kind, custom = metric_group(group)
     for series in reply.series:
-        if series.kind != _GROUPS[group]:
+        if (series.kind, series.group) != (kind, custom):
             continue
         runs = list(series.run_id) or [1] * len(series.total_batches)  # a scheduler before run ids
         for batches, metrics, end, run in zip(
@@ -209,12 +208,14 @@ def recorded_checkpoint(c: Caller, uuid: str) -> dict[str, Any]:
 
 
 def _shaped(c: Caller, ck: common_pb2.Checkpoint) -> dict[str, Any]:
-    """Determined's Checkpoint for `ck`, with its trial, validation, and the user metadata from the
-    scheduler's record (the store does not keep it)."""
+    """Determined's Checkpoint for `ck`, with its trial, validation, and the state and user metadata
+    of the scheduler's record (the store keeps neither)."""
     detail, exp = _trial(c, ck.trial_id)
     recorded = {r.uuid: r for r in detail.checkpoints}.get(ck.uuid)
-    if recorded is not None and recorded.user_metadata_json:
-        ck.user_metadata_json = recorded.user_metadata_json
+    if recorded is not None:
+        ck.state = recorded.state  # the scheduler's: PARTIALLY_DELETED once files were removed
+        if recorded.user_metadata_json:
+            ck.user_metadata_json = recorded.user_metadata_json
     validation = {v.total_batches: v for v in detail.validations}.get(ck.total_batches)
     return checkpoint_json(ck, exp.experiment, detail.trial, validation)
 
@@ -269,6 +270,26 @@ async def delete_checkpoints(request: Request) -> JSONResponse:
     await run_in_threadpool(
         c.call, "DeleteCheckpoints", scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
     )
+    return ok({})
+
+
+def remove_request(value: Any) -> scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest:
+    """The scheduler's request for Determined's CheckpointsRemoveFiles body, or one 400 line."""
+    fields = check_fields(value, {"checkpointUuids": list, "checkpointGlobs": list})
+    uuids, globs = fields.get("checkpointUuids") or [], fields.get("checkpointGlobs") or []
+    if not uuids or not all(isinstance(u, str) for u in uuids):
+        raise GatewayError(400, 'give "checkpointUuids": a list of checkpoint uuids')
+    if not all(isinstance(g, str) for g in globs):
+        raise GatewayError(400, '"checkpointGlobs" must be a list of strings')
+    return scheduler_pb2.SchedulerServiceRemoveCheckpointFilesRequest(checkpoint_uuids=uuids, globs=globs)
+
+
+async def remove_checkpoint_files(request: Request) -> JSONResponse:
+    """Determined's `POST /api/v1/checkpoints/rm` (CheckpointsRemoveFiles): removes the files any glob
+    names from each checkpoint, which becomes STATE_PARTIALLY_DELETED (STATE_DELETED once empty);
+    no globs (or only ""): nothing is removed. Authorized and refused as a checkpoint delete."""
+    message = remove_request(await json_body(request))
+    await run_in_threadpool(caller(request).call, "RemoveCheckpointFiles", message)
     return ok({})
 
 

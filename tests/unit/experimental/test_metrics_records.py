@@ -57,8 +57,10 @@ def test_to_pandas_without_pandas_says_how_to_get_it(monkeypatch: pytest.MonkeyP
 
 
 def test_bad_arguments_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="kind must be 'training', 'validation' or None"):
-        metrics.request(trial_id=1, kind="steps", from_batches=0)
+    with pytest.raises(ValueError, match="kind must be 'training', 'validation', None"):
+        metrics.request(trial_id=1, kind="a.b", from_batches=0)
+    custom = metrics.request(trial_id=1, kind="abc", from_batches=0)  # a custom metric group
+    assert (custom.group, custom.kind) == ("abc", scheduler_pb2.METRIC_KIND_UNSPECIFIED)
     with pytest.raises(ValueError, match="from_batches must be an integer >= 0"):
         metrics.request(trial_id=1, kind=None, from_batches=-5)
     request = metrics.request(experiment_id=4, kind="validation", from_batches=100)

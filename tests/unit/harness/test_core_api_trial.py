@@ -42,9 +42,10 @@ def start(
     model_exists: bool = False,
     searcher_metric: str = "x",
     operation_lengths: tuple[int, ...] = (),
+    script: str = SCRIPT,
 ):
     (tmp_path / "model").mkdir(exist_ok=model_exists)
-    (tmp_path / "model" / "train.py").write_text(SCRIPT.replace("LIMIT", str(limit)))
+    (tmp_path / "model" / "train.py").write_text(script.replace("LIMIT", str(limit)))
     settings = ScriptSettings(
         command=command or [sys.executable, "train.py"],
         model_dir=tmp_path / "model",
@@ -72,6 +73,28 @@ def test_steps_validations_and_a_stop_map_onto_the_script(tmp_path) -> None:
         trial.run_workload(workload(KIND.WORKLOAD_KIND_CHECKPOINT_MODEL, 20))  # stop: the script exits
         assert trial.wait_for_exit() == 0
         trial.close()
+    finally:
+        trial.kill()
+        server.close()
+
+
+def test_a_custom_metric_group_is_reported_by_its_name_beside_training(tmp_path) -> None:
+    """Determined 0.38's `core.train.report_metrics(group="abc", ...)`: relayed as its group's report,
+    steering neither progress nor the searcher."""
+    custom = SCRIPT.replace(
+        "        if steps % 10 == 0:",
+        '        core.train.report_metrics("abc", steps_completed=steps, metrics={"lossx": 3.3})\n'
+        "        if steps % 10 == 0:",
+    )
+    trial, server = start(tmp_path, limit=10, script=custom)
+    try:
+        step = trial.run_workload(workload(KIND.WORKLOAD_KIND_RUN_STEP, 10))
+        groups = [r for r in step.script_reports if r.kind == REPORT.SCRIPT_REPORT_KIND_GROUP]
+        # The step ends once training reaches 10, before the script's report of abc at 10.
+        assert [(r.group, r.steps_completed, from_struct(r.metrics)) for r in groups][:1] == [
+            ("abc", 5, {"lossx": 3.3})
+        ]
+        assert step.script_progress == 10
     finally:
         trial.kill()
         server.close()
@@ -148,7 +171,7 @@ def test_searcher_operations_without_a_length_are_refused_with_the_way_to_go(tmp
     try:
         status, message = server.answer("next_operation", {})
         assert status == "error" and "searcher.max_length" in message and "should_preempt" in message
-        assert server.answer("report", {"group": "custom", "steps_completed": 1, "metrics": {}})[0] == "error"
+        assert server.answer("report", {"group": "a.b", "steps_completed": 1, "metrics": {}})[0] == "error"
         assert server.answer("no_such_call", {}) == ("error", "unknown Core API call 'no_such_call'")
     finally:
         trial.kill()

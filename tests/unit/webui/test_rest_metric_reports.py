@@ -35,6 +35,8 @@ def test_determined_sdks_body_becomes_the_schedulers_request() -> None:
     assert from_struct(message.metrics) == {"lossx": 3.3}
     training = {**SENT, "group": "training"}
     assert report_request(5, training).kind == scheduler_pb2.METRIC_KIND_TRAINING
+    custom = report_request(5, {**SENT, "group": "abc"})  # Determined's report_metrics(group="abc")
+    assert (custom.kind, custom.group) == (scheduler_pb2.METRIC_KIND_UNSPECIFIED, "abc")
 
 
 def _with(group: Any = "training", **trial: Any) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def _with(group: Any = "training", **trial: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (_with("abc"), 'group must be "training" or "validation", not \'abc\''),
+        (_with("a.b"), "a metric group is 1-64 characters, no dot or control character, not 'a.b'"),
         (_with(None), 'give "group"'),
         (_with(stepsCompleted=None), "metrics.stepsCompleted is required"),
         (_with(stepsCompleted=-2), "metrics.stepsCompleted must be 0 or more"),
@@ -70,12 +72,21 @@ def test_a_query_by_metric_ids_asks_each_group_for_its_names() -> None:
     )
     assert query.trial_ids == [3, 4]
     assert query.groups == {"validation": ["loss", "acc"], "training": ["loss"]}
-    assert query.kind == scheduler_pb2.METRIC_KIND_UNSPECIFIED  # both groups in one read
+    assert query.asks() == [(scheduler_pb2.METRIC_KIND_UNSPECIFIED, "")]  # both groups in one read
     by_names = TimeSeriesQuery.parse(
         {"trialIds": ["3"], "metricNames": ["loss"], "metricType": ["METRIC_TYPE_VALIDATION"]}
     )
     assert by_names.groups == {"validation": ["loss"]}
-    assert by_names.kind == scheduler_pb2.METRIC_KIND_VALIDATION
+    assert by_names.asks() == [(scheduler_pb2.METRIC_KIND_VALIDATION, "")]
+    mixed = TimeSeriesQuery.parse({"trialIds": ["3"], "metricIds": ["abc.loss", "training.loss", "xyz.acc"]})
+    assert mixed.groups == {"abc": ["loss"], "training": ["loss"], "xyz": ["acc"]}
+    # training in one read, each custom group in its own
+    unspecified = scheduler_pb2.METRIC_KIND_UNSPECIFIED
+    assert mixed.asks() == [
+        (scheduler_pb2.METRIC_KIND_TRAINING, ""),
+        (unspecified, "abc"),
+        (unspecified, "xyz"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -85,8 +96,8 @@ def test_a_query_by_metric_ids_asks_each_group_for_its_names() -> None:
         ({"trialIds": ["x"], "metricIds": ["training.loss"]}, "trialIds must be an integer"),
         ({"trialIds": ["1"]}, "give metricIds"),
         ({"trialIds": ["1"], "metricIds": ["loss"]}, "metricIds must be group.metric_name"),
-        ({"trialIds": ["1"], "metricIds": ["abc.loss"]}, "pedl records no custom metric groups"),
-        ({"trialIds": ["1"], "group": ["abc"]}, "pedl records no custom metric groups"),
+        ({"trialIds": ["1"], "metricIds": [".loss"]}, 'give "group"'),
+        ({"trialIds": ["1"], "group": ["a.b"]}, "a metric group is 1-64 characters"),
         ({"trialIds": ["1"], "metricNames": ["x"], "metricType": ["BOGUS"]}, "metricType must be"),
         ({"trialIds": ["1"], "group": ["training"], "maxDatapoints": ["-1"]}, "must be 0 or more"),
         ({"trialIds": ["1"], "group": ["training"], "timeSeriesFilter.name": ["x"]}, "filter time series"),

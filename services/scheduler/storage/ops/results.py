@@ -9,6 +9,7 @@ from sqlalchemy import Select, Table, bindparam, func, insert, select, tuple_, u
 from pedl._timeutil import utc_now
 from pedl.config.masking import mask_text
 from pedl_scheduler.storage.connection import Positional, Row, Storage
+from pedl_scheduler.storage.ops import metric_groups
 from pedl_scheduler.storage.ops._insert import insert_new
 from pedl_scheduler.storage.tables import checkpoints, experiments, steps, trial_logs, trials, validations
 
@@ -39,16 +40,18 @@ _VALIDATIONS_OF_MANY = (
     .where(validations.c.trial_id.in_(bindparam("ids", expanding=True)))
     .order_by(validations.c.trial_id, validations.c.total_batches)
 )
-# Listings show COMPLETED checkpoints only: one being deleted, deleted, or whose bytes the store lost
-# (MISSING) cannot be downloaded or resumed from.
+# Listings show stored checkpoints only (COMPLETED, and PARTIALLY_DELETED: some files removed on
+# purpose, as Determined lists them): one being deleted, deleted, or whose bytes the store lost
+# (MISSING) cannot be downloaded. Only COMPLETED ones are resumed from.
+LISTED = ("COMPLETED", "PARTIALLY_DELETED")
 _CHECKPOINTS_OF_MANY = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)), checkpoints.c.state == "COMPLETED")
+    .where(checkpoints.c.trial_id.in_(bindparam("ids", expanding=True)), checkpoints.c.state.in_(LISTED))
     .order_by(checkpoints.c.trial_id, checkpoints.c.total_batches)
 )
 _CHECKPOINTS_OF = (
     select(checkpoints)
-    .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state == "COMPLETED")
+    .where(checkpoints.c.trial_id == bindparam("trial_id"), checkpoints.c.state.in_(LISTED))
     .order_by(checkpoints.c.total_batches)
 )
 _STEPS_PAGE = (
@@ -73,7 +76,7 @@ def _between(table: Table) -> Select[Any]:
 
 
 _VALIDATIONS_BETWEEN = _between(validations)
-_CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state == "COMPLETED")  # as listings
+_CHECKPOINTS_BETWEEN = _between(checkpoints).where(checkpoints.c.state.in_(LISTED))  # as listings
 _ANY_CHECKPOINTS_BETWEEN = _between(checkpoints)  # deleted ones too (Determined's workload listings)
 _ANY_CHECKPOINTS_OF = (
     select(checkpoints)
@@ -102,7 +105,7 @@ _EXPERIMENT_VALIDATIONS = (
 _EXPERIMENT_CHECKPOINTS = (
     select(checkpoints.c.uuid, checkpoints.c.trial_id, checkpoints.c.total_batches)
     .select_from(checkpoints.join(trials, trials.c.id == checkpoints.c.trial_id))
-    .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state == "COMPLETED")
+    .where(trials.c.experiment_id == bindparam("exp_id"), checkpoints.c.state.in_(LISTED))
 )
 _CHECKPOINT_SOURCE = (
     select(
@@ -136,7 +139,7 @@ _SET_CHECKPOINT_STATE = (
 # Which states each new state may follow (`move_checkpoints`): a deletion starts from any recorded
 # row and ends only one that is DELETING; the reconciler's MISSING and COMPLETED only undo each other.
 CHECKPOINT_MOVES = {
-    "DELETING": ("COMPLETED", "DELETING", "DELETED", "MISSING"),
+    "DELETING": ("COMPLETED", "DELETING", "DELETED", "MISSING", "PARTIALLY_DELETED"),
     "DELETED": ("DELETING",),
     "MISSING": ("COMPLETED",),
     "COMPLETED": ("MISSING",),
@@ -148,6 +151,15 @@ _MOVE_CHECKPOINTS = (
         checkpoints.c.state.in_(bindparam("from_states", expanding=True)),
     )
     .values(state=bindparam("new_state"), state_changed_at=bindparam("now"))
+    .returning(checkpoints.c.uuid)
+)
+_PARTIALLY_DELETE = (
+    update(checkpoints)
+    .where(
+        checkpoints.c.uuid == bindparam("ckpt_uuid"),
+        checkpoints.c.state.in_(LISTED),
+    )
+    .values(state="PARTIALLY_DELETED", checkpoint_json=bindparam("json"), state_changed_at=bindparam("now"))
     .returning(checkpoints.c.uuid)
 )
 _CHECKPOINT_STATES = select(checkpoints.c.uuid, checkpoints.c.state, checkpoints.c.created_at)
@@ -239,7 +251,7 @@ def validations_of(s: Storage, trial_id: int) -> list[Row]:
 
 
 def checkpoints_of(s: Storage, trial_id: int, with_deleted: bool = False) -> list[Row]:
-    """The trial's live (COMPLETED) checkpoints; with_deleted: those deleted or GC'd too."""
+    """The trial's stored (LISTED) checkpoints; with_deleted: those deleted or GC'd too."""
     return s.rows(_ANY_CHECKPOINTS_OF if with_deleted else _CHECKPOINTS_OF, {"trial_id": trial_id})
 
 
@@ -294,7 +306,7 @@ def experiment_validations(s: Storage, exp_id: int) -> list[Row]:
 
 
 def experiment_checkpoints(s: Storage, exp_id: int) -> list[Row]:
-    """`uuid`, `trial_id` and `total_batches` of the experiment's stored (COMPLETED) checkpoints."""
+    """`uuid`, `trial_id` and `total_batches` of the experiment's stored (LISTED) checkpoints."""
     return s.rows(_EXPERIMENT_CHECKPOINTS, {"exp_id": exp_id})
 
 
@@ -321,6 +333,13 @@ def move_checkpoints(s: Storage, uuids: list[str], state: str) -> list[str]:
         rows = s.rows(_MOVE_CHECKPOINTS, {**params, "new_state": state, "now": now})
         moved += [r["uuid"] for r in rows]
     return moved
+
+
+def record_partial_deletion(s: Storage, uuid: str, checkpoint_json: str) -> bool:
+    """A stored checkpoint lost some files on purpose: PARTIALLY_DELETED, with the store's record as
+    it is now (files, size). False for a row no longer stored (a deletion took it over meanwhile)."""
+    rows = s.rows(_PARTIALLY_DELETE, {"ckpt_uuid": uuid, "json": checkpoint_json, "now": utc_now()})
+    return bool(rows)
 
 
 def checkpoint_states(s: Storage) -> list[Row]:
@@ -413,10 +432,12 @@ def metric_rows(
     after: tuple[int, int],
     limit: int,
 ) -> list[MetricRow]:
-    """`MetricRow`s of `kind` ("training" or "validation") rows
+    """`MetricRow`s of `kind` ("training", "validation", or a custom group's name) rows
     of `trial_ids` at or past `from_batches`, after the (trial, batches) key `after`, in key order."""
     if not trial_ids:
         return []
+    if kind not in _METRIC_PAGES:
+        return metric_groups.rows(s, kind, trial_ids, from_batches, after, limit)
     params = {
         "ids": trial_ids,
         "from_batches": from_batches,
@@ -434,6 +455,8 @@ def metric_marks(s: Storage, kind: str, trial_ids: list[int]) -> dict[int, tuple
     """Trial id -> (row count, last batch count) of its `kind` rows, for those of `trial_ids` with
     any: read from the primary key's index alone, so it costs tens of milliseconds at 100,000 rows.
     Rows are only ever added (once per batch count), so an unchanged mark means unchanged rows."""
+    if kind not in _METRIC_MARKS:
+        return metric_groups.marks(s, kind, trial_ids)
     marks: dict[int, tuple[int, int]] = {}
     for start in range(0, len(trial_ids), 500):  # far under SQLite's bound-parameter limit
         for r in s.rows(_METRIC_MARKS[kind], {"ids": trial_ids[start : start + 500]}):
@@ -446,6 +469,8 @@ def experiment_metric_rows(
 ) -> list[MetricRow]:
     """`metric_rows` of every trial of an experiment: one statement per page, read through the
     driver's cursor (an experiment's whole history is 100,000 rows at 1,000 trials)."""
+    if kind not in _EXPERIMENT_METRIC_PAGES:
+        return metric_groups.experiment_rows(s, kind, experiment_id, from_batches, after, limit)
     params = {
         "exp_id": experiment_id,
         "from_batches": from_batches,
