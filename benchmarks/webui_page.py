@@ -12,7 +12,9 @@ and what a page left open on a live experiment costs the scheduler.
    slices drawn; and the contour redrawn for a new pick of hyperparameters, in ms of script), and
    10 trials compared (only their curves streamed).
    First of all, the first importance request the web UI answers after it starts (optuna's import
-   included, unless the web UI has done it in the background already), against a repeat of it.
+   included, unless the web UI has done it in the background already), against a repeat of it;
+   then the first bounded curves stream after the scheduler restarts (its cut curves read back from
+   the database), against a repeat before the restart.
 2. Runs a live digits experiment on an agent and measures the scheduler's CPU (utime + stime from
    /proc) over a window with no page open, one with the experiment page open (curves following,
    trials polled) and one without again; the page's cost, in % of one core, is the open window's
