@@ -12,7 +12,9 @@ and what a page left open on a live experiment costs the scheduler.
    slices drawn; and the contour redrawn for a new pick of hyperparameters, in ms of script), and
    10 trials compared (only their curves streamed).
    First of all, the first importance request the web UI answers after it starts (optuna's import
-   included, unless the web UI has done it in the background already), against a repeat of it.
+   included, unless the web UI has done it in the background already), against a repeat of it;
+   then the first bounded curves stream after the scheduler restarts (its cut curves read back from
+   the database), against a repeat before the restart.
 2. Runs a live digits experiment on an agent and measures the scheduler's CPU (utime + stime from
    /proc) over a window with no page open, one with the experiment page open (curves following,
    trials polled) and one without again; the page's cost, in % of one core, is the open window's
@@ -218,6 +220,16 @@ def get_seconds(url: str, cookie: str) -> float:
     return time.perf_counter() - start
 
 
+def curves_seconds(master: str, token: str, exp_id: int, max_points: int) -> float:
+    """Seconds of one bounded `GetMetrics` stream of the experiment's curves (as the page asks)."""
+    stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(master, token=token, wait_for_ready=True))
+    request = scheduler_pb2.GetMetricsRequest(experiment_id=exp_id, max_points=max_points)
+    start = time.perf_counter()
+    for _ in stub.GetMetrics(request, timeout=120):
+        pass
+    return time.perf_counter() - start
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=1000)
@@ -257,11 +269,12 @@ def main() -> None:
         try:
             # The scheduler, the web UI (and in --smoke, Chromium) start side by side.
             master = f"127.0.0.1:{free_port()}"
-            scheduler = spawn(tmp, "scheduler", [
+            scheduler_argv = [
                 str(BIN / "pedl-scheduler"), "--db", str(tmp / "pedl.db"), "--port", master.split(":")[1],
                 "--port-file", str(tmp / "scheduler.port"), "--cluster-secret-file", str(tmp / "secret"),
                 "--admin-password-file", str(tmp / "admin"), "--checkpoint-store", "127.0.0.1:1",
-            ])  # fmt: skip
+            ]  # fmt: skip
+            scheduler = spawn(tmp, "scheduler", scheduler_argv)
             procs.append(scheduler)
             procs.append(spawn(tmp, "webui", [
                 str(BIN / "pedl-webui"), "--master", master, "--port", "0",
@@ -290,6 +303,19 @@ def main() -> None:
                 context, page = open_page(browser, webui, cookie, exp_id)
                 page.screenshot(path=str(args.screenshot))
                 context.close()
+            if not args.smoke:  # the scheduler restarted: its cut curves are read back, not cut again
+                token = login(master, "admin", password).token
+                points = max(20, min(200, 20_000 // args.trials))
+                warm = statistics.median(curves_seconds(master, token, exp_id, points) for _ in range(3))
+                scheduler.terminate()
+                scheduler.wait(timeout=30)
+                (tmp / "scheduler.port").unlink()
+                scheduler = procs[0] = spawn(tmp, "scheduler", scheduler_argv, tmp / "scheduler.port")
+                token = login(master, "admin", password).token
+                first = curves_seconds(master, token, exp_id, points)
+                print(f"first curves stream ({args.trials} trials cut to {points} points) after a scheduler "
+                      f"restart: {first:.3f} s, a repeat before the restart {warm:.3f} s, "
+                      f"ratio {first / warm:.2f}")  # fmt: skip
             large, rows = measure_views(browser, webui, cookie, exp_id, 1, args.repeat, views)
             small, _ = measure_views(browser, webui, cookie, small_id, args.trials + 1, args.repeat, views)
             print(f"views of {args.trials} trials x {args.validations} validations ({rows} drawn) against "

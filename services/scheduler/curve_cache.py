@@ -5,7 +5,9 @@ Cutting a 1,000-trial experiment's curves means reading and parsing all of its 1
 per batch count, so a trial's (row count, last batch count) — its mark, read from the primary key's
 index alone — says whether the cut kept for it still holds: an ended trial's curve is read and cut
 once, a running trial's again only once it has reported more. One cache per open storage (a
-scheduler has one), bounded by the rows it keeps, least recently used dropped first.
+scheduler has one), bounded by the rows it keeps, least recently used dropped first. Each cut is also
+kept in the database (`storage.ops.cut_curves`, with its mark), so a restarted scheduler reads the
+cuts back (tens of milliseconds at 1,000 trials) instead of cutting every trial's rows again.
 """
 
 from __future__ import annotations

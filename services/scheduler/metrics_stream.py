@@ -8,8 +8,9 @@ their own mark. Trial states are read before rows, so a trial seen ended gets on
 includes whatever its final transaction stored. With `max_points`, each trial's rows of a read are
 regrouped whole across pages and cut to that bound (`pedl.downsample`) before they go out: a page of
 1,000 curves gets what it can draw, not every row. The first read of such a stream takes each trial's
-cut from `curve_cache` where the trial's rows are unchanged since it was made, and reads and cuts
-only the other trials' rows.
+cut from `curve_cache` where the trial's rows are unchanged since it was made, else from the copy kept
+in the database (`cut_curves`, so a scheduler start does not cut every trial again), and reads and
+cuts only the other trials' rows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pedl._metrics import BUILTIN_GROUPS, GROUP_NAME
 from pedl.v1 import scheduler_pb2
 from pedl_scheduler import curve_cache
 from pedl_scheduler.storage.connection import Storage
+from pedl_scheduler.storage.ops import cut_curves as cut_curve_ops
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 from pedl_scheduler.storage.ops.results import MetricRow
@@ -211,19 +213,24 @@ def _cut(rows: Rows, max_points: int) -> Rows:
 
 def _cut_read(db: Storage, query: MetricsQuery, kind: str, ids: list[int], cursor: _Cursor) -> Iterator[Rows]:
     """The first read of a bounded stream (from batch 0): each trial's cut as `_bounded` makes it,
-    from the cache where the trial's mark is unchanged, else read, cut and kept; in pages of about
+    kept where the trial's mark is unchanged since it was made (in memory, else in the database, as
+    an earlier scheduler left it), else read, cut and kept in both; in pages of about
     `query.page_size` rows, in (trial, batches) order."""
     cache = curve_cache.of(db)
     marks = result_ops.metric_marks(db, kind, ids)
     cut: dict[int, Rows] = {}
-    stale = []
     for trial_id, mark in marks.items():
         kept = cache.get(kind, trial_id, query.max_points, mark)
-        if kept is None:
-            stale.append(trial_id)
-        else:
+        if kept is not None:
             cut[trial_id] = kept
-            cursor.last[(kind, trial_id)] = mark[1]
+    missing = [t for t in marks if t not in cut]
+    for trial_id, (mark, rows) in cut_curve_ops.stored(db, kind, query.max_points, missing).items():
+        if mark == marks[trial_id]:
+            cut[trial_id] = rows
+            cache.put(kind, trial_id, query.max_points, mark, rows)
+    for trial_id in cut:
+        cursor.last[(kind, trial_id)] = marks[trial_id][1]
+    stale = [t for t in marks if t not in cut]
     if stale:
         whole = query.experiment_id is not None and not query.trial_ids and len(stale) == len(marks)
         pages = (
@@ -231,10 +238,13 @@ def _cut_read(db: Storage, query: MetricsQuery, kind: str, ids: list[int], curso
             if whole
             else _read(db, query, kind, sorted(stale), cursor, False)
         )
+        fresh: dict[int, cut_curve_ops.Cut] = {}
         for rows in _whole_trials(pages):
-            trial_id = rows[0][0]
+            trial_id, mark = rows[0][0], (len(rows), rows[-1][1])
             cut[trial_id] = [rows[k] for k in downsample.keep([r[2] for r in rows], query.max_points)]
-            cache.put(kind, trial_id, query.max_points, (len(rows), rows[-1][1]), cut[trial_id])
+            cache.put(kind, trial_id, query.max_points, mark, cut[trial_id])
+            fresh[trial_id] = (mark, cut[trial_id])
+        cut_curve_ops.store(db, kind, query.max_points, fresh)
     page: Rows = []
     for trial_id in sorted(cut):
         page.extend(cut[trial_id])

@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from pedl import importance, records
+from pedl.config.experiment import ExperimentConfig
 from pedl.config.masking import MASK
 from pedl.records import flat_hparams
 from pedl.v1 import scheduler_pb2
@@ -51,10 +52,20 @@ def _finite(value: Any) -> bool:
 
 def experiment_summary(response: scheduler_pb2.GetExperimentResponse) -> dict[str, Any]:
     """One row of the experiments page."""
-    exp = records.experiment_record(response.experiment, with_config=False)
     config = configs.experiment_config(response.experiment)
     trials = [records.trial_record(t) for t in response.trials]
     lengths = {t.id: configs.trial_length(config, t) for t in response.trials}
+    return _summary(response, config, trials, lengths)
+
+
+def _summary(
+    response: scheduler_pb2.GetExperimentResponse,
+    config: ExperimentConfig | None,
+    trials: Sequence[dict[str, Any]],
+    lengths: Mapping[int, int | None],
+) -> dict[str, Any]:
+    """`experiment_summary` from every trial's record and length, made once by the caller."""
+    exp = records.experiment_record(response.experiment, with_config=False)
     return exp | {
         "searcher": config.searcher_name if config is not None else "",
         "progress": progress(trials, config.max_trials if config is not None else None, lengths),
@@ -69,16 +80,17 @@ def experiment_detail(
 ) -> dict[str, Any]:
     """The experiment page: its record and config, each trial, and what its searcher decided. With
     `only` (the compare page's trials), those trials alone: the summary still counts them all, but
-    the page is not sent (nor made) the other 990 of a 1,000-trial search."""
-    summary = experiment_summary(response)
+    the page is not sent (nor made) the other 990 of a 1,000-trial search. Each trial's record is
+    made once (at 1,000 trials, making them is most of the web UI's time on this page)."""
     config = configs.experiment_config(response.experiment)
     space = configs.hparam_space(config)
     shown = [t for t in response.trials if not only or t.id in only]
     trials = [records.trial_record(t, space) for t in sorted(shown, key=lambda t: t.id)]
+    lengths = {t.id: configs.trial_length(config, t) for t in shown}
+    summary = experiment_summary(response) if only else _summary(response, config, trials, lengths)
     for t in trials:
         t["hparams"] = flat_hparams(t["hparams"])
     names = sorted({k for t in trials for k in t["hparams"]})
-    lengths = {t.id: configs.trial_length(config, t) for t in shown}
     return summary | {
         "config_yaml": response.experiment.config_yaml,
         "trials": trials,

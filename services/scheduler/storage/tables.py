@@ -137,6 +137,21 @@ metric_groups = Table(
     PrimaryKeyConstraint("trial_id", "group_name", "total_batches"),
 )
 
+# Each trial's learning curve as the web UI's bounded GetMetrics last cut it (`curve_cache`), kept
+# across scheduler starts: the bound, the mark (row count, last batch count) of the rows it was cut
+# from, and the kept rows as JSON; one per trial and kind.
+cut_curves = Table(
+    "cut_curves",
+    metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id"), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("max_points", Integer, nullable=False),
+    Column("row_count", BigInteger, nullable=False),
+    Column("last_batches", BigInteger, nullable=False),
+    Column("rows_json", Text, nullable=False),
+    PrimaryKeyConstraint("trial_id", "kind"),
+)
+
 checkpoints = Table(
     "checkpoints",
     metadata,

@@ -13,9 +13,9 @@ from tests.unit.scheduler.test_metrics_stream import collect, query
 from tests.unit.scheduler.test_storage_ops import storage_with_trials
 
 
-def long_curves(rows: int = 300):
+def long_curves(rows: int = 300, url: str = ":memory:"):
     """Three trials of `rows` validations each; trial b has a dip at row 123 and a peak at row 200."""
-    s, exp_id, ids = storage_with_trials("a", "b", "c")
+    s, exp_id, ids = storage_with_trials("a", "b", "c", url=url)
     for n, t in enumerate(ids):
         for v in range(1, rows + 1):
             error = 1.0 / v + 0.01 * n

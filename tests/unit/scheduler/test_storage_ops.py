@@ -13,8 +13,8 @@ from pedl_scheduler.storage.ops import trials as trial_ops
 from pedl_scheduler.storage.tables import trial_logs
 
 
-def storage_with_trials(*requests: str) -> tuple[Storage, int, list[int]]:
-    s = open_storage(":memory:")
+def storage_with_trials(*requests: str, url: str = ":memory:") -> tuple[Storage, int, list[int]]:
+    s = open_storage(url)
     exp_id = experiment_ops.create_experiment(
         s,
         config_yaml="y",

@@ -7,6 +7,7 @@ from sqlalchemy import bindparam, delete, func, insert, select, update
 from pedl_scheduler.storage.connection import Row, Storage
 from pedl_scheduler.storage.tables import (
     checkpoints,
+    cut_curves,
     experiments,
     metric_groups,
     searcher_events,
@@ -52,7 +53,7 @@ _UNDELETED_CHECKPOINTS = (
 _DELETE_ALL = [
     *(
         delete(t).where(t.c.trial_id.in_(_TRIAL_IDS))
-        for t in (trial_logs, trial_timelines, steps, validations, metric_groups, checkpoints)
+        for t in (trial_logs, trial_timelines, cut_curves, steps, validations, metric_groups, checkpoints)
     ),
     delete(searcher_events).where(searcher_events.c.experiment_id == bindparam("exp_id")),
     delete(trials).where(trials.c.experiment_id == bindparam("exp_id")),
