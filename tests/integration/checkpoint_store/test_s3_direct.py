@@ -119,6 +119,7 @@ def test_plan_then_abort_leaves_nothing(s3_store: tuple[Service, str], weed: Sea
         ("short part", r"file 'model.pt': storage holds \d+ bytes, 20971643 were planned"),
         ("missing file", r"must report each planned file once \(missing \['empty'\]"),
         ("bad sha256", "'nested/opt.pt': 'XYZ' is not a lowercase hex sha256"),
+        ("part hashes short", r"file 'model.pt': 2 part hashes for 3 parts"),
     ],
 )
 def test_finish_checks_what_was_sent(
@@ -139,6 +140,8 @@ def test_finish_checks_what_was_sent(
         uploaded = [u for u in uploaded if u.path != "empty"]
     if spoil == "bad sha256":
         uploaded[-1].sha256 = "XYZ"
+    if spoil == "part hashes short":
+        uploaded[0].part_sha256.extend([uploaded[0].sha256] * 2)
     with pytest.raises(grpc.RpcError) as info:
         stub(service.address).FinishUpload(pb.FinishUploadRequest(uuid=plan.uuid, files=uploaded))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
