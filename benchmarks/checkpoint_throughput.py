@@ -6,9 +6,10 @@ target >= 0.9 both ways), and a 200 MB PyTorch state_dict saved and uploaded aga
 local disk. Prints figures; asserts nothing.
 
 pedl measures both ways bytes can travel: `pedl` (the default for S3: the store presigns URLs and
-the client moves the bytes itself, hashing each file once) and `streamed` (the bytes pass through the
-store's gRPC calls, each file in byte ranges on several calls at once: the path for shared_fs, and the
-fallback when S3 cannot be reached from the client). Rounds are interleaved, each in another order,
+the client moves the bytes itself, each part checked against the record's part hashes by the thread
+that fetched it) and `streamed` (the bytes pass through the store's gRPC calls, each file in byte
+ranges on several calls at once: the path for shared_fs, and the fallback when S3 cannot be reached
+from the client). Rounds are interleaved, each in another order,
 with a sync before every timed run, and best and median are printed: single runs vary by up to 2x
 on a small shared machine. On the 2-core machine this was decided on (SeaweedFS sharing it), 1 GiB,
 --repeat 5:

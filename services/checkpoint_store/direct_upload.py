@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -43,6 +43,7 @@ class UploadedFile:
     path: str
     sha256: str
     etags: list[str]
+    part_sha256: list[str] = field(default_factory=list)  # empty from clients older than part hashes
 
 
 class DirectUpload:
@@ -111,7 +112,10 @@ class DirectUpload:
                         )
                     except ValueError as e:
                         raise InvalidArgument(f"file {planned.path!r}: {e}") from None
-                    self.checkpoint.files.add(path=planned.path, size=planned.size, sha256=sent.sha256)
+                    info = self.checkpoint.files.add(path=planned.path, size=planned.size, sha256=sent.sha256)
+                    if sent.part_sha256:
+                        info.part_size = planned.put.part_size
+                        info.part_sha256.extend(sent.part_sha256)
                 publish_record(self._catalog, self.checkpoint, self._storage)
                 self._state = "finished"
             except BaseException:
@@ -137,9 +141,15 @@ class DirectUpload:
                 f"the finished upload must report each planned file once (missing {missing}, "
                 f"not planned {extra})"
             )
+        parts = {f.path: len(f.put.urls) for f in self.files}
         for f in uploaded:
-            if not _SHA256.fullmatch(f.sha256):
-                raise InvalidArgument(f"file {f.path!r}: {f.sha256!r} is not a lowercase hex sha256")
+            for digest in (f.sha256, *f.part_sha256):
+                if not _SHA256.fullmatch(digest):
+                    raise InvalidArgument(f"file {f.path!r}: {digest!r} is not a lowercase hex sha256")
+            if f.part_sha256 and len(f.part_sha256) != parts[f.path]:
+                raise InvalidArgument(
+                    f"file {f.path!r}: {len(f.part_sha256)} part hashes for {parts[f.path]} parts"
+                )
         return reported
 
     def _check_open(self) -> None:

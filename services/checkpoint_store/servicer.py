@@ -101,7 +101,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
     async def FinishUpload(
         self, request: pb.FinishUploadRequest, context: grpc.aio.ServicerContext
     ) -> pb.FinishUploadResponse:
-        files = [UploadedFile(f.path, f.sha256, list(f.etags)) for f in request.files]
+        files = [UploadedFile(f.path, f.sha256, list(f.etags), list(f.part_sha256)) for f in request.files]
         async with _storage_errors(context, "direct upload rejected", uuid=request.uuid):
             upload = self.store.direct_uploads.get(request.uuid)
             await self.authz.check(

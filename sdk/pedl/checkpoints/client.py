@@ -131,7 +131,10 @@ class CheckpointStoreClient(_grpc.Client):
         ]
         try:
             sent = self._uploader.send(targets)
-            uploaded = [pb.UploadedFile(path=s.path, sha256=s.sha256, etags=s.etags) for s in sent]
+            uploaded = [
+                pb.UploadedFile(path=s.path, sha256=s.sha256, etags=s.etags, part_sha256=s.part_sha256)
+                for s in sent
+            ]
             response = self._stub.FinishUpload(pb.FinishUploadRequest(uuid=plan.uuid, files=uploaded))
         except grpc.RpcError as e:
             raise self._error(e, f"upload of {directory}") from None
@@ -209,7 +212,7 @@ class CheckpointStoreClient(_grpc.Client):
                 writer = self._receive(uuid, staging, targets, urls=urls, ranges=ranges)
             self._fetch(writer, targets, None)
             if ranges and writer.unclaimed():
-                parts = [Target(p, "", writer.claim(p), writer.size(p)) for p in writer.unclaimed()]
+                parts = [_target(writer, p, "") for p in writer.unclaimed()]
                 error = f"download of checkpoint {uuid}"
                 self._fetch(writer, parts, range_reader(self._stub, uuid, lambda e: self._error(e, error)))
             writer.finish()
@@ -241,7 +244,7 @@ class CheckpointStoreClient(_grpc.Client):
                     )
                 elif kind == "url":
                     path = response.url.path
-                    targets.append(Target(path, response.url.url, writer.claim(path), writer.size(path)))
+                    targets.append(_target(writer, path, response.url.url))
                 elif ranges:
                     break  # storage that does not presign
                 else:
@@ -324,3 +327,9 @@ class CheckpointStoreClient(_grpc.Client):
         except grpc.RpcError as e:
             raise self._error(e, f"removing files from checkpoint {uuid}") from None
         return response.checkpoint, list(response.removed)
+
+def _target(writer: DirectoryWriter, path: str, url: str) -> Target:
+    """File `path` of the record to fetch (on `url`, or through the store where ""), with the
+    record's part hashes where it has them."""
+    info = writer.info(path)
+    return Target(path, url, writer.claim(path), info.size, info.part_size, tuple(info.part_sha256))

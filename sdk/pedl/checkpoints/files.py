@@ -101,17 +101,19 @@ class DirectoryWriter:
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
 
-    def size(self, path: str) -> int:
-        return self._expected[path].size
+    def info(self, path: str) -> common_pb2.FileInfo:
+        """The record's entry for file `path`."""
+        return self._expected[path]
 
     def unclaimed(self) -> list[str]:
         """The record's files not yet claimed or written, in the record's order."""
         return [f.path for f in self.checkpoint.files if f.path not in self._claimed]
 
-    def verify(self, path: str, size: int, sha256: str) -> None:
-        """Raises CheckpointError (DATA_LOSS) when what was written differs from the record."""
+    def verify(self, path: str, size: int, sha256: str | None) -> None:
+        """Raises CheckpointError (DATA_LOSS) when what was written differs from the record;
+        `sha256` None: the caller checked each part against the record's part hashes."""
         info = self._expected[path]
-        if size != info.size or sha256 != info.sha256:
+        if size != info.size or (sha256 is not None and sha256 != info.sha256):
             raise self.corrupt(path, f"received {size} bytes with sha256 {sha256}")
         self._done.add(path)
 

@@ -2,7 +2,8 @@
 
 Each file is read once, in order, into a few reused buffers; each buffer is hashed (sha256 of the
 whole file, which the store records) and then PUT while the next parts are read, with up to
-`concurrency` parts in flight, like boto3's upload_file.
+`concurrency` parts in flight, like boto3's upload_file. The thread sending a part also hashes it
+alone: the store records those too, so a download can check its parts in parallel.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Sent:
     path: str
     sha256: str
     etags: list[str]
+    part_sha256: list[str]
 
 
 class UrlUploader:
@@ -56,12 +58,12 @@ class UrlUploader:
         largest = max((min(t.part_size, t.size) for t in targets), default=0)
         parts = sum(len(t.urls) for t in targets)
         free = [bytearray(largest) for _ in range(min(self.concurrency, parts))]
-        in_flight: dict[Future[str], bytearray] = {}
-        sent: list[tuple[str, str, list[Future[str]]]] = []
+        in_flight: dict[Future[tuple[str, str]], bytearray] = {}
+        sent: list[tuple[str, str, list[Future[tuple[str, str]]]]] = []
         try:
             for target in targets:
                 hasher = hashlib.sha256()
-                etags: list[Future[str]] = []
+                etags: list[Future[tuple[str, str]]] = []
                 with _reading(target) as f:
                     for number, url in enumerate(target.urls):
                         if not free:  # whichever part finishes first frees its buffer
@@ -86,11 +88,15 @@ class UrlUploader:
             for future in in_flight:
                 future.cancel()
             wait(in_flight)  # running parts still read their buffers
-        return [Sent(path, digest, [f.result() for f in etags]) for path, digest, etags in sent]
+        return [
+            Sent(path, digest, [f.result()[0] for f in parts], [f.result()[1] for f in parts])
+            for path, digest, parts in sent
+        ]
 
-    def _put_part(self, url: str, view: memoryview) -> str:
+    def _put_part(self, url: str, view: memoryview) -> tuple[str, str]:
+        """The part's ETag and its own sha256."""
         what = f"sending to {http.where(url)}"
-        return self._put(url, view, what)
+        return self._put(url, view, what), hashlib.sha256(view).hexdigest()
 
     def _put(self, url: str, view: memoryview, what: str) -> str:
         response = http.request(

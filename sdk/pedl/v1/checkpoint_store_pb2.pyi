@@ -233,6 +233,7 @@ class UploadedFile(google.protobuf.message.Message):
     PATH_FIELD_NUMBER: builtins.int
     SHA256_FIELD_NUMBER: builtins.int
     ETAGS_FIELD_NUMBER: builtins.int
+    PART_SHA256_FIELD_NUMBER: builtins.int
     path: builtins.str
     sha256: builtins.str
     """Of the whole file, as the caller read and sent it."""
@@ -240,14 +241,19 @@ class UploadedFile(google.protobuf.message.Message):
     def etags(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """The ETag storage answered for each part, in order."""
 
+    @property
+    def part_sha256(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """The sha256 of each part as sent, in order (FileInfo.part_sha256); empty from older clients."""
+
     def __init__(
         self,
         *,
         path: builtins.str = ...,
         sha256: builtins.str = ...,
         etags: collections.abc.Iterable[builtins.str] | None = ...,
+        part_sha256: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["etags", b"etags", "path", b"path", "sha256", b"sha256"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["etags", b"etags", "part_sha256", b"part_sha256", "path", b"path", "sha256", b"sha256"]) -> None: ...
 
 global___UploadedFile = UploadedFile
 

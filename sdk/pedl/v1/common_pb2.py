@@ -15,7 +15,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pedl/v1/common.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\"y\n\x08Workload\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pedl.v1.WorkloadKind\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x0f\n\x07step_id\x18\x04 \x01(\x05\x12\x15\n\rtotal_batches\x18\x05 \x01(\x03\"6\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"\xcf\x02\n\nCheckpoint\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x15\n\rexperiment_id\x18\x02 \x01(\x05\x12\x10\n\x08trial_id\x18\x03 \x01(\x05\x12\x15\n\rtotal_batches\x18\x04 \x01(\x03\x12 \n\x05\x66iles\x18\x05 \x03(\x0b\x32\x11.pedl.v1.FileInfo\x12\'\n\x05state\x18\x06 \x01(\x0e\x32\x18.pedl.v1.CheckpointState\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x33\n\x08metadata\x18\x08 \x03(\x0b\x32!.pedl.v1.Checkpoint.MetadataEntry\x12\x12\n\ntotal_size\x18\t \x01(\x03\x12\x1a\n\x12user_metadata_json\x18\n \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf3\x02\n\x0eWorkloadResult\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\x12(\n\x07metrics\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x03 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\x13\n\x0bnum_batches\x18\x04 \x01(\x03\x12\x12\n\nnum_inputs\x18\x05 \x01(\x03\x12\x18\n\x10\x64uration_seconds\x18\x06 \x01(\x01\x12-\n\x0escript_reports\x18\x07 \x03(\x0b\x32\x15.pedl.v1.ScriptReport\x12\x1c\n\x0fscript_progress\x18\x08 \x01(\x03H\x00\x88\x01\x01\x12\x17\n\x0fscript_finished\x18\t \x01(\x08\x12,\n\nearly_exit\x18\n \x01(\x0e\x32\x18.pedl.v1.EarlyExitReasonB\x12\n\x10_script_progress\"\xb2\x01\n\x0cScriptReport\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.pedl.v1.ScriptReportKind\x12\x17\n\x0fsteps_completed\x18\x02 \x01(\x03\x12(\n\x07metrics\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\r\n\x05group\x18\x05 \x01(\t\"k\n\x07LogLine\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x11\n\ttimestamp\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"Y\n\rTimelinePhase\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x01\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x0e\n\x06run_id\x18\x05 \x01(\x05\"T\n\x04Slot\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08trial_id\x18\x04 \x01(\x05\x12\x10\n\x08\x64isabled\x18\x14 \x01(\x08*\xb8\x01\n\x0cWorkloadKind\x12\x1d\n\x19WORKLOAD_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16WORKLOAD_KIND_RUN_STEP\x10\x01\x12,\n(WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS\x10\x02\x12\"\n\x1eWORKLOAD_KIND_CHECKPOINT_MODEL\x10\x03\x12\x1b\n\x17WORKLOAD_KIND_TERMINATE\x10\x04*\xd6\x01\n\x0f\x43heckpointState\x12 \n\x1c\x43HECKPOINT_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43HECKPOINT_STATE_COMPLETED\x10\x01\x12\x1c\n\x18\x43HECKPOINT_STATE_DELETED\x10\x02\x12\x1d\n\x19\x43HECKPOINT_STATE_DELETING\x10\x03\x12\x1c\n\x18\x43HECKPOINT_STATE_MISSING\x10\x04\x12&\n\"CHECKPOINT_STATE_PARTIALLY_DELETED\x10\x05*\x81\x01\n\x0f\x45\x61rlyExitReason\x12!\n\x1d\x45\x41RLY_EXIT_REASON_UNSPECIFIED\x10\x00\x12 \n\x1c\x45\x41RLY_EXIT_REASON_INVALID_HP\x10\x01\x12)\n%EARLY_EXIT_REASON_USER_REQUESTED_STOP\x10\x02*\xbb\x01\n\x10ScriptReportKind\x12\"\n\x1eSCRIPT_REPORT_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSCRIPT_REPORT_KIND_TRAINING\x10\x01\x12!\n\x1dSCRIPT_REPORT_KIND_VALIDATION\x10\x02\x12!\n\x1dSCRIPT_REPORT_KIND_CHECKPOINT\x10\x03\x12\x1c\n\x18SCRIPT_REPORT_KIND_GROUP\x10\x04*\xc8\x01\n\x0f\x45xperimentState\x12 \n\x1c\x45XPERIMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45XPERIMENT_STATE_ACTIVE\x10\x01\x12\x1b\n\x17\x45XPERIMENT_STATE_PAUSED\x10\x02\x12\x1e\n\x1a\x45XPERIMENT_STATE_COMPLETED\x10\x03\x12\x1a\n\x16\x45XPERIMENT_STATE_ERROR\x10\x04\x12\x1d\n\x19\x45XPERIMENT_STATE_CANCELED\x10\x05*\xa5\x01\n\nTrialState\x12\x1b\n\x17TRIAL_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TRIAL_STATE_ACTIVE\x10\x01\x12\x16\n\x12TRIAL_STATE_PAUSED\x10\x02\x12\x19\n\x15TRIAL_STATE_COMPLETED\x10\x03\x12\x15\n\x11TRIAL_STATE_ERROR\x10\x04\x12\x18\n\x14TRIAL_STATE_CANCELED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pedl/v1/common.proto\x12\x07pedl.v1\x1a\x1cgoogle/protobuf/struct.proto\"y\n\x08Workload\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.pedl.v1.WorkloadKind\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x0f\n\x07step_id\x18\x04 \x01(\x05\x12\x15\n\rtotal_batches\x18\x05 \x01(\x03\"^\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x11\n\tpart_size\x18\x04 \x01(\x03\x12\x13\n\x0bpart_sha256\x18\x05 \x03(\t\"\xcf\x02\n\nCheckpoint\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x15\n\rexperiment_id\x18\x02 \x01(\x05\x12\x10\n\x08trial_id\x18\x03 \x01(\x05\x12\x15\n\rtotal_batches\x18\x04 \x01(\x03\x12 \n\x05\x66iles\x18\x05 \x03(\x0b\x32\x11.pedl.v1.FileInfo\x12\'\n\x05state\x18\x06 \x01(\x0e\x32\x18.pedl.v1.CheckpointState\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x33\n\x08metadata\x18\x08 \x03(\x0b\x32!.pedl.v1.Checkpoint.MetadataEntry\x12\x12\n\ntotal_size\x18\t \x01(\x03\x12\x1a\n\x12user_metadata_json\x18\n \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf3\x02\n\x0eWorkloadResult\x12#\n\x08workload\x18\x01 \x01(\x0b\x32\x11.pedl.v1.Workload\x12(\n\x07metrics\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x03 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\x13\n\x0bnum_batches\x18\x04 \x01(\x03\x12\x12\n\nnum_inputs\x18\x05 \x01(\x03\x12\x18\n\x10\x64uration_seconds\x18\x06 \x01(\x01\x12-\n\x0escript_reports\x18\x07 \x03(\x0b\x32\x15.pedl.v1.ScriptReport\x12\x1c\n\x0fscript_progress\x18\x08 \x01(\x03H\x00\x88\x01\x01\x12\x17\n\x0fscript_finished\x18\t \x01(\x08\x12,\n\nearly_exit\x18\n \x01(\x0e\x32\x18.pedl.v1.EarlyExitReasonB\x12\n\x10_script_progress\"\xb2\x01\n\x0cScriptReport\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.pedl.v1.ScriptReportKind\x12\x17\n\x0fsteps_completed\x18\x02 \x01(\x03\x12(\n\x07metrics\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x13.pedl.v1.Checkpoint\x12\r\n\x05group\x18\x05 \x01(\t\"k\n\x07LogLine\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08trial_id\x18\x02 \x01(\x05\x12\x0e\n\x06run_id\x18\x03 \x01(\x05\x12\x11\n\ttimestamp\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"Y\n\rTimelinePhase\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x01\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x0e\n\x06run_id\x18\x05 \x01(\x05\"T\n\x04Slot\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08trial_id\x18\x04 \x01(\x05\x12\x10\n\x08\x64isabled\x18\x14 \x01(\x08*\xb8\x01\n\x0cWorkloadKind\x12\x1d\n\x19WORKLOAD_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16WORKLOAD_KIND_RUN_STEP\x10\x01\x12,\n(WORKLOAD_KIND_COMPUTE_VALIDATION_METRICS\x10\x02\x12\"\n\x1eWORKLOAD_KIND_CHECKPOINT_MODEL\x10\x03\x12\x1b\n\x17WORKLOAD_KIND_TERMINATE\x10\x04*\xd6\x01\n\x0f\x43heckpointState\x12 \n\x1c\x43HECKPOINT_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43HECKPOINT_STATE_COMPLETED\x10\x01\x12\x1c\n\x18\x43HECKPOINT_STATE_DELETED\x10\x02\x12\x1d\n\x19\x43HECKPOINT_STATE_DELETING\x10\x03\x12\x1c\n\x18\x43HECKPOINT_STATE_MISSING\x10\x04\x12&\n\"CHECKPOINT_STATE_PARTIALLY_DELETED\x10\x05*\x81\x01\n\x0f\x45\x61rlyExitReason\x12!\n\x1d\x45\x41RLY_EXIT_REASON_UNSPECIFIED\x10\x00\x12 \n\x1c\x45\x41RLY_EXIT_REASON_INVALID_HP\x10\x01\x12)\n%EARLY_EXIT_REASON_USER_REQUESTED_STOP\x10\x02*\xbb\x01\n\x10ScriptReportKind\x12\"\n\x1eSCRIPT_REPORT_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSCRIPT_REPORT_KIND_TRAINING\x10\x01\x12!\n\x1dSCRIPT_REPORT_KIND_VALIDATION\x10\x02\x12!\n\x1dSCRIPT_REPORT_KIND_CHECKPOINT\x10\x03\x12\x1c\n\x18SCRIPT_REPORT_KIND_GROUP\x10\x04*\xc8\x01\n\x0f\x45xperimentState\x12 \n\x1c\x45XPERIMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45XPERIMENT_STATE_ACTIVE\x10\x01\x12\x1b\n\x17\x45XPERIMENT_STATE_PAUSED\x10\x02\x12\x1e\n\x1a\x45XPERIMENT_STATE_COMPLETED\x10\x03\x12\x1a\n\x16\x45XPERIMENT_STATE_ERROR\x10\x04\x12\x1d\n\x19\x45XPERIMENT_STATE_CANCELED\x10\x05*\xa5\x01\n\nTrialState\x12\x1b\n\x17TRIAL_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TRIAL_STATE_ACTIVE\x10\x01\x12\x16\n\x12TRIAL_STATE_PAUSED\x10\x02\x12\x19\n\x15TRIAL_STATE_COMPLETED\x10\x03\x12\x15\n\x11TRIAL_STATE_ERROR\x10\x04\x12\x18\n\x14TRIAL_STATE_CANCELED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -24,34 +24,34 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _globals['_CHECKPOINT_METADATAENTRY']._options = None
   _globals['_CHECKPOINT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_WORKLOADKIND']._serialized_start=1422
-  _globals['_WORKLOADKIND']._serialized_end=1606
-  _globals['_CHECKPOINTSTATE']._serialized_start=1609
-  _globals['_CHECKPOINTSTATE']._serialized_end=1823
-  _globals['_EARLYEXITREASON']._serialized_start=1826
-  _globals['_EARLYEXITREASON']._serialized_end=1955
-  _globals['_SCRIPTREPORTKIND']._serialized_start=1958
-  _globals['_SCRIPTREPORTKIND']._serialized_end=2145
-  _globals['_EXPERIMENTSTATE']._serialized_start=2148
-  _globals['_EXPERIMENTSTATE']._serialized_end=2348
-  _globals['_TRIALSTATE']._serialized_start=2351
-  _globals['_TRIALSTATE']._serialized_end=2516
+  _globals['_WORKLOADKIND']._serialized_start=1462
+  _globals['_WORKLOADKIND']._serialized_end=1646
+  _globals['_CHECKPOINTSTATE']._serialized_start=1649
+  _globals['_CHECKPOINTSTATE']._serialized_end=1863
+  _globals['_EARLYEXITREASON']._serialized_start=1866
+  _globals['_EARLYEXITREASON']._serialized_end=1995
+  _globals['_SCRIPTREPORTKIND']._serialized_start=1998
+  _globals['_SCRIPTREPORTKIND']._serialized_end=2185
+  _globals['_EXPERIMENTSTATE']._serialized_start=2188
+  _globals['_EXPERIMENTSTATE']._serialized_end=2388
+  _globals['_TRIALSTATE']._serialized_start=2391
+  _globals['_TRIALSTATE']._serialized_end=2556
   _globals['_WORKLOAD']._serialized_start=63
   _globals['_WORKLOAD']._serialized_end=184
   _globals['_FILEINFO']._serialized_start=186
-  _globals['_FILEINFO']._serialized_end=240
-  _globals['_CHECKPOINT']._serialized_start=243
-  _globals['_CHECKPOINT']._serialized_end=578
-  _globals['_CHECKPOINT_METADATAENTRY']._serialized_start=531
-  _globals['_CHECKPOINT_METADATAENTRY']._serialized_end=578
-  _globals['_WORKLOADRESULT']._serialized_start=581
-  _globals['_WORKLOADRESULT']._serialized_end=952
-  _globals['_SCRIPTREPORT']._serialized_start=955
-  _globals['_SCRIPTREPORT']._serialized_end=1133
-  _globals['_LOGLINE']._serialized_start=1135
-  _globals['_LOGLINE']._serialized_end=1242
-  _globals['_TIMELINEPHASE']._serialized_start=1244
-  _globals['_TIMELINEPHASE']._serialized_end=1333
-  _globals['_SLOT']._serialized_start=1335
-  _globals['_SLOT']._serialized_end=1419
+  _globals['_FILEINFO']._serialized_end=280
+  _globals['_CHECKPOINT']._serialized_start=283
+  _globals['_CHECKPOINT']._serialized_end=618
+  _globals['_CHECKPOINT_METADATAENTRY']._serialized_start=571
+  _globals['_CHECKPOINT_METADATAENTRY']._serialized_end=618
+  _globals['_WORKLOADRESULT']._serialized_start=621
+  _globals['_WORKLOADRESULT']._serialized_end=992
+  _globals['_SCRIPTREPORT']._serialized_start=995
+  _globals['_SCRIPTREPORT']._serialized_end=1173
+  _globals['_LOGLINE']._serialized_start=1175
+  _globals['_LOGLINE']._serialized_end=1282
+  _globals['_TIMELINEPHASE']._serialized_start=1284
+  _globals['_TIMELINEPHASE']._serialized_end=1373
+  _globals['_SLOT']._serialized_start=1375
+  _globals['_SLOT']._serialized_end=1459
 # @@protoc_insertion_point(module_scope)

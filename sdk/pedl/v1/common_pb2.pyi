@@ -209,18 +209,29 @@ class FileInfo(google.protobuf.message.Message):
     PATH_FIELD_NUMBER: builtins.int
     SIZE_FIELD_NUMBER: builtins.int
     SHA256_FIELD_NUMBER: builtins.int
+    PART_SIZE_FIELD_NUMBER: builtins.int
+    PART_SHA256_FIELD_NUMBER: builtins.int
     path: builtins.str
     """Path relative to the checkpoint's root, '/'-separated."""
     size: builtins.int
     sha256: builtins.str
+    part_size: builtins.int
+    """The sha256 of each part_size range in order, where the uploader sent them (direct uploads): a
+    download checks each part on the thread that fetched it, in parallel, instead of one in-order
+    hash of the whole file that a busy machine gives one thread's share of a core. Empty: not known.
+    """
+    @property
+    def part_sha256(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
         path: builtins.str = ...,
         size: builtins.int = ...,
         sha256: builtins.str = ...,
+        part_size: builtins.int = ...,
+        part_sha256: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["path", b"path", "sha256", b"sha256", "size", b"size"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["part_sha256", b"part_sha256", "part_size", b"part_size", "path", b"path", "sha256", b"sha256", "size", b"size"]) -> None: ...
 
 global___FileInfo = FileInfo
 

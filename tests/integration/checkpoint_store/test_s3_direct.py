@@ -89,6 +89,9 @@ def test_client_moves_the_bytes_itself(
         again = client.upload(tmp_path / "src", experiment_id=1, trial_id=2, total_batches=11)
     assert '"direct": false' in service.log()
     assert [f.sha256 for f in again.files] == [f.sha256 for f in cp.files]
+    model = next(f for f in cp.files if f.path == "model.pt")  # each part's sha256, for downloads
+    parts = [files["model.pt"][i : i + model.part_size] for i in range(0, model.size, model.part_size)]
+    assert list(model.part_sha256) == [hashlib.sha256(p).hexdigest() for p in parts] and len(parts) == 3
 
 
 def test_plan_then_abort_leaves_nothing(s3_store: tuple[Service, str], weed: SeaweedFS) -> None:
@@ -116,6 +119,7 @@ def test_plan_then_abort_leaves_nothing(s3_store: tuple[Service, str], weed: Sea
         ("short part", r"file 'model.pt': storage holds \d+ bytes, 20971643 were planned"),
         ("missing file", r"must report each planned file once \(missing \['empty'\]"),
         ("bad sha256", "'nested/opt.pt': 'XYZ' is not a lowercase hex sha256"),
+        ("part hashes short", r"file 'model.pt': 2 part hashes for 3 parts"),
     ],
 )
 def test_finish_checks_what_was_sent(
@@ -136,6 +140,8 @@ def test_finish_checks_what_was_sent(
         uploaded = [u for u in uploaded if u.path != "empty"]
     if spoil == "bad sha256":
         uploaded[-1].sha256 = "XYZ"
+    if spoil == "part hashes short":
+        uploaded[0].part_sha256.extend([uploaded[0].sha256] * 2)
     with pytest.raises(grpc.RpcError) as info:
         stub(service.address).FinishUpload(pb.FinishUploadRequest(uuid=plan.uuid, files=uploaded))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -210,7 +216,8 @@ def test_streamed_downloads_come_in_parallel_ranges_and_bad_ranges_are_refused(
     s3_store: tuple[Service, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the store, a file's parts come on ranged DownloadCheckpoint calls (S3 ranged GETs
-    behind them), several at once, each written in place; the whole file is checked as before."""
+    behind them), several at once, each written in place; each part is checked against the record's
+    part hashes (a direct upload's), else the whole file as before."""
     service, _ = s3_store
     files = make_tree(tmp_path / "src", big=9 * MiB + 77)
     calls = stub(service.address)
@@ -255,5 +262,10 @@ def test_streamed_downloads_come_in_parallel_ranges_and_bad_ranges_are_refused(
     monkeypatch.setattr(client_module, "RANGE_SIZE", 2 * MiB)
     with CheckpointStoreClient(service.address, direct=False) as client:
         assert client.download(cp.uuid, tmp_path / "out") == cp
-    assert read_tree(tmp_path / "out") == files
+        assert sorted(s for p, s, _ in asked if p == "model.pt") == [0, 8 * MiB]  # the record's parts
+        asked.clear()
+        streamed = client.upload(tmp_path / "src", experiment_id=1, trial_id=5, total_batches=2)
+        assert not any(f.part_sha256 for f in streamed.files)
+        assert client.download(streamed.uuid, tmp_path / "out-streamed") == streamed
+    assert read_tree(tmp_path / "out") == read_tree(tmp_path / "out-streamed") == files
     assert sorted(s for p, s, _ in asked if p == "model.pt") == list(range(0, 9 * MiB + 77, 2 * MiB))

@@ -203,24 +203,38 @@ def test_cancelled_upload_is_removed_at_once(s3_store: tuple[Service, str], weed
 
 
 @pytest.mark.parametrize(
-    ("direct", "body"),
-    [(True, "other bytes"), (True, "shorter"), (False, "other bytes"), (False, "shorter")],
+    ("uploaded", "direct", "body"),
+    [
+        (True, True, "other bytes"),
+        (True, True, "shorter"),
+        (False, False, "other bytes"),
+        (False, False, "shorter"),
+        # Direct uploads record each part's sha256: a download checks the parts, either way.
+        (True, True, "one byte of its second part"),
+        (True, False, "one byte of its second part"),
+    ],
 )
 def test_corrupted_object_is_detected_on_download(
-    s3_store: tuple[Service, str], weed: SeaweedFS, tmp_path: Path, direct: bool, body: str
+    s3_store: tuple[Service, str], weed: SeaweedFS, tmp_path: Path, uploaded: bool, direct: bool, body: str
 ) -> None:
     """Straight from S3 or streamed by the store, the client checks each file against the record."""
     service, prefix = s3_store
     files = make_tree(tmp_path / "src")
-    with CheckpointStoreClient(service.address, direct=direct) as client:
+    with CheckpointStoreClient(service.address, direct=uploaded) as client:
         cp = client.upload(tmp_path / "src", experiment_id=3, trial_id=3, total_batches=1)
-        key = f"{prefix}/{cp.uuid}/data/model.pt"
-        size = len(files["model.pt"]) - (0 if body == "other bytes" else 1000)
-        weed.client().put_object(Bucket=DEFAULT_BUCKET, Key=key, Body=os.urandom(size))
+    assert [bool(f.part_sha256) for f in cp.files] == [uploaded] * 3
+    key = f"{prefix}/{cp.uuid}/data/model.pt"
+    spoilt = {
+        "other bytes": os.urandom(len(files["model.pt"])),
+        "shorter": os.urandom(len(files["model.pt"]) - 1000),
+        "one byte of its second part": files["model.pt"][: 9 * MiB] + b"?" + files["model.pt"][9 * MiB + 1 :],
+    }[body]
+    weed.client().put_object(Bucket=DEFAULT_BUCKET, Key=key, Body=spoilt)
+    with CheckpointStoreClient(service.address, direct=direct) as client:
         with pytest.raises(CheckpointError, match=r"'model.pt' of checkpoint .* is corrupt") as info:
             client.download(cp.uuid, tmp_path / "out")
-        assert info.value.code == grpc.StatusCode.DATA_LOSS
-        assert not (tmp_path / "out").exists()
+    assert info.value.code == grpc.StatusCode.DATA_LOSS
+    assert not (tmp_path / "out").exists()
 
 
 def test_endpoint_gone_fails_the_upload_and_keeps_earlier_checkpoints(

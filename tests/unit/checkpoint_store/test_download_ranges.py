@@ -104,3 +104,34 @@ def test_parts_read_by_any_reader_are_written_in_place_and_hashed_in_order(tmp_p
             list(fetcher.fetch([target], one_too_many))
     finally:
         fetcher.close()
+
+
+def test_parts_with_the_records_hashes_are_checked_each_alone(tmp_path: Path) -> None:
+    """A record with each part's sha256 (a direct upload's): parts follow its part size, each is
+    checked by the thread that fetched it, and one changed byte is refused naming its part."""
+    data = bytes(range(256)) * 41 + b"tail"
+    hashes = tuple(hashlib.sha256(data[i : i + 4000]).hexdigest() for i in range(0, len(data), 4000))
+    fetcher = UrlFetcher(part_size=1000, concurrency=3)
+    asked: list[int] = []
+
+    def counted(target: Target, start: int, length: int) -> Iterator[bytes]:
+        asked.append(start)
+        return pieces_of(spoilt, 300)(target, start, length)
+
+    try:
+        target = Target("f", "", tmp_path / "f", len(data), part_size=4000, part_sha256=hashes)
+        spoilt = data
+        (fetched,) = fetcher.fetch([target], counted)
+        assert (tmp_path / "f").read_bytes() == data
+        assert (fetched.size, fetched.sha256) == (len(data), None)  # checked by parts, not whole
+        assert sorted(asked) == [0, 4000, 8000]
+        spoilt = data[:5000] + b"?" + data[5001:]
+        with pytest.raises(ShortObject, match=r"bytes 4000-7999 have sha256 [0-9a-f]{64}, not " + hashes[1]):
+            list(fetcher.fetch([target], counted))
+        # Hashes that do not cover the file (or parts too big to hold): the file is hashed whole.
+        for partial in (Target("f", "", tmp_path / "f", len(data), 4000, hashes[:2]),
+                        Target("f", "", tmp_path / "f", len(data), 2**40, hashes[:1])):  # fmt: skip
+            (fetched,) = fetcher.fetch([partial], pieces_of(data, 300))
+            assert fetched.sha256 == hashlib.sha256(data).hexdigest()
+    finally:
+        fetcher.close()
