@@ -16,6 +16,7 @@ from pedl.v1 import auth_pb2, auth_pb2_grpc
 from pedl_scheduler.login_guard import TARPIT_SECONDS, AttemptLimits, Busy, Client, HashPool, peer_address
 from pedl_scheduler.store_questions import StoreQuestions
 from pedl_scheduler.users import (
+    RECENT_LOGIN_SECONDS,
     AccountError,
     AgentUserLink,
     Session,
@@ -210,7 +211,9 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         own = principal.kind == "user" and principal.username == request.username
         keep = bearer_token(context.invocation_metadata()) or "" if own else ""
         try:
-            if own:
+            if own and request.recent_login_suffices and not request.current_password:
+                await self._check_recent_login(keep, context)
+            elif own:
                 await self._check_current_password(request, context)
             new_hash = await self.hash_pool.run(hash_password, request.password, request.hashed)
             ended = self.users.change_password(request.username, request.password, new_hash, keep)
@@ -221,6 +224,18 @@ class AuthServicer(auth_pb2_grpc.AuthServiceServicer):
         except Busy as e:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return auth_pb2.SetUserPasswordResponse(sessions_ended=ended)
+
+    async def _check_recent_login(self, token: str, context: grpc.aio.ServicerContext) -> None:
+        """Determined's own password change (its REST PatchUser) sends no current password; a
+        login in the last few minutes stands in for it, so an old or stolen token still cannot."""
+        session = self.users.session(token) if token else None
+        if not isinstance(session, Session) or not session.logged_in_within(RECENT_LOGIN_SECONDS):
+            minutes = RECENT_LOGIN_SECONDS // 60
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"log in again to change your password: this session logged in over {minutes:.0f} minutes "
+                "ago (or give the current password: `pedl user change-password`)",
+            )
 
     async def _check_current_password(
         self, request: auth_pb2.SetUserPasswordRequest, context: grpc.aio.ServicerContext

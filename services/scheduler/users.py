@@ -13,7 +13,6 @@ import base64
 import functools
 import hashlib
 import hmac
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -23,10 +22,12 @@ from datetime import datetime, timezone
 from pedl._timeutil import utc_now
 from pedl_scheduler.storage import Storage
 from pedl_scheduler.storage.ops import users as user_ops
+from pedl_scheduler.usernames import InvalidUsername, clean_username
 
-USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD_CHARS = 8
 MAX_DISPLAY_NAME_CHARS = 80
+# How recent a login stands in for the current password in Determined's own password change.
+RECENT_LOGIN_SECONDS = 600.0
 TOKEN_PREFIX = "pedl_"
 _SCRYPT = {"n": 2**17, "r": 8, "p": 1}
 # OpenSSL refuses scrypt past `maxmem` (default 32 MiB); N = 2^17, r = 8 needs 128 MiB.
@@ -69,6 +70,15 @@ class AgentUserLink:
 class Session:
     user: User
     expires_at: float
+    started_at: str = ""  # when its login was (UTC, ISO 8601)
+
+    def logged_in_within(self, seconds: float, now: datetime | None = None) -> bool:
+        """Whether the password that opened this session was given in the last `seconds`: what
+        stands in for the current password in Determined's own password change (`auth_service`)."""
+        if not self.started_at:
+            return False
+        started = datetime.fromisoformat(self.started_at)
+        return ((now or datetime.now(timezone.utc)) - started).total_seconds() <= seconds
 
 
 def _b64(data: bytes) -> str:
@@ -160,12 +170,12 @@ def verify(password: str, row: dict | None, prehashed: bool = False) -> tuple[bo
     return good, hash_password(password, prehashed) if rehash else ""
 
 
-def _check_username(username: str) -> None:
-    if not USERNAME.match(username):
-        raise AccountError(
-            f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '@' or '-', "
-            "starting with a letter or digit"
-        )
+def _clean_username(username: str, current: str, admin: bool) -> str:
+    """Determined's username rules (`usernames.py`), refused as an AccountError."""
+    try:
+        return clean_username(username, current=current, admin=admin)
+    except InvalidUsername as e:
+        raise AccountError(str(e)) from None
 
 
 class Users:
@@ -195,7 +205,7 @@ class Users:
 
     def create(self, username: str, password: str, admin: bool = False, password_hash: str = "") -> User:
         """`password_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool)."""
-        _check_username(username)
+        username = _clean_username(username, username, admin)
         if len(password) < MIN_PASSWORD_CHARS:
             raise AccountError(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
         with self.db.transaction():
@@ -232,8 +242,9 @@ class Users:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = self.clock()
         expires = now + self.session_ttl
-        user_ops.start_session(self.db, hash_token(token), row["id"], utc_now(), expires, now)
-        return token, Session(self._user(row), expires)
+        started = utc_now()
+        user_ops.start_session(self.db, hash_token(token), row["id"], started, expires, now)
+        return token, Session(self._user(row), expires, started)
 
     def session(self, token: str) -> Session | str:
         """The live session of `token`, or why there is none."""
@@ -244,7 +255,7 @@ class Users:
             return "the user is deactivated"
         if row["expires_at"] <= self.clock():
             return "the session has expired"
-        return Session(self._user(row), float(row["expires_at"]))
+        return Session(self._user(row), float(row["expires_at"]), str(row["session_created_at"]))
 
     def change_password(self, username: str, password: str, new_hash: str = "", keep_token: str = "") -> int:
         """`new_hash`: `hash_password(password)` made elsewhere (the AuthService's worker pool).
@@ -258,8 +269,8 @@ class Users:
     def rename(self, username: str, new_username: str) -> User:
         """`username` becomes `new_username`, with their experiments; sessions stay valid (they
         hold the user's id), as Determined's do. UserExists when the name is another user's."""
-        _check_username(new_username)
         user = self._existing(username)
+        new_username = _clean_username(new_username, user.username, user.admin)
         if not user_ops.rename_user(self.db, user.id, username, new_username):
             raise UserExists(f"cannot rename {username!r}: user {new_username!r} already exists")
         return self._existing(new_username)

@@ -83,8 +83,10 @@ def test_a_renamed_user_keeps_id_experiments_and_session_and_only_admins_rename(
     # A name in use: refused in one line, nothing changed.
     status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{alice['id']}", {"username": "bob"})
     assert (status, answer["message"]) == (409, "cannot rename 'alice': user 'bob' already exists")
-    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{alice['id']}", {"username": "a b"})
-    assert status == 400 and "invalid username 'a b'" in answer["message"]
+    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{alice['id']}", {"username": " x "})
+    assert status == 400 and "invalid username ' x ': it must have 2 to 255" in answer["message"]
+    status, answer = http(setup, "admin", "PATCH", f"/api/v1/users/{alice['id']}", {"username": "ADMIN"})
+    assert status == 400 and "only an admin may be called 'admin'" in answer["message"]
     assert _user(setup, "alice")["id"] == alice["id"]
 
     status, answer = http(
@@ -117,6 +119,13 @@ def test_a_renamed_user_keeps_id_experiments_and_session_and_only_admins_rename(
         setup, "", "POST", "/api/v1/auth/login", {"username": "alice", "password": "alice" * 3}
     )
     assert status == 401
+
+    # Any printable ASCII, as Determined's test_change_username renames to `rename-user-$64`.
+    status, answer = http(
+        setup, "admin", "PATCH", f"/api/v1/users/{alice['id']}", {"username": " rename-user-$64 "}
+    )
+    assert status == 200 and answer["user"]["username"] == "rename-user-$64", answer
+    assert _user(setup, "rename-user-%2464")["id"] == alice["id"]
 
 
 def test_admins_grant_and_take_admin_rights_but_not_their_own(setup: Setup) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 from pedl import _log
 from pedl._metrics import BUILTIN_GROUPS, check_group, to_struct
 from pedl.harness.agent_client import StoreCheckpoints
+from pedl.harness.checkpoint_metadata_file import write_metadata
 from pedl.harness.child_bootstrap import dying_with_this_process
 from pedl.harness.process_tree import kill_with_descendants
 from pedl.harness.script_stderr import StderrTail
@@ -358,7 +359,7 @@ class CoreApiTrial:
             progress = self.progress
         meta = {"steps_completed": progress, **metadata}
         text = json.dumps(meta, sort_keys=True)
-        (directory / "metadata.json").write_text(text)
+        write_metadata(directory, meta)  # over a framework's own (pedl's PyTorch Trainer), keeping it
         try:
             stored = self._checkpoints.store(
                 directory, progress, uuid=storage_id, extra_metadata={CORE_METADATA_KEY: text}

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12pedl/v1/auth.proto\x12\x07pedl.v1\"m\n\x04User\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\x12\x14\n\x0c\x64isplay_name\x18\x05 \x01(\t\x12\n\n\x02id\x18\x06 \x01(\x03\"B\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\"O\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x1b\n\x04user\x18\x02 \x01(\x0b\x32\r.pedl.v1.User\x12\x12\n\nexpires_at\x18\x03 \x01(\t\"\x1c\n\rLogoutRequest\x12\x0b\n\x03\x61ll\x18\x01 \x01(\x08\"\x1f\n\x0eLogoutResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x05\"\x0f\n\rWhoAmIRequest\"-\n\x0eWhoAmIResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"V\n\x11\x43reateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06hashed\x18\x04 \x01(\x08\"1\n\x12\x43reateUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"\x12\n\x10ListUsersRequest\"1\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.pedl.v1.User\"%\n\x14ValidateTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"P\n\x15ValidateTokenResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\x12\x1a\n\x12\x65xpires_in_seconds\x18\x02 \x01(\x01\"f\n\x16SetUserPasswordRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\x12\x18\n\x10\x63urrent_password\x18\x04 \x01(\t\"1\n\x17SetUserPasswordResponse\x12\x16\n\x0esessions_ended\x18\x01 \x01(\x05\"C\n\x19SetUserDisplayNameRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"9\n\x1aSetUserDisplayNameResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"8\n\x14SetUserActiveRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"4\n\x15SetUserActiveResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\";\n\x11RenameUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x14\n\x0cnew_username\x18\x02 \x01(\t\"1\n\x12RenameUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"6\n\x13SetUserAdminRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\"3\n\x14SetUserAdminResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"Z\n\x10\x41uthorizeRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x15\n\rexperiment_id\x18\x03 \x01(\x03\x12\x10\n\x08trial_id\x18\x04 \x01(\x03\"h\n\x11\x41uthorizeResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1b\n\x04user\x18\x03 \x01(\x0b\x32\r.pedl.v1.User\x12\x15\n\rcache_seconds\x18\x04 \x01(\x01\"P\n\x14LinkAgentUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12&\n\nagent_user\x18\x02 \x01(\x0b\x32\x12.pedl.v1.AgentUser\"\x17\n\x15LinkAgentUserResponse\"B\n\tAgentUser\x12\x0b\n\x03uid\x18\x01 \x01(\x03\x12\x0b\n\x03gid\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\r\n\x05group\x18\x04 \x01(\t2\xc3\x07\n\x0b\x41uthService\x12\x36\n\x05Login\x12\x15.pedl.v1.LoginRequest\x1a\x16.pedl.v1.LoginResponse\x12\x39\n\x06Logout\x12\x16.pedl.v1.LogoutRequest\x1a\x17.pedl.v1.LogoutResponse\x12\x39\n\x06WhoAmI\x12\x16.pedl.v1.WhoAmIRequest\x1a\x17.pedl.v1.WhoAmIResponse\x12\x45\n\nCreateUser\x12\x1a.pedl.v1.CreateUserRequest\x1a\x1b.pedl.v1.CreateUserResponse\x12\x42\n\tListUsers\x12\x19.pedl.v1.ListUsersRequest\x1a\x1a.pedl.v1.ListUsersResponse\x12T\n\x0fSetUserPassword\x12\x1f.pedl.v1.SetUserPasswordRequest\x1a .pedl.v1.SetUserPasswordResponse\x12]\n\x12SetUserDisplayName\x12\".pedl.v1.SetUserDisplayNameRequest\x1a#.pedl.v1.SetUserDisplayNameResponse\x12N\n\rSetUserActive\x12\x1d.pedl.v1.SetUserActiveRequest\x1a\x1e.pedl.v1.SetUserActiveResponse\x12N\n\rLinkAgentUser\x12\x1d.pedl.v1.LinkAgentUserRequest\x1a\x1e.pedl.v1.LinkAgentUserResponse\x12\x45\n\nRenameUser\x12\x1a.pedl.v1.RenameUserRequest\x1a\x1b.pedl.v1.RenameUserResponse\x12K\n\x0cSetUserAdmin\x12\x1c.pedl.v1.SetUserAdminRequest\x1a\x1d.pedl.v1.SetUserAdminResponse\x12N\n\rValidateToken\x12\x1d.pedl.v1.ValidateTokenRequest\x1a\x1e.pedl.v1.ValidateTokenResponse\x12\x42\n\tAuthorize\x12\x19.pedl.v1.AuthorizeRequest\x1a\x1a.pedl.v1.AuthorizeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12pedl/v1/auth.proto\x12\x07pedl.v1\"m\n\x04User\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08\x12\x14\n\x0c\x64isplay_name\x18\x05 \x01(\t\x12\n\n\x02id\x18\x06 \x01(\x03\"B\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\"O\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x1b\n\x04user\x18\x02 \x01(\x0b\x32\r.pedl.v1.User\x12\x12\n\nexpires_at\x18\x03 \x01(\t\"\x1c\n\rLogoutRequest\x12\x0b\n\x03\x61ll\x18\x01 \x01(\x08\"\x1f\n\x0eLogoutResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x05\"\x0f\n\rWhoAmIRequest\"-\n\x0eWhoAmIResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"V\n\x11\x43reateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06hashed\x18\x04 \x01(\x08\"1\n\x12\x43reateUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"\x12\n\x10ListUsersRequest\"1\n\x11ListUsersResponse\x12\x1c\n\x05users\x18\x01 \x03(\x0b\x32\r.pedl.v1.User\"%\n\x14ValidateTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"P\n\x15ValidateTokenResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\x12\x1a\n\x12\x65xpires_in_seconds\x18\x02 \x01(\x01\"\x85\x01\n\x16SetUserPasswordRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x0e\n\x06hashed\x18\x03 \x01(\x08\x12\x18\n\x10\x63urrent_password\x18\x04 \x01(\t\x12\x1d\n\x15recent_login_suffices\x18\x05 \x01(\x08\"1\n\x17SetUserPasswordResponse\x12\x16\n\x0esessions_ended\x18\x01 \x01(\x05\"C\n\x19SetUserDisplayNameRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"9\n\x1aSetUserDisplayNameResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"8\n\x14SetUserActiveRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"4\n\x15SetUserActiveResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\";\n\x11RenameUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x14\n\x0cnew_username\x18\x02 \x01(\t\"1\n\x12RenameUserResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"6\n\x13SetUserAdminRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\r\n\x05\x61\x64min\x18\x02 \x01(\x08\"3\n\x14SetUserAdminResponse\x12\x1b\n\x04user\x18\x01 \x01(\x0b\x32\r.pedl.v1.User\"Z\n\x10\x41uthorizeRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x15\n\rexperiment_id\x18\x03 \x01(\x03\x12\x10\n\x08trial_id\x18\x04 \x01(\x03\"h\n\x11\x41uthorizeResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x1b\n\x04user\x18\x03 \x01(\x0b\x32\r.pedl.v1.User\x12\x15\n\rcache_seconds\x18\x04 \x01(\x01\"P\n\x14LinkAgentUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12&\n\nagent_user\x18\x02 \x01(\x0b\x32\x12.pedl.v1.AgentUser\"\x17\n\x15LinkAgentUserResponse\"B\n\tAgentUser\x12\x0b\n\x03uid\x18\x01 \x01(\x03\x12\x0b\n\x03gid\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\r\n\x05group\x18\x04 \x01(\t2\xc3\x07\n\x0b\x41uthService\x12\x36\n\x05Login\x12\x15.pedl.v1.LoginRequest\x1a\x16.pedl.v1.LoginResponse\x12\x39\n\x06Logout\x12\x16.pedl.v1.LogoutRequest\x1a\x17.pedl.v1.LogoutResponse\x12\x39\n\x06WhoAmI\x12\x16.pedl.v1.WhoAmIRequest\x1a\x17.pedl.v1.WhoAmIResponse\x12\x45\n\nCreateUser\x12\x1a.pedl.v1.CreateUserRequest\x1a\x1b.pedl.v1.CreateUserResponse\x12\x42\n\tListUsers\x12\x19.pedl.v1.ListUsersRequest\x1a\x1a.pedl.v1.ListUsersResponse\x12T\n\x0fSetUserPassword\x12\x1f.pedl.v1.SetUserPasswordRequest\x1a .pedl.v1.SetUserPasswordResponse\x12]\n\x12SetUserDisplayName\x12\".pedl.v1.SetUserDisplayNameRequest\x1a#.pedl.v1.SetUserDisplayNameResponse\x12N\n\rSetUserActive\x12\x1d.pedl.v1.SetUserActiveRequest\x1a\x1e.pedl.v1.SetUserActiveResponse\x12N\n\rLinkAgentUser\x12\x1d.pedl.v1.LinkAgentUserRequest\x1a\x1e.pedl.v1.LinkAgentUserResponse\x12\x45\n\nRenameUser\x12\x1a.pedl.v1.RenameUserRequest\x1a\x1b.pedl.v1.RenameUserResponse\x12K\n\x0cSetUserAdmin\x12\x1c.pedl.v1.SetUserAdminRequest\x1a\x1d.pedl.v1.SetUserAdminResponse\x12N\n\rValidateToken\x12\x1d.pedl.v1.ValidateTokenRequest\x1a\x1e.pedl.v1.ValidateTokenResponse\x12\x42\n\tAuthorize\x12\x19.pedl.v1.AuthorizeRequest\x1a\x1a.pedl.v1.AuthorizeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,36 +47,36 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_VALIDATETOKENREQUEST']._serialized_end=665
   _globals['_VALIDATETOKENRESPONSE']._serialized_start=667
   _globals['_VALIDATETOKENRESPONSE']._serialized_end=747
-  _globals['_SETUSERPASSWORDREQUEST']._serialized_start=749
-  _globals['_SETUSERPASSWORDREQUEST']._serialized_end=851
-  _globals['_SETUSERPASSWORDRESPONSE']._serialized_start=853
-  _globals['_SETUSERPASSWORDRESPONSE']._serialized_end=902
-  _globals['_SETUSERDISPLAYNAMEREQUEST']._serialized_start=904
-  _globals['_SETUSERDISPLAYNAMEREQUEST']._serialized_end=971
-  _globals['_SETUSERDISPLAYNAMERESPONSE']._serialized_start=973
-  _globals['_SETUSERDISPLAYNAMERESPONSE']._serialized_end=1030
-  _globals['_SETUSERACTIVEREQUEST']._serialized_start=1032
-  _globals['_SETUSERACTIVEREQUEST']._serialized_end=1088
-  _globals['_SETUSERACTIVERESPONSE']._serialized_start=1090
-  _globals['_SETUSERACTIVERESPONSE']._serialized_end=1142
-  _globals['_RENAMEUSERREQUEST']._serialized_start=1144
-  _globals['_RENAMEUSERREQUEST']._serialized_end=1203
-  _globals['_RENAMEUSERRESPONSE']._serialized_start=1205
-  _globals['_RENAMEUSERRESPONSE']._serialized_end=1254
-  _globals['_SETUSERADMINREQUEST']._serialized_start=1256
-  _globals['_SETUSERADMINREQUEST']._serialized_end=1310
-  _globals['_SETUSERADMINRESPONSE']._serialized_start=1312
-  _globals['_SETUSERADMINRESPONSE']._serialized_end=1363
-  _globals['_AUTHORIZEREQUEST']._serialized_start=1365
-  _globals['_AUTHORIZEREQUEST']._serialized_end=1455
-  _globals['_AUTHORIZERESPONSE']._serialized_start=1457
-  _globals['_AUTHORIZERESPONSE']._serialized_end=1561
-  _globals['_LINKAGENTUSERREQUEST']._serialized_start=1563
-  _globals['_LINKAGENTUSERREQUEST']._serialized_end=1643
-  _globals['_LINKAGENTUSERRESPONSE']._serialized_start=1645
-  _globals['_LINKAGENTUSERRESPONSE']._serialized_end=1668
-  _globals['_AGENTUSER']._serialized_start=1670
-  _globals['_AGENTUSER']._serialized_end=1736
-  _globals['_AUTHSERVICE']._serialized_start=1739
-  _globals['_AUTHSERVICE']._serialized_end=2702
+  _globals['_SETUSERPASSWORDREQUEST']._serialized_start=750
+  _globals['_SETUSERPASSWORDREQUEST']._serialized_end=883
+  _globals['_SETUSERPASSWORDRESPONSE']._serialized_start=885
+  _globals['_SETUSERPASSWORDRESPONSE']._serialized_end=934
+  _globals['_SETUSERDISPLAYNAMEREQUEST']._serialized_start=936
+  _globals['_SETUSERDISPLAYNAMEREQUEST']._serialized_end=1003
+  _globals['_SETUSERDISPLAYNAMERESPONSE']._serialized_start=1005
+  _globals['_SETUSERDISPLAYNAMERESPONSE']._serialized_end=1062
+  _globals['_SETUSERACTIVEREQUEST']._serialized_start=1064
+  _globals['_SETUSERACTIVEREQUEST']._serialized_end=1120
+  _globals['_SETUSERACTIVERESPONSE']._serialized_start=1122
+  _globals['_SETUSERACTIVERESPONSE']._serialized_end=1174
+  _globals['_RENAMEUSERREQUEST']._serialized_start=1176
+  _globals['_RENAMEUSERREQUEST']._serialized_end=1235
+  _globals['_RENAMEUSERRESPONSE']._serialized_start=1237
+  _globals['_RENAMEUSERRESPONSE']._serialized_end=1286
+  _globals['_SETUSERADMINREQUEST']._serialized_start=1288
+  _globals['_SETUSERADMINREQUEST']._serialized_end=1342
+  _globals['_SETUSERADMINRESPONSE']._serialized_start=1344
+  _globals['_SETUSERADMINRESPONSE']._serialized_end=1395
+  _globals['_AUTHORIZEREQUEST']._serialized_start=1397
+  _globals['_AUTHORIZEREQUEST']._serialized_end=1487
+  _globals['_AUTHORIZERESPONSE']._serialized_start=1489
+  _globals['_AUTHORIZERESPONSE']._serialized_end=1593
+  _globals['_LINKAGENTUSERREQUEST']._serialized_start=1595
+  _globals['_LINKAGENTUSERREQUEST']._serialized_end=1675
+  _globals['_LINKAGENTUSERRESPONSE']._serialized_start=1677
+  _globals['_LINKAGENTUSERRESPONSE']._serialized_end=1700
+  _globals['_AGENTUSER']._serialized_start=1702
+  _globals['_AGENTUSER']._serialized_end=1768
+  _globals['_AUTHSERVICE']._serialized_start=1771
+  _globals['_AUTHSERVICE']._serialized_end=2734
 # @@protoc_insertion_point(module_scope)

@@ -263,6 +263,7 @@ class SetUserPasswordRequest(google.protobuf.message.Message):
     PASSWORD_FIELD_NUMBER: builtins.int
     HASHED_FIELD_NUMBER: builtins.int
     CURRENT_PASSWORD_FIELD_NUMBER: builtins.int
+    RECENT_LOGIN_SUFFICES_FIELD_NUMBER: builtins.int
     username: builtins.str
     password: builtins.str
     hashed: builtins.bool
@@ -271,6 +272,11 @@ class SetUserPasswordRequest(google.protobuf.message.Message):
     """Required when users change their own password (admins too); an admin resetting another
     user's password leaves it empty.
     """
+    recent_login_suffices: builtins.bool
+    """Determined's semantics (its REST PatchUser, which sends no current password): a user's own
+    change needs no `current_password` when the caller's session logged in within the last
+    10 minutes; an older session is refused and told to log in again.
+    """
     def __init__(
         self,
         *,
@@ -278,8 +284,9 @@ class SetUserPasswordRequest(google.protobuf.message.Message):
         password: builtins.str = ...,
         hashed: builtins.bool = ...,
         current_password: builtins.str = ...,
+        recent_login_suffices: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["current_password", b"current_password", "hashed", b"hashed", "password", b"password", "username", b"username"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["current_password", b"current_password", "hashed", b"hashed", "password", b"password", "recent_login_suffices", b"recent_login_suffices", "username", b"username"]) -> None: ...
 
 global___SetUserPasswordRequest = SetUserPasswordRequest
 

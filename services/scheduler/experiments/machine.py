@@ -478,11 +478,14 @@ def experiment_end(
 ) -> tuple[str, str] | None:
     """How the experiment ends now (state, error), or None while it goes on: it ends once no trial
     is live and its search is over, or once it was killed; a searcher that finishes while runs are
-    still exiting waits for them."""
+    still exiting waits for them. One whose every trial a user killed ends CANCELED, as
+    Determined's does, whatever its searcher made of trials that never finished."""
     if live_trials or (state != "CANCELED" and not searcher_done):
         return None
     if state == "CANCELED":
         return "CANCELED", ""
+    if trial_states and all(s == "CANCELED" for s in trial_states):
+        return "CANCELED", ""  # as Determined's: every trial killed (`det trial kill`) is no failure
     every_trial_failed = bool(trial_states) and all(s == "ERROR" for s in trial_states)
     if searcher_failed or every_trial_failed:
         return "ERROR", "every trial failed" if every_trial_failed else "the search failed"

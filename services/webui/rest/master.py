@@ -236,8 +236,12 @@ async def patch_user(request: Request) -> JSONResponse:
         renamed = auth_pb2.RenameUserRequest(username=target.username, new_username=fields["username"])
         target = (await run_in_threadpool(c.call, "RenameUser", renamed)).user
     if fields.get("password") is not None:
+        # Determined's clients send no current password: a recent login stands in for it.
         message = auth_pb2.SetUserPasswordRequest(
-            username=target.username, password=fields["password"], hashed=bool(fields.get("isHashed"))
+            username=target.username,
+            password=fields["password"],
+            hashed=bool(fields.get("isHashed")),
+            recent_login_suffices=True,
         )
         await run_in_threadpool(c.call, "SetUserPassword", message)
     if fields.get("displayName") is not None:

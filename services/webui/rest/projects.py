@@ -1,6 +1,6 @@
 """Creating experiments from Determined's request (config text and the model definition as
 files), the model definition back as an archive, and the one workspace and project pedl has
-(Determined's clients expect workspace 1 / project 1, "Uncategorized")."""
+(Determined's clients expect workspace 1 / project 1, "Uncategorized") with its columns."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import io
 import tarfile
 from typing import Any
 
+import grpc
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,8 +20,11 @@ from pedl.config import experiment as experiment_config
 from pedl.config.errors import ConfigError
 from pedl.context.pack import DEFAULT_MAX_BYTES
 from pedl.v1 import scheduler_pb2
-from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import body, caller, ok, path_id
+from pedl_webui import configs
+from pedl_webui.gateway import GatewayError, error_of
+from pedl_webui.rest.common import Caller, body, caller, ok, path_id
+from pedl_webui.rest.metric_streams import rows
+from pedl_webui.rest.project_columns import project_columns
 from pedl_webui.rest.shapes import experiment_json
 
 _CREATE_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -186,3 +190,40 @@ def default_project(request: Request) -> JSONResponse:
             }
         }
     )
+
+
+def _metric_names(c: Caller, experiment_id: int) -> set[tuple[str, str]]:
+    """(group, name) of what the experiment's trials stored: read from each trial's first and last
+    row of each kind (`max_points`), so a metric reported only in between is left out."""
+    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment_id, max_points=2)
+    names: set[tuple[str, str]] = set()
+    try:
+        for reply in c.gateway.stream(c.token, "GetMetrics", request):
+            names.update((row.group, name) for row in rows(reply) for name in row.metrics)
+    except grpc.RpcError as e:
+        raise error_of(e) from None
+    return names
+
+
+def _columns(c: Caller) -> list[dict[str, Any]]:
+    spaces: list[dict[str, Any]] = []
+    names: set[tuple[str, str]] = set()
+    message = scheduler_pb2.ListExperimentsRequest(page_size=500, with_config_document=True)
+    while True:
+        reply = c.call("ListExperiments", message)
+        for experiment in reply.experiments:
+            spaces.append(configs.hparam_space(configs.experiment_config(experiment)) or {})
+            names |= _metric_names(c, experiment.id)
+        if not reply.next_page_token:
+            return project_columns(spaces, names)
+        message.page_token = reply.next_page_token
+
+
+async def project_columns_route(request: Request) -> JSONResponse:
+    """`GET /api/v1/projects/{id}/columns` for pedl's one project: the columns of the experiments
+    the caller may read (Determined's GetProjectColumns; `tableType` changes nothing here)."""
+    project = path_id(request, "id")
+    if project != 1:
+        raise GatewayError(404, f"project {project} not found: pedl has one project, 1 (Uncategorized)")
+    c = caller(request)
+    return ok({"columns": await run_in_threadpool(_columns, c)})

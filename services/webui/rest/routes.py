@@ -94,6 +94,7 @@ def routes() -> list[BaseRoute]:
         Route("/checkpoints/{checkpointUuid:str}", trials.download_checkpoint, methods=GET),
         Route("/api/v1/workspaces/1", projects.default_workspace, methods=GET),
         Route("/api/v1/projects/1", projects.default_project, methods=GET),
+        Route("/api/v1/projects/{id:int}/columns", projects.project_columns_route, methods=GET),
         *lacking.routes(),
         Route("/api/v1/{rest:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]

@@ -3,14 +3,17 @@ reaches it through should_preempt(). A real child process and socket; no agent."
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from core_api_rig import start_script
 
 from pedl._metrics import from_struct
 from pedl.harness.core_api_trial import (
+    CoreApiTrial,
     ScriptFailed,
     ScriptSettings,
 )
@@ -312,3 +315,27 @@ def test_reports_of_a_script_far_from_its_target_are_sent_without_waiting_for_th
     finally:
         trial.kill()
         server.close()
+
+
+class _Store:
+    """Records what a committed checkpoint's directory held when it was stored."""
+
+    def __init__(self) -> None:
+        self.metadata: dict[str, Any] = {}
+
+    def store(self, directory: Path, progress: int, uuid: str, extra_metadata: dict[str, str]) -> Any:
+        self.metadata = json.loads((directory / "metadata.json").read_text())
+        return common_pb2.Checkpoint(uuid=uuid)
+
+
+def test_a_checkpoint_keeps_the_frameworks_metadata_under_the_core_apis(tmp_path) -> None:
+    """pedl's PyTorch Trainer writes metadata.json (framework, format) into the Core API's
+    directory; the commit adds steps_completed and the user's metadata without dropping it, so the
+    trial can be restored from it (Determined's test_streaming_metrics_api resumes ASHA trials)."""
+    settings = ScriptSettings(command=["true"], model_dir=tmp_path / "model", chief=True, searcher_metric="x")
+    store = _Store()
+    trial = CoreApiTrial(settings, checkpoints=store, work_dir=tmp_path)  # type: ignore[arg-type]
+    staged = trial.checkpoint_begin()
+    (Path(staged["path"]) / "metadata.json").write_text(json.dumps({"framework": "pytorch", "k": 1}))
+    trial.checkpoint_commit(staged["storage_id"], staged["path"], {"k": 2})
+    assert store.metadata == {"framework": "pytorch", "k": 2, "steps_completed": 0}

@@ -230,6 +230,9 @@ END = [
     ("the searcher failed", ("ACTIVE", 0, True, True, ["COMPLETED"]), ("ERROR", "the search failed")),
     ("killed, runs still exiting", ("CANCELED", 1, False, False, []), None),
     ("killed, all exited", ("CANCELED", 0, False, False, []), ("CANCELED", "")),
+    # Determined's test_experiment_manipulation: the only trial killed, the search gave up.
+    ("every trial killed", ("ACTIVE", 0, True, True, ["CANCELED"]), ("CANCELED", "")),
+    ("some trials killed", ("ACTIVE", 0, True, False, ["CANCELED", "COMPLETED"]), ("COMPLETED", "")),
 ]
 
 

@@ -69,13 +69,13 @@ def test_bad_users_are_refused(database_url: str) -> None:
     db = open_storage(database_url)
     users = Users(db, session_ttl_seconds=60)
     with pytest.raises(AccountError, match="invalid username"):
-        users.create("bad name", "longenough")
+        users.create("b", "longenough")
     with pytest.raises(AccountError, match="at least 8"):
         users.create("bob", "short")
     assert users.ensure_admin("admin", "adminpassword")
     assert not users.ensure_admin("admin", "another-password")  # never silently reset
     with pytest.raises(UserExists):
-        users.create("admin", "adminpassword")
+        users.create("admin", "adminpassword", admin=True)
     assert [(u.username, u.admin) for u in users.list()] == [("admin", True)]
     db.close()
 
@@ -182,4 +182,21 @@ def test_display_names_are_set_cleared_and_never_another_users_username(database
     with pytest.raises(AccountError, match="at most 80 printable"):
         users.set_display_name("erin", "x" * 81)
     assert users.set_display_name("erin", "").display_name == ""
+    db.close()
+
+
+def test_a_session_knows_how_recent_its_login_was(database_url: str) -> None:
+    """What stands in for the current password in Determined's own password change (REST PatchUser)."""
+    from datetime import datetime, timedelta
+
+    db = open_storage(database_url)
+    users = Users(db, session_ttl_seconds=3600)
+    users.create("alice", "alicepassword")
+    token, opened = users.login("alice", "alicepassword")  # type: ignore[misc]
+    session = users.session(token)
+    assert isinstance(session, Session) and session.started_at == opened.started_at
+    started = datetime.fromisoformat(session.started_at)
+    assert session.logged_in_within(600, now=started + timedelta(seconds=599))
+    assert not session.logged_in_within(600, now=started + timedelta(seconds=601))
+    assert not Session(session.user, session.expires_at).logged_in_within(600)  # no login time known
     db.close()

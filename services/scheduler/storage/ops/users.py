@@ -13,7 +13,7 @@ _CREATE = insert(users)
 _DROP_EXPIRED = delete(sessions).where(sessions.c.expires_at < bindparam("now"))
 _CREATE_SESSION = insert(sessions)
 _SESSION = (
-    select(users, sessions.c.expires_at)
+    select(users, sessions.c.expires_at, sessions.c.created_at.label("session_created_at"))
     .select_from(sessions.join(users, users.c.id == sessions.c.user_id))
     .where(sessions.c.token_hash == bindparam("hash"))
 )
@@ -70,7 +70,7 @@ def start_session(
 
 
 def session_user(s: Storage, token_hash: str) -> Row | None:
-    """The session's user row with the session's `expires_at`."""
+    """The session's user row with the session's `expires_at` and `session_created_at`."""
     return s.row(_SESSION, {"hash": token_hash})
 
 
