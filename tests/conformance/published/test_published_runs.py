@@ -30,6 +30,7 @@ import yaml
 from catalogue import CLUSTER_SLOTS, IMAGE_RULE, SMOKE, Example, examples
 from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw, write_wikitext
 
+from pedl.config.image_environments import parse_image_rules, rule_for
 from pedl.v1 import common_pb2
 from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
 from support.processes import local_cluster
@@ -80,9 +81,14 @@ def mounts_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tf215() -> str | None:
-    """TensorFlow 2.15's interpreter when an example to run names a Determined image (built here if
-    needed: minutes the first time), else None."""
-    return example_env.tf215_python() if any(e.image for e in _smoke()) else None
+    """TensorFlow 2.15's interpreter when an example to run is mapped to it (built here if needed:
+    minutes the first time), else None."""
+    return example_env.tf215_python() if any(_in_tf215(e) for e in _smoke()) else None
+
+
+def _in_tf215(example: Example) -> bool:
+    """Whether the suite's scheduler runs the example in TensorFlow 2.15's environment."""
+    return rule_for(parse_image_rules([IMAGE_RULE]), (example.image,)) is not None
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +219,7 @@ def _smoke() -> list[Example]:
 def test_a_published_example_runs_unchanged(
     cluster, tf215, data_server, mounts_root, example, tmp_path
 ) -> None:
-    if example.image and not tf215:
+    if _in_tf215(example) and not tf215:
         pytest.skip("TensorFlow 2.15's environment could not be built (scripts/build-tf215-env)")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
