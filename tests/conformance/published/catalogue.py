@@ -43,7 +43,7 @@ CLUSTER_SLOTS = 2  # the suite's one agent's
 # tree; 0.26 to 0.34 name none, and their code, with tf.keras.optimizers.legacy, is TF 2.11's), set
 # where the config names none, as the release's master did (its task_container_defaults). The
 # suite's scheduler maps the images of TF 2.11 to 2.15 (Keras 2 with the optimizers of 2.15) to
-# TensorFlow 2.15's environment (`IMAGE_RULE`, scripts/build-tf215-env); older ones (TF 2.2 to 2.8,
+# TensorFlow 2.15's environment (`IMAGE_RULES`, scripts/build-tf215-env); older ones (TF 2.2 to 2.8,
 # whose code passes `decay=` to optimizers TF 2.11 replaced) match nothing and run in the default.
 _TF_2_11 = "determinedai/environments:cuda-11.3-pytorch-1.12-tf-2.11-gpu-6eceaca"
 KERAS2_IMAGES = {
@@ -53,7 +53,9 @@ KERAS2_IMAGES = {
     "0.20.1": "determinedai/environments:py-3.8-pytorch-1.12-tf-2.8-cpu-0.20.1",
     **dict.fromkeys(("0.23.4", "0.26.7", "0.30.0", "0.34.0"), _TF_2_11),
 }
-IMAGE_RULE = "*tf-2.1[1-5]-*=tf215"  # the suite's scheduler's --image-environment
+# The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
+# image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
+IMAGE_RULES = ("*tf-2.1[1-5]-*=tf215", "determinedai/tensorflow-ngc:*=tf215")
 # Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility), or
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.

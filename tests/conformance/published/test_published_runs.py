@@ -27,9 +27,10 @@ import example_env
 import grpc
 import pytest
 import yaml
-from catalogue import CLUSTER_SLOTS, IMAGE_RULE, SMOKE, Example, examples
+from catalogue import CLUSTER_SLOTS, IMAGE_RULES, SMOKE, Example, examples
 from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw, write_wikitext
 
+from pedl.config.environment_settings import Environment
 from pedl.config.image_environments import parse_image_rules, rule_for
 from pedl.v1 import common_pb2
 from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
@@ -88,18 +89,23 @@ def tf215() -> str | None:
 
 def _in_tf215(example: Example) -> bool:
     """Whether the suite's scheduler runs the example in TensorFlow 2.15's environment."""
-    return rule_for(parse_image_rules([IMAGE_RULE]), (example.image,)) is not None
+    images = Environment.of(_config(example).get("environment")).images or (example.image,)
+    return rule_for(parse_image_rules(list(IMAGE_RULES)), images) is not None
+
+
+def _config(example: Example) -> dict:
+    return yaml.safe_load((example.folder / example.config).read_text())
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, mounts_root, tf215) -> Iterator:
     """One agent running trials in the examples' environment, offering TensorFlow 2.15's as `tf215`
-    too, to which the scheduler maps the images of Determined's TF 2 releases (`IMAGE_RULE`)."""
+    too, to which the scheduler maps the images of Determined's TF 2 releases (`IMAGE_RULES`)."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     scheduler_args = []
     if tf215:
         agent_args += ["--environment", f"tf215={tf215}"]
-        scheduler_args += ["--image-environment", IMAGE_RULE]
+        scheduler_args += [arg for rule in IMAGE_RULES for arg in ("--image-environment", rule)]
     cluster_dir = tmp_path_factory.mktemp("cluster")
     with local_cluster(
         cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args, scheduler_args=scheduler_args
