@@ -18,6 +18,7 @@ import structlog
 
 from pedl import _grpc
 from pedl._log import configure_logging
+from pedl.config.image_environments import parse_image_rules
 from pedl.v1 import agent_pb2, agent_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from pedl_checkpoint_store.s3_allow import AWS, S3Allowance
 from pedl_checkpoint_store.storage_roots import DEFAULT_ROOT, parse_roots, resolved_roots
@@ -28,7 +29,7 @@ from pedl_scheduler.checkpoint_reconciler import CheckpointReconciler
 from pedl_scheduler.cluster import CLOSE_STREAM, Cluster
 from pedl_scheduler.experiments import ExperimentManager
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
-from pedl_scheduler.request_limits import LimitExceeded, RequestLimits
+from pedl_scheduler.request_limits import RequestLimits
 from pedl_scheduler.slurm import options as slurm_options
 from pedl_scheduler.storage import DatabaseUnavailable, open_storage
 from pedl_scheduler.storage.ops import agents as agent_ops
@@ -123,6 +124,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds a disconnected agent's trials wait for it to reconnect before they restart elsewhere",
     )
     p.add_argument(
+        "--image-environment",
+        action="append",
+        default=[],
+        metavar="PATTERN=NAME",
+        help="run configs whose environment.image matches PATTERN (shell-style, e.g. '*tf-2.8*'; "
+        "first match wins) in the agents' Python environment NAME (pedl-agent --environment "
+        "NAME=PYTHON); repeatable. A config naming its environment keeps it",
+    )
+    p.add_argument(
         "--restart-backoff",
         type=float,
         default=float(_env("RESTART_BACKOFF", "1")),
@@ -198,7 +208,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--orphan-checkpoint-grace must be >= 0, got {args.orphan_checkpoint_grace}")
     try:
         args.request_limits = RequestLimits.from_args(args)
-    except LimitExceeded as e:
+        args.image_rules = parse_image_rules(args.image_environment)
+    except ValueError as e:  # LimitExceeded is one
         p.error(str(e))
     for flag in ("restart_backoff", "restart_backoff_max"):
         value = getattr(args, flag)
@@ -315,6 +326,7 @@ async def serve(args: argparse.Namespace) -> None:
         reconnect_grace=args.agent_reconnect_grace,
         restart_backoff=RestartBackoff(args.restart_backoff, args.restart_backoff_max),
         request_limits=args.request_limits,
+        image_rules=args.image_rules,
     )
     manager.cluster_secret = sec.secret
     manager.state.trial_token_ttl_seconds = sec.trial_token_ttl_seconds

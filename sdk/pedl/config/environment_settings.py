@@ -20,6 +20,9 @@ class Environment:
     # `NAME=value` items in order (later ones win) for trials on CPU slots and on GPU slots.
     cpu_variables: tuple[str, ...] = ()
     gpu_variables: tuple[str, ...] = ()
+    # `image` as written: one name, or per device type (the CPU one first); pedl pulls none, but a
+    # scheduler may map them to an environment (`pedl.config.image_environments`).
+    images: tuple[str, ...] = ()
 
     def variables(self, *, gpu: bool) -> dict[str, str]:
         """The variables for a trial on GPU slots (`gpu`) or CPU slots, later entries winning."""
@@ -40,8 +43,14 @@ class Environment:
             gpu = [str(item) for key in ("cuda", "gpu") for item in value.get(key) or []]
         else:
             cpu = gpu = [str(item) for item in value or []]
+        image = section.get("image")
+        if isinstance(image, dict):  # the CPU image first: pedl's trials mostly run on CPU slots
+            images = [str(v) for k, v in sorted(image.items(), key=lambda kv: kv[0] != "cpu") if v]
+        else:
+            images = [image] if image else []
         return cls(
             name=section.get("name") or section.get("python"),
             cpu_variables=tuple(cpu),
             gpu_variables=tuple(gpu),
+            images=tuple(images),
         )

@@ -116,7 +116,11 @@ FIELDS: dict[str, Field] = {
     "environment": _s("a string names the agent's Python environment; a mapping is Determined's"),
     "environment.name": _s("pedl: the agent's Python environment to run trials in"),
     "environment.python": _s("pedl: alias of environment.name"),
-    "environment.image": _w(f"{_NO_CONTAINER}; the image is not pulled (use environment.name)"),
+    "environment.image": _w(
+        f"{_NO_CONTAINER}; the image is not pulled: a scheduler started with --image-environment "
+        "PATTERN=NAME runs a matching image in the agents' Python environment NAME (else use "
+        "environment.name)"
+    ),
     "environment.force_pull_image": _w(f"{_NO_CONTAINER}; there is no image to pull", False),
     "environment.registry_auth": _w(f"{_NO_CONTAINER}; there is no registry to log in to"),
     "environment.pod_spec": _w(f"{_NO_CONTAINER}; there is no Kubernetes pod"),

@@ -94,15 +94,16 @@ def _keras_legacy(exc: BaseException) -> str | None:
 
 def _keras_2_module(exc: BaseException) -> str | None:
     """A module of Keras 2 that Keras 3 dropped (`keras.datasets.cifar`), or TensorFlow's internal
-    copy of Keras 2 (`tensorflow.python.keras`, gone since TensorFlow 2.16)."""
+    copy of Keras 2 (`tensorflow.python.keras`: its `datasets` are absent from TensorFlow 2.15 too, the
+    whole copy from 2.16)."""
     name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if not name:
         return None
     if name == "tensorflow.python.keras" or name.startswith("tensorflow.python.keras."):
         return (
             f"the model definition imports {name}, TensorFlow's internal copy of Keras 2, which the "
-            f"installed TensorFlow {_version('tensorflow')} no longer has (gone since TensorFlow "
-            "2.16); it was written for an older TensorFlow: use tf.keras instead"
+            f"installed TensorFlow {_version('tensorflow')} does not have; it was written for an older "
+            "TensorFlow: use tf.keras instead"
         )
     if name.startswith("keras.") and _keras_3():
         return (

@@ -45,9 +45,18 @@ STATE = "training_state.json"
 
 def _variables(model: keras.Model) -> dict[str, list[Any]]:
     optimizer = model.optimizer
-    if not optimizer.built:
+    if hasattr(optimizer, "built"):  # Keras 3
+        if not optimizer.built:
+            optimizer.build(model.trainable_variables)
+    elif hasattr(optimizer, "_create_all_weights"):  # Keras 2's legacy optimizers (idempotent)
+        optimizer._create_all_weights(model.trainable_variables)
+    elif not getattr(optimizer, "_built", False):  # Keras 2's (TensorFlow <= 2.15)
         optimizer.build(model.trainable_variables)
-    return {"model": list(model.variables), "optimizer": list(optimizer.variables)}
+    variables = optimizer.variables  # a method of Keras 2's legacy optimizers
+    return {
+        "model": list(model.variables),
+        "optimizer": list(variables() if callable(variables) else variables),
+    }
 
 
 def save(controller: Checkpointed, path: Path) -> None:
@@ -62,7 +71,8 @@ def save(controller: Checkpointed, path: Path) -> None:
     state: dict[str, Any] = {
         "batches_trained": controller.batches_trained,
         "data_position": controller.stream.state(),
-        "paths": {group: [v.path for v in vs] for group, vs in groups.items()},
+        # Keras 3's variable paths; Keras 2 (TensorFlow <= 2.15) has names only.
+        "paths": {group: [getattr(v, "path", v.name) for v in vs] for group, vs in groups.items()},
     }
     replayed = _replay.replayed_sources(controller.stream.source, controller.validation)
     if replayed:

@@ -32,7 +32,8 @@ def check_model(model: Any, where: str) -> keras.Model:
         raise TypeError(
             f"{where} must return a keras.Model, got {type(model).__module__}.{type(model).__qualname__}"
         )
-    if not model.compiled:
+    # Keras 3's `compiled`; Keras 2 (TensorFlow <= 2.15) keeps it as `_is_compiled`.
+    if not getattr(model, "compiled", getattr(model, "_is_compiled", False)):
         raise ValueError(
             f"{where} must return a compiled model: call model.compile(optimizer, loss, metrics) first"
         )

@@ -30,6 +30,9 @@ from pedl._shards import round_robin
 from pedl.keras._replay import Replayed, ReplayLog, is_started_generator
 from pedl.tensorflow import _datasets
 
+# Keras 3's PyDataset; Keras 2 (TensorFlow <= 2.15) names the same protocol Sequence.
+PyDataset: Any = getattr(keras.utils, "PyDataset", None) or keras.utils.Sequence
+
 ACCEPTED = (
     "a batched tf.data.Dataset, a keras.utils.PyDataset, a generator function (called once per epoch), "
     "a started endless generator (training data only; resumed by replay, see pedl.keras._replay), "
@@ -81,7 +84,7 @@ class Arrays:
 
 def check_source(source: Any, role: str, origin: str, batch_size: int | None, batch_size_origin: str) -> Any:
     """`source` if pedl can read it (arrays wrapped in `Arrays`), else a TypeError naming `origin`."""
-    if isinstance(source, (tf.data.Dataset, keras.utils.PyDataset)):
+    if isinstance(source, (tf.data.Dataset, PyDataset)):
         return source
     if is_started_generator(source) and role == "training":
         return Replayed(source, role, origin, ReplayLog())
@@ -156,7 +159,7 @@ class TrainingStream:
                 else np.arange(n)
             )
             return (source.batch(order, i) for i in self._own(len(source))[self.offset :])
-        if isinstance(source, keras.utils.PyDataset):
+        if isinstance(source, PyDataset):
             return (source[i] for i in self._own(_py_dataset_length(source))[self.offset :])
         iterator = iter(source())
         if shard is not None:
@@ -200,7 +203,7 @@ class TrainingStream:
         return batch
 
     def _end_epoch(self) -> None:
-        if isinstance(self.source, keras.utils.PyDataset):
+        if isinstance(self.source, PyDataset):
             self.source.on_epoch_end()
         self.epoch += 1
         self.offset = 0
@@ -222,8 +225,8 @@ class TrainingStream:
         self._iterator = None
 
 
-def _py_dataset_length(source: keras.utils.PyDataset) -> int:
-    length = source.num_batches
+def _py_dataset_length(source: Any) -> int:
+    length = source.num_batches if hasattr(source, "num_batches") else len(source)  # Keras 2: len()
     if length is None:
         raise TypeError(f"{type(source).__qualname__}: PEDL needs a PyDataset of finite length (num_batches)")
     return int(length)
@@ -234,7 +237,7 @@ def validation_input(source: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(source, Arrays):
         x, y, weights = (*source.arrays, None)[:3]
         return x, {"y": y, "sample_weight": weights, "batch_size": source.batch_size}
-    if isinstance(source, (tf.data.Dataset, keras.utils.PyDataset)):
+    if isinstance(source, (tf.data.Dataset, PyDataset)):
         return source, {}
     if isinstance(source, Replayed):  # validation_steps batches, drawn on from the last pass
         assert source.steps is not None
@@ -251,7 +254,7 @@ def validation_batches(source: Any, shard: Shard) -> Iterator[Any]:
         return (source.batch(order, i) for i in shard.batches(len(source), pad=False))
     if isinstance(source, tf.data.Dataset):
         return iter(source.shard(shard.count, shard.index))
-    if isinstance(source, keras.utils.PyDataset):
+    if isinstance(source, PyDataset):
         return (source[i] for i in shard.batches(_py_dataset_length(source), pad=False))
     if isinstance(source, Replayed):
         assert source.steps is not None

@@ -8,8 +8,8 @@
   objects or names, never the numbers loss weights are) is passed as `metrics`.
 
 Before a Determined or PEDL 0.11 Keras trial builds its model, pedl patches Keras 3 for both, once
-per process. An optimizer from `tf.keras.optimizers.legacy` (Keras 2's old implementation) stays
-refused by Keras 3."""
+per process (Keras 2 itself, TensorFlow 2.15's, is left as it is). An optimizer from
+`tf.keras.optimizers.legacy` (Keras 2's old implementation) stays refused by Keras 3."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ def accept_keras2_spellings() -> None:
     """Idempotent; patches Keras 3's optimizer base class once per process."""
     global _accepted
     if _accepted:
+        return
+    import keras
+
+    if int(keras.__version__.split(".")[0]) < 3:  # Keras 2 (TensorFlow <= 2.15) reads both itself
+        _accepted = True
         return
     from keras.src.optimizers import base_optimizer
 

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from pedl._timeutil import utc_now
-from pedl.config import ConfigError, ExperimentConfig, carried, parse_experiment_config
+from pedl.config import ConfigError, ExperimentConfig, carried, image_environments, parse_experiment_config
 from pedl.searcher import make_search_method
 from pedl_scheduler import scheduling
 from pedl_scheduler.cluster import AgentHandle
@@ -67,6 +67,7 @@ class ExperimentLifecycle:
             raise UserError(str(e)) from e
         except ConfigError as e:
             raise UserError(f"invalid experiment config: {e}") from e
+        config = image_environments.resolve(config, self.state.image_rules)
         if not model_definition:
             raise UserError("the model definition is empty: submit a context directory holding the code")
         limit = self.state.model_definition_limit

@@ -19,6 +19,7 @@ method back into one namespace, where any method may call any other through `sel
 
 from __future__ import annotations
 
+from pedl.config.image_environments import ImageRule
 from pedl_scheduler import scheduling
 from pedl_scheduler.checkpoint_deleter import CheckpointDeleter
 from pedl_scheduler.cluster import Cluster
@@ -40,6 +41,7 @@ class ExperimentManager:
         reconnect_grace: float = 30.0,
         restart_backoff: RestartBackoff | None = None,
         request_limits: RequestLimits | None = None,
+        image_rules: tuple[ImageRule, ...] = (),
     ) -> None:
         self.state = state = SchedulerState(
             db,
@@ -49,6 +51,7 @@ class ExperimentManager:
             reconnect_grace,
             restart_backoff,
             request_limits,
+            image_rules,
         )
         self.work = work = UnitOfWork(state)
         self.rooms = rooms = Dispatcher(state, work)

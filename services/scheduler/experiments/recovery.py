@@ -9,7 +9,7 @@ import json
 
 import structlog
 
-from pedl.config import ExperimentConfig
+from pedl.config import ExperimentConfig, image_environments
 from pedl.config.stored import parse_stored_config
 from pedl.searcher import is_better, restore_search_method
 from pedl_scheduler.experiments.state import SchedulerState
@@ -42,6 +42,7 @@ def load(state: SchedulerState, row: Row) -> ExperimentRuntime:
     """Takes up one live experiment from its row: its searcher, its live trials queued again
     (its children waiting on a parent's checkpoint look again when the caller emits `ResumeWaits`)."""
     config, journal = restore_searcher(state.db, row)
+    config = image_environments.resolve(config, state.image_rules)
     exp = ExperimentRuntime(
         row["id"],
         config,

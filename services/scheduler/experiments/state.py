@@ -7,6 +7,7 @@ import asyncio
 
 import structlog
 
+from pedl.config.image_environments import ImageRule
 from pedl_scheduler.cluster import AgentHandle, Cluster
 from pedl_scheduler.experiments.restart_policy import RestartBackoff
 from pedl_scheduler.request_limits import RequestLimits
@@ -27,6 +28,7 @@ class SchedulerState:
         reconnect_grace: float,
         restart_backoff: RestartBackoff | None = None,
         request_limits: RequestLimits | None = None,
+        image_rules: tuple[ImageRule, ...] = (),
     ) -> None:
         self.db = db
         self.cluster = cluster
@@ -35,6 +37,8 @@ class SchedulerState:
         self.reconnect_grace = reconnect_grace
         self.restart_backoff = restart_backoff or RestartBackoff()
         self.request_limits = request_limits or RequestLimits()
+        # Determined image names mapped to agents' environments (--image-environment).
+        self.image_rules = image_rules
         # Signs each run's checkpoint-store credential (pedl_server_auth.trial_token); None without auth.
         self.cluster_secret: str | None = None
         self.trial_token_ttl_seconds: float = trial_token.DEFAULT_TTL_SECONDS

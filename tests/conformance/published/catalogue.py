@@ -48,20 +48,32 @@ SMOKE = {
     ("pedl-0.11", "mnist_pytorch"),
 }
 CLUSTER_SLOTS = 2  # the suite's one agent's
+# The image a Determined release's TF Keras examples ran in (a TF 2 one named in that release's own
+# tree; 0.26 to 0.34 name none, and their code, with tf.keras.optimizers.legacy, is TF 2.11's), set
+# where the config names none, as the release's master did (its task_container_defaults). The
+# suite's scheduler maps the images of TF 2.11 to 2.15 (Keras 2 with the optimizers of 2.15) to
+# TensorFlow 2.15's environment (`IMAGE_RULES`, scripts/build-tf215-env); older ones (TF 2.2 to 2.8,
+# whose code passes `decay=` to optimizers TF 2.11 replaced) match nothing and run in the default.
+_TF_2_11 = "determinedai/environments:cuda-11.3-pytorch-1.12-tf-2.11-gpu-6eceaca"
+KERAS2_IMAGES = {
+    "0.12.13": "determinedai/environments:cuda-10.1-pytorch-1.4-tf-2.2-gpu-23863bb",
+    "0.15.6": "determinedai/environments:py-3.7-pytorch-1.7-lightning-1.2-tf-2.4-cpu-0.14.0",
+    "0.17.15": "determinedai/environments:py-3.8-pytorch-1.10-lightning-1.5-tf-2.8-cpu-0.17.15",
+    "0.20.1": "determinedai/environments:py-3.8-pytorch-1.12-tf-2.8-cpu-0.20.1",
+    **dict.fromkeys(("0.23.4", "0.26.7", "0.30.0", "0.34.0"), _TF_2_11),
+}
+# The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
+# image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
+IMAGE_RULES = ("*tf-2.1[1-5]-*=tf215", "determinedai/tensorflow-ngc:*=tf215")
 # Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility), or
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.
-_LEGACY_KERAS = (
-    "failed: the model definition imports tf.keras.optimizers.legacy (Keras 2's optimizers), which the "
-    "installed TensorFlow"
-)
 _TF_KERAS_2 = "failed: the model definition imports tensorflow.python.keras.datasets, TensorFlow's internal"
 _TORCH_VERBOSE = "failed: the model definition passes verbose= to torch's ReduceLROnPlateau"
 FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
         "failed: the model definition uses np.int, an alias NumPy removed"
     ),
-    **{(r, "computer_vision/iris_tf_keras"): _LEGACY_KERAS for r in ("0.23.4", "0.26.7", "0.30.0", "0.34.0")},
     ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
     **{(r, "computer_vision/cifar10_tf_keras"): _TF_KERAS_2 for r in ("0.15.6", "0.17.15", "0.20.1")},
     **{(r, "nlp/word_language_model"): _TORCH_VERBOSE for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")},
@@ -108,6 +120,7 @@ class Example:
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
+    image: str = ""  # the Determined image it ran in, where the suite sets one (KERAS2_IMAGES)
 
     @property
     def expected(self) -> str:
@@ -223,7 +236,8 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     resources = raw.get("resources") if isinstance(raw.get("resources"), dict) else {}
     slots = int(resources.get("slots_per_trial") or 1)
     data = _data(folder, sources, config)
-    return Example(release, name, folder, framework, data, needs, config, slots)
+    image = KERAS2_IMAGES.get(release, "") if framework == "TF Keras" else ""
+    return Example(release, name, folder, framework, data, needs, config, slots, image)
 
 
 def _stage_script(folder: Path, config: str) -> str:

@@ -26,6 +26,20 @@ def python() -> str:
 
 
 @functools.cache
+def tf215_python() -> str | None:
+    """TensorFlow 2.15's environment (Keras 2), where the TF Keras examples of releases that shipped
+    Keras 2 run: `scripts/build-tf215-env` builds it (or finds it built, in seconds); None when it
+    cannot be built here (pip cannot fetch TensorFlow 2.15)."""
+    try:
+        done = subprocess.run(
+            [str(_REPO / "scripts" / "build-tf215-env")], capture_output=True, text=True, timeout=1800
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+
+
+@functools.cache
 def _missing(names: frozenset[str]) -> frozenset[str]:
     probe = (
         "import importlib.util, json, sys\n"

@@ -27,9 +27,11 @@ import example_env
 import grpc
 import pytest
 import yaml
-from catalogue import CLUSTER_SLOTS, SMOKE, Example, examples
+from catalogue import CLUSTER_SLOTS, IMAGE_RULES, SMOKE, Example, examples
 from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw, write_wikitext
 
+from pedl.config.environment_settings import Environment
+from pedl.config.image_environments import parse_image_rules, rule_for
 from pedl.v1 import common_pb2
 from pedl_scheduler.experiments.failures import HARNESS_LINE, cause_line
 from support.processes import local_cluster
@@ -79,21 +81,47 @@ def mounts_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, mounts_root) -> Iterator:
+def tf215() -> str | None:
+    """TensorFlow 2.15's interpreter when an example to run is mapped to it (built here if needed:
+    minutes the first time), else None."""
+    return example_env.tf215_python() if any(_in_tf215(e) for e in _smoke()) else None
+
+
+def _in_tf215(example: Example) -> bool:
+    """Whether the suite's scheduler runs the example in TensorFlow 2.15's environment."""
+    images = Environment.of(_config(example).get("environment")).images or (example.image,)
+    return rule_for(parse_image_rules(list(IMAGE_RULES)), images) is not None
+
+
+def _config(example: Example) -> dict:
+    return yaml.safe_load((example.folder / example.config).read_text())
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, mounts_root, tf215) -> Iterator:
+    """One agent running trials in the examples' environment, offering TensorFlow 2.15's as `tf215`
+    too, to which the scheduler maps the images of Determined's TF 2 releases (`IMAGE_RULES`)."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
+    scheduler_args = []
+    if tf215:
+        agent_args += ["--environment", f"tf215={tf215}"]
+        scheduler_args += [arg for rule in IMAGE_RULES for arg in ("--image-environment", rule)]
     cluster_dir = tmp_path_factory.mktemp("cluster")
-    with local_cluster(cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args) as running:
+    with local_cluster(
+        cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args, scheduler_args=scheduler_args
+    ) as running:
         yield running
 
 
 def config_for_test_mode(example: Example, base_url: str, standin: Path | None = None) -> str:
     """The example's config with its data URLs on loopback, its length a few batches (where the
-    config holds it; a script's own stays) and a search two trials at most; a trial whose code
-    hard-codes plain-HTTP URLs gets the suite's server as its `http_proxy`. Data the example reads
-    outside its folder comes from `standin` (`standin_for`): its own bind mount's host path pointed
-    there, or a bind mount of it added where the example looks (`../data`, relative to the trial's
-    working directory, as Determined's `container_path` reads a relative path); `data.dataroot`'s
-    bind mount (`mnist-mount`) has its host path pointed there."""
+    config holds it; a script's own stays) and a search two trials at most, and the image its release
+    ran it in where the config names none (`Example.image`); a trial whose code hard-codes plain-HTTP
+    URLs gets the suite's server as its `http_proxy`. Data the example reads outside its folder comes
+    from `standin` (`standin_for`): its own bind mount's host path pointed there, or a bind mount of it
+    added where the example looks (`../data`, relative to the trial's working directory, as
+    Determined's `container_path` reads a relative path); `data.dataroot`'s bind mount (`mnist-mount`)
+    has its host path pointed there."""
     raw = yaml.safe_load((example.folder / example.config).read_text())
     data = raw.get("data") or {}
     for key in ("train_url", "test_url", "url"):
@@ -109,6 +137,8 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
         variables += [f"http_proxy={base_url}", "no_proxy=127.0.0.1,localhost"]
     elif example.data == "mnist-parent" and standin is not None:
         raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
+    if example.image and isinstance(raw.setdefault("environment", {}), dict):  # as its master set it
+        raw["environment"].setdefault("image", example.image)
     searcher = raw["searcher"]
     if "max_steps" in searcher:  # PEDL 0.11 and Determined before 0.13 count steps
         searcher["max_steps"] = 1
@@ -195,7 +225,11 @@ def _smoke() -> list[Example]:
 
 
 @pytest.mark.parametrize("example", _smoke(), ids=lambda e: f"{e.release}:{e.name}")
-def test_a_published_example_runs_unchanged(cluster, data_server, mounts_root, example, tmp_path) -> None:
+def test_a_published_example_runs_unchanged(
+    cluster, tf215, data_server, mounts_root, example, tmp_path
+) -> None:
+    if _in_tf215(example) and not tf215:
+        pytest.skip("TensorFlow 2.15's environment could not be built (scripts/build-tf215-env)")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
