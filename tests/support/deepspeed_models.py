@@ -137,6 +137,8 @@ searcher:
   smaller_is_better: true
   max_length:
     batches: 12
+checkpoint_storage:
+  save_trial_latest: 10  # every checkpoint fit() takes stays listed
 resources:
   slots_per_trial: 2
 max_restarts: 0
