@@ -113,13 +113,15 @@ from determined.pytorch import deepspeed as det_ds
 import model_def
 
 info = det.get_cluster_info()
-hparams = info.trial.hparams if info is not None else {"lr": 0.1, "zero_stage": 1}
-latest = info.latest_checkpoint if info is not None else None
+if info is not None:  # as the DCGAN example reads them (its data section under the private name)
+    hparams, data, latest = info.trial.hparams, info.trial._config["data"], info.latest_checkpoint
+else:
+    hparams, data, latest = {"lr": 0.1, "zero_stage": 1}, {"batches": 12}, None
 with det_ds.init(hparams=hparams) as context:
     trial = model_def.TinyDeepSpeedTrial(context)
     trainer = det_ds.Trainer(trial, context)
     trainer.fit(
-        max_length=pytorch.Batch(12),
+        max_length=pytorch.Batch(data["batches"]),
         validation_period=pytorch.Batch(4),
         checkpoint_period=pytorch.Batch(8),
         latest_checkpoint=latest,
@@ -128,6 +130,8 @@ with det_ds.init(hparams=hparams) as context:
 
 SCRIPT_CONFIG = """
 name: tiny-deepspeed-trainer
+data:
+  batches: 12
 hyperparameters:
   lr: 0.1
   zero_stage: 1
