@@ -16,10 +16,13 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+
+import torch
+import torch.distributed
 
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import to_batches
@@ -35,8 +38,23 @@ def init(
     seed: int | None = None,
     **unsupported: Any,
 ) -> Iterator[PyTorchTrialContext]:
-    """A PyTorchTrialContext for a training script; inside a pedl trial, its hparams and config."""
-    yield PyTorchTrialContext(*script_setup("det.pytorch.init()", hparams, exp_conf, seed, unsupported))
+    """A PyTorchTrialContext for a training script; inside a pedl trial, its hparams and config.
+    On several slots (one process each, torchrun's environment) it joins their process group first,
+    as Determined's does, so that the Trainer shards data and averages gradients over them."""
+    setup = script_setup("det.pytorch.init()", hparams, exp_conf, seed, unsupported)
+    join_process_group(lambda backend: torch.distributed.init_process_group(backend))
+    yield PyTorchTrialContext(*setup)
+
+
+def join_process_group(start: Callable[[str], None]) -> None:
+    """Starts the slots' process group with `start(backend)` (NCCL on GPUs, else gloo) when this is
+    one of several processes and none is started yet."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or torch.distributed.is_initialized():
+        return
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    start(backend)
 
 
 def script_setup(
@@ -48,14 +66,17 @@ def script_setup(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(hparams, experiment config) of a training script's `init()`, its RNGs seeded: the trial's
     own inside a pedl trial, else the arguments (or empty)."""
+    from determined import _cluster_info
+
     if unsupported:
         raise TypeError(f"{what}: pedl does not support the argument(s) {', '.join(sorted(unsupported))}")
+    info = _cluster_info.get_cluster_info()  # a script's trial (its process holds no trial context)
     try:
         config = exp_conf if exp_conf is not None else _trial_context.get_experiment_config()
     except RuntimeError:
-        config = {}
+        config = dict(info.trial.config) if info is not None else {}
     if hparams is None:
-        hparams = dict(_trial_context._hparams or {})
+        hparams = dict(_trial_context._hparams or (info.trial.hparams if info is not None else {}))
     if seed is None:
         try:
             seed = _trial_context.get_trial_seed()

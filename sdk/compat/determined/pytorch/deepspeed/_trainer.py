@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from determined.pytorch._trainer import Trainer as PyTorchTrainer
-from determined.pytorch._trainer import script_setup
+from determined.pytorch._trainer import join_process_group, script_setup
 from determined.pytorch.deepspeed._context import DeepSpeedTrialContext
 
 
@@ -52,10 +52,11 @@ def _join_process_group() -> None:
         alone = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}
         os.environ.update({**alone, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
     skip_shm_comm_op()
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-    deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)
+    if int(os.environ["WORLD_SIZE"]) <= 1:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)
+        return
+    join_process_group(lambda backend: deepspeed.init_distributed(backend, auto_mpi_discovery=False))
 
 
 def _free_port() -> int:
