@@ -24,6 +24,7 @@ from support.deepspeed_models import write_model  # noqa: E402
 
 def test_the_api_names_import_without_deepspeed() -> None:
     names = {"DeepSpeedTrial", "DeepSpeedTrialContext", "ModelParallelUnit", "get_ds_config_from_hparams"}
+    names |= {"init", "Trainer"}  # 0.38's script API
     assert names | {"overwrite_deepspeed_config", "make_data_parallel_mpu"} <= set(dir(det_ds))
     assert det_ds.DeepSpeedTrial.trial_context_class is det_ds.DeepSpeedTrialContext
 
@@ -108,3 +109,30 @@ def test_set_mpu_takes_data_parallelism_and_refuses_model_or_pipeline_parallelis
         context.set_mpu(stage)
     with pytest.raises(TypeError, match="takes a determined.pytorch.deepspeed.ModelParallelUnit, got dict"):
         context.set_mpu({"data_parallel_rank": 0})
+
+
+def test_det_ds_init_and_trainer_refuse_what_they_cannot_run_in_one_line() -> None:
+    """0.38's script API: init()'s unknown arguments and a trial without an engine, named."""
+    with pytest.raises(TypeError, match=r"det_ds.init\(\): pedl does not support the argument\(s\) bogus"):
+        with det_ds.init(hparams={}, bogus=1):
+            pass
+
+    class NoEngine(det_ds.DeepSpeedTrial):
+        def __init__(self, context: det_ds.DeepSpeedTrialContext) -> None:
+            self.context = context
+
+        def build_training_data_loader(self) -> list:
+            return []
+
+        def build_validation_data_loader(self) -> list:
+            return []
+
+        def train_batch(self, dataloader_iter, epoch_idx, batch_idx):  # type: ignore[no-untyped-def]
+            return {"loss": 0.0}
+
+        def evaluate_batch(self, dataloader_iter, batch_idx):  # type: ignore[no-untyped-def]
+            return {"loss": 0.0}
+
+    context = det_ds.DeepSpeedTrialContext({}, {})
+    with pytest.raises(TypeError, match=r"called no context.wrap_model_engine\(\)"):
+        det_ds.Trainer(NoEngine(context), context)

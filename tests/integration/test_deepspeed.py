@@ -1,6 +1,7 @@
 """Determined's DeepSpeedTrial on 2 slots of a real cluster, DeepSpeed's CPU accelerator over gloo:
 trains, validates and checkpoints with ZeRO stage 1; and ZeRO stages 1, 2 and 3 each checkpoint
-every rank's partitions (stage 3 its parameters' too) and resume exactly on 2 gloo ranks."""
+every rank's partitions (stage 3 its parameters' too) and resume exactly on 2 gloo ranks; and
+Determined 0.38's script form (det_ds.init() and det_ds.Trainer) trains on the same 2 slots."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from test_cluster import logs, stub, submit, wait
 
 from pedl._metrics import from_struct
 from pedl.v1 import common_pb2, scheduler_pb2
-from support.deepspeed_models import RESUME_DRIVER, config, deepspeed_python, launch_ranks, write_model
+from support.deepspeed_models import (
+    RESUME_DRIVER,
+    SCRIPT_CONFIG,
+    config,
+    deepspeed_python,
+    launch_ranks,
+    write_model,
+)
 from support.processes import local_cluster
 
 pytestmark = pytest.mark.integration
@@ -37,8 +45,8 @@ def cluster(tmp_path_factory, python):
             raise
 
 
-def _train(cluster, model, **options) -> scheduler_pb2.GetTrialResponse:
-    exp_id = submit(cluster, model, config(**options))
+def _train(cluster, model, text: str = "", **options) -> scheduler_pb2.GetTrialResponse:
+    exp_id = submit(cluster, model, text or config(**options))
     result = wait(cluster, exp_id, timeout=540)
     (trial,) = result.trials
     assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, logs(cluster, trial.id)
@@ -56,6 +64,20 @@ def test_a_deepspeed_trial_trains_two_slots_with_zero_and_checkpoints(cluster, t
     text = logs(cluster, detail.trial.id)
     assert "[rank 0] " in text and "[rank 1] " in text
     assert detail.checkpoints and detail.checkpoints[-1].total_batches == 8
+
+
+# Determined 0.38's form: a script builds the trial with det_ds.init() and trains it with det_ds.Trainer
+# under `determined.launch.deepspeed python3 trainer.py`, one process per slot.
+@pytest.mark.timeout(600)
+def test_a_det_ds_trainer_script_trains_two_slots_and_reports_through_the_core_api(cluster, tmp_path) -> None:
+    detail = _train(cluster, write_model(tmp_path / "ds"), SCRIPT_CONFIG)
+    # fit(max_length=Batch(12), validation_period=Batch(4), checkpoint_period=Batch(8))
+    assert [s.total_batches for s in detail.steps] == [4, 8, 12]
+    assert [v.total_batches for v in detail.validations] == [4, 8, 12]
+    assert {"validation_loss", "accuracy"} <= set(from_struct(detail.validations[-1].metrics))
+    assert [c.total_batches for c in detail.checkpoints] == [8, 12]
+    text = logs(cluster, detail.trial.id)
+    assert "[rank 0] " in text and "[rank 1] " in text
 
 
 # What each ZeRO stage's checkpoint holds on 2 ranks: stages 1 and 2 partition the optimizer state

@@ -9,6 +9,7 @@ from test_cluster import logs, stub, submit, wait
 
 from pedl._metrics import from_struct
 from pedl.v1 import common_pb2, scheduler_pb2
+from support.determined_models import write_stopping_trial
 from support.models import tiny_config, write_tiny_model
 from support.processes import local_cluster
 
@@ -38,6 +39,43 @@ def test_a_two_slot_trial_trains_on_both_ranks_and_completes(cluster, tmp_path) 
     assert all({"loss", "accuracy"} <= set(from_struct(s.metrics)) for s in detail.steps)
     assert [v.total_batches for v in detail.validations] == [20, 40]
     assert detail.checkpoints and detail.checkpoints[-1].total_batches == 40
+    text = logs(cluster, trial.id)
+    assert "[rank 0] " in text and "[rank 1] " in text
+
+
+TRAINER_SCRIPT = """
+from determined import pytorch
+from model_def import StoppingTrial
+
+with pytorch.init() as context:
+    trainer = pytorch.Trainer(StoppingTrial(context), context)
+    trainer.fit(max_length=pytorch.Batch(8), validation_period=pytorch.Batch(4),
+                checkpoint_period=pytorch.Batch(4))
+"""
+TRAINER_CONFIG = """
+hyperparameters: {global_batch_size: 8, lr: 0.1, stop_at: 0}
+searcher: {name: single, metric: validation_loss, max_length: {batches: 8}}
+resources: {slots_per_trial: 2}
+checkpoint_storage: {save_trial_latest: 10}
+max_restarts: 0
+entrypoint: python3 -m determined.launch.torch_distributed python3 main.py
+"""
+
+
+def test_a_pytorch_trainer_script_on_two_slots_trains_both_ranks_and_the_chief_reports(
+    cluster, tmp_path
+) -> None:
+    """Determined 0.38's `det.pytorch.init()` joins the slots' process group; every rank trains its
+    shard and saves; the chief alone reports metrics and stores checkpoints."""
+    model = write_stopping_trial(tmp_path / "trainer")
+    (model / "main.py").write_text(TRAINER_SCRIPT)
+    result = wait(cluster, submit(cluster, model, TRAINER_CONFIG), timeout=240)
+    (trial,) = result.trials
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, logs(cluster, trial.id)
+    detail = stub(cluster).GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial.id))
+    assert [s.total_batches for s in detail.steps] == [4, 8]
+    assert [v.total_batches for v in detail.validations] == [4, 8]
+    assert [c.total_batches for c in detail.checkpoints] == [4, 8]
     text = logs(cluster, trial.id)
     assert "[rank 0] " in text and "[rank 1] " in text
 

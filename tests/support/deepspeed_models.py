@@ -103,9 +103,63 @@ entrypoint:
 """
 
 
+# Determined 0.38's form (its DCGAN example's): a script that builds the trial itself with
+# det_ds.init() and trains it with det_ds.Trainer, under `determined.launch.deepspeed python3 SCRIPT`.
+TRAINER_SCRIPT = """
+import determined as det
+from determined import pytorch
+from determined.pytorch import deepspeed as det_ds
+
+import model_def
+
+info = det.get_cluster_info()
+if info is not None:  # as the DCGAN example reads them (its data section under the private name)
+    hparams, data, latest = info.trial.hparams, info.trial._config["data"], info.latest_checkpoint
+else:
+    hparams, data, latest = {"lr": 0.1, "zero_stage": 1}, {"batches": 12}, None
+with det_ds.init(hparams=hparams) as context:
+    trial = model_def.TinyDeepSpeedTrial(context)
+    trainer = det_ds.Trainer(trial, context)
+    trainer.fit(
+        max_length=pytorch.Batch(data["batches"]),
+        validation_period=pytorch.Batch(4),
+        checkpoint_period=pytorch.Batch(8),
+        latest_checkpoint=latest,
+    )
+"""
+
+SCRIPT_CONFIG = """
+name: tiny-deepspeed-trainer
+data:
+  batches: 12
+hyperparameters:
+  lr: 0.1
+  zero_stage: 1
+searcher:
+  name: single
+  metric: validation_loss
+  smaller_is_better: true
+  max_length:
+    batches: 12
+checkpoint_storage:
+  save_trial_latest: 10  # every checkpoint fit() takes stays listed
+resources:
+  slots_per_trial: 2
+max_restarts: 0
+entrypoint:
+  - python3
+  - -m
+  - determined.launch.deepspeed
+  - python3
+  - trainer.py
+"""
+
+
 def write_model(directory: Path) -> Path:
+    """The DeepSpeedTrial (model_def.py) and the script that trains it with det_ds.Trainer (trainer.py)."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "model_def.py").write_text(MODEL_DEF)
+    (directory / "trainer.py").write_text(TRAINER_SCRIPT)
     return directory
 
 

@@ -26,6 +26,12 @@ class TrialInfo:
     debug: bool = False
     inter_node_network_interface: str | None = None
 
+    @property
+    def _config(self) -> dict[str, Any]:
+        """The experiment config under Determined's private name, which its 0.38 DeepSpeed DCGAN
+        example reads (`info.trial._config["data"]`)."""
+        return self.config
+
 
 @dataclass(frozen=True)
 class ClusterInfo:

@@ -4,10 +4,11 @@ pedl's agent is itself the launcher: it starts one process per slot with torchru
 - `determined.launch.torch_distributed [OVERRIDES --] --trial M:C` and `determined.launch.horovod
   [--autohorovod] --trial M:C` are the Trial class `M:C` (Determined documents the legacy
   `entrypoint: M:C` as exactly these launches), run one process per slot as pedl runs any Trial;
-- `determined.launch.torch_distributed [OVERRIDES --] COMMAND` and `determined.launch.wrap_rank RANK
+- `determined.launch.torch_distributed [OVERRIDES --] COMMAND`, `determined.launch.deepspeed [--]
+  COMMAND` (a script using `det_ds.init()` and its Trainer) and `determined.launch.wrap_rank RANK
   COMMAND` stay commands (the compat package runs COMMAND in place, `determined.launch._exec`);
-- every other launcher (deepspeed, tensorflow, horovod around a script) and any override pedl's agent
-  cannot honour is refused here, naming `entrypoint`, rather than failing when the trial starts.
+- every other launcher (tensorflow, horovod around a script) and any override pedl's agent cannot
+  honour is refused here, naming `entrypoint`, rather than failing when the trial starts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ _INSTEAD = (
     "det.core.DistributedContext.from_torch_distributed()) or a Trial class entrypoint 'module:Class'"
 )
 _REFUSED = {
-    "deepspeed": "pedl runs only '--trial module:Class' with it (a DeepSpeedTrial), not a script",
     "tensorflow": "pedl does not set TF_CONFIG for tf.distribute's multi-worker strategies",
     "horovod": "pedl does not run horovodrun; only '--trial module:Class' is taken (as that Trial class)",
 }
@@ -86,7 +86,7 @@ def trial_reference(command: Sequence[str], path: FieldPath) -> str | None:
         if len(args) < 2 or not args[0].isdigit():
             raise FieldError(path, f"{shown}: expected 'RANK [--] COMMAND...', got {' '.join(args)!r}")
         return None
-    if name != "torch_distributed":
+    if name not in ("torch_distributed", "deepspeed"):
         raise FieldError(path, f"{shown} is not a launcher pedl knows; {_INSTEAD}")
     try:
         rest = torch_overrides(args, shown)

@@ -18,8 +18,6 @@ ensure_determined_importable()
 
 # Name prefixes of what pedl does not offer -> why (README, "Code written for Determined").
 MISSING = {
-    "determined.pytorch.deepspeed.Trainer": "0.38's DeepSpeed Trainer is not supported",
-    "determined.pytorch.deepspeed.init": "0.38's DeepSpeed Trainer is not supported",
     "determined.pytorch.dsat": "DeepSpeed autotuning is not supported",
     "determined.pytorch.lightning": "PyTorch Lightning's LightningAdapter is not supported",
     "determined.pytorch.experimental": "det.pytorch.experimental is not supported",

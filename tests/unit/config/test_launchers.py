@@ -36,12 +36,15 @@ def test_a_script_under_torch_distributed_stays_a_command() -> None:
     )
     assert spec.kind == "command" and spec.command[-2:] == ("python3", "train.py")
     assert _entrypoint("python3 -m determined.launch.wrap_rank 0 python3 train.py").kind == "command"
+    # Determined 0.38's DeepSpeed scripts (det_ds.init() and its Trainer), as its DCGAN example runs.
+    spec = _entrypoint("python3 -m determined.launch.deepspeed python3 trainer.py")
+    assert spec.kind == "command" and spec.command[-2:] == ("python3", "trainer.py")
 
 
 @pytest.mark.parametrize(
     ("command", "words"),
     [
-        ("python3 -m determined.launch.deepspeed python3 train.py", "deepspeed is not supported by pedl"),
+        ("python3 -m determined.launch.deepspeed --autotuning run python3 t.py", "option --autotuning"),
         (
             "python3 -m determined.launch.tensorflow -- python3 train.py",
             "tensorflow is not supported by pedl",

@@ -1,12 +1,11 @@
-"""`python3 -m determined.launch.deepspeed`: run as a command, refused; `--trial module:Class` in an
-entrypoint is that DeepSpeedTrial, which pedl's agent runs one process per slot itself."""
+"""`python3 -m determined.launch.deepspeed [--] COMMAND`: runs COMMAND (a script using
+`det_ds.init()` and its Trainer) on each slot's process, which pedl's agent started with
+torchrun's environment (DeepSpeed reads the same). `--trial module:Class` never gets here: the
+config parser makes it that DeepSpeedTrial class."""
 
-from determined.launch._exec import refuse
+import sys
+
+from determined.launch._exec import exec_command, wrapped_command
 
 if __name__ == "__main__":
-    refuse(
-        "determined.launch.deepspeed",
-        "pedl's agent starts one process per slot with torchrun's environment; use "
-        "'python3 -m determined.launch.deepspeed --trial module:Class' (a DeepSpeedTrial) as the "
-        "entrypoint, or 'python3 -m determined.launch.torch_distributed python3 SCRIPT'",
-    )
+    exec_command(wrapped_command(sys.argv[1:], "determined.launch.deepspeed"))

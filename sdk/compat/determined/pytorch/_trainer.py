@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+
+import torch
+import torch.distributed
 
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import to_batches
@@ -33,17 +38,45 @@ def init(
     seed: int | None = None,
     **unsupported: Any,
 ) -> Iterator[PyTorchTrialContext]:
-    """A PyTorchTrialContext for a training script; inside a pedl trial, its hparams and config."""
+    """A PyTorchTrialContext for a training script; inside a pedl trial, its hparams and config.
+    On several slots (one process each, torchrun's environment) it joins their process group first,
+    as Determined's does, so that the Trainer shards data and averages gradients over them."""
+    setup = script_setup("det.pytorch.init()", hparams, exp_conf, seed, unsupported)
+    join_process_group(lambda backend: torch.distributed.init_process_group(backend))
+    yield PyTorchTrialContext(*setup)
+
+
+def join_process_group(start: Callable[[str], None]) -> None:
+    """Starts the slots' process group with `start(backend)` (NCCL on GPUs, else gloo) when this is
+    one of several processes and none is started yet."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or torch.distributed.is_initialized():
+        return
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    start(backend)
+
+
+def script_setup(
+    what: str,
+    hparams: dict[str, Any] | None,
+    exp_conf: dict[str, Any] | None,
+    seed: int | None,
+    unsupported: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(hparams, experiment config) of a training script's `init()`, its RNGs seeded: the trial's
+    own inside a pedl trial, else the arguments (or empty)."""
+    from determined import _cluster_info
+
     if unsupported:
-        raise TypeError(
-            f"det.pytorch.init(): pedl does not support the argument(s) {', '.join(sorted(unsupported))}"
-        )
+        raise TypeError(f"{what}: pedl does not support the argument(s) {', '.join(sorted(unsupported))}")
+    info = _cluster_info.get_cluster_info()  # a script's trial (its process holds no trial context)
     try:
         config = exp_conf if exp_conf is not None else _trial_context.get_experiment_config()
     except RuntimeError:
-        config = {}
+        config = dict(info.trial.config) if info is not None else {}
     if hparams is None:
-        hparams = dict(_trial_context._hparams or {})
+        hparams = dict(_trial_context._hparams or (info.trial.hparams if info is not None else {}))
     if seed is None:
         try:
             seed = _trial_context.get_trial_seed()
@@ -51,16 +84,23 @@ def init(
             seed = 0
     seed_all(seed)
     _trial_context.set_hyperparameters(hparams)
-    yield PyTorchTrialContext(hparams, config)
+    return hparams, config
 
 
 class Trainer:
     def __init__(self, trial: Any, context: PyTorchTrialContext | None = None) -> None:
-        from determined.pytorch._trial import controller_for
-
         self.trial = trial
         self.context = context if context is not None else trial.context
-        self._controller = controller_for(trial, self.context)
+        self._controller = self._controller_for(trial, self.context)
+
+    def _controller_for(self, trial: Any, context: Any) -> Any:
+        """The controller that trains `trial`: pedl's PyTorch loop (DeepSpeed's Trainer: its own)."""
+        from determined.pytorch._trial import controller_for
+
+        return controller_for(trial, context)
+
+    def _batches_per_epoch(self) -> int:
+        return len(self._controller.training_loader)
 
     def fit(
         self,
@@ -79,7 +119,7 @@ class Trainer:
                 f"Trainer.fit(): pedl does not support the argument(s) {', '.join(sorted(unsupported))}"
             )
         controller = self._controller
-        per_epoch = len(controller.training_loader)
+        per_epoch = self._batches_per_epoch()
         validate_every = (
             to_batches(validation_period, per_epoch, "validation_period") if validation_period else 0
         )
@@ -100,7 +140,9 @@ class Trainer:
                 for op in searcher.operations():
                     target = _searcher_batches(op.length, unit, per_epoch, controller.training_loader)
                     loop.train_to(target)
-                    op.report_completed(loop.validation_at(target)[metric])
+                    validated = loop.validation_at(target)
+                    if reports.is_chief:
+                        op.report_completed(validated[metric])
                     if loop.preempted:
                         break
             else:
@@ -188,6 +230,7 @@ class _LocalReports:
     """Off a cluster: metrics printed as JSON lines, checkpoints under `checkpoint_dir`."""
 
     on_cluster = False
+    is_chief = True
 
     def __init__(self, checkpoints: Path) -> None:
         self.checkpoints = checkpoints
@@ -212,25 +255,35 @@ class _LocalReports:
 
 
 class _TrialReports:
-    """In a pedl trial: through the Core API, as Determined's Trainer reports."""
+    """In a pedl trial: through the Core API, as Determined's Trainer reports. On several slots
+    every rank trains and saves (a DeepSpeed save is collective) and the chief reports and stores:
+    a worker's checkpoint files go to a scratch directory (its controller hands the chief what
+    the checkpoint needs)."""
 
     on_cluster = True
 
     def __init__(self, core: Any) -> None:
         self.core = core
+        self.is_chief = core.distributed.rank == 0
 
     def training(self, batches: int, metrics: dict[str, Any], progress: float) -> None:
-        self.core.train.report_training_metrics(steps_completed=batches, metrics=metrics)
-        self.core.train.report_progress(min(progress, 1.0))
+        if self.is_chief:
+            self.core.train.report_training_metrics(steps_completed=batches, metrics=metrics)
+            self.core.train.report_progress(min(progress, 1.0))
 
     def validation(self, batches: int, metrics: dict[str, Any]) -> None:
-        self.core.train.report_validation_metrics(steps_completed=batches, metrics=metrics)
+        if self.is_chief:
+            self.core.train.report_validation_metrics(steps_completed=batches, metrics=metrics)
 
     def should_preempt(self) -> bool:
         return bool(self.core.preempt.should_preempt())
 
     @contextlib.contextmanager
     def store(self, batches: int) -> Iterator[Path]:
+        if not self.is_chief:
+            with tempfile.TemporaryDirectory(prefix="det-worker-checkpoint-") as scratch:
+                yield Path(scratch)
+            return
         with self.core.checkpoint.store_path({"steps_completed": batches}) as (path, _storage_id):
             yield Path(path)
 
@@ -247,5 +300,7 @@ def _reports(checkpoints: Path) -> Iterator[_LocalReports | _TrialReports]:
     if harness_link() is None:
         yield _LocalReports(checkpoints)
         return
-    with core.init() as context:
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    ranks = core.DistributedContext.from_torch_distributed() if several else None
+    with core.init(distributed=ranks) as context:
         yield _TrialReports(context)

@@ -68,6 +68,7 @@ class DeepSpeedController:
         if self._ranks is not None:
             training = _distributed.shard_loader(training, self._ranks, pad=True)
             validation = _distributed.shard_loader(validation, self._ranks, pad=False)
+        self.training_loader = training
         self._stream = EpochStream(training)
         self.validation_loader = validation
         self._batches_trained = 0

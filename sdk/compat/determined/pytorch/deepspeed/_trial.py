@@ -48,26 +48,34 @@ class DeepSpeedTrial(Trial):
     def create_controller(
         cls, hparams: dict[str, Any], data_loaders: Sequence[Any] | Any, origin: str
     ) -> TrialController:
-        from determined.pytorch.deepspeed._controller import DeepSpeedController, skip_shm_comm_op
+        from determined.pytorch.deepspeed._controller import skip_shm_comm_op
 
-        if not any(callable(getattr(cls, n, None)) for n in ("evaluate_batch", "evaluate_full_dataset")):
-            raise TypeError(
-                f"{cls.__qualname__} does not implement the determined.pytorch.deepspeed.DeepSpeedTrial "
-                "method(s): evaluate_batch (or evaluate_full_dataset)"
-            )
         skip_shm_comm_op()
         context = cls.trial_context_class.for_running_trial(hparams)
-        trial = cls(context)
-        if not hasattr(trial, "context"):
-            trial.context = context
-        if not context.models:
-            raise TypeError(
-                f"{describe(cls.__init__)} called no context.wrap_model_engine(); wrap each engine "
-                "deepspeed.initialize() returns so that pedl can train and checkpoint it"
-            )
-        return DeepSpeedController(
-            trial,
-            context,
-            _loader(trial, "build_training_data_loader"),
-            _loader(trial, "build_validation_data_loader"),
+        return deepspeed_controller(cls(context), context)
+
+
+def deepspeed_controller(trial: Any, context: DeepSpeedTrialContext) -> Any:
+    """pedl's DeepSpeed controller for a built trial (by the harness, or by a script for
+    `det_ds.Trainer`), once the trial is known to evaluate and to have wrapped its engines."""
+    from determined.pytorch.deepspeed._controller import DeepSpeedController
+
+    cls = type(trial)
+    if not any(callable(getattr(cls, n, None)) for n in ("evaluate_batch", "evaluate_full_dataset")):
+        raise TypeError(
+            f"{cls.__qualname__} does not implement the determined.pytorch.deepspeed.DeepSpeedTrial "
+            "method(s): evaluate_batch (or evaluate_full_dataset)"
         )
+    if not hasattr(trial, "context"):
+        trial.context = context
+    if not context.models:
+        raise TypeError(
+            f"{describe(cls.__init__)} called no context.wrap_model_engine(); wrap each engine "
+            "deepspeed.initialize() returns so that pedl can train and checkpoint it"
+        )
+    return DeepSpeedController(
+        trial,
+        context,
+        _loader(trial, "build_training_data_loader"),
+        _loader(trial, "build_validation_data_loader"),
+    )
