@@ -116,6 +116,10 @@ def test_det_ds_init_and_trainer_refuse_what_they_cannot_run_in_one_line() -> No
     with pytest.raises(TypeError, match=r"det_ds.init\(\): pedl does not support the argument\(s\) bogus"):
         with det_ds.init(hparams={}, bogus=1):
             pass
+    # Determined's default is what pedl does (TensorBoard files uploaded); turning it off is refused.
+    with pytest.raises(TypeError, match="enable_tensorboard_logging=False is not supported"):
+        with det_ds.init(hparams={}, enable_tensorboard_logging=False):
+            pass
 
     class NoEngine(det_ds.DeepSpeedTrial):
         def __init__(self, context: det_ds.DeepSpeedTrialContext) -> None:

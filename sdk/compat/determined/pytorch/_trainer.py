@@ -68,6 +68,12 @@ def script_setup(
     own inside a pedl trial, else the arguments (or empty)."""
     from determined import _cluster_info
 
+    # Determined's default (True) is what pedl always does: the trial's TensorBoard files are uploaded.
+    if unsupported.pop("enable_tensorboard_logging", True) is not True:
+        raise TypeError(
+            f"{what}: enable_tensorboard_logging=False is not supported: pedl always uploads the "
+            "TensorBoard files a trial writes"
+        )
     if unsupported:
         raise TypeError(f"{what}: pedl does not support the argument(s) {', '.join(sorted(unsupported))}")
     info = _cluster_info.get_cluster_info()  # a script's trial (its process holds no trial context)

@@ -26,7 +26,6 @@ def init(
     hparams: dict[str, Any] | None = None,
     exp_conf: dict[str, Any] | None = None,
     seed: int | None = None,
-    enable_tensorboard_logging: bool = True,
     **unsupported: Any,
 ) -> Iterator[DeepSpeedTrialContext]:
     """A DeepSpeedTrialContext for a training script, its slots' process group started; inside a
