@@ -20,14 +20,9 @@ from pedl.config import ExperimentConfig
 from pedl.harness import rank_network
 from pedl.harness.agent_client import AgentWorkloadSource, StoreCheckpoints
 from pedl.harness.core_api_server import CoreApiServer
-from pedl.harness.core_api_trial import (
-    CoreApiTrial,
-    ScriptFailed,
-    ScriptSettings,
-    handlers,
-    script_environment,
-)
+from pedl.harness.core_api_trial import CoreApiTrial, ScriptFailed, ScriptSettings, handlers
 from pedl.harness.distributed import Launch
+from pedl.harness.script_env import script_environment
 from pedl.harness.tensorboard_sync import TensorboardUploader
 from pedl.v1 import agent_pb2, common_pb2
 

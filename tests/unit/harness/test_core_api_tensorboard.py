@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from pedl.harness.core_api_server import CoreApiServer
-from pedl.harness.core_api_trial import CoreApiTrial, ScriptSettings, handlers, script_environment
+from pedl.harness.core_api_trial import CoreApiTrial, ScriptSettings, handlers
+from pedl.harness.script_env import script_environment
 from pedl.harness.script_run import cluster_info
 from pedl.harness.tensorboard_sync import TENSORBOARD_ENV, TensorboardUploader, run_directories
 from pedl.v1 import agent_pb2
