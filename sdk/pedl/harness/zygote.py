@@ -26,6 +26,7 @@ agent); every process below it is killed with its parent.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import importlib
@@ -197,8 +198,12 @@ def _child(
     fds: list[int],
     box: dict[str, Any] | None,
     view: dict[str, Any] | None,
+    status: int,
 ) -> None:
-    """The forked harness (never returns): its own session, its output, its sandbox, then the trial."""
+    """The forked harness (never returns): its own session, its output, its sandbox, then the trial.
+    In a sandbox the harness runs two processes further down (the PID namespace's init, and this
+    process waiting for it); `status` carries its exit code to the server as soon as the init has
+    reaped it, so the run's end does not wait for the other two to exit in turn."""
     code = 1
     try:
         os.setsid()
@@ -213,7 +218,8 @@ def _child(
         null = os.open(os.devnull, os.O_RDONLY)
         for fd, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
             os.dup2(fd, target)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.closerange(3, status)
+        os.closerange(status + 1, os.sysconf("SC_OPEN_MAX"))
         model_view = _model_view.ModelView.from_dict(view) if view is not None else None
         copied = ""
         if box is not None:
@@ -229,6 +235,8 @@ def _child(
             pid = os.fork()
             if pid:  # waits for the namespace's init and ends as the harness did
                 os.close(lifeline)
+                os.close(status)
+                _release_output()
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_IGN)
                 _, status = os.waitpid(pid, 0)
@@ -243,11 +251,15 @@ def _child(
             os.close(lifeline)
             harness = os.fork()
             if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
-                _init(harness)
+                _release_output()
+                _init(harness, status)
+            os.close(status)
             # The init's death kills every process in the namespace: no gap to close here.
             _namespaces.die_with_parent(signal.SIGKILL)
-        elif model_view is not None:
-            copied = _model_view.show_alone(model_view)
+        else:
+            os.close(status)  # this process is the harness: its own exit is the news
+            if model_view is not None:
+                copied = _model_view.show_alone(model_view)
         if copied:
             print(
                 f"pedl: the model directory is a copy (no overlay could be mounted: {copied})",
@@ -275,18 +287,29 @@ def _exit_as(code: int) -> None:
     os._exit(code)
 
 
-def _init(harness: int) -> None:
+def _release_output() -> None:
+    """Lets go of the run's stdout and stderr: a process that only waits holds no copy, so the
+    agent sees their end when the harness exits, not when the processes above it have exited too."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for target in (1, 2):
+        os.dup2(null, target)
+    os.close(null)
+
+
+def _init(harness: int, status: int) -> None:
     """The PID namespace's first process: passes termination signals on, reaps orphans, and exits
     as the harness did (the namespace, and whatever the harness left in it, ends with it)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda number, _frame: os.kill(harness, number))
     while True:
         try:
-            pid, status = os.waitpid(-1, 0)
+            pid, exited = os.waitpid(-1, 0)
         except ChildProcessError:
             os._exit(1)
         if pid == harness:
-            code = _exit_code(status)
+            code = _exit_code(exited)
+            with contextlib.suppress(OSError):  # the server is gone: nobody to tell
+                os.write(status, f"{code}\n".encode())
             os._exit(code if code >= 0 else 128 - code)
 
 
@@ -299,8 +322,12 @@ def serve(control: socket.socket) -> None:
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ, "control")
     selector.register(wake_r, selectors.EVENT_READ, "wake")
+    reported: set[int] = set()  # children whose exit code their init already sent
     while True:
-        for key, _ in selector.select():
+        ready = selector.select()
+        for key, _ in ready:
+            if isinstance(key.data, int):
+                continue  # below, once the control messages are handled
             if key.data == "wake":
                 os.read(wake_r, 4096)
             else:
@@ -312,18 +339,32 @@ def serve(control: socket.socket) -> None:
                     _send(control, {"id": request.get("id"), "error": f"expected 3 fds, got {len(fds)}"})
                 else:
                     server = os.getpid()
+                    status_r, status_w = os.pipe()
                     pid = os.fork()
                     if pid == 0:
-                        _child(control, server, fds, request.get("box"), request.get("view"))
+                        os.close(status_r)
+                        _child(control, server, fds, request.get("box"), request.get("view"), status_w)
+                    os.close(status_w)
+                    selector.register(status_r, selectors.EVENT_READ, pid)
                     children.add(pid)
                     _send(control, {"id": request["id"], "pid": pid})
                 for fd in fds:
                     os.close(fd)
+        for key, _ in ready:
+            if isinstance(key.data, int):  # a harness's exit code, ahead of its process chain's exit
+                code = os.read(key.fd, 64).strip()
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                if code and key.data in children:
+                    reported.add(key.data)
+                    _send(control, {"exit": key.data, "code": int(code)})
         for pid in list(children):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 children.discard(pid)
-                _send(control, {"exit": pid, "code": _exit_code(status)})
+                if pid not in reported:
+                    _send(control, {"exit": pid, "code": _exit_code(status)})
+                reported.discard(pid)
 
 
 def main() -> int:
