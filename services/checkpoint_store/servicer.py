@@ -165,15 +165,22 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
                 except ValueError:
                     pass
 
-    async def GetCheckpoint(
-        self, request: pb.GetCheckpointRequest, context: grpc.aio.ServicerContext
-    ) -> pb.GetCheckpointResponse:
+    async def _authorized(
+        self, context: grpc.aio.ServicerContext, action: str, uuid: str
+    ) -> common_pb2.Checkpoint:
+        """The checkpoint's record, once the caller may do `action` to it (else the call aborts)."""
         try:
-            record = self.store.get(request.uuid)
+            record = self.store.get(uuid)
         except StoreError as e:
             await context.abort(status_code(e), str(e))
             raise  # unreachable: abort raises
-        await self.authz.check(context, READ, record.experiment_id, record.trial_id, record.uuid)
+        await self.authz.check(context, action, record.experiment_id, record.trial_id, record.uuid)
+        return record
+
+    async def GetCheckpoint(
+        self, request: pb.GetCheckpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetCheckpointResponse:
+        record = await self._authorized(context, READ, request.uuid)
         missing: list[str] = []
         if request.check_files:
             try:
@@ -195,12 +202,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
     async def DeleteCheckpoint(
         self, request: pb.DeleteCheckpointRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteCheckpointResponse:
-        try:
-            record = self.store.get(request.uuid)
-        except StoreError as e:
-            await context.abort(status_code(e), str(e))
-            raise  # unreachable: abort raises
-        await self.authz.check(context, DELETE, record.experiment_id, record.trial_id, record.uuid)
+        await self._authorized(context, DELETE, request.uuid)
         try:
             await asyncio.to_thread(self.store.delete, request.uuid)
         except StoreError as e:
@@ -212,12 +214,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         self, request: pb.RemoveCheckpointFilesRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemoveCheckpointFilesResponse:
         """Authorized as a delete: the scheduler's, which then records the checkpoint's new state."""
-        try:
-            record = self.store.get(request.uuid)
-        except StoreError as e:
-            await context.abort(status_code(e), str(e))
-            raise  # unreachable: abort raises
-        await self.authz.check(context, DELETE, record.experiment_id, record.trial_id, record.uuid)
+        await self._authorized(context, DELETE, request.uuid)
         async with _storage_errors(context, "file removal refused", request.uuid):
             globs = list(request.globs)
             kept, removed = await asyncio.to_thread(self.store.remove_files, request.uuid, globs)
