@@ -1,5 +1,8 @@
 """The web UI's one way to the scheduler: each call carries the signed-in user's own token, so the
 scheduler's checks (who may kill, pause, see) are exactly the CLI's; the web UI has no power of its own.
+
+Identical reads at the same moment (same user, method and request) share one scheduler call
+(`single_flight`): the experiment page's summary and importance both read the whole experiment.
 """
 
 from __future__ import annotations
@@ -12,8 +15,24 @@ from pedl import _grpc
 from pedl.auth import client_identity
 from pedl.client import ClientError
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from pedl_webui.single_flight import SingleFlight
 
 CALL_TIMEOUT = 30.0
+# The scheduler's unary calls that only read: concurrent identical ones share one call. Any other
+# call through the gateway (a write) ends the sharing of reads begun before it, so a page that
+# reads after its own kill or notes sees them.
+READS = frozenset(
+    {
+        "GetExperiment",
+        "ListExperiments",
+        "GetTrial",
+        "ListTrialDetails",
+        "ListAgents",
+        "GetClusterInfo",
+        "GetMasterConfig",
+        "GetModelDefinition",
+    }
+)
 
 
 class GatewayError(ClientError):
@@ -49,6 +68,7 @@ class Gateway:
         self._channel = _grpc.passthrough_channel(master, tls_ca=tls_ca)
         self.scheduler = scheduler_pb2_grpc.SchedulerServiceStub(self._channel)
         self.auth = auth_pb2_grpc.AuthServiceStub(self._channel)
+        self.reads: SingleFlight[Any] = SingleFlight(share=_copy)
 
     def close(self) -> None:
         self._channel.close()
@@ -69,7 +89,17 @@ class Gateway:
             raise error_of(e) from None
 
     def call(self, token: str, method: str, request: Any) -> Any:
-        """A unary scheduler (or auth) call as the user `token` belongs to."""
+        """A unary scheduler (or auth) call as the user `token` belongs to; a read (`READS`) shares
+        the identical one of the same user in flight, if any (each caller gets its own message)."""
+        if method in READS:
+            key = (token, method, request.SerializeToString(deterministic=True))
+            return self.reads.call(key, lambda: self._call(token, method, request))
+        try:
+            return self._call(token, method, request)
+        finally:
+            self.reads.forget()
+
+    def _call(self, token: str, method: str, request: Any) -> Any:
         stub = self.auth if hasattr(self.auth, method) else self.scheduler
         try:
             return getattr(stub, method)(request, timeout=CALL_TIMEOUT, metadata=_bearer(token))
@@ -85,6 +115,7 @@ class Gateway:
             self.auth.Logout(auth_pb2.LogoutRequest(), timeout=CALL_TIMEOUT, metadata=_bearer(token))
         except grpc.RpcError:
             pass  # an expired session is as good as ended
+        self.reads.forget()  # no read begun in the ended session is shared after it
 
     def whoami(self, token: str) -> auth_pb2.User | None:
         """The token's user, or None when it is not (or no longer) a valid session."""
@@ -96,6 +127,12 @@ class Gateway:
             if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                 return None
             raise error_of(e) from None
+
+
+def _copy(message: Any) -> Any:
+    clone = type(message)()
+    clone.CopyFrom(message)
+    return clone
 
 
 def _bearer(token: str) -> tuple[tuple[str, str], ...]:
