@@ -54,14 +54,13 @@ class SingleFlight(Generic[T]):
     def _lead(self, key: Hashable, flight: _Flight[T], fn: Callable[[], T]) -> T:
         try:
             result = fn()
-        except BaseException as e:
+            # Waiters get a copy made before this caller may change its own (none: nothing to copy).
+            shared = self._share(result) if self._land(key, flight) else result
+        except BaseException as e:  # every waiter gets the error (a waiter is never left hanging)
             self._land(key, flight)
             flight.future.set_exception(e)
             raise
-        if self._land(key, flight):  # waiters get a copy made before this caller may change its own
-            flight.future.set_result(self._share(result))
-        else:
-            flight.future.set_result(result)
+        flight.future.set_result(shared)
         return result
 
     def _land(self, key: Hashable, flight: _Flight[T]) -> bool:

@@ -138,3 +138,20 @@ def test_no_caller_can_cancel_the_shared_call() -> None:
         assert not shared.cancel()
         held.release.set()
         assert (leader.result(WAIT), waiter.result(WAIT)) == ("done", "done")
+
+
+def test_a_failing_copy_reaches_the_waiters_as_an_error_not_a_hang() -> None:
+    def share(value: str) -> str:
+        raise MemoryError("no room for a copy")
+
+    flight: SingleFlight[str] = SingleFlight(share=share)
+    held = Held(result="big answer")
+    with ThreadPoolExecutor(2) as pool:
+        leader = pool.submit(flight.call, "k", held)
+        assert held.entered.wait(WAIT)
+        waiter = pool.submit(flight.call, "k", held)
+        wait_until(joined(flight, "k", 2), "the waiter")
+        held.release.set()
+        for answer in (leader, waiter):
+            with pytest.raises(MemoryError, match="no room"):
+                answer.result(WAIT)
