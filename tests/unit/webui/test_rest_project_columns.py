@@ -69,7 +69,8 @@ class _Call:
 
 
 class _Scheduler:
-    """One experiment (7) the caller may read, with one validation row stored."""
+    """One experiment (7) the caller may read, with three validation rows stored: `mid` only in the
+    middle one."""
 
     def whoami(self, token: str) -> auth_pb2.User | None:
         return auth_pb2.User(username="ann") if token == "tok" else None
@@ -82,12 +83,13 @@ class _Scheduler:
 
     def stream(self, token: str, method: str, message: Any) -> _Call:
         assert (method, message.experiment_id, message.follow) == ("GetMetrics", 7, False)
+        assert message.max_points == 0  # every row: a first-and-last cut would miss `mid`
         series = scheduler_pb2.MetricSeries(
             trial_id=1,
             kind=scheduler_pb2.METRIC_KIND_VALIDATION,
-            total_batches=[10],
-            metrics_json=[json.dumps({"telc": 1})],
-            end_time=["2026-01-01T00:00:00Z"],
+            total_batches=[10, 20, 30],
+            metrics_json=[json.dumps({"telc": 1}), json.dumps({"telc": 2, "mid": 3}), json.dumps({"telc": 4})],
+            end_time=["2026-01-01T00:00:00Z"] * 3,
         )
         return _Call([scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True)])
 
@@ -108,6 +110,7 @@ def test_the_route_answers_as_determineds_e2e_test_reads_it(url: str) -> None:
         "hp.nest.sub2",
         "validation.telc.last",
         "validation.telc.mean",
+        "validation.mid.min",  # stored between the trial's first and last report only
     } <= names
 
     status, _, body = request(url, "/api/v1/projects/2/columns", cookie="pedl_session=tok")
