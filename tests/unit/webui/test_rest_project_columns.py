@@ -88,7 +88,7 @@ class _Scheduler:
             trial_id=1,
             kind=scheduler_pb2.METRIC_KIND_VALIDATION,
             total_batches=[10, 20, 30],
-            metrics_json=[json.dumps({"telc": 1}), json.dumps({"telc": 2, "mid": 3}), json.dumps({"telc": 4})],
+            metrics_json=[json.dumps(m) for m in ({"telc": 1}, {"telc": 2, "mid": 3}, {"telc": 4})],
             end_time=["2026-01-01T00:00:00Z"] * 3,
         )
         return _Call([scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True)])
