@@ -23,6 +23,7 @@ from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.file_chunks import DownloadItem, passed_through
 from pedl_checkpoint_store.known_storages import KnownStorages
 from pedl_checkpoint_store.storage import ShortRead, StorageBackend
 from pedl_checkpoint_store.upload import Upload
@@ -35,9 +36,6 @@ CHUNK_SIZE = 8 * 1024 * 1024
 # at a modest rate. A direct upload not finished by then is aborted (DirectUploads.sweep).
 URL_SECONDS = 3600
 
-# One message of DownloadCheckpoint as sent: a chunk or a URL, built in place in the response (wrapping
-# a finished FileChunk copied its bytes once more: a sixth of the store's CPU per streamed download).
-DownloadItem: TypeAlias = checkpoint_store_pb2.DownloadCheckpointResponse
 Paths: TypeAlias = list[str]  # (the class's own `list` method hides the builtin in its annotations)
 
 
@@ -248,6 +246,11 @@ class CheckpointStore:
     def get(self, uuid: str) -> common_pb2.Checkpoint:
         return _copy(self._entry(uuid).checkpoint)
 
+    def record(self, uuid: str) -> tuple[common_pb2.Checkpoint, dict[str, Any]]:
+        """A visible checkpoint's record and the config of the storage its bytes are on; NotFound."""
+        entry = self._entry(uuid)
+        return _copy(entry.checkpoint), dict(entry.storage)
+
     def missing_files(self, uuid: str) -> builtins.list[str]:
         """The record's files its storage does not hold now: a visible checkpoint whose bytes went
         behind its record's back (lost by the storage, or removed by a deletion that raced an upload
@@ -362,7 +365,7 @@ class CheckpointStore:
         for info in cp.files:
             with self._missing_as_store_error(cp, info, backend):
                 pieces = backend.read_chunks(layout.data_key(cp.uuid, info.path), chunk_size)
-            yield from _passed_through(cp.uuid, info, pieces, backend)
+            yield from passed_through(cp.uuid, info, pieces, backend)
 
     # -- deletes --------------------------------------------------------------------------
 
@@ -456,34 +459,6 @@ class CheckpointStore:
             with self._lock:
                 self._removing.discard(uuid)
         return True
-
-
-def _passed_through(
-    uuid: str, info: common_pb2.FileInfo, pieces: Iterator[bytes], backend: StorageBackend
-) -> Iterator[DownloadItem]:
-    """One file's chunks, as storage holds them. The sha256 is the client's to check, end to end (a
-    second pass here cost CPU that a small machine shares with S3); the size is checked here, free."""
-    offset = 0
-    current = next(pieces, None)
-    while True:
-        following = next(pieces, None) if current is not None else None
-        data = current or b""
-        last = following is None
-        if last and offset + len(data) != info.size:
-            raise DataLoss(
-                f"file {info.path!r} of checkpoint {uuid} in {backend.describe()} is corrupt: "
-                f"the record says {info.size} bytes, storage holds {offset + len(data)}"
-            )
-        item = checkpoint_store_pb2.DownloadCheckpointResponse()
-        chunk = item.chunk
-        chunk.path, chunk.offset, chunk.data, chunk.last = info.path, offset, data, last
-        if last:
-            chunk.sha256 = info.sha256
-        yield item
-        offset += len(data)
-        if last:
-            return
-        current = following
 
 
 def _without(cp: common_pb2.Checkpoint, globs: Sequence[str]) -> tuple[common_pb2.Checkpoint, Paths]:
