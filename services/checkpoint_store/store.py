@@ -79,7 +79,7 @@ class CheckpointStore:
             if not layout.is_checkpoint_name(name):
                 continue
             if self.catalog.exists(layout.marker_key(name, layout.DELETING)):
-                if self._remove(name, self._marker_storage(name, layout.DELETING)):
+                if self._remove(name, _marker_storage(self.catalog, name, layout.DELETING)):
                     report.finished_deletes.append(name)
             elif self.catalog.exists(layout.marker_key(name, layout.RECORD)):
                 try:
@@ -93,19 +93,13 @@ class CheckpointStore:
                 self.catalog.delete(layout.marker_key(name, layout.INCOMPLETE))
                 records.append((cp, storage))
             else:
-                if self._remove(name, self._marker_storage(name, layout.INCOMPLETE)):
+                if self._remove(name, _marker_storage(self.catalog, name, layout.INCOMPLETE)):
                     report.removed_partial.append(name)
         records.sort(key=lambda r: r[0].created_at)
         for cp, storage in records:
             self._add(cp, storage)
         report.loaded = len(records)
         return report
-
-    def _marker_storage(self, uuid: str, marker: str) -> dict[str, Any]:
-        try:
-            return layout.decode_marker(self.catalog.get_bytes(layout.marker_key(uuid, marker)))
-        except (FileNotFoundError, ValueError):
-            return {}
 
     # -- uploads --------------------------------------------------------------------------
 
@@ -451,7 +445,7 @@ class CheckpointStore:
                 return False
             for marker in (layout.INCOMPLETE, layout.DELETING):
                 if self.catalog.exists(layout.marker_key(uuid, marker)):
-                    other, _ = self.resolver.resolve(self._marker_storage(uuid, marker))
+                    other, _ = self.resolver.resolve(_marker_storage(self.catalog, uuid, marker))
                     other.delete_prefix(uuid)
             backend.delete_prefix(uuid)
             self.catalog.delete_prefix(uuid)
@@ -459,6 +453,13 @@ class CheckpointStore:
             with self._lock:
                 self._removing.discard(uuid)
         return True
+
+
+def _marker_storage(catalog: StorageBackend, uuid: str, marker: str) -> dict[str, Any]:
+    try:
+        return layout.decode_marker(catalog.get_bytes(layout.marker_key(uuid, marker)))
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def _without(cp: common_pb2.Checkpoint, globs: Sequence[str]) -> tuple[common_pb2.Checkpoint, Paths]:
