@@ -23,7 +23,7 @@ from pedl.v1 import scheduler_pb2
 from pedl_webui import configs
 from pedl_webui.gateway import GatewayError, error_of
 from pedl_webui.rest.common import Caller, body, caller, ok, path_id
-from pedl_webui.rest.metric_streams import MetricNames
+from pedl_webui.rest.metric_streams import NAME_POINTS, MetricNames
 from pedl_webui.rest.project_columns import project_columns
 from pedl_webui.rest.shapes import experiment_json
 
@@ -193,10 +193,10 @@ def default_project(request: Request) -> JSONResponse:
 
 
 def _metric_names(c: Caller, experiment_id: int) -> set[tuple[str, str]]:
-    """(group, name) of every metric the experiment's trials stored, gathered as the metric-names
-    stream gathers them (`MetricNames`): from each stored row, so a metric reported only between a
-    trial's first and last report has its columns too."""
-    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment_id)
+    """(group, name) of every metric the experiment's trials stored, read as the metric-names stream
+    reads them (`MetricNames` over each trial's rows cut to `NAME_POINTS`): a metric reported only
+    between a trial's first and last report has its columns too."""
+    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment_id, max_points=NAME_POINTS)
     names = MetricNames("")
     try:
         for reply in c.gateway.stream(c.token, "GetMetrics", request):

@@ -13,6 +13,7 @@ import pytest
 from pedl.config import carried
 from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import auth_pb2, scheduler_pb2
+from pedl_webui.rest.metric_streams import NAME_POINTS
 from pedl_webui.rest.project_columns import project_columns
 from tests.unit.webui.test_server import request, serving
 
@@ -83,7 +84,7 @@ class _Scheduler:
 
     def stream(self, token: str, method: str, message: Any) -> _Call:
         assert (method, message.experiment_id, message.follow) == ("GetMetrics", 7, False)
-        assert message.max_points == 0  # every row: a first-and-last cut would miss `mid`
+        assert message.max_points == NAME_POINTS  # the curves' cut: `mid` is in it (test below)
         series = scheduler_pb2.MetricSeries(
             trial_id=1,
             kind=scheduler_pb2.METRIC_KIND_VALIDATION,
