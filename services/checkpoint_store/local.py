@@ -117,6 +117,21 @@ class LocalFilesystemBackend(StorageBackend):
         except FileNotFoundError:
             return []
 
+    def modified_under(self, prefix: str) -> dict[str, datetime]:
+        if not prefix:
+            raise ValueError("a prefix to list is needed: not the whole storage root")
+        top = self._path(prefix)
+        out: dict[str, datetime] = {}
+        for parent, _, files in os.walk(top, onerror=lambda e: None):  # a missing prefix: nothing
+            for name in files:
+                path = Path(parent, name)
+                try:
+                    modified = path.lstat().st_mtime
+                except FileNotFoundError:
+                    continue
+                out[path.relative_to(top).as_posix()] = datetime.fromtimestamp(modified, timezone.utc)
+        return out
+
     def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
         out: dict[str, datetime] = {}
         for entry in os.scandir(self.root):

@@ -1,4 +1,5 @@
-"""Which checkpoint prefixes in a storage nobody claims: the decision of the store's orphan sweep.
+"""Which checkpoint prefixes in a storage nobody claims, and which files under a kept checkpoint's
+prefix its record no longer lists: the decisions of the store's orphan sweep.
 
 Pure logic; `sweeper.py` lists the storages, asks the store what it claims, and removes. An upload
 stores bytes before its record, and a client may still be PUTting on presigned URLs that a store
@@ -18,6 +19,9 @@ from pedl_checkpoint_store import layout
 # one from before a restart of the store can write no more once the prefix is this old.
 DEFAULT_GRACE_SECONDS = 7200.0
 DEFAULT_INTERVAL_SECONDS = 600.0
+# Kept checkpoints whose files one pass lists (in turn, pass after pass): each is one listing of
+# storage, and what it finds (a crash inside a removal of files) is rare.
+FILE_CHECKS_PER_PASS = 100
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,13 @@ def abandoned(
         if now - last >= grace:
             out.append(uuid)
     return out
+
+
+def stray_files(
+    stored: Mapping[str, datetime], recorded: Collection[str], now: datetime, grace: timedelta
+) -> list[str]:
+    """`stored`: each file under a kept checkpoint's data prefix and when it was last written;
+    `recorded`: the paths its record lists. The files to remove: those the record no longer lists
+    (a removal of files rewrites the record before it deletes the bytes, and may crash in between),
+    once older than the grace (a client may still PUT on a URL presigned before the removal)."""
+    return sorted(p for p, modified in stored.items() if p not in recorded and now - modified >= grace)

@@ -189,6 +189,18 @@ class S3Backend(StorageBackend):
         names.discard("")
         return sorted(names)
 
+    def modified_under(self, prefix: str) -> dict[str, datetime]:
+        if not prefix.strip("/"):
+            raise ValueError("a prefix to list is needed: not the whole storage root")
+        full = self._key(prefix.strip("/")) + "/"
+        out: dict[str, datetime] = {}
+        with translated(f"listing {prefix}/", self.describe()):
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=full
+            ):
+                out.update((o["Key"][len(full) :], o["LastModified"]) for o in page.get("Contents", []))
+        return out
+
     def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
         base = self._key("")
         full = f"{base}/" if base else ""

@@ -95,6 +95,11 @@ class StorageBackend(ABC):
         """Names one level below `prefix` ('' for the root), objects and 'directories' alike."""
 
     @abstractmethod
+    def modified_under(self, prefix: str) -> dict[str, datetime]:
+        """Each object under `prefix/`, by its key relative to `prefix/`, with its modification time
+        (UTC); empty where nothing is stored under it."""
+
+    @abstractmethod
     def newest_by_child(self, skip: Collection[str] = ()) -> dict[str, datetime]:
         """Each name one level below the root, with the newest modification time (UTC) of anything
         stored under it, unfinished multipart uploads included: how long since it was last written.

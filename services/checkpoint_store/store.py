@@ -23,6 +23,7 @@ from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.direct_upload import DirectUpload, DirectUploads
 from pedl_checkpoint_store.errors import DataLoss, InvalidArgument, NotFound, StoreError
+from pedl_checkpoint_store.file_chunks import DownloadItem, passed_through
 from pedl_checkpoint_store.known_storages import KnownStorages
 from pedl_checkpoint_store.storage import ShortRead, StorageBackend
 from pedl_checkpoint_store.upload import Upload
@@ -35,9 +36,6 @@ CHUNK_SIZE = 8 * 1024 * 1024
 # at a modest rate. A direct upload not finished by then is aborted (DirectUploads.sweep).
 URL_SECONDS = 3600
 
-# One message of DownloadCheckpoint as sent: a chunk or a URL, built in place in the response (wrapping
-# a finished FileChunk copied its bytes once more: a sixth of the store's CPU per streamed download).
-DownloadItem: TypeAlias = checkpoint_store_pb2.DownloadCheckpointResponse
 Paths: TypeAlias = list[str]  # (the class's own `list` method hides the builtin in its annotations)
 
 
@@ -81,7 +79,7 @@ class CheckpointStore:
             if not layout.is_checkpoint_name(name):
                 continue
             if self.catalog.exists(layout.marker_key(name, layout.DELETING)):
-                if self._remove(name, self._marker_storage(name, layout.DELETING)):
+                if self._remove(name, _marker_storage(self.catalog, name, layout.DELETING)):
                     report.finished_deletes.append(name)
             elif self.catalog.exists(layout.marker_key(name, layout.RECORD)):
                 try:
@@ -95,19 +93,13 @@ class CheckpointStore:
                 self.catalog.delete(layout.marker_key(name, layout.INCOMPLETE))
                 records.append((cp, storage))
             else:
-                if self._remove(name, self._marker_storage(name, layout.INCOMPLETE)):
+                if self._remove(name, _marker_storage(self.catalog, name, layout.INCOMPLETE)):
                     report.removed_partial.append(name)
         records.sort(key=lambda r: r[0].created_at)
         for cp, storage in records:
             self._add(cp, storage)
         report.loaded = len(records)
         return report
-
-    def _marker_storage(self, uuid: str, marker: str) -> dict[str, Any]:
-        try:
-            return layout.decode_marker(self.catalog.get_bytes(layout.marker_key(uuid, marker)))
-        except (FileNotFoundError, ValueError):
-            return {}
 
     # -- uploads --------------------------------------------------------------------------
 
@@ -248,6 +240,11 @@ class CheckpointStore:
     def get(self, uuid: str) -> common_pb2.Checkpoint:
         return _copy(self._entry(uuid).checkpoint)
 
+    def record(self, uuid: str) -> tuple[common_pb2.Checkpoint, dict[str, Any]]:
+        """A visible checkpoint's record and the config of the storage its bytes are on; NotFound."""
+        entry = self._entry(uuid)
+        return _copy(entry.checkpoint), dict(entry.storage)
+
     def missing_files(self, uuid: str) -> builtins.list[str]:
         """The record's files its storage does not hold now: a visible checkpoint whose bytes went
         behind its record's back (lost by the storage, or removed by a deletion that raced an upload
@@ -362,7 +359,7 @@ class CheckpointStore:
         for info in cp.files:
             with self._missing_as_store_error(cp, info, backend):
                 pieces = backend.read_chunks(layout.data_key(cp.uuid, info.path), chunk_size)
-            yield from _passed_through(cp.uuid, info, pieces, backend)
+            yield from passed_through(cp.uuid, info, pieces, backend)
 
     # -- deletes --------------------------------------------------------------------------
 
@@ -448,7 +445,7 @@ class CheckpointStore:
                 return False
             for marker in (layout.INCOMPLETE, layout.DELETING):
                 if self.catalog.exists(layout.marker_key(uuid, marker)):
-                    other, _ = self.resolver.resolve(self._marker_storage(uuid, marker))
+                    other, _ = self.resolver.resolve(_marker_storage(self.catalog, uuid, marker))
                     other.delete_prefix(uuid)
             backend.delete_prefix(uuid)
             self.catalog.delete_prefix(uuid)
@@ -458,32 +455,11 @@ class CheckpointStore:
         return True
 
 
-def _passed_through(
-    uuid: str, info: common_pb2.FileInfo, pieces: Iterator[bytes], backend: StorageBackend
-) -> Iterator[DownloadItem]:
-    """One file's chunks, as storage holds them. The sha256 is the client's to check, end to end (a
-    second pass here cost CPU that a small machine shares with S3); the size is checked here, free."""
-    offset = 0
-    current = next(pieces, None)
-    while True:
-        following = next(pieces, None) if current is not None else None
-        data = current or b""
-        last = following is None
-        if last and offset + len(data) != info.size:
-            raise DataLoss(
-                f"file {info.path!r} of checkpoint {uuid} in {backend.describe()} is corrupt: "
-                f"the record says {info.size} bytes, storage holds {offset + len(data)}"
-            )
-        item = checkpoint_store_pb2.DownloadCheckpointResponse()
-        chunk = item.chunk
-        chunk.path, chunk.offset, chunk.data, chunk.last = info.path, offset, data, last
-        if last:
-            chunk.sha256 = info.sha256
-        yield item
-        offset += len(data)
-        if last:
-            return
-        current = following
+def _marker_storage(catalog: StorageBackend, uuid: str, marker: str) -> dict[str, Any]:
+    try:
+        return layout.decode_marker(catalog.get_bytes(layout.marker_key(uuid, marker)))
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def _without(cp: common_pb2.Checkpoint, globs: Sequence[str]) -> tuple[common_pb2.Checkpoint, Paths]:

@@ -6,7 +6,8 @@ Orphans are what crashes leave where no marker points: a client still PUTting on
 after the store restarted and removed its partial upload, a deletion or an abort whose storage was
 down. A direct upload whose client died between its PUTs and FinishUpload (a harness dies with its
 agent) is claimed until nothing was written for it for the grace period: it is then aborted. Each
-pass also retries the removals that failed before. What to remove is decided in `orphan_sweep`;
+pass also retries the removals that failed before, and removes files under kept checkpoints' prefixes
+that their records no longer list (`stray_files.py`). What to remove is decided in `orphan_sweep`;
 `CheckpointStore.remove_orphan` checks once more, under the store's lock, that nothing claims it,
 and never removes a uuid whose record is on storage.
 """
@@ -25,6 +26,7 @@ from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.orphan_sweep import abandoned, orphans
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.store import CheckpointStore
+from pedl_checkpoint_store.stray_files import StrayFiles
 
 log = _log.get_logger(component="checkpoint_store")
 
@@ -36,6 +38,7 @@ class SweepReport:
     expired_uploads: list[str] = field(default_factory=list)
     abandoned_uploads: list[str] = field(default_factory=list)
     retried_removals: list[str] = field(default_factory=list)
+    stray_files: list[str] = field(default_factory=list)  # 'uuid/path' of each
     failed_storages: list[str] = field(default_factory=list)
 
 
@@ -43,6 +46,7 @@ class OrphanSweeper:
     def __init__(self, store: CheckpointStore, grace_seconds: float) -> None:
         self.store = store
         self.grace = timedelta(seconds=grace_seconds)
+        self.stray = StrayFiles(store, self.grace)
 
     async def run_forever(self, interval: float) -> None:
         """The first pass at once (start-up), then one every `interval` seconds."""
@@ -57,6 +61,7 @@ class OrphanSweeper:
         report = SweepReport()
         report.expired_uploads = self.store.direct_uploads.sweep()
         report.retried_removals = self.store.retry_unfinished_removals()
+        report.stray_files = self.stray.sweep(_now())
         for where, backend in self._storages().items():
             report.storages += 1
             now = _now()  # before listing: what is written meanwhile only looks younger
@@ -104,6 +109,7 @@ class OrphanSweeper:
             expired_uploads=report.expired_uploads,
             abandoned_uploads=report.abandoned_uploads,
             retried_removals=report.retried_removals,
+            stray_files=len(report.stray_files),
             failed_storages=report.failed_storages,
         )
         return report

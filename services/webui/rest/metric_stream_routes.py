@@ -21,6 +21,7 @@ from pedl.v1 import scheduler_pb2
 from pedl_webui import configs
 from pedl_webui.rest.common import Caller, caller, ndjson, path_id, results
 from pedl_webui.rest.metric_streams import (
+    NAME_POINTS,
     MetricBatches,
     MetricNames,
     StreamQuery,
@@ -53,6 +54,7 @@ async def _stream(
     view: View,
     kind: scheduler_pb2.MetricKind.ValueType,
     with_hparams: bool,
+    max_points: int = 0,
 ) -> Response:
     space = configs.hparam_space(configs.experiment_config(experiment)) if with_hparams else None
     hparams: dict[int, Any] = {}
@@ -72,7 +74,9 @@ async def _stream(
         caught_up[1] = True
         return results([message])
 
-    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment.id, follow=True, kind=kind)
+    request = scheduler_pb2.GetMetricsRequest(
+        experiment_id=experiment.id, follow=True, kind=kind, max_points=max_points
+    )
     return await ndjson(c.gateway.stream(c.token, "GetMetrics", request), encode)
 
 
@@ -85,11 +89,13 @@ async def _experiment(c: Caller, experiment_id: int) -> scheduler_pb2.Experiment
 
 
 async def metric_names(request: Request) -> Response:
-    """`GET /api/v1/experiments/metrics-stream/metric-names?ids=`: each metric's name once."""
+    """`GET /api/v1/experiments/metrics-stream/metric-names?ids=`: each metric's name once, read from
+    each trial's rows cut to `NAME_POINTS` (as the project's columns read them)."""
     query, c = _query(request, "names"), caller(request)
     exp = await _experiment(c, query.experiment_ids[0])
     view = MetricNames(exp.searcher_metric)
-    return await _stream(c, exp, view, scheduler_pb2.METRIC_KIND_UNSPECIFIED, with_hparams=False)
+    kind = scheduler_pb2.METRIC_KIND_UNSPECIFIED
+    return await _stream(c, exp, view, kind, with_hparams=False, max_points=NAME_POINTS)
 
 
 async def metric_batches(request: Request) -> Response:

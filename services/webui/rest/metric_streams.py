@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pedl import downsample
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.metric_reports import GROUPS, metric_group
@@ -28,6 +29,12 @@ _GROUP_OF = {
 DEFAULT_MAX_TRIALS = 25  # Determined's TrialsSample defaults
 DEFAULT_MAX_DATAPOINTS = 1000
 _NO_END = 2**63 - 1
+# Rows per trial that reading an experiment's metric names asks for (`GetMetrics.max_points`): the cut
+# the web UI's curves use, which the scheduler keeps made (`curve_cache`, `cut_curves`), so a names
+# read costs a bounded, usually cached, number of rows per trial. The cut keeps each trial's first and
+# last row and, for each metric with a number in any row (up to 99 a trial, by name), a row holding
+# it (`pedl.downsample.keep`): every metric a column or chart can show has its name in it.
+NAME_POINTS = downsample.MAX_POINTS
 _STREAM = {"metric_name", "metric_type", "group", "period_seconds"}
 KNOWN = {
     "names": {"ids", "period_seconds"},

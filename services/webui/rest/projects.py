@@ -23,7 +23,7 @@ from pedl.v1 import scheduler_pb2
 from pedl_webui import configs
 from pedl_webui.gateway import GatewayError, error_of
 from pedl_webui.rest.common import Caller, body, caller, ok, path_id
-from pedl_webui.rest.metric_streams import rows
+from pedl_webui.rest.metric_streams import NAME_POINTS, MetricNames
 from pedl_webui.rest.project_columns import project_columns
 from pedl_webui.rest.shapes import experiment_json
 
@@ -193,16 +193,17 @@ def default_project(request: Request) -> JSONResponse:
 
 
 def _metric_names(c: Caller, experiment_id: int) -> set[tuple[str, str]]:
-    """(group, name) of what the experiment's trials stored: read from each trial's first and last
-    row of each kind (`max_points`), so a metric reported only in between is left out."""
-    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment_id, max_points=2)
-    names: set[tuple[str, str]] = set()
+    """(group, name) of every metric the experiment's trials stored, read as the metric-names stream
+    reads them (`MetricNames` over each trial's rows cut to `NAME_POINTS`): a metric reported only
+    between a trial's first and last report has its columns too."""
+    request = scheduler_pb2.GetMetricsRequest(experiment_id=experiment_id, max_points=NAME_POINTS)
+    names = MetricNames("")
     try:
         for reply in c.gateway.stream(c.token, "GetMetrics", request):
-            names.update((row.group, name) for row in rows(reply) for name in row.metrics)
+            names.absorb(reply, {})
     except grpc.RpcError as e:
         raise error_of(e) from None
-    return names
+    return names.seen
 
 
 def _columns(c: Caller) -> list[dict[str, Any]]:

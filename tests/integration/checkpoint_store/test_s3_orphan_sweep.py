@@ -1,6 +1,7 @@
 """The store's orphan sweep on a real S3 (SeaweedFS): bytes a crash left in the bucket, that no record
 and no upload in progress claims, are removed once older than the grace; a recorded checkpoint, an
-upload still in flight and whatever in the bucket is not a checkpoint stay."""
+upload still in flight and whatever in the bucket is not a checkpoint stay; files under a kept
+checkpoint that its record no longer lists go too."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from pedl import _grpc
 from pedl.checkpoints import CheckpointStoreClient
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
+from pedl_checkpoint_store.s3 import S3Backend
+from pedl_checkpoint_store.s3_settings import S3Settings
 from support.processes import Service, stop
 from support.seaweedfs import SeaweedFS, weed_binary
 
@@ -206,3 +209,46 @@ def test_recorded_checkpoints_survive_many_sweeps_with_no_grace(weed: SeaweedFS,
                 assert read_tree(tmp_path / f"out{n}") == FILES
     finally:
         stop(store.process)
+
+
+def test_files_a_crashed_removal_left_under_a_kept_checkpoint_are_swept_and_its_files_stay(
+    weed: SeaweedFS, tmp_path: Path
+) -> None:
+    """What a store killed inside `remove_files` leaves (the record rewritten, the bytes not yet
+    deleted): objects under the checkpoint's data prefix its record does not list."""
+    prefix = f"stray-{uuidlib.uuid4().hex[:8]}"
+    storage = weed.storage_config(EXPERIMENT_BUCKET, prefix)
+    src = tmp_path / "src"
+    for rel, data in FILES.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    store = start_store(tmp_path / "store", weed, extra_env=SWEEP)
+    try:
+        with CheckpointStoreClient(store.address) as client:
+            kept = client.upload(src, experiment_id=1, trial_id=1, total_batches=5, storage=storage)
+        stray = f"{prefix}/{kept.uuid}/data/removed/opt.pt"
+        weed.client().put_object(Bucket=EXPERIMENT_BUCKET, Key=stray, Body=b"x" * 100)
+        wait_for(lambda: not keys(weed, EXPERIMENT_BUCKET, stray), "the stray file's removal")
+        assert "stray checkpoint file removed" in store.log()
+        assert keys(weed, EXPERIMENT_BUCKET, f"{prefix}/{kept.uuid}/data/") == sorted(
+            f"{prefix}/{kept.uuid}/data/{path}" for path in FILES
+        )
+        with CheckpointStoreClient(store.address) as client:
+            client.download(kept.uuid, tmp_path / "kept")
+        assert read_tree(tmp_path / "kept") == FILES
+    finally:
+        stop(store.process)
+
+
+def test_the_s3_backend_lists_every_object_under_a_prefix(weed: SeaweedFS) -> None:
+    prefix = f"listed-{uuidlib.uuid4().hex[:8]}"
+    backend = S3Backend(S3Settings.from_config(weed.storage_config(EXPERIMENT_BUCKET, prefix)))
+    for key in ("notes/data/a", "notes/data/d/e/b", "notes/checkpoint.json", "notes-other/x"):
+        backend.put_bytes(key, b"1")
+    listed = backend.modified_under("notes/data")
+    assert sorted(listed) == ["a", "d/e/b"]
+    assert all(when.tzinfo is not None for when in listed.values())
+    assert sorted(backend.modified_under("notes")) == ["checkpoint.json", "data/a", "data/d/e/b"]
+    assert backend.modified_under("nothing/here") == {}
+    with pytest.raises(ValueError, match="prefix"):
+        backend.modified_under("")

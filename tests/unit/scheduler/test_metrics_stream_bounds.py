@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from pedl import downsample
 from pedl_scheduler import metrics_stream
 from pedl_scheduler.storage.ops import results as result_ops
 from tests.unit.scheduler.test_metrics_stream import collect, query
@@ -66,3 +67,20 @@ def test_a_trial_of_another_experiment_or_a_bad_bound_is_refused() -> None:
         query(experiment_id=exp_id, max_points=1)
     with pytest.raises(metrics_stream.MetricsRequestError, match="trial_ids picks trials of an experiment"):
         query(trial_id=a, trial_ids=[a])
+
+
+def test_the_curves_cut_holds_every_metric_name_a_number_was_stored_for() -> None:
+    """What the web UI's metric names and project columns read (`max_points` = the curves' cut): 98
+    metrics each stored in one middle row of 1,000 are all in it, with `loss` (99 names, what the cut
+    holds per trial: `downsample.keep`); a first-and-last cut has none of them."""
+    s, exp_id, (a, _b, _c) = storage_with_trials("a", "b", "c")
+    once = {1 + 10 * k: f"m{k:02}" for k in range(98)}  # rows 1, 11, ..., 971 of trial a
+    for v in range(1000):
+        metrics = {"loss": 1.0 / (v + 1), **({once[v]: float(v)} if v in once else {})}
+        result_ops.record_step(s, a, v + 1, (v + 1) * 10, 10, json.dumps(metrics), "t")
+    s.flush()
+    rows = collect(s, query(experiment_id=exp_id, max_points=downsample.MAX_POINTS))
+    assert len(rows) <= downsample.MAX_POINTS
+    assert {name for *_, metrics in rows for name in metrics} == {"loss", *once.values()}
+    ends = collect(s, query(experiment_id=exp_id, max_points=2))
+    assert {name for *_, metrics in ends for name in metrics} == {"loss"}

@@ -17,6 +17,7 @@ from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import auth_pb2, scheduler_pb2
 from pedl_webui.gateway import GatewayError
 from pedl_webui.rest.metric_streams import (
+    NAME_POINTS,
     MetricBatches,
     MetricNames,
     StreamQuery,
@@ -180,6 +181,9 @@ class _Call:
         pass
 
 
+ASKED: list[int] = []  # each GetMetrics stream's max_points, in order
+
+
 class _Scheduler:
     """Experiment 3 (trials 1 and 2) as the scheduler answers it; its metrics stream has nothing
     stored yet, then each trial's rows, then it ends (the experiment ended)."""
@@ -206,6 +210,7 @@ class _Scheduler:
 
     def stream(self, token: str, method: str, message: Any) -> _Call:
         assert (method, message.experiment_id, message.follow) == ("GetMetrics", 3, True)
+        ASKED.append(message.max_points)
         return _Call(
             [
                 _reply(caught_up=True),
@@ -228,7 +233,9 @@ def _lines(url: str, path: str) -> list[dict[str, Any]]:
 
 
 def test_the_streams_answer_as_determineds_e2e_test_reads_them(url: str) -> None:
+    ASKED.clear()
     names = _lines(url, "/api/v1/experiments/metrics-stream/metric-names?ids=3&period_seconds=1")
+    assert ASKED == [NAME_POINTS]  # the curves' cut, as the project's columns read names
     assert names[0] == {"searcherMetrics": ["validation_loss"]} | _empty_names()
     assert [n for r in names for n in r["trainingMetrics"]] == ["loss", "batches"]
     assert [n for r in names for n in r["validationMetrics"]] == ["validation_loss", "accuracy"]
@@ -250,6 +257,7 @@ def test_the_streams_answer_as_determineds_e2e_test_reads_them(url: str) -> None
     assert sample[0] == {"trials": [], "promotedTrials": [], "demotedTrials": []}
     assert sample[1]["promotedTrials"] == [1, 2]
     assert [p["batches"] for p in sample[2]["trials"][0]["data"]] == [200]
+    assert ASKED[1:] == [0, 0, 0]  # the other streams: every row
 
 
 def test_a_bad_query_is_a_400_in_determineds_error_shape(url: str) -> None:

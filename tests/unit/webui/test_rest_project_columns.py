@@ -13,6 +13,7 @@ import pytest
 from pedl.config import carried
 from pedl.config.experiment import parse_experiment_config
 from pedl.v1 import auth_pb2, scheduler_pb2
+from pedl_webui.rest.metric_streams import NAME_POINTS
 from pedl_webui.rest.project_columns import project_columns
 from tests.unit.webui.test_server import request, serving
 
@@ -69,7 +70,8 @@ class _Call:
 
 
 class _Scheduler:
-    """One experiment (7) the caller may read, with one validation row stored."""
+    """One experiment (7) the caller may read, with three validation rows stored: `mid` only in the
+    middle one."""
 
     def whoami(self, token: str) -> auth_pb2.User | None:
         return auth_pb2.User(username="ann") if token == "tok" else None
@@ -82,12 +84,13 @@ class _Scheduler:
 
     def stream(self, token: str, method: str, message: Any) -> _Call:
         assert (method, message.experiment_id, message.follow) == ("GetMetrics", 7, False)
+        assert message.max_points == NAME_POINTS  # the curves' cut: `mid` is in it (test below)
         series = scheduler_pb2.MetricSeries(
             trial_id=1,
             kind=scheduler_pb2.METRIC_KIND_VALIDATION,
-            total_batches=[10],
-            metrics_json=[json.dumps({"telc": 1})],
-            end_time=["2026-01-01T00:00:00Z"],
+            total_batches=[10, 20, 30],
+            metrics_json=[json.dumps(m) for m in ({"telc": 1}, {"telc": 2, "mid": 3}, {"telc": 4})],
+            end_time=["2026-01-01T00:00:00Z"] * 3,
         )
         return _Call([scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True)])
 
@@ -108,6 +111,7 @@ def test_the_route_answers_as_determineds_e2e_test_reads_it(url: str) -> None:
         "hp.nest.sub2",
         "validation.telc.last",
         "validation.telc.mean",
+        "validation.mid.min",  # stored between the trial's first and last report only
     } <= names
 
     status, _, body = request(url, "/api/v1/projects/2/columns", cookie="pedl_session=tok")
