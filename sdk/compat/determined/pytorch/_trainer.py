@@ -1,7 +1,8 @@
 """`det.pytorch.init()` and `det.pytorch.Trainer(trial, context).fit(...)` for training scripts.
 
 The Trainer drives the same controller the harness uses (`controller_for`): `fit` trains to
-`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period`. Off a
+`max_length`, validates every `validation_period`, checkpoints every `checkpoint_period` and after
+the validations `checkpoint_policy` picks, and reports training every `reporting_period`. Off a
 cluster its metrics are printed and its checkpoints written into `checkpoint_dir` (one directory per
 checkpoint, named by batches trained), so a script resumes exactly with `latest_checkpoint=` (a
 path). Run as a pedl trial (Determined's tutorial script as an experiment's entrypoint), it reports
