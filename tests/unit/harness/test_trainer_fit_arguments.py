@@ -265,3 +265,17 @@ def test_best_follows_smaller_is_better_and_names_a_missing_metric() -> None:
         ValueError, match="the searcher metric 'accuracy' is not among the validation metrics"
     ):
         CheckpointPolicy("best", lambda: ("accuracy", False)).after({"loss": 1.0})
+
+
+def test_a_period_of_several_points_is_refused_naming_it() -> None:
+    """Determined's `Batch([5, 30, 45])` (report at those batches) is not taken: one int per period."""
+    with pytest.raises(TypeError, match=r"^reporting_period must be Batch\(n\) or Epoch\(n\) with one int n"):
+        fit_options(
+            reporting_period=Batch([5, 30]),  # type: ignore[arg-type]
+            checkpoint_policy="none",
+            step_zero_validation=False,
+            test_mode=False,
+            profiling_enabled=False,
+            batches_per_epoch=4,
+            on_cluster=False,
+        )
