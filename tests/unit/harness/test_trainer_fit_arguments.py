@@ -116,7 +116,12 @@ ON_CLUSTER = """
 import sys
 from trial import *
 
-fit(max_length=pytorch.Batch(16), validation_period=pytorch.Batch(4), reporting_period=pytorch.Batch(2))
+fit(
+    max_length=pytorch.Batch(16),
+    validation_period=pytorch.Batch(4),
+    reporting_period=pytorch.Batch(2),
+    step_zero_validation=True,
+)
 """
 
 
@@ -203,8 +208,9 @@ def test_bad_values_are_refused_in_one_line_naming_the_argument(local, case: str
 
 
 def test_on_a_cluster_best_checkpoints_after_each_better_validation(tmp_path) -> None:
-    """Validation losses 3, 1, 2, 0.5 at batches 4, 8, 12, 16: checkpoints at 4, 8 and 16 (12's
-    validation is no better), training reported every 2 batches."""
+    """Validation losses 3, 1, 2, 0.5, 3 at batches 0 (step zero), 4, 8, 12, 16: checkpoints at 4
+    and 12 (better than every earlier one; none after step zero's) and 16 (the end); training
+    reported every 2 batches."""
     model = _write(tmp_path, ON_CLUSTER)
     settings = ScriptSettings(
         command=[sys.executable, "main.py"], model_dir=model, chief=True, searcher_metric="validation_loss"
@@ -224,7 +230,7 @@ def test_on_a_cluster_best_checkpoints_after_each_better_validation(tmp_path) ->
     finally:
         trial.kill()
         server.close()
-    assert stored.progress == [4, 8, 16]
+    assert stored.progress == [4, 12, 16]
     training = [r.steps_completed for r in seen if r.kind == REPORT.SCRIPT_REPORT_KIND_TRAINING]
     assert training == [2, 4, 6, 8, 10, 12, 14, 16]
     losses = [
@@ -232,7 +238,9 @@ def test_on_a_cluster_best_checkpoints_after_each_better_validation(tmp_path) ->
         for r in seen
         if r.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION
     ]
-    assert losses == [3.0, 1.0, 2.0, 0.5]
+    assert losses == [3.0, 1.0, 2.0, 0.5, 3.0]
+    validated = [r.steps_completed for r in seen if r.kind == REPORT.SCRIPT_REPORT_KIND_VALIDATION]
+    assert validated == [0, 4, 8, 12, 16]
 
 
 def test_on_a_cluster_test_mode_is_refused_and_off_it_best_becomes_all() -> None:
