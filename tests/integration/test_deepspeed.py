@@ -75,7 +75,8 @@ def test_a_det_ds_trainer_script_trains_two_slots_and_reports_through_the_core_a
     assert [s.total_batches for s in detail.steps] == [4, 8, 12]
     assert [v.total_batches for v in detail.validations] == [4, 8, 12]
     assert {"validation_loss", "accuracy"} <= set(from_struct(detail.validations[-1].metrics))
-    assert [c.total_batches for c in detail.checkpoints] == [8, 12]
+    # checkpoint_policy="best" (Determined's default): the first validation (4) is the best so far.
+    assert [c.total_batches for c in detail.checkpoints] == [4, 8, 12]
     text = logs(cluster, detail.trial.id)
     assert "[rank 0] " in text and "[rank 1] " in text
 

@@ -105,8 +105,21 @@ def run_step(trial: CoreApiTrial, total: int) -> common_pb2.WorkloadResult:
     return trial.run_workload(work)
 
 
-def reports(step: common_pb2.WorkloadResult, kind: int) -> list[dict]:
-    return [from_struct(r.metrics) for r in step.script_reports if r.kind == kind]
+def run_steps(
+    trial: CoreApiTrial, total: int
+) -> tuple[common_pb2.WorkloadResult, list[common_pb2.ScriptReport]]:
+    """Steps to `total` batches (a checkpoint, which checkpoint_policy='best' takes after a better
+    validation, ends a step early) and what the script reported in them."""
+    seen: list[common_pb2.ScriptReport] = []
+    while True:
+        step = run_step(trial, total)
+        seen.extend(step.script_reports)
+        if step.script_progress >= total or step.script_finished:
+            return step, seen
+
+
+def reports(seen: list[common_pb2.ScriptReport], kind: int) -> list[dict]:
+    return [from_struct(r.metrics) for r in seen if r.kind == kind]
 
 
 def test_determineds_adaptive_config_measures_trials_in_batches() -> None:
@@ -119,12 +132,12 @@ def test_the_trainer_reports_batches_and_epochs_so_asha_measures_the_trial_by_th
     time_metric = parse_experiment_config(ADAPTIVE_SHORT).searcher.time_metric
     trial, server = start(tmp_path, time_metric, ["--batches", "400"])
     try:
-        step = run_step(trial, 8)  # ends at the validation whose `batches` reaches 8
+        step, seen = run_steps(trial, 8)  # ends at the validation whose `batches` reaches 8
         assert step.script_progress == 8 and not step.script_finished
-        validations = reports(step, REPORT.SCRIPT_REPORT_KIND_VALIDATION)
+        validations = reports(seen, REPORT.SCRIPT_REPORT_KIND_VALIDATION)
         assert [(v["batches"], v["epochs"]) for v in validations[:2]] == [(4, 1), (8, 2)]
         assert "validation_loss" in validations[0]
-        training = reports(step, REPORT.SCRIPT_REPORT_KIND_TRAINING)
+        training = reports(seen, REPORT.SCRIPT_REPORT_KIND_TRAINING)
         assert (training[0]["batches"], training[0]["epochs"]) == (4, 1) and "loss" in training[0]
     finally:
         trial.kill()
@@ -135,7 +148,7 @@ def test_a_trials_own_batches_metric_is_kept(tmp_path) -> None:
     trial, server = start(tmp_path, "batches", ["--own-batches"])
     try:
         step = run_step(trial, 4)  # the trial's own `batches` (1000) is its progress
-        first = reports(step, REPORT.SCRIPT_REPORT_KIND_VALIDATION)[0]
+        first = reports(list(step.script_reports), REPORT.SCRIPT_REPORT_KIND_VALIDATION)[0]
         assert first["batches"] == 1000.0 and first["epochs"] == 1
     finally:
         trial.kill()

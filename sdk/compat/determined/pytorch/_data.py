@@ -34,6 +34,9 @@ class Epoch:
 
 
 def to_batches(length: Any, batches_per_epoch: int, what: str) -> int:
+    value = getattr(length, "value", None)
+    if isinstance(length, (Batch, Epoch)) and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"{what} must be Batch(n) or Epoch(n) with one int n, got {length!r}")
     if isinstance(length, Batch):
         return int(length.value)
     if isinstance(length, Epoch):

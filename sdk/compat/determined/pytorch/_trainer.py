@@ -1,7 +1,8 @@
 """`det.pytorch.init()` and `det.pytorch.Trainer(trial, context).fit(...)` for training scripts.
 
 The Trainer drives the same controller the harness uses (`controller_for`): `fit` trains to
-`max_length`, validates every `validation_period` and checkpoints every `checkpoint_period`. Off a
+`max_length`, validates every `validation_period`, checkpoints every `checkpoint_period` and after
+the validations `checkpoint_policy` picks, and reports training every `reporting_period`. Off a
 cluster its metrics are printed and its checkpoints written into `checkpoint_dir` (one directory per
 checkpoint, named by batches trained), so a script resumes exactly with `latest_checkpoint=` (a
 path). Run as a pedl trial (Determined's tutorial script as an experiment's entrypoint), it reports
@@ -26,6 +27,7 @@ import torch.distributed
 
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import to_batches
+from determined.pytorch._fit import DEFAULT_REPORTING_PERIOD, CheckpointPolicy, fit_options
 from pedl import _trial_context
 from pedl.harness.build import seed_all
 
@@ -116,14 +118,16 @@ class Trainer:
         latest_checkpoint: str | Path | None = None,
         checkpoint_dir: str | Path = "checkpoints",
         test_mode: bool = False,
-        **unsupported: Any,
+        reporting_period: Any = DEFAULT_REPORTING_PERIOD,
+        checkpoint_policy: str = "best",
+        step_zero_validation: bool = False,
+        profiling_enabled: bool = False,
     ) -> list[dict[str, Any]]:
         """Trains to `max_length` (on a cluster, None: the searcher's lengths, as Determined 0.23 to
-        0.34's tutorial asks); returns the validation metrics, one dict per validation."""
-        if unsupported:
-            raise TypeError(
-                f"Trainer.fit(): pedl does not support the argument(s) {', '.join(sorted(unsupported))}"
-            )
+        0.34's tutorial asks); returns the validation metrics, one dict per validation. Training
+        metrics are reported every `reporting_period` and at each validation or checkpoint; a
+        checkpoint follows a validation as `checkpoint_policy` says; `test_mode` trains one batch,
+        validates and checkpoints (off a cluster only)."""
         controller = self._controller
         per_epoch = self._batches_per_epoch()
         validate_every = (
@@ -131,16 +135,29 @@ class Trainer:
         )
         save_every = to_batches(checkpoint_period, per_epoch, "checkpoint_period") if checkpoint_period else 0
         with _reports(Path(checkpoint_dir)) as reports:
+            options = fit_options(
+                reporting_period=reporting_period,
+                checkpoint_policy=checkpoint_policy,
+                step_zero_validation=step_zero_validation,
+                test_mode=test_mode,
+                profiling_enabled=profiling_enabled,
+                batches_per_epoch=per_epoch,
+                on_cluster=reports.on_cluster,
+            )
             if latest_checkpoint is not None:
                 with reports.restore(str(latest_checkpoint)) as path:
                     controller.load(path)
-            loop = _Loop(controller, reports, validate_every, save_every)
+            config = self.context.get_experiment_config()
+            policy = CheckpointPolicy(options.checkpoint_policy, lambda: _searcher(config))
+            loop = _Loop(controller, reports, validate_every, save_every, options.report_every, policy)
+            if options.step_zero_validation and controller.batches_trained == 0:
+                loop.validate()
             if max_length is None and not test_mode:
                 if not isinstance(reports, _TrialReports):
                     raise TypeError(
                         "Trainer.fit(): max_length is required off a cluster (Batch(n) or Epoch(n))"
                     )
-                metric = _searcher_metric(self.context.get_experiment_config())
+                metric = _searcher(config)[0]
                 searcher = reports.core.searcher
                 unit = searcher.get_configured_units()
                 for op in searcher.operations():
@@ -152,23 +169,24 @@ class Trainer:
                     if loop.preempted:
                         break
             else:
-                loop.train_to(2 if test_mode else to_batches(max_length, per_epoch, "max_length"))
+                loop.train_to(1 if test_mode else to_batches(max_length, per_epoch, "max_length"))
             if reports.on_cluster and loop.saved != controller.batches_trained:
                 with reports.store(controller.batches_trained) as target_dir:
                     controller.save(target_dir)
         return loop.results
 
 
-def _searcher_metric(config: dict[str, Any]) -> str:
-    """searcher.metric of the trial's experiment config (the context's, else the cluster info's)."""
+def _searcher(config: dict[str, Any]) -> tuple[str, bool]:
+    """(searcher.metric, searcher.smaller_is_better) of the trial's experiment config (the
+    context's, else the cluster info's)."""
     from determined import _cluster_info
 
     info = _cluster_info.get_cluster_info()
     for source in (config, info.trial.config if info is not None else {}):
         searcher = source.get("searcher") if isinstance(source, dict) else None
         if isinstance(searcher, dict) and searcher.get("metric"):
-            return str(searcher["metric"])
-    raise ValueError("Trainer.fit(max_length=None): the experiment config names no searcher.metric")
+            return str(searcher["metric"]), bool(searcher.get("smaller_is_better", True))
+    raise ValueError("Trainer.fit(): the experiment config names no searcher.metric")
 
 
 def _searcher_batches(length: int, unit: Any, per_epoch: int, loader: Any) -> int:
@@ -182,14 +200,25 @@ def _searcher_batches(length: int, unit: Any, per_epoch: int, loader: Any) -> in
 
 
 class _Loop:
-    """Training to a target: validations every `validate_every` batches and at the target,
-    checkpoints every `save_every` and at the target (or when preempted)."""
+    """Training to a target: training reports every `report_every` batches, validations every
+    `validate_every` and at the target, checkpoints every `save_every`, after the validations
+    `policy` picks, and at the target (or when preempted)."""
 
-    def __init__(self, controller: Any, reports: Any, validate_every: int, save_every: int) -> None:
+    def __init__(
+        self,
+        controller: Any,
+        reports: Any,
+        validate_every: int,
+        save_every: int,
+        report_every: int,
+        policy: CheckpointPolicy,
+    ) -> None:
         self.controller = controller
         self.reports = reports
         self.validate_every = validate_every
         self.save_every = save_every
+        self.report_every = report_every
+        self.policy = policy
         self.results: list[dict[str, Any]] = []
         self.validated_at = -1
         self.saved = -1
@@ -197,20 +226,26 @@ class _Loop:
 
     def train_to(self, total: int) -> None:
         controller, reports = self.controller, self.reports
+        periods = (self.validate_every, self.save_every, self.report_every)
         while controller.batches_trained < total and not self.preempted:
             done = controller.batches_trained
-            targets = [total] + [done + p - done % p for p in (self.validate_every, self.save_every) if p]
-            step = controller.train_until(min(targets))
+            step = controller.train_until(min([total] + [done + p - done % p for p in periods if p]))
             trained = controller.batches_trained
             reports.training(trained, self._with_progress(step.metrics), trained / total)
             last = trained == total
             if last or (self.validate_every and trained % self.validate_every == 0):
-                self._validate()
+                self.validate()
             self.preempted = reports.should_preempt()
             if last or self.preempted or (self.save_every and trained % self.save_every == 0):
-                with reports.store(trained) as target:
-                    controller.save(target)
-                self.saved = trained
+                self._save()
+
+    def _save(self) -> None:
+        trained = self.controller.batches_trained
+        if self.saved == trained:
+            return
+        with self.reports.store(trained) as target:
+            self.controller.save(target)
+        self.saved = trained
 
     def _with_progress(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """`metrics` with `batches` and `epochs` (completed) added unless the trial reports its own:
@@ -219,17 +254,31 @@ class _Loop:
         controller = self.controller
         return {"batches": controller.batches_trained, "epochs": controller._stream.epoch, **metrics}
 
-    def _validate(self) -> dict[str, Any]:
+    def validate(self) -> dict[str, Any]:
+        """Validates now, reports it and checkpoints if the policy says so (every rank agrees; not
+        after a validation of the untrained model, as in Determined)."""
         self.results.append(self._with_progress(self.controller.validate()))
         self.validated_at = self.controller.batches_trained
         self.reports.validation(self.validated_at, self.results[-1])
+        decided = self.policy.after(self.results[-1]) if self.reports.is_chief else False
+        if _chiefs_answer(decided) and self.validated_at > 0:
+            self._save()
         return self.results[-1]
 
     def validation_at(self, batches: int) -> dict[str, Any]:
         """The validation metrics at `batches` (validating now if the last validation was earlier)."""
         if self.validated_at == self.controller.batches_trained == batches and self.results:
             return self.results[-1]
-        return self._validate()
+        return self.validate()
+
+
+def _chiefs_answer(answer: bool) -> bool:
+    """Rank 0's `answer` on every rank of the slots' process group (itself when there is none)."""
+    if not torch.distributed.is_initialized() or torch.distributed.get_world_size() <= 1:
+        return answer
+    shared = [answer]
+    torch.distributed.broadcast_object_list(shared, src=0)
+    return bool(shared[0])
 
 
 class _LocalReports:

@@ -65,7 +65,7 @@ def _free_port() -> int:
 
 
 class Trainer(PyTorchTrainer):
-    """`fit(max_length=..., validation_period=..., checkpoint_period=..., latest_checkpoint=...)`
+    """`fit(max_length=..., validation_period=..., checkpoint_period=..., latest_checkpoint=..., ...)`
     as `det.pytorch.Trainer`'s; one batch is one optimizer step of the engines (their gradient
     accumulation steps' micro-batches)."""
 
