@@ -323,6 +323,7 @@ class SchedulerApi(
             checkpoints=[convert.checkpoint(c) for c in found.checkpoints],
             timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
             next_page_token=found.next_page_token,
+            metric_groups=[] if request.page_token else trial_pages.group_summaries(self.db, row["id"]),
         )
 
     async def ListTrialDetails(  # noqa: N802

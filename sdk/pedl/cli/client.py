@@ -201,6 +201,7 @@ class SchedulerClient(_grpc.Client):
             detail.checkpoints.extend(page.checkpoints)
             if not detail.timeline:  # the whole timeline comes with every page
                 detail.timeline.extend(page.timeline)
+            detail.metric_groups.extend(page.metric_groups)  # the first page's only
             token = page.next_page_token
             if not token:
                 return detail

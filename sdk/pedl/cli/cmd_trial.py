@@ -110,7 +110,7 @@ def describe_trial(args: argparse.Namespace) -> int:
 
     record["timeline"] = timeline_records(detail.timeline)
     text = render.describe_trial(detail, steps=args.metrics)
-    csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]
+    csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list) and k != "metric_groups"}]
     output.emit(args, record, text, csv_rows=csv_rows)
     return 0
 

@@ -708,6 +708,7 @@ class GetTrialResponse(google.protobuf.message.Message):
     CHECKPOINTS_FIELD_NUMBER: builtins.int
     TIMELINE_FIELD_NUMBER: builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    METRIC_GROUPS_FIELD_NUMBER: builtins.int
     next_page_token: builtins.str
     """GetTrial: pass as page_token for the next page; "" when this page was the last."""
     @property
@@ -722,6 +723,12 @@ class GetTrialResponse(google.protobuf.message.Message):
     def timeline(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[pedl.v1.common_pb2.TimelinePhase]:
         """Every run's phases, in the order they started (`pedl trial describe` shows them)."""
 
+    @property
+    def metric_groups(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___MetricGroupSummary]:
+        """The trial's custom metric groups (any group but training and validation), by name; on the
+        first page only (no page_token), as the web UI's trial page and `pedl trial describe` show them.
+        """
+
     def __init__(
         self,
         *,
@@ -731,11 +738,42 @@ class GetTrialResponse(google.protobuf.message.Message):
         checkpoints: collections.abc.Iterable[pedl.v1.common_pb2.Checkpoint] | None = ...,
         timeline: collections.abc.Iterable[pedl.v1.common_pb2.TimelinePhase] | None = ...,
         next_page_token: builtins.str = ...,
+        metric_groups: collections.abc.Iterable[global___MetricGroupSummary] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["trial", b"trial"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints", "next_page_token", b"next_page_token", "steps", b"steps", "timeline", b"timeline", "trial", b"trial", "validations", b"validations"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints", "metric_groups", b"metric_groups", "next_page_token", b"next_page_token", "steps", b"steps", "timeline", b"timeline", "trial", b"trial", "validations", b"validations"]) -> None: ...
 
 global___GetTrialResponse = GetTrialResponse
+
+@typing.final
+class MetricGroupSummary(google.protobuf.message.Message):
+    """One custom metric group of a trial, folded from every report of it."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: builtins.int
+    REPORTS_FIELD_NUMBER: builtins.int
+    LAST_BATCHES_FIELD_NUMBER: builtins.int
+    METRICS_FIELD_NUMBER: builtins.int
+    group: builtins.str
+    reports: builtins.int
+    last_batches: builtins.int
+    @property
+    def metrics(self) -> google.protobuf.struct_pb2.Struct:
+        """Per metric: count and last, and for numbers min, max, mean and sum (Determined's summaryMetrics)."""
+
+    def __init__(
+        self,
+        *,
+        group: builtins.str = ...,
+        reports: builtins.int = ...,
+        last_batches: builtins.int = ...,
+        metrics: google.protobuf.struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["metrics", b"metrics"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["group", b"group", "last_batches", b"last_batches", "metrics", b"metrics", "reports", b"reports"]) -> None: ...
+
+global___MetricGroupSummary = MetricGroupSummary
 
 @typing.final
 class GetTrialLogsRequest(google.protobuf.message.Message):

@@ -47,13 +47,16 @@ def trial_pages(
 
 
 def summary_of(c: Caller, trial_id: int) -> dict[str, Any]:
-    """The trial's `summaryMetrics`, folded from every step and validation it reported."""
+    """The trial's `summaryMetrics`, folded from every step and validation it reported, and its
+    custom groups as the scheduler folded them."""
     training: list[dict[str, Any]] = []
     validation: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, Any]] = {}
     for reply in trial_pages(c, trial_id):
         training.extend(from_struct(s.metrics) for s in reply.steps)
         validation.extend(from_struct(v.metrics) for v in reply.validations)
-    return summary_metrics(training, validation)
+        groups.update((g.group, records.metric_group_record(g)["metrics"]) for g in reply.metric_groups)
+    return summary_metrics(training, validation, groups)
 
 
 def trial_workloads(request: Request) -> JSONResponse:

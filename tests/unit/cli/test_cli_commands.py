@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pedl._metrics import to_struct
 from pedl.cli.main import main
+from pedl.metric_summary import fold
 from pedl.v1 import common_pb2, scheduler_pb2
 
 from .fake_scheduler import Script, serve, step, trial, validation
@@ -137,6 +139,44 @@ def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(script, "trial", "describe", "3", "--metrics") == 0
     out = capsys.readouterr().out
     assert "Batches:         200" in out and "Training steps:" in out and "Validations:" in out
+
+
+def test_trial_describe_shows_its_custom_metric_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    reports = [{"loss": 2.0, "fps": 30.0}, {"loss": 4.0, "fps": 10.0}]
+    detail = _trial_detail()
+    detail.metric_groups.add(group="inference", reports=2, last_batches=150, metrics=to_struct(fold(reports)))
+    script = Script(experiments=[_experiment()], trials={3: [detail]})
+    assert run(script, "trial", "describe", "3") == 0
+    out = capsys.readouterr().out
+    table = out.split("Metric groups:\n", 1)[1].splitlines()
+    assert table[0].split() == ["GROUP", "METRIC", "REPORTS", "LAST", "BATCHES", "LAST", "MIN", "MAX", "MEAN"]
+    assert [row.split() for row in table[2:4]] == [
+        ["inference", "fps", "2", "150", "10", "10", "30", "20"],
+        ["inference", "loss", "2", "150", "4", "2", "4", "3"],
+    ]
+    assert run(script, "trial", "describe", "3", "--json") == 0
+    group = json.loads(capsys.readouterr().out)["metric_groups"]["inference"]
+    assert group["reports"] == 2 and group["last_batches"] == 150
+    assert group["metrics"]["loss"] | {"sum": None} == {
+        "count": 2,
+        "min": 2.0,
+        "max": 4.0,
+        "mean": 3.0,
+        "last": 4.0,
+        "type": "number",
+        "sum": None,
+    }
+    assert run(script, "trial", "describe", "3", "--csv") == 0
+    assert "inference" not in capsys.readouterr().out  # one row per trial: its groups are in --json
+
+
+def test_trial_describe_without_custom_groups_says_nothing_of_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        run(Script(experiments=[_experiment()], trials={3: [_trial_detail()]}), "trial", "describe", "3") == 0
+    )
+    assert "Metric groups" not in capsys.readouterr().out
 
 
 def test_agent_and_slot_list(capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,3 +37,10 @@ def test_a_nan_report_makes_min_max_and_mean_nan_as_determineds_master_does() ->
     training = '"avg_metrics":{"loss":{"count":3,"min":"NaN","max":"NaN","mean":"NaN","sum":"NaN","last":0.5'
     assert training in body
     assert '"validation_metrics":{"loss":{"count":1,"min":"NaN","max":"NaN"' in body
+
+
+def test_custom_groups_sit_under_their_own_names_as_determineds_master_keeps_them() -> None:
+    """`det trial describe --json` and the SDK's `summary_metrics` read a custom group there."""
+    fps = {"count": 1, "min": 9.5, "max": 9.5, "mean": 9.5, "sum": 9.5, "last": 9.5, "type": "number"}
+    got = summary_metrics([{"loss": 1.0}], [], {"inference": {"fps": fps}})
+    assert got == {"avg_metrics": {"loss": got["avg_metrics"]["loss"]}, "inference": {"fps": fps}}
