@@ -1,4 +1,5 @@
-// The trial page: its curves, hyperparameters, checkpoints, runs, and its logs as they are written.
+// The trial page: its curves, its custom metric groups, hyperparameters, checkpoints, runs, and its
+// logs as they are written.
 "use strict";
 
 (async () => {
@@ -38,6 +39,44 @@
         el("td", { class: "num", text: fmt(f.size) + " B" }))))) },
   ], { sortKey: "batches", pageSize: 20 });
 
+  // Each custom metric group: a chart of its own (its rows streamed with ?group=) and a table of each
+  // metric's figures from the trial's view; a group first reported while the page is open appears.
+  const groupViews = new Map();
+  function renderGroups() {
+    const groups = detail.metric_groups || [];
+    $("groups-section").hidden = !groups.length;
+    for (const g of groups) {
+      let view = groupViews.get(g.group);
+      if (!view) groupViews.set(g.group, view = groupView(g.group));
+      view.heading.textContent = g.group + " · " + fmt(g.reports) + " reports · last at " + fmt(g.last_batches) + " batches";
+      view.figures.replaceChildren(groupTable(g));
+    }
+  }
+  function groupView(name) {
+    const picker = el("select", {}), chart = el("div", { class: "chart" }), figures = el("div", {});
+    const view = { store: new MetricStore(), curves: new CurvesChart(chart), heading: el("h3", {}), figures,
+                   caughtUp: false, drawn: -1 };
+    $("metric-groups").append(el("div", { class: "metric-group", "data-group": name }, view.heading,
+      el("div", { class: "toolbar" }, el("label", {}, "Metric ", picker)), chart, figures));
+    view.draw = () => {
+      if (!view.caughtUp || view.drawn === view.store.version) return;
+      view.drawn = view.store.version;
+      view.curves.draw(view.store, fillMetricPicker(picker, view.store.keys(), ""), false);
+    };
+    picker.addEventListener("change", () => { picker.dataset.userPicked = "1"; view.drawn = -1; view.draw(); });
+    follow(`/api/trials/${id}/metrics?group=${encodeURIComponent(name)}`, {
+      onData: (event) => { view.store.add(event); if (event.caught_up) view.caughtUp = true; view.draw(); },
+      onReset: () => { view.store.reset(); view.caughtUp = false; },
+    });
+    return view;
+  }
+  function groupTable(g) {
+    const row = (cells, tag) => el("tr", {}, cells.map((c, i) => el(tag, { class: i ? "num" : undefined, text: c })));
+    return el("table", { class: "group-figures" }, row(["Metric", "Reports", "Last", "Min", "Max", "Mean"], "th"),
+      Object.entries(g.metrics).sort(([a], [b]) => a.localeCompare(b)).map(([metric, f]) =>
+        row([metric, fmt(f.count), fmt(f.last), fmt(f.min), fmt(f.max), fmt(f.mean)], "td")));
+  }
+
   function keyValueTable(entries) {
     return el("table", {}, entries.map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: fmt(v) }))));
   }
@@ -57,6 +96,7 @@
       ["Restarts", detail.restarts], ["Current run", detail.run_id], ["Seed", detail.seed],
       ["Started from trial", detail.parent_trial_id], ["Error", detail.error],
     ]));
+    renderGroups();
     if (detail.checkpoints.length) checkpoints.render(detail.checkpoints);
     else $("checkpoints").replaceChildren(el("p", { class: "muted", text: "No checkpoints yet." }));
     document.body.dataset.state = detail.state;
@@ -112,7 +152,7 @@
     onData: (event) => { store.add(event); if (event.caught_up) caughtUp = true; redraw(); },
     onReset: () => { store.reset(); caughtUp = false; },
   });
-  setInterval(redraw, 1000);
+  setInterval(() => { redraw(); for (const view of groupViews.values()) view.draw(); }, 1000);
   $("log-file").href = `/api/trials/${id}/logs.txt`;
   // The newest lines only (the panes keep MAX_LOG_LINES each): a long log is not sent whole. A
   // dropped link reopens the same request, so the panes start again from what it sends.
