@@ -153,7 +153,8 @@ def trial_detail(
     response: scheduler_pb2.GetTrialResponse, experiment: scheduler_pb2.Experiment
 ) -> dict[str, Any]:
     """The trial page: its record, hyperparameters, checkpoints (with their validations) and its
-    custom metric groups' figures (each group's curves stream apart: `/api/trials/ID/metrics?group=`)."""
+    custom metric groups' names and counts (each group's rows stream apart, `/api/trials/ID/metrics
+    ?group=`, and the page folds its figures from them)."""
     space = configs.hparam_space(configs.experiment_config(experiment))
     trial = records.trial_record(response.trial, space)
     trial["hparams"] = flat_hparams(trial["hparams"])
@@ -169,8 +170,11 @@ def trial_detail(
         }
         for c in sorted(response.checkpoints, key=lambda c: (c.total_batches, c.uuid))
     ]
-    groups = [{"group": g.group} | records.metric_group_record(g) for g in response.metric_groups]
-    return trial | {"checkpoints": checkpoints, "metric_groups": _json_safe(groups)}
+    groups = [
+        {"group": g.group, "reports": g.reports, "last_batches": g.last_batches}
+        for g in response.metric_groups
+    ]
+    return trial | {"checkpoints": checkpoints, "metric_groups": groups}
 
 
 def cluster_view(

@@ -188,12 +188,17 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
 
-    def get_trial(self, trial_id: int, page_size: int = 1000) -> scheduler_pb2.GetTrialResponse:
-        """The trial with all its steps, validations and checkpoints, read a page of steps per call."""
+    def get_trial(
+        self, trial_id: int, page_size: int = 1000, group_figures: bool = False
+    ) -> scheduler_pb2.GetTrialResponse:
+        """The trial with all its steps, validations, checkpoints and custom metric groups (with
+        `group_figures`, each metric's figures too), read a page of steps per call."""
         detail = scheduler_pb2.GetTrialResponse()
         token = ""
         while True:
-            request = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=page_size, page_token=token)
+            request = scheduler_pb2.GetTrialRequest(
+                trial_id=trial_id, page_size=page_size, page_token=token, group_figures=group_figures
+            )
             page = self._read(self._stub.GetTrial, request, _TIMEOUT)
             detail.trial.CopyFrom(page.trial)
             detail.steps.extend(page.steps)

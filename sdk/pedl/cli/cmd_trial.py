@@ -103,7 +103,7 @@ def trial_logs(args: argparse.Namespace) -> int:
 
 def describe_trial(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        detail = client.get_trial(args.trial_id)
+        detail = client.get_trial(args.trial_id, group_figures=True)
         experiment = client.get_experiment(detail.trial.experiment_id).experiment
     record = records.trial_detail_record(detail, records.hparam_space(experiment), metrics=args.metrics)
     from pedl.timeline import timeline_records  # statistics: only `trial describe` needs it

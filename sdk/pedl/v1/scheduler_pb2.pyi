@@ -669,6 +669,7 @@ class GetTrialRequest(google.protobuf.message.Message):
     PAGE_TOKEN_FIELD_NUMBER: builtins.int
     INCLUDE_DELETED_CHECKPOINTS_FIELD_NUMBER: builtins.int
     CHECKPOINT_UUID_FIELD_NUMBER: builtins.int
+    GROUP_FIGURES_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     page_size: builtins.int
     """Most steps in one page (by total_batches), capped at 2000; the page's validations and
@@ -685,6 +686,10 @@ class GetTrialRequest(google.protobuf.message.Message):
     """Instead of trial_id: the trial that took this checkpoint, deleted or not (Determined's
     GET /api/v1/checkpoints/{uuid} answers a deleted checkpoint with its record).
     """
+    group_figures: builtins.bool
+    """metric_groups with each metric's figures too, folded from every report of its group (`pedl trial
+    describe`, Determined's summaryMetrics); without: each group's reports and last_batches only.
+    """
     def __init__(
         self,
         *,
@@ -693,8 +698,9 @@ class GetTrialRequest(google.protobuf.message.Message):
         page_token: builtins.str = ...,
         include_deleted_checkpoints: builtins.bool = ...,
         checkpoint_uuid: builtins.str = ...,
+        group_figures: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "group_figures", b"group_figures", "include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
 
 global___GetTrialRequest = GetTrialRequest
 
@@ -760,7 +766,9 @@ class MetricGroupSummary(google.protobuf.message.Message):
     last_batches: builtins.int
     @property
     def metrics(self) -> google.protobuf.struct_pb2.Struct:
-        """Per metric: count and last, and for numbers min, max, mean and sum (Determined's summaryMetrics)."""
+        """Per metric: count and last, and for numbers min, max, mean and sum (Determined's summaryMetrics);
+        only when the request asked for group_figures.
+        """
 
     def __init__(
         self,

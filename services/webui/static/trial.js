@@ -39,8 +39,8 @@
         el("td", { class: "num", text: fmt(f.size) + " B" }))))) },
   ], { sortKey: "batches", pageSize: 20 });
 
-  // Each custom metric group: a chart of its own (its rows streamed with ?group=) and a table of each
-  // metric's figures from the trial's view; a group first reported while the page is open appears.
+  // Each custom metric group: a chart of its own and a table of each metric's figures, both from its
+  // rows streamed with ?group=; a group first reported while the page is open appears.
   const groupViews = new Map();
   function renderGroups() {
     const groups = detail.metric_groups || [];
@@ -49,12 +49,11 @@
       let view = groupViews.get(g.group);
       if (!view) groupViews.set(g.group, view = groupView(g.group));
       view.heading.textContent = g.group + " · " + fmt(g.reports) + " reports · last at " + fmt(g.last_batches) + " batches";
-      view.figures.replaceChildren(groupTable(g));
     }
   }
   function groupView(name) {
     const picker = el("select", {}), chart = el("div", { class: "chart" }), figures = el("div", {});
-    const view = { store: new MetricStore(), curves: new CurvesChart(chart), heading: el("h3", {}), figures,
+    const view = { store: new MetricStore(), curves: new CurvesChart(chart), heading: el("h3", {}),
                    caughtUp: false, drawn: -1 };
     $("metric-groups").append(el("div", { class: "metric-group", "data-group": name }, view.heading,
       el("div", { class: "toolbar" }, el("label", {}, "Metric ", picker)), chart, figures));
@@ -62,6 +61,7 @@
       if (!view.caughtUp || view.drawn === view.store.version) return;
       view.drawn = view.store.version;
       view.curves.draw(view.store, fillMetricPicker(picker, view.store.keys(), ""), false);
+      figures.replaceChildren(groupTable(view.store));
     };
     picker.addEventListener("change", () => { picker.dataset.userPicked = "1"; view.drawn = -1; view.draw(); });
     follow(`/api/trials/${id}/metrics?group=${encodeURIComponent(name)}`, {
@@ -70,11 +70,24 @@
     });
     return view;
   }
-  function groupTable(g) {
+  // Per metric: reports holding it, the last value, and min, max and mean of its numbers (NaN and
+  // infinities arrive as null: counted, not summed).
+  function groupTable(store) {
+    const figures = new Map();
+    for (const trial of store.trials.values()) {
+      for (const m of trial.g.m) {
+        for (const [name, v] of Object.entries(m)) {
+          let f = figures.get(name);
+          if (!f) figures.set(name, f = { count: 0, last: null, min: Infinity, max: -Infinity, sum: 0, numbers: 0 });
+          f.count++; f.last = v;
+          if (typeof v === "number") { f.numbers++; f.sum += v; f.min = Math.min(f.min, v); f.max = Math.max(f.max, v); }
+        }
+      }
+    }
     const row = (cells, tag) => el("tr", {}, cells.map((c, i) => el(tag, { class: i ? "num" : undefined, text: c })));
     return el("table", { class: "group-figures" }, row(["Metric", "Reports", "Last", "Min", "Max", "Mean"], "th"),
-      Object.entries(g.metrics).sort(([a], [b]) => a.localeCompare(b)).map(([metric, f]) =>
-        row([metric, fmt(f.count), fmt(f.last), fmt(f.min), fmt(f.max), fmt(f.mean)], "td")));
+      [...figures.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, f]) => row([name, fmt(f.count), fmt(f.last),
+        ...(f.numbers ? [fmt(f.min), fmt(f.max), fmt(f.sum / f.numbers)] : ["", "", ""])], "td")));
   }
 
   function keyValueTable(entries) {

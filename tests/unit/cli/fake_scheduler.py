@@ -25,6 +25,7 @@ class Script:
     created: list[scheduler_pb2.CreateExperimentRequest] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
     log_requests: list[scheduler_pb2.GetTrialLogsRequest] = field(default_factory=list)
+    trial_requests: list[scheduler_pb2.GetTrialRequest] = field(default_factory=list)
     # Whether UploadExperiment is served (else UNIMPLEMENTED, as from an older scheduler); parts seen.
     uploads: bool = False
     upload_parts: list[int] = field(default_factory=list)
@@ -83,6 +84,7 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def GetTrial(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.script.trial_requests.append(request)
         return _next(self.script.trials.get(request.trial_id, []), context, f"trial {request.trial_id}")
 
     def ListTrialDetails(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802

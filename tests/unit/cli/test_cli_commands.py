@@ -147,6 +147,7 @@ def test_trial_describe_shows_its_custom_metric_groups(capsys: pytest.CaptureFix
     detail.metric_groups.add(group="inference", reports=2, last_batches=150, metrics=to_struct(fold(reports)))
     script = Script(experiments=[_experiment()], trials={3: [detail]})
     assert run(script, "trial", "describe", "3") == 0
+    assert script.trial_requests[0].group_figures  # the scheduler folds them only when asked
     out = capsys.readouterr().out
     table = out.split("Metric groups:\n", 1)[1].splitlines()
     assert table[0].split() == ["GROUP", "METRIC", "REPORTS", "LAST", "BATCHES", "LAST", "MIN", "MAX", "MEAN"]

@@ -138,13 +138,14 @@ def test_get_trial_sums_up_each_custom_group_on_its_first_page(tmp_path: Path) -
         await report(ALICE, unspecified, 20, {"fps": 9.5}, group="abc")
         api = api_of[manager]
         set_current_principal(ALICE)
-        first = await api.GetTrial(
-            scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1),
-            Context(),  # type: ignore[arg-type]
-        )
-        assert [(g.group, g.reports, g.last_batches) for g in first.metric_groups] == [
-            ("abc", 1, 20),
-            ("inference", 2, 30),
+        asked = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1, group_figures=True)
+        first = await api.GetTrial(asked, Context())  # type: ignore[arg-type]
+        counts = [(g.group, g.reports, g.last_batches) for g in first.metric_groups]
+        assert counts == [("abc", 1, 20), ("inference", 2, 30)]
+        asked.group_figures = False  # what most callers ask: the counts, no row read
+        plain = await api.GetTrial(asked, Context())  # type: ignore[arg-type]
+        assert [(g.group, g.reports, g.last_batches, len(g.metrics)) for g in plain.metric_groups] == [
+            (*count, 0) for count in counts
         ]
         figures = records.metric_group_record(first.metric_groups[1])["metrics"]
         assert figures["loss"] == {

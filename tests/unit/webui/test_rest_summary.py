@@ -3,6 +3,8 @@ test_trial_describe_metrics checks count, min, max, mean and type)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pedl_webui.rest.summary import summary_metrics
@@ -62,8 +64,8 @@ def test_the_rest_trials_summary_takes_the_groups_from_gettrials_first_page() ->
     pages = iter([first, scheduler_pb2.GetTrialResponse()])
 
     class Gateway:
-        def call(self, token: str, method: str, message: object) -> scheduler_pb2.GetTrialResponse:
-            assert method == "GetTrial"
+        def call(self, token: str, method: str, message: Any) -> scheduler_pb2.GetTrialResponse:
+            assert method == "GetTrial" and message.group_figures
             return next(pages)
 
     got = summary_of(Caller(Gateway(), "t"), 7)  # type: ignore[arg-type]
