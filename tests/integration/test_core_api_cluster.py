@@ -104,9 +104,15 @@ def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_
         ("inf%er en/ce", [1, 2, 3], [{"m": 1}, {"m": 2}, {"m": 3}])
     ]
     capsys.readouterr()
-    assert main(["--master", one_agent_cluster.master, "trial", "describe", str(trial.id), "--json"]) == 0
+    argv = ["--master", one_agent_cluster.master, "trial", "describe", str(trial.id), "--json", "--metrics"]
+    assert main(argv) == 0
     group = json.loads(capsys.readouterr().out)["metric_groups"]["inf%er en/ce"]  # pedl trial describe
     assert (group["reports"], group["last_batches"]) == (3, 3)
+    assert [(r["total_batches"], r["metrics"]) for r in group["history"]] == [
+        (1, {"m": 1}),
+        (2, {"m": 2}),
+        (3, {"m": 3}),
+    ]
     assert group["metrics"]["m"] == {
         "count": 3, "min": 1.0, "max": 3.0, "mean": 2.0, "sum": 6.0, "last": 3.0, "type": "number"
     }  # fmt: skip

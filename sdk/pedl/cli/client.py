@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
 from pedl.client import address
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
@@ -210,6 +210,19 @@ class SchedulerClient(_grpc.Client):
             token = page.next_page_token
             if not token:
                 return detail
+
+    def group_reports(self, trial_id: int, group: str) -> list[dict[str, Any]]:
+        """Every stored report of one of the trial's custom metric groups, oldest first: its batches,
+        metrics and end time."""
+        request = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, group=group)
+        replies = self._read(self._stub.GetMetrics, request, _TIMEOUT)
+        keep = ("total_batches", "metrics", "end_time")
+        return [
+            {k: r[k] for k in keep}
+            for reply in replies
+            for s in reply.series
+            for r in records.metric_records(s)
+        ]
 
     def trial_details(
         self, experiment_id: int, include_steps: bool = True, page: int = 0

@@ -386,8 +386,24 @@ def metric_groups_table(groups: Iterable[scheduler_pb2.MetricGroupSummary]) -> s
     return table(["GROUP", "METRIC", "REPORTS", "LAST BATCHES", "LAST", "MIN", "MAX", "MEAN"], rows)
 
 
-def describe_trial(detail: scheduler_pb2.GetTrialResponse, steps: bool = True) -> str:
+def describe_trial(
+    detail: scheduler_pb2.GetTrialResponse,
+    steps: bool = True,
+    group_reports: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> str:
+    """`group_reports` (--metrics): each custom group's every report, after the groups' figures."""
     text = trial_summary(detail.trial) + "\n\n" + trial_details(detail, steps=steps)
+    for group, reports in sorted((group_reports or {}).items()):
+        names = metric_names([r["metrics"] for r in reports])
+        rows = [
+            (
+                r["total_batches"],
+                *(format_value(r["metrics"].get(n, "")) for n in names),
+                short_time(r["end_time"] or ""),
+            )
+            for r in reports
+        ]
+        text += f"\n\nMetric group {group}:\n" + table(["BATCHES", *names, "ENDED"], rows)
     if detail.timeline:
         text += "\n\nTimeline (seconds from the run's slot assignment):\n" + timeline_table(detail.timeline)
     return text

@@ -169,6 +169,27 @@ def test_trial_describe_shows_its_custom_metric_groups(capsys: pytest.CaptureFix
     }
     assert run(script, "trial", "describe", "3", "--csv") == 0
     assert "inference" not in capsys.readouterr().out  # one row per trial: its groups are in --json
+    script.metric_series.append(
+        scheduler_pb2.MetricSeries(
+            trial_id=3,
+            group="inference",
+            total_batches=[50, 150],
+            metrics_json=[json.dumps(r) for r in reports],
+            end_time=["2026-01-01T00:00:00Z", ""],
+        )
+    )
+    assert run(script, "trial", "describe", "3") == 0
+    assert "Metric group inference:" not in capsys.readouterr().out  # each report: with --metrics
+    assert run(script, "trial", "describe", "3", "--metrics") == 0
+    rows = capsys.readouterr().out.split("Metric group inference:\n", 1)[1].splitlines()
+    assert rows[0].split() == ["BATCHES", "loss", "fps", "ENDED"]
+    assert [r.split() for r in rows[2:4]] == [["50", "2", "30", "2026-01-01", "00:00:00"], ["150", "4", "10"]]
+    assert run(script, "trial", "describe", "3", "--metrics", "--json") == 0
+    history = json.loads(capsys.readouterr().out)["metric_groups"]["inference"]["history"]
+    assert history == [
+        {"total_batches": 50, "metrics": reports[0], "end_time": "2026-01-01T00:00:00Z"},
+        {"total_batches": 150, "metrics": reports[1], "end_time": None},
+    ]
 
 
 def test_trial_describe_without_custom_groups_says_nothing_of_them(
