@@ -190,7 +190,16 @@ def trial_detail_record(
     record["checkpoints"] = [
         checkpoint_record(c) for c in sorted(detail.checkpoints, key=lambda c: (c.total_batches, c.uuid))
     ]
+    record["metric_groups"] = {g.group: metric_group_record(g) for g in detail.metric_groups}
     return record
+
+
+def metric_group_record(group: scheduler_pb2.MetricGroupSummary) -> dict[str, Any]:
+    """A custom metric group's reports and per metric its count, last, min, max and mean."""
+    metrics = from_struct(group.metrics)
+    for figures in metrics.values():
+        figures["count"] = int(figures["count"])  # a Struct holds every number as a float
+    return {"reports": group.reports, "last_batches": group.last_batches, "metrics": metrics}
 
 
 def agent_record(agent: scheduler_pb2.Agent) -> dict[str, Any]:

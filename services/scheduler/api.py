@@ -316,6 +316,8 @@ class SchedulerApi(
             found = trial_pages.requested_page(self.db, row["id"], request)
         except paging.PageError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        figures = request.group_figures
+        groups = [] if request.page_token else trial_pages.group_summaries(self.db, row["id"], figures)
         return scheduler_pb2.GetTrialResponse(
             trial=self._trial(row, found.num_steps),
             steps=[convert.step(s) for s in found.steps],
@@ -323,6 +325,7 @@ class SchedulerApi(
             checkpoints=[convert.checkpoint(c) for c in found.checkpoints],
             timeline=[common_pb2.TimelinePhase(**p) for p in timeline_ops.of_trial(self.db, row["id"])],
             next_page_token=found.next_page_token,
+            metric_groups=groups,
         )
 
     async def ListTrialDetails(  # noqa: N802

@@ -3,12 +3,17 @@ page of steps with the validations and checkpoints that fall inside it."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from pedl._metrics import to_struct
+from pedl.metric_summary import fold
 from pedl.v1 import scheduler_pb2
 from pedl_scheduler import paging, trial_results
 from pedl_scheduler.storage.connection import Row, Storage
+from pedl_scheduler.storage.ops import metric_groups as group_ops
 from pedl_scheduler.storage.ops import results as result_ops
 
 
@@ -62,3 +67,25 @@ def results_of_trials(db: Storage, ids: list[int], include_steps: bool) -> dict[
         validations=result_ops.validations_of_trials(db, ids),
         checkpoints=result_ops.checkpoints_of_trials(db, ids),
     )
+
+
+def group_summaries(db: Storage, trial_id: int, figures: bool) -> list[scheduler_pb2.MetricGroupSummary]:
+    """Each custom metric group of the trial by name: its reports and last batch count (one grouped
+    query, no rows read) or, with `figures`, each metric's too, folded from all its reports."""
+    if not figures:
+        return [
+            scheduler_pb2.MetricGroupSummary(group=group, reports=n, last_batches=last)
+            for group, n, last in group_ops.counts_of_trial(db, trial_id)
+        ]
+    out = []
+    for group, rows in itertools.groupby(group_ops.of_trial(db, trial_id), key=lambda r: r[0]):
+        reports = list(rows)
+        out.append(
+            scheduler_pb2.MetricGroupSummary(
+                group=group,
+                reports=len(reports),
+                last_batches=reports[-1][1],
+                metrics=to_struct(fold(json.loads(r[2]) for r in reports)),
+            )
+        )
+    return out

@@ -127,8 +127,9 @@ def importance(gateway: Gateway, token: str, exp_id: int) -> dict[str, Any]:
 
 
 def trial(gateway: Gateway, token: str, trial_id: int) -> dict[str, Any]:
-    """The trial page's data without its steps (the curves stream them): the trial from a one-step
-    page of GetTrial, its validations and checkpoints from a one-trial page of ListTrialDetails."""
+    """The trial page's data without its steps (the curves stream them): the trial and its custom
+    metric groups' names from a one-step page of GetTrial, its validations and checkpoints from a
+    one-trial page of ListTrialDetails."""
     response = gateway.call(token, "GetTrial", scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1))
     exp_id = response.trial.experiment_id
     exp = gateway.call(token, "GetExperiment", scheduler_pb2.GetExperimentRequest(experiment_id=exp_id))

@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from pedl import downsample
+from pedl._metrics import BUILTIN_GROUPS, check_group
 from pedl.log_filter import LOG_LEVELS, log_matches
 from pedl.v1 import scheduler_pb2
 from pedl_webui import api, downloads, trial_columns
@@ -251,10 +252,12 @@ async def notes(request: Request) -> Response:
 
 async def metrics_events(request: Request) -> Response:
     """Curves, following. An experiment's are cut by the scheduler to ?max_points= per trial (first,
-    last, min and max kept; 2 to 200, default 200), of ?trials=3,5 only if given; a trial's are whole."""
+    last, min and max kept; 2 to 200, default 200), of ?trials=3,5 only if given; a trial's are whole,
+    its training and validation rows or, with ?group=NAME, that custom metric group's."""
     token, (kind, ident) = _required_session(request), _target(request)
     if kind == "trials":
-        metrics = scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True)
+        group = request.query_params.get("group", "")
+        metrics = scheduler_pb2.GetMetricsRequest(trial_id=ident, follow=True, group=_group(group))
     else:
         metrics = scheduler_pb2.GetMetricsRequest(
             experiment_id=ident,
@@ -263,6 +266,16 @@ async def metrics_events(request: Request) -> Response:
             trial_ids=_trial_ids(request.query_params.get("trials")),
         )
     return await _events(request, token, "GetMetrics", metrics)
+
+
+def _group(name: str) -> str:
+    """ "" (training and validation) or a custom group's name; else 400 saying what a name may be."""
+    if name in BUILTIN_GROUPS:
+        raise GatewayError(400, f"group: the {name} rows come without ?group= (it names a custom group)")
+    try:
+        return check_group(name) if name else ""
+    except ValueError as e:
+        raise GatewayError(400, f"group: {e}") from None
 
 
 def _max_points(text: str | None) -> int:

@@ -152,7 +152,9 @@ def lineage_title(searcher: str) -> str:
 def trial_detail(
     response: scheduler_pb2.GetTrialResponse, experiment: scheduler_pb2.Experiment
 ) -> dict[str, Any]:
-    """The trial page: its record, hyperparameters, checkpoints (with their validations)."""
+    """The trial page: its record, hyperparameters, checkpoints (with their validations) and its
+    custom metric groups' names and counts (each group's rows stream apart, `/api/trials/ID/metrics
+    ?group=`, and the page folds its figures from them)."""
     space = configs.hparam_space(configs.experiment_config(experiment))
     trial = records.trial_record(response.trial, space)
     trial["hparams"] = flat_hparams(trial["hparams"])
@@ -168,7 +170,11 @@ def trial_detail(
         }
         for c in sorted(response.checkpoints, key=lambda c: (c.total_batches, c.uuid))
     ]
-    return trial | {"checkpoints": checkpoints}
+    groups = [
+        {"group": g.group, "reports": g.reports, "last_batches": g.last_batches}
+        for g in response.metric_groups
+    ]
+    return trial | {"checkpoints": checkpoints, "metric_groups": groups}
 
 
 def cluster_view(
@@ -229,7 +235,8 @@ def dumps(value: Any) -> str:
 
 def metrics_event(response: scheduler_pb2.GetMetricsResponse) -> str:
     """A GetMetrics message as one compact JSON event for the page:
-    {"series": [[trial_id, "t"|"v", [batches...], [{metric: value}...]], ...], "caught_up": bool}.
+    {"series": [[trial_id, "t"|"v"|"g", [batches...], [{metric: value}...]], ...], "caught_up": bool}
+    ("g": a custom group's rows, the one group the page asked for).
 
     The stored metric objects are spliced in as the scheduler sent them (no parse, no re-encode: an
     experiment's 100,000 rows pass in tens of milliseconds); only one holding NaN or an infinity is
@@ -237,7 +244,7 @@ def metrics_event(response: scheduler_pb2.GetMetricsResponse) -> str:
     """
     parts = []
     for s in response.series:
-        kind = "t" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "v"
+        kind = "g" if s.group else "t" if s.kind == scheduler_pb2.METRIC_KIND_TRAINING else "v"
         rows, batches = list(s.metrics_json), list(s.total_batches)
         objects = ",".join(rows)
         if "NaN" in objects or "Infinity" in objects:  # rare: only then look at each row

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pedl import _grpc
+from pedl._metrics import to_struct
 from pedl.context import pack
 from pedl.v1 import scheduler_pb2, scheduler_pb2_grpc
 from support.browser import artifacts_dir, chromium, wait_for
@@ -151,6 +152,29 @@ def test_a_trials_logs_show_what_it_prints_apart_from_pedls_lines(env: Env) -> N
     with tarfile.open(fileobj=io.BytesIO(download.body()), mode="r:gz") as tar:
         assert any(name.startswith(f"{uuid}/") for name in tar.getnames())
     page.screenshot(path=str(env.shots / "trial.png"), full_page=True)
+
+
+def test_a_trials_custom_metric_group_has_its_own_chart_and_figures(env: Env) -> None:
+    """What a script's `core.train.report_metrics(group="inference", ...)` sends (ReportTrialMetrics
+    with that group) shows under "Metric groups" on the trial's page, apart from its curves."""
+    stub = scheduler_pb2_grpc.SchedulerServiceStub(_grpc.channel(env.cluster.master))
+    trials = stub.GetExperiment(scheduler_pb2.GetExperimentRequest(experiment_id=env.experiment_id)).trials
+    for steps, fps in ((10, 30.0), (20, 10.0)):
+        request = scheduler_pb2.ReportTrialMetricsRequest(
+            trial_id=trials[0].id, steps_completed=steps, metrics=to_struct({"fps": fps}), group="inference"
+        )
+        stub.ReportTrialMetrics(request, timeout=30)
+    page = env.page("admin", env.cluster.admin_password)
+    page.goto(f"{env.url}/trials/{trials[0].id}")
+    group = page.locator('.metric-group[data-group="inference"]')
+    group.wait_for(timeout=60_000)
+    assert "2 reports · last at 20 batches" in group.locator("h3").inner_text()
+    rows = group.locator("table.group-figures tr")
+    assert rows.nth(1).inner_text().split() == ["fps", "2", "10", "10", "30", "20"]
+    wait_for(lambda: group.locator(".chart canvas").count() > 0, what="the group's chart")
+    assert group.locator("select option").all_inner_texts() == ["fps"]
+    assert "fps" not in page.locator("#metric").inner_text()  # the trial's own curves stay its own
+    page.screenshot(path=str(env.shots / "trial-metric-group.png"), full_page=True)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from test_cluster import logs, stub, submit, wait
 from test_faults import trial_history
 
 from pedl.checkpoints import CheckpointStoreClient
+from pedl.cli.main import main
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.processes import local_cluster
 
@@ -69,7 +70,7 @@ def test_a_plain_loop_under_a_searcher_without_a_length_completes(one_agent_clus
 
 
 def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_in_determined(
-    one_agent_cluster, tmp_path
+    one_agent_cluster, tmp_path, capsys
 ) -> None:
     """Determined 0.20 to 0.34's Core API MNIST tutorial stages `metrics` and `checkpoints`: `max_length:
     1` and `metric: val_loss`, a script that reports `test_loss` and never asks the searcher. Determined's
@@ -102,6 +103,19 @@ def test_a_script_reporting_another_metric_than_a_length_searchers_completes_as_
     assert [(s.group, list(s.total_batches), [json.loads(m) for m in s.metrics_json]) for s in series] == [
         ("inf%er en/ce", [1, 2, 3], [{"m": 1}, {"m": 2}, {"m": 3}])
     ]
+    capsys.readouterr()
+    argv = ["--master", one_agent_cluster.master, "trial", "describe", str(trial.id), "--json", "--metrics"]
+    assert main(argv) == 0
+    group = json.loads(capsys.readouterr().out)["metric_groups"]["inf%er en/ce"]  # pedl trial describe
+    assert (group["reports"], group["last_batches"]) == (3, 3)
+    assert [(r["total_batches"], r["metrics"]) for r in group["history"]] == [
+        (1, {"m": 1}),
+        (2, {"m": 2}),
+        (3, {"m": 3}),
+    ]
+    assert group["metrics"]["m"] == {
+        "count": 3, "min": 1.0, "max": 3.0, "mean": 2.0, "sum": 6.0, "last": 3.0, "type": "number"
+    }  # fmt: skip
 
 
 def test_a_string_entrypoint_runs_through_sh_and_a_failing_one_names_its_exit_code(

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from pedl import _grpc
+from pedl import _grpc, records
 from pedl.client import address
 from pedl.v1 import common_pb2, scheduler_pb2, scheduler_pb2_grpc
 
@@ -188,12 +188,17 @@ class SchedulerClient(_grpc.Client):
         request = scheduler_pb2.GetModelDefinitionRequest(experiment_id=experiment_id)
         return self._stub.GetModelDefinition(request, timeout=_UPLOAD_TIMEOUT)
 
-    def get_trial(self, trial_id: int, page_size: int = 1000) -> scheduler_pb2.GetTrialResponse:
-        """The trial with all its steps, validations and checkpoints, read a page of steps per call."""
+    def get_trial(
+        self, trial_id: int, page_size: int = 1000, group_figures: bool = False
+    ) -> scheduler_pb2.GetTrialResponse:
+        """The trial with all its steps, validations, checkpoints and custom metric groups (with
+        `group_figures`, each metric's figures too), read a page of steps per call."""
         detail = scheduler_pb2.GetTrialResponse()
         token = ""
         while True:
-            request = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=page_size, page_token=token)
+            request = scheduler_pb2.GetTrialRequest(
+                trial_id=trial_id, page_size=page_size, page_token=token, group_figures=group_figures
+            )
             page = self._read(self._stub.GetTrial, request, _TIMEOUT)
             detail.trial.CopyFrom(page.trial)
             detail.steps.extend(page.steps)
@@ -201,9 +206,23 @@ class SchedulerClient(_grpc.Client):
             detail.checkpoints.extend(page.checkpoints)
             if not detail.timeline:  # the whole timeline comes with every page
                 detail.timeline.extend(page.timeline)
+            detail.metric_groups.extend(page.metric_groups)  # the first page's only
             token = page.next_page_token
             if not token:
                 return detail
+
+    def group_reports(self, trial_id: int, group: str) -> list[dict[str, Any]]:
+        """Every stored report of one of the trial's custom metric groups, oldest first: its batches,
+        metrics and end time."""
+        request = scheduler_pb2.GetMetricsRequest(trial_id=trial_id, group=group)
+        replies = self._read(self._stub.GetMetrics, request, _TIMEOUT)
+        keep = ("total_batches", "metrics", "end_time")
+        return [
+            {k: r[k] for k in keep}
+            for reply in replies
+            for s in reply.series
+            for r in records.metric_records(s)
+        ]
 
     def trial_details(
         self, experiment_id: int, include_steps: bool = True, page: int = 0

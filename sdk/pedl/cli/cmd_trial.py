@@ -29,7 +29,9 @@ def register(group: argparse.ArgumentParser, common: argparse.ArgumentParser) ->
     describe = commands.add_parser("describe", parents=[common], help="show a trial and its checkpoints")
     describe.add_argument("trial_id", type=positive_int, metavar="TRIAL_ID")
     describe.add_argument(
-        "--metrics", action="store_true", help="include every step's and validation's metrics"
+        "--metrics",
+        action="store_true",
+        help="also every training step and every custom metric group's reports",
     )
     output.add_format_flags(describe)
     describe.set_defaults(func=describe_trial)
@@ -103,14 +105,18 @@ def trial_logs(args: argparse.Namespace) -> int:
 
 def describe_trial(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        detail = client.get_trial(args.trial_id)
+        detail = client.get_trial(args.trial_id, group_figures=True)
         experiment = client.get_experiment(detail.trial.experiment_id).experiment
+        groups = detail.metric_groups if args.metrics else []  # each report: with --metrics only
+        reports = {g.group: client.group_reports(args.trial_id, g.group) for g in groups}
     record = records.trial_detail_record(detail, records.hparam_space(experiment), metrics=args.metrics)
     from pedl.timeline import timeline_records  # statistics: only `trial describe` needs it
 
     record["timeline"] = timeline_records(detail.timeline)
-    text = render.describe_trial(detail, steps=args.metrics)
-    csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list)}]
+    for group, rows in reports.items():
+        record["metric_groups"][group]["history"] = rows
+    text = render.describe_trial(detail, steps=args.metrics, group_reports=reports)
+    csv_rows = [{k: v for k, v in record.items() if not isinstance(v, list) and k != "metric_groups"}]
     output.emit(args, record, text, csv_rows=csv_rows)
     return 0
 

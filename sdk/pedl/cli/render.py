@@ -8,7 +8,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pedl._metrics import from_struct
-from pedl.records import checkpoint_state, early_exit_reason, experiment_state, trial_state
+from pedl.records import (
+    checkpoint_state,
+    early_exit_reason,
+    experiment_state,
+    metric_group_record,
+    trial_state,
+)
 from pedl.v1 import common_pb2, scheduler_pb2
 
 if TYPE_CHECKING:  # pedl.importance (PED-ANOVA) is imported by `describe --importance` alone
@@ -365,11 +371,39 @@ def trial_details(detail: scheduler_pb2.GetTrialResponse, heading: bool = False,
     )
     for title, items, render in sections if steps else sections[1:]:
         parts.append(f"{title}:\n{render(items)}" if items else f"{title}: none")
+    if detail.metric_groups:  # only GetTrial sends them: an experiment's trials list none
+        parts.append(f"Metric groups:\n{metric_groups_table(detail.metric_groups)}")
     return "\n\n".join(parts)
 
 
-def describe_trial(detail: scheduler_pb2.GetTrialResponse, steps: bool = True) -> str:
+def metric_groups_table(groups: Iterable[scheduler_pb2.MetricGroupSummary]) -> str:
+    """Each custom group's metrics: how often reported, the last value and, for numbers, the range."""
+    rows = []
+    for g in sorted(groups, key=lambda g: g.group):
+        for name, f in sorted(metric_group_record(g)["metrics"].items()):
+            figures = (format_value(f.get(k, "")) for k in ("last", "min", "max", "mean"))
+            rows.append((g.group, name, f["count"], g.last_batches, *figures))
+    return table(["GROUP", "METRIC", "REPORTS", "LAST BATCHES", "LAST", "MIN", "MAX", "MEAN"], rows)
+
+
+def describe_trial(
+    detail: scheduler_pb2.GetTrialResponse,
+    steps: bool = True,
+    group_reports: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> str:
+    """`group_reports` (--metrics): each custom group's every report, after the groups' figures."""
     text = trial_summary(detail.trial) + "\n\n" + trial_details(detail, steps=steps)
+    for group, reports in sorted((group_reports or {}).items()):
+        names = metric_names([r["metrics"] for r in reports])
+        rows = [
+            (
+                r["total_batches"],
+                *(format_value(r["metrics"].get(n, "")) for n in names),
+                short_time(r["end_time"] or ""),
+            )
+            for r in reports
+        ]
+        text += f"\n\nMetric group {group}:\n" + table(["BATCHES", *names, "ENDED"], rows)
     if detail.timeline:
         text += "\n\nTimeline (seconds from the run's slot assignment):\n" + timeline_table(detail.timeline)
     return text

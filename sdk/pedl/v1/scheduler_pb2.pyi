@@ -669,6 +669,7 @@ class GetTrialRequest(google.protobuf.message.Message):
     PAGE_TOKEN_FIELD_NUMBER: builtins.int
     INCLUDE_DELETED_CHECKPOINTS_FIELD_NUMBER: builtins.int
     CHECKPOINT_UUID_FIELD_NUMBER: builtins.int
+    GROUP_FIGURES_FIELD_NUMBER: builtins.int
     trial_id: builtins.int
     page_size: builtins.int
     """Most steps in one page (by total_batches), capped at 2000; the page's validations and
@@ -685,6 +686,10 @@ class GetTrialRequest(google.protobuf.message.Message):
     """Instead of trial_id: the trial that took this checkpoint, deleted or not (Determined's
     GET /api/v1/checkpoints/{uuid} answers a deleted checkpoint with its record).
     """
+    group_figures: builtins.bool
+    """metric_groups with each metric's figures too, folded from every report of its group (`pedl trial
+    describe`, Determined's summaryMetrics); without: each group's reports and last_batches only.
+    """
     def __init__(
         self,
         *,
@@ -693,8 +698,9 @@ class GetTrialRequest(google.protobuf.message.Message):
         page_token: builtins.str = ...,
         include_deleted_checkpoints: builtins.bool = ...,
         checkpoint_uuid: builtins.str = ...,
+        group_figures: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuid", b"checkpoint_uuid", "group_figures", b"group_figures", "include_deleted_checkpoints", b"include_deleted_checkpoints", "page_size", b"page_size", "page_token", b"page_token", "trial_id", b"trial_id"]) -> None: ...
 
 global___GetTrialRequest = GetTrialRequest
 
@@ -708,6 +714,7 @@ class GetTrialResponse(google.protobuf.message.Message):
     CHECKPOINTS_FIELD_NUMBER: builtins.int
     TIMELINE_FIELD_NUMBER: builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    METRIC_GROUPS_FIELD_NUMBER: builtins.int
     next_page_token: builtins.str
     """GetTrial: pass as page_token for the next page; "" when this page was the last."""
     @property
@@ -722,6 +729,12 @@ class GetTrialResponse(google.protobuf.message.Message):
     def timeline(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[pedl.v1.common_pb2.TimelinePhase]:
         """Every run's phases, in the order they started (`pedl trial describe` shows them)."""
 
+    @property
+    def metric_groups(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___MetricGroupSummary]:
+        """The trial's custom metric groups (any group but training and validation), by name; on the
+        first page only (no page_token), as the web UI's trial page and `pedl trial describe` show them.
+        """
+
     def __init__(
         self,
         *,
@@ -731,11 +744,44 @@ class GetTrialResponse(google.protobuf.message.Message):
         checkpoints: collections.abc.Iterable[pedl.v1.common_pb2.Checkpoint] | None = ...,
         timeline: collections.abc.Iterable[pedl.v1.common_pb2.TimelinePhase] | None = ...,
         next_page_token: builtins.str = ...,
+        metric_groups: collections.abc.Iterable[global___MetricGroupSummary] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["trial", b"trial"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints", "next_page_token", b"next_page_token", "steps", b"steps", "timeline", b"timeline", "trial", b"trial", "validations", b"validations"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoints", b"checkpoints", "metric_groups", b"metric_groups", "next_page_token", b"next_page_token", "steps", b"steps", "timeline", b"timeline", "trial", b"trial", "validations", b"validations"]) -> None: ...
 
 global___GetTrialResponse = GetTrialResponse
+
+@typing.final
+class MetricGroupSummary(google.protobuf.message.Message):
+    """One custom metric group of a trial, folded from every report of it."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: builtins.int
+    REPORTS_FIELD_NUMBER: builtins.int
+    LAST_BATCHES_FIELD_NUMBER: builtins.int
+    METRICS_FIELD_NUMBER: builtins.int
+    group: builtins.str
+    reports: builtins.int
+    last_batches: builtins.int
+    @property
+    def metrics(self) -> google.protobuf.struct_pb2.Struct:
+        """Per metric: count and last, and for numbers min, max, mean and sum (Determined's summaryMetrics);
+        only when the request asked for group_figures.
+        """
+
+    def __init__(
+        self,
+        *,
+        group: builtins.str = ...,
+        reports: builtins.int = ...,
+        last_batches: builtins.int = ...,
+        metrics: google.protobuf.struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["metrics", b"metrics"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["group", b"group", "last_batches", b"last_batches", "metrics", b"metrics", "reports", b"reports"]) -> None: ...
+
+global___MetricGroupSummary = MetricGroupSummary
 
 @typing.final
 class GetTrialLogsRequest(google.protobuf.message.Message):

@@ -29,15 +29,20 @@ _CHECKPOINT_STATES = {"COMPLETED": "STATE_COMPLETED"}  # deleted, deleting or mi
 
 
 def trial_pages(
-    c: Caller, trial_id: int, with_deleted: bool = False
+    c: Caller, trial_id: int, with_deleted: bool = False, group_figures: bool = False
 ) -> Iterator[scheduler_pb2.GetTrialResponse]:
-    """Every page of the trial's steps, with the validations and checkpoints among them."""
+    """Every page of the trial's steps, with the validations and checkpoints among them (and on the
+    first, its custom metric groups: with `group_figures`, each metric's figures too)."""
     token = ""
     while True:
         reply = c.call(
             "GetTrial",
             scheduler_pb2.GetTrialRequest(
-                trial_id=trial_id, page_size=5000, page_token=token, include_deleted_checkpoints=with_deleted
+                trial_id=trial_id,
+                page_size=5000,
+                page_token=token,
+                include_deleted_checkpoints=with_deleted,
+                group_figures=group_figures,
             ),
         )
         yield reply
@@ -47,13 +52,16 @@ def trial_pages(
 
 
 def summary_of(c: Caller, trial_id: int) -> dict[str, Any]:
-    """The trial's `summaryMetrics`, folded from every step and validation it reported."""
+    """The trial's `summaryMetrics`, folded from every step and validation it reported, and its
+    custom groups as the scheduler folded them."""
     training: list[dict[str, Any]] = []
     validation: list[dict[str, Any]] = []
-    for reply in trial_pages(c, trial_id):
+    groups: dict[str, dict[str, Any]] = {}
+    for reply in trial_pages(c, trial_id, group_figures=True):
         training.extend(from_struct(s.metrics) for s in reply.steps)
         validation.extend(from_struct(v.metrics) for v in reply.validations)
-    return summary_metrics(training, validation)
+        groups.update((g.group, records.metric_group_record(g)["metrics"]) for g in reply.metric_groups)
+    return summary_metrics(training, validation, groups)
 
 
 def trial_workloads(request: Request) -> JSONResponse:

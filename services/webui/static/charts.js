@@ -1,15 +1,15 @@
 // Metric histories and the charts drawn from them (uPlot, vendored under /static/vendor).
 "use strict";
 
-// Every trial's rows as the metrics stream sent them: trial id -> {t: training, v: validation},
-// each {b: [batches], m: [metric objects]}.
+// Every trial's rows as the metrics stream sent them: trial id -> {t: training, v: validation,
+// g: the custom metric group a trial page's group chart asked for}, each {b: [batches], m: [metric objects]}.
 class MetricStore {
   constructor() { this.reset(); }
   reset() { this.trials = new Map(); this.names = new Set(); this.rows = 0; this.version = 0; }
   add(event) {
     for (const [trialId, kind, batches, metrics] of event.series) {
       let trial = this.trials.get(trialId);
-      if (!trial) this.trials.set(trialId, trial = { t: { b: [], m: [] }, v: { b: [], m: [] } });
+      if (!trial) this.trials.set(trialId, trial = { t: { b: [], m: [] }, v: { b: [], m: [] }, g: { b: [], m: [] } });
       const series = trial[kind];
       for (let i = 0; i < batches.length; i++) {
         series.b.push(batches[i]);
@@ -37,6 +37,7 @@ class MetricStore {
 }
 
 function metricLabel(key) {
+  if (key[0] === "g") return key.slice(2);  // its group names it: the chart sits under the group's heading
   return (key[0] === "v" ? "validation " : "training ") + key.slice(2);
 }
 

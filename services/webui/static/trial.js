@@ -1,4 +1,5 @@
-// The trial page: its curves, hyperparameters, checkpoints, runs, and its logs as they are written.
+// The trial page: its curves, its custom metric groups, hyperparameters, checkpoints, runs, and its
+// logs as they are written.
 "use strict";
 
 (async () => {
@@ -38,6 +39,57 @@
         el("td", { class: "num", text: fmt(f.size) + " B" }))))) },
   ], { sortKey: "batches", pageSize: 20 });
 
+  // Each custom metric group: a chart of its own and a table of each metric's figures, both from its
+  // rows streamed with ?group=; a group first reported while the page is open appears.
+  const groupViews = new Map();
+  function renderGroups() {
+    const groups = detail.metric_groups || [];
+    $("groups-section").hidden = !groups.length;
+    for (const g of groups) {
+      let view = groupViews.get(g.group);
+      if (!view) groupViews.set(g.group, view = groupView(g.group));
+      view.heading.textContent = g.group + " · " + fmt(g.reports) + " reports · last at " + fmt(g.last_batches) + " batches";
+    }
+  }
+  function groupView(name) {
+    const picker = el("select", {}), chart = el("div", { class: "chart" }), figures = el("div", {});
+    const view = { store: new MetricStore(), curves: new CurvesChart(chart), heading: el("h3", {}),
+                   caughtUp: false, drawn: -1 };
+    $("metric-groups").append(el("div", { class: "metric-group", "data-group": name }, view.heading,
+      el("div", { class: "toolbar" }, el("label", {}, "Metric ", picker)), chart, figures));
+    view.draw = () => {
+      if (!view.caughtUp || view.drawn === view.store.version) return;
+      view.drawn = view.store.version;
+      view.curves.draw(view.store, fillMetricPicker(picker, view.store.keys(), ""), false);
+      figures.replaceChildren(groupTable(view.store));
+    };
+    picker.addEventListener("change", () => { picker.dataset.userPicked = "1"; view.drawn = -1; view.draw(); });
+    follow(`/api/trials/${id}/metrics?group=${encodeURIComponent(name)}`, {
+      onData: (event) => { view.store.add(event); if (event.caught_up) view.caughtUp = true; view.draw(); },
+      onReset: () => { view.store.reset(); view.caughtUp = false; },
+    });
+    return view;
+  }
+  // Per metric: reports holding it, the last value, and min, max and mean of its numbers (NaN and
+  // infinities arrive as null: counted, not summed).
+  function groupTable(store) {
+    const figures = new Map();
+    for (const trial of store.trials.values()) {
+      for (const m of trial.g.m) {
+        for (const [name, v] of Object.entries(m)) {
+          let f = figures.get(name);
+          if (!f) figures.set(name, f = { count: 0, last: null, min: Infinity, max: -Infinity, sum: 0, numbers: 0 });
+          f.count++; f.last = v;
+          if (typeof v === "number") { f.numbers++; f.sum += v; f.min = Math.min(f.min, v); f.max = Math.max(f.max, v); }
+        }
+      }
+    }
+    const row = (cells, tag) => el("tr", {}, cells.map((c, i) => el(tag, { class: i ? "num" : undefined, text: c })));
+    return el("table", { class: "group-figures" }, row(["Metric", "Reports", "Last", "Min", "Max", "Mean"], "th"),
+      [...figures.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, f]) => row([name, fmt(f.count), fmt(f.last),
+        ...(f.numbers ? [fmt(f.min), fmt(f.max), fmt(f.sum / f.numbers)] : ["", "", ""])], "td")));
+  }
+
   function keyValueTable(entries) {
     return el("table", {}, entries.map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: fmt(v) }))));
   }
@@ -57,6 +109,7 @@
       ["Restarts", detail.restarts], ["Current run", detail.run_id], ["Seed", detail.seed],
       ["Started from trial", detail.parent_trial_id], ["Error", detail.error],
     ]));
+    renderGroups();
     if (detail.checkpoints.length) checkpoints.render(detail.checkpoints);
     else $("checkpoints").replaceChildren(el("p", { class: "muted", text: "No checkpoints yet." }));
     document.body.dataset.state = detail.state;
@@ -112,7 +165,7 @@
     onData: (event) => { store.add(event); if (event.caught_up) caughtUp = true; redraw(); },
     onReset: () => { store.reset(); caughtUp = false; },
   });
-  setInterval(redraw, 1000);
+  setInterval(() => { redraw(); for (const view of groupViews.values()) view.draw(); }, 1000);
   $("log-file").href = `/api/trials/${id}/logs.txt`;
   // The newest lines only (the panes keep MAX_LOG_LINES each): a long log is not sent whole. A
   // dropped link reopens the same request, so the panes start again from what it sends.

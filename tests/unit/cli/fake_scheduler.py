@@ -25,6 +25,9 @@ class Script:
     created: list[scheduler_pb2.CreateExperimentRequest] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
     log_requests: list[scheduler_pb2.GetTrialLogsRequest] = field(default_factory=list)
+    trial_requests: list[scheduler_pb2.GetTrialRequest] = field(default_factory=list)
+    # GetMetrics answers with those of a trial and group (a custom group's rows).
+    metric_series: list[scheduler_pb2.MetricSeries] = field(default_factory=list)
     # Whether UploadExperiment is served (else UNIMPLEMENTED, as from an older scheduler); parts seen.
     uploads: bool = False
     upload_parts: list[int] = field(default_factory=list)
@@ -83,6 +86,7 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
         )
 
     def GetTrial(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.script.trial_requests.append(request)
         return _next(self.script.trials.get(request.trial_id, []), context, f"trial {request.trial_id}")
 
     def ListTrialDetails(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
@@ -106,6 +110,12 @@ class FakeScheduler(scheduler_pb2_grpc.SchedulerServiceServicer):
         self.script.log_requests.append(request)
         lines = [line for line in self.script.logs if line.id > request.after_id]
         yield scheduler_pb2.GetTrialLogsResponse(lines=lines)
+
+    def GetMetrics(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        series = [
+            s for s in self.script.metric_series if (s.trial_id, s.group) == (request.trial_id, request.group)
+        ]
+        yield scheduler_pb2.GetMetricsResponse(series=series, caught_up=True)
 
     def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
         return scheduler_pb2.ListAgentsResponse(agents=self.script.agents)

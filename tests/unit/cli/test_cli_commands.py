@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pedl._metrics import to_struct
 from pedl.cli.main import main
+from pedl.metric_summary import fold
 from pedl.v1 import common_pb2, scheduler_pb2
 
 from .fake_scheduler import Script, serve, step, trial, validation
@@ -137,6 +139,66 @@ def test_trial_describe(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(script, "trial", "describe", "3", "--metrics") == 0
     out = capsys.readouterr().out
     assert "Batches:         200" in out and "Training steps:" in out and "Validations:" in out
+
+
+def test_trial_describe_shows_its_custom_metric_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    reports = [{"loss": 2.0, "fps": 30.0}, {"loss": 4.0, "fps": 10.0}]
+    detail = _trial_detail()
+    detail.metric_groups.add(group="inference", reports=2, last_batches=150, metrics=to_struct(fold(reports)))
+    script = Script(experiments=[_experiment()], trials={3: [detail]})
+    assert run(script, "trial", "describe", "3") == 0
+    assert script.trial_requests[0].group_figures  # the scheduler folds them only when asked
+    out = capsys.readouterr().out
+    table = out.split("Metric groups:\n", 1)[1].splitlines()
+    assert table[0].split() == ["GROUP", "METRIC", "REPORTS", "LAST", "BATCHES", "LAST", "MIN", "MAX", "MEAN"]
+    assert [row.split() for row in table[2:4]] == [
+        ["inference", "fps", "2", "150", "10", "10", "30", "20"],
+        ["inference", "loss", "2", "150", "4", "2", "4", "3"],
+    ]
+    assert run(script, "trial", "describe", "3", "--json") == 0
+    group = json.loads(capsys.readouterr().out)["metric_groups"]["inference"]
+    assert group["reports"] == 2 and group["last_batches"] == 150
+    assert group["metrics"]["loss"] | {"sum": None} == {
+        "count": 2,
+        "min": 2.0,
+        "max": 4.0,
+        "mean": 3.0,
+        "last": 4.0,
+        "type": "number",
+        "sum": None,
+    }
+    assert run(script, "trial", "describe", "3", "--csv") == 0
+    assert "inference" not in capsys.readouterr().out  # one row per trial: its groups are in --json
+    script.metric_series.append(
+        scheduler_pb2.MetricSeries(
+            trial_id=3,
+            group="inference",
+            total_batches=[50, 150],
+            metrics_json=[json.dumps(r) for r in reports],
+            end_time=["2026-01-01T00:00:00Z", ""],
+        )
+    )
+    assert run(script, "trial", "describe", "3") == 0
+    assert "Metric group inference:" not in capsys.readouterr().out  # each report: with --metrics
+    assert run(script, "trial", "describe", "3", "--metrics") == 0
+    rows = capsys.readouterr().out.split("Metric group inference:\n", 1)[1].splitlines()
+    assert rows[0].split() == ["BATCHES", "loss", "fps", "ENDED"]
+    assert [r.split() for r in rows[2:4]] == [["50", "2", "30", "2026-01-01", "00:00:00"], ["150", "4", "10"]]
+    assert run(script, "trial", "describe", "3", "--metrics", "--json") == 0
+    history = json.loads(capsys.readouterr().out)["metric_groups"]["inference"]["history"]
+    assert history == [
+        {"total_batches": 50, "metrics": reports[0], "end_time": "2026-01-01T00:00:00Z"},
+        {"total_batches": 150, "metrics": reports[1], "end_time": None},
+    ]
+
+
+def test_trial_describe_without_custom_groups_says_nothing_of_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        run(Script(experiments=[_experiment()], trials={3: [_trial_detail()]}), "trial", "describe", "3") == 0
+    )
+    assert "Metric groups" not in capsys.readouterr().out
 
 
 def test_agent_and_slot_list(capsys: pytest.CaptureFixture[str]) -> None:

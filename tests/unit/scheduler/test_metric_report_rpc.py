@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from pedl import records
 from pedl._metrics import to_struct
 from pedl.v1 import scheduler_pb2
 from pedl_scheduler.api import SchedulerApi
@@ -43,6 +44,7 @@ class Context:
 
 
 Report = Callable[..., Awaitable[scheduler_pb2.ReportTrialMetricsResponse]]
+api_of: dict[ExperimentManager, SchedulerApi] = {}  # the scenario's API, for its GetTrial calls
 
 
 def run(tmp_path: Path, scenario: Callable[[ExperimentManager, int, Report], Awaitable[None]]) -> None:
@@ -54,14 +56,15 @@ def run(tmp_path: Path, scenario: Callable[[ExperimentManager, int, Report], Awa
             (trial_id,) = [t["id"] for t in trial_ops.trials_page(manager.db, exp_id, 0, 10)]
 
             async def report(
-                who: Principal, kind: int, steps: int, metrics: dict, trial: int = trial_id
+                who: Principal, kind: int, steps: int, metrics: dict, trial: int = trial_id, group: str = ""
             ) -> scheduler_pb2.ReportTrialMetricsResponse:
                 set_current_principal(who)
                 request = scheduler_pb2.ReportTrialMetricsRequest(
-                    trial_id=trial, kind=kind, steps_completed=steps, metrics=to_struct(metrics)
+                    trial_id=trial, kind=kind, steps_completed=steps, metrics=to_struct(metrics), group=group
                 )
                 return await api.ReportTrialMetrics(request, Context())  # type: ignore[arg-type]
 
+            api_of[manager] = api
             await scenario(manager, trial_id, report)
         finally:
             manager.db.close()
@@ -119,5 +122,47 @@ def test_who_may_report(tmp_path: Path) -> None:
         assert bad.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert len(result_ops.steps_of(manager.db, trial_id)) == 1  # nothing refused was stored
         assert result_ops.validations_of(manager.db, trial_id) == []
+
+    run(tmp_path, scenario)
+
+
+def test_get_trial_sums_up_each_custom_group_on_its_first_page(tmp_path: Path) -> None:
+    """`pedl trial describe` and the web UI's trial page read a trial's custom groups from here."""
+
+    async def scenario(manager: ExperimentManager, trial_id: int, report: Report) -> None:
+        unspecified = scheduler_pb2.METRIC_KIND_UNSPECIFIED
+        await report(ALICE, TRAINING, 10, {"loss": 3.0})
+        await report(ALICE, TRAINING, 40, {"loss": 1.0})
+        await report(ALICE, unspecified, 10, {"loss": 2.0, "hist": [1, 2]}, group="inference")
+        await report(ALICE, unspecified, 30, {"loss": 4.0, "hist": [3, 4]}, group="inference")
+        await report(ALICE, unspecified, 20, {"fps": 9.5}, group="abc")
+        api = api_of[manager]
+        set_current_principal(ALICE)
+        asked = scheduler_pb2.GetTrialRequest(trial_id=trial_id, page_size=1, group_figures=True)
+        first = await api.GetTrial(asked, Context())  # type: ignore[arg-type]
+        counts = [(g.group, g.reports, g.last_batches) for g in first.metric_groups]
+        assert counts == [("abc", 1, 20), ("inference", 2, 30)]
+        asked.group_figures = False  # what most callers ask: the counts, no row read
+        plain = await api.GetTrial(asked, Context())  # type: ignore[arg-type]
+        assert [(g.group, g.reports, g.last_batches, len(g.metrics)) for g in plain.metric_groups] == [
+            (*count, 0) for count in counts
+        ]
+        figures = records.metric_group_record(first.metric_groups[1])["metrics"]
+        assert figures["loss"] == {
+            "count": 2,
+            "min": 2.0,
+            "max": 4.0,
+            "mean": 3.0,
+            "sum": 6.0,
+            "last": 4.0,
+            "type": "number",
+        }
+        assert figures["hist"] == {"count": 2, "last": [3.0, 4.0], "type": "object"}
+        assert [s.total_batches for s in first.steps] == [10]  # groups are never steps
+        later = scheduler_pb2.GetTrialRequest(
+            trial_id=trial_id, page_size=1, page_token=first.next_page_token
+        )
+        assert first.next_page_token
+        assert not (await api.GetTrial(later, Context())).metric_groups  # type: ignore[arg-type]
 
     run(tmp_path, scenario)

@@ -3,6 +3,8 @@ test_trial_describe_metrics checks count, min, max, mean and type)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pedl_webui.rest.summary import summary_metrics
@@ -37,3 +39,37 @@ def test_a_nan_report_makes_min_max_and_mean_nan_as_determineds_master_does() ->
     training = '"avg_metrics":{"loss":{"count":3,"min":"NaN","max":"NaN","mean":"NaN","sum":"NaN","last":0.5'
     assert training in body
     assert '"validation_metrics":{"loss":{"count":1,"min":"NaN","max":"NaN"' in body
+
+
+def test_custom_groups_sit_under_their_own_names_as_determineds_master_keeps_them() -> None:
+    """`det trial describe --json` and the SDK's `summary_metrics` read a custom group there."""
+    fps = {"count": 1, "min": 9.5, "max": 9.5, "mean": 9.5, "sum": 9.5, "last": 9.5, "type": "number"}
+    got = summary_metrics([{"loss": 1.0}], [], {"inference": {"fps": fps}})
+    assert got == {"avg_metrics": {"loss": got["avg_metrics"]["loss"]}, "inference": {"fps": fps}}
+
+
+def test_the_rest_trials_summary_takes_the_groups_from_gettrials_first_page() -> None:
+    from pedl._metrics import to_struct
+    from pedl.metric_summary import fold
+    from pedl.v1 import scheduler_pb2
+    from pedl_webui.rest.common import Caller
+    from pedl_webui.rest.workloads import summary_of
+
+    first = scheduler_pb2.GetTrialResponse(
+        steps=[scheduler_pb2.Step(total_batches=10, metrics=to_struct({"loss": 1.0}))], next_page_token="10"
+    )
+    first.metric_groups.add(
+        group="inference", reports=2, last_batches=20, metrics=to_struct(fold([{"fps": 3}] * 2))
+    )
+    pages = iter([first, scheduler_pb2.GetTrialResponse()])
+
+    class Gateway:
+        def call(self, token: str, method: str, message: Any) -> scheduler_pb2.GetTrialResponse:
+            assert method == "GetTrial" and message.group_figures
+            return next(pages)
+
+    got = summary_of(Caller(Gateway(), "t"), 7)  # type: ignore[arg-type]
+    assert got["inference"] == {
+        "fps": {"count": 2, "min": 3.0, "max": 3.0, "mean": 3.0, "sum": 6.0, "last": 3.0, "type": "number"}
+    }
+    assert got["avg_metrics"]["loss"]["count"] == 1

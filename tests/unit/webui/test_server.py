@@ -131,3 +131,40 @@ def test_unknown_ids_and_paths_are_404_pages_and_static_files_stay_in_their_fold
         assert request(url, path)[0] == 404, path
     status, headers, _ = request(url, "/static/vendor/uPlot.iife.min.js")
     assert status == 200 and "default-src 'self'" in headers["Content-Security-Policy"]
+
+
+class StreamingGateway(StandInGateway):
+    """Also answers a GetMetrics stream: one reply with a custom group's rows, then the end."""
+
+    def __init__(self) -> None:
+        self.streamed: list[Any] = []
+
+    def stream(self, token: str, method: str, request: Any) -> Any:
+        self.streamed.append(request)
+        series = scheduler_pb2.MetricSeries(
+            trial_id=1, group=request.group, total_batches=[20], metrics_json=['{"fps": 9.5}'], end_time=["t"]
+        )
+
+        class Call:
+            def __iter__(self) -> Iterator[Any]:
+                yield scheduler_pb2.GetMetricsResponse(series=[series], caught_up=True)
+
+            def cancel(self) -> None:
+                pass
+
+        return Call()
+
+
+def test_a_trials_custom_group_streams_on_its_own_and_a_bad_name_is_400() -> None:
+    gateway = StreamingGateway()
+    with serving(gateway) as address:
+        cookie = "pedl_session=tok-ann"
+        status, _, body = request(address, "/api/trials/1/metrics?group=inf%25er%20en%2Fce", cookie=cookie)
+        assert status == 200
+        data = json.loads(body.decode().split("data: ", 1)[1].split("\n", 1)[0])
+        assert data == {"series": [[1, "g", [20], [{"fps": 9.5}]]], "caught_up": True}
+        assert "event: end" in body.decode()
+        assert [(r.trial_id, r.group, r.follow) for r in gateway.streamed] == [(1, "inf%er en/ce", True)]
+        status, _, body = request(address, "/api/trials/1/metrics?group=a.b", cookie=cookie)
+        assert status == 400 and b"a metric group is 1-64 characters, no dot" in body
+        assert len(gateway.streamed) == 1  # refused before the scheduler is asked

@@ -29,6 +29,41 @@ def test_a_metrics_event_is_json_a_browser_parses_with_nan_as_null() -> None:
     }
 
 
+def test_a_custom_groups_rows_come_as_g_for_the_trial_pages_group_chart() -> None:
+    series = scheduler_pb2.MetricSeries(
+        trial_id=3, group="inference", total_batches=[50], metrics_json=['{"fps": 9.5}'], end_time=["t1"]
+    )
+    text = views.metrics_event(scheduler_pb2.GetMetricsResponse(series=[series]))
+    assert json.loads(text)["series"] == [[3, "g", [50], [{"fps": 9.5}]]]
+
+
+def test_the_trial_page_gets_each_custom_groups_name_and_counts() -> None:
+    """Its figures the page folds from the group's rows it streams (no fold on each 3 s poll)."""
+    detail = scheduler_pb2.GetTrialResponse(trial=trial(3, "ACTIVE", 40))
+    detail.metric_groups.add(group="inference", reports=2, last_batches=40)
+    page = views.trial_detail(detail, experiment("random").experiment)
+    assert page["metric_groups"] == [{"group": "inference", "reports": 2, "last_batches": 40}]
+    assert views.trial_detail(scheduler_pb2.GetTrialResponse(trial=trial(4, "ACTIVE", 0)),
+                              experiment("random").experiment)["metric_groups"] == []  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ("validation", r"the validation rows come without \?group="),
+        ("a.b", "a metric group is 1-64 characters, no dot"),
+        ("x" * 65, "a metric group is 1-64 characters"),
+    ],
+)
+def test_a_trials_curves_take_one_custom_group_by_name(given: str, error: str) -> None:
+    from pedl_webui import pages
+
+    assert pages._group("inf%er en/ce") == "inf%er en/ce" and pages._group("") == ""
+    with pytest.raises(GatewayError, match=error) as info:
+        pages._group(given)
+    assert info.value.status == 400
+
+
 def trial(
     id_: int, state: str, batches: int, best: float | None = None, parent: int = 0
 ) -> scheduler_pb2.Trial:

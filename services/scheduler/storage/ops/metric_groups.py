@@ -40,6 +40,17 @@ _MARKS = (
     .where(_T.trial_id.in_(bindparam("ids", expanding=True)), _T.group_name == bindparam("group"))
     .group_by(_T.trial_id)
 )
+_OF_TRIAL = (
+    select(_T.group_name, _T.total_batches, _T.metrics_json)
+    .where(_T.trial_id == bindparam("trial_id"))
+    .order_by(_T.group_name, _T.total_batches)
+)
+_COUNTS = (
+    select(_T.group_name, func.count().label("n"), func.max(_T.total_batches).label("last"))
+    .where(_T.trial_id == bindparam("trial_id"))
+    .group_by(_T.group_name)
+    .order_by(_T.group_name)
+)
 _AT = select(_T.trial_id).where(
     _T.trial_id == bindparam("trial_id"),
     _T.group_name == bindparam("group"),
@@ -98,3 +109,15 @@ def marks(s: Storage, group: str, trial_ids: list[int]) -> dict[int, tuple[int, 
         for r in s.rows(_MARKS, {"ids": trial_ids[start : start + 500], "group": group}):
             out[r["trial_id"]] = (int(r["n"]), int(r["last"]))
     return out
+
+
+def of_trial(s: Storage, trial_id: int) -> list[tuple[str, int, str]]:
+    """Every (group, total_batches, metrics_json) report of the trial, by group then batches."""
+    found = s.rows(_OF_TRIAL, {"trial_id": trial_id})
+    return [(r["group_name"], r["total_batches"], r["metrics_json"]) for r in found]
+
+
+def counts_of_trial(s: Storage, trial_id: int) -> list[tuple[str, int, int]]:
+    """Each of the trial's groups by name: (group, reports, last batch count), read without the rows."""
+    found = s.rows(_COUNTS, {"trial_id": trial_id})
+    return [(r["group_name"], int(r["n"]), int(r["last"])) for r in found]
