@@ -70,7 +70,8 @@ def test_a_running_trial_is_killed_and_the_experiment_goes_on(tmp_path: Path) ->
 
 
 def test_a_queued_trial_ends_at_once_and_killing_every_trial_ends_the_search(tmp_path: Path) -> None:
-    """With no trial left the searcher is done and the experiment ends."""
+    """With no trial left the searcher is done and the experiment ends: CANCELED, as Determined's
+    does when a user killed every trial (its test_experiment_manipulation)."""
 
     def scenario(manager: ExperimentManager, agent) -> None:  # type: ignore[no-untyped-def]
         first, second = sorted(manager.trials.values(), key=lambda t: t.id)
@@ -82,7 +83,7 @@ def test_a_queued_trial_ends_at_once_and_killing_every_trial_ends_the_search(tmp
         exited = agent_pb2.TrialExited(trial_id=first.id, run_id=first.run_id, exit_code=-9, killed=True)
         manager.on_agent_messages([(agent, agent_pb2.ConnectRequest(trial_exited=exited))])
         assert [r["state"] for r in trial_ops.trials_of(manager.db, 1)] == ["CANCELED", "CANCELED"]
-        assert experiment_ops.experiment_state(manager.db, 1) == "COMPLETED"
+        assert experiment_ops.experiment_state(manager.db, 1) == "CANCELED"
         assert not manager.experiments
 
     run(tmp_path, 1, scenario)
