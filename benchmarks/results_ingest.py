@@ -41,8 +41,8 @@ from pedl_scheduler.storage import open_storage
 from pedl_scheduler.storage.ops import experiments as experiment_ops
 from pedl_scheduler.storage.ops import results as result_ops
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from postgres import postgres_server  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.postgres import postgres_server  # noqa: E402
 
 TARGET = 10_000
 CONFIG = """

@@ -145,6 +145,10 @@ class SlurmPools:
                 "cancelling pilot jobs no trial needs", pool=state.pool.name, jobs=list(decided.cancel)
             )
             await asyncio.to_thread(commands.cancel, list(decided.cancel))
+            # Gone from the listing at once, not at the next poll: `det job list` right after a kill
+            # must not show a job pedl just cancelled (the full run saw it there).
+            cancelled = set(decided.cancel)
+            state.listed = [j for j in state.listed if j.job_id not in cancelled]
         for request in decided.submit:
             job_id = await asyncio.to_thread(commands.submit, state.pilot, request)
             state.shapes[job_id] = request.shape
