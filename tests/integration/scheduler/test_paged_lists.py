@@ -155,7 +155,7 @@ def test_the_cli_reads_every_page(scheduler, monkeypatch: pytest.MonkeyPatch) ->
     _, ids, trial_id = scheduler
     client = cli_client.SchedulerClient
     monkeypatch.setattr(client.list_experiments, "__defaults__", (2,))
-    monkeypatch.setattr(client.get_trial, "__defaults__", (3,))
+    monkeypatch.setattr(client.get_trial, "__defaults__", (3, False))
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert cli(["experiment", "list", "--json"]) == 0
     assert [e["id"] for e in json.loads(out.getvalue())] == ids
