@@ -62,18 +62,24 @@ KERAS2_IMAGES = {
     "0.20.1": "determinedai/environments:py-3.8-pytorch-1.12-tf-2.8-cpu-0.20.1",
     **dict.fromkeys(("0.23.4", "0.26.7", "0.30.0", "0.34.0"), _TF_2_11),
 }
+# The image Determined 0.12's PyTorch examples ran in (its default CPU image, as its tree names it:
+# PyTorch 1.4 with a NumPy older than 1.24, which still had np.int), set where the config names
+# none. The suite maps it to `numpy1` (NumPy 1.23.5 beside torch 2.14.1: scripts/install-numpy1-env).
+# Later releases' PyTorch examples run in the default environment: their code needs no older NumPy.
+PYTORCH_IMAGES = {"0.12.13": "determinedai/environments:py-3.6.9-pytorch-1.4-tf-1.15-cpu-0.5.0"}
 # The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
 # image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
-IMAGE_RULES = ("*tf-2.1[1-5]-*=tf215", "determinedai/tensorflow-ngc:*=tf215")
+IMAGE_RULES = (
+    "*tf-2.1[1-5]-*=tf215",
+    "determinedai/tensorflow-ngc:*=tf215",
+    "*-pytorch-1.4-tf-1.15-*=numpy1",
+)
 # Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility), or
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.
 _TF_KERAS_2 = "failed: the model definition imports tensorflow.python.keras.datasets, TensorFlow's internal"
 _TORCH_VERBOSE = "failed: the model definition passes verbose= to torch's ReduceLROnPlateau"
 FAILS: dict[tuple[str, str], str] = {
-    ("0.12.13", "experimental/trial/mnist_pytorch_multi_output"): (
-        "failed: the model definition uses np.int, an alias NumPy removed"
-    ),
     ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
     **{(r, "computer_vision/cifar10_tf_keras"): _TF_KERAS_2 for r in ("0.15.6", "0.17.15", "0.20.1")},
     **{(r, "nlp/word_language_model"): _TORCH_VERBOSE for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")},
@@ -115,7 +121,7 @@ class Example:
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
-    image: str = ""  # the Determined image it ran in, where the suite sets one (KERAS2_IMAGES)
+    image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
 
     @property
     def expected(self) -> str:
@@ -237,7 +243,8 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     resources = raw.get("resources") if isinstance(raw.get("resources"), dict) else {}
     slots = int(resources.get("slots_per_trial") or 1)
     data = _data(folder, sources, config)
-    image = KERAS2_IMAGES.get(release, "") if framework == "TF Keras" else ""
+    images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
+    image = images.get(release, "")
     return Example(release, name, folder, framework, data, needs, config, slots, image)
 
 

@@ -25,14 +25,20 @@ def python() -> str:
     return sys.executable
 
 
+# The agents' environments the suite's image rules (catalogue.IMAGE_RULES) name, by the script that
+# builds each (or finds it built, in seconds) and prints its interpreter: TensorFlow 2.15's (Keras 2),
+# where the TF Keras examples of releases that shipped Keras 2 run; NumPy 1.23's beside torch, where
+# Determined 0.12's PyTorch examples run (their code uses np.int).
+BUILDERS = {"tf215": "build-tf215-env", "numpy1": "install-numpy1-env"}
+
+
 @functools.cache
-def tf215_python() -> str | None:
-    """TensorFlow 2.15's environment (Keras 2), where the TF Keras examples of releases that shipped
-    Keras 2 run: `scripts/build-tf215-env` builds it (or finds it built, in seconds); None when it
-    cannot be built here (pip cannot fetch TensorFlow 2.15)."""
+def built_python(name: str) -> str | None:
+    """The interpreter of the environment `name` (`BUILDERS`), built here if needed; None when it
+    cannot be built here (pip cannot fetch what it needs)."""
     try:
         done = subprocess.run(
-            [str(_REPO / "scripts" / "build-tf215-env")], capture_output=True, text=True, timeout=1800
+            [str(_REPO / "scripts" / BUILDERS[name])], capture_output=True, text=True, timeout=1800
         )
     except subprocess.TimeoutExpired:
         return None

@@ -81,16 +81,18 @@ def mounts_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tf215() -> str | None:
-    """TensorFlow 2.15's interpreter when an example to run is mapped to it (built here if needed:
-    minutes the first time), else None."""
-    return example_env.tf215_python() if any(_in_tf215(e) for e in _smoke()) else None
+def environments() -> dict[str, str | None]:
+    """The interpreter of each environment an example to run is mapped to (built here if needed:
+    minutes the first time for TensorFlow 2.15's), None for one that could not be built."""
+    wanted = {name for e in _smoke() if (name := _environment_of(e))}
+    return {name: example_env.built_python(name) for name in sorted(wanted)}
 
 
-def _in_tf215(example: Example) -> bool:
-    """Whether the suite's scheduler runs the example in TensorFlow 2.15's environment."""
+def _environment_of(example: Example) -> str | None:
+    """The environment the suite's scheduler runs the example in, where an image rule picks one."""
     images = Environment.of(_config(example).get("environment")).images or (example.image,)
-    return rule_for(parse_image_rules(list(IMAGE_RULES)), images) is not None
+    found = rule_for(parse_image_rules(list(IMAGE_RULES)), images)
+    return found[0].environment if found else None
 
 
 def _config(example: Example) -> dict:
@@ -98,14 +100,16 @@ def _config(example: Example) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, mounts_root, tf215) -> Iterator:
-    """One agent running trials in the examples' environment, offering TensorFlow 2.15's as `tf215`
-    too, to which the scheduler maps the images of Determined's TF 2 releases (`IMAGE_RULES`)."""
+def cluster(tmp_path_factory, mounts_root, environments) -> Iterator:
+    """One agent running trials in the examples' environment, offering those the scheduler maps
+    Determined's images to (`IMAGE_RULES`: TensorFlow 2.15's as `tf215` for the images of its TF 2
+    releases, NumPy 1.23's as `numpy1` for 0.12's PyTorch image) where they could be built."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
-    scheduler_args = []
-    if tf215:
-        agent_args += ["--environment", f"tf215={tf215}"]
-        scheduler_args += [arg for rule in IMAGE_RULES for arg in ("--image-environment", rule)]
+    for name, python in environments.items():
+        agent_args += ["--environment", f"{name}={python}"] if python else []
+    offered = {name for name, python in environments.items() if python}
+    rules = [rule for rule in IMAGE_RULES if rule.rpartition("=")[2] in offered]
+    scheduler_args = [arg for rule in rules for arg in ("--image-environment", rule)]
     cluster_dir = tmp_path_factory.mktemp("cluster")
     with local_cluster(
         cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args, scheduler_args=scheduler_args
@@ -226,10 +230,10 @@ def _smoke() -> list[Example]:
 
 @pytest.mark.parametrize("example", _smoke(), ids=lambda e: f"{e.release}:{e.name}")
 def test_a_published_example_runs_unchanged(
-    cluster, tf215, data_server, mounts_root, example, tmp_path
+    cluster, environments, data_server, mounts_root, example, tmp_path
 ) -> None:
-    if _in_tf215(example) and not tf215:
-        pytest.skip("TensorFlow 2.15's environment could not be built (scripts/build-tf215-env)")
+    if (name := _environment_of(example)) and not environments[name]:
+        pytest.skip(f"the environment {name} could not be built (scripts/{example_env.BUILDERS[name]})")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
