@@ -67,6 +67,12 @@ KERAS2_IMAGES = {
 # none. The suite maps it to `numpy1` (NumPy 1.23.5 beside torch 2.14.1: scripts/install-numpy1-env).
 # Later releases' PyTorch examples run in the default environment: their code needs no older NumPy.
 PYTORCH_IMAGES = {"0.12.13": "determinedai/environments:py-3.6.9-pytorch-1.4-tf-1.15-cpu-0.5.0"}
+# Examples whose code needs torch before 2.7 (0.15 to 0.23's word language model passes verbose= to
+# ReduceLROnPlateau, which torch 2.7 removed), run in torch 2.6's environment (`torch26`:
+# scripts/install-torch26-env, 5.2 GB, built only when one of them is run): their test-mode config
+# names it (`environment.name`), as a pedl user would. Not by image: their release's one image held
+# TensorFlow too, and its TF Keras examples run elsewhere.
+OLDER_TORCH = {(r, "nlp/word_language_model"): "torch26" for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")}
 # The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
 # image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
 IMAGE_RULES = (
@@ -78,11 +84,9 @@ IMAGE_RULES = (
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.
 _TF_KERAS_2 = "failed: the model definition imports tensorflow.python.keras.datasets, TensorFlow's internal"
-_TORCH_VERBOSE = "failed: the model definition passes verbose= to torch's ReduceLROnPlateau"
 FAILS: dict[tuple[str, str], str] = {
     ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
     **{(r, "computer_vision/cifar10_tf_keras"): _TF_KERAS_2 for r in ("0.15.6", "0.17.15", "0.20.1")},
-    **{(r, "nlp/word_language_model"): _TORCH_VERBOSE for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")},
     # 0.20 to 0.34's Core API MNIST `metrics` and `checkpoints` stages report `test_loss` under
     # `metric: val_loss` and never ask the searcher: as in Determined they run to their own end and
     # complete (the searcher hears only op.report_completed). Its ASHA stage's `load_state` uses
@@ -122,6 +126,7 @@ class Example:
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
+    environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH)
 
     @property
     def expected(self) -> str:
@@ -245,7 +250,8 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     data = _data(folder, sources, config)
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
-    return Example(release, name, folder, framework, data, needs, config, slots, image)
+    environment = OLDER_TORCH.get((release, name), "")
+    return Example(release, name, folder, framework, data, needs, config, slots, image, environment)
 
 
 def _stage_script(folder: Path, config: str) -> str:

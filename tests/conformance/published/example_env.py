@@ -28,8 +28,9 @@ def python() -> str:
 # The agents' environments the suite's image rules (catalogue.IMAGE_RULES) name, by the script that
 # builds each (or finds it built, in seconds) and prints its interpreter: TensorFlow 2.15's (Keras 2),
 # where the TF Keras examples of releases that shipped Keras 2 run; NumPy 1.23's beside torch, where
-# Determined 0.12's PyTorch examples run (their code uses np.int).
-BUILDERS = {"tf215": "build-tf215-env", "numpy1": "install-numpy1-env"}
+# Determined 0.12's PyTorch examples run (their code uses np.int); and torch 2.6's, which the configs
+# of examples whose code needs torch before 2.7 name (catalogue.OLDER_TORCH).
+BUILDERS = {"tf215": "build-tf215-env", "numpy1": "install-numpy1-env", "torch26": "install-torch26-env"}
 
 
 @functools.cache

@@ -83,13 +83,17 @@ def mounts_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def environments() -> dict[str, str | None]:
     """The interpreter of each environment an example to run is mapped to (built here if needed:
-    minutes the first time for TensorFlow 2.15's), None for one that could not be built."""
+    minutes the first time for TensorFlow 2.15's and torch 2.6's), None for one that could not be
+    built."""
     wanted = {name for e in _smoke() if (name := _environment_of(e))}
     return {name: example_env.built_python(name) for name in sorted(wanted)}
 
 
 def _environment_of(example: Example) -> str | None:
-    """The environment the suite's scheduler runs the example in, where an image rule picks one."""
+    """The environment the suite's scheduler runs the example in, where its test-mode config names
+    one or an image rule picks one."""
+    if example.environment:
+        return example.environment
     images = Environment.of(_config(example).get("environment")).images or (example.image,)
     found = rule_for(parse_image_rules(list(IMAGE_RULES)), images)
     return found[0].environment if found else None
@@ -103,7 +107,8 @@ def _config(example: Example) -> dict:
 def cluster(tmp_path_factory, mounts_root, environments) -> Iterator:
     """One agent running trials in the examples' environment, offering those the scheduler maps
     Determined's images to (`IMAGE_RULES`: TensorFlow 2.15's as `tf215` for the images of its TF 2
-    releases, NumPy 1.23's as `numpy1` for 0.12's PyTorch image) where they could be built."""
+    releases, NumPy 1.23's as `numpy1` for 0.12's PyTorch image) and those configs name (`torch26`,
+    `OLDER_TORCH`) where they could be built."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     for name, python in environments.items():
         agent_args += ["--environment", f"{name}={python}"] if python else []
@@ -120,7 +125,8 @@ def cluster(tmp_path_factory, mounts_root, environments) -> Iterator:
 def config_for_test_mode(example: Example, base_url: str, standin: Path | None = None) -> str:
     """The example's config with its data URLs on loopback, its length a few batches (where the
     config holds it; a script's own stays) and a search two trials at most, and the image its release
-    ran it in where the config names none (`Example.image`); a trial whose code hard-codes plain-HTTP
+    ran it in where the config names none (`Example.image`), or the environment its code needs named
+    (`Example.environment`); a trial whose code hard-codes plain-HTTP
     URLs gets the suite's server as its `http_proxy`. Data the example reads outside its folder comes
     from `standin` (`standin_for`): its own bind mount's host path pointed there, or a bind mount of it
     added where the example looks (`../data`, relative to the trial's working directory, as
@@ -143,6 +149,8 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
         raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
     if example.image and isinstance(raw.setdefault("environment", {}), dict):  # as its master set it
         raw["environment"].setdefault("image", example.image)
+    if example.environment and isinstance(raw.setdefault("environment", {}), dict):  # OLDER_TORCH
+        raw["environment"]["name"] = example.environment
     searcher = raw["searcher"]
     if "max_steps" in searcher:  # PEDL 0.11 and Determined before 0.13 count steps
         searcher["max_steps"] = 1
