@@ -154,12 +154,29 @@ def _pool(name: str, members: list[scheduler_pb2.Agent], partition: str = "") ->
     }
 
 
+def _gc_summary(task: scheduler_pb2.CheckpointGcTask) -> dict[str, Any]:
+    """A checkpoint GC task as Determined's allocation summary: its name is what clients match."""
+    allocation = f"{task.task_id}.1"
+    return {
+        "allocationId": allocation,
+        "taskId": task.task_id,
+        "name": task.name,
+        "resourcePool": "default",
+        "registeredTime": task.started_at or None,
+        "schedulerType": "fair_share",
+        "slotsNeeded": 0,
+        "resources": [],
+        "proxyPorts": [],
+    }
+
+
 def _allocations(request: Request) -> dict[str, dict[str, Any]]:
-    """The running trials as Determined's allocation summaries (`det slot list` names each busy
-    slot's task from these; e2e tests find an experiment's by its name); pedl runs no other task."""
+    """The running trials and checkpoint GC tasks as Determined's allocation summaries (`det slot
+    list` names each busy slot's task from these; e2e tests find an experiment's by its name)."""
     c = caller(request)
+    listed = c.call("ListAgents", scheduler_pb2.ListAgentsRequest())
     summaries: dict[str, Any] = {}
-    for a in _agents(request):
+    for a in listed.agents:
         for s in a.slots:
             if not s.trial_id:
                 continue
@@ -192,6 +209,8 @@ def _allocations(request: Request) -> dict[str, dict[str, Any]]:
                     "exited": None,
                 }
             )
+    for task in listed.gc_tasks:
+        summaries[f"{task.task_id}.1"] = _gc_summary(task)
     return summaries
 
 
