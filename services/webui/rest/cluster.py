@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import caller, int_param, ok, page
+from pedl_webui.rest.common import Caller, caller, int_param, ok, page
 from pedl_webui.rest.master import API_VERSION
 
 _DEVICE_TYPE = {"cpu": "TYPE_CPU", "gpu": "TYPE_CUDA"}
@@ -170,10 +170,9 @@ def _gc_summary(task: scheduler_pb2.CheckpointGcTask) -> dict[str, Any]:
     }
 
 
-def _allocations(request: Request) -> dict[str, dict[str, Any]]:
+def allocations(c: Caller) -> dict[str, dict[str, Any]]:
     """The running trials and checkpoint GC tasks as Determined's allocation summaries (`det slot
     list` names each busy slot's task from these; e2e tests find an experiment's by its name)."""
-    c = caller(request)
     listed = c.call("ListAgents", scheduler_pb2.ListAgentsRequest())
     summaries: dict[str, Any] = {}
     for a in listed.agents:
@@ -216,7 +215,7 @@ def _allocations(request: Request) -> dict[str, dict[str, Any]]:
 
 def tasks(request: Request) -> JSONResponse:
     """`GET /api/v1/tasks`."""
-    return ok({"allocationIdToSummary": _allocations(request)})
+    return ok({"allocationIdToSummary": allocations(caller(request))})
 
 
 def _snake(name: str) -> str:
@@ -226,12 +225,15 @@ def _snake(name: str) -> str:
 def legacy_tasks(request: Request) -> JSONResponse:
     """`GET /tasks`, the master's older route (Determined's e2e helpers poll it): the same summaries,
     keyed by allocation, with the field names of Determined's Go structs (snake_case)."""
-    return ok(
-        {
-            allocation: {
-                _snake(k): ([{_snake(rk): rv for rk, rv in r.items()} for r in v] if k == "resources" else v)
-                for k, v in entry.items()
-            }
-            for allocation, entry in _allocations(request).items()
+    return ok(legacy_shape(allocations(caller(request))))
+
+
+def legacy_shape(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The summaries with the field names of Determined's Go structs, as its `GET /tasks` writes them."""
+    return {
+        allocation: {
+            _snake(k): ([{_snake(rk): rv for rk, rv in r.items()} for r in v] if k == "resources" else v)
+            for k, v in entry.items()
         }
-    )
+        for allocation, entry in summaries.items()
+    }
