@@ -190,7 +190,8 @@ def allocations(c: Caller) -> dict[str, dict[str, Any]]:
                     "taskId": f"trial-{s.trial_id}",
                     "name": f"Trial {s.trial_id} (Experiment {trial.experiment_id})",  # Determined's name
                     "resourcePool": a.resource_pool or "default",
-                    "registeredTime": None,
+                    # Determined's `det task list` sorts by it: a trial's start, as a GC task's.
+                    "registeredTime": trial.start_time or None,
                     "schedulerType": "fair_share",
                     "slotsNeeded": 0,
                     "resources": [],

@@ -18,7 +18,9 @@ class _Scheduler:
 
     def call(self, token: str, method: str, message: Any) -> Any:
         if method == "GetTrial":
-            return scheduler_pb2.GetTrialResponse(trial=scheduler_pb2.Trial(id=4, experiment_id=2))
+            return scheduler_pb2.GetTrialResponse(
+                trial=scheduler_pb2.Trial(id=4, experiment_id=2, start_time="2026-11-29T17:59:00.000Z")
+            )
         assert method == "ListAgents"
         agent = scheduler_pb2.Agent(id="a1", slots=[common_pb2.Slot(id="0", trial_id=4)])
         gc = scheduler_pb2.CheckpointGcTask(
@@ -42,5 +44,7 @@ def test_gc_tasks_are_listed_beside_the_trials_under_determineds_names() -> None
     assert gc["taskId"] == TASK and gc["allocationId"] == f"{TASK}.1"
     assert gc["slotsNeeded"] == 0 and gc["resources"] == []
     assert gc["registeredTime"] == "2026-11-29T18:00:00.000Z"
+    # Determined's `det task list` sorts the summaries by registeredTime: every one has it.
+    assert sorted(s["registeredTime"] for s in summaries.values())[0] == "2026-11-29T17:59:00.000Z"
     legacy = legacy_shape(summaries)[f"{TASK}.1"]
     assert legacy["name"] == "Checkpoint GC (Experiment 9)" and legacy["task_id"] == TASK
