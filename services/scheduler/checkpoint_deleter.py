@@ -64,21 +64,27 @@ class CheckpointDeleter:
         fresh = [u for u in uuids if u not in self._pending]
         if fresh:
             self._pending.update(fresh)
-            asyncio.get_running_loop().create_task(self._background(self._open(fresh), fresh))
+            asyncio.get_running_loop().create_task(self._background(fresh, None))
 
     def start(self, uuids: list[str]) -> None:
         """Marks the checkpoints DELETING and opens their GC tasks now, which delete them in the
-        background (a user's delete as Determined's master does it); a failure is logged and the rows
-        stay DELETING for the next collection or the reconciler."""
+        background (a user's delete as Determined's master does it); a store failure is logged and the
+        rows stay DELETING for the next collection or the reconciler."""
         uuids = [u for u in dict.fromkeys(uuids) if u not in self._pending]
-        if uuids:
-            self._pending.update(uuids)
-            tasks = self._open(uuids)
-            asyncio.get_running_loop().create_task(self._background(tasks, uuids))
-
-    async def _background(self, tasks: list[GcTask], uuids: list[str]) -> None:
+        if not uuids:
+            return
+        self._pending.update(uuids)
         try:
-            for task in tasks:
+            tasks = self._open(uuids)
+        except BaseException:
+            self._pending.difference_update(uuids)
+            raise
+        asyncio.get_running_loop().create_task(self._background(uuids, tasks))
+
+    async def _background(self, uuids: list[str], tasks: list[GcTask] | None) -> None:
+        """Runs the tasks (opening them first when None); ends with the uuids no longer pending."""
+        try:
+            for task in self._open(uuids) if tasks is None else tasks:
                 await self._run(task, give_up=False)
         finally:
             self._pending.difference_update(uuids)

@@ -91,7 +91,7 @@ def test_a_failing_store_ends_the_task_and_leaves_the_rows_deleting_for_a_retry(
         store.go.set()
         deleter = deleter_for(rows, store)
         deleter.delete(["a1", "a2", "c1"])  # garbage collection: failures are logged, not raised
-        await until(lambda: not listed(deleter))
+        await until(lambda: rows.state["c1"] == DELETED and not listed(deleter))
         assert rows.state == {"a1": DELETING, "a2": DELETED, "b1": COMPLETED, "c1": DELETED}
         store.broken.clear()
         deleter.delete(["a1"])  # the next collection offers it again
