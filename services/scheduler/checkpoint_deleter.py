@@ -3,9 +3,10 @@
 Every deletion (garbage collection, `pedl checkpoint delete`, the reconciler) goes: the row is marked
 DELETING and committed, and a GC task is opened per experiment (`gc_tasks.py`, listed as Determined
 lists its "Checkpoint GC" tasks); the store deletes the bytes (with the cluster secret: users cannot
-delete at the store), one GC task at a time; the row is marked DELETED; the task ends. Only rows the
-first step moved reach the store: a checkpoint whose result is not written yet is left alone (garbage
-collection offers it again later), so a row never turns up COMPLETED after its bytes were deleted.
+delete at the store), a deletion's tasks one after another; the row is marked DELETED; the task
+ends. Only rows the first step moved reach the store: a checkpoint whose result is not written yet is
+left alone (garbage collection offers it again later), so a row never turns up COMPLETED after its
+bytes were deleted.
 A scheduler killed between steps leaves DELETING rows, which the reconciler finishes at its next start
 (`checkpoint_reconciler.py`); a store that is briefly away leaves them DELETING too, and the next
 collection or reconciliation tries again.
@@ -57,7 +58,6 @@ class CheckpointDeleter:
         self._pending: set[str] = set()
         self._client: CheckpointStoreClient | None = None
         self.tasks = GcTasks()
-        self._one_at_a_time = asyncio.Lock()
 
     def delete(self, uuids: list[str]) -> None:
         """In the background (garbage collection): failures are logged and retried later."""
@@ -95,8 +95,9 @@ class CheckpointDeleter:
         for a retry or the reconciler."""
         uuids = [u for u in dict.fromkeys(uuids) if u not in self._pending]
         self._pending.update(uuids)
-        tasks = self._open(uuids)
+        tasks: list[GcTask] = []
         try:
+            tasks = self._open(uuids)
             for task in tasks:
                 await self._run(task, give_up=True)
         finally:
@@ -122,22 +123,22 @@ class CheckpointDeleter:
         return self.tasks.open(by_experiment)
 
     async def _run(self, task: GcTask, give_up: bool) -> None:
-        """Steps two and three for the task's checkpoints, after the GC tasks opened before it; ends
-        the task. A store failure raises with `give_up`, else is logged and the next one is tried."""
+        """Steps two and three for the task's checkpoints; ends the task. A deletion runs its tasks one
+        after another (those not yet running wait); separate deletions run side by side. A store
+        failure raises with `give_up`, else is logged and the next checkpoint is tried."""
+        task.running = True
         try:
-            async with self._one_at_a_time:
-                task.running = True
-                for uuid in task.checkpoint_uuids:
-                    try:
-                        await self._delete_bytes(uuid)
-                    except CheckpointError as e:
-                        if give_up:
-                            raise
-                        log.warning("checkpoint deletion failed; will retry", uuid=uuid, error=str(e))
-                        continue
-                    crash_point("checkpoint-store-deleted")
-                    self._mark([uuid], DELETED)
-                    log.info("checkpoint deleted", uuid=uuid, gc_task=task.task_id)
+            for uuid in task.checkpoint_uuids:
+                try:
+                    await self._delete_bytes(uuid)
+                except CheckpointError as e:
+                    if give_up:
+                        raise
+                    log.warning("checkpoint deletion failed; will retry", uuid=uuid, error=str(e))
+                    continue
+                crash_point("checkpoint-store-deleted")
+                self._mark([uuid], DELETED)
+                log.info("checkpoint deleted", uuid=uuid, gc_task=task.task_id)
         finally:
             self.tasks.end(task)
 

@@ -4,7 +4,8 @@ Determined deletes an experiment's checkpoints in a task named "Checkpoint GC (E
 its task listings show until the files are gone; its clients and e2e tests wait on that. pedl's
 deleter (`checkpoint_deleter.py`) opens one such task per experiment for every deletion (garbage
 collection and users' deletes alike) and ends it once the store has deleted the task's checkpoints
-(or failed to: the rows stay DELETING for a retry). Tasks run one after another, in the order opened.
+(or failed to: the rows stay DELETING for a retry). A deletion's tasks run one after another, an
+experiment at a time; separate deletions run side by side.
 Pure bookkeeping: no I/O.
 """
 
@@ -23,7 +24,7 @@ class GcTask:
     checkpoint_uuids: list[str]
     task_id: str = field(default_factory=lambda: str(uuid_lib.uuid4()))
     started_at: str = field(default_factory=utc_now)
-    running: bool = False
+    running: bool = False  # False while an earlier task of the same deletion runs
 
     @property
     def name(self) -> str:

@@ -885,7 +885,7 @@ class CheckpointGcTask(google.protobuf.message.Message):
     started_at: builtins.str
     """When it was started, RFC 3339 in UTC."""
     running: builtins.bool
-    """False while it waits for the GC task ahead of it to end."""
+    """False while an earlier GC task of the same deletion runs (a deletion's tasks run one by one)."""
     name: builtins.str
     """Determined's name for it, which its clients match: "Checkpoint GC (Experiment N)"."""
     @property

@@ -75,7 +75,7 @@ def test_a_users_delete_answers_with_one_gc_task_per_experiment_listed_until_its
             ("Checkpoint GC (Experiment 2)", ["b1"]),
         ]
         await until(lambda: listed(deleter)[0][2])
-        assert [r for _, _, r in listed(deleter)] == [True, False]  # one at a time
+        assert [r for _, _, r in listed(deleter)] == [True, False]  # a deletion's tasks one by one
         store.go.set()
         await until(lambda: not listed(deleter))
         assert rows.state == {"a1": DELETED, "a2": DELETED, "b1": DELETED, "c1": COMPLETED}
