@@ -1,12 +1,15 @@
 """Deletes checkpoints through the checkpoint store in the scheduler's three steps, off the event loop.
 
 Every deletion (garbage collection, `pedl checkpoint delete`, the reconciler) goes: the row is marked
-DELETING and committed; the store deletes the bytes (with the cluster secret: users cannot delete at
-the store); the row is marked DELETED. Only rows the first step moved reach the store: a checkpoint
-whose result is not written yet is left alone (garbage collection offers it again later), so a row
-never turns up COMPLETED after its bytes were deleted. A scheduler killed between steps leaves
-DELETING rows, which the reconciler finishes at its next start (`checkpoint_reconciler.py`); a store
-that is briefly away leaves them DELETING too, and the next collection or reconciliation tries again.
+DELETING and committed, and a GC task is opened per experiment (`gc_tasks.py`, listed as Determined
+lists its "Checkpoint GC" tasks); the store deletes the bytes (with the cluster secret: users cannot
+delete at the store), a deletion's tasks one after another; the row is marked DELETED; the task
+ends. Only rows the first step moved reach the store: a checkpoint whose result is not written yet is
+left alone (garbage collection offers it again later), so a row never turns up COMPLETED after its
+bytes were deleted.
+A scheduler killed between steps leaves DELETING rows, which the reconciler finishes at its next start
+(`checkpoint_reconciler.py`); a store that is briefly away leaves them DELETING too, and the next
+collection or reconciliation tries again.
 
 `PEDL_SCHEDULER_CRASH_AT` names a step after which the process SIGKILLs itself, so tests can crash
 the scheduler exactly there: `checkpoint-deleting` (after DELETING committed) or
@@ -23,6 +26,7 @@ from collections.abc import Callable
 import structlog
 
 from pedl.checkpoints import CheckpointError, CheckpointNotFound, CheckpointStoreClient
+from pedl_scheduler.gc_tasks import GcTask, GcTasks
 
 log = structlog.get_logger(component="checkpoint_gc")
 
@@ -35,6 +39,8 @@ PARTIALLY_DELETED = "PARTIALLY_DELETED"
 # mark(uuids, state): moves the rows whose state `state` may follow and commits (telling the GC
 # ledgers); returns the uuids moved.
 Mark = Callable[[list[str], str], list[str]]
+# experiment_of(uuids): each checkpoint's experiment id (0 where its experiment is gone).
+ExperimentOf = Callable[[list[str]], dict[str, int]]
 
 
 def crash_point(step: str) -> None:
@@ -45,27 +51,43 @@ def crash_point(step: str) -> None:
 
 
 class CheckpointDeleter:
-    def __init__(self, store_address: str, mark: Mark) -> None:
+    def __init__(self, store_address: str, mark: Mark, experiment_of: ExperimentOf) -> None:
         self._address = store_address
         self._mark = mark
+        self._experiment_of = experiment_of
         self._pending: set[str] = set()
         self._client: CheckpointStoreClient | None = None
+        self.tasks = GcTasks()
 
     def delete(self, uuids: list[str]) -> None:
         """In the background (garbage collection): failures are logged and retried later."""
         fresh = [u for u in uuids if u not in self._pending]
         if fresh:
             self._pending.update(fresh)
-            asyncio.get_running_loop().create_task(self._background(fresh))
+            asyncio.get_running_loop().create_task(self._background(fresh, None))
 
-    async def _background(self, uuids: list[str]) -> None:
-        for uuid in uuids:
-            try:
-                await self._steps([uuid])
-            except CheckpointError as e:
-                log.warning("checkpoint deletion failed; will retry", uuid=uuid, error=str(e))
-            finally:
-                self._pending.discard(uuid)
+    def start(self, uuids: list[str]) -> None:
+        """Marks the checkpoints DELETING and opens their GC tasks now, which delete them in the
+        background (a user's delete as Determined's master does it); a store failure is logged and the
+        rows stay DELETING for the next collection or the reconciler."""
+        uuids = [u for u in dict.fromkeys(uuids) if u not in self._pending]
+        if not uuids:
+            return
+        self._pending.update(uuids)
+        try:
+            tasks = self._open(uuids)
+        except BaseException:
+            self._pending.difference_update(uuids)
+            raise
+        asyncio.get_running_loop().create_task(self._background(uuids, tasks))
+
+    async def _background(self, uuids: list[str], tasks: list[GcTask] | None) -> None:
+        """Runs the tasks (opening them first when None); ends with the uuids no longer pending."""
+        try:
+            for task in self._open(uuids) if tasks is None else tasks:
+                await self._run(task, give_up=False)
+        finally:
+            self._pending.difference_update(uuids)
 
     async def delete_now(self, uuids: list[str]) -> None:
         """All three steps for each checkpoint (one already being deleted is left to that deletion);
@@ -73,14 +95,20 @@ class CheckpointDeleter:
         for a retry or the reconciler."""
         uuids = [u for u in dict.fromkeys(uuids) if u not in self._pending]
         self._pending.update(uuids)
+        tasks: list[GcTask] = []
         try:
-            await self._steps(uuids)
+            tasks = self._open(uuids)
+            for task in tasks:
+                await self._run(task, give_up=True)
         finally:
+            for task in tasks:
+                self.tasks.end(task)
             self._pending.difference_update(uuids)
 
-    async def _steps(self, uuids: list[str]) -> None:
+    def _open(self, uuids: list[str]) -> list[GcTask]:
+        """Step one (rows DELETING, committed), and a GC task per experiment for the rows it moved."""
         if not uuids:
-            return
+            return []
         marked = set(self._mark(uuids, DELETING))
         unrecorded = [u for u in uuids if u not in marked]
         if unrecorded:
@@ -88,11 +116,31 @@ class CheckpointDeleter:
             # deleting its bytes now would leave the row that arrives later COMPLETED without them.
             log.warning("checkpoint not deleted: the scheduler has not recorded it", uuids=unrecorded)
         crash_point("checkpoint-deleting")
-        for uuid in (u for u in uuids if u in marked):
-            await self._delete_bytes(uuid)
-            crash_point("checkpoint-store-deleted")
-            self._mark([uuid], DELETED)
-            log.info("checkpoint deleted", uuid=uuid)
+        moved = [u for u in uuids if u in marked]
+        by_experiment: dict[int, list[str]] = {}
+        for uuid, exp_id in self._experiment_of(moved).items():
+            by_experiment.setdefault(exp_id, []).append(uuid)
+        return self.tasks.open(by_experiment)
+
+    async def _run(self, task: GcTask, give_up: bool) -> None:
+        """Steps two and three for the task's checkpoints; ends the task. A deletion runs its tasks one
+        after another (those not yet running wait); separate deletions run side by side. A store
+        failure raises with `give_up`, else is logged and the next checkpoint is tried."""
+        task.running = True
+        try:
+            for uuid in task.checkpoint_uuids:
+                try:
+                    await self._delete_bytes(uuid)
+                except CheckpointError as e:
+                    if give_up:
+                        raise
+                    log.warning("checkpoint deletion failed; will retry", uuid=uuid, error=str(e))
+                    continue
+                crash_point("checkpoint-store-deleted")
+                self._mark([uuid], DELETED)
+                log.info("checkpoint deleted", uuid=uuid, gc_task=task.task_id)
+        finally:
+            self.tasks.end(task)
 
     async def _delete_bytes(self, uuid: str) -> None:
         try:

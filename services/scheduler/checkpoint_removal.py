@@ -51,6 +51,11 @@ class CheckpointRemovalRpcs:
         self, request: scheduler_pb2.DeleteCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.DeleteCheckpointsResponse:
         rows = await self._removable(list(request.checkpoint_uuids), context)
+        if request.in_background:
+            self.manager.checkpoints.start_delete([r["uuid"] for r in rows])
+            return scheduler_pb2.DeleteCheckpointsResponse(
+                checkpoints=[convert.checkpoint({**r, "state": "DELETED"}) for r in rows]
+            )
         try:
             await self.manager.checkpoints.delete([r["uuid"] for r in rows])
         except CheckpointError as e:

@@ -28,7 +28,9 @@ class ClusterRpcs:
         self, request: scheduler_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> scheduler_pb2.ListAgentsResponse:
         return scheduler_pb2.ListAgentsResponse(
-            agents=[a.to_proto() for a in self.cluster.agents.values()], pilot_jobs=self.cluster.pilot_jobs
+            agents=[a.to_proto() for a in self.cluster.agents.values()],
+            pilot_jobs=self.cluster.pilot_jobs,
+            gc_tasks=[t.to_proto() for t in self.manager.deleter.tasks.listing()],
         )
 
     async def SetAgentEnabled(  # noqa: N802

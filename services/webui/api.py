@@ -192,7 +192,9 @@ def cluster(gateway: Gateway, token: str) -> dict[str, Any]:
                     raise
         page = reply.next_page_token
         if not page:
-            return views.cluster_view(list(listed.agents), live, list(listed.pilot_jobs))
+            return views.cluster_view(
+                list(listed.agents), live, list(listed.pilot_jobs), list(listed.gc_tasks)
+            )
 
 
 def event_json(message: Any) -> str:

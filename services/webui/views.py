@@ -181,9 +181,10 @@ def cluster_view(
     agents: Sequence[scheduler_pb2.Agent],
     experiments: Sequence[scheduler_pb2.GetExperimentResponse],
     pilot_jobs: Sequence[scheduler_pb2.PilotJob] = (),
+    gc_tasks: Sequence[scheduler_pb2.CheckpointGcTask] = (),
 ) -> dict[str, Any]:
-    """Agents, their slots and who holds each (trial, experiment, owner), the queued trials, and the
-    Slurm pools' pilot jobs (pending ones with Slurm's reason)."""
+    """Agents, their slots and who holds each (trial, experiment, owner), the queued trials, the
+    Slurm pools' pilot jobs (pending ones with Slurm's reason) and the checkpoint GC tasks."""
     holders: dict[int, dict[str, Any]] = {}
     queued: list[dict[str, Any]] = []
     for response in experiments:
@@ -214,6 +215,17 @@ def cluster_view(
                 "time_left": j.time_left,
             }
             for j in pilot_jobs
+        ],
+        "gc_tasks": [
+            {
+                "task_id": t.task_id,
+                "name": t.name,
+                "experiment_id": t.experiment_id,
+                "checkpoints": len(t.checkpoint_uuids),
+                "started_at": t.started_at,
+                "state": "RUNNING" if t.running else "WAITING",
+            }
+            for t in gc_tasks
         ],
     }
 

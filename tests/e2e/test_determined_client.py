@@ -455,3 +455,49 @@ def test_trial_and_task_logs_with_fields_and_filters_as_determineds_sdk_reads_th
     assert (
         "allocationIds" in result["task"]["fields"][0] and "allocationIds" not in result["trial"]["fields"][0]
     )
+
+
+GC_WATCH = """
+import json, os, sys, time
+from determined.common.api import bindings
+from determined.experimental import client
+client.login(master=sys.argv[1], user="admin", password=sys.argv[2])
+exp = client.create_experiment(config=sys.argv[3], model_dir=sys.argv[4])
+assert exp.wait(interval=0.5).name == "COMPLETED"
+sess = client._get_singleton_session()
+uuids = [c.uuid for c in bindings.get_GetExperimentCheckpoints(sess, id=exp.id).checkpoints]
+for i in range(int(sys.argv[6])):  # a large checkpoint: its files take a while to delete
+    padding = os.path.join(sys.argv[5], uuids[0], "padding", str(i // 1000))
+    os.makedirs(padding, exist_ok=True)
+    open(os.path.join(padding, str(i)), "w").close()
+bindings.delete_DeleteCheckpoints(sess, body=bindings.v1DeleteCheckpointsRequest(checkpointUuids=uuids))
+name, polls = f"Checkpoint GC (Experiment {exp.id})", []
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:  # as Determined's e2e wait_for_gc_to_finish polls
+    polls.append(name in [t["name"] for t in sess.get("tasks").json().values()])
+    if polls[-1] is False and True in polls:
+        break
+states = [bindings.get_GetCheckpoint(sess, checkpointUuid=u).checkpoint.state.value for u in uuids]
+print(json.dumps({"uuids": uuids, "polls": polls, "states": states}))
+"""
+
+
+def test_a_checkpoint_delete_is_a_gc_task_listed_until_the_files_are_gone(det: Det, cluster: Cluster) -> None:
+    """Determined's DELETE /api/v1/checkpoints answers once a "Checkpoint GC (Experiment N)" task is
+    started; GET /tasks lists it until the store has deleted the files, as Determined's master does.
+    A large checkpoint (20,000 files) keeps the deletion going for longer than one poll takes."""
+    script = cluster.tmp / "gc_watch.py"
+    script.write_text(GC_WATCH)
+    stored = cluster.tmp / "pedl-home" / "cluster" / "checkpoints"
+    r = subprocess.run(
+        [str(det.bin / "python"), str(script), cluster.det_master, cluster.admin_password,
+         str(cluster.tmp / "single.yaml"), str(cluster.tmp / "model"), str(stored), "20000"],
+        env=det.env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    polls = result["polls"]
+    print(f"GC task listed in {polls.count(True)} of {len(polls)} polls")
+    assert result["uuids"] and polls[0] is True and polls[-1] is False, polls
+    assert set(result["states"]) == {"STATE_DELETED"}, result["states"]
+    assert not [u for u in result["uuids"] if (stored / u).exists()]

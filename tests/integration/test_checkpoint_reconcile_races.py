@@ -98,6 +98,11 @@ class Scene:
     def states(self) -> dict[str, str]:
         return {r["uuid"]: r["state"] for r in result_ops.checkpoint_states(self.db)}
 
+    def experiment_of(self, uuids: list[str]) -> dict[str, int]:
+        """As CheckpointLifecycle.experiment_of: each checkpoint's experiment (names its GC task)."""
+        rows = {u: result_ops.checkpoint_source(self.db, u) for u in uuids}
+        return {u: int(r["experiment_id"]) if r else 0 for u, r in rows.items()}
+
     def mark(self, uuids: list[str], state: str) -> list[str]:
         """As the scheduler's CheckpointLifecycle.mark: moves the rows `state` may follow, and commits."""
         with self.db.transaction():
@@ -144,7 +149,7 @@ def test_rows_a_deletion_racing_an_upload_leaves_are_reported_and_repaired(
     scene.record(whole, 30)
     assert {c.uuid for c in scene.client.list()} == {files_gone, whole}  # the store lists both
 
-    deleter = CheckpointDeleter(store.address, scene.mark)
+    deleter = CheckpointDeleter(store.address, scene.mark, scene.experiment_of)
     reconciler = CheckpointReconciler(scene.db, deleter, scene.mark, grace_seconds=3600)
     first = asyncio.run(reconciler.run_once())
     assert first.maybe_missing == [deleted_first]
@@ -182,7 +187,7 @@ def test_the_files_of_every_listed_checkpoint_are_checked_in_turn(
     for key in scene.keys(uuids[-1]):
         scene.s3.client().delete_object(Bucket=BUCKET, Key=key)
     reconciler = CheckpointReconciler(
-        scene.db, CheckpointDeleter(store.address, scene.mark), scene.mark, 3600
+        scene.db, CheckpointDeleter(store.address, scene.mark, scene.experiment_of), scene.mark, 3600
     )
     found = [asyncio.run(reconciler.run_once()).files_missing for _ in range(4)]
     assert found == [[], [], [], [uuids[-1]]]  # reached on the third pass, confirmed on the fourth

@@ -841,6 +841,7 @@ class ListAgentsResponse(google.protobuf.message.Message):
 
     AGENTS_FIELD_NUMBER: builtins.int
     PILOT_JOBS_FIELD_NUMBER: builtins.int
+    GC_TASKS_FIELD_NUMBER: builtins.int
     @property
     def agents(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___Agent]: ...
     @property
@@ -849,15 +850,59 @@ class ListAgentsResponse(google.protobuf.message.Message):
         squeue last listed them: a pending job has no agent yet, and its reason says why it waits.
         """
 
+    @property
+    def gc_tasks(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___CheckpointGcTask]:
+        """The checkpoint GC tasks not yet ended: one per experiment whose checkpoints a collection or a
+        user's delete is removing from the store, running ones first (Determined lists them as tasks).
+        """
+
     def __init__(
         self,
         *,
         agents: collections.abc.Iterable[global___Agent] | None = ...,
         pilot_jobs: collections.abc.Iterable[global___PilotJob] | None = ...,
+        gc_tasks: collections.abc.Iterable[global___CheckpointGcTask] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["agents", b"agents", "pilot_jobs", b"pilot_jobs"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["agents", b"agents", "gc_tasks", b"gc_tasks", "pilot_jobs", b"pilot_jobs"]) -> None: ...
 
 global___ListAgentsResponse = ListAgentsResponse
+
+@typing.final
+class CheckpointGcTask(google.protobuf.message.Message):
+    """Deletes one experiment's checkpoints from the store; ends when their files are gone."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TASK_ID_FIELD_NUMBER: builtins.int
+    EXPERIMENT_ID_FIELD_NUMBER: builtins.int
+    CHECKPOINT_UUIDS_FIELD_NUMBER: builtins.int
+    STARTED_AT_FIELD_NUMBER: builtins.int
+    RUNNING_FIELD_NUMBER: builtins.int
+    NAME_FIELD_NUMBER: builtins.int
+    task_id: builtins.str
+    """A uuid; Determined's allocation id is this with ".1" appended."""
+    experiment_id: builtins.int
+    started_at: builtins.str
+    """When it was started, RFC 3339 in UTC."""
+    running: builtins.bool
+    """False while an earlier GC task of the same deletion runs (a deletion's tasks run one by one)."""
+    name: builtins.str
+    """Determined's name for it, which its clients match: "Checkpoint GC (Experiment N)"."""
+    @property
+    def checkpoint_uuids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        task_id: builtins.str = ...,
+        experiment_id: builtins.int = ...,
+        checkpoint_uuids: collections.abc.Iterable[builtins.str] | None = ...,
+        started_at: builtins.str = ...,
+        running: builtins.bool = ...,
+        name: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuids", b"checkpoint_uuids", "experiment_id", b"experiment_id", "name", b"name", "running", b"running", "started_at", b"started_at", "task_id", b"task_id"]) -> None: ...
+
+global___CheckpointGcTask = CheckpointGcTask
 
 @typing.final
 class PilotJob(google.protobuf.message.Message):
@@ -1286,14 +1331,20 @@ class DeleteCheckpointsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     CHECKPOINT_UUIDS_FIELD_NUMBER: builtins.int
+    IN_BACKGROUND_FIELD_NUMBER: builtins.int
+    in_background: builtins.bool
+    """Answer once the checkpoints are marked deleted and their GC tasks started (Determined's
+    DeleteCheckpoints), rather than once their files are gone.
+    """
     @property
     def checkpoint_uuids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
         checkpoint_uuids: collections.abc.Iterable[builtins.str] | None = ...,
+        in_background: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["checkpoint_uuids", b"checkpoint_uuids"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["checkpoint_uuids", b"checkpoint_uuids", "in_background", b"in_background"]) -> None: ...
 
 global___DeleteCheckpointsRequest = DeleteCheckpointsRequest
 

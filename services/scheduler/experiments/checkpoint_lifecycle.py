@@ -32,7 +32,7 @@ class CheckpointLifecycle:
         self.state = state
         self.work = work
         self.db = state.db
-        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark)
+        self.deleter = CheckpointDeleter(state.checkpoint_store_address, self.mark, self.experiment_of)
 
     def collect_garbage(self, exp: ExperimentRuntime) -> None:
         """Applies the experiment's save_* policy to its stored checkpoints."""
@@ -97,6 +97,16 @@ class CheckpointLifecycle:
     async def delete(self, uuids: list[str]) -> None:
         """A user's delete, after the owner check and `refuse_if_needed` (CheckpointError: store failed)."""
         await self.deleter.delete_now(uuids)
+
+    def start_delete(self, uuids: list[str]) -> None:
+        """A user's delete as Determined's master does it: the rows are DELETING (listed as deleted)
+        and their GC tasks open when this returns; the tasks delete the files in the background."""
+        self.deleter.start(uuids)
+
+    def experiment_of(self, uuids: list[str]) -> dict[str, int]:
+        """Each checkpoint's experiment id (0 where its row or experiment is gone)."""
+        rows = {u: result_ops.checkpoint_source(self.db, u) for u in uuids}
+        return {u: int(r["experiment_id"]) if r is not None else 0 for u, r in rows.items()}
 
     async def remove_files(self, uuid: str, globs: list[str]) -> str:
         """A user's `checkpoints/rm` of one checkpoint, after the owner check and `refuse_if_needed`:

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 
 from pedl.v1 import scheduler_pb2
 from pedl_webui.gateway import GatewayError
-from pedl_webui.rest.common import caller, int_param, ok, page
+from pedl_webui.rest.common import Caller, caller, int_param, ok, page
 from pedl_webui.rest.master import API_VERSION
 
 _DEVICE_TYPE = {"cpu": "TYPE_CPU", "gpu": "TYPE_CUDA"}
@@ -154,12 +154,28 @@ def _pool(name: str, members: list[scheduler_pb2.Agent], partition: str = "") ->
     }
 
 
-def _allocations(request: Request) -> dict[str, dict[str, Any]]:
-    """The running trials as Determined's allocation summaries (`det slot list` names each busy
-    slot's task from these; e2e tests find an experiment's by its name); pedl runs no other task."""
-    c = caller(request)
+def _gc_summary(task: scheduler_pb2.CheckpointGcTask) -> dict[str, Any]:
+    """A checkpoint GC task as Determined's allocation summary: its name is what clients match."""
+    allocation = f"{task.task_id}.1"
+    return {
+        "allocationId": allocation,
+        "taskId": task.task_id,
+        "name": task.name,
+        "resourcePool": "default",
+        "registeredTime": task.started_at or None,
+        "schedulerType": "fair_share",
+        "slotsNeeded": 0,
+        "resources": [],
+        "proxyPorts": [],
+    }
+
+
+def allocations(c: Caller) -> dict[str, dict[str, Any]]:
+    """The running trials and checkpoint GC tasks as Determined's allocation summaries (`det slot
+    list` names each busy slot's task from these; e2e tests find an experiment's by its name)."""
+    listed = c.call("ListAgents", scheduler_pb2.ListAgentsRequest())
     summaries: dict[str, Any] = {}
-    for a in _agents(request):
+    for a in listed.agents:
         for s in a.slots:
             if not s.trial_id:
                 continue
@@ -174,7 +190,8 @@ def _allocations(request: Request) -> dict[str, dict[str, Any]]:
                     "taskId": f"trial-{s.trial_id}",
                     "name": f"Trial {s.trial_id} (Experiment {trial.experiment_id})",  # Determined's name
                     "resourcePool": a.resource_pool or "default",
-                    "registeredTime": None,
+                    # Determined's `det task list` sorts by it: a trial's start, as a GC task's.
+                    "registeredTime": trial.start_time or None,
                     "schedulerType": "fair_share",
                     "slotsNeeded": 0,
                     "resources": [],
@@ -192,12 +209,14 @@ def _allocations(request: Request) -> dict[str, dict[str, Any]]:
                     "exited": None,
                 }
             )
+    for task in listed.gc_tasks:
+        summaries[f"{task.task_id}.1"] = _gc_summary(task)
     return summaries
 
 
 def tasks(request: Request) -> JSONResponse:
     """`GET /api/v1/tasks`."""
-    return ok({"allocationIdToSummary": _allocations(request)})
+    return ok({"allocationIdToSummary": allocations(caller(request))})
 
 
 def _snake(name: str) -> str:
@@ -207,12 +226,15 @@ def _snake(name: str) -> str:
 def legacy_tasks(request: Request) -> JSONResponse:
     """`GET /tasks`, the master's older route (Determined's e2e helpers poll it): the same summaries,
     keyed by allocation, with the field names of Determined's Go structs (snake_case)."""
-    return ok(
-        {
-            allocation: {
-                _snake(k): ([{_snake(rk): rv for rk, rv in r.items()} for r in v] if k == "resources" else v)
-                for k, v in entry.items()
-            }
-            for allocation, entry in _allocations(request).items()
+    return ok(legacy_shape(allocations(caller(request))))
+
+
+def legacy_shape(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The summaries with the field names of Determined's Go structs, as its `GET /tasks` writes them."""
+    return {
+        allocation: {
+            _snake(k): ([{_snake(rk): rv for rk, rv in r.items()} for r in v] if k == "resources" else v)
+            for k, v in entry.items()
         }
-    )
+        for allocation, entry in summaries.items()
+    }

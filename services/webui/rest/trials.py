@@ -267,9 +267,10 @@ async def delete_checkpoints(request: Request) -> JSONResponse:
     if not uuids or not all(isinstance(u, str) for u in uuids):
         raise GatewayError(400, 'give "checkpointUuids": a list of checkpoint uuids')
     c = caller(request)
-    await run_in_threadpool(
-        c.call, "DeleteCheckpoints", scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids)
-    )
+    # As Determined's master: answered once the checkpoints are marked deleted and their
+    # "Checkpoint GC" tasks (listed by GET /api/v1/tasks) are started; the tasks delete the files.
+    request_pb = scheduler_pb2.DeleteCheckpointsRequest(checkpoint_uuids=uuids, in_background=True)
+    await run_in_threadpool(c.call, "DeleteCheckpoints", request_pb)
     return ok({})
 
 

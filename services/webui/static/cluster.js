@@ -1,5 +1,5 @@
-// The cluster page: agents, every slot and who holds it, the trials waiting for one, and Slurm
-// pools' pilot jobs.
+// The cluster page: agents, every slot and who holds it, the trials waiting for one, Slurm
+// pools' pilot jobs, and the checkpoint GC tasks deleting checkpoints' files.
 "use strict";
 
 (async () => {
@@ -44,6 +44,14 @@
     { key: "nodelist", label: "Node list", get: (j) => j.node_list },
     { key: "left", label: "Time left", get: (j) => j.time_left },
   ], { sortKey: "job" });
+  // One per experiment whose checkpoints are being deleted, until their files are gone.
+  const gcTasks = new pedl.SortableTable($("gc-tasks"), [
+    { key: "name", label: "Task", get: (t) => t.name },
+    { key: "experiment", label: "Experiment", get: (t) => t.experiment_id, render: (t) => expLink(t.experiment_id) },
+    { key: "checkpoints", label: "Checkpoints", get: (t) => t.checkpoints },
+    { key: "state", label: "State", get: (t) => t.state },
+    { key: "started", label: "Started", get: (t) => t.started_at },
+  ], { sortKey: "started" });
   poll(async () => {
     const view = await api("/api/cluster");
     agents.render(view.agents);
@@ -51,5 +59,7 @@
     queued.render(view.queued);
     $("pilots-section").hidden = !view.pilot_jobs.length;
     pilots.render(view.pilot_jobs);
+    $("gc-section").hidden = !view.gc_tasks.length;
+    gcTasks.render(view.gc_tasks);
   }, 3000);
 })();

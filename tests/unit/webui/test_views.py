@@ -204,3 +204,19 @@ def test_the_cluster_page_shows_slurm_pilot_jobs_pending_ones_with_slurms_reason
         }
     ]  # fmt: skip
     assert views.cluster_view([], [])["pilot_jobs"] == []
+
+
+def test_the_cluster_page_shows_checkpoint_gc_tasks_running_and_waiting() -> None:
+    running = scheduler_pb2.CheckpointGcTask(
+        task_id="t1", experiment_id=3, checkpoint_uuids=["a", "b"], started_at="2026-11-29T18:00:00Z",
+        running=True, name="Checkpoint GC (Experiment 3)",
+    )  # fmt: skip
+    waiting = scheduler_pb2.CheckpointGcTask(
+        task_id="t2", experiment_id=4, name="Checkpoint GC (Experiment 4)"
+    )
+    view = views.cluster_view([], [], [], [running, waiting])
+    assert [(t["name"], t["experiment_id"], t["checkpoints"], t["state"]) for t in view["gc_tasks"]] == [
+        ("Checkpoint GC (Experiment 3)", 3, 2, "RUNNING"),
+        ("Checkpoint GC (Experiment 4)", 4, 0, "WAITING"),
+    ]
+    assert views.cluster_view([], [])["gc_tasks"] == []
