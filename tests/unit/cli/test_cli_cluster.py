@@ -16,7 +16,7 @@ import pytest
 from pedl.cli.main import main
 from pedl.cluster import launcher, processes, supervisor
 from pedl.cluster.launcher import ClusterError, UpOptions
-from pedl.cluster.paths import ClusterPaths, pedl_home
+from pedl.cluster.paths import ClusterPaths, harness_warm_file, pedl_home
 from pedl.cluster.state import ClusterRecord, ServiceRecord, load_state, save_state
 
 FAKE = str(Path(__file__).with_name("fake_service.py"))
@@ -170,6 +170,34 @@ def test_up_and_down_with_stand_in_services(
     out = capsys.readouterr().out
     assert out.index("agent-1") < out.index("scheduler") < out.index("checkpoint-store")
     assert not any(processes.is_ours(s.pid, s.argv) for s in state.services)
+
+
+def test_up_returns_once_the_agents_trials_start_warm(reap: list[int], tmp_path: Path) -> None:
+    """A cluster's first trials do not wait on the agents' fork servers importing torch: `up` does."""
+    said: list[str] = []
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, agents=2,
+                        command=fake_command(agent="late-agent"))  # fmt: skip
+    try:
+        launcher.up(options, out=said.append)
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    agents = ClusterPaths(tmp_path).agents
+    assert all(harness_warm_file(agents / f"agent-{i}").exists() for i in (1, 2))
+    assert any("import the frameworks" in line for line in said)
+    assert launcher.down(tmp_path, out=lambda _: None) == 5  # the services (the supervisor aside)
+
+
+def test_up_does_not_fail_on_agents_still_importing(reap: list[int], tmp_path: Path) -> None:
+    said: list[str] = []
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, timeout_seconds=1,
+                        command=fake_command(agent="cold-agent"))  # fmt: skip
+    try:
+        state = launcher.up(options, out=said.append)
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    assert "agent-1: still importing after 1 s; the first trials wait" in said
+    assert [s.name for s in state.services][-1] == "agent-1"
+    launcher.down(tmp_path, out=lambda _: None)
 
 
 def test_up_reports_a_dying_service_with_its_log(reap: list[int], tmp_path: Path) -> None:
