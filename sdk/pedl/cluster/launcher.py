@@ -293,16 +293,7 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     save_state(paths.state_file, state)
     token = _login_admin(state.master, paths, out)
 
-    out(f"Starting the web UI (log: {paths.log(WEBUI)})")
-    starter.start(WEBUI, WEBUI, [
-        "--master", state.master, "--host", HOST, "--port", str(webui_port),
-        "--port-file", str(paths.port_file(WEBUI)),
-    ])  # fmt: skip
-    webui_port = starter.wait_port(WEBUI, time.monotonic() + opts.timeout_seconds)
-    state.webui = f"http://{HOST}:{webui_port}/"
-    state.services[-1].address = state.webui
-    save_state(paths.state_file, state)
-
+    # The agents before the web UI: their fork servers' imports (what `up` waits for last) overlap it.
     names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
     if names:
         out(f"Starting {len(names)} agent(s) with {opts.slots_per_agent} slot(s) each")
@@ -314,6 +305,17 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
             "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
             "--work-dir", str(work_dir), "--trial-disk-limit", opts.trial_disk_limit, *secret,
         ])  # fmt: skip
+
+    out(f"Starting the web UI (log: {paths.log(WEBUI)})")
+    starter.start(WEBUI, WEBUI, [
+        "--master", state.master, "--host", HOST, "--port", str(webui_port),
+        "--port-file", str(paths.port_file(WEBUI)),
+    ])  # fmt: skip
+    webui_port = starter.wait_port(WEBUI, time.monotonic() + opts.timeout_seconds)
+    state.webui = f"http://{HOST}:{webui_port}/"
+    state.services[-1].address = state.webui
+    save_state(paths.state_file, state)
+
     starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds, token)
     if names and opts.wait_warm:
         out("Waiting for the agents' harness processes to import the frameworks (torch, TensorFlow)")
