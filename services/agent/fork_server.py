@@ -398,11 +398,17 @@ class ForkServers:
         self._told: set[tuple[str, str]] = set()
         self._warming: list[asyncio.Future[None]] = []
 
-    async def warm(self, name: str) -> None:
-        """Starts `name`'s server now, so its imports are done before the first trial needs them."""
+    async def warm(self, name: str) -> asyncio.Future[None]:
+        """Starts `name`'s server now, so its imports are done before the first trial needs them;
+        the future is done once they are (or once the server proved it cannot fork)."""
         server = self._servers.get(name)
-        if server is not None:
-            self._warming.append(asyncio.ensure_future(self._warm(server)))
+        if server is None:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        warming = asyncio.ensure_future(self._warm(server))
+        self._warming.append(warming)
+        return warming
 
     async def ready(self, name: str) -> None:
         """Until `name`'s server has its imports done; ForkUnavailable when it cannot fork."""

@@ -15,7 +15,7 @@ import structlog
 
 from pedl import auth
 from pedl._log import configure_logging
-from pedl.cluster.paths import pedl_home
+from pedl.cluster.paths import harness_warm_file, pedl_home
 
 from .agent import Agent
 from .config import DEFAULT_ENVIRONMENT, AgentConfig, local_address, parse_args
@@ -79,6 +79,7 @@ async def run_agent(cfg: AgentConfig) -> None:
     if cfg.cluster_secret is None:
         log.warning("no cluster secret configured: only a scheduler with --no-auth accepts this agent")
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
+    harness_warm_file(cfg.work_dir).unlink(missing_ok=True)  # an earlier agent's, until warm again
     gpus = detect_gpus()
     slots = make_slots(gpus, cfg.cpu_slots)
     sock_dir, remove_sock_dir = _socket_dir(cfg.work_dir)
@@ -117,7 +118,10 @@ async def run_agent(cfg: AgentConfig) -> None:
             model_trees.root,
             preload_tensorflow=cfg.preload_tensorflow,
         )
-        await fork_servers.warm(DEFAULT_ENVIRONMENT)
+        warmed = await fork_servers.warm(DEFAULT_ENVIRONMENT)
+        warmed.add_done_callback(lambda f: None if f.cancelled() else _mark_warm(cfg.work_dir))
+    else:
+        _mark_warm(cfg.work_dir)
     outbox = Outbox()
     address = cfg.address or local_address(cfg.master)
     settings = RunSettings(
@@ -222,6 +226,11 @@ async def run_agent(cfg: AgentConfig) -> None:
     refused = link_task.exception() if link_task.done() and not link_task.cancelled() else None
     if refused is not None:
         raise refused  # IncompatibleScheduler, which main() prints
+
+
+def _mark_warm(work_dir: Path) -> None:
+    """Trials now start warm here (`harness_warm_file`): what `pedl cluster up` waits for."""
+    harness_warm_file(work_dir).write_text("")
 
 
 def _drain_reason(agent_id: str) -> str:

@@ -148,7 +148,8 @@ def test_killed_services_come_back_an_experiment_completes_and_down_leaves_nothi
     _wait_for("every process to exit", lambda: not _processes_under(home), home, timeout=30)
 
     # Down, then up at once on the same ports (the old connections sit in TIME_WAIT), then down.
-    options = UpOptions(home=home, agents=1, port=ports[0], store_port=ports[1], webui_port=ports[2])
+    ports_again = {"port": ports[0], "store_port": ports[1], "webui_port": ports[2]}
+    options = UpOptions(home=home, agents=1, wait_warm=False, **ports_again)  # no trial runs on it
     again = launcher.up(options, out=lambda _: None)
     assert again.master == state.master and again.checkpoint_store == state.checkpoint_store
     down(home, out=lambda _: None)

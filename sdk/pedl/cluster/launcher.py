@@ -14,7 +14,7 @@ import grpc
 
 from pedl import _timeutil
 from pedl.cluster import credentials, health, processes, supervisor
-from pedl.cluster.paths import DEFAULT_TRIAL_DISK_LIMIT, ClusterPaths, pedl_home
+from pedl.cluster.paths import DEFAULT_TRIAL_DISK_LIMIT, ClusterPaths, harness_warm_file, pedl_home
 from pedl.cluster.state import ClusterRecord, ServiceRecord, StateError, load_state, save_state
 
 HOST = "127.0.0.1"
@@ -52,6 +52,8 @@ class UpOptions:
     # Each agent's --trial-disk-limit: a local cluster shares one disk with its user ("0": none).
     trial_disk_limit: str = DEFAULT_TRIAL_DISK_LIMIT
     timeout_seconds: float = 60.0
+    # Return only once each agent's trials start warm (its fork server's imports done), within the timeout.
+    wait_warm: bool = True
     # Overridable so tests can start stand-in programs; maps "checkpoint-store"/"scheduler"/"agent".
     command: Callable[[str], list[str]] | None = None
 
@@ -160,6 +162,22 @@ class _Starter:
                     f"did not register with the scheduler within {self.opts.timeout_seconds:.0f} s",
                 )
             time.sleep(0.2)
+
+    def wait_warm(self, names: list[str], deadline: float, out: Output) -> None:
+        """Until each agent's trials start warm (`harness_warm_file`), so that the first trials of a
+        cluster just started do not wait on those imports; past the deadline the cluster is up anyway
+        (the first trials then wait for the imports instead)."""
+        while True:
+            for name in names:
+                self.check_alive(name)
+            cold = [n for n in names if not harness_warm_file(self.paths.agents / n).exists()]
+            if not cold:
+                return
+            if time.monotonic() > deadline:
+                late = ", ".join(cold)
+                out(f"{late}: still importing after {self.opts.timeout_seconds:.0f} s; the first trials wait")
+                return
+            time.sleep(0.1)
 
     def start_supervisor(self, deadline: float) -> None:
         """Hands the services to the supervisor; returns once it has recorded itself in cluster.json."""
@@ -275,6 +293,19 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     save_state(paths.state_file, state)
     token = _login_admin(state.master, paths, out)
 
+    # The agents before the web UI: their fork servers' imports (what `up` waits for last) overlap it.
+    names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
+    if names:
+        out(f"Starting {len(names)} agent(s) with {opts.slots_per_agent} slot(s) each")
+    for name in names:
+        work_dir = paths.agents / name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        harness_warm_file(work_dir).unlink(missing_ok=True)  # a previous cluster's agent's
+        starter.start(name, "agent", [
+            "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
+            "--work-dir", str(work_dir), "--trial-disk-limit", opts.trial_disk_limit, *secret,
+        ])  # fmt: skip
+
     out(f"Starting the web UI (log: {paths.log(WEBUI)})")
     starter.start(WEBUI, WEBUI, [
         "--master", state.master, "--host", HOST, "--port", str(webui_port),
@@ -285,17 +316,10 @@ def _start_all(starter: _Starter, opts: UpOptions, paths: ClusterPaths, out: Out
     state.services[-1].address = state.webui
     save_state(paths.state_file, state)
 
-    names = [f"agent-{i}" for i in range(1, opts.agents + 1)]
-    if names:
-        out(f"Starting {len(names)} agent(s) with {opts.slots_per_agent} slot(s) each")
-    for name in names:
-        work_dir = paths.agents / name
-        work_dir.mkdir(parents=True, exist_ok=True)
-        starter.start(name, "agent", [
-            "--master", state.master, "--agent-id", name, "--slots", str(opts.slots_per_agent),
-            "--work-dir", str(work_dir), "--trial-disk-limit", opts.trial_disk_limit, *secret,
-        ])  # fmt: skip
     starter.wait_agents(state.master, names, time.monotonic() + opts.timeout_seconds, token)
+    if names and opts.wait_warm:
+        out("Waiting for the agents' harness processes to import the frameworks (torch, TensorFlow)")
+        starter.wait_warm(names, time.monotonic() + opts.timeout_seconds, out)
 
 
 def _free_port() -> int:

@@ -11,6 +11,13 @@ from pathlib import Path
 DEFAULT_TRIAL_DISK_LIMIT = "20G"
 
 
+def harness_warm_file(work_dir: Path) -> Path:
+    """Written by an agent in its work dir once a trial's harness starts warm there: the default
+    environment's fork server has its imports (torch, TensorFlow) done, or the agent will not fork.
+    `pedl cluster up` waits for it, so that a cluster's first trials do not wait on those imports."""
+    return work_dir / "harness-warm"
+
+
 def pedl_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     """`--home`, else $PEDL_HOME, else ~/.pedl: one place so every command agrees."""
     if explicit:

@@ -166,7 +166,8 @@ def test_an_environment_whose_server_cannot_start_spawns_from_then_on(tmp_path: 
             {"default": [str(python), "-m", "pedl.harness"]}, {}, None, work / "trials", sock
         )
         try:
-            await servers.warm("default")
+            warmed = await servers.warm("default")
+            await asyncio.wait_for(warmed, 30)  # done: the agent's trials start as warm as they will
             with pytest.raises(ForkUnavailable, match="exited before it was ready"):
                 await servers.ready("default")
             trial = work / "trials" / "1-1"

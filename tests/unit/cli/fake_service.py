@@ -1,8 +1,9 @@
 """Stand-in for pedl-checkpoint-store / pedl-scheduler / pedl-agent in `cluster up` tests.
 
-`python fake_service.py KIND ARGS...`: KIND containing "agent" just sleeps; "fail" exits 3 after
-printing; "hang" never serves; anything else serves gRPC health (and, for the scheduler, a ListAgents
-that names agent-1..agent-8, and a Login) on --port and writes the bound port to --port-file.
+`python fake_service.py KIND ARGS...`: KIND containing "agent" marks its --work-dir warm (at once; a
+second later for "late-agent"; never for "cold-agent") and sleeps; "fail" exits 3 after printing;
+"hang" never serves; anything else serves gRPC health (and, for the scheduler, a ListAgents that names
+agent-1..agent-8, and a Login) on --port and writes the bound port to --port-file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from pedl.cluster.paths import harness_warm_file
 from pedl.v1 import auth_pb2, auth_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
 
@@ -39,6 +41,11 @@ def main() -> None:
         print("fake service: configuration is broken", flush=True)
         sys.exit(3)
     if "agent" in kind or "hang" in kind:
+        if "agent" in kind and "cold" not in kind:  # warm at once, or "late" (a real one: fork server ready)
+            agent = argparse.ArgumentParser()
+            agent.add_argument("--work-dir", required=True)
+            time.sleep(1.0 if "late" in kind else 0.0)
+            harness_warm_file(Path(agent.parse_known_args(sys.argv[2:])[0].work_dir)).write_text("")
         while True:
             time.sleep(1)
     parser = argparse.ArgumentParser()

@@ -16,7 +16,7 @@ import pytest
 from pedl.cli.main import main
 from pedl.cluster import launcher, processes, supervisor
 from pedl.cluster.launcher import ClusterError, UpOptions
-from pedl.cluster.paths import ClusterPaths, pedl_home
+from pedl.cluster.paths import ClusterPaths, harness_warm_file, pedl_home
 from pedl.cluster.state import ClusterRecord, ServiceRecord, load_state, save_state
 
 FAKE = str(Path(__file__).with_name("fake_service.py"))
@@ -145,9 +145,9 @@ def test_up_and_down_with_stand_in_services(
     assert [s.name for s in state.services] == [
         "checkpoint-store",
         "scheduler",
-        "webui",
         "agent-1",
         "agent-2",
+        "webui",
     ]
     assert f"export PEDL_MASTER={state.master}" in out
     argv = {s.name: " ".join(s.argv) for s in state.services}
@@ -170,6 +170,34 @@ def test_up_and_down_with_stand_in_services(
     out = capsys.readouterr().out
     assert out.index("agent-1") < out.index("scheduler") < out.index("checkpoint-store")
     assert not any(processes.is_ours(s.pid, s.argv) for s in state.services)
+
+
+def test_up_returns_once_the_agents_trials_start_warm(reap: list[int], tmp_path: Path) -> None:
+    """A cluster's first trials do not wait on the agents' fork servers importing torch: `up` does."""
+    said: list[str] = []
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, agents=2,
+                        command=fake_command(agent="late-agent"))  # fmt: skip
+    try:
+        launcher.up(options, out=said.append)
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    agents = ClusterPaths(tmp_path).agents
+    assert all(harness_warm_file(agents / f"agent-{i}").exists() for i in (1, 2))
+    assert any("import the frameworks" in line for line in said)
+    assert launcher.down(tmp_path, out=lambda _: None) == 5  # the services (the supervisor aside)
+
+
+def test_up_does_not_fail_on_agents_still_importing(reap: list[int], tmp_path: Path) -> None:
+    said: list[str] = []
+    options = UpOptions(home=tmp_path, port=0, store_port=0, webui_port=0, timeout_seconds=1,
+                        command=fake_command(agent="cold-agent"))  # fmt: skip
+    try:
+        state = launcher.up(options, out=said.append)
+    finally:
+        reap.extend(_recorded_pids(tmp_path))
+    assert "agent-1: still importing after 1 s; the first trials wait" in said
+    assert "agent-1" in [s.name for s in state.services]
+    launcher.down(tmp_path, out=lambda _: None)
 
 
 def test_up_reports_a_dying_service_with_its_log(reap: list[int], tmp_path: Path) -> None:
@@ -277,7 +305,8 @@ def test_a_killed_service_is_restarted_and_down_stops_the_new_one(
     assert main(["cluster", "status", "--home", str(tmp_path)]) == 0
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
     assert set(rows) == {"supervisor", "checkpoint-store", "scheduler", "webui", "agent-1"}
-    assert rows["agent-1"][1] == str(now.services[-1].pid) and rows["agent-1"][2] == "running"
+    agent_pid = next(s.pid for s in now.services if s.name == "agent-1")
+    assert rows["agent-1"][1] == str(agent_pid) and rows["agent-1"][2] == "running"
     assert rows["scheduler"][-2] == "1" and rows["checkpoint-store"][-2] == "0"
 
     assert main(["cluster", "down", "--home", str(tmp_path)]) == 0
