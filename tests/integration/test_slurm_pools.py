@@ -134,9 +134,6 @@ checkpoint_storage:
 """
 
 
-# Mostly waiting on slurmctld's clock (a 2-minute walltime, checked every 30 s) and on 0.1 s sleeps
-# per batch: scripts/test runs it beside its two workers, on a Slurm and pedl of its own.
-@pytest.mark.mostly_waits
 def test_a_pilot_near_its_walltime_checkpoints_its_trial_which_resumes_in_the_next_job(
     clusters, tmp_path
 ) -> None:
