@@ -24,9 +24,11 @@ pytestmark = pytest.mark.integration
 MODEL_NAME = "ckpt_users_tiny"
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    with local_cluster(tmp_path / "cluster") as c:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for both tests (a start costs seconds on a loaded machine); each runs and reads
+    its own experiment."""
+    with local_cluster(tmp_path_factory.mktemp("cluster")) as c:
         try:
             yield c
         except BaseException:

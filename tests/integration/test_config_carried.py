@@ -99,12 +99,15 @@ entrypoint: model_def:SeesConfig
 """
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
-    site = tmp_path / "scheduler-site"
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for this module's tests (a start costs seconds on a loaded machine): each reads
+    only its own experiment, and the scheduler's hook corrupts only the one that asks for it."""
+    root = tmp_path_factory.mktemp("config-carried")
+    site = root / "scheduler-site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(SCHEDULER_SITECUSTOMIZE))
-    with local_cluster(tmp_path / "cluster", scheduler_env={"PYTHONPATH": str(site)}) as c:
+    with local_cluster(root / "cluster", scheduler_env={"PYTHONPATH": str(site)}) as c:
         try:
             yield c
         except BaseException:

@@ -18,9 +18,11 @@ pytestmark = pytest.mark.integration
 TWO_SLOTS = "resources:\n  slots_per_trial: 2\n"
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    with local_cluster(tmp_path / "cluster", agents=1, slots=2) as c:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One 2-slot agent for the tests that leave it as they found it (a start costs seconds on a
+    loaded machine; each test reads only its own experiment)."""
+    with local_cluster(tmp_path_factory.mktemp("cluster"), agents=1, slots=2) as c:
         try:
             yield c
         except BaseException:

@@ -40,6 +40,17 @@ def small(example: str, batches: int) -> str:
     return yaml.safe_dump(raw)
 
 
+@pytest.fixture(scope="module")
+def one_slot_cluster(tmp_path_factory):
+    """One one-slot cluster (TensorFlow preloaded) for the tests that leave it as they found it: a
+    start costs ~10 s on a loaded machine, and each test reads only its own experiment. The tests
+    that kill an agent, or need the TensorFlow 2.15 environment, start their own."""
+    with local_cluster(
+        tmp_path_factory.mktemp("cluster"), agents=1, slots=1, preload_tensorflow=True
+    ) as cluster:
+        yield cluster
+
+
 def killed_run_matches_reference(cluster, example: str, config: str) -> None:
     reference = submit(cluster, EXAMPLES / example, config)
     assert wait(cluster, reference, timeout=300).experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, (
@@ -119,17 +130,16 @@ def stopped_at_the_rung_then_resumed(cluster, exp_id: int, metric: str = "val_ac
     assert all(metric in from_struct(d.validations[-1].metrics) for d in details)
 
 
-def test_a_determined_tfkeras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(tmp_path) -> None:
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1, preload_tensorflow=True) as cluster:
-        exp_id = submit(cluster, EXAMPLES / "digits_determined_keras", asha("digits_determined_keras"))
-        stopped_at_the_rung_then_resumed(cluster, exp_id)
+def test_a_determined_tfkeras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(
+    one_slot_cluster,
+) -> None:
+    exp_id = submit(one_slot_cluster, EXAMPLES / "digits_determined_keras", asha("digits_determined_keras"))
+    stopped_at_the_rung_then_resumed(one_slot_cluster, exp_id)
 
 
-def test_a_pedl011_keras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(tmp_path) -> None:
-    config = asha("digits_keras_pedl011")
-    with local_cluster(tmp_path / "cluster", agents=1, slots=1, preload_tensorflow=True) as cluster:
-        exp_id = submit(cluster, EXAMPLES / "digits_keras_pedl011", config)
-        stopped_at_the_rung_then_resumed(cluster, exp_id)
+def test_a_pedl011_keras_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(one_slot_cluster) -> None:
+    exp_id = submit(one_slot_cluster, EXAMPLES / "digits_keras_pedl011", asha("digits_keras_pedl011"))
+    stopped_at_the_rung_then_resumed(one_slot_cluster, exp_id)
 
 
 def test_a_determined_estimator_trial_is_stopped_at_a_rung_and_resumed_by_adaptive_asha(
@@ -158,7 +168,9 @@ class SchedulerSource:
         return self.stub.GetTrial(scheduler_pb2.GetTrialRequest(trial_id=trial_id))
 
 
-def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_tensorboard(tmp_path) -> None:
+def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_tensorboard(
+    one_slot_cluster, tmp_path
+) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from pedl.tensorboard import MetricsSync, run_dir
@@ -168,13 +180,13 @@ def test_a_tfkeras_trial_with_the_tensorboard_callback_has_its_curves_in_pedl_te
     callback = "det_keras.callbacks.TensorBoard(update_freq='batch')"
     source += f"\n    def keras_callbacks(self):\n        return [{callback}]\n"
     (model / "model_def.py").write_text(source)
-    with local_cluster(tmp_path / "cluster", agents=1, preload_tensorflow=True) as cluster:
-        exp_id = submit(cluster, model, small("digits_determined_keras", 40))
-        result = wait(cluster, exp_id, timeout=300)
-        assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
-        sync = MetricsSync(SchedulerSource(cluster), tmp_path / "logdir", [exp_id])
-        assert sync.refresh() is True
-        sync.close()
+    cluster = one_slot_cluster
+    exp_id = submit(cluster, model, small("digits_determined_keras", 40))
+    result = wait(cluster, exp_id, timeout=300)
+    assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+    sync = MetricsSync(SchedulerSource(cluster), tmp_path / "logdir", [exp_id])
+    assert sync.refresh() is True
+    sync.close()
     (trial,) = result.trials
     curves = {}
     for kind in ("training", "validation"):

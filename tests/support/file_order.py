@@ -16,6 +16,7 @@ machine with `python tests/support/file_order.py`.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -102,7 +103,8 @@ class _Recorder:
         merged = {**_read(RECORD), **{k: round(v, 1) for k, v in self.seconds.items()}}
         try:
             RECORD.parent.mkdir(parents=True, exist_ok=True)
-            tmp = RECORD.with_suffix(".tmp")
+            # Per process: scripts/test's side run (mostly_waits) writes the record too.
+            tmp = RECORD.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
             tmp.replace(RECORD)
         except OSError:

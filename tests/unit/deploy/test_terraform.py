@@ -216,7 +216,11 @@ def moto_ami(url: str) -> str:
     return aws_client("ec2", url).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
 
 
-@pytest.mark.timeout(900)  # ~40 resources, each polled until ready: minutes on a busy machine
+# ~40 resources, each polled until ready: minutes on a busy machine. Most of it is the AWS
+# provider's own fixed waits (an RDS instance: 60 s before the first poll on create and on
+# delete), not CPU, so scripts/test runs it beside its two workers (mostly_waits).
+@pytest.mark.mostly_waits
+@pytest.mark.timeout(900)
 def test_apply_and_destroy_against_moto(workspace, moto) -> None:
     services = ("ec2", "s3", "rds", "iam", "autoscaling", "ssm", "sts", "secretsmanager")
     endpoints = "\n".join(f'    {s} = "{moto}"' for s in services)
