@@ -5,21 +5,18 @@ reason it is not run. `published_table()` is the README's table.
 
 The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's download into `data/`)
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
-(`example_env`: PyPI's torch and torchvision beside .venv) provides. The CIFAR-10 examples that
-read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size stand-in too.
+(`example_env`: PyPI's torch and torchvision beside .venv, under DeepSpeed's) provides. The CIFAR-10
+examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size stand-in too.
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
 suite stands in for those too (test_published_runs: `standin_for`, the server as `http_proxy`).
 
 Determined's DeepSpeed examples (`deepspeed/`, `deepspeed_autotune/`) carry no const.yaml: each of
-their configs is one example. They run in the DeepSpeed environment (`scripts/install-deepspeed-env`),
-so DeepSpeed is not counted missing; what else they import is looked up as for the others. The one
-whose imports and data the suite has (0.38's DCGAN, a det_ds.Trainer script) also needs torchvision
-beside DeepSpeed, which neither environment has, so it is listed with that reason. Those
-before 0.38 import attrdict, whose last release (2.0.1, 2019) fails at import on Python 3.10 and
-later (`from collections import Mapping`), so none of them can run unchanged here or on any current
-Python; 0.38's DCGAN reads torchvision's MNIST from its bind mount (`mnist-mount`)."""
+their configs is one example. They run in the examples' environment, which is DeepSpeed's
+(`scripts/install-deepspeed-env`, over torchvision's) and has attrdict3 for the `attrdict` module
+those before 0.38 import; what else they import is looked up as for the others. 0.38's DCGAN (a
+det_ds.Trainer script) reads torchvision's MNIST from its bind mount (`mnist-mount`)."""
 
 from __future__ import annotations
 
@@ -116,6 +113,7 @@ class Example:
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (KERAS2_IMAGES)
+    unsupported: str = ""  # a Determined feature it uses that pedl lists as missing (one line)
 
     @property
     def expected(self) -> str:
@@ -136,6 +134,8 @@ class Example:
         """Why it is not run ("" when it is)."""
         if self.framework in _UNSUPPORTED:
             return _UNSUPPORTED[self.framework]
+        if self.unsupported:
+            return self.unsupported
         if self.missing:
             why = f"needs {', '.join(self.missing)}, not in pedl's environment"
             return why + (_ATTRDICT if "attrdict" in self.missing else "")
@@ -143,21 +143,18 @@ class Example:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
             return "downloads a data set the suite has no stand-in for"
-        if self.framework == "DeepSpeed":
-            return _NO_DEEPSPEED_TORCHVISION
         return ""
 
 
 _ATTRDICT = (
     " (attrdict 2.0.1 fails at import on Python 3.10+: cannot import name 'Mapping' from 'collections')"
 )
-# 0.38's DCGAN (det_ds.init() and det_ds.Trainer under determined.launch.deepspeed) is accepted at
-# create and trains as tests/integration/test_deepspeed.py's script does; it reads torchvision's
-# MNIST, which DeepSpeed's environment lacks, and the examples' environment has no DeepSpeed.
-_NO_DEEPSPEED_TORCHVISION = "needs torchvision beside DeepSpeed (no environment of the suite has both)"
 _UNSUPPORTED = {
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
 }
+# Determined's DeepSpeed autotuning (its `deepspeed_autotune` examples), listed as missing in README.
+_DSAT = re.compile(r"from determined\.pytorch import dsat|determined\.pytorch\.dsat")
+_NO_DSAT = "DeepSpeed autotuning (determined.pytorch.dsat): not offered by pedl"
 
 
 def _framework(sources: str) -> str:
@@ -238,7 +235,8 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     slots = int(resources.get("slots_per_trial") or 1)
     data = _data(folder, sources, config)
     image = KERAS2_IMAGES.get(release, "") if framework == "TF Keras" else ""
-    return Example(release, name, folder, framework, data, needs, config, slots, image)
+    unsupported = _NO_DSAT if _DSAT.search(sources) else ""
+    return Example(release, name, folder, framework, data, needs, config, slots, image, unsupported)
 
 
 def _stage_script(folder: Path, config: str) -> str:
