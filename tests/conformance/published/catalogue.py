@@ -6,7 +6,8 @@ reason it is not run. `published_table()` is the README's table.
 The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's download into `data/`)
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
 (`example_env`: PyPI's torch and torchvision beside .venv, under DeepSpeed's) provides. The CIFAR-10
-examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size stand-in too.
+examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size
+stand-in too.
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
