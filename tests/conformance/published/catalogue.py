@@ -46,6 +46,9 @@ SMOKE = {
     ("pedl-0.11", "mnist_pytorch"),
 }
 CLUSTER_SLOTS = 2  # the suite's one agent's
+# Scripts whose length is in their code, not their config (test mode cannot cut it): their batches.
+# 0.38's DCGAN: `trainer.fit(max_length=pytorch.Batch(200))`.
+SCRIPT_BATCHES = {("0.38.1", "deepspeed/dcgan/mnist"): 200}
 # The image a Determined release's TF Keras examples ran in (a TF 2 one named in that release's own
 # tree; 0.26 to 0.34 name none, and their code, with tf.keras.optimizers.legacy, is TF 2.11's), set
 # where the config names none, as the release's master did (its task_container_defaults). The
@@ -135,11 +138,11 @@ class Example:
         """Why it is not run ("" when it is)."""
         if self.framework in _UNSUPPORTED:
             return _UNSUPPORTED[self.framework]
-        if self.unsupported:
-            return self.unsupported
         if self.missing:
             why = f"needs {', '.join(self.missing)}, not in pedl's environment"
             return why + (_ATTRDICT if "attrdict" in self.missing else "")
+        if self.unsupported:
+            return self.unsupported
         if self.slots > CLUSTER_SLOTS:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
@@ -154,7 +157,7 @@ _UNSUPPORTED = {
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
 }
 # Determined's DeepSpeed autotuning (its `deepspeed_autotune` examples), listed as missing in README.
-_DSAT = re.compile(r"from determined\.pytorch import dsat|determined\.pytorch\.dsat")
+_DSAT = re.compile(r"from determined\.pytorch import [^\n]*\bdsat\b|determined\.pytorch\.dsat")
 _NO_DSAT = "DeepSpeed autotuning (determined.pytorch.dsat): not offered by pedl"
 
 
