@@ -110,18 +110,14 @@ class DeepSpeedController:
             self.context._current_batch_idx = batch_idx
             for _ in range(calls):
                 out = self._train_batch(micro, batch_idx)
-                metrics = _metrics(out, f"{type(self.trial).__qualname__}.train_batch()")
-                if "loss" not in metrics:
-                    raise TypeError(
-                        f"{type(self.trial).__qualname__}.train_batch() must return its metrics with 'loss' "
-                        f"(or the loss tensor); it returned {sorted(metrics)}"
-                    )
-                averager.add(metrics)
+                # Any metrics, as Determined takes them (its DCGAN reports errD and errG, no loss).
+                averager.add(_metrics(out, f"{type(self.trial).__qualname__}.train_batch()"))
             self._batches_trained += 1
         metrics, _, inputs = self._reduce(averager, micro.inputs)
-        loss = torch.as_tensor(metrics["loss"], dtype=torch.float64).reshape(-1)
-        if first_non_finite(loss) is not None:
-            raise FloatingPointError(f"training batch {total_batches}: the loss is {metrics['loss']}")
+        if "loss" in metrics:
+            loss = torch.as_tensor(metrics["loss"], dtype=torch.float64).reshape(-1)
+            if first_non_finite(loss) is not None:
+                raise FloatingPointError(f"training batch {total_batches}: the loss is {metrics['loss']}")
         metrics.update(self.context.reducers.metrics(training=True))
         return StepResult(metrics=metrics, num_batches=count, num_inputs=inputs)
 
