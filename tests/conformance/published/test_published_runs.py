@@ -159,8 +159,11 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
         searcher["max_trials"] = min(int(searcher["max_trials"]), 2)
     hparams = raw.get("hyperparameters") if isinstance(raw.get("hyperparameters"), dict) else {}
     hparams.update({k: v for k, v in TEST_HPARAMS.items() if isinstance(hparams.get(k), int)})
-    if "deepspeed_config" in hparams and "overwrite_deepspeed_args" not in hparams:
-        hparams["overwrite_deepspeed_args"] = TEST_DEEPSPEED_ARGS
+    if "deepspeed_config" in hparams:  # beside the config's own (mnist_grad_accum's accumulation)
+        hparams["overwrite_deepspeed_args"] = {
+            **TEST_DEEPSPEED_ARGS,
+            **(hparams.get("overwrite_deepspeed_args") or {}),
+        }
     raw.pop("min_validation_period", None)
     return yaml.safe_dump(raw)
 
