@@ -1,16 +1,19 @@
 """Determined's DeepSpeedTrial on 2 slots of a real cluster, DeepSpeed's CPU accelerator over gloo:
 trains, validates and checkpoints with ZeRO stage 1; and ZeRO stages 1, 2 and 3 each checkpoint
 every rank's partitions (stage 3 its parameters' too) and resume exactly on 2 gloo ranks; and
-Determined 0.38's script form (det_ds.init() and det_ds.Trainer) trains on the same 2 slots."""
+Determined 0.38's script form (det_ds.init() and det_ds.Trainer) trains on the same 2 slots; and
+the context's epoch, initial-batch, profiler and pipeline accessors answer as Determined's reference says."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from test_cluster import logs, stub, submit, wait
 
 from pedl._metrics import from_struct
+from pedl.harness.tensorboard_sync import TENSORBOARD_ENV
 from pedl.v1 import common_pb2, scheduler_pb2
 from support.deepspeed_models import (
     RESUME_DRIVER,
@@ -108,3 +111,91 @@ def test_each_zero_stage_checkpoints_every_ranks_partition_and_resumes_exactly(p
             result = json.loads((out / f"stage{stage}" / f"result{rank}.json").read_text())
             assert result["resumed_at"] == 3, f"ZeRO stage {stage}"
             assert result["resumed"] == result["uninterrupted"], f"ZeRO stage {stage}"
+
+
+# DeepSpeedTrialContext's accessors as Determined's reference describes them, on one gloo rank: the
+# epoch's first and last batch (128 examples in micro-batches of 4, 2 per batch: 16 batches an
+# epoch), the batch a restored run starts from, a torch profiler writing traces to the run's
+# TensorBoard directory, and no pipeline parallelism (a PipelineEngine refused in one line).
+CONTEXT_DRIVER = """
+import json, os, sys
+import deepspeed, torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+from pedl.harness.compat import ensure_determined_importable
+ensure_determined_importable()
+from pedl import _trial_context
+_trial_context.set_experiment_config({})
+sys.path.insert(0, sys.argv[1])
+import model_def
+
+class Seen(model_def.TinyDeepSpeedTrial):
+    def __init__(self, context):
+        super().__init__(context)
+        self.seen = []
+        try:
+            context.is_epoch_start()
+            self.before = "answered"
+        except RuntimeError as e:
+            self.before = str(e)
+        if context.get_hparams().get("profile"):
+            context.set_profiler(
+                activities=[torch.profiler.ProfilerActivity.CPU],
+                schedule=torch.profiler.schedule(wait=1, warmup=1, active=2),
+            )
+
+    def train_batch(self, dataloader_iter, epoch_idx, batch_idx):
+        c = self.context
+        self.seen.append([batch_idx, c.is_epoch_start(), c.is_epoch_end(), c.get_initial_batch()])
+        return super().train_batch(dataloader_iter, epoch_idx, batch_idx)
+
+hparams = {"lr": 0.1, "zero_stage": 1}
+first = Seen.create_controller({**hparams, "profile": True}, None, "test")
+first.train_until(17)
+first.save(sys.argv[2])
+second = Seen.create_controller(hparams, None, "test")
+at_init = second.context.get_initial_batch()
+second.load(sys.argv[2])
+second.train_until(18)
+pipe = deepspeed.pipe.PipelineModule(layers=[torch.nn.Linear(4, 2)], num_stages=1)
+engine, _, _, _ = deepspeed.initialize(
+    model=pipe, model_parameters=pipe.parameters(),
+    config={"train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.1}}},
+)
+try:
+    second.context.wrap_model_engine(engine)
+    refused = ""
+except RuntimeError as e:
+    refused = str(e)
+with open(os.path.join(sys.argv[3], "result.json"), "w") as f:
+    json.dump({"before": first.trial.before, "first": first.trial.seen, "at_init": at_init,
+               "second": second.trial.seen, "pipeline": second.context.use_pipeline_parallel,
+               "refused": refused}, f)
+"""
+
+
+@pytest.mark.timeout(600)
+def test_the_deepspeed_context_knows_epochs_the_initial_batch_the_profiler_and_no_pipeline(
+    python, tmp_path
+) -> None:
+    model = write_model(tmp_path / "ds")
+    (tmp_path / "driver.py").write_text(CONTEXT_DRIVER)
+    checkpoint, out, board = tmp_path / "ckpt", tmp_path / "out", tmp_path / "tensorboard"
+    for d in (checkpoint, out, board):
+        d.mkdir()
+    env = {**os.environ, TENSORBOARD_ENV: str(board)}
+    args = [str(model), str(checkpoint), str(out)]
+    code, output = launch_ranks(python, tmp_path / "driver.py", args, ranks=1, env=env)
+    assert code == 0, output[-3000:]
+    result = json.loads((out / "result.json").read_text())
+    assert "known once training has started" in result["before"]
+    # One row per micro-batch (2 a batch): [batch_idx, is_epoch_start, is_epoch_end, initial batch].
+    first = {row[0]: row[1:] for row in result["first"]}
+    assert first[0] == [True, False, 0] and first[1] == [False, False, 0]
+    assert first[15] == [False, True, 0] and first[16] == [True, False, 0]
+    assert result["at_init"] == 0
+    assert result["second"] == [[17, False, False, 17]] * 2
+    assert result["pipeline"] is False
+    assert "pedl does not support DeepSpeed pipeline parallelism" in result["refused"]
+    traces = list(board.rglob("*.pt.trace.json"))
+    assert traces, sorted(p.name for p in board.rglob("*"))

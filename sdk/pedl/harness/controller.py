@@ -13,7 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one `train_until` call did: metrics averaged over its batches ("loss" always)."""
+    """What one `train_until` call did: metrics averaged over its batches ("loss", unless a
+    DeepSpeedTrial names others)."""
 
     metrics: dict[str, Any] = field(default_factory=dict)
     num_batches: int = 0

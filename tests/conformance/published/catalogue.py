@@ -5,21 +5,19 @@ reason it is not run. `published_table()` is the README's table.
 
 The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's download into `data/`)
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
-(`example_env`: PyPI's torch and torchvision beside .venv) provides. The CIFAR-10 examples that
-read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size stand-in too.
+(`example_env`: PyPI's torch and torchvision beside .venv, under DeepSpeed's) provides. The CIFAR-10
+examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size
+stand-in too.
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
 suite stands in for those too (test_published_runs: `standin_for`, the server as `http_proxy`).
 
 Determined's DeepSpeed examples (`deepspeed/`, `deepspeed_autotune/`) carry no const.yaml: each of
-their configs is one example. They run in the DeepSpeed environment (`scripts/install-deepspeed-env`),
-so DeepSpeed is not counted missing; what else they import is looked up as for the others. The one
-whose imports and data the suite has (0.38's DCGAN, a det_ds.Trainer script) also needs torchvision
-beside DeepSpeed, which neither environment has, so it is listed with that reason. Those
-before 0.38 import attrdict, whose last release (2.0.1, 2019) fails at import on Python 3.10 and
-later (`from collections import Mapping`), so none of them can run unchanged here or on any current
-Python; 0.38's DCGAN reads torchvision's MNIST from its bind mount (`mnist-mount`)."""
+their configs is one example. They run in the examples' environment, which is DeepSpeed's
+(`scripts/install-deepspeed-env`, over torchvision's) and has attrdict3 for the `attrdict` module
+those before 0.38 import; what else they import is looked up as for the others. 0.38's DCGAN (a
+det_ds.Trainer script) reads torchvision's MNIST from its bind mount (`mnist-mount`)."""
 
 from __future__ import annotations
 
@@ -48,6 +46,9 @@ SMOKE = {
     ("pedl-0.11", "mnist_pytorch"),
 }
 CLUSTER_SLOTS = 2  # the suite's one agent's
+# Scripts whose length is in their code, not their config (test mode cannot cut it): their batches.
+# 0.38's DCGAN: `trainer.fit(max_length=pytorch.Batch(200))`.
+SCRIPT_BATCHES = {("0.38.1", "deepspeed/dcgan/mnist"): 200}
 # The image a Determined release's TF Keras examples ran in (a TF 2 one named in that release's own
 # tree; 0.26 to 0.34 name none, and their code, with tf.keras.optimizers.legacy, is TF 2.11's), set
 # where the config names none, as the release's master did (its task_container_defaults). The
@@ -127,6 +128,7 @@ class Example:
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
     environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH)
+    unsupported: str = ""  # a Determined feature it uses that pedl lists as missing (one line)
 
     @property
     def expected(self) -> str:
@@ -150,25 +152,24 @@ class Example:
         if self.missing:
             why = f"needs {', '.join(self.missing)}, not in pedl's environment"
             return why + (_ATTRDICT if "attrdict" in self.missing else "")
+        if self.unsupported:
+            return self.unsupported
         if self.slots > CLUSTER_SLOTS:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
             return "downloads a data set the suite has no stand-in for"
-        if self.framework == "DeepSpeed":
-            return _NO_DEEPSPEED_TORCHVISION
         return ""
 
 
 _ATTRDICT = (
     " (attrdict 2.0.1 fails at import on Python 3.10+: cannot import name 'Mapping' from 'collections')"
 )
-# 0.38's DCGAN (det_ds.init() and det_ds.Trainer under determined.launch.deepspeed) is accepted at
-# create and trains as tests/integration/test_deepspeed.py's script does; it reads torchvision's
-# MNIST, which DeepSpeed's environment lacks, and the examples' environment has no DeepSpeed.
-_NO_DEEPSPEED_TORCHVISION = "needs torchvision beside DeepSpeed (no environment of the suite has both)"
 _UNSUPPORTED = {
     "PyTorch Lightning": "PyTorch Lightning's adapter: not offered by pedl",
 }
+# Determined's DeepSpeed autotuning (its `deepspeed_autotune` examples), listed as missing in README.
+_DSAT = re.compile(r"from determined\.pytorch import [^\n]*\bdsat\b|determined\.pytorch\.dsat")
+_NO_DSAT = "DeepSpeed autotuning (determined.pytorch.dsat): not offered by pedl"
 
 
 def _framework(sources: str) -> str:
@@ -251,7 +252,10 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
     environment = OLDER_TORCH.get((release, name), "")
-    return Example(release, name, folder, framework, data, needs, config, slots, image, environment)
+    unsupported = _NO_DSAT if _DSAT.search(sources) else ""
+    return Example(
+        release, name, folder, framework, data, needs, config, slots, image, environment, unsupported
+    )
 
 
 def _stage_script(folder: Path, config: str) -> str:

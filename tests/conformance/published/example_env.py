@@ -1,6 +1,8 @@
-"""The Python environment the published examples run in: `scripts/install-torchvision-env`'s
-(PyPI's torch with the torchvision built for it, layered over .venv), which `scripts/test`
-builds; where it is absent, .venv's own. The suite's agent runs trials with it (`--python`), and
+"""The Python environment the published examples run in: `scripts/install-deepspeed-env`'s
+(DeepSpeed and attrdict3 over `scripts/install-torchvision-env`'s PyPI torch and torchvision, over
+.venv), which `scripts/test` builds; where it is absent, the torchvision environment alone, else
+.venv's own. One environment for all, as DeepSpeed's holds everything the torchvision one does
+(Determined 0.38's DCGAN imports both). The suite's agent runs trials with it (`--python`), and
 what an example imports is looked up in it, not in the test process."""
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ _ENVS = _REPO / ".cache" / "envs"
 
 @functools.cache
 def python() -> str:
-    """The interpreter of the newest installed torchvision environment, else this one."""
-    for stamp in sorted(_ENVS.glob("torchvision-*/.installed"), reverse=True):
+    """The interpreter of the newest installed DeepSpeed environment built over torchvision's, else
+    of the newest torchvision environment, else this one."""
+    deepspeed = [s for s in _ENVS.glob("deepspeed-*/.installed") if "torchvision" in s.read_text()]
+    vision = _ENVS.glob("torchvision-*/.installed")
+    for stamp in [*sorted(deepspeed, reverse=True), *sorted(vision, reverse=True)]:
         candidate = stamp.parent / "bin" / "python"
         if candidate.exists():
             return str(candidate)

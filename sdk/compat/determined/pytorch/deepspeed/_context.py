@@ -35,6 +35,12 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
         self._num_micro_batches_per_slot: int | None = None
         self._batches_trained: Callable[[], int] = lambda: 0
         self._epoch: Callable[[], int] = lambda: 0
+        # Set by pedl's DeepSpeed controller: the batch train_batch is working on (None until the
+        # first), batches per epoch of this slot's shard, and the batch this run started from.
+        self._current_batch_idx: int | None = None
+        self._epoch_len: Callable[[], int] | None = None
+        self._initial_batch = 0
+        self.profiler: Any = None
         self.mpu: ModelParallelUnit = make_data_parallel_mpu(self.distributed)
 
     def wrap_model_engine(self, model: Any) -> Any:
@@ -46,6 +52,12 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
             raise TypeError(
                 "wrap_model_engine() takes the engine deepspeed.initialize() returns, "
                 f"got {type(model).__name__}"
+            )
+        if isinstance(model, deepspeed.PipelineEngine):
+            raise RuntimeError(
+                "wrap_model_engine(): pedl does not support DeepSpeed pipeline parallelism (a "
+                "PipelineEngine, from a PipelineModule); every slot is one data-parallel replica: "
+                "wrap a plain engine"
             )
         micro = int(model.train_micro_batch_size_per_gpu())
         steps = int(model.gradient_accumulation_steps())
@@ -69,6 +81,11 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
         if why is not None:
             raise (TypeError if not isinstance(mpu, ModelParallelUnit) else RuntimeError)(why)
         self.mpu = mpu
+
+    @property
+    def use_pipeline_parallel(self) -> bool:
+        """Whether a wrapped engine is a PipelineEngine: never in pedl, which refuses one."""
+        return False
 
     def disable_auto_grad_accumulation(self) -> None:
         """train_batch is then called once per batch and draws its micro-batches itself."""
@@ -108,3 +125,35 @@ class DeepSpeedTrialContext(TensorboardMethods, TrialContext):
 
     def current_train_epoch(self) -> int:
         return self._epoch()
+
+    def is_epoch_start(self) -> bool:
+        """Whether the batch being trained is the first of an epoch, counting epochs in batches of
+        this slot's shard as Determined does (not exact where epochs vary in length)."""
+        batch, length = self._batch_in_epochs("is_epoch_start()")
+        return batch % length == 0
+
+    def is_epoch_end(self) -> bool:
+        """Whether the batch being trained is the last of an epoch (counted as is_epoch_start's)."""
+        batch, length = self._batch_in_epochs("is_epoch_end()")
+        return batch % length == length - 1
+
+    def _batch_in_epochs(self, what: str) -> tuple[int, int]:
+        if self._current_batch_idx is None or self._epoch_len is None:
+            raise RuntimeError(f"{what} is known once training has started (from the first train_batch on)")
+        return self._current_batch_idx, self._epoch_len()
+
+    def get_initial_batch(self) -> int:
+        """The batch this run's training starts from: the restored checkpoint's (0 for a new trial or
+        a warm start). pedl restores after building the trial and its data loaders, so it is known
+        from the first train_batch on."""
+        return self._initial_batch
+
+    def set_profiler(self, *args: Any, **kwargs: Any) -> None:
+        """torch.profiler.profile(*args, **kwargs) writing its traces to the run's TensorBoard
+        directory (which pedl uploads); pedl enters it around each train_batch call and steps it
+        after each, as Determined does."""
+        self.profiler = torch.profiler.profile(
+            *args,
+            on_trace_ready=torch.profiler.tensorboard_trace_handler(str(self.get_tensorboard_path())),
+            **kwargs,
+        )

@@ -74,6 +74,12 @@ class DeepSpeedController:
         self._batches_trained = 0
         context._batches_trained = lambda: self._batches_trained
         context._epoch = lambda: self._stream.epoch
+        context._epoch_len = self.batches_per_epoch
+
+    def batches_per_epoch(self) -> int:
+        """Batches (optimizer steps) in one pass over this slot's training shard, as Determined counts
+        them: its micro-batches over those of one batch."""
+        return max(1, len(self.training_loader) // self.context.num_micro_batches_per_slot)
 
     @property
     def batches_trained(self) -> int:
@@ -101,22 +107,29 @@ class DeepSpeedController:
         calls = self.context.num_micro_batches_per_slot if self.context._auto_grad_accumulation else 1
         for _ in range(count):
             batch_idx = self._batches_trained
+            self.context._current_batch_idx = batch_idx
             for _ in range(calls):
-                out = self.trial.train_batch(micro, self._stream.epoch, batch_idx)
-                metrics = _metrics(out, f"{type(self.trial).__qualname__}.train_batch()")
-                if "loss" not in metrics:
-                    raise TypeError(
-                        f"{type(self.trial).__qualname__}.train_batch() must return its metrics with 'loss' "
-                        f"(or the loss tensor); it returned {sorted(metrics)}"
-                    )
-                averager.add(metrics)
+                out = self._train_batch(micro, batch_idx)
+                # Any metrics, as Determined takes them (its DCGAN reports errD and errG, no loss).
+                averager.add(_metrics(out, f"{type(self.trial).__qualname__}.train_batch()"))
             self._batches_trained += 1
         metrics, _, inputs = self._reduce(averager, micro.inputs)
-        loss = torch.as_tensor(metrics["loss"], dtype=torch.float64).reshape(-1)
-        if first_non_finite(loss) is not None:
-            raise FloatingPointError(f"training batch {total_batches}: the loss is {metrics['loss']}")
+        if "loss" in metrics:
+            loss = torch.as_tensor(metrics["loss"], dtype=torch.float64).reshape(-1)
+            if first_non_finite(loss) is not None:
+                raise FloatingPointError(f"training batch {total_batches}: the loss is {metrics['loss']}")
         metrics.update(self.context.reducers.metrics(training=True))
         return StepResult(metrics=metrics, num_batches=count, num_inputs=inputs)
+
+    def _train_batch(self, micro: _Micro, batch_idx: int) -> Any:
+        """One train_batch call, inside the context's profiler (set_profiler) if it has one."""
+        profiler = self.context.profiler
+        if profiler is None:
+            return self.trial.train_batch(micro, self._stream.epoch, batch_idx)
+        with profiler:
+            out = self.trial.train_batch(micro, self._stream.epoch, batch_idx)
+            profiler.step()
+        return out
 
     def validate(self) -> dict[str, Any]:
         """Means of evaluate_batch's metrics over every rank's batches (or evaluate_full_dataset's
@@ -188,6 +201,7 @@ class DeepSpeedController:
     def load(self, path: Path) -> None:
         state = self._load_engines(Path(path))
         self._batches_trained = int(state["batches_trained"])
+        self.context._initial_batch = self._batches_trained
         per_rank = state["ranks"]
         rank = 0 if self._ranks is None else self._ranks.rank
         # A checkpoint of as many ranks gives each rank its own states; otherwise all take the chief's.

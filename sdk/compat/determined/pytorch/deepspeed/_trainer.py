@@ -79,5 +79,4 @@ class Trainer(PyTorchTrainer):
 
     def _batches_per_epoch(self) -> int:
         """Micro-batches per epoch over those of one batch (drawn by pedl or by train_batch)."""
-        context: DeepSpeedTrialContext = self.context  # type: ignore[assignment]
-        return max(1, len(self._controller.training_loader) // context.num_micro_batches_per_slot)
+        return int(self._controller.batches_per_epoch())

@@ -41,8 +41,8 @@ class DeepSpeedTrial(Trial):
 
     @abc.abstractmethod
     def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
-        """Trains one micro-batch drawn from `dataloader_iter`; returns a dict of metrics with 'loss'
-        (or the loss tensor)."""
+        """Trains one micro-batch drawn from `dataloader_iter`; returns a dict of metrics (or the
+        loss tensor, reported as 'loss')."""
 
     @classmethod
     def create_controller(
