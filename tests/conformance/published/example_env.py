@@ -26,13 +26,15 @@ def python() -> str:
 
 
 @functools.cache
-def tf215_python() -> str | None:
-    """TensorFlow 2.15's environment (Keras 2), where the TF Keras examples of releases that shipped
-    Keras 2 run: `scripts/build-tf215-env` builds it (or finds it built, in seconds); None when it
-    cannot be built here (pip cannot fetch TensorFlow 2.15)."""
+def tf_python(name: str) -> str | None:
+    """A TensorFlow environment's interpreter (`tf215`: TensorFlow 2.15, `tf212`: 2.12, both Keras 2),
+    where the TF Keras examples of the releases whose images the suite maps there run:
+    `scripts/build-tf-env` builds it (or finds it built, in seconds); None when it cannot be built
+    here (pip cannot fetch that TensorFlow)."""
+    version = f"{name[2]}.{name[3:]}"
     try:
         done = subprocess.run(
-            [str(_REPO / "scripts" / "build-tf215-env")], capture_output=True, text=True, timeout=1800
+            [str(_REPO / "scripts" / "build-tf-env"), version], capture_output=True, text=True, timeout=1800
         )
     except subprocess.TimeoutExpired:
         return None

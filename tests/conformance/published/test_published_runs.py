@@ -81,16 +81,17 @@ def mounts_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tf215() -> str | None:
-    """TensorFlow 2.15's interpreter when an example to run is mapped to it (built here if needed:
-    minutes the first time), else None."""
-    return example_env.tf215_python() if any(_in_tf215(e) for e in _smoke()) else None
+def tf_envs() -> dict[str, str | None]:
+    """The TensorFlow environments the examples to run are mapped to, each its interpreter (built
+    here if needed: minutes the first time), or None where it cannot be built."""
+    return {name: example_env.tf_python(name) for name in sorted({_environment(e) for e in _smoke()} - {""})}
 
 
-def _in_tf215(example: Example) -> bool:
-    """Whether the suite's scheduler runs the example in TensorFlow 2.15's environment."""
+def _environment(example: Example) -> str:
+    """The environment the suite's scheduler runs the example in by its image ("" for the default)."""
     images = Environment.of(_config(example).get("environment")).images or (example.image,)
-    return rule_for(parse_image_rules(list(IMAGE_RULES)), images) is not None
+    found = rule_for(parse_image_rules(list(IMAGE_RULES)), images)
+    return found[0].environment if found else ""
 
 
 def _config(example: Example) -> dict:
@@ -98,14 +99,17 @@ def _config(example: Example) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, mounts_root, tf215) -> Iterator:
+def cluster(tmp_path_factory, mounts_root, tf_envs) -> Iterator:
     """One agent running trials in the examples' environment, offering TensorFlow 2.15's as `tf215`
-    too, to which the scheduler maps the images of Determined's TF 2 releases (`IMAGE_RULES`)."""
+    and 2.12's as `tf212` too (those built), to which the scheduler maps the images of Determined's
+    TF 2 releases (`IMAGE_RULES`)."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     scheduler_args = []
-    if tf215:
-        agent_args += ["--environment", f"tf215={tf215}"]
-        scheduler_args += [arg for rule in IMAGE_RULES for arg in ("--image-environment", rule)]
+    built = {name: python for name, python in tf_envs.items() if python}
+    for name, python in built.items():
+        agent_args += ["--environment", f"{name}={python}"]
+    rules = [rule for rule in IMAGE_RULES if rule.rsplit("=", 1)[1] in built]
+    scheduler_args += [arg for rule in rules for arg in ("--image-environment", rule)]
     cluster_dir = tmp_path_factory.mktemp("cluster")
     with local_cluster(
         cluster_dir, agents=1, slots=CLUSTER_SLOTS, agent_args=agent_args, scheduler_args=scheduler_args
@@ -226,10 +230,11 @@ def _smoke() -> list[Example]:
 
 @pytest.mark.parametrize("example", _smoke(), ids=lambda e: f"{e.release}:{e.name}")
 def test_a_published_example_runs_unchanged(
-    cluster, tf215, data_server, mounts_root, example, tmp_path
+    cluster, tf_envs, data_server, mounts_root, example, tmp_path
 ) -> None:
-    if _in_tf215(example) and not tf215:
-        pytest.skip("TensorFlow 2.15's environment could not be built (scripts/build-tf215-env)")
+    environment = _environment(example)
+    if environment and not tf_envs.get(environment):
+        pytest.skip(f"the {environment} environment could not be built (scripts/build-tf-env)")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
