@@ -8,8 +8,15 @@
   objects or names, never the numbers loss weights are) is passed as `metrics`.
 
 Before a Determined or PEDL 0.11 Keras trial builds its model, pedl patches Keras 3 for both, once
-per process (Keras 2 itself, TensorFlow 2.15's, is left as it is). An optimizer from
-`tf.keras.optimizers.legacy` (Keras 2's old implementation) stays refused by Keras 3."""
+per process. An optimizer from `tf.keras.optimizers.legacy` (Keras 2's old implementation) stays
+refused by Keras 3.
+
+Keras 2.11 to 2.15 (TensorFlow 2.12's and 2.15's environments) read both spellings of the compile
+call, but their `tf.keras.optimizers` are a newer implementation than the one code written for
+TensorFlow 2.10 and older called: it refuses `decay=` ("use the legacy optimizer") and ignores
+`lr=` with a warning (training at the default rate). Given either (Determined 0.12 to 0.20's
+`RMSprop(lr=..., decay=...)`), pedl builds the optimizer of that name in `tf.keras.optimizers.legacy`:
+the implementation those TensorFlow versions had under `tf.keras.optimizers`."""
 
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ def accept_keras2_spellings() -> None:
     import keras
 
     if int(keras.__version__.split(".")[0]) < 3:  # Keras 2 (TensorFlow <= 2.15) reads both itself
+        _build_legacy_optimizers_for_legacy_arguments()
         _accepted = True
         return
     from keras.src.optimizers import base_optimizer
@@ -48,6 +56,28 @@ def accept_keras2_spellings() -> None:
     base_optimizer.BaseOptimizer.__init__ = init
     _accept_metrics_third()
     _accepted = True
+
+
+def _build_legacy_optimizers_for_legacy_arguments() -> None:
+    """Keras 2.11 to 2.15: `tf.keras.optimizers.X(lr=..., decay=...)` builds
+    `tf.keras.optimizers.legacy.X` (see the module docstring); Keras 2.10 and older have no legacy
+    namespace and read both themselves."""
+    import tensorflow as tf
+
+    legacy = getattr(tf.keras.optimizers, "legacy", None)
+    if legacy is None:
+        return
+    base = tf.keras.optimizers.Optimizer
+    original = base.__new__
+
+    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        old = getattr(legacy, cls.__name__, None)
+        # (a legacy class that is this base's own, as in Keras 2.10, is never swapped for itself)
+        if isinstance(old, type) and not issubclass(old, base) and ("decay" in kwargs or "lr" in kwargs):
+            return old(*args, **kwargs)
+        return original(cls) if original is object.__new__ else original(cls, *args, **kwargs)
+
+    base.__new__ = new
 
 
 def _is_metrics_list(value: Any) -> bool:

@@ -199,6 +199,11 @@ def load_model_definition(
         )
     if download_data_function is not None:
         download_data = _named_function(package, download_data_function, "download_data_function", directory)
+    elif hasattr(trial_class, "trial_context_class"):
+        # Determined's Trial API (built from a context) has no download_data hook: a function of
+        # that name there is the example's own helper, which its trial calls itself with its own
+        # arguments (0.15 to 0.20's cifar10_tf_keras: `from data import download_data` in model_def).
+        download_data = None
     else:
         download_data = _find_function(search, "download_data", directory)
     return ModelDefinition(

@@ -32,10 +32,17 @@ def python() -> str:
 
 # The agents' environments the suite's image rules (catalogue.IMAGE_RULES) name, by the script that
 # builds each (or finds it built, in seconds) and prints its interpreter: TensorFlow 2.15's (Keras 2),
-# where the TF Keras examples of releases that shipped Keras 2 run; NumPy 1.23's beside torch, where
+# where the TF Keras examples of releases that shipped Keras 2 run, and 2.12's (the oldest with a
+# Python 3.11 wheel; Keras 2.12 still has keras.datasets.cifar), where those of releases whose images
+# held TensorFlow 2.2-2.8 run; NumPy 1.23's beside torch, where
 # Determined 0.12's PyTorch examples run (their code uses np.int); and torch 2.6's, which the configs
 # of examples whose code needs torch before 2.7 name (catalogue.OLDER_TORCH).
-BUILDERS = {"tf215": "build-tf215-env", "numpy1": "install-numpy1-env", "torch26": "install-torch26-env"}
+BUILDERS = {
+    "tf215": ("build-tf-env", "2.15"),
+    "tf212": ("build-tf-env", "2.12"),
+    "numpy1": ("install-numpy1-env",),
+    "torch26": ("install-torch26-env",),
+}
 
 
 @functools.cache
@@ -44,7 +51,10 @@ def built_python(name: str) -> str | None:
     cannot be built here (pip cannot fetch what it needs)."""
     try:
         done = subprocess.run(
-            [str(_REPO / "scripts" / BUILDERS[name])], capture_output=True, text=True, timeout=1800
+            [str(_REPO / "scripts" / BUILDERS[name][0]), *BUILDERS[name][1:]],
+            capture_output=True,
+            text=True,
+            timeout=1800,
         )
     except subprocess.TimeoutExpired:
         return None

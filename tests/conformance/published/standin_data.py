@@ -95,8 +95,21 @@ def cifar_tarball(folder: Path) -> Path:
     return target
 
 
+class _PortablePickler(pickle.Pickler):
+    """Pickles arrays as `numpy.ndarray(shape, dtype, bytearray)`, which NumPy 1 and 2 both read, as
+    they read the real CIFAR-10 pickles: NumPy 2's own reduction names `numpy._core`, which NumPy 1
+    (the TensorFlow environments' `numpy<2`) does not have."""
+
+    def reducer_override(self, obj: object) -> object:
+        if isinstance(obj, np.ndarray):
+            return np.ndarray, (obj.shape, obj.dtype.str, bytearray(obj.tobytes()))
+        return NotImplemented
+
+
 def _add_pickle(tar: tarfile.TarFile, name: str, value: object) -> None:
-    data = pickle.dumps(value, protocol=2)
+    buffer = io.BytesIO()
+    _PortablePickler(buffer, protocol=2).dump(value)
+    data = buffer.getvalue()
     info = tarfile.TarInfo(name)
     info.size = len(data)
     tar.addfile(info, io.BytesIO(data))

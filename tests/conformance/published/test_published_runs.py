@@ -117,7 +117,8 @@ def _config(example: Example) -> dict:
 def cluster(tmp_path_factory, mounts_root, environments) -> Iterator:
     """One agent running trials in the examples' environment, offering those the scheduler maps
     Determined's images to (`IMAGE_RULES`: TensorFlow 2.15's as `tf215` for the images of its TF 2
-    releases, NumPy 1.23's as `numpy1` for 0.12's PyTorch image) and those configs name (`torch26`,
+    releases, 2.12's as `tf212` for those of its TF 2.2-2.8 ones, NumPy 1.23's as `numpy1` for 0.12's
+    PyTorch image) and those configs name (`torch26`,
     `OLDER_TORCH`) where they could be built."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     for name, python in environments.items():
@@ -264,7 +265,8 @@ def test_a_published_example_runs_unchanged(
     cluster, environments, data_server, mounts_root, example, tmp_path
 ) -> None:
     if (name := _environment_of(example)) and not environments[name]:
-        pytest.skip(f"the environment {name} could not be built (scripts/{example_env.BUILDERS[name]})")
+        script = " ".join(example_env.BUILDERS[name])
+        pytest.skip(f"the environment {name} could not be built (scripts/{script})")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"

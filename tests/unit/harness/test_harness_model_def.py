@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from pedl.harness.compat import ensure_determined_importable
 from pedl.model_def import ModelDefinitionError, load_model_definition, parse_entrypoint
 
 TRIAL = """
@@ -98,6 +99,34 @@ def test_entrypoint_module_with_relative_imports_and_two_trials(model_dir: Path)
 def test_single_file_model_definition(model_dir: Path) -> None:
     write(model_dir, {"mnist.py": TRIAL.format(name="MnistTrial") + LOADERS, "notes.txt": "x"})
     assert load_model_definition(model_dir).trial_class.__name__ == "MnistTrial"
+
+
+def test_a_determined_trial_gets_no_download_data_hook(model_dir: Path) -> None:
+    """Determined's examples name their own helper `download_data` (0.20's cifar10_tf_keras imports
+    `download_data(download_directory, url)` into model_def and calls it from `__init__`): pedl
+    must not call it as PEDL's `download_data(experiment_config, hparams)` hook."""
+    ensure_determined_importable()
+    write(
+        model_dir,
+        {
+            "data.py": "def download_data(download_directory, url):\n    return download_directory\n",
+            "model_def.py": """
+                from data import download_data
+                from determined import pytorch
+
+                class CIFARTrial(pytorch.PyTorchTrial):
+                    def __init__(self, context):
+                        self.context = context
+                    def build_training_data_loader(self): ...
+                    def build_validation_data_loader(self): ...
+                    def train_batch(self, batch, epoch_idx, batch_idx): ...
+                    def evaluate_batch(self, batch): ...
+            """,
+        },
+    )
+    md = load_model_definition(model_dir, "model_def:CIFARTrial")
+    assert md.trial_class.__name__ == "CIFARTrial"
+    assert md.download_data is None
 
 
 def test_make_data_loaders_falls_back_to_the_package_init(model_dir: Path) -> None:
