@@ -132,7 +132,7 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
 
     async def DownloadCheckpoint(
         self, request: pb.DownloadCheckpointRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[DownloadItem]:
+    ) -> AsyncIterator[DownloadItem]:  # type: ignore[override]  # add_to_server serializes bytes
         chunks: Iterator[DownloadItem] | None = None
         try:
             record = self.store.get(request.uuid)
