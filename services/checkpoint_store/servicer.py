@@ -130,9 +130,9 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         log.warning("direct upload aborted by the client", uuid=request.uuid)
         return pb.AbortUploadResponse()
 
-    async def DownloadCheckpoint(
+    async def DownloadCheckpoint(  # type: ignore[override]  # chunks are bytes: add_to_server sends them
         self, request: pb.DownloadCheckpointRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[DownloadItem]:  # type: ignore[override]  # add_to_server serializes bytes
+    ) -> AsyncIterator[DownloadItem]:
         chunks: Iterator[DownloadItem] | None = None
         try:
             record = self.store.get(request.uuid)
