@@ -16,7 +16,7 @@ import grpc
 from pedl import _grpc, _log
 from pedl.checkpoints.errors import CheckpointError, CheckpointNotFound
 from pedl.checkpoints.files import CHUNK_SIZE, DirectoryWriter, file_chunks, walk_files
-from pedl.checkpoints.presigned_http import DOWNLOAD_CONCURRENCY, TransferError
+from pedl.checkpoints.presigned_http import TransferError
 from pedl.checkpoints.ranged_stream import (
     RANGE_SIZE,
     RANGE_STREAMS,
@@ -49,7 +49,7 @@ class CheckpointStoreClient(_grpc.Client):
         self._stub = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(self._channel)
         self._raw_download = raw_download(self._channel)
         # Threads start on first use.
-        self._fetcher = UrlFetcher(concurrency=DOWNLOAD_CONCURRENCY) if direct else None
+        self._fetcher = UrlFetcher() if direct else None
         self._uploader = UrlUploader() if direct else None
         self._ranges: UrlFetcher | None = None  # ranged calls to the store, made on first use
 

@@ -17,7 +17,6 @@ from pedl.checkpoints.errors import CheckpointError
 
 PART_SIZE = 8 * 1024 * 1024  # the store's S3 part size, and boto3's multipart_chunksize
 MAX_CONCURRENCY = 8  # parts in flight, as the store's S3 transfers
-DOWNLOAD_CONCURRENCY = 10  # parts in flight on a download, as boto3's TransferConfig
 MAX_ATTEMPTS = 8
 BACKOFF_BASE_SECONDS = 0.25  # attempt n waits about 0.25 * 2**(n-1) s: ~16-32 s in all over 8 attempts
 BACKOFF_MAX_SECONDS = 20.0
