@@ -38,6 +38,15 @@ _OPTIONS = [
     ("grpc.http2.max_pings_without_data", 0),
 ]
 
+# Channels that move checkpoint bytes: each stream may have a whole ranged download (8 MiB) in flight
+# before the client acknowledges any of it, in frames of up to 4 MiB. HTTP/2's defaults (a 64 KiB
+# window grown by BDP probes, 16 KiB frames) cost a round trip per window, slow when cores are busy.
+_BULK_OPTIONS = [
+    ("grpc.http2.lookahead_bytes", 16 * 1024 * 1024),
+    ("grpc.http2.bdp_probe", 0),
+    ("grpc.http2.max_frame_size", 4 * 1024 * 1024),
+]
+
 # gRPC's own retries (gRFC A6), declared in every client channel's service config: a call refused
 # with UNAVAILABLE (the server restarting, a connection reset) is tried again, and an idempotent read
 # also after DEADLINE_EXCEEDED, with gRPC's capped exponential backoff, as pedl._backoff computes for
@@ -118,10 +127,11 @@ _ClientT = TypeVar("_ClientT", bound="Client")
 class Client:
     """A blocking client of one service: opens its channel, closes it, works as a context manager."""
 
-    def __init__(self, address: str, token: str | None = None) -> None:
-        """`token`: call as that user (the web UI acting for one) instead of pedl.auth's default."""
+    def __init__(self, address: str, token: str | None = None, *, bulk: bool = False) -> None:
+        """`token`: call as that user (the web UI acting for one) instead of pedl.auth's default;
+        `bulk`: the channel moves large messages (checkpoint bytes)."""
         self.address = address
-        self._channel = channel(address, token=token)
+        self._channel = channel(address, token=token, bulk=bulk)
 
     def __enter__(self: _ClientT) -> _ClientT:
         return self
@@ -134,13 +144,18 @@ class Client:
 
 
 def channel(
-    address: str, *, token: str | None = None, tls_ca: str | None = None, wait_for_ready: bool = False
+    address: str,
+    *,
+    token: str | None = None,
+    tls_ca: str | None = None,
+    wait_for_ready: bool = False,
+    bulk: bool = False,
 ) -> grpc.Channel:
     """A blocking channel; `address` is host:port or unix:///path. Every call carries `token`
     (default: pedl.auth.credential_for); TLS verified against `tls_ca` (default $PEDL_TLS_CA).
-    Calls are retried as `service_config` says."""
+    Calls are retried as `service_config` says; `bulk`: HTTP/2 windows and frames for large messages."""
     token, ca = _client_setup(address, token, tls_ca)
-    options = _client_options(wait_for_ready)
+    options = _client_options(wait_for_ready) + (_BULK_OPTIONS if bulk else [])
     if ca is not None:
         ch = grpc.secure_channel(address, grpc.ssl_channel_credentials(ca), options=options)
     else:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pedl import _grpc, _log
 from pedl.auth import AuthConfigError
-from pedl.v1 import checkpoint_store_pb2, checkpoint_store_pb2_grpc
+from pedl.v1 import checkpoint_store_pb2
 from pedl_checkpoint_store import security
 from pedl_checkpoint_store.backends import BackendResolver
 from pedl_checkpoint_store.config import Config, ConfigError, parse_config
@@ -20,7 +20,7 @@ from pedl_checkpoint_store.errors import StoreError
 from pedl_checkpoint_store.local import LocalFilesystemBackend
 from pedl_checkpoint_store.s3 import S3Backend
 from pedl_checkpoint_store.s3_settings import S3Settings
-from pedl_checkpoint_store.servicer import CheckpointStoreServicer
+from pedl_checkpoint_store.servicer import CheckpointStoreServicer, add_to_server
 from pedl_checkpoint_store.storage import StorageBackend
 from pedl_checkpoint_store.storage_roots import resolved_roots
 from pedl_checkpoint_store.store import CheckpointStore
@@ -67,7 +67,7 @@ async def serve(config: Config) -> None:
     interceptors, tls, authz = security.setup(config)
     servicer = CheckpointStoreServicer(store, authz=authz)
     server, port = _grpc.aio_server(
-        [lambda s: checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(servicer, s)],
+        [lambda s: add_to_server(servicer, s)],
         [SERVICE_NAME],
         config.address,
         interceptors=interceptors,

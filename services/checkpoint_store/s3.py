@@ -18,12 +18,15 @@ from pedl_checkpoint_store import s3_presign, s3_retry
 from pedl_checkpoint_store.errors import InvalidArgument
 from pedl_checkpoint_store.s3_errors import BAD_CREDENTIALS, error_code, explain, translated
 from pedl_checkpoint_store.s3_settings import S3Settings
-from pedl_checkpoint_store.s3_transfer import MultipartWriter, read_ranges
+from pedl_checkpoint_store.s3_transfer import MultipartWriter, read_ranges, stream_range
 from pedl_checkpoint_store.storage import ObjectWriter, PresignedPut, StorageBackend
 
 T = TypeVar("T")
 
 _DELETE_BATCH = 1000  # DeleteObjects' limit
+# A streamed range's pieces (messages to the client): small enough that the first goes on soon after
+# the GET's first bytes, large enough that each message's own costs stay small.
+STREAM_PIECE = 1024 * 1024
 
 
 class S3AccessError(InvalidArgument):
@@ -82,9 +85,22 @@ class S3Backend(StorageBackend):
         return self._ranges(key, 0, size, chunk_size)
 
     def read_range(self, key: str, offset: int, length: int, chunk_size: int) -> Iterator[bytes]:
+        """A range of up to one part (what a client's ranged download asks) streams on one GET in
+        pieces of at most STREAM_PIECE as they arrive; a longer one in parallel parts."""
         if not length:
             return iter([b""])
-        return self._ranges(key, offset, offset + length, chunk_size)
+        if length > self.settings.part_size:
+            return self._ranges(key, offset, offset + length, chunk_size)
+        return stream_range(
+            self._client,
+            bucket=self.bucket,
+            key=self._key(key),
+            where=self.describe(),
+            start=offset,
+            end=offset + length,
+            piece_size=min(chunk_size, STREAM_PIECE),
+            outage_seconds=self.settings.outage_seconds,
+        )
 
     def _ranges(self, key: str, first: int, end: int, chunk_size: int) -> Iterator[bytes]:
         """Bytes [first, end) of an object, fetched in parallel ranged GETs."""

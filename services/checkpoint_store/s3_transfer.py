@@ -29,6 +29,7 @@ log = _log.get_logger(component="checkpoint_store.s3")
 T = TypeVar("T")
 
 MAX_PARTS = 10_000  # S3's limit per multipart upload
+_MAX_STALLS = 3  # bodies cut short in a row with no byte read before a streamed range gives up
 _PART_GROWTH_EVERY = 1_000  # part size grows by one base size every this many parts: ~440 GB at 8 MiB
 
 
@@ -187,6 +188,44 @@ class MultipartWriter(ObjectWriter):
             if error is not None and raise_errors:
                 raise error
         return self._parts
+
+
+def stream_range(
+    client: S3Client, *, bucket: str, key: str, where: str, start: int, end: int, piece_size: int,
+    outage_seconds: float,
+) -> Iterator[bytes]:  # fmt: skip
+    """The object's bytes [start, end) on one GET, in pieces of at most `piece_size` as they arrive:
+    the first go on (to a client) while the rest are still coming, where a part read whole first
+    waits for all of it. A body cut short is asked for again from where it stopped."""
+    at, stalls = start, 0
+    while at < end:
+
+        def get(first: int = at) -> Any:
+            try:
+                return client.get_object(Bucket=bucket, Key=key, Range=f"bytes={first}-{end - 1}")["Body"]
+            except ClientError as e:
+                if error_code(e) == "InvalidRange":  # the object ends before `first`
+                    raise ShortRead(f"reading {key} in {where}: no bytes {first}-{end - 1}") from None
+                raise
+
+        body = s3_retry.call(f"reading {key}", where, get, outage_seconds)
+        before = at
+        try:
+            for piece in body.iter_chunks(min(piece_size, end - at)):
+                if at + len(piece) > end:
+                    raise ShortRead(f"reading {key} in {where}: more bytes than range {start}-{end - 1}")
+                at += len(piece)
+                yield piece
+        except BotoCoreError as e:  # the connection failed mid-body
+            stalls = 0 if at > before else stalls + 1
+            if stalls >= _MAX_STALLS:
+                raise OSError(f"reading {key} in {where} failed at byte {at}: {e}") from e
+            log.warning("S3 body cut short, reading on", key=key, at=at, error=str(e))
+            continue
+        finally:
+            body.close()
+        if at < end:
+            raise ShortRead(f"reading {key} in {where}: got {at - start} bytes for range {start}-{end - 1}")
 
 
 def read_ranges(

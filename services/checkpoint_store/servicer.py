@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,7 +13,8 @@ import grpc
 import grpc.aio
 from google.protobuf import json_format
 
-from pedl import _log
+from pedl import _grpc, _log
+from pedl.checkpoints.chunk_wire import serialize_response
 from pedl.v1 import checkpoint_store_pb2 as pb
 from pedl.v1 import checkpoint_store_pb2_grpc, common_pb2
 from pedl_checkpoint_store.authz import StoreAuthz
@@ -28,6 +30,8 @@ from pedl_server_auth.authz import DELETE, READ, WRITE
 
 log = _log.get_logger(component="checkpoint_store")
 
+DOWNLOAD_THREADS = 64
+
 
 class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.CheckpointStoreServiceServicer):
     def __init__(
@@ -37,6 +41,9 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         self.chunk_size = chunk_size
         self.authz = authz or StoreAuthz(None, None)  # without one: authentication is off
         self.tensorboard = TensorboardFiles(store.catalog, store.resolver)
+        # Each download waits in next() for its storage reads: a thread per call in flight, so that
+        # ten clients' parallel ranges are not queued behind asyncio's default pool (CPUs + 4).
+        self._downloads = ThreadPoolExecutor(DOWNLOAD_THREADS, thread_name_prefix="checkpoint-download")
 
     async def UploadCheckpoint(
         self, request_iterator: AsyncIterator[pb.UploadCheckpointRequest], context: grpc.aio.ServicerContext
@@ -123,9 +130,9 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
         log.warning("direct upload aborted by the client", uuid=request.uuid)
         return pb.AbortUploadResponse()
 
-    async def DownloadCheckpoint(
+    async def DownloadCheckpoint(  # type: ignore[override]  # chunks are bytes: add_to_server sends them
         self, request: pb.DownloadCheckpointRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[pb.DownloadCheckpointResponse]:
+    ) -> AsyncIterator[DownloadItem]:
         chunks: Iterator[DownloadItem] | None = None
         try:
             record = self.store.get(request.uuid)
@@ -151,7 +158,8 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
                 )
                 chunks = opened
                 yield pb.DownloadCheckpointResponse(checkpoint=checkpoint)
-            while (item := await asyncio.to_thread(lambda: next(opened, None))) is not None:
+            loop = asyncio.get_running_loop()
+            while (item := await loop.run_in_executor(self._downloads, next, opened, None)) is not None:
                 yield item
         except StoreError as e:
             await context.abort(status_code(e), str(e))
@@ -221,6 +229,21 @@ class CheckpointStoreServicer(TensorboardServicer, checkpoint_store_pb2_grpc.Che
             log.info("checkpoint files removed", uuid=request.uuid, files=len(removed), left=len(kept.files))
             return pb.RemoveCheckpointFilesResponse(checkpoint=kept, removed=removed)
         raise AssertionError("unreachable: _storage_errors aborts")
+
+
+def add_to_server(servicer: CheckpointStoreServicer, server: grpc.aio.Server) -> None:
+    """Registers the service; DownloadCheckpoint's chunks go out as the bytes the store encoded them
+    in (chunk_wire), its other answers as messages. Registered first, so it takes that method."""
+    download = grpc.unary_stream_rpc_method_handler(
+        servicer.DownloadCheckpoint,
+        request_deserializer=pb.DownloadCheckpointRequest.FromString,
+        response_serializer=serialize_response,
+    )
+    service = _grpc.service_name(pb, "CheckpointStoreService")
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service, {"DownloadCheckpoint": download}),)
+    )
+    checkpoint_store_pb2_grpc.add_CheckpointStoreServiceServicer_to_server(servicer, server)
 
 
 def _header_fields(header: pb.UploadHeader) -> dict[str, Any]:

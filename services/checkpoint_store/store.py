@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from pedl import _log
 from pedl.checkpoints import file_globs
+from pedl.checkpoints.chunk_wire import encode_chunk
 from pedl.v1 import checkpoint_store_pb2, common_pb2
 from pedl_checkpoint_store import layout
 from pedl_checkpoint_store.backends import BackendResolver
@@ -267,8 +268,8 @@ class CheckpointStore:
     def open_download(
         self, uuid: str, chunk_size: int = CHUNK_SIZE, *, urls: bool = False
     ) -> tuple[common_pb2.Checkpoint, Iterator[DownloadItem]]:
-        """The checkpoint's record and a lazy iterator over its files' chunks, file by file, each in
-        the response message that carries it.
+        """The checkpoint's record and a lazy iterator over its files' chunks, file by file, each
+        already serialized (chunk_wire).
 
         With `urls`, files on storage that presigns (S3) come as one FileUrl each instead: the caller
         GETs them itself, sparing the store's hop (see docs/ARCHITECTURE.md, checkpoints)."""
@@ -292,7 +293,7 @@ class CheckpointStore:
         self, uuid: str, path: str, offset: int, length: int, chunk_size: int = CHUNK_SIZE
     ) -> Iterator[DownloadItem]:
         """Bytes [offset, offset + length) of file `path` of checkpoint `uuid` (length 0: to its end),
-        lazily, each chunk in the response message that carries it; `last` on the range's last.
+        lazily, each chunk already serialized (chunk_wire); `last` on the range's last.
 
         Lets a client fetch a file's parts on several calls at once, as it does on presigned URLs.
         Raises NotFound, or InvalidArgument for a range outside the file."""
@@ -325,12 +326,8 @@ class CheckpointStore:
         with self._missing_as_store_error(cp, info, backend):
             try:
                 for data in backend.read_range(key, offset, length, chunk_size):
-                    item = checkpoint_store_pb2.DownloadCheckpointResponse()
-                    chunk = item.chunk
-                    chunk.path, chunk.offset, chunk.data = info.path, offset, data
+                    yield encode_chunk(info.path, offset, data, last=offset + len(data) >= end)
                     offset += len(data)
-                    chunk.last = offset >= end
-                    yield item
             except ShortRead as e:
                 raise DataLoss(
                     f"file {info.path!r} of checkpoint {cp.uuid} in {backend.describe()} is corrupt: "

@@ -17,7 +17,13 @@ from pedl import _grpc, _log
 from pedl.checkpoints.errors import CheckpointError, CheckpointNotFound
 from pedl.checkpoints.files import CHUNK_SIZE, DirectoryWriter, file_chunks, walk_files
 from pedl.checkpoints.presigned_http import TransferError
-from pedl.checkpoints.ranged_stream import RANGE_SIZE, RANGE_STREAMS, RangesUnsupported, range_reader
+from pedl.checkpoints.ranged_stream import (
+    RANGE_SIZE,
+    RANGE_STREAMS,
+    RangesUnsupported,
+    range_reader,
+    raw_download,
+)
 from pedl.checkpoints.url_fetch import RangeReader, ShortObject, Target, UrlFetcher
 from pedl.checkpoints.url_put import PutTarget, UrlUploader
 from pedl.v1 import checkpoint_store_pb2 as pb
@@ -39,8 +45,9 @@ class CheckpointStoreClient(_grpc.Client):
         """`direct=False`: never move bytes to or from storage itself, always through the store;
         `token`: the user to act as (default: pedl.auth's credential for `address`)."""
         self.chunk_size = chunk_size
-        super().__init__(address, token=token)
+        super().__init__(address, token=token, bulk=True)
         self._stub = checkpoint_store_pb2_grpc.CheckpointStoreServiceStub(self._channel)
+        self._raw_download = raw_download(self._channel)
         # Threads start on first use.
         self._fetcher = UrlFetcher() if direct else None
         self._uploader = UrlUploader() if direct else None
@@ -214,7 +221,8 @@ class CheckpointStoreClient(_grpc.Client):
             if ranges and writer.unclaimed():
                 parts = [_target(writer, p, "") for p in writer.unclaimed()]
                 error = f"download of checkpoint {uuid}"
-                self._fetch(writer, parts, range_reader(self._stub, uuid, lambda e: self._error(e, error)))
+                reader = range_reader(self._raw_download, uuid, lambda e: self._error(e, error))
+                self._fetch(writer, parts, reader)
             writer.finish()
             if directory.exists():
                 directory.rmdir()
@@ -327,6 +335,7 @@ class CheckpointStoreClient(_grpc.Client):
         except grpc.RpcError as e:
             raise self._error(e, f"removing files from checkpoint {uuid}") from None
         return response.checkpoint, list(response.removed)
+
 
 def _target(writer: DirectoryWriter, path: str, url: str) -> Target:
     """File `path` of the record to fetch (on `url`, or through the store where ""), with the

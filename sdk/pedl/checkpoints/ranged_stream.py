@@ -11,44 +11,56 @@ from collections.abc import Callable, Iterator
 
 import grpc
 
+from pedl import _grpc
+from pedl.checkpoints.chunk_wire import MalformedChunk, decode_chunk
 from pedl.checkpoints.errors import CheckpointError
 from pedl.checkpoints.url_fetch import RangeReader, Target
 from pedl.v1 import checkpoint_store_pb2 as pb
-from pedl.v1 import checkpoint_store_pb2_grpc
 
-RANGE_SIZE = 16 * 1024 * 1024  # two of the store's 8 MiB messages (and S3 parts) per call
-RANGE_STREAMS = 4  # calls at once; the store fetches each call's parts two at a time
+RANGE_SIZE = 8 * 1024 * 1024  # one of the store's messages (and S3 parts) per call, as boto3's parts
+RANGE_STREAMS = 10  # calls at once, as boto3's transfer manager has GETs in flight
 
 
 class RangesUnsupported(CheckpointError):
     """The store predates ranged downloads: it answered a range with the whole checkpoint."""
 
 
+def raw_download(channel: grpc.Channel) -> grpc.UnaryStreamMultiCallable:
+    """DownloadCheckpoint answering each message's serialized bytes, for decode_chunk to read in place."""
+    return channel.unary_stream(
+        f"/{_grpc.service_name(pb, 'CheckpointStoreService')}/DownloadCheckpoint",
+        request_serializer=pb.DownloadCheckpointRequest.SerializeToString,
+        response_deserializer=None,
+    )
+
+
 def range_reader(
-    stub: checkpoint_store_pb2_grpc.CheckpointStoreServiceStub,
+    download: grpc.UnaryStreamMultiCallable,
     uuid: str,
     error: Callable[[grpc.RpcError], CheckpointError],
 ) -> RangeReader:
     """Reads bytes [start, start + length) of a target of checkpoint `uuid` on one call; `error`
     turns a failed call into the CheckpointError to raise."""
 
-    def read(target: Target, start: int, length: int) -> Iterator[bytes]:
+    def read(target: Target, start: int, length: int) -> Iterator[memoryview]:
         request = pb.DownloadCheckpointRequest(uuid=uuid, path=target.path, offset=start, length=length)
-        responses = stub.DownloadCheckpoint(request)
+        responses = download(request)
         at = start
         try:
-            for response in responses:
-                if response.WhichOneof("message") != "chunk":
+            for raw in responses:
+                try:
+                    chunk = decode_chunk(raw)
+                except MalformedChunk as e:
+                    raise CheckpointError(f"download of checkpoint {uuid}: the store sent {e}") from None
+                if chunk is None:
                     raise RangesUnsupported(f"the checkpoint store answered a range of {uuid} with the whole")
-                chunk = response.chunk
                 if chunk.path != target.path or chunk.offset != at:
                     raise CheckpointError(
                         f"download of checkpoint {uuid}: asked for {target.path!r} at {at}, the store "
                         f"sent {chunk.path!r} at {chunk.offset}"
                     )
-                data = chunk.data  # each access copies the bytes out of the message
-                at += len(data)
-                yield data
+                at += len(chunk.data)
+                yield chunk.data  # a view of the received message: written and hashed without a copy
         except grpc.RpcError as e:
             raise error(e) from None
         finally:

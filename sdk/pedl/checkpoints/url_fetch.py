@@ -60,8 +60,9 @@ class Target:
         return len(self.part_sha256) == max(1, -(-self.size // self.part_size))
 
 
-# Bytes [start, start + length) of a target's file, in pieces, in order.
-RangeReader = Callable[[Target, int, int], Iterator[bytes]]
+# Bytes [start, start + length) of a target's file, in pieces, in order (views of received buffers
+# where the reader can give them).
+RangeReader = Callable[[Target, int, int], Iterator[bytes | memoryview]]
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class UrlFetcher:
         reader = read or self._read_range
         jobs = deque((t, start) for t in targets for start in range(0, max(t.size, 1), self._part_size(t)))
         opened: dict[str, _OpenFile] = {}
-        window: deque[tuple[_OpenFile, Future[tuple[list[bytes], int]]]] = deque()
+        window: deque[tuple[_OpenFile, Future[tuple[list[bytes | memoryview], int]]]] = deque()
         try:
             while jobs or window:
                 while jobs and len(window) < AHEAD * self.concurrency:
@@ -137,12 +138,14 @@ class UrlFetcher:
         """The record's parts where it hashed them, so that each is checked alone; else ours."""
         return target.part_size if target.checked_by_part else self.part_size
 
-    def _get_part(self, f: _OpenFile, start: int, length: int, read: RangeReader) -> tuple[list[bytes], int]:
+    def _get_part(
+        self, f: _OpenFile, start: int, length: int, read: RangeReader
+    ) -> tuple[list[bytes | memoryview], int]:
         """One range of one file, onto disk as its pieces arrive; returned for the whole file's hash
         (none where the part is checked here against its own), with its length."""
         if not length:  # an empty file: nothing to get
             return [], 0
-        pieces: list[bytes] = []
+        pieces: list[bytes | memoryview] = []
         at, end = start, start + length
         for piece in read(f.target, start, length):
             if at + len(piece) > end:

@@ -49,11 +49,20 @@ def upload(store: CheckpointStore, files: dict[str, bytes], **kw: object) -> com
     return up.finish()
 
 
+def chunk(item: checkpoint_store_pb2.DownloadCheckpointResponse | bytes) -> checkpoint_store_pb2.FileChunk:
+    """The chunk a store's answer carries, parsed as any client's protobuf would (chunks go out
+    already serialized)."""
+    if isinstance(item, bytes):
+        item = checkpoint_store_pb2.DownloadCheckpointResponse.FromString(item)
+    assert item.WhichOneof("message") == "chunk"
+    return item.chunk
+
+
 def download(store: CheckpointStore, uuid: str) -> dict[str, bytes]:
     _, stream = store.open_download(uuid, chunk_size=3)
     files: dict[str, bytes] = {}
     for item in stream:
-        c = item.chunk
+        c = chunk(item)
         assert c.offset == len(files.get(c.path, b""))
         files[c.path] = files.get(c.path, b"") + c.data
     return files
@@ -86,7 +95,7 @@ def test_empty_file_downloads_as_one_last_chunk(tmp_path: Path) -> None:
     store = new_store(tmp_path)
     cp = upload(store, {"empty": b""})
     _, stream = store.open_download(cp.uuid)
-    assert [(i.chunk.path, i.chunk.data, i.chunk.last) for i in stream] == [("empty", b"", True)]
+    assert [(c.path, c.data, c.last) for c in map(chunk, stream)] == [("empty", b"", True)]
 
 
 def test_checkpoint_is_invisible_until_finished(tmp_path: Path) -> None:
@@ -291,7 +300,7 @@ def test_local_storage_streams_even_when_urls_are_accepted(tmp_path: Path) -> No
     store = new_store(tmp_path)
     cp = upload(store, FILES)
     _, items = store.open_download(cp.uuid, urls=True)
-    assert all(i.WhichOneof("message") == "chunk" for i in items)
+    assert {c.path for c in map(chunk, items)} == set(FILES)  # chunks, no URLs
     assert store.begin_direct_upload(experiment_id=1, trial_id=1, total_batches=1, files=[("f", 1)]) is None
     assert uuid_dirs(tmp_path) == [cp.uuid]
 

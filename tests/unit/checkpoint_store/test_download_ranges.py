@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_checkpoint_store_logic import FILES, new_store, upload
+from test_checkpoint_store_logic import FILES, chunk, new_store, upload
 
 from pedl.checkpoints import CheckpointError
 from pedl.checkpoints.url_fetch import RangeReader, ShortObject, Target, UrlFetcher
@@ -20,7 +20,7 @@ from pedl_checkpoint_store.store import CheckpointStore
 def read_range(
     store: CheckpointStore, uuid: str, path: str, offset: int, length: int, chunk_size: int = 3
 ) -> list[FileChunk]:
-    return [item.chunk for item in store.open_range(uuid, path, offset, length, chunk_size)]
+    return [chunk(item) for item in store.open_range(uuid, path, offset, length, chunk_size)]
 
 
 def test_a_range_is_its_bytes_alone_in_chunks_with_file_offsets(tmp_path: Path) -> None:

@@ -7,14 +7,17 @@ import socket
 import threading
 from collections.abc import Iterator
 
+import boto3
 import pytest
 import urllib3
+from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from pedl.checkpoints import presigned_http
 from pedl_checkpoint_store import s3_retry
 from pedl_checkpoint_store.s3_errors import S3StorageError, explain
 from pedl_checkpoint_store.s3_presign import part_size_for
+from pedl_checkpoint_store.s3_transfer import stream_range
 
 MiB = 1024 * 1024
 
@@ -159,3 +162,33 @@ def test_parts_grow_only_past_the_part_limit() -> None:
     assert part_size_for(10_000 * 8 * MiB, 8 * MiB) == 8 * MiB
     grown = part_size_for(200 * 1024 * MiB, 8 * MiB)
     assert grown % MiB == 0 and grown * 10_000 >= 200 * 1024 * MiB > (grown - MiB) * 10_000
+
+
+def streamed(server: http.server.ThreadingHTTPServer) -> Iterator[bytes]:
+    """Bytes 0-5 of an object on the scripted server, as the store streams a client's range."""
+    client = boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{server.server_port}",
+        aws_access_key_id="k",
+        aws_secret_access_key="s",
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"}),
+    )
+    return stream_range(
+        client, bucket="b", key="k", where="s3://b", start=0, end=6, piece_size=3, outage_seconds=0
+    )
+
+
+def test_a_streamed_range_reads_on_from_where_its_body_was_cut(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(206, b"abc", 6), (206, b"def", 3)]  # cut after 3 of 6 bytes, then the rest
+    pieces = streamed(serving)
+    assert b"".join(pieces) == b"abcdef"
+    assert serving.requests == 2
+
+
+def test_a_streamed_range_gives_up_on_bodies_cut_with_nothing_read(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(206, b"", 6)] * 3
+    pieces = streamed(serving)
+    with pytest.raises(OSError, match="reading k in s3://b failed at byte 0"):
+        b"".join(pieces)
+    assert serving.requests == 3
