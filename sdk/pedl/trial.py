@@ -8,7 +8,13 @@ the framework interface through `pedl.harness.controllers`.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
+
+# PEDL 0.11's type names for a Keras trial's metric functions, `fn(y_true, y_pred) -> value`:
+# `loss()` and `training_metrics()` return MetricOps, `validation_metrics()` ValidOps.
+MetricOp = Callable[[Any, Any], Any]
+ValidOp = Callable[[Any, Any], Any]
 
 
 # ABC so framework interfaces can declare abstract methods; Trial itself has none.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 
 from pedl.harness.controller import StepResult
 from pedl.keras import _checkpoint, _distributed, _replay
+from pedl.keras._compile import ReportedNames, compile_from_trial, defines_training_methods, is_compiled
 from pedl.keras._data import (
     TrainingStream,
     batch_length,
@@ -20,7 +22,9 @@ from pedl.keras._data import (
     validation_batches,
     validation_input,
 )
+from pedl.keras._keras2 import accept_keras2_spellings
 from pedl.keras._names import keras_validation_metrics
+from pedl.keras._session import apply_session_config
 from pedl.keras._tensorboard import TensorBoard
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
@@ -32,8 +36,7 @@ def check_model(model: Any, where: str) -> keras.Model:
         raise TypeError(
             f"{where} must return a keras.Model, got {type(model).__module__}.{type(model).__qualname__}"
         )
-    # Keras 3's `compiled`; Keras 2 (TensorFlow <= 2.15) keeps it as `_is_compiled`.
-    if not getattr(model, "compiled", getattr(model, "_is_compiled", False)):
+    if not is_compiled(model):
         raise ValueError(
             f"{where} must return a compiled model: call model.compile(optimizer, loss, metrics) first"
         )
@@ -44,15 +47,24 @@ class KerasTrialController:
     """Implements `pedl.harness.controller.TrialController` for a compiled Keras model.
 
     Training metrics are the per-batch results of `train_on_batch` averaged over the step;
-    validation reports `model.evaluate` over the whole validation data, under the compiled names.
+    validation reports `model.evaluate` over the whole validation data, under the compiled names
+    with Keras's `val_` prefix. A model pedl compiled from the trial's methods (PEDL 0.11's form,
+    `pedl.keras._compile`) reports the names those methods give.
     On several slots the model runs under MultiWorkerMirroredStrategy (`pedl.keras._distributed`).
     """
 
     def __init__(
-        self, trial: Any, model: keras.Model, training: Any, validation: Any, where: str = "build_model()"
+        self,
+        trial: Any,
+        model: keras.Model,
+        training: Any,
+        validation: Any,
+        where: str = "build_model()",
+        names: ReportedNames | None = None,
     ) -> None:
         self.trial = trial
         self.model = model
+        self.names = names
         self.validation = validation
         self._batches_trained = 0
         # Set when the harness started this process as one of several workers.
@@ -75,7 +87,18 @@ class KerasTrialController:
         data_loaders: Sequence[Any] | Any,
         origin: str = "make_data_loaders()",
     ) -> KerasTrialController:
-        return cls.from_trial(trial_class(hparams), data_loaders, origin)
+        trial = trial_class(hparams)
+        if not hasattr(trial, "hparams"):  # PEDL 0.11's trials define __init__ without super()'s
+            trial.hparams = dict(hparams)
+        if defines_training_methods(trial):
+            # PEDL 0.11's form: its optimizers are written in Keras 2 (`RMSprop(lr=..., decay=...)`).
+            accept_keras2_spellings()
+        session_config = getattr(trial, "session_config", None)
+        if callable(session_config):  # PEDL 0.11's `session_config(hparams)`, or one without hparams
+            takes_hparams = bool(inspect.signature(session_config).parameters)
+            config = session_config(trial.hparams) if takes_hparams else session_config()
+            apply_session_config(config, describe(session_config))
+        return cls.from_trial(trial, data_loaders, origin)
 
     @classmethod
     def from_trial(
@@ -96,9 +119,11 @@ class KerasTrialController:
         keras.utils.set_random_seed(int(np.random.randint(2**31 - 1)))
         where = describe(trial_class.build_model)
         with _distributed.scope():
-            model = check_model(build() if build is not None else trial.build_model(trial.hparams), where)
+            model = build() if build is not None else trial.build_model(trial.hparams)
+            names = compile_from_trial(trial, model, where)
+            model = check_model(model, where)
         trial.model = model
-        return cls(trial, model, training, validation, where)
+        return cls(trial, model, training, validation, where, names)
 
     def attach_tensorboards(self, callbacks: Sequence[TensorBoard]) -> None:
         """The trial's TensorBoard callbacks (`keras_callbacks()`), told of each validation; on
@@ -125,6 +150,8 @@ class KerasTrialController:
             results.append(self.model.train_on_batch(x, y, sample_weight=weights, return_dict=True))
         self._batches_trained += count
         metrics = mean_metrics(results, "training")
+        if self.names is not None:
+            metrics = self.names.training_metrics(metrics)
         if self._steps is not None:
             # Before raising below: the others must not wait for this worker's part.
             metrics, num_inputs = self._steps.mean_step(metrics, num_inputs)
@@ -145,13 +172,18 @@ class KerasTrialController:
         if self._steps is not None:
             assert self.workers is not None
             batches = validation_batches(self.validation, self.workers.shard)
-            return keras_validation_metrics(mean_metrics([self._steps.validate(batches)], "validation"))
+            return self._named(mean_metrics([self._steps.validate(batches)], "validation"))
         data, keywords = validation_input(self.validation)
         with warnings.catch_warnings():
             # Keras warns when a generator ends; for the validation pass that end is expected.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             metrics = self.model.evaluate(data, verbose=0, return_dict=True, **keywords)
-        return keras_validation_metrics(mean_metrics([metrics], "validation"))
+        return self._named(mean_metrics([metrics], "validation"))
+
+    def _named(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        if self.names is not None:
+            return self.names.validation_metrics(metrics)
+        return keras_validation_metrics(metrics)
 
     def save(self, path: Path) -> None:
         """Writes the checkpoint; on several workers only the chief does (all hold the same state).

@@ -86,7 +86,10 @@ class NoBatchSize(ToyKerasTrial):
 
 
 def test_mistakes_are_named() -> None:
-    with pytest.raises(ValueError, match=r"Uncompiled.build_model .*must return a compiled model"):
+    with pytest.raises(
+        ValueError,
+        match=r"Uncompiled.build_model .*returned an uncompiled model and Uncompiled defines no optimizer",
+    ):
         controller(trial_class=Uncompiled)
     with pytest.raises(
         TypeError, match=r"the training data are arrays, so NoBatchSize.batch_size .*must return"

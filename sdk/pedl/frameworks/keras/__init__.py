@@ -1,7 +1,11 @@
 """PEDL 0.10/0.11's Keras interface (`from pedl.frameworks.keras import TFKerasTrial`), on the seed
 Keras controller: `build_model(self, hparams)` (or `build_model(self)`) returns a compiled
 tf.keras model; `make_data_loaders` returns the training and validation data, optionally wrapped
-in `data.KerasDataAdapter`; `session_config()` sets TensorFlow's thread pools and soft placement."""
+in `data.KerasDataAdapter`; `session_config()` sets TensorFlow's thread pools and soft placement.
+
+It also exports `KerasTrial`, PEDL 0.11's other form: `build_model(hparams)` returns an uncompiled
+Keras model and `optimizer()`, `loss()`, `training_metrics()`, `validation_metrics()` say how to
+train it (`pedl.keras._compile`); `session_config(hparams)` is honoured as above."""
 
 from __future__ import annotations
 
@@ -13,9 +17,22 @@ from pedl.frameworks.keras import data
 from pedl.frameworks.keras.data import KerasDataAdapter
 from pedl.keras._controller import KerasTrialController
 from pedl.keras._keras2 import accept_keras2_spellings
+from pedl.keras._session import apply_session_config
 from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
+
+
+def _accept_tf1_config_proto() -> None:
+    """PEDL 0.11's Keras trials annotate `session_config` with `tf.ConfigProto`, TensorFlow 1's
+    name, evaluated when their class is defined; TensorFlow 2 keeps it as tf.compat.v1.ConfigProto."""
+    import tensorflow as tf
+
+    if not hasattr(tf, "ConfigProto"):
+        tf.ConfigProto = tf.compat.v1.ConfigProto
+
+
+_accept_tf1_config_proto()
 
 
 class TFKerasTensorBoard(TensorBoard):
@@ -25,27 +42,6 @@ class TFKerasTensorBoard(TensorBoard):
 def wrap_dataset(dataset: Any) -> Any:
     """Returns `dataset`: pedl shards the batches across slots itself."""
     return dataset
-
-
-def apply_session_config(config: Any) -> None:
-    """What of a tf.compat.v1.ConfigProto applies to TensorFlow 2's eager runtime."""
-    if config is None:
-        return
-    import tensorflow as tf
-
-    if not isinstance(config, tf.compat.v1.ConfigProto):
-        raise TypeError(
-            f"session_config() must return a tf.compat.v1.ConfigProto, got {type(config).__name__}"
-        )
-    threading = tf.config.threading
-    try:
-        if config.intra_op_parallelism_threads:
-            threading.set_intra_op_parallelism_threads(config.intra_op_parallelism_threads)
-        if config.inter_op_parallelism_threads:
-            threading.set_inter_op_parallelism_threads(config.inter_op_parallelism_threads)
-    except RuntimeError:
-        pass  # TensorFlow already started its pools in this process (a restored or second trial)
-    tf.config.set_soft_device_placement(config.allow_soft_placement)
 
 
 def unwrap_data(source: Any) -> Any:
@@ -80,4 +76,4 @@ class TFKerasTrial(KerasTrial):
         return controller
 
 
-__all__ = ["KerasDataAdapter", "TFKerasTensorBoard", "TFKerasTrial", "data", "wrap_dataset"]
+__all__ = ["KerasDataAdapter", "KerasTrial", "TFKerasTensorBoard", "TFKerasTrial", "data", "wrap_dataset"]
