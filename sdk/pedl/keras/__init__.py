@@ -12,6 +12,10 @@ Model definition (its `__init__.py` exposes both)::
         def batch_size(self):                     # only when make_data_loaders returns arrays
             return 32
 
+PEDL 0.11's form also runs: `build_model` returns an uncompiled model and the trial defines
+`optimizer()`, `loss()`, `training_metrics()` / `validation_metrics()`; pedl compiles it with them
+(`pedl.keras._compile`, which also says what names are reported). A compiled model wins.
+
     def make_data_loaders(experiment_config, hparams):
         return training_data, validation_data
 

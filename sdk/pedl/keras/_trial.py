@@ -21,7 +21,8 @@ class KerasTrial(Trial):
 
     @abc.abstractmethod
     def build_model(self, hparams: dict[str, Any]) -> keras.Model:
-        """The model for this trial's hyperparameters, compiled (optimizer, loss, metrics)."""
+        """The model for this trial's hyperparameters, compiled (optimizer, loss, metrics); or
+        uncompiled, with `optimizer()` and `loss()` defined for pedl to compile it (PEDL 0.11)."""
 
     def batch_size(self) -> int | None:
         """The batch size for data given as NumPy arrays; datasets and PyDatasets batch themselves."""
