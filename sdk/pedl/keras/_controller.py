@@ -98,14 +98,22 @@ class KerasTrialController:
             takes_hparams = bool(inspect.signature(session_config).parameters)
             config = session_config(trial.hparams) if takes_hparams else session_config()
             apply_session_config(config, describe(session_config))
-        return cls.from_trial(trial, data_loaders, origin)
+        return cls.from_trial(trial, data_loaders, origin, compile_from_methods=True)
 
     @classmethod
     def from_trial(
-        cls, trial: Any, data_loaders: Sequence[Any] | Any, origin: str, build: Any = None
+        cls,
+        trial: Any,
+        data_loaders: Sequence[Any] | Any,
+        origin: str,
+        build: Any = None,
+        compile_from_methods: bool = False,
     ) -> KerasTrialController:
         """The controller of a constructed trial; `build()` makes its compiled model (by default
-        `trial.build_model(trial.hparams)`; the PEDL 0.11 and Determined adapters pass their own)."""
+        `trial.build_model(trial.hparams)`; the PEDL 0.11 and Determined adapters pass their own).
+        With `compile_from_methods` (a KerasTrial: PEDL 0.11's form is one) an uncompiled model is
+        compiled from the trial's optimizer()/loss() (`pedl.keras._compile`); TFKerasTrials, whose
+        documentation asks for a compiled model, are not offered that."""
         expected = "a pair (training data, validation data)"
         if not isinstance(data_loaders, (tuple, list)) or len(data_loaders) != 2:
             raise TypeError(f"{origin} must return {expected}; it returned a {type(data_loaders).__name__}")
@@ -120,7 +128,7 @@ class KerasTrialController:
         where = describe(trial_class.build_model)
         with _distributed.scope():
             model = build() if build is not None else trial.build_model(trial.hparams)
-            names = compile_from_trial(trial, model, where)
+            names = compile_from_trial(trial, model, where) if compile_from_methods else None
             model = check_model(model, where)
         trial.model = model
         return cls(trial, model, training, validation, where, names)

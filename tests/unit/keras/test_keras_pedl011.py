@@ -3,6 +3,7 @@ Keras controller, written as PEDL 0.11's Keras examples write it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -171,3 +172,16 @@ def test_bad_combinations_name_what_is_missing() -> None:
 
 def test_tf1_config_proto_name_resolves_for_pedl011_trials() -> None:
     assert tf.ConfigProto is tf.compat.v1.ConfigProto  # set by importing pedl.frameworks.keras
+
+
+def test_a_resumed_trial_continues_where_its_checkpoint_was_taken(tmp_path: Path) -> None:
+    uninterrupted = controller()
+    uninterrupted.train_until(30)
+    expected = (uninterrupted.train_until(50).metrics, uninterrupted.validate())
+
+    first = controller()
+    first.train_until(30)
+    first.save(tmp_path / "ckpt")
+    resumed = controller()  # the optimizer's state comes back into the model pedl compiled
+    resumed.load(tmp_path / "ckpt")
+    assert (resumed.train_until(50).metrics, resumed.validate()) == expected
