@@ -106,6 +106,9 @@ FAILS: dict[tuple[str, str], str] = {
         "refused: invalid experiment config: line 1: entrypoint: determined.launch.tensorflow is not "
         "supported by pedl"
     ),
+    # Its trial class (an uncompiled model, optimizer()/loss()/metric methods) runs on pedl's Keras
+    # controller (pedl.keras._compile); its modules are Keras <= 2.12's, and PEDL 0.11's tree names no
+    # image (no config has one) that the scheduler could map to TensorFlow 2.12's environment.
     ("pedl-0.11", "cifar10_cnn_keras"): (
         "failed: the model definition imports keras.datasets.cifar, a module of Keras 2 that the installed"
     ),
