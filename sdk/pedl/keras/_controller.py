@@ -13,6 +13,7 @@ import numpy as np
 
 from pedl.harness.controller import StepResult
 from pedl.keras import _checkpoint, _distributed, _replay
+from pedl.keras._adapter import unwrap_data
 from pedl.keras._compile import ReportedNames, compile_from_trial, defines_training_methods, is_compiled
 from pedl.keras._data import (
     TrainingStream,
@@ -120,7 +121,7 @@ class KerasTrialController:
         trial_class = type(trial)
         size_origin = describe(trial_class.batch_size)
         training, validation = (
-            check_source(source, role, origin, trial.batch_size(), size_origin)
+            check_source(unwrap_data(source), role, origin, trial.batch_size(), size_origin)
             for role, source in zip(("training", "validation"), data_loaders, strict=True)
         )
         # Keras draws initial weights and dropout seeds from its own global generator.

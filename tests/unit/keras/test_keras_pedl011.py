@@ -10,9 +10,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from keras_toy_trials import toy_data
+from keras_toy_trials import ToyPyDataset, toy_data
 
 from pedl.frameworks.keras import KerasTrial
+from pedl.frameworks.keras.data import KerasDataAdapter
 from pedl.harness.build import seed_all
 from pedl.harness.controllers import create_controller
 from pedl.keras import KerasTrialController
@@ -185,3 +186,14 @@ def test_a_resumed_trial_continues_where_its_checkpoint_was_taken(tmp_path: Path
     resumed = controller()  # the optimizer's state comes back into the model pedl compiled
     resumed.load(tmp_path / "ckpt")
     assert (resumed.train_until(50).metrics, resumed.validate()) == expected
+
+
+def test_data_wrapped_in_a_keras_data_adapter_is_unwrapped() -> None:
+    seed_all(0)
+    wrapped = (
+        KerasDataAdapter(ToyPyDataset(), workers=1, use_multiprocessing=True),
+        ToyPyDataset(shuffle=False),
+    )
+    ctl = create_controller(Pedl011Trial, {"lr": 0.01}, wrapped, "make_data_loaders()")
+    assert ctl.train_until(3).num_inputs == 24
+    assert set(ctl.validate()) == {"val_loss", "validation_error", "accuracy"}

@@ -13,11 +13,12 @@ from typing import Any
 
 from determined._trial_context import DistributedContext, TrialContext
 from determined.keras import callbacks
-from pedl.frameworks.keras import apply_session_config, unwrap_data
 from pedl.keras import _distributed
+from pedl.keras._adapter import unwrap_data
 from pedl.keras._controller import KerasTrialController
 from pedl.keras._keras2 import accept_keras2_spellings
 from pedl.keras._load import load_model_from_checkpoint_path as _load_model
+from pedl.keras._session import apply_session_config
 from pedl.keras._tensorboard import TensorBoard, check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe

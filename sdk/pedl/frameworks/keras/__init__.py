@@ -44,10 +44,6 @@ def wrap_dataset(dataset: Any) -> Any:
     return dataset
 
 
-def unwrap_data(source: Any) -> Any:
-    return source.data if isinstance(source, KerasDataAdapter) else source
-
-
 class TFKerasTrial(KerasTrial):
     """Subclass it; PEDL constructs it as `TrialClass(hparams)`."""
 
@@ -69,8 +65,6 @@ class TFKerasTrial(KerasTrial):
         tensorboards = check_callbacks(callbacks(hparams), describe(callbacks)) if callable(callbacks) else []
         apply_session_config(trial.session_config())
         accept_keras2_spellings()
-        if isinstance(data_loaders, (tuple, list)):
-            data_loaders = [unwrap_data(d) for d in data_loaders]
         controller = KerasTrialController.from_trial(trial, data_loaders, origin)
         controller.attach_tensorboards(tensorboards)
         return controller
