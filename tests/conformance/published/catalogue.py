@@ -77,6 +77,12 @@ PYTORCH_IMAGES = {"0.12.13": "determinedai/environments:py-3.6.9-pytorch-1.4-tf-
 # names it (`environment.name`), as a pedl user would. Not by image: their release's one image held
 # TensorFlow too, and its TF Keras examples run elsewhere.
 OLDER_TORCH = {(r, "nlp/word_language_model"): "torch26" for r in ("0.15.6", "0.17.15", "0.20.1", "0.23.4")}
+# PEDL 0.11's Keras examples import modules of Keras <= 2.12 (`keras.utils.data_utils`,
+# `keras.datasets.cifar`), and its tree names no image (no config has one) that the scheduler could
+# map: the test-mode config of the one with stand-in data names TensorFlow 2.12's environment, as a
+# pedl user would. Its trial class (an uncompiled model, optimizer()/loss()/metric methods) runs on
+# pedl's Keras controller (pedl.keras._compile).
+OLDER_KERAS = {("pedl-0.11", "cifar10_cnn_keras"): "tf212"}
 # The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
 # image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
 IMAGE_RULES = (
@@ -106,12 +112,6 @@ FAILS: dict[tuple[str, str], str] = {
         "refused: invalid experiment config: line 1: entrypoint: determined.launch.tensorflow is not "
         "supported by pedl"
     ),
-    # Its trial class (an uncompiled model, optimizer()/loss()/metric methods) runs on pedl's Keras
-    # controller (pedl.keras._compile); its modules are Keras <= 2.12's, and PEDL 0.11's tree names no
-    # image (no config has one) that the scheduler could map to TensorFlow 2.12's environment.
-    ("pedl-0.11", "cifar10_cnn_keras"): (
-        "failed: the model definition imports keras.datasets.cifar, a module of Keras 2 that the installed"
-    ),
 }
 # Top-level imports that are the examples' own or the standard library's are not dependencies.
 _STDLIB_LIKE = {"__future__", "determined", "pedl"}
@@ -134,7 +134,7 @@ class Example:
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
-    environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH)
+    environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS)
     unsupported: str = ""  # a Determined feature it uses that pedl lists as missing (one line)
 
     @property
@@ -258,7 +258,7 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     data = _data(folder, sources, config)
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
-    environment = OLDER_TORCH.get((release, name), "")
+    environment = OLDER_TORCH.get((release, name)) or OLDER_KERAS.get((release, name), "")
     unsupported = _NO_DSAT if _DSAT.search(sources) else ""
     return Example(
         release, name, folder, framework, data, needs, config, slots, image, environment, unsupported

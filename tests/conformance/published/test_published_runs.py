@@ -119,7 +119,7 @@ def cluster(tmp_path_factory, mounts_root, environments) -> Iterator:
     Determined's images to (`IMAGE_RULES`: TensorFlow 2.15's as `tf215` for the images of its TF 2
     releases, 2.12's as `tf212` for those of its TF 2.2-2.8 ones, NumPy 1.23's as `numpy1` for 0.12's
     PyTorch image) and those configs name (`torch26`,
-    `OLDER_TORCH`) where they could be built."""
+    `OLDER_TORCH`, `OLDER_KERAS`) where they could be built."""
     agent_args = ["--python", example_env.python(), "--allowed-bind-root", str(mounts_root)]
     for name, python in environments.items():
         agent_args += ["--environment", f"{name}={python}"] if python else []
@@ -160,7 +160,8 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
         raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
     if example.image and isinstance(raw.setdefault("environment", {}), dict):  # as its master set it
         raw["environment"].setdefault("image", example.image)
-    if example.environment and isinstance(raw.setdefault("environment", {}), dict):  # OLDER_TORCH
+    # OLDER_TORCH, OLDER_KERAS
+    if example.environment and isinstance(raw.setdefault("environment", {}), dict):
         raw["environment"]["name"] = example.environment
     searcher = raw["searcher"]
     if "max_steps" in searcher:  # PEDL 0.11 and Determined before 0.13 count steps
