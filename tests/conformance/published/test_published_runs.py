@@ -91,11 +91,16 @@ def mounts_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def environments() -> dict[str, str | None]:
-    """The interpreter of each environment an example to run is mapped to (built here if needed:
-    minutes the first time for TensorFlow 2.15's and torch 2.6's), None for one that could not be
-    built."""
-    wanted = {name for e in _smoke() if (name := _environment_of(e))}
+def environments(request: pytest.FixtureRequest) -> dict[str, str | None]:
+    """The interpreter of each environment an example selected to run (`-k` counts) is mapped to
+    (built here if needed: minutes the first time for TensorFlow 2.15's and torch 2.6's), None for
+    one that could not be built."""
+    selected = [
+        item.callspec.params["example"]
+        for item in request.session.items
+        if "example" in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+    wanted = {name for e in selected if isinstance(e, Example) and (name := _environment_of(e))}
     return {name: example_env.built_python(name) for name in sorted(wanted)}
 
 
