@@ -7,7 +7,7 @@ keeps `tensorflow.python.keras` but not its `datasets`; the same code moved to K
 `keras.datasets`. This finder answers the old names with those modules (the same module objects, so
 `tensorflow.python.keras.datasets.cifar is keras.datasets.cifar`); any other name under the package
 is left to fail as before. build-tf-env copies this file into that environment's site-packages with a
-`.pth` that imports it at startup: nothing is written into TensorFlow's own folder, and no other
+`.pth` that installs the finder at startup: nothing is written into TensorFlow's own folder, and no other
 environment gets it.
 """
 
@@ -64,9 +64,7 @@ class KerasDatasetsAlias(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Registers the finder once (the .pth runs this at interpreter startup)."""
+    """Registers the finder once (the .pth runs this at interpreter startup; importing the module
+    alone changes nothing)."""
     if not any(isinstance(finder, KerasDatasetsAlias) for finder in sys.meta_path):
         sys.meta_path.insert(0, KerasDatasetsAlias())
-
-
-install()
