@@ -2,20 +2,18 @@
 environment (`scripts/install-deepspeed-env`): the ranks join over NCCL, ZeRO stage 3 partitions
 parameters kept in fp16 or bf16, and a checkpoint resumes training where it left off. One rank per
 GPU (NCCL refuses two ranks on one device), so one GPU runs a group of one and two GPUs a group of
-two. Skipped without a CUDA GPU."""
+two. Skipped unless that environment's torch (PyPI's CUDA build, not .venv's CPU one) sees a CUDA GPU."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+from dataclasses import dataclass
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from support.deepspeed_models import deepspeed_python, launch_ranks, write_model  # noqa: E402
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+from support.deepspeed_models import deepspeed_python, launch_ranks, write_model
 
 # On each rank: NCCL as the default group (DeepSpeed's init_distributed keeps it), then per
 # precision 3 batches of ZeRO-3, a checkpoint, 2 more; a fresh controller loads the checkpoint and
@@ -61,18 +59,43 @@ for precision in sys.argv[3].split(","):
 DTYPES = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
 
 
+# What the DeepSpeed environment's torch sees, asked of its own interpreter: the one the ranks run.
+PROBE = """
+import json, torch
+cuda = torch.cuda.is_available()
+gpus = torch.cuda.device_count() if cuda else 0
+bf16 = cuda and torch.cuda.is_bf16_supported()
+print(json.dumps({"torch": torch.__version__, "cuda_build": torch.version.cuda, "gpus": gpus, "bf16": bf16}))
+"""
+
+
+@dataclass(frozen=True)
+class Cuda:
+    python: str
+    gpus: int
+    bf16: bool
+
+
 @pytest.fixture(scope="module")
-def python() -> str:
-    found, why = deepspeed_python()
-    if found is None:
+def cuda() -> Cuda:
+    python, why = deepspeed_python()
+    if python is None:
         pytest.skip(f"no DeepSpeed environment: {why}")
-    return found
+    done = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if not seen["gpus"]:
+        pytest.skip(
+            f"needs a CUDA GPU: the DeepSpeed environment's torch {seen['torch']} (CUDA build "
+            f"{seen['cuda_build']}, {python}) sees none"
+        )
+    return Cuda(python, seen["gpus"], seen["bf16"])
 
 
 @pytest.mark.timeout(600)
-def test_zero3_in_fp16_and_bf16_over_nccl_trains_and_resumes_on_the_gpu(python, tmp_path) -> None:
-    ranks = min(2, torch.cuda.device_count())
-    precisions = [p for p in DTYPES if p != "bf16" or torch.cuda.is_bf16_supported()]
+def test_zero3_in_fp16_and_bf16_over_nccl_trains_and_resumes_on_the_gpu(cuda: Cuda, tmp_path) -> None:
+    ranks = min(2, cuda.gpus)
+    precisions = [p for p in DTYPES if p != "bf16" or cuda.bf16]
     model = write_model(tmp_path / "ds")
     (tmp_path / "driver.py").write_text(DRIVER)
     out = tmp_path / "out"
@@ -80,7 +103,7 @@ def test_zero3_in_fp16_and_bf16_over_nccl_trains_and_resumes_on_the_gpu(python, 
     # DeepSpeed picks its CUDA accelerator by itself where torch sees a GPU.
     env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
     args = [str(model), str(out), ",".join(precisions)]
-    code, output = launch_ranks(python, tmp_path / "driver.py", args, ranks, env)
+    code, output = launch_ranks(cuda.python, tmp_path / "driver.py", args, ranks, env)
     assert code == 0, output[-3000:]
     for precision in precisions:
         for rank in range(ranks):

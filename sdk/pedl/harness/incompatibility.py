@@ -7,8 +7,10 @@ the library version installed and the change to make; the traceback stays in the
 Found by running Determined's published examples unchanged (tests/conformance/published/):
 0.12's `mnist_pytorch_multi_output` uses `np.int`, 0.23 to 0.34's `iris_tf_keras` imports
 `tensorflow.keras.optimizers.legacy`, and the CIFAR-10 Keras examples import `load_batch` from
-`keras.datasets.cifar` or `tensorflow.python.keras`; 0.15 to 0.23's `word_language_model` passes
-`verbose=` to torch's `ReduceLROnPlateau`.
+`keras.datasets.cifar` or `tensorflow.python.keras.datasets` (in Keras 3, or where TensorFlow lacks
+it; TensorFlow 2.12's environment maps the latter onto Keras 2.12's `keras.datasets`:
+scripts/build-tf-env); 0.15 to 0.23's `word_language_model` passes `verbose=` to torch's
+`ReduceLROnPlateau`.
 """
 
 from __future__ import annotations
@@ -93,9 +95,10 @@ def _keras_legacy(exc: BaseException) -> str | None:
 
 
 def _keras_2_module(exc: BaseException) -> str | None:
-    """A module of Keras 2 that Keras 3 dropped (`keras.datasets.cifar`), or TensorFlow's internal
-    copy of Keras 2 (`tensorflow.python.keras`: its `datasets` are absent from TensorFlow 2.15 too, the
-    whole copy from 2.16)."""
+    """A module of Keras 2 that Keras 3 dropped (`keras.datasets.cifar`), or one of TensorFlow's
+    internal copy of Keras 2 that the installed TensorFlow lacks (`tensorflow.python.keras`: its
+    `datasets` went after 2.7, the whole copy in 2.16; TensorFlow 2.12's environment gets `datasets`
+    back as an alias of Keras 2.12's, so there only names outside that mapping reach this)."""
     name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if not name:
         return None

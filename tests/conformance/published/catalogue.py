@@ -56,8 +56,10 @@ SCRIPT_BATCHES = {("0.38.1", "deepspeed/dcgan/mnist"): 200}
 # TensorFlow 2.15's environment, older ones (TF 2.2 to 2.8) to TensorFlow 2.12's, the oldest with
 # wheels for Python 3.11, whose Keras 2.12 still has `keras.datasets.cifar` (`IMAGE_RULES`,
 # scripts/build-tf-env). Their `RMSprop(lr=..., decay=...)` gets the optimizer TF 2.10 had
-# (pedl.keras._keras2); `tensorflow.python.keras.datasets`, which 0.12 and 0.15's CIFAR-10 examples
-# import, last shipped in TensorFlow 2.7, which has no wheel for Python 3.11.
+# (pedl.keras._keras2). `tensorflow.python.keras.datasets`, which 0.12 and 0.15's CIFAR-10 examples
+# import (their images' TF 2.2 and 2.4 had it; it last shipped in TF 2.7, which has no wheel for
+# Python 3.11), is an import alias there of Keras 2.12's `keras.datasets`, the same code TF moved out
+# (scripts/tf-env/pedl_tf_keras_datasets.py, installed into that environment alone).
 _TF_2_11 = "determinedai/environments:cuda-11.3-pytorch-1.12-tf-2.11-gpu-6eceaca"
 KERAS2_IMAGES = {
     "0.12.13": "determinedai/environments:cuda-10.1-pytorch-1.4-tf-2.2-gpu-23863bb",
@@ -94,10 +96,7 @@ IMAGE_RULES = (
 # Examples that run but do not complete: how their one-line cause (pedl.harness.incompatibility), or
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.
-_TF_KERAS_2 = "failed: the model definition imports tensorflow.python.keras.datasets, TensorFlow's internal"
 FAILS: dict[tuple[str, str], str] = {
-    ("0.12.13", "official/trial/cifar10_cnn_tf_keras"): _TF_KERAS_2,
-    ("0.15.6", "computer_vision/cifar10_tf_keras"): _TF_KERAS_2,
     # 0.20 to 0.34's Core API MNIST `metrics` and `checkpoints` stages report `test_loss` under
     # `metric: val_loss` and never ask the searcher: as in Determined they run to their own end and
     # complete (the searcher hears only op.report_completed). Its ASHA stage's `load_state` uses
