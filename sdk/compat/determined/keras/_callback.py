@@ -26,6 +26,7 @@ What Determined documents, as pedl does it:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -115,6 +116,9 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
         self._epoch = 0
         self._last_trained = -1
         self._last_stored = -1
+        # The restored checkpoint's directory: Keras 2 reads the optimizer's part only when the
+        # first batch creates its variables, so it is removed after that batch.
+        self._restored: contextlib.ExitStack | None = None
 
     # ProgbarLogger's behaviour is not wanted: only its type is (see the class docstring).
     def set_params(self, params: dict[str, Any]) -> None:
@@ -156,6 +160,7 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._steps_completed += 1
+        self._release_restored()
         if self._chief and self._period != "epoch" and self._steps_completed % int(self._period) == 0:
             self._report("training", _plain(logs), self._epoch + 1)
 
@@ -181,6 +186,7 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
             self.model.stop_training = True
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._release_restored()
         if self._last_trained > self._last_stored:
             self._store(self._last_trained)
         if _KERAS3:
@@ -206,11 +212,18 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
             self.save_model(self.model, "", self._core.distributed)
         self._last_stored = epoch
 
+    def _release_restored(self) -> None:
+        if self._restored is not None:
+            self._restored.close()
+            self._restored = None
+
     def _restore(self, storage_id: str) -> None:
-        with self._core.checkpoint.restore_path(storage_id) as path:
+        with contextlib.ExitStack() as stack:
+            path = Path(stack.enter_context(self._core.checkpoint.restore_path(storage_id)))
             self.load_model(self.model, str(path / WEIGHTS), self._core.distributed)
-            state_file = Path(path) / STATE_FILE
+            state_file = path / STATE_FILE
             state = json.loads(state_file.read_text()) if state_file.exists() else None
+            self._restored = stack.pop_all()
         if state is None or state.get("continue_id") != self._continue_id:
             logger.info("checkpoint %s: weights loaded; training starts at epoch 0", storage_id)
             return
