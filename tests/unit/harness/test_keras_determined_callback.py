@@ -97,10 +97,13 @@ def test_fit_reports_metrics_progress_and_checkpoints_every_n_epochs_and_at_its_
         first = from_struct(training[0].metrics)
         assert {"loss", "categorical_accuracy"} <= set(first) and not any(k.startswith("val_") for k in first)
         assert (first["epochs"], first["batches"]) == (1, 4)
-        # Validation after every epoch, under the names Keras's evaluation gives them.
+        # Validation after every epoch, under the names Keras's evaluation gives them (Determined's)
+        # and fit's val_ names.
         assert [r.steps_completed for r in validation] == [4, 8, 12, 16, 20]
         last = from_struct(validation[-1].metrics)
-        assert {"loss", "categorical_accuracy"} <= set(last) and (last["epochs"], last["batches"]) == (5, 20)
+        names = {"loss", "categorical_accuracy", "val_loss", "val_categorical_accuracy", "epochs", "batches"}
+        assert set(last) == names and (last["epochs"], last["batches"]) == (5, 20)
+        assert last["val_categorical_accuracy"] == last["categorical_accuracy"]
         # Every 2 epochs, and at the end of fit (epoch 5).
         assert stored.progress == [8, 16, 20]
     finally:

@@ -7,8 +7,10 @@ What Determined documents, as pedl does it:
   logs without the `val_` entries) or every N batches (an int: that batch's logs); each report
   carries `epochs` and `batches`, at steps_completed = batches trained.
 - Validation metrics are reported when Keras's evaluation inside fit (or a user's `evaluate`)
-  ends, under the names Keras's `on_test_end` gives them (`loss`, `categorical_accuracy`: fit adds
-  `val_` only to its epoch logs), with `epochs` and `batches`.
+  ends, under the names Keras's `on_test_end` gives them (`loss`, `categorical_accuracy`), as
+  Determined's callback reports them (0.38's adaptive.yaml searches on `categorical_accuracy`), and,
+  inside fit, also under fit's `val_` names (`val_categorical_accuracy`, which 0.38's const.yaml
+  names and pedl's Keras trials report), with `epochs` and `batches`.
 - Progress is epochs done / fit's `epochs`.
 - A checkpoint is stored every `checkpoint_epochs` epochs (0: never on a schedule), and always when
   fit ends with epochs not yet stored (its end, or a preemption). It holds the weights at
@@ -119,6 +121,7 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
         # The restored checkpoint's directory: Keras 2 reads the optimizer's part only when the
         # first batch creates its variables, so it is removed after that batch.
         self._restored: contextlib.ExitStack | None = None
+        self._fitting = False
 
     # ProgbarLogger's behaviour is not wanted: only its type is (see the class docstring).
     def set_params(self, params: dict[str, Any]) -> None:
@@ -152,6 +155,7 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
     # --- training ---------------------------------------------------------------------------
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._fitting = True
         if self._checkpoint is not None:
             self._restore(self._checkpoint)
 
@@ -166,7 +170,10 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._chief:
-            self._report("validation", _plain(logs), self._epoch + 1)
+            metrics = _plain(logs)
+            if self._fitting:
+                metrics.update({f"val_{name}": value for name, value in list(metrics.items())})
+            self._report("validation", metrics, self._epoch + 1)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         metrics = {k: v for k, v in _plain(logs).items() if not k.startswith("val_")}
@@ -186,6 +193,7 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
             self.model.stop_training = True
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._fitting = False
         self._release_restored()
         if self._last_trained > self._last_stored:
             self._store(self._last_trained)
