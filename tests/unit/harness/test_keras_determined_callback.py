@@ -55,8 +55,9 @@ with det.core.init() as core:
     m = model()
     callback = det.keras.DeterminedCallback(core, checkpoint=None, continue_id=info.trial.trial_id,
                                             checkpoint_epochs=CHECKPOINT_EPOCHS)
+    board = det.keras.TensorBoard(core, "ignored-logs", histogram_freq=1, update_freq="batch")
     history = m.fit(X, Y, batch_size=4, validation_data=(X, Y), epochs=EPOCHS, verbose=0,
-                    callbacks=[callback])
+                    callbacks=[callback, board])
 print(json.dumps({"epochs_run": len(history.epoch)}), flush=True)
 """
 )
@@ -86,7 +87,12 @@ def _run_on_cluster(tmp_path: Path, epochs: int, checkpoint_epochs: int, target:
             return trial, server, stored, reports
 
 
-def test_fit_reports_metrics_progress_and_checkpoints_every_n_epochs_and_at_its_end(tmp_path) -> None:
+def test_fit_reports_metrics_progress_and_checkpoints_every_n_epochs_and_at_its_end(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv(
+        "PEDL_TENSORBOARD_DIR", str(tmp_path / "tensorboard")
+    )  # the run's, as the harness sets
     trial, server, stored, reports = _run_on_cluster(tmp_path, epochs=5, checkpoint_epochs=2, target=10**6)
     try:
         assert trial.wait_for_exit() == 0
@@ -106,6 +112,10 @@ def test_fit_reports_metrics_progress_and_checkpoints_every_n_epochs_and_at_its_
         assert last["val_categorical_accuracy"] == last["categorical_accuracy"]
         # Every 2 epochs, and at the end of fit (epoch 5).
         assert stored.progress == [8, 16, 20]
+        # det.keras.TensorBoard writes into the run's TensorBoard directory, whatever log_dir says.
+        assert list((tmp_path / "tensorboard" / "train").glob("events.out.tfevents.*"))
+        assert list((tmp_path / "tensorboard" / "validation").glob("events.out.tfevents.*"))
+        assert not (tmp_path / "model" / "ignored-logs").exists()
     finally:
         trial.kill()
         server.close()
