@@ -198,10 +198,10 @@ def test_a_trial_class_under_determineds_launchers_runs_and_other_launchers_crea
     assert result.trials[0].total_batches == 20
 
     before = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
-    refused = "entrypoint: python3 -m determined.launch.tensorflow python3 train.py\n"
+    refused = "entrypoint: python3 -m determined.launch.horovod python3 train.py\n"
     with pytest.raises(grpc.RpcError) as info:
         submit(cluster, model, tiny_config(extra=refused))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "entrypoint: determined.launch.tensorflow is not supported by pedl" in (info.value.details() or "")
+    assert "entrypoint: determined.launch.horovod is not supported by pedl" in (info.value.details() or "")
     after = len(stub(cluster).ListExperiments(scheduler_pb2.ListExperimentsRequest()).experiments)
     assert after == before

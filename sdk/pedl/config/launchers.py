@@ -5,10 +5,12 @@ pedl's agent is itself the launcher: it starts one process per slot with torchru
   [--autohorovod] --trial M:C` are the Trial class `M:C` (Determined documents the legacy
   `entrypoint: M:C` as exactly these launches), run one process per slot as pedl runs any Trial;
 - `determined.launch.torch_distributed [OVERRIDES --] COMMAND`, `determined.launch.deepspeed [--]
-  COMMAND` (a script using `det_ds.init()` and its Trainer) and `determined.launch.wrap_rank RANK
-  COMMAND` stay commands (the compat package runs COMMAND in place, `determined.launch._exec`);
-- every other launcher (tensorflow, horovod around a script) and any override pedl's agent cannot
-  honour is refused here, naming `entrypoint`, rather than failing when the trial starts.
+  COMMAND` (a script using `det_ds.init()` and its Trainer), `determined.launch.tensorflow [--]
+  COMMAND` (a script using `DistributedContext.from_tf_config()`: on several slots each process gets
+  TF_CONFIG naming every rank) and `determined.launch.wrap_rank RANK COMMAND` stay commands (the
+  compat package runs COMMAND in place, `determined.launch._exec`);
+- every other launcher (horovod around a script) and any override pedl's agent cannot honour is
+  refused here, naming `entrypoint`, rather than failing when the trial starts.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ _INSTEAD = (
     "det.core.DistributedContext.from_torch_distributed()) or a Trial class entrypoint 'module:Class'"
 )
 _REFUSED = {
-    "tensorflow": "pedl does not set TF_CONFIG for tf.distribute's multi-worker strategies",
     "horovod": "pedl does not run horovodrun; only '--trial module:Class' is taken (as that Trial class)",
 }
 
@@ -66,6 +67,17 @@ def torch_overrides(args: Sequence[str], launcher: str) -> list[str]:
     return rest
 
 
+def tensorflow_command(args: Sequence[str], launcher: str) -> list[str]:
+    """The command after `determined.launch.tensorflow`'s optional `--`; a ValueError when there is
+    none, or when an option comes first (Determined's launcher takes none)."""
+    if args and args[0].startswith("-") and args[0] != "--":
+        raise ValueError(f"{launcher}: option {args[0]} is not supported by pedl; give '[--] COMMAND'")
+    rest = list(args[1:] if args[:1] == ["--"] else args)
+    if not rest:
+        raise ValueError(f"{launcher}: no command to launch")
+    return rest
+
+
 def trial_reference(command: Sequence[str], path: FieldPath) -> str | None:
     """`M:C` when `command` launches a Trial class through a launcher pedl stands in for; None when it
     is a command pedl runs as one; a FieldError when it names a launcher pedl does not offer."""
@@ -85,6 +97,12 @@ def trial_reference(command: Sequence[str], path: FieldPath) -> str | None:
     if name == "wrap_rank":
         if len(args) < 2 or not args[0].isdigit():
             raise FieldError(path, f"{shown}: expected 'RANK [--] COMMAND...', got {' '.join(args)!r}")
+        return None
+    if name == "tensorflow":
+        try:
+            tensorflow_command(args, shown)
+        except ValueError as e:
+            raise FieldError(path, str(e)) from None
         return None
     if name not in ("torch_distributed", "deepspeed"):
         raise FieldError(path, f"{shown} is not a launcher pedl knows; {_INSTEAD}")

@@ -21,7 +21,7 @@ import random
 import shutil
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -387,3 +387,31 @@ class ChiefCheckpoints:
 
     def fetch(self, uuid: str, directory: Path) -> None:
         self._storage.fetch(uuid, directory)
+
+
+def tf_config(addresses: Sequence[str], index: int) -> dict[str, Any]:
+    """TF_CONFIG for worker `index` of the cluster `addresses` (host:port, indexed by rank)."""
+    if len(addresses) < 2:
+        raise ValueError(f"a multi-worker TF_CONFIG needs at least 2 worker addresses, got {list(addresses)}")
+    for address in addresses:
+        host, _, port = str(address).rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"worker address {address!r} is not host:port")
+    if len(set(addresses)) != len(addresses):
+        raise ValueError(f"worker addresses must be distinct, got {list(addresses)}")
+    if not 0 <= index < len(addresses):
+        raise ValueError(f"worker index {index} is not in [0, {len(addresses)})")
+    return {"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}}
+
+
+def multi_worker_tf_config(launch: Launch) -> dict[str, Any]:
+    """TF_CONFIG for this rank of a script under `determined.launch.tensorflow`: the ranks meet once
+    through the trial's rendezvous (as Keras trials do, `ProcessGroup.worker_addresses`), then
+    leave it, so that the script may start its own torch.distributed group at MASTER_PORT."""
+    group = ProcessGroup(launch)
+    group.start()
+    try:
+        addresses = group.worker_addresses()
+    finally:
+        group.finish()
+    return tf_config(addresses, launch.rank)

@@ -38,6 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from pedl._metrics import to_plain
+from pedl.harness.distributed import tf_config as tf_config  # re-exported: Keras trials' TF_CONFIG
 from pedl.keras._data import Shard, unpack
 
 if TYPE_CHECKING:
@@ -79,21 +80,6 @@ def current() -> Workers | None:
 def scope() -> contextlib.AbstractContextManager[Any]:
     """The strategy's scope when the trial runs on several workers, else a no-op."""
     return _workers.strategy.scope() if _workers is not None else contextlib.nullcontext()
-
-
-def tf_config(addresses: Sequence[str], index: int) -> dict[str, Any]:
-    """TF_CONFIG for worker `index` of the cluster `addresses` (host:port, indexed by rank)."""
-    if len(addresses) < 2:
-        raise ValueError(f"a multi-worker TF_CONFIG needs at least 2 worker addresses, got {list(addresses)}")
-    for address in addresses:
-        host, _, port = str(address).rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"worker address {address!r} is not host:port")
-    if len(set(addresses)) != len(addresses):
-        raise ValueError(f"worker addresses must be distinct, got {list(addresses)}")
-    if not 0 <= index < len(addresses):
-        raise ValueError(f"worker index {index} is not in [0, {len(addresses)})")
-    return {"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}}
 
 
 def start(addresses: Sequence[str], index: int) -> Workers:

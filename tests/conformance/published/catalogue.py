@@ -106,11 +106,6 @@ FAILS: dict[tuple[str, str], str] = {
         "failed: the entrypoint 'python3 model_def_adaptive.py' exited with code 1: NameError: name "
         "'pathlib' is not defined (at model_def_adaptive.py:112)"
     ),
-    # Run (its hard-coded iris URLs answered), and refused at create: pedl lists it as missing.
-    ("0.38.1", "computer_vision/iris_tf_keras"): (
-        "refused: invalid experiment config: line 1: entrypoint: determined.launch.tensorflow is not "
-        "supported by pedl"
-    ),
 }
 # Top-level imports that are the examples' own or the standard library's are not dependencies.
 _STDLIB_LIKE = {"__future__", "determined", "pedl"}

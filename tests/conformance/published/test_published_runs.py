@@ -12,6 +12,7 @@ prints each example's result."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import re
@@ -276,6 +277,31 @@ def test_a_published_example_runs_unchanged(
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
     print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
     assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
+
+
+def _two_slot_examples() -> list[Example]:
+    """Determined 0.38's iris_tf_keras with its distributed.yaml (2 slots), in the full run only."""
+    every = _smoke() if FULL else []
+    return [
+        dataclasses.replace(e, config="distributed.yaml", slots=2)
+        for e in every
+        if (e.release, e.name) == ("0.38.1", "computer_vision/iris_tf_keras")
+    ]
+
+
+# `determined.launch.tensorflow` gives each of the two ranks TF_CONFIG naming both; the script's fit
+# runs under MultiWorkerMirroredStrategy in TensorFlow 2.15's Keras 2 (Keras 3's fit does not run
+# under that strategy), the callback reporting and storing from the chief.
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("example", _two_slot_examples(), ids=lambda e: f"{e.release}:{e.name}:{e.config}")
+def test_a_published_example_runs_unchanged_on_two_slots(
+    cluster, environments, data_server, mounts_root, example, tmp_path
+) -> None:
+    if (name := _environment_of(example)) and not environments[name]:
+        pytest.skip(f"the environment {name} could not be built")
+    result = run_example(cluster, example, data_server, tmp_path, mounts_root)
+    print(f"| {example.release} | `{example.name}` ({example.config}) | {example.framework} | {result} |")
+    assert result == "completes", cluster.logs()
 
 
 def test_the_readme_table_of_published_examples_is_current() -> None:

@@ -39,16 +39,21 @@ def test_a_script_under_torch_distributed_stays_a_command() -> None:
     # Determined 0.38's DeepSpeed scripts (det_ds.init() and its Trainer), as its DCGAN example runs.
     spec = _entrypoint("python3 -m determined.launch.deepspeed python3 trainer.py")
     assert spec.kind == "command" and spec.command[-2:] == ("python3", "trainer.py")
+    # Determined 0.38's Keras scripts (DistributedContext.from_tf_config(), DeterminedCallback).
+    for entrypoint in (
+        "python3 -m determined.launch.tensorflow -- python3 train.py",
+        "python3 -m determined.launch.tensorflow python3 train.py",
+    ):
+        spec = _entrypoint(entrypoint)
+        assert spec.kind == "command" and spec.command[-2:] == ("python3", "train.py")
 
 
 @pytest.mark.parametrize(
     ("command", "words"),
     [
         ("python3 -m determined.launch.deepspeed --autotuning run python3 t.py", "option --autotuning"),
-        (
-            "python3 -m determined.launch.tensorflow -- python3 train.py",
-            "tensorflow is not supported by pedl",
-        ),
+        ("python3 -m determined.launch.tensorflow --", "no command to launch"),
+        ("python3 -m determined.launch.tensorflow --foo python3 t.py", "option --foo is not supported"),
         ("python3 -m determined.launch.horovod python3 train.py", "horovod is not supported by pedl"),
         (
             "python3 -m determined.launch.horovod --fusion-threshold-mb 1 -- --trial m:T",

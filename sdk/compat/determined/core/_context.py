@@ -112,7 +112,8 @@ def init(
             link.close()
             raise RuntimeError(
                 f"this trial runs {world} processes; pass "
-                "distributed=det.core.DistributedContext.from_torch_distributed() to det.core.init()"
+                "distributed=det.core.DistributedContext.from_torch_distributed() (or, under "
+                "determined.launch.tensorflow, from_tf_config()'s) to det.core.init()"
             )
         distributed = DummyDistributedContext()
     elif distributed.size != world:

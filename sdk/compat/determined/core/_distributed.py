@@ -7,6 +7,7 @@ process group itself, the first collective creates one from that environment.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -70,6 +71,33 @@ class DistributedContext:
             cross_size=size // local_size,
             chief_ip=chief_ip or os.environ.get("MASTER_ADDR"),
         )
+
+    @classmethod
+    def from_tf_config(cls) -> tuple[DistributedContext | None, Any]:
+        """(None, TensorFlow's default strategy) without TF_CONFIG; with it (each rank's, under
+        `determined.launch.tensorflow` on several slots), (this worker's place, a
+        tf.distribute.MultiWorkerMirroredStrategy over every worker). Call it before TensorFlow
+        runs any operation: the strategy must start first."""
+        import tensorflow as tf
+
+        raw = os.environ.get("TF_CONFIG")
+        if not raw:
+            return None, tf.distribute.get_strategy()
+        rank, workers = _tf_worker(raw)
+        size = len(workers)
+        local_size = _env_int("LOCAL_WORLD_SIZE", size) if "WORLD_SIZE" in os.environ else 1
+        if size % local_size:
+            local_size = 1
+        context = cls(
+            rank=rank,
+            size=size,
+            local_rank=rank % local_size,
+            local_size=local_size,
+            cross_rank=rank // local_size,
+            cross_size=size // local_size,
+            chief_ip=workers[0].rpartition(":")[0],
+        )
+        return context, tf.distribute.MultiWorkerMirroredStrategy()
 
     @classmethod
     def from_horovod(cls, *args: Any, **kwargs: Any) -> DistributedContext:
@@ -151,6 +179,29 @@ class DistributedContext:
 
     def close(self) -> None:
         self._closed = True
+
+
+def _tf_worker(raw: str) -> tuple[int, list[str]]:
+    """(this task's index, the worker addresses) of TF_CONFIG; one ValueError naming what is wrong."""
+    try:
+        config = json.loads(raw)
+        workers = config["cluster"]["worker"]
+        task = config["task"]
+        kind, index = task["type"], task["index"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(
+            "TF_CONFIG is not JSON with cluster.worker (a list of host:port) and task.type/index: "
+            f"{raw[:200]!r}"
+        ) from None
+    extra = sorted(set(config["cluster"]) - {"worker"})
+    if kind != "worker" or extra:
+        raise ValueError(
+            f"TF_CONFIG names task type {kind!r} and cluster jobs {['worker', *extra]}: from_tf_config() "
+            "takes MultiWorkerMirroredStrategy's, workers only"
+        )
+    if not isinstance(workers, list) or not isinstance(index, int) or not 0 <= index < len(workers):
+        raise ValueError(f"TF_CONFIG's task.index {index!r} is not an index of cluster.worker {workers!r}")
+    return index, [str(w) for w in workers]
 
 
 class DummyDistributedContext(DistributedContext):

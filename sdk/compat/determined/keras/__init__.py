@@ -1,9 +1,10 @@
-"""Determined's Keras API (`det.keras.TFKerasTrial` with a TFKerasTrialContext) on pedl's Keras
-controller: the trial wraps its model and optimizer through the context in `build_model(self)`,
-compiles the model, and builds its own data (`tf.data.Dataset`, Keras Sequence/PyDataset, or
-arrays batched at the per-slot batch size). `keras_callbacks()` may return the TensorBoard callback
-(`callbacks.TensorBoard`, or `TFKerasTensorBoard`): the trial's metric curves are in `pedl
-tensorboard` (pedl.keras._tensorboard)."""
+"""Determined's Keras APIs on pedl. Determined 0.38's: a script's own `model.fit()` with
+`det.keras.DeterminedCallback` and `det.keras.TensorBoard` (determined.keras._callback). The older
+`det.keras.TFKerasTrial` with a TFKerasTrialContext runs on pedl's Keras controller: the trial wraps
+its model and optimizer through the context in `build_model(self)`, compiles the model, and builds
+its own data (`tf.data.Dataset`, Keras Sequence/PyDataset, or arrays batched at the per-slot batch
+size). `keras_callbacks()` may return the TensorBoard callback (`callbacks.TensorBoard`, or
+`TFKerasTensorBoard`): the trial's metric curves are in `pedl tensorboard` (pedl.keras._tensorboard)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from typing import Any
 
 from determined._trial_context import DistributedContext, TrialContext
 from determined.keras import callbacks
+from determined.keras._callback import DeterminedCallback, TensorBoard
 from pedl.keras import _distributed
 from pedl.keras._adapter import unwrap_data
 from pedl.keras._controller import KerasTrialController
 from pedl.keras._keras2 import accept_keras2_spellings
 from pedl.keras._load import load_model_from_checkpoint_path as _load_model
 from pedl.keras._session import apply_session_config
-from pedl.keras._tensorboard import TensorBoard, check_callbacks
+from pedl.keras._tensorboard import TensorBoard as _TrialTensorBoard
+from pedl.keras._tensorboard import check_callbacks
 from pedl.keras._trial import KerasTrial
 from pedl.model_def.errors import describe
 
@@ -112,7 +115,7 @@ class TFKerasTrial(KerasTrial):
         return controller
 
 
-class TFKerasTensorBoard(TensorBoard):
+class TFKerasTensorBoard(_TrialTensorBoard):
     """Determined's older name for `det.keras.callbacks.TensorBoard`."""
 
 
@@ -128,7 +131,9 @@ def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) ->
 
 
 __all__ = [
+    "DeterminedCallback",
     "InputData",
+    "TensorBoard",
     "TFKerasTensorBoard",
     "TFKerasTrial",
     "TFKerasTrialContext",
