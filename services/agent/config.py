@@ -258,7 +258,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=5.0,
         metavar="SECONDS",
         help="fork servers report ready with torch imported and import TensorFlow once no run has been "
-        "forked for this long (default 5): a run forked before then imports TensorFlow itself if it uses it",
+        "forked for this long (default 5), or at once after a forked run imported TensorFlow itself (the "
+        "Keras runs after it are then forked with it)",
     )
     p.add_argument(
         "--trial-pids-limit",
