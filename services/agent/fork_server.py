@@ -125,6 +125,9 @@ class ForkServer:
     unusable: str = ""  # why this environment never forks (logged once)
     # Set once TensorFlow proved to start threads on import: the server then preloads torch only.
     without_tensorflow: bool = False
+    # Seconds without a fork request before the ready server imports TensorFlow (it reports ready
+    # with torch alone: a PyTorch trial need not wait for TensorFlow's import).
+    tensorflow_after: float = 5.0
     _sock: socket.socket | None = None
     _proc: asyncio.subprocess.Process | None = None
     _ready: asyncio.Future[dict[str, Any]] | None = None
@@ -146,6 +149,8 @@ class ForkServer:
         argv = server_argv(self.harness_argv, theirs.fileno())
         if argv is not None and self.without_tensorflow:
             argv.append("--no-tensorflow")
+        elif argv is not None:
+            argv += ["--tensorflow-after", f"{self.tensorflow_after:g}"]
         if argv is not None and self.sandbox is not None:
             argv.append("--sandboxed")
         if argv is None:
@@ -196,7 +201,11 @@ class ForkServer:
             self._closed()
             return
         message = json.loads(data)
-        if "ready" in message or "unsafe" in message:
+        if "later" in message:
+            log.info("fork server imported tensorflow", environment=self.name, **message["later"])
+        elif "unsafe" in message and self._ready is not None and self._ready.done():
+            self._tensorflow_unsafe(message["unsafe"])
+        elif "ready" in message or "unsafe" in message:
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(message)
         elif "exit" in message:
@@ -209,6 +218,16 @@ class ForkServer:
             reply = self._replies.pop(message["id"], None)
             if reply is not None and not reply.done():
                 reply.set_result(message)
+
+    def _tensorflow_unsafe(self, why: str) -> None:
+        """The ready server's later TensorFlow import started threads: it refuses forks and exits
+        once its children have; the next server (started by the next run) preloads torch only."""
+        log.info(
+            "the fork server will not preload TensorFlow; its trials import it themselves",
+            environment=self.name,
+            reason=why,
+        )
+        self.without_tensorflow = True
 
     def _closed(self) -> None:
         """The server is gone; its children died with it (PR_SET_PDEATHSIG)."""
@@ -244,12 +263,8 @@ class ForkServer:
         except asyncio.TimeoutError:
             raise ForkUnavailable(f"its fork server was not ready within {READY_TIMEOUT_S:.0f} s") from None
         if "unsafe" in verdict and "tensorflow" in verdict["unsafe"] and not self.without_tensorflow:
-            log.info(
-                "the fork server will not preload TensorFlow; its trials import it themselves",
-                environment=self.name,
-                reason=verdict["unsafe"],
-            )
-            self.without_tensorflow = True
+            # An environment whose pedl imports TensorFlow before it reports ready.
+            self._tensorflow_unsafe(verdict["unsafe"])
             self._closed()
             await self._ready_locked()
             return
@@ -378,6 +393,7 @@ class ForkServers:
         socket_dir: Path,
         trees_root: Path | None = None,
         preload_tensorflow: bool = True,
+        tensorflow_after: float = 5.0,
     ) -> None:
         self._servers = {
             name: ForkServer(
@@ -389,6 +405,7 @@ class ForkServers:
                 socket_dir,
                 trees_root,
                 without_tensorflow=not preload_tensorflow,
+                tensorflow_after=tensorflow_after,
             )
             for name, argv in environments.items()
         }

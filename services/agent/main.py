@@ -117,6 +117,7 @@ async def run_agent(cfg: AgentConfig) -> None:
             sock_dir,
             model_trees.root,
             preload_tensorflow=cfg.preload_tensorflow,
+            tensorflow_after=cfg.preload_tensorflow_after_seconds,
         )
         warmed = await fork_servers.warm(DEFAULT_ENVIRONMENT)
         warmed.add_done_callback(lambda f: None if f.cancelled() else _mark_warm(cfg.work_dir))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,27 @@ def test_a_keras_trial_on_a_killed_agent_resumes_with_the_same_metrics(tmp_path)
         history = trial_history(cluster, exp_id)
         assert history == trial_history(cluster, reference)
         assert {"val_loss", "val_accuracy"} <= set(history[1][-1][1])
+
+
+def test_trials_are_forked_before_the_fork_server_has_imported_tensorflow(tmp_path) -> None:
+    """The fork server reports ready with torch alone and imports TensorFlow after a quiet spell (an
+    hour, here) or once a run has imported it: a PyTorch trial is forked at once, a Keras trial forked
+    then imports TF itself, and the server imports it right after, for the Keras runs to come."""
+    agent_args = ["--preload-tensorflow-after", "3600"]
+    with local_cluster(tmp_path / "cluster", agent_args=agent_args, preload_tensorflow=True) as cluster:
+        agent_log = cluster.agents[0].log
+        deadline = time.monotonic() + 300
+        while '"fork server ready"' not in agent_log():
+            assert time.monotonic() < deadline, agent_log()
+            time.sleep(0.2)
+        for example in ("digits_pytorch", "digits_keras"):
+            exp_id = submit(cluster, EXAMPLES / example, config(example))
+            result = wait(cluster, exp_id, timeout=180)
+            assert result.experiment.state == common_pb2.EXPERIMENT_STATE_COMPLETED, cluster.logs()
+            assert len(trial_history(cluster, exp_id)[1]) == 3  # validations at 20, 40 and 60 batches
+            if example == "digits_pytorch":
+                assert "fork server imported tensorflow" not in agent_log()
+        assert "starting harnesses as new processes" not in agent_log()  # both were forked
+        while "fork server imported tensorflow" not in agent_log():  # asked for by the Keras run
+            assert time.monotonic() < deadline, agent_log()
+            time.sleep(0.2)

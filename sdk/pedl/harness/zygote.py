@@ -30,6 +30,7 @@ import contextlib
 import functools
 import gc
 import importlib
+import importlib.abc
 import json
 import os
 import select
@@ -40,21 +41,22 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from pedl.harness import _model_view, _namespaces
 from pedl.harness._exit import flush_and_exit
 
-# Imported before forking, in this order; each is skipped where not installed.
-# torch._dynamo is what a first optimizer step imports (sympy and more: most of a second); importing
-# it starts no thread. Nothing here runs an op: a thread pool started before fork would hang children.
+# Imported before the server reports ready, in this order; each is skipped where not installed:
+# what a PyTorch harness needs. torch._dynamo is what a first optimizer step imports (sympy and more:
+# most of a second); importing it starts no thread. Nothing here runs an op: a thread pool started
+# before fork would hang children.
 PRELOAD = (
     "numpy",
     "grpc",
     "yaml",
     "pedl.harness.main",
     "pedl.harness.controllers",
-    "pedl.simple._controller",
     "torch",
     "torch.optim",
     "torch._dynamo",
@@ -62,7 +64,14 @@ PRELOAD = (
     "pedl.pytorch._controller",
     "pedl.pytorch._optimizations",
 )
-TENSORFLOW = ("tensorflow", "pedl.keras", "pedl.tensorflow")
+# Imported later (`preload_tensorflow`), once no run has asked for a fork for a while: about half the
+# server's import CPU, which a PyTorch cluster never needs, and a fork waits for an import in progress.
+# TensorFlow imports scipy.linalg, whose OpenBLAS pool stops itself at fork (as numpy's does): imported
+# first, so that the threads counted across TensorFlow's import are TensorFlow's own.
+TENSORFLOW_COMPANIONS = ("scipy.linalg",)
+TENSORFLOW = ("tensorflow", "keras", "pedl.keras", "pedl.tensorflow", "pedl.simple._controller")
+# Seconds without a fork request before the server imports TensorFlow (`--tensorflow-after S`).
+TENSORFLOW_AFTER_S = 5.0
 MAX_MESSAGE = 1 << 16
 
 
@@ -73,49 +82,73 @@ def _thread_count() -> int:
         return 0
 
 
-def preload(tensorflow: bool) -> dict[str, Any]:
-    """Imports what every harness needs; {"unsafe": why} when forking would no longer be safe."""
-    started = time.monotonic()
-    loaded, threads = [], _thread_count()
-    for name in PRELOAD:
+def _import_all(names: tuple[str, ...]) -> list[str]:
+    """Imports `names` in order; those installed."""
+    loaded = []
+    for name in names:
         try:
             importlib.import_module(name)
             loaded.append(name)
         except ImportError:
             pass
-    native = _thread_count()
-    if tensorflow:
-        try:
-            importlib.import_module("tensorflow")
-        except ImportError:
-            pass
-        else:
-            if _thread_count() > native:
-                return {"unsafe": f"importing tensorflow started {_thread_count() - native} threads"}
-            for name in TENSORFLOW:
-                try:
-                    importlib.import_module(name)
-                    loaded.append(name)
-                except ImportError:
-                    pass
+    return loaded
+
+
+def _unsafe_after_imports() -> str:
+    """Why forking is no longer safe after the imports so far, or ""."""
     if threading.active_count() > 1:
-        return {"unsafe": f"{threading.active_count() - 1} Python threads run after the imports"}
+        return f"{threading.active_count() - 1} Python threads run after the imports"
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return {"unsafe": "CUDA was initialised by the imports"}
-    # What the imports left goes to the collector's permanent generation: a child's collections then
-    # never walk (and so never copy-on-write) the server's heap. Measured: a forked harness whose
-    # collector walked it took 40,000 page faults and 0.4 s of CPU more.
+        return "CUDA was initialised by the imports"
+    return ""
+
+
+def _freeze() -> None:
+    """What the imports left goes to the collector's permanent generation: a child's collections then
+    never walk (and so never copy-on-write) the server's heap. Measured: a forked harness whose
+    collector walked it took 40,000 page faults and 0.4 s of CPU more."""
     gc.collect()
     gc.freeze()
+
+
+def _imported(loaded: list[str], started: float, threads_before: int) -> dict[str, Any]:
+    """What a stage of imports reports to the agent (its log shows it)."""
     return {
-        "ready": {
-            "preloaded": loaded,
-            "seconds": round(time.monotonic() - started, 3),
-            "threads_before": threads,
-            "threads": _thread_count(),
-        }
+        "preloaded": loaded,
+        "seconds": round(time.monotonic() - started, 3),
+        "threads_before": threads_before,
+        "threads": _thread_count(),
     }
+
+
+def preload() -> dict[str, Any]:
+    """Imports what every PyTorch harness needs; {"unsafe": why} when forking would no longer be safe."""
+    started = time.monotonic()
+    threads = _thread_count()
+    loaded = _import_all(PRELOAD)
+    unsafe = _unsafe_after_imports()
+    if unsafe:
+        return {"unsafe": unsafe}
+    _freeze()
+    return {"ready": _imported(loaded, started, threads)}
+
+
+def preload_tensorflow() -> dict[str, Any]:
+    """Imports TensorFlow and Keras into a ready server: {"later": {...}}, or {"unsafe": why} when
+    their import started threads (a child forked then could hang on a lock one of them held)."""
+    started = time.monotonic()
+    loaded = _import_all(TENSORFLOW_COMPANIONS)
+    before = _thread_count()
+    loaded += _import_all(TENSORFLOW)
+    started_threads = _thread_count() - before
+    if started_threads > 0:
+        return {"unsafe": f"importing tensorflow started {started_threads} threads"}
+    unsafe = _unsafe_after_imports()
+    if unsafe:
+        return {"unsafe": unsafe}
+    _freeze()
+    return {"later": _imported(loaded, started, before)}
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -199,6 +232,7 @@ def _child(
     box: dict[str, Any] | None,
     view: dict[str, Any] | None,
     status: int,
+    wanted: int,
 ) -> None:
     """The forked harness (never returns): its own session, its output, its sandbox, then the trial.
     In a sandbox the harness runs two processes further down (the PID namespace's init, and this
@@ -218,8 +252,10 @@ def _child(
         null = os.open(os.devnull, os.O_RDONLY)
         for fd, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
             os.dup2(fd, target)
-        os.closerange(3, status)
-        os.closerange(status + 1, os.sysconf("SC_OPEN_MAX"))
+        low, high = sorted((status, wanted))
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
         model_view = _model_view.ModelView.from_dict(view) if view is not None else None
         copied = ""
         if box is not None:
@@ -251,6 +287,7 @@ def _child(
             os.close(lifeline)
             harness = os.fork()
             if harness:  # PID 1, as bubblewrap's: the harness is PID 2 and dies of signals as usual
+                os.close(wanted)
                 _release_output()
                 _init(harness, status)
             os.close(status)
@@ -265,6 +302,7 @@ def _child(
                 f"pedl: the model directory is a copy (no overlay could be mounted: {copied})",
                 file=sys.stderr,
             )
+        sys.meta_path.insert(0, _TensorflowWanted(wanted))
         code = _run_harness(body["env"], body["cwd"])
         from pedl.harness.main import exit_now
 
@@ -275,6 +313,25 @@ def _child(
         traceback.print_exc()
     finally:
         flush_and_exit(code)
+
+
+class _TensorflowWanted(importlib.abc.MetaPathFinder):
+    """Tells the server, once, that this run imports TensorFlow (its `wanted` pipe): a server that has
+    not imported it yet does so at its next turn, so that the Keras runs after this one are forked with
+    it loaded instead of each importing it (seconds of CPU). Finds nothing itself."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "tensorflow" and self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self.fd, b"t")
+                os.close(self.fd)
+            self.fd = -1
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
+        return None
 
 
 def _exit_as(code: int) -> None:
@@ -313,7 +370,15 @@ def _init(harness: int, status: int) -> None:
             os._exit(code if code >= 0 else 128 - code)
 
 
-def serve(control: socket.socket) -> None:
+def serve(
+    control: socket.socket,
+    later: Callable[[], dict[str, Any]] | None = None,
+    after: float = TENSORFLOW_AFTER_S,
+) -> None:
+    """Forks a harness per request. `later` (the imports left for later) runs from this loop, never
+    during a fork, once no request has come for `after` seconds or as soon as a run has imported
+    TensorFlow itself; when it finds forking unsafe the server refuses further requests and exits
+    once its children have."""
     children: set[int] = set()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -323,19 +388,38 @@ def serve(control: socket.socket) -> None:
     selector.register(control, selectors.EVENT_READ, "control")
     selector.register(wake_r, selectors.EVENT_READ, "wake")
     reported: set[int] = set()  # children whose exit code their init already sent
+    # Runs write here when they import TensorFlow (_TensorflowWanted): `later` then runs at once.
+    wanted_r, wanted_w = os.pipe()
+    os.set_blocking(wanted_w, False)
+    selector.register(wanted_r, selectors.EVENT_READ, "wanted")
+    tensorflow_wanted = False
+    last_request = time.monotonic()
+    refusing = ""  # why this server forks no more (what `later` imported started threads)
     while True:
-        ready = selector.select()
+        if later is None:
+            timeout = None
+        elif tensorflow_wanted:
+            timeout = 0.0
+        else:
+            timeout = max(0.0, last_request + after - time.monotonic())
+        ready = selector.select(timeout)
         for key, _ in ready:
             if isinstance(key.data, int):
                 continue  # below, once the control messages are handled
             if key.data == "wake":
                 os.read(wake_r, 4096)
+            elif key.data == "wanted":
+                os.read(wanted_r, 4096)
+                tensorflow_wanted = True
             else:
                 message, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 3)
                 if not message:
                     return  # the agent is gone
+                last_request = time.monotonic()
                 request = json.loads(message)
-                if len(fds) != 3:
+                if refusing:
+                    _send(control, {"id": request.get("id"), "error": f"forking is unsafe there: {refusing}"})
+                elif len(fds) != 3:
                     _send(control, {"id": request.get("id"), "error": f"expected 3 fds, got {len(fds)}"})
                 else:
                     server = os.getpid()
@@ -343,7 +427,9 @@ def serve(control: socket.socket) -> None:
                     pid = os.fork()
                     if pid == 0:
                         os.close(status_r)
-                        _child(control, server, fds, request.get("box"), request.get("view"), status_w)
+                        _child(
+                            control, server, fds, request.get("box"), request.get("view"), status_w, wanted_w
+                        )
                     os.close(status_w)
                     selector.register(status_r, selectors.EVENT_READ, pid)
                     children.add(pid)
@@ -365,6 +451,20 @@ def serve(control: socket.socket) -> None:
                 if pid not in reported:
                     _send(control, {"exit": pid, "code": _exit_code(status)})
                 reported.discard(pid)
+        if later is not None and (tensorflow_wanted or time.monotonic() - last_request >= after):
+            verdict = later()
+            later = None
+            _send(control, verdict)
+            refusing = verdict.get("unsafe", "")
+        if refusing and not children:
+            return
+
+
+def _seconds_after(options: list[str]) -> float:
+    """`--tensorflow-after S` (the agent's --preload-tensorflow-after), else the default."""
+    if "--tensorflow-after" in options[:-1]:
+        return float(options[options.index("--tensorflow-after") + 1])
+    return TENSORFLOW_AFTER_S
 
 
 def main() -> int:
@@ -375,14 +475,16 @@ def main() -> int:
     # Before the imports: the probe forks, which is safe only while no thread runs. HOME is the agent's
     # trials directory, where the runs' overlays keep their changes.
     overlay = _model_view.probe(sandboxed="--sandboxed" in sys.argv[2:], near=os.environ.get("HOME"))
-    verdict = preload(tensorflow="--no-tensorflow" not in sys.argv[2:])
+    options = sys.argv[2:]
+    verdict = preload()
     if "ready" in verdict:
         verdict["ready"]["model_views"] = "overlay" if not overlay else f"copies ({overlay})"
     _send(control, verdict)
     if "unsafe" in verdict:
         return 3
     try:
-        serve(control)
+        later = None if "--no-tensorflow" in options else preload_tensorflow
+        serve(control, later, _seconds_after(options))
     except (BrokenPipeError, ConnectionResetError):
         pass
     return 0

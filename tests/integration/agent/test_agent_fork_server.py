@@ -27,7 +27,9 @@ async def _ready(servers: ForkServers) -> None:
     await asyncio.wait_for(servers.ready("default"), 300)
 
 
-def _servers(tmp_path: Path, isolation: str) -> tuple[ForkServers, dict[str, str], Path, Path]:
+def _servers(
+    tmp_path: Path, isolation: str, tensorflow_after: float = 5.0
+) -> tuple[ForkServers, dict[str, str], Path, Path]:
     work, sock = tmp_path / "work", tmp_path / "sock"
     (work / "trials").mkdir(parents=True)
     sock.mkdir()
@@ -35,9 +37,26 @@ def _servers(tmp_path: Path, isolation: str) -> tuple[ForkServers, dict[str, str
     env = harness_environment(os.environ, work / "trials", ())
     env["PYTHONUNBUFFERED"] = "1"
     servers = ForkServers(
-        {"default": [sys.executable, "-m", "pedl.harness"]}, env, sandbox, work / "trials", sock
+        {"default": [sys.executable, "-m", "pedl.harness"]},
+        env,
+        sandbox,
+        work / "trials",
+        sock,
+        tensorflow_after=tensorflow_after,
     )
     return servers, env, work / "trials", sock
+
+
+async def _forks_a_harness(servers: ForkServers, env: dict[str, str], trials: Path, sock: Path) -> None:
+    """One run forked: without PEDL_HARNESS_SOCKET its harness says so on stderr and exits 2."""
+    trial = trials / "1-1"
+    (trial / "model").mkdir(parents=True)
+    (sock / "1-1.sock").touch()
+    proc = await servers.fork("", {**env, "HOME": str(trial)}, trial / "model", trial, sock / "1-1.sock")
+    assert proc is not None
+    err = await proc.stderr.read()
+    assert await proc.wait() == 2
+    assert b"PEDL_HARNESS_SOCKET is not set" in err
 
 
 @pytest.mark.parametrize("isolation", MODES)
@@ -48,17 +67,7 @@ def test_a_forked_harness_has_its_own_environment_output_and_exit_code(
         servers, env, trials, sock = _servers(tmp_path, isolation)
         try:
             await _ready(servers)
-            trial = trials / "1-1"
-            (trial / "model").mkdir(parents=True)
-            (sock / "1-1.sock").touch()
-            # No PEDL_HARNESS_SOCKET: the harness says so on stderr and exits 2.
-            proc = await servers.fork(
-                "", {**env, "HOME": str(trial)}, trial / "model", trial, sock / "1-1.sock"
-            )
-            assert proc is not None
-            err = await proc.stderr.read()
-            assert await proc.wait() == 2
-            assert b"PEDL_HARNESS_SOCKET is not set" in err
+            await _forks_a_harness(servers, env, trials, sock)
         finally:
             await servers.close()
 
@@ -227,3 +236,31 @@ def test_a_server_that_mounts_no_overlays_gets_copies_said_once_in_the_agent_log
     logs = asyncio.run(scenario())
     assert [entry["event"] for entry in logs] == ["copying each forked run's model definition"]
     assert "cannot mount them as overlays" in logs[0]["reason"]
+
+
+def test_a_ready_server_imports_tensorflow_while_no_run_asks_and_still_forks(tmp_path: Path) -> None:
+    """Ready with torch alone; TensorFlow comes once no fork was asked for (at once here), counted
+    thread for thread across its import, and the runs after it are forked as before."""
+    import structlog
+
+    async def scenario() -> list[dict]:
+        servers, env, trials, sock = _servers(tmp_path, "none", tensorflow_after=0.0)
+        try:
+            with structlog.testing.capture_logs() as logs:
+                await _ready(servers)
+                for _ in range(600):
+                    if any(entry["event"] == "fork server imported tensorflow" for entry in logs):
+                        break
+                    await asyncio.sleep(0.5)
+                await _forks_a_harness(servers, env, trials, sock)
+            return logs
+        finally:
+            await servers.close()
+
+    logs = asyncio.run(scenario())
+    (ready,) = [entry for entry in logs if entry["event"] == "fork server ready"]
+    assert "torch" in ready["preloaded"] and "tensorflow" not in ready["preloaded"]
+    (later,) = [entry for entry in logs if entry["event"] == "fork server imported tensorflow"]
+    assert {"tensorflow", "keras", "pedl.keras"} <= set(later["preloaded"])
+    assert later["threads"] == later["threads_before"]
+    assert not [entry for entry in logs if "new processes" in entry["event"]]

@@ -32,6 +32,8 @@ def test_flags_win_over_the_environment(tmp_path: Path) -> None:
     assert (cfg.master, cfg.cpu_slots, cfg.work_dir) == ("m:1", 3, tmp_path.resolve())
     assert cfg.harness_argv() == ["py", "my harness.py"]
     assert parse_args([], environ={"PEDL_HARNESS_COMMAND": "x y"}).harness_argv() == ["x", "y"]
+    assert parse_args([], environ={}).preload_tensorflow_after_seconds == 5.0
+    assert parse_args(["--preload-tensorflow-after", "0"], environ={}).preload_tensorflow_after_seconds == 0.0
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,9 @@ def test_flags_win_over_the_environment(tmp_path: Path) -> None:
         (["--master", "no-port"], "--master must be HOST:PORT"),
         (["--slots", "-1"], "--slots must be >= 0"),
         (["--harness-command", "unclosed 'quote"], "--harness-command cannot be parsed"),
+        (["--preload-tensorflow-after", "-1"], "--preload-tensorflow-after -1: must be a number of seconds"),
+        (["--preload-tensorflow-after", "nan"], "--preload-tensorflow-after nan: must be"),
+        (["--preload-tensorflow-after", "soon"], "--preload-tensorflow-after: invalid float value: 'soon'"),
     ],
 )
 def test_bad_flags_are_named(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
