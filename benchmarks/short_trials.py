@@ -16,6 +16,9 @@ use; never a dependency of pedl). Goal: pedl <= 1.05x ideal at 2 slots, <= 1.10x
 started by `pedl cluster up` (free ports), from `pedl experiment create` to `pedl experiment wait`
 returning, no warm-up ("fresh"), then the same search again on that cluster ("warm"), with the warm
 search's phase medians. Issue #42's goals there: <= 1.10x ideal fresh, <= 1.05x warm.
+
+Everything runs with byte-code caching on, as a user's install has it: PYTHONDONTWRITEBYTECODE, set
+in some development shells, is dropped.
 """
 
 from __future__ import annotations
@@ -392,6 +395,10 @@ def main() -> None:
         help="also as a user runs it: `pedl cluster up`, then create to `pedl experiment wait`, no warm-up",
     )
     args = parser.parse_args()
+    # Byte-code caching on, as a user's installed pedl (and Ray) have it: pip compiles an install's
+    # .pyc files. PYTHONDONTWRITEBYTECODE, set in some development shells, would have every CLI call
+    # and every service compile pedl's sources again (benchmarks/cli_start.py drops it too).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     work = Workload(trials=4, sleep=0.01) if args.smoke else Workload(trials=args.trials, sleep=0.25)
     slot_counts = [2] if args.smoke else args.slots
     skip_ray = args.no_ray or (args.smoke and not args.ray)
