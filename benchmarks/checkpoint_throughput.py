@@ -20,6 +20,12 @@ one's back to back, in the order main, this, this, main (README, "Presigned down
     streamed down    main 0.44 (0.55), 0.67 (0.73)   now 0.48 (0.58), 0.53 (0.51)
     restore path     main 0.90 (0.99), 0.97 (0.91)   now 0.98 (0.92), 0.84 (0.91)
 
+Those "now" runs read 1 MiB pieces; with 256 KiB pieces (as boto3), 256 MiB --repeat 3 then 1 GiB
+--repeat 2 against main's 1 GiB right after (load 2-5):
+
+    presigned down   256 MiB now 1.10 (1.09)    1 GiB now 1.31 (1.00), main 0.56 (0.58)
+    streamed down    256 MiB now 0.66 (0.60)    1 GiB now 0.45 (0.45), main 0.58 (0.60)
+
 A presigned download streams each part in 256 KiB pieces, hashed and written while in the CPU's
 cache: its client spends what boto3's does (mostly 0.28-0.33 s against 0.29-0.40 s per 256 MiB). Streaming
 through the store spends about three times boto3's CPU (client 0.40-0.56 s and store 0.38-0.51 s):
