@@ -11,15 +11,26 @@ that fetched it) and `streamed` (the bytes pass through the store's gRPC calls, 
 ranges on several calls at once: the path for shared_fs, and the fallback when S3 cannot be reached
 from the client). Rounds are interleaved, each in another order,
 with a sync before every timed run, and best and median are printed: single runs vary by up to 2x
-on a small shared machine. On the 2-core machine this was decided on (SeaweedFS sharing it), 1 GiB,
---repeat 5:
+on a small shared machine. Both ways start warm alike: boto3's client and pedl's have each moved the
+round's uploads before the downloads are timed. On the 2-core machine this runs on (SeaweedFS sharing
+it; load 6-7 from other work), 256 MiB, --repeat 4, pedl/boto3 best (median), main's code and this
+one's back to back, in the order main, this, this, main (README, "Presigned downloads at boto3's speed"):
 
-    pedl/boto3      up 1.06 (median 1.01)   down 1.11 (median 1.22)
-    streamed/boto3  up 0.74 (median 0.78)   down 0.47 (median 0.56)
-    200 MB state_dict: torch.save 0.07 s, torch.save + pedl upload 0.94 s
+    presigned down   main 0.49 (0.51), 0.46 (0.43)   now 1.02 (1.05), 0.91 (0.87)
+    streamed down    main 0.44 (0.55), 0.67 (0.73)   now 0.48 (0.58), 0.53 (0.51)
+    restore path     main 0.90 (0.99), 0.97 (0.91)   now 0.98 (0.92), 0.84 (0.91)
 
-Streaming spends 1.4x (up) to 2x (down) boto3's CPU: another sha256 pass, the extra hop, fresh
-buffers per message. Direct transfers spend what boto3 does.
+Those "now" runs read 1 MiB pieces; with 256 KiB pieces (as boto3), 256 MiB --repeat 3 then 1 GiB
+--repeat 2 against main's 1 GiB right after (load 2-5):
+
+    presigned down   256 MiB now 1.10 (1.09)    1 GiB now 1.31 (1.00), main 0.56 (0.58)
+    streamed down    256 MiB now 0.66 (0.60)    1 GiB now 0.45 (0.45), main 0.58 (0.60)
+
+A presigned download streams each part in 256 KiB pieces, hashed and written while in the CPU's
+cache: its client spends what boto3's does (mostly 0.28-0.33 s against 0.29-0.40 s per 256 MiB). Streaming
+through the store spends about three times boto3's CPU (client 0.40-0.56 s and store 0.38-0.51 s):
+the store does boto3's GETs, the client boto3's writes, and gRPC's hop between them costs as much
+again, which 2 cores shared with S3 cannot hide.
 
     .venv/bin/python benchmarks/checkpoint_throughput.py [--size-mib 1024] [--repeat 1] [--smoke]
 """

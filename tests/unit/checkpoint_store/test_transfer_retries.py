@@ -45,6 +45,7 @@ class Scripted(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests += 1  # type: ignore[attr-defined]  # set by serving()
+        self.server.ranges.append(self.headers.get("Range"))  # type: ignore[attr-defined]
         status, body, length = self.server.script.pop(0) if self.server.script else (200, b"ok", 2)  # type: ignore[attr-defined]
         self.send_response(status)
         self.send_header("Content-Length", str(length))
@@ -61,7 +62,7 @@ class Scripted(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def serving() -> Iterator[http.server.ThreadingHTTPServer]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    server.script, server.requests = [], 0  # type: ignore[attr-defined]
+    server.script, server.requests, server.ranges = [], 0, []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -192,3 +193,36 @@ def test_a_streamed_range_gives_up_on_bodies_cut_with_nothing_read(serving) -> N
     with pytest.raises(OSError, match="reading k in s3://b failed at byte 0"):
         b"".join(pieces)
     assert serving.requests == 3
+
+
+def ranged(server: http.server.ThreadingHTTPServer, end: int = 6, max_attempts: int = 3) -> bytes:
+    pool = presigned_http.pool_manager(1, max_attempts)
+    url = f"http://127.0.0.1:{server.server_port}/k"
+    return b"".join(presigned_http.get_range(pool, url, 0, end, "fetching x", piece_size=3))
+
+
+def test_a_presigned_download_reads_on_from_where_its_body_was_cut(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(206, b"abc", 6), (206, b"def", 3)]  # cut after 3 of 6 bytes, then the rest
+    assert ranged(serving) == b"abcdef"
+    assert serving.ranges == ["bytes=0-5", "bytes=3-5"]
+
+
+def test_a_presigned_download_of_a_shorter_object_says_how_many_bytes_came(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(206, b"abc", 3)]
+    with pytest.raises(presigned_http.ShortBody, match="storage answered 3 bytes") as caught:
+        ranged(serving)
+    assert caught.value.got == 3 and serving.requests == 1
+
+
+def test_a_presigned_download_gives_up_on_bodies_cut_with_nothing_read(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(206, b"", 6)] * 3
+    with pytest.raises(presigned_http.TransferError, match="fetching x failed at byte 0 after 3 attempts"):
+        ranged(serving)
+    assert serving.requests == 3
+
+
+def test_a_presigned_download_refused_is_not_read_on(serving) -> None:  # type: ignore[no-untyped-def]
+    serving.script = [(403, b"<Code>AccessDenied</Code>", 25)]
+    with pytest.raises(presigned_http.TransferError, match="fetching x failed: HTTP 403 AccessDenied"):
+        ranged(serving)
+    assert serving.requests == 1
