@@ -117,7 +117,8 @@ def test_shipped_config(row: list[str]) -> None:
         # pedl's agent is the launcher: of Determined's launch layers only those that run the command
         # as it is may stay in one, and a Trial class under `--trial` is run as that Trial class.
         launchers = {a for a in spec.command if a.startswith("determined.launch.")}
-        ran_as_is = {"torch_distributed", "wrap_rank", "deepspeed"}  # deepspeed: det_ds.Trainer scripts
+        # deepspeed: det_ds.Trainer scripts; tensorflow: det.keras.DeterminedCallback scripts
+        ran_as_is = {"torch_distributed", "wrap_rank", "deepspeed", "tensorflow"}
         assert launchers <= {f"determined.launch.{name}" for name in ran_as_is}, spec
         assert "--trial" not in spec.command, spec
     assert parse_experiment_config(parsed.raw).raw == parsed.raw

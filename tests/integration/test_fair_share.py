@@ -48,8 +48,17 @@ def test_slots_are_shared_in_proportion_to_weight(tmp_path) -> None:
                 or sum(e == light and st == common_pb2.TRIAL_STATE_COMPLETED for e, st in trials.values())
                 >= 4
             )
-            if first_wave_done and len(owners) == 4:
+            # Shares are only owed while both experiments want the whole agent: each has at least 4
+            # trials not yet completed (placed or waiting). Near the end one of them runs out of work,
+            # and the other rightly takes its slots.
+            unfinished = {
+                exp: sum(e == exp and st != common_pb2.TRIAL_STATE_COMPLETED for e, st in trials.values())
+                for exp in (light, heavy)
+            }
+            if first_wave_done and len(owners) == 4 and min(unfinished.values()) >= 4:
                 samples.append(sum(trials.get(t, (0, 0))[0] == heavy for t in owners))
+            if first_wave_done and max(unfinished.values()) == 0:
+                break  # both searches are done: no more samples to take
             time.sleep(0.25)
         stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=light))
         stub(cluster).KillExperiment(scheduler_pb2.KillExperimentRequest(experiment_id=heavy))
