@@ -129,7 +129,10 @@ class Example:
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
     environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS)
-    unsupported: str = ""  # a Determined feature it uses that pedl lists as missing (one line)
+    # What stops it other than data (one line): a Determined feature pedl does not offer, the
+    # example's own bug, an API no installable library has (`_BLOCKERS`, `_NO_DSAT`)
+    unsupported: str = ""
+    no_data: str = ""  # where `data` is "": why no stand-in serves it (`_NO_STANDIN`)
 
     @property
     def expected(self) -> str:
@@ -158,7 +161,7 @@ class Example:
         if self.slots > CLUSTER_SLOTS:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
-            return "downloads a data set the suite has no stand-in for"
+            return self.no_data or "downloads a data set the suite has no stand-in for"
         return ""
 
 
@@ -171,6 +174,45 @@ _UNSUPPORTED = {
 # Determined's DeepSpeed autotuning (its `deepspeed_autotune` examples), listed as missing in README.
 _DSAT = re.compile(r"from determined\.pytorch import [^\n]*\bdsat\b|determined\.pytorch\.dsat")
 _NO_DSAT = "DeepSpeed autotuning (determined.pytorch.dsat): not offered by pedl"
+# What stops an example before its data does, by a mark in its code (the first that matches).
+_BLOCKERS = (
+    (
+        re.compile(r"\bcache_(train|validation)_dataset\b"),
+        "Determined's data layer (context.experimental.cache_train_dataset): not offered by pedl",
+    ),
+    (
+        re.compile(r"\bdetermined\.util\b"),
+        "determined.util (download_gcs_blob_with_backoff): not offered by pedl",
+    ),
+    (
+        re.compile(r"get_hparam\(\s*\"workers\",\s*pin_memory"),
+        "its own bug: get_hparam(\"workers\", pin_memory=True) raises TypeError (in Determined too)",
+    ),
+    (
+        re.compile(r"\btf\.gfile\.|\btf\.train\.AdamOptimizer\b"),
+        "TensorFlow 1's API (tf.gfile, tf.train.AdamOptimizer): no TensorFlow 1 for Python 3.11",
+    ),
+)
+# Why the examples whose data the suite does not stand in for cannot have one, by a mark in their code.
+_HASHED = "its loader checks the downloaded file's hash ({}), which no stand-in passes"
+_NO_STANDIN = (
+    (re.compile(r"\bCIFAR10\("), _HASHED.format("torchvision CIFAR-10: MD5")),
+    (re.compile(r"\bcifar10\.load_data\("), _HASHED.format("Keras CIFAR-10: SHA-256")),
+    (re.compile(r"\bmnist\.load_data\("), _HASHED.format("Keras MNIST: SHA-256")),
+    (re.compile(r"imdb\.npz"), _HASHED.format("Keras IMDB: MD5")),
+    (
+        re.compile(r"get_file\([^)]*cache_subdir=download_directory"),
+        "fetches its data over HTTPS into a new temporary folder (Keras get_file): no stand-in can be placed",
+    ),
+    (
+        re.compile(r"fasterrcnn_resnet50_fpn\(\s*pretrained=True"),
+        "fetches pretrained Faster R-CNN weights over HTTPS (torch.hub), which the suite has no stand-in for",
+    ),
+)
+
+
+def _first(marks: tuple[tuple[re.Pattern[str], str], ...], sources: str) -> str:
+    return next((why for mark, why in marks if mark.search(sources)), "")
 
 
 def _framework(sources: str) -> str:
@@ -253,9 +295,10 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
     environment = OLDER_TORCH.get((release, name)) or OLDER_KERAS.get((release, name), "")
-    unsupported = _NO_DSAT if _DSAT.search(sources) else ""
+    unsupported = _NO_DSAT if _DSAT.search(sources) else _first(_BLOCKERS, sources)
+    no_data = "" if data else _first(_NO_STANDIN, sources)
     return Example(
-        release, name, folder, framework, data, needs, config, slots, image, environment, unsupported
+        release, name, folder, framework, data, needs, config, slots, image, environment, unsupported, no_data
     )
 
 
