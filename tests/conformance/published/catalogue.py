@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 from example_env import missing as missing_modules
 from published_trees import pedl_examples, releases
-from standin_data import CIFAR_URL
+from standin_data import CIFAR_URL, MNIST_TFRECORDS
 
 MNIST_URL = "pytorch_mnist.tar.gz"
 _IRIS_HTTP = "http://download.tensorflow.org/data/iris_training.csv"
@@ -85,6 +85,10 @@ OLDER_TORCH = {(r, "nlp/word_language_model"): "torch26" for r in ("0.15.6", "0.
 # pedl user would. Its trial class (an uncompiled model, optimizer()/loss()/metric methods) runs on
 # pedl's Keras controller (pedl.keras._compile).
 OLDER_KERAS = {("pedl-0.11", "cifar10_cnn_keras"): "tf212"}
+# Estimator examples need `tf.estimator` (gone since TensorFlow 2.16): their test-mode config names
+# TensorFlow 2.15's environment, as README tells a pedl user to (their images are TF 1.15's, which
+# no environment stands in for, or TF 2.8's).
+ESTIMATOR_ENVIRONMENT = "tf215"
 # The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
 # image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
 IMAGE_RULES = (
@@ -122,13 +126,17 @@ class Example:
     # "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
     # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts),
     # "mnist-mount" (torchvision's MNIST under `data.dataroot`, a bind mount's container_path), "none"
-    # (needs none), "" (no stand-in)
+    # (needs none), "titanic-url" (the Titanic CSVs its config's `data.titanic_dataset` names),
+    # "tfrecord-mount" (MNIST TFRecords in `/tmp/data-rank0`, a bind mount the suite adds),
+    # "fashion-keras-home" (Keras's Fashion-MNIST under `$KERAS_HOME`, a bind mount the suite adds),
+    # "" (no stand-in)
     data: str
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
-    environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS)
+    # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS, ESTIMATOR_ENVIRONMENT)
+    environment: str = ""
     # What stops it other than data (one line): a Determined feature pedl does not offer, the
     # example's own bug, an API no installable library has (`_BLOCKERS`, `_NO_DSAT`)
     unsupported: str = ""
@@ -186,7 +194,7 @@ _BLOCKERS = (
     ),
     (
         re.compile(r"get_hparam\(\s*\"workers\",\s*pin_memory"),
-        "its own bug: get_hparam(\"workers\", pin_memory=True) raises TypeError (in Determined too)",
+        'its own bug: get_hparam("workers", pin_memory=True) raises TypeError (in Determined too)',
     ),
     (
         re.compile(r"\btf\.gfile\.|\btf\.train\.AdamOptimizer\b"),
@@ -266,6 +274,15 @@ def _data(folder: Path, sources: str, config: str) -> str:
     # cifar10.load_data its own URL's hash: no stand-in passes either).
     if CIFAR_URL in configs and "load_batch" in sources:
         return "cifar-url"
+    if isinstance(data.get("titanic_dataset"), dict):
+        return "titanic-url"
+    # Its download skipped where the tarball is already in its `/tmp/data-rank<N>` (then it reads
+    # the unpacked TFRecords beside it).
+    if MNIST_TFRECORDS in sources and "/tmp/data-rank" in sources:
+        return "tfrecord-mount"
+    # Keras's own loader, which checks no hash for Fashion-MNIST, in its cache under $KERAS_HOME.
+    if re.search(r"keras\.datasets\.fashion_mnist\b", sources) and "fashion_mnist.load_data()" in sources:
+        return "fashion-keras-home"
     return ""
 
 
@@ -295,6 +312,7 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
     environment = OLDER_TORCH.get((release, name)) or OLDER_KERAS.get((release, name), "")
+    environment = environment or (ESTIMATOR_ENVIRONMENT if framework == "Estimator" else "")
     unsupported = _NO_DSAT if _DSAT.search(sources) else _first(_BLOCKERS, sources)
     no_data = "" if data else _first(_NO_STANDIN, sources)
     return Example(
