@@ -7,7 +7,11 @@ The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's downl
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
 (`example_env`: PyPI's torch and torchvision beside .venv, under DeepSpeed's) provides. The CIFAR-10
 examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size
-stand-in too.
+stand-in too, and so do the Titanic boosted trees (`data.titanic_dataset`'s CSVs), Determined's
+MNIST Estimators (TFRecords in a bind mount at `/tmp/data-rank0`, in TensorFlow 2.15's environment)
+and PEDL 0.11's `mnist_tf_keras` (Fashion-MNIST under `KERAS_HOME`). An example without a stand-in
+says why none can serve it (`_NO_STANDIN`), and one stopped before its data says by what
+(`_BLOCKERS`).
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
