@@ -143,7 +143,9 @@ class EstimatorTrialController:
 
     def _built_estimator(self) -> Any:
         estimator = self.trial.build_estimator(self.trial.hparams)
-        if not isinstance(estimator, self._api.Estimator):
+        # tf.compat.v1.estimator's Estimator, which tf.estimator's subclasses: Determined's examples
+        # return v1 canned ones too (`tf.compat.v1.estimator.DNNClassifier`).
+        if not isinstance(estimator, tf.compat.v1.estimator.Estimator):
             raise TypeError(
                 f"{describe(type(self.trial).build_estimator)} must return a tf.estimator.Estimator, "
                 f"got {type(estimator).__name__}"

@@ -7,7 +7,11 @@ The MNIST examples (`data.url` of `pytorch_mnist.tar.gz`, or torchvision's downl
 have stand-in data too (`standin_data.py`); they need torchvision, which the examples' environment
 (`example_env`: PyPI's torch and torchvision beside .venv, under DeepSpeed's) provides. The CIFAR-10
 examples that read `data.url`'s `cifar-10-python.tar.gz` with Keras's `load_batch` get a full-size
-stand-in too.
+stand-in too, and so do the Titanic boosted trees (`data.titanic_dataset`'s CSVs), Determined's
+MNIST Estimators (TFRecords in a bind mount at `/tmp/data-rank0`, in TensorFlow 2.15's environment)
+and PEDL 0.11's `mnist_tf_keras` (Fashion-MNIST under `KERAS_HOME`). An example without a stand-in
+says why none can serve it (`_NO_STANDIN`), and one stopped before its data says by what
+(`_BLOCKERS`).
 The Core API tutorials (a folder of stage scripts, each with its own config) are listed one
 example per config; the MNIST one reads torchvision's MNIST from `../data`, the word language model
 WikiText-2 from its bind mount, and 0.38's iris_tf_keras fetches hard-coded `http://` URLs: the
@@ -31,7 +35,7 @@ from pathlib import Path
 import yaml
 from example_env import missing as missing_modules
 from published_trees import pedl_examples, releases
-from standin_data import CIFAR_URL
+from standin_data import CIFAR_URL, MNIST_TFRECORDS
 
 MNIST_URL = "pytorch_mnist.tar.gz"
 _IRIS_HTTP = "http://download.tensorflow.org/data/iris_training.csv"
@@ -85,6 +89,10 @@ OLDER_TORCH = {(r, "nlp/word_language_model"): "torch26" for r in ("0.15.6", "0.
 # pedl user would. Its trial class (an uncompiled model, optimizer()/loss()/metric methods) runs on
 # pedl's Keras controller (pedl.keras._compile).
 OLDER_KERAS = {("pedl-0.11", "cifar10_cnn_keras"): "tf212"}
+# Estimator examples need `tf.estimator` (gone since TensorFlow 2.16): their test-mode config names
+# TensorFlow 2.15's environment, as README tells a pedl user to (their images are TF 1.15's, which
+# no environment stands in for, or TF 2.8's).
+ESTIMATOR_ENVIRONMENT = "tf215"
 # The suite's scheduler's --image-environment rules; 0.34's iris_tf_keras names NVIDIA's TensorFlow
 # image of its release (its code needs Keras 2's legacy optimizers: TF <= 2.15).
 IMAGE_RULES = (
@@ -97,6 +105,16 @@ IMAGE_RULES = (
 # the one line refusing their config, begins; what follows names the installed version and the
 # model definition's line.
 FAILS: dict[tuple[str, str], str] = {
+    # The Titanic boosted trees build `tf.estimator.BoostedTreesClassifier`, which TensorFlow's
+    # Estimator no longer has in 2.12 or 2.15 (the environments with `tf.estimator`; checked in both).
+    **dict.fromkeys(
+        [
+            ("0.12.13", "experimental/trial/gbt_estimator"),
+            *[(r, "decision_trees/gbt_titanic_estimator") for r in ("0.15.6", "0.17.15", "0.20.1")],
+        ],
+        "failed: AttributeError: module 'tensorflow_estimator.python.estimator.api._v2.estimator' has no "
+        "attribute 'BoostedTreesClassifier'",
+    ),
     # 0.20 to 0.34's Core API MNIST `metrics` and `checkpoints` stages report `test_loss` under
     # `metric: val_loss` and never ask the searcher: as in Determined they run to their own end and
     # complete (the searcher hears only op.report_completed). Its ASHA stage's `load_state` uses
@@ -122,14 +140,21 @@ class Example:
     # "mnist-url", "mnist-dir", "mnist-parent" (torchvision's MNIST in `../data`),
     # "cifar-url", "wikitext-mount" (WikiText-2 in the folder its bind_mounts entry mounts),
     # "mnist-mount" (torchvision's MNIST under `data.dataroot`, a bind mount's container_path), "none"
-    # (needs none), "" (no stand-in)
+    # (needs none), "titanic-url" (the Titanic CSVs its config's `data.titanic_dataset` names),
+    # "tfrecord-mount" (MNIST TFRecords in `/tmp/data-rank0`, a bind mount the suite adds),
+    # "fashion-keras-home" (Keras's Fashion-MNIST under `$KERAS_HOME`, a bind mount the suite adds),
+    # "" (no stand-in)
     data: str
     missing: tuple[str, ...]  # libraries it imports that the examples' environment lacks
     config: str = "const.yaml"  # the experiment config submitted
     slots: int = 1  # its resources.slots_per_trial
     image: str = ""  # the Determined image it ran in, where the suite sets one (*_IMAGES)
-    environment: str = ""  # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS)
-    unsupported: str = ""  # a Determined feature it uses that pedl lists as missing (one line)
+    # the agents' environment its test-mode config names (OLDER_TORCH, OLDER_KERAS, ESTIMATOR_ENVIRONMENT)
+    environment: str = ""
+    # What stops it other than data (one line): a Determined feature pedl does not offer, the
+    # example's own bug, an API no installable library has (`_BLOCKERS`, `_NO_DSAT`)
+    unsupported: str = ""
+    no_data: str = ""  # where `data` is "": why no stand-in serves it (`_NO_STANDIN`)
 
     @property
     def expected(self) -> str:
@@ -158,7 +183,7 @@ class Example:
         if self.slots > CLUSTER_SLOTS:
             return f"asks more slots per trial than the suite's cluster has ({CLUSTER_SLOTS})"
         if not self.data:
-            return "downloads a data set the suite has no stand-in for"
+            return self.no_data or "downloads a data set the suite has no stand-in for"
         return ""
 
 
@@ -171,6 +196,45 @@ _UNSUPPORTED = {
 # Determined's DeepSpeed autotuning (its `deepspeed_autotune` examples), listed as missing in README.
 _DSAT = re.compile(r"from determined\.pytorch import [^\n]*\bdsat\b|determined\.pytorch\.dsat")
 _NO_DSAT = "DeepSpeed autotuning (determined.pytorch.dsat): not offered by pedl"
+# What stops an example before its data does, by a mark in its code (the first that matches).
+_BLOCKERS = (
+    (
+        re.compile(r"\bcache_(train|validation)_dataset\b"),
+        "Determined's data layer (context.experimental.cache_train_dataset): not offered by pedl",
+    ),
+    (
+        re.compile(r"\bdetermined\.util\b"),
+        "determined.util (download_gcs_blob_with_backoff): not offered by pedl",
+    ),
+    (
+        re.compile(r"get_hparam\(\s*\"workers\",\s*pin_memory"),
+        'its own bug: get_hparam("workers", pin_memory=True) raises TypeError (in Determined too)',
+    ),
+    (
+        re.compile(r"\btf\.gfile\.|\btf\.train\.AdamOptimizer\b"),
+        "TensorFlow 1's API (tf.gfile, tf.train.AdamOptimizer): no TensorFlow 1 for Python 3.11",
+    ),
+)
+# Why the examples whose data the suite does not stand in for cannot have one, by a mark in their code.
+_HASHED = "its loader checks the downloaded file's hash ({}), which no stand-in passes"
+_NO_STANDIN = (
+    (re.compile(r"\bCIFAR10\("), _HASHED.format("torchvision CIFAR-10: MD5")),
+    (re.compile(r"\bcifar10\.load_data\("), _HASHED.format("Keras CIFAR-10: SHA-256")),
+    (re.compile(r"\bmnist\.load_data\("), _HASHED.format("Keras MNIST: SHA-256")),
+    (re.compile(r"imdb\.npz"), _HASHED.format("Keras IMDB: MD5")),
+    (
+        re.compile(r"get_file\([^)]*cache_subdir=download_directory"),
+        "fetches its data over HTTPS into a new temporary folder (Keras get_file): no stand-in can be placed",
+    ),
+    (
+        re.compile(r"fasterrcnn_resnet50_fpn\(\s*pretrained=True"),
+        "fetches pretrained Faster R-CNN weights over HTTPS (torch.hub), which the suite has no stand-in for",
+    ),
+)
+
+
+def _first(marks: tuple[tuple[re.Pattern[str], str], ...], sources: str) -> str:
+    return next((why for mark, why in marks if mark.search(sources)), "")
 
 
 def _framework(sources: str) -> str:
@@ -224,6 +288,15 @@ def _data(folder: Path, sources: str, config: str) -> str:
     # cifar10.load_data its own URL's hash: no stand-in passes either).
     if CIFAR_URL in configs and "load_batch" in sources:
         return "cifar-url"
+    if isinstance(data.get("titanic_dataset"), dict):
+        return "titanic-url"
+    # Its download skipped where the tarball is already in its `/tmp/data-rank<N>` (then it reads
+    # the unpacked TFRecords beside it).
+    if MNIST_TFRECORDS in sources and "/tmp/data-rank" in sources:
+        return "tfrecord-mount"
+    # Keras's own loader, which checks no hash for Fashion-MNIST, in its cache under $KERAS_HOME.
+    if re.search(r"keras\.datasets\.fashion_mnist\b", sources) and "fashion_mnist.load_data()" in sources:
+        return "fashion-keras-home"
     return ""
 
 
@@ -253,9 +326,11 @@ def _example(release: str, name: str, folder: Path, config: str, absent: set[str
     images = {"TF Keras": KERAS2_IMAGES, "PyTorch": PYTORCH_IMAGES}.get(framework, {})
     image = images.get(release, "")
     environment = OLDER_TORCH.get((release, name)) or OLDER_KERAS.get((release, name), "")
-    unsupported = _NO_DSAT if _DSAT.search(sources) else ""
+    environment = environment or (ESTIMATOR_ENVIRONMENT if framework == "Estimator" else "")
+    unsupported = _NO_DSAT if _DSAT.search(sources) else _first(_BLOCKERS, sources)
+    no_data = "" if data else _first(_NO_STANDIN, sources)
     return Example(
-        release, name, folder, framework, data, needs, config, slots, image, environment, unsupported
+        release, name, folder, framework, data, needs, config, slots, image, environment, unsupported, no_data
     )
 
 

@@ -2,10 +2,14 @@
 iris CSVs (TensorFlow's `iris_training.csv`, `iris_test.csv`: a count line, then four measurements
 and a class per row), and MNIST in its idx files, as torchvision's `datasets.MNIST` reads them from
 `<root>/MNIST/raw/`, either laid where an example looks or packed as the `pytorch_mnist.tar.gz` that
-Determined's examples download; and CIFAR-10's `cifar-10-python.tar.gz` (`cifar_tarball`)."""
+Determined's examples download; and CIFAR-10's `cifar-10-python.tar.gz` (`cifar_tarball`); the
+Titanic CSVs of TensorFlow's boosted-trees tutorial (`write_titanic`); MNIST as the TFRecords
+Determined's Estimator examples unpack (`write_mnist_tfrecords`); Fashion-MNIST's gzipped idx files
+where Keras's `fashion_mnist.load_data` looks (`write_fashion_mnist`)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import pickle
 import struct
@@ -130,3 +134,69 @@ def write_wikitext(root: Path) -> Path:
         ]
         (folder / f"{name}.txt").write_text("\n".join(lines) + "\n")
     return root
+
+
+TITANIC_COLUMNS = "survived,sex,age,n_siblings_spouses,parch,fare,class,deck,embark_town,alone"
+
+
+def write_titanic(folder: Path) -> dict[str, Path]:
+    """`train.csv` (200 rows) and `eval.csv` (60) in the Titanic tutorial's columns and values, with
+    survival following sex and class, so boosted trees can learn it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(5)
+    classes, decks = ("First", "Second", "Third"), ("unknown", "A", "B", "C", "D", "E", "F")
+    towns = ("Southampton", "Cherbourg", "Queenstown")
+    paths = {}
+    for name, count in (("train.csv", 200), ("eval.csv", 60)):
+        rows = [TITANIC_COLUMNS]
+        for _ in range(count):
+            female, klass = bool(rng.integers(0, 2)), int(rng.integers(0, 3))
+            survived = int(rng.random() < (0.75 if female else 0.2) - 0.1 * klass + 0.1)
+            siblings, parents = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+            rows.append(
+                f"{survived},{'female' if female else 'male'},{rng.uniform(1, 70):.1f},{siblings},"
+                f"{parents},{rng.uniform(5, 100) * (3 - klass):.4f},{classes[klass]},"
+                f"{decks[int(rng.integers(0, len(decks)))]},{towns[int(rng.integers(0, 3))]},"
+                f"{'y' if siblings + parents == 0 else 'n'}"
+            )
+        paths[name] = folder / name
+        paths[name].write_text("\n".join(rows) + "\n")
+    return paths
+
+
+MNIST_TFRECORDS = "mnist-tfrecord.tar.gz"
+
+
+def write_mnist_tfrecords(folder: Path) -> Path:
+    """`folder` as Determined's MNIST Estimator examples leave their download directory: the
+    `mnist-tfrecord.tar.gz` they look for (present, so they fetch nothing and unpack nothing) and
+    `mnist-tfrecord/{train,validation}/*.tfrecord`, `tf.train.Example`s of `image_raw` (784 float32
+    bytes, 0 to 1) and `label` (one int64). Written with TensorFlow (imported only here)."""
+    import tensorflow as tf  # seconds to import: only for the examples that need it
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MNIST_TFRECORDS).write_bytes(b"")
+    for split, count, seed in (("train", TRAIN, 0), ("validation", TEST, 1)):
+        (folder / "mnist-tfrecord" / split).mkdir(parents=True, exist_ok=True)
+        images, labels = _images_and_labels(count, seed)
+        with tf.io.TFRecordWriter(str(folder / "mnist-tfrecord" / split / f"{split}.tfrecord")) as out:
+            for image, label in zip(images, labels, strict=True):
+                feature = {
+                    "image_raw": tf.train.Feature(
+                        bytes_list=tf.train.BytesList(value=[(image / 255.0).astype(np.float32).tobytes()])
+                    ),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+                }
+                out.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return folder
+
+
+def write_fashion_mnist(keras_home: Path) -> Path:
+    """Fashion-MNIST's four gzipped idx files in `<keras_home>/datasets/fashion-mnist/`, where
+    Keras's `fashion_mnist.load_data()` looks before it downloads (it checks no hash); returns
+    `keras_home`."""
+    target = write_mnist_raw(keras_home / "datasets" / "fashion-mnist")
+    for path in [p for p in target.iterdir() if p.suffix != ".gz"]:
+        path.with_name(f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    return keras_home

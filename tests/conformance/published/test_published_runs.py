@@ -29,7 +29,16 @@ import grpc
 import pytest
 import yaml
 from catalogue import CLUSTER_SLOTS, IMAGE_RULES, SCRIPT_BATCHES, SMOKE, Example, examples
-from standin_data import cifar_tarball, mnist_tarball, write_iris, write_mnist_raw, write_wikitext
+from standin_data import (
+    cifar_tarball,
+    mnist_tarball,
+    write_fashion_mnist,
+    write_iris,
+    write_mnist_raw,
+    write_mnist_tfrecords,
+    write_titanic,
+    write_wikitext,
+)
 
 from pedl.config.environment_settings import Environment
 from pedl.config.image_environments import parse_image_rules, rule_for
@@ -59,6 +68,7 @@ def data_server(tmp_path_factory) -> Iterator[str]:
     """Stand-in data on loopback, as the examples' URLs would serve it."""
     root = tmp_path_factory.mktemp("standin")
     write_iris(root)
+    write_titanic(root)
     mnist_tarball(root)
     if any(e.data == "cifar-url" for e in _smoke()):  # a few seconds to make: only when run
         cifar_tarball(root)
@@ -148,7 +158,9 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
     from `standin` (`standin_for`): its own bind mount's host path pointed there, or a bind mount of it
     added where the example looks (`../data`, relative to the trial's working directory, as
     Determined's `container_path` reads a relative path); `data.dataroot`'s bind mount (`mnist-mount`)
-    has its host path pointed there."""
+    has its host path pointed there; the MNIST Estimators' download directory and Keras's cache
+    (`KERAS_HOME`) are bind mounts added (`_ADDED_MOUNTS`). The Titanic CSVs that
+    `data.titanic_dataset` names come from the suite's server too."""
     raw = yaml.safe_load((example.folder / example.config).read_text())
     data = raw.get("data") or {}
     for key in ("train_url", "test_url", "url"):
@@ -164,6 +176,14 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
         variables += [f"http_proxy={base_url}", "no_proxy=127.0.0.1,localhost"]
     elif example.data == "mnist-parent" and standin is not None:
         raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": "../data"})
+    elif example.data == "titanic-url":  # data.titanic_dataset.{train,eval}
+        urls = data["titanic_dataset"]
+        urls.update({k: f"{base_url}/{v.rsplit('/', 1)[1]}" for k, v in urls.items() if "://" in str(v)})
+    elif example.data in _ADDED_MOUNTS and standin is not None:
+        inside, variables = _ADDED_MOUNTS[example.data]
+        raw.setdefault("bind_mounts", []).append({"host_path": str(standin), "container_path": inside})
+        if variables:
+            raw.setdefault("environment", {}).setdefault("environment_variables", []).extend(variables)
     if example.image and isinstance(raw.setdefault("environment", {}), dict):  # as its master set it
         raw["environment"].setdefault("image", example.image)
     # OLDER_TORCH, OLDER_KERAS
@@ -188,6 +208,16 @@ def config_for_test_mode(example: Example, base_url: str, standin: Path | None =
     return yaml.safe_dump(raw)
 
 
+# Bind mounts the suite adds where an example looks outside its folder, and what the trial is told:
+# the MNIST Estimator examples' download directory (rank 0's), Keras's cache for PEDL 0.11's
+# `mnist_tf_keras` (`KERAS_HOME`, which Keras 3 reads; it must be writable there, else Keras looks
+# in /tmp/.keras).
+_ADDED_MOUNTS = {
+    "tfrecord-mount": ("/tmp/data-rank0", []),
+    "fashion-keras-home": ("/data", ["KERAS_HOME=/data"]),
+}
+
+
 def lengths_set_by_config(example: Example) -> bool:
     searcher = yaml.safe_load((example.folder / example.config).read_text())["searcher"]
     return "max_steps" in searcher or "max_length" in searcher
@@ -196,11 +226,13 @@ def lengths_set_by_config(example: Example) -> bool:
 def standin_for(example: Example, folder: Path) -> Path | None:
     """The stand-in data an example reads outside its folder, made in `folder` (under the agent's
     allowed bind root), or None."""
-    if example.data == "wikitext-mount":  # writable by the trial's user, as the /tmp it names is
-        root = write_wikitext(folder)
+    if example.data in ("wikitext-mount", "fashion-keras-home"):  # writable by the trial's user
+        root = write_wikitext(folder) if example.data == "wikitext-mount" else write_fashion_mnist(folder)
         for path in [root, *root.rglob("*")]:
             path.chmod(0o777 if path.is_dir() else 0o666)
         return root
+    if example.data == "tfrecord-mount":
+        return write_mnist_tfrecords(folder)
     # torchvision's MNIST("../data"), or under the mounted dataroot, finds its files and downloads none
     if example.data in ("mnist-parent", "mnist-mount"):
         write_mnist_raw(folder / "MNIST" / "raw")

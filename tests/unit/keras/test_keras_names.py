@@ -40,6 +40,19 @@ def test_a_config_naming_the_old_metric_gets_it_under_both_names_and_one_warning
     ]
 
 
+@pytest.mark.parametrize("metric", ["val_acc", "acc"])
+def test_a_config_naming_keras_before_2_3s_acc_gets_val_accuracy_under_that_name(capsys, metric) -> None:
+    _with_metric(metric)
+    assert _names.keras_validation_metrics({"loss": 0.5, "accuracy": 0.9}) == {
+        "val_loss": 0.5,
+        "val_accuracy": 0.9,
+        metric: 0.9,
+    }
+    assert (
+        f"searcher.metric '{metric}' is the Keras validation metric 'val_accuracy'" in capsys.readouterr().err
+    )
+
+
 def test_outside_a_trial_only_the_keras_names_are_reported() -> None:
     _with_metric(None)
     assert _names.keras_validation_metrics({"val_loss": 1.0}) == {"val_loss": 1.0}
