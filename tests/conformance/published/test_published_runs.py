@@ -23,6 +23,7 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import example_env
 import grpc
@@ -303,12 +304,27 @@ def _smoke() -> list[Example]:
 def test_a_published_example_runs_unchanged(
     cluster, environments, data_server, mounts_root, example, tmp_path
 ) -> None:
+    result = _run(cluster, environments, data_server, mounts_root, example, tmp_path, f"`{example.name}`")
+    assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
+
+
+def _run(
+    cluster: Any,
+    environments: dict[str, str | None],
+    data_server: str,
+    mounts_root: Path,
+    example: Example,
+    tmp_path: Path,
+    shown: str,
+) -> str:
+    """Runs `example` on the suite's cluster (skipped when its environment could not be built) and
+    prints its table row; its result."""
     if (name := _environment_of(example)) and not environments[name]:
         script = " ".join(example_env.BUILDERS[name])
         pytest.skip(f"the environment {name} could not be built (scripts/{script})")
     result = run_example(cluster, example, data_server, tmp_path, mounts_root)
-    print(f"| {example.release} | `{example.name}` | {example.framework} | {result} |")
-    assert example.matches(result), f"expected {example.expected}\n{cluster.logs()}"
+    print(f"| {example.release} | {shown} | {example.framework} | {result} |")
+    return result
 
 
 def _two_slot_examples() -> list[Example]:
@@ -329,10 +345,8 @@ def _two_slot_examples() -> list[Example]:
 def test_a_published_example_runs_unchanged_on_two_slots(
     cluster, environments, data_server, mounts_root, example, tmp_path
 ) -> None:
-    if (name := _environment_of(example)) and not environments[name]:
-        pytest.skip(f"the environment {name} could not be built")
-    result = run_example(cluster, example, data_server, tmp_path, mounts_root)
-    print(f"| {example.release} | `{example.name}` ({example.config}) | {example.framework} | {result} |")
+    shown = f"`{example.name}` ({example.config})"
+    result = _run(cluster, environments, data_server, mounts_root, example, tmp_path, shown)
     assert result == "completes", cluster.logs()
 
 

@@ -213,8 +213,11 @@ class DeterminedCallback(keras.callbacks.ProgbarLogger):
         if self._chief:
             with self._core.checkpoint.store_path({"steps_completed": self._steps_completed}) as (path, _):
                 self.save_model(self.model, str(path / WEIGHTS), self._core.distributed)
-                state: dict[str, Any] = {"epoch": epoch, "steps_completed": self._steps_completed}
-                state["continue_id"] = self._continue_id
+                state = {
+                    "epoch": epoch,
+                    "steps_completed": self._steps_completed,
+                    "continue_id": self._continue_id,
+                }
                 (path / STATE_FILE).write_text(json.dumps(state))
         else:
             self.save_model(self.model, "", self._core.distributed)
